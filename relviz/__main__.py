@@ -1,0 +1,39 @@
+"""Command line: python -m relviz {bench,train,checkpoints,evaluate,...}.
+
+Each subcommand lives in its own module, which provides ``add_arguments(parser)`` and
+``run(args) -> int``; this file only dispatches, so the modules never step on each other.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: subcommand -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("relviz.bench", "time and measure memory of the core functions and the app"),
+    "train": ("relviz.train", "train a small transformer with one position scheme"),
+    "checkpoints": ("relviz.checkpoints_cli", "list the available checkpoints"),
+    "evaluate": ("relviz.evaluate_cli", "evaluate a checkpoint on fresh samples"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m relviz", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    modules = {}
+    for name, (module_name, help_text) in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue  # a subcommand whose module is not written yet
+        modules[name] = module
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    return int(modules[args.command].run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The one heatmap builder every page uses: readable colours, axis titles, hover on every cell.
+
+Payload rules (DESIGN.md): colour values travel as float32 or unsigned integers (never
+signed int64), hover fields as the smallest integer type that holds them, and no view
+sends more than ``views.DISPLAY_MAX`` cells per side.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.colors
+import plotly.graph_objects as go
+
+#: Axis titles shared by every query × key matrix.
+KEY_AXIS = "key position j"
+QUERY_AXIS = "query position i"
+
+
+def compact_ints(values: np.ndarray) -> np.ndarray:
+    """The smallest signed/unsigned integer dtype that holds ``values`` (payload size)."""
+    values = np.asarray(values)
+    lo, hi = (int(values.min()), int(values.max())) if values.size else (0, 0)
+    for dtype in (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return values.astype(dtype)
+    return values.astype(np.float64)
+
+
+def discrete_colorscale(num_values: int, palette: str = "Turbo") -> list[list]:
+    """A stepped colour scale: each integer 0..num_values−1 gets one solid colour band."""
+    num_values = max(int(num_values), 1)
+    if num_values == 1:
+        colour = plotly.colors.sample_colorscale(palette, [0.5])[0]
+        return [[0.0, colour], [1.0, colour]]
+    colours = plotly.colors.sample_colorscale(palette, [v / (num_values - 1) for v in range(num_values)])
+    scale: list[list] = []
+    for v, colour in enumerate(colours):
+        scale.append([v / num_values, colour])
+        scale.append([(v + 1) / num_values, colour])
+    return scale
+
+
+def _tick_step(span: int, ticks: int = 12) -> int:
+    """A 1-2-5 step that puts at most ~``ticks`` labels on an integer colour bar."""
+    step, multipliers = 1, (2, 2.5, 2)  # 1, 2, 5, 10, 20, 50, ...
+    k = 0
+    while span / step > ticks:
+        step = int(step * multipliers[k % 3])
+        k += 1
+    return step
+
+
+def matrix_heatmap(
+    z: np.ndarray,
+    *,
+    x: Sequence[int] | np.ndarray,
+    y: Sequence[int] | np.ndarray,
+    hover: Mapping[str, np.ndarray],
+    value_label: str,
+    title: str = "",
+    discrete_range: tuple[int, int] | None = None,
+    colorscale: str | list = "Viridis",
+    zmid: float | None = None,
+    x_title: str = KEY_AXIS,
+    y_title: str = QUERY_AXIS,
+    height: int = 430,
+) -> go.Figure:
+    """A query × key heatmap with query 0 on top, a colour bar, and hover on every cell.
+
+    ``hover`` maps a label to an array shaped like ``z``; every cell's hover shows i, j and
+    those fields in order (put "j − i" first). ``discrete_range=(lo, hi)`` draws integer
+    values lo..hi as solid colour bands (indices, buckets); z is then shifted to start at 0
+    so it travels as unsigned integers.
+    """
+    z = np.asarray(z)
+    trace_args: dict = {}
+    if discrete_range is not None:
+        lo, hi = discrete_range
+        count = hi - lo + 1
+        z_colour = compact_ints(z - lo)
+        step = _tick_step(count - 1)
+        ticks = list(range(0, count, step))
+        trace_args.update(
+            zmin=-0.5, zmax=count - 0.5,
+            colorscale=discrete_colorscale(count, colorscale if isinstance(colorscale, str) else "Turbo"),
+            colorbar=dict(title=dict(text=value_label, side="right"), tickvals=ticks,
+                          ticktext=[str(t + lo) for t in ticks], thickness=14),
+        )
+    else:
+        z_colour = z.astype(np.float32)
+        trace_args.update(colorscale=colorscale, colorbar=dict(title=dict(text=value_label, side="right"),
+                                                               thickness=14))
+        if zmid is not None:
+            trace_args["zmid"] = zmid
+
+    fields = list(hover.items())
+    lines = [f"{y_title.split()[-1]} = %{{y}}", f"{x_title.split()[-1]} = %{{x}}"]
+    if fields:
+        stacked = np.stack([np.broadcast_to(np.asarray(values), z.shape) for _, values in fields], axis=-1)
+        all_ints = all(np.issubdtype(np.asarray(v).dtype, np.integer) for _, v in fields)
+        trace_args["customdata"] = compact_ints(stacked) if all_ints else stacked.astype(np.float32)
+        for k, (label, values) in enumerate(fields):
+            fmt = "" if np.issubdtype(np.asarray(values).dtype, np.integer) else ":.4g"
+            lines.append(f"{label} = %{{customdata[{k}]{fmt}}}")
+    figure = go.Figure(go.Heatmap(
+        z=z_colour, x=np.asarray(x), y=np.asarray(y),
+        hovertemplate="<br>".join(lines) + "<extra></extra>", **trace_args))
+    figure.update_layout(
+        title=dict(text=title, x=0, xanchor="left") if title else None,
+        height=height, margin=dict(l=60, r=10, t=40 if title else 10, b=50),
+    )
+    figure.update_xaxes(title_text=x_title, side="bottom", constrain="domain")
+    figure.update_yaxes(title_text=y_title, autorange="reversed")
+    return figure

@@ -1,0 +1,276 @@
+"""Relative position matrices: relative index, Shaw clip index, T5 buckets, ALiBi.
+
+Every matrix here is Toeplitz: its value depends only on the offset j − (q_offset + i).
+So each function computes one value per offset (q_len + k_len − 1 of them) and expands
+that vector to the full matrix in a single copy, instead of running per-cell math over
+q_len × k_len cells.
+
+Sign convention everywhere: relative position = key index − query index (j − i).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from relviz._checks import check_bool, check_int, resolve_device
+
+#: Largest matrix (q_len · k_len cells) a function here will build: 2^30 int64 cells are 8 GiB.
+MAX_CELLS = 2**30
+#: Offsets beyond this magnitude lose exactness in float32 and are refused.
+MAX_ABS_OFFSET = 2**24
+
+
+# ---------------------------------------------------------------------------------------
+# Offsets and the Toeplitz expansion
+
+
+def _check_lengths(q_len: int, k_len: int | None, q_offset: int) -> tuple[int, int, int]:
+    q_len = check_int("q_len", q_len, minimum=1)
+    k_len = q_len if k_len is None else check_int("k_len", k_len, minimum=1)
+    q_offset = check_int("q_offset", q_offset, minimum=-MAX_ABS_OFFSET, maximum=MAX_ABS_OFFSET)
+    if q_len * k_len > MAX_CELLS:
+        raise ValueError(
+            f"q_len * k_len must be at most {MAX_CELLS} cells; got {q_len} * {k_len} = {q_len * k_len}")
+    if q_len + abs(q_offset) > MAX_ABS_OFFSET or k_len + abs(q_offset) > MAX_ABS_OFFSET:
+        raise ValueError(f"q_len, k_len and |q_offset| must keep every offset within ±{MAX_ABS_OFFSET}")
+    return q_len, k_len, q_offset
+
+
+def offset_range(q_len: int, k_len: int | None = None, *, q_offset: int = 0,
+                 device: torch.device | str | None = None) -> torch.Tensor:
+    """Every offset j − (q_offset + i) the matrix contains, ascending: q_len + k_len − 1 values.
+
+    Entry t of the result is the offset of the cells with j − i = t − (q_len − 1); this is the
+    per-offset vector that :func:`expand_toeplitz` turns into the full matrix.
+    """
+    q_len, k_len, q_offset = _check_lengths(q_len, k_len, q_offset)
+    device = resolve_device(device)
+    lowest = -(q_len - 1) - q_offset
+    return torch.arange(lowest, lowest + q_len + k_len - 1, device=device, dtype=torch.long)
+
+
+def expand_toeplitz(per_offset: torch.Tensor, q_len: int, k_len: int) -> torch.Tensor:
+    """Expand per-offset values [..., q_len + k_len − 1] to [..., q_len, k_len].
+
+    out[..., i, j] = per_offset[..., j − i + q_len − 1]. unfold gives a view whose rows run
+    in reverse query order; the flip is the one copy the full matrix costs.
+    """
+    if per_offset.shape[-1] != q_len + k_len - 1:
+        raise ValueError(
+            f"per_offset must have q_len + k_len - 1 = {q_len + k_len - 1} values in its last "
+            f"dimension; got {per_offset.shape[-1]}")
+    return per_offset.unfold(-1, k_len, 1).flip(-2)
+
+
+# ---------------------------------------------------------------------------------------
+# Relative index and Shaw et al.'s clip index
+
+
+def relative_positions(q_len: int, k_len: int | None = None, *, q_offset: int = 0,
+                       device: torch.device | str | None = None) -> torch.Tensor:
+    """The relative position j − (q_offset + i) of every (query i, key j): LongTensor [q_len, k_len]."""
+    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=device)
+    return expand_toeplitz(offsets, q_len, offsets.numel() - q_len + 1)
+
+
+def shaw_clip_offsets(offsets: torch.Tensor, *, k: int) -> torch.Tensor:
+    """clip(offset, −k, k) + k: the row of Shaw's (2k + 1)-row embedding table each offset uses."""
+    k = check_int("k", k, minimum=0, maximum=MAX_ABS_OFFSET)
+    return offsets.clamp(-k, k) + k
+
+
+def shaw_clip_index(q_len: int, k_len: int | None = None, *, k: int, q_offset: int = 0,
+                    device: torch.device | str | None = None) -> torch.Tensor:
+    """Shaw et al.'s lookup index clip(j − i, −k, k) + k, values in 0..2k: LongTensor [q_len, k_len]."""
+    k = check_int("k", k, minimum=0, maximum=MAX_ABS_OFFSET)
+    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=device)
+    return expand_toeplitz(shaw_clip_offsets(offsets, k=k), q_len, offsets.numel() - q_len + 1)
+
+
+# ---------------------------------------------------------------------------------------
+# T5 relative position buckets
+
+
+@dataclass(frozen=True)
+class T5Config:
+    """A validated T5 bucket configuration and the quantities derived from it."""
+
+    num_buckets: int
+    max_distance: int
+    bidirectional: bool
+
+    @property
+    def buckets_per_direction(self) -> int:
+        return self.num_buckets // 2 if self.bidirectional else self.num_buckets
+
+    @property
+    def max_exact(self) -> int:
+        """Offsets below this magnitude get a bucket of their own (half of one direction's buckets)."""
+        return self.buckets_per_direction // 2
+
+
+def t5_config(num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True) -> T5Config:
+    """Validate a T5 configuration: refuse the ones the reference formula cannot serve.
+
+    The reference divides by log(max_distance / max_exact): max_exact = 0 divides by zero, and
+    max_distance <= max_exact gives a zero or negative log, hence garbage or negative buckets.
+    """
+    num_buckets = check_int("num_buckets", num_buckets, minimum=1, maximum=1_000_000)
+    max_distance = check_int("max_distance", max_distance, minimum=1, maximum=MAX_ABS_OFFSET)
+    bidirectional = check_bool("bidirectional", bidirectional)
+    config = T5Config(num_buckets, max_distance, bidirectional)
+    if config.max_exact < 1:
+        smallest = 4 if bidirectional else 2
+        mode = "bidirectional" if bidirectional else "unidirectional"
+        raise ValueError(
+            f"num_buckets must be at least {smallest} when {mode}: max_exact = "
+            f"num_buckets{' // 2' if bidirectional else ''} // 2 = {config.max_exact}, and the T5 "
+            f"formula divides by log(max_distance / max_exact); got num_buckets={num_buckets}")
+    if max_distance <= config.max_exact:
+        raise ValueError(
+            f"max_distance must be greater than max_exact = {config.max_exact} for num_buckets="
+            f"{num_buckets} ({'bidirectional' if bidirectional else 'unidirectional'}); got "
+            f"max_distance={max_distance}. The T5 formula needs log(max_distance / max_exact) > 0.")
+    return config
+
+
+def t5_nearest_valid(num_buckets: int, max_distance: int, bidirectional: bool) -> tuple[int, int]:
+    """The closest (num_buckets, max_distance) the T5 formula can serve, for an error message's advice."""
+    num_buckets = max(int(num_buckets), 4 if bidirectional else 2)
+    config = T5Config(num_buckets, int(max_distance), bool(bidirectional))
+    return num_buckets, max(int(max_distance), config.max_exact + 1)
+
+
+def t5_bucket(relative_position: torch.Tensor | int, *, num_buckets: int = 32,
+              max_distance: int = 128, bidirectional: bool = True) -> torch.Tensor:
+    """T5's bucket for each relative position (key − query), identical to the reference.
+
+    Same float32 operations as Mesh TensorFlow / Hugging Face, in the same order, so the
+    truncation lands on the same side at every bucket edge. The log is only evaluated
+    where it is used (the reference takes log(0) and discards it).
+    """
+    config = t5_config(num_buckets, max_distance, bidirectional)
+    if not isinstance(relative_position, torch.Tensor):
+        relative_position = torch.as_tensor(check_int("relative_position", relative_position))
+    if relative_position.is_floating_point() or relative_position.is_complex() \
+            or relative_position.dtype == torch.bool:
+        raise ValueError(f"relative_position must be an integer tensor; got dtype {relative_position.dtype}")
+    n = relative_position.to(torch.long)
+    if n.numel() and int(n.abs().max()) > MAX_ABS_OFFSET:
+        raise ValueError(f"relative_position values must lie within ±{MAX_ABS_OFFSET}")
+
+    buckets_per_direction = config.buckets_per_direction
+    if config.bidirectional:
+        bucket = (n > 0).to(torch.long) * buckets_per_direction
+        n = n.abs()
+    else:
+        bucket = torch.zeros_like(n)
+        n = (-n).clamp(min=0)
+    max_exact = config.max_exact
+    is_small = n < max_exact
+    n_large = n.clamp(min=max_exact).to(torch.float32)
+    if_large = max_exact + (
+        torch.log(n_large / max_exact)
+        / math.log(config.max_distance / max_exact)
+        * (buckets_per_direction - max_exact)
+    ).to(torch.long)
+    if_large = if_large.clamp(max=buckets_per_direction - 1)
+    return bucket + torch.where(is_small, n, if_large)
+
+
+def t5_bucket_map(q_len: int, k_len: int | None = None, *, num_buckets: int = 32,
+                  max_distance: int = 128, bidirectional: bool = True, q_offset: int = 0,
+                  device: torch.device | str | None = None) -> torch.Tensor:
+    """T5 bucket of every (query i, key j): LongTensor [q_len, k_len], computed per offset."""
+    t5_config(num_buckets, max_distance, bidirectional)
+    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=device)
+    per_offset = t5_bucket(offsets, num_buckets=num_buckets, max_distance=max_distance,
+                           bidirectional=bidirectional)
+    return expand_toeplitz(per_offset, q_len, offsets.numel() - q_len + 1)
+
+
+@dataclass(frozen=True)
+class BucketRange:
+    """The key − query offsets one T5 bucket covers, within ±max_offset.
+
+    ``first``/``last`` are None for an unused bucket. ``open_low``/``open_high`` say that the
+    bucket goes on past −max_offset / +max_offset (the saturated end buckets do, forever).
+    """
+
+    bucket: int
+    first: int | None
+    last: int | None
+    count: int
+    open_low: bool
+    open_high: bool
+
+    @property
+    def used(self) -> bool:
+        return self.count > 0
+
+
+def t5_bucket_ranges(*, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True,
+                     max_offset: int | None = None) -> list[BucketRange]:
+    """For every bucket, the offsets it covers (first, last, count) or that it is unused.
+
+    max_offset defaults to max_distance: every bucket has begun by then (the last one
+    begins before max_distance), so nothing is missed.
+    """
+    config = t5_config(num_buckets, max_distance, bidirectional)
+    max_offset = config.max_distance if max_offset is None else check_int(
+        "max_offset", max_offset, minimum=1, maximum=MAX_ABS_OFFSET)
+    offsets = torch.arange(-max_offset, max_offset + 1, device="cpu")
+    buckets = t5_bucket(offsets, num_buckets=num_buckets, max_distance=max_distance,
+                        bidirectional=bidirectional)
+    counts = torch.bincount(buckets, minlength=config.num_buckets).tolist()
+    big = torch.iinfo(torch.long).max
+    firsts = torch.full((config.num_buckets,), big).scatter_reduce(0, buckets, offsets, "amin").tolist()
+    lasts = torch.full((config.num_buckets,), -big).scatter_reduce(0, buckets, offsets, "amax").tolist()
+    low_bucket, high_bucket = int(buckets[0]), int(buckets[-1])
+    return [
+        BucketRange(
+            bucket=b,
+            first=firsts[b] if counts[b] else None,
+            last=lasts[b] if counts[b] else None,
+            count=counts[b],
+            open_low=b == low_bucket,
+            open_high=b == high_bucket,
+        )
+        for b in range(config.num_buckets)
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# ALiBi
+
+
+def alibi_slopes(num_heads: int, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """ALiBi's head slopes (float32 [num_heads]), as in the reference code.
+
+    A power of two n: the geometric sequence 2^(−8/n), 2^(−16/n), ... Otherwise: the slopes of
+    the nearest lower power of two p, then every other slope of 2p until there are n.
+    """
+    num_heads = check_int("num_heads", num_heads, minimum=1, maximum=4096)
+    return torch.tensor(_alibi_slopes_list(num_heads), dtype=torch.float32, device=resolve_device(device))
+
+
+def _alibi_slopes_list(n: int) -> list[float]:
+    def power_of_two(p: int) -> list[float]:
+        start = 2.0 ** (-8.0 / p)
+        return [start ** (h + 1) for h in range(p)]
+
+    if n & (n - 1) == 0:
+        return power_of_two(n)
+    lower = 1 << (n.bit_length() - 1)
+    return power_of_two(lower) + _alibi_slopes_list(2 * lower)[0::2][: n - lower]
+
+
+def alibi_bias(q_len: int, k_len: int | None = None, *, num_heads: int, q_offset: int = 0,
+               device: torch.device | str | None = None) -> torch.Tensor:
+    """ALiBi's bias −slope_h · |j − (q_offset + i)|: float32 [num_heads, q_len, k_len]."""
+    slopes = alibi_slopes(num_heads, device=device)
+    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=slopes.device)
+    per_offset = -slopes[:, None] * offsets.abs().to(torch.float32)[None, :]
+    return expand_toeplitz(per_offset, q_len, offsets.numel() - q_len + 1)

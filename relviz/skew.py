@@ -1,0 +1,186 @@
+"""The Music Transformer "skew" (Huang et al. 2018), step by step, and its references.
+
+Relative attention needs S_rel[i, j] = q_i · e_(j − i): one learned vector per distance.
+Gathering e_(j − i) for every (i, j) (Shaw et al.) builds an L × L × D tensor. The skew
+instead multiplies Q by the L distance vectors once (Q E_rᵀ, L × L, column m = distance
+m − (L − 1)) and then moves each entry to its (i, j) cell with a pad and a reshape: O(L²)
+memory and no gather. This module holds:
+
+- ``skew``: the causal trick (exact for j ≤ i; the upper triangle is garbage that the
+  causal mask hides);
+- ``skew_steps`` / ``skew_source_index``: every intermediate tensor, and where each of its
+  cells came from, for the teaching page;
+- ``skew_bidirectional``: the unmasked variant with 2L − 1 distances, exact everywhere;
+- ``gather_relative``: the naive gather that the two tricks are proven and measured against.
+
+Sign convention: relative position = key index − query index (j − i).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from relviz._checks import check_int, check_tensor, resolve_device
+
+__all__ = [
+    "SkewSteps",
+    "SkewSource",
+    "skew",
+    "skew_steps",
+    "skew_source_index",
+    "skew_bidirectional",
+    "gather_relative",
+]
+
+
+@dataclass(frozen=True)
+class SkewSteps:
+    """The three intermediate tensors of the skew, plus where the result is exact.
+
+    padded:   [..., L, L+1]  one zero column on the left of qer
+    reshaped: [..., L+1, L]  the same memory read with rows of length L
+    skewed:   [..., L, L]    reshaped without its first row (== skew(qer))
+    valid:    bool [L, L], broadcastable to skewed; True exactly where j ≤ i
+    """
+
+    padded: torch.Tensor
+    reshaped: torch.Tensor
+    skewed: torch.Tensor
+    valid: torch.Tensor
+
+
+@dataclass(frozen=True)
+class SkewSource:
+    """For every cell of every skew step: the qer cell it holds, or −1 for the pad.
+
+    ``row.padded[r, c]`` and ``col.padded[r, c]`` give the (row, col) of qer held by cell
+    (r, c) of the padded step, and likewise for ``reshaped`` and ``skewed``; both are −1
+    where the cell holds the zero pad. ``row.valid`` / ``col.valid`` are the j ≤ i mask.
+    """
+
+    row: SkewSteps
+    col: SkewSteps
+
+
+def _check_square(qer: object) -> tuple[torch.Tensor, int]:
+    qer = check_tensor("qer", qer, min_ndim=2, floating=True)
+    rows, cols = qer.shape[-2], qer.shape[-1]
+    if rows != cols or rows < 1:
+        raise ValueError(
+            f"qer must have shape [..., L, L] with L >= 1 (rows: queries, columns: distances "
+            f"-(L-1)..0); got shape {tuple(qer.shape)}")
+    return qer, rows
+
+
+def _steps(x: torch.Tensor, pad_value: float = 0.0) -> SkewSteps:
+    """The skew on an already-validated [..., L, L] tensor (any dtype: also used on indices)."""
+    length = x.shape[-1]
+    batch = tuple(x.shape[:-2])
+    padded = F.pad(x, (1, 0), value=pad_value)               # [..., L, L+1]
+    reshaped = padded.reshape(batch + (length + 1, length))  # same memory, rows of L
+    skewed = reshaped[..., 1:, :]                            # drop the first row
+    valid = torch.ones(length, length, dtype=torch.bool, device=x.device).tril()
+    return SkewSteps(padded=padded, reshaped=reshaped, skewed=skewed, valid=valid)
+
+
+def skew(qer: torch.Tensor) -> torch.Tensor:
+    """Music Transformer skew: [..., L, L] -> [..., L, L], with no L × L × D tensor.
+
+    qer = Q E_rᵀ, column m standing for distance m − (L − 1). Returns S_rel with
+    S_rel[..., i, j] = qer[..., i, j − i + L − 1] for j ≤ i (exact). Above the diagonal the
+    values are garbage that a causal mask must hide: S_rel[i, i+1] = 0 (the pad) and
+    S_rel[i, j] = qer[i+1, j − i − 2] for j ≥ i + 2. Differentiable; runs on qer's device.
+    """
+    qer, _ = _check_square(qer)
+    return _steps(qer).skewed
+
+
+def skew_steps(qer: torch.Tensor) -> SkewSteps:
+    """Every intermediate tensor of ``skew(qer)``, so a page can show the trick step by step."""
+    qer, _ = _check_square(qer)
+    return _steps(qer)
+
+
+def skew_source_index(length: int, *, device: torch.device | str | None = None) -> SkewSource:
+    """Which qer cell (row, col) each cell of each skew step holds; −1 marks the pad.
+
+    Computed by running the very same pad/reshape/slice on a tensor of (row, col)
+    coordinates, so the answer is true by construction rather than re-derived by hand.
+    """
+    length = check_int("length", length, minimum=1)
+    dev = resolve_device(device)
+    coords = torch.stack(torch.meshgrid(
+        torch.arange(length, device=dev), torch.arange(length, device=dev), indexing="ij"))
+    steps = _steps(coords, pad_value=-1)                     # leading dim 2: (row, col)
+
+    def pick(k: int) -> SkewSteps:
+        return SkewSteps(padded=steps.padded[k], reshaped=steps.reshaped[k],
+                         skewed=steps.skewed[k], valid=steps.valid)
+
+    return SkewSource(row=pick(0), col=pick(1))
+
+
+def skew_bidirectional(qer: torch.Tensor) -> torch.Tensor:
+    """Unmasked skew: [..., L, 2L−1] -> [..., L, L], exact everywhere.
+
+    qer = Q E_rᵀ over 2L − 1 distances, column m standing for distance m − (L − 1).
+    Returns out[..., i, j] = qer[..., i, j − i + L − 1] for every i, j.
+
+    Why it works: in the row-major flattening of qer, cell (i, j − i + L − 1) sits at
+    i·(2L − 2) + (L − 1) + j. So dropping the first L − 1 flat entries and reading rows of
+    length 2L − 2 puts it at row i, column j; the first L columns are the answer. Only
+    reshapes and slices (a copy at most of qer itself), so it stays O(L²) and differentiable.
+    """
+    qer = check_tensor("qer", qer, min_ndim=2, floating=True)
+    length, width = qer.shape[-2], qer.shape[-1]
+    if length < 1 or width != 2 * length - 1:
+        raise ValueError(
+            f"qer must have shape [..., L, 2L-1] with L >= 1 (columns: distances "
+            f"-(L-1)..+(L-1)); got shape {tuple(qer.shape)}")
+    if length == 1:
+        return qer[..., :1]  # one query, one key, one distance (0): already in place
+    batch = tuple(qer.shape[:-2])
+    flat = qer.reshape(batch + (length * width,))
+    stride = 2 * length - 2
+    window = flat[..., length - 1: length - 1 + length * stride]
+    return window.reshape(batch + (length, stride))[..., :length]
+
+
+def gather_relative(q: torch.Tensor, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Naive reference: out[..., i, j] = q[..., i, :] · table[index[i, j], :].
+
+    This deliberately materialises the gathered L × L × D tensor table[index] (Shaw et
+    al.'s way): it is the obviously-correct baseline that ``skew`` and
+    ``skew_bidirectional`` are tested and benchmarked against, not something to use at
+    scale. q: [..., Lq, D]; table: [M, D]; index: integer [Lq, Lk] with values in 0..M−1.
+    """
+    q = check_tensor("q", q, min_ndim=2, floating=True)
+    table = check_tensor("table", table, ndim=2, floating=True)
+    index = check_tensor("index", index, ndim=2)
+    if index.dtype == torch.bool or index.is_floating_point() or index.is_complex():
+        raise ValueError(f"index must be an integer tensor; got dtype {index.dtype}")
+    if table.shape[1] != q.shape[-1]:
+        raise ValueError(
+            f"table must have shape [M, D] with D equal to q's last dimension ({q.shape[-1]}); "
+            f"got shape {tuple(table.shape)}")
+    if table.shape[0] < 1:
+        raise ValueError(f"table must have at least one row; got shape {tuple(table.shape)}")
+    if index.shape[0] != q.shape[-2]:
+        raise ValueError(
+            f"index must have shape [Lq, Lk] with Lq equal to q's query length ({q.shape[-2]}); "
+            f"got shape {tuple(index.shape)}")
+    if table.dtype != q.dtype:
+        raise ValueError(f"table must have the same dtype as q ({q.dtype}); got {table.dtype}")
+    for name, tensor in (("table", table), ("index", index)):
+        if tensor.device != q.device:
+            raise ValueError(f"{name} must be on q's device ({q.device}); got {tensor.device}")
+    if index.numel() > 0:
+        low, high = int(index.min()), int(index.max())
+        if low < 0 or high >= table.shape[0]:
+            raise ValueError(
+                f"index values must be from 0 to {table.shape[0] - 1} (rows of table); "
+                f"got values from {low} to {high}")
+    gathered = table[index.long()]                           # [Lq, Lk, D]: the L²·D cost
+    return torch.einsum("...id,ijd->...ij", q, gathered)
