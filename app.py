@@ -5,7 +5,7 @@ import streamlit as st
 
 from relviz.ui import PAGES
 
-st.set_page_config(page_title="relviz: relative position, visible", page_icon="↔️", layout="wide")
+st.set_page_config(page_title="relviz: relative position, visible", page_icon=":material/swap_horiz:", layout="wide")
 
 navigation = st.navigation([st.Page(page.path, title=page.title, icon=page.icon, default=page.default)
                             for page in PAGES])

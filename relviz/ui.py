@@ -25,11 +25,11 @@ class PageInfo:
 
 #: The learning order: the navigation and the landing page both follow it.
 PAGES: list[PageInfo] = [
-    PageInfo("pages/home.py", "Start here", "🏠", default=True),
-    PageInfo("pages/shaw.py", "Relative index & Shaw clipping", "📐"),
-    PageInfo("pages/t5.py", "T5 buckets", "🪣"),
-    PageInfo("pages/skew.py", "The skew, step by step", "↘️"),
-    PageInfo("pages/absolute.py", "Absolute vs relative", "⚖️"),
+    PageInfo("pages/home.py", "Start here", ":material/home:", default=True),
+    PageInfo("pages/shaw.py", "Relative index & Shaw clipping", ":material/grid_on:"),
+    PageInfo("pages/t5.py", "T5 buckets", ":material/view_week:"),
+    PageInfo("pages/skew.py", "The skew, step by step", ":material/south_east:"),
+    PageInfo("pages/absolute.py", "Absolute vs relative", ":material/compare_arrows:"),
 ]
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
@@ -41,7 +41,7 @@ PLOTLY_CONFIG = {"displaylogo": False,
 
 
 def sign_convention() -> None:
-    st.info(SIGN_CONVENTION, icon="↔️")
+    st.info(SIGN_CONVENTION, icon=":material/swap_horiz:")
 
 
 def show_figure(figure: go.Figure, *, key: str) -> None:
@@ -83,4 +83,4 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except ValueError as error:
-        st.error(str(error), icon="⚠️")
+        st.error(str(error), icon=":material/error:")

@@ -1,0 +1,104 @@
+"""Start the app on loopback and drive it in Debian's Chromium (the tests and manual looks share this).
+
+Run directly to take screenshots of every page: python tests/browser_support.py [OUT_DIR]
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def app_server(port: int | None = None, timeout: float = 60.0) -> Iterator[str]:
+    """A headless streamlit server for app.py on 127.0.0.1; yields its base URL, stops it after."""
+    port = port or free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+               "--server.address=127.0.0.1", f"--server.port={port}", "--browser.gatherUsageStats=false",
+               "--server.fileWatcherType=none"]
+    log = open(REPO / "test-artifacts" / f"server-{port}.log", "w") if (REPO / "test-artifacts").is_dir() \
+        else subprocess.DEVNULL
+    process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not start on {base} (exit code {process.poll()})")
+            time.sleep(0.3)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def page_url(base: str, page_path: str, default: bool) -> str:
+    """st.navigation's URL for a page file: the default page is '/', others use the file's stem."""
+    return base + "/" if default else f"{base}/{Path(page_path).stem}"
+
+
+def wait_for_app(page, timeout_ms: int = 30000) -> None:
+    """Wait until the script has finished running (no 'running' status widget) and content exists."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_function(
+        """() => !document.querySelector('[data-testid="stStatusWidget"]')
+                 && document.querySelectorAll('[data-testid="stMainBlockContainer"] *').length > 5""",
+        timeout=timeout_ms)
+    page.wait_for_timeout(300)
+
+
+def main(out_dir: str = "test-artifacts/screens") -> None:
+    from playwright.sync_api import sync_playwright
+
+    from relviz.ui import PAGES
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with app_server() as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        for info in PAGES:
+            page.goto(page_url(base, info.path, info.default))
+            wait_for_app(page)
+            page.wait_for_timeout(1500)
+            target = out / f"{Path(info.path).stem}.png"
+            page.screenshot(path=str(target), full_page=True)
+            print(target)
+        browser.close()
+
+
+if __name__ == "__main__":
+    os.chdir(REPO)
+    sys.path.insert(0, str(REPO))
+    main(*sys.argv[1:])

@@ -1,0 +1,8 @@
+"""Make the repo root and tests/ importable, wherever pytest is started from."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for path in (ROOT, ROOT / "tests"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))

@@ -1,0 +1,88 @@
+"""The app in a real browser: Debian's Chromium, driven by Playwright, against a loopback server.
+
+Screenshots land in test-artifacts/browser/ for a person to look at.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, page_url, wait_for_app
+from relviz.ui import PAGES
+
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+
+if chromium_path() is None and not os.environ.get("CI"):
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
+                allow_module_level=True)
+
+PLOT_STATE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .map(div => JSON.stringify((div.data || []).map(t => [t.z && t.z.length, t.x && t.x.length,
+                                                        t.y && t.y.length, String(t.z).slice(0, 400)])))
+    .join('|')"""
+
+
+@pytest.fixture(scope="module")
+def browser_page():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with app_server() as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        yield base, page, errors
+        browser.close()
+
+
+def error_boxes(page) -> list[str]:
+    return [element.inner_text() for element in
+            page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]')]
+
+
+@pytest.mark.parametrize("info", PAGES, ids=[Path(p.path).stem for p in PAGES])
+def test_page_loads_without_errors_and_a_slider_redraws_a_chart(browser_page, info):
+    base, page, js_errors = browser_page
+    page.goto(page_url(base, info.path, info.default))
+    wait_for_app(page)
+    name = Path(info.path).stem
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    assert error_boxes(page) == []
+    assert page.query_selector('[data-testid="stMainBlockContainer"] h1') is not None
+
+    sliders = page.query_selector_all('[data-testid="stMain"] [data-testid="stSlider"] [role="slider"]')
+    charts = page.query_selector_all(".js-plotly-plot")
+    if not sliders or not charts:
+        pytest.fail(f"{name}: expected at least one slider and one chart (found {len(sliders)}, {len(charts)})")
+    before = page.evaluate(PLOT_STATE_JS)
+    url_before = page.url
+    sliders[0].focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"() => ({PLOT_STATE_JS})() !== {before!r}", timeout=30000)
+    wait_for_app(page)
+    assert page.url != url_before, "the moved slider should be written to the URL (shareable state)"
+    assert error_boxes(page) == []
+    page.screenshot(path=str(ARTIFACTS / f"{name}-moved.png"), full_page=True)
+    assert js_errors == [], js_errors
+
+
+def test_shared_link_restores_the_view(browser_page):
+    base, page, _ = browser_page
+    page.goto(page_url(base, "pages/t5.py", False))
+    wait_for_app(page)
+    sliders = page.query_selector_all('[data-testid="stMain"] [data-testid="stSlider"] [role="slider"]')
+    sliders[0].focus()
+    page.keyboard.press("ArrowRight")
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    shared = page.url
+    value = sliders[0].get_attribute("aria-valuenow")
+    assert "?" in shared
+    page.goto(shared)
+    wait_for_app(page)
+    restored = page.query_selector_all('[data-testid="stMain"] [data-testid="stSlider"] [role="slider"]')
+    assert restored[0].get_attribute("aria-valuenow") == value
