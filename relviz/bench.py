@@ -1,0 +1,528 @@
+"""python -m relviz bench: time and measure the memory of the core functions.
+
+Sections (``--only NAME`` runs some of them; ``--quick`` uses small sizes for a CI smoke run;
+``--json PATH`` also writes the results as JSON):
+
+- ``t5``: positions.t5_bucket_map (per offset + Toeplitz expansion) against T5's reference
+  formula evaluated on every cell of the L × L relative-position matrix.
+- ``attention``: attention.skew_attention and attention.shaw_attention against the naive
+  path that gathers the relative embeddings into an L × L × D tensor
+  (skew.gather_relative): forward time and peak memory, each case in a fresh subprocess.
+- ``memory``: the Music Transformer memory example (relviz.memory), pure arithmetic.
+
+To add a section, write ``def my_section(ctx: BenchContext) -> SectionResult`` and append
+``Section("name", "Title", my_section)`` to ``SECTIONS``; ``--only`` and the JSON pick it up.
+
+Timings are medians after a warm-up run; they are noisy on a shared machine. Nothing here
+is asserted by the test suite: targets are printed as PASS / MISS for people to read.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import torch
+
+import relviz
+from relviz.memory import format_bytes, relative_term_bytes
+from relviz.positions import relative_positions, t5_bucket_map
+
+# ---------------------------------------------------------------------------------------
+# Framework: sections, results, table printing
+
+
+@dataclass
+class Target:
+    """A performance goal. passed is None when the run did not measure it (e.g. --quick)."""
+
+    description: str
+    passed: bool | None
+    detail: str
+
+    @property
+    def verdict(self) -> str:
+        return {True: "PASS", False: "MISS", None: "n/a"}[self.passed]
+
+
+@dataclass
+class Column:
+    key: str
+    header: str
+    fmt: Callable[[Any], str] = str
+
+
+@dataclass
+class SectionResult:
+    name: str
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    targets: list[Target] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "columns": [c.key for c in self.columns],
+            "rows": self.rows,
+            "targets": [asdict(t) | {"verdict": t.verdict} for t in self.targets],
+            "notes": self.notes,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass
+class BenchContext:
+    quick: bool
+    log: Callable[[str], None]
+
+
+@dataclass
+class Section:
+    name: str
+    title: str
+    run: Callable[[BenchContext], SectionResult]
+
+
+def _cell(column: Column, row: dict[str, Any]) -> str:
+    value = row.get(column.key)
+    if value is None:
+        return "—"
+    return column.fmt(value)
+
+
+def format_table(result: SectionResult) -> str:
+    """A plain-text table, then the targets and notes."""
+    headers = [c.header for c in result.columns]
+    cells = [[_cell(c, row) for c in result.columns] for row in result.rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = [f"== {result.title} ({result.seconds:.1f} s) ==",
+             "  ".join(h.rjust(w) for h, w in zip(headers, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    for target in result.targets:
+        lines.append(f"  [{target.verdict}] {target.description}: {target.detail}")
+    for note in result.notes:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f}"
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.1f}x"
+
+
+def _bytes(n: float) -> str:
+    return format_bytes(n)
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.0f} MB"
+
+
+def time_calls(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> list[float]:
+    """Wall-clock seconds of ``repeats`` calls after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+# ---------------------------------------------------------------------------------------
+# Section: T5 buckets
+
+
+def reference_t5_bucket_map(relative_position: torch.Tensor, num_buckets: int = 32,
+                            max_distance: int = 128, bidirectional: bool = True) -> torch.Tensor:
+    """T5's reference formula (Mesh TensorFlow / Hugging Face) transcribed plainly, per cell.
+
+    relative_position: the full [L, L] matrix of key − query offsets. Float32 log, truncation
+    toward zero, exactly as the reference does it (see FACTS.md).
+    """
+    relative_buckets = torch.zeros_like(relative_position)
+    if bidirectional:
+        num_buckets //= 2
+        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+        relative_position = torch.abs(relative_position)
+    else:
+        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    relative_position_if_large = max_exact + (
+        torch.log(relative_position.float() / max_exact)
+        / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
+    ).to(torch.long)
+    relative_position_if_large = torch.min(
+        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1))
+    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+    return relative_buckets
+
+
+def t5_section(ctx: BenchContext) -> SectionResult:
+    lengths = [128, 256] if ctx.quick else [512, 1024, 2048, 4096, 8192]
+    target_length = 8192
+    rows = []
+    for length in lengths:
+        ctx.log(f"t5: L={length}")
+        positions = relative_positions(length, device="cpu")   # built outside the timing
+        ours = t5_bucket_map(length, device="cpu")
+        reference = reference_t5_bucket_map(positions)
+        identical = bool(torch.equal(ours, reference))
+        del ours, reference
+        ours_s = statistics.median(time_calls(lambda: t5_bucket_map(length, device="cpu"),
+                                              repeats=5))
+        ref_s = statistics.median(time_calls(lambda: reference_t5_bucket_map(positions),
+                                             repeats=3))
+        del positions
+        rows.append({"L": length, "relviz_s": ours_s, "reference_s": ref_s,
+                     "speedup": ref_s / ours_s, "identical": identical})
+    targets = []
+    at_target = [r for r in rows if r["L"] == target_length]
+    if at_target:
+        r = at_target[0]
+        targets += [
+            Target(f"t5_bucket_map >= 10x faster than the reference at L = {target_length}",
+                   r["speedup"] >= 10, f"{r['speedup']:.1f}x"),
+            Target(f"t5_bucket_map under 1 s at L = {target_length}",
+                   r["relviz_s"] < 1.0, f"{r['relviz_s'] * 1e3:.0f} ms"),
+        ]
+    else:
+        targets.append(Target(f"targets at L = {target_length}", None, "not measured (--quick)"))
+    targets.append(Target("identical to the reference at every L", all(r["identical"] for r in rows),
+                          ", ".join(f"L={r['L']}: {r['identical']}" for r in rows)))
+    return SectionResult(
+        name="t5", title="T5 bucket map (32 buckets, max_distance 128, bidirectional)",
+        columns=[Column("L", "L"), Column("relviz_s", "relviz ms", _ms),
+                 Column("reference_s", "reference ms", _ms), Column("speedup", "speed-up", _ratio),
+                 Column("identical", "identical")],
+        rows=rows, targets=targets,
+        notes=["relviz: one bucket per offset (2L − 1 values), then the Toeplitz expansion (one "
+               "copy of L × L int64); reference: T5's formula on every cell of the precomputed "
+               "relative-position matrix (its construction is not timed). Medians of 5 / 3 runs "
+               f"after a warm-up, torch threads = {torch.get_num_threads()}."])
+
+
+# ---------------------------------------------------------------------------------------
+# Section: attention, relviz vs the naive L × L × D gather, in fresh subprocesses
+
+ATTN_B, ATTN_H, ATTN_D = 1, 8, 64
+
+
+def _proc_status(key: str) -> int | None:
+    """A memory figure from /proc/self/status, in bytes (None where there is no /proc)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    """Reset VmHWM to the current RSS (Linux: write 5 to /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _naive_skew_attention(q, k, v, e_r, scale):
+    """skew_attention's result the naive way: gather e_r per (i, j) into L × L × D."""
+    from relviz.skew import gather_relative
+    length = q.shape[-2]
+    table = e_r[e_r.shape[0] - length:]                       # distances −(L−1)..0
+    index = relative_positions(length, device=q.device).clamp(max=0) + (length - 1)
+    logits = (q @ k.transpose(-2, -1) + gather_relative(q, table, index)) * scale
+    future = torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1)
+    weights = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
+    return weights @ v, weights
+
+
+def _naive_shaw_attention(q, k, v, rel_k, rel_v, clip, scale):
+    """Causal shaw_attention the naive way: a^K and a^V gathered into L × L × D each."""
+    from relviz.positions import shaw_clip_index
+    from relviz.skew import gather_relative
+    length = q.shape[-2]
+    index = shaw_clip_index(length, k=clip, device=q.device)
+    logits = (q @ k.transpose(-2, -1) + gather_relative(q, rel_k, index)) * scale
+    future = torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1)
+    weights = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
+    output = weights @ v + torch.einsum("bhij,ijd->bhid", weights, rel_v[index])
+    return output, weights
+
+
+def run_case(spec: dict[str, Any]) -> dict[str, Any]:
+    """One attention case, meant to run alone in a fresh process (see ``_case_main``)."""
+    from relviz.attention import shaw_attention, skew_attention
+    method, impl, length, repeats = spec["method"], spec["impl"], spec["L"], spec["repeats"]
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(ATTN_B, ATTN_H, length, ATTN_D, generator=gen) for _ in range(3))
+    scale = 1 / math.sqrt(ATTN_D)
+    if method == "skew":
+        e_r = torch.randn(length, ATTN_D, generator=gen)
+        if impl == "relviz":
+            def fn():
+                return skew_attention(q, k, v, e_r)
+        else:
+            def fn():
+                return _naive_skew_attention(q, k, v, e_r, scale)
+    elif method == "shaw":
+        clip = length - 1
+        rel_k = torch.randn(2 * clip + 1, ATTN_D, generator=gen)
+        rel_v = torch.randn(2 * clip + 1, ATTN_D, generator=gen)
+        if impl == "relviz":
+            def fn():
+                return shaw_attention(q, k, v, rel_k, rel_v, clip=clip, causal=True)
+        else:
+            def fn():
+                return _naive_shaw_attention(q, k, v, rel_k, rel_v, clip, scale)
+    else:
+        raise ValueError(f"method must be 'skew' or 'shaw'; got {method!r}")
+
+    reset = _reset_peak_rss()
+    baseline_rss = _proc_status("VmRSS")
+    baseline_hwm = _proc_status("VmHWM")
+    with torch.inference_mode():
+        output = fn()[0]                                      # warm-up, and the checksum
+        checksum = [float(output.double().sum()), float(output.double().norm())]
+        del output
+        times = time_calls(fn, repeats=repeats, warmup=0)
+    peak = _proc_status("VmHWM")
+    result = {"forward_s": statistics.median(times), "times_s": times, "checksum": checksum,
+              "hwm_reset": reset, "baseline_bytes": baseline_hwm, "baseline_rss_bytes": baseline_rss,
+              "peak_bytes": peak}
+    if peak is not None and baseline_hwm is not None:
+        result["delta_bytes"] = peak - baseline_hwm
+    return result
+
+
+def _naive_estimate(method: str, length: int) -> int:
+    """Bytes the naive path needs, with a 2x margin: its gathered L × L × D table(s)
+    (shared by the heads: L²·D values each; Shaw's K and V need two) plus ~3 [B, H, L, L]
+    attention tensors."""
+    gathered = (2 if method == "shaw" else 1) * length * length * ATTN_D * 4
+    return 2 * (gathered + 3 * ATTN_B * ATTN_H * length * length * 4)
+
+
+def _relviz_estimate(length: int) -> int:
+    return 2 * (4 * ATTN_B * ATTN_H * length * length * 4 + 8 * length * length)
+
+
+def _run_subprocess_case(spec: dict[str, Any], ctx: BenchContext) -> dict[str, Any]:
+    import psutil
+    length = spec["L"]
+    need = _naive_estimate(spec["method"], length) if spec["impl"] == "naive" else _relviz_estimate(length)
+    available = psutil.virtual_memory().available
+    if need > available / 2:
+        return {"skipped": f"skipped: needs ~{format_bytes(need)}, "
+                           f"{format_bytes(available)} available (limit: half)"}
+    ctx.log(f"attention: {spec['method']} {spec['impl']} L={length}")
+    command = [sys.executable, "-m", "relviz.bench", "--case", json.dumps(spec)]
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(relviz.__file__)))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    if proc.returncode != 0:
+        return {"skipped": f"failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def attention_section(ctx: BenchContext) -> SectionResult:
+    lengths = [128] if ctx.quick else [512, 1024, 2048, 4096]
+    repeats = 2 if ctx.quick else 3
+    target_length = 2048
+    rows = []
+    for method in ("skew", "shaw"):
+        for length in lengths:
+            spec = {"method": method, "L": length, "repeats": repeats}
+            ours = _run_subprocess_case(spec | {"impl": "relviz"}, ctx)
+            naive = _run_subprocess_case(spec | {"impl": "naive"}, ctx)
+            row: dict[str, Any] = {"method": method, "L": length}
+            for prefix, res in (("relviz", ours), ("naive", naive)):
+                if "skipped" in res:
+                    row[f"{prefix}_skipped"] = res["skipped"]
+                    continue
+                row[f"{prefix}_s"] = res["forward_s"]
+                row[f"{prefix}_peak_bytes"] = res["peak_bytes"]
+                row[f"{prefix}_delta_bytes"] = res.get("delta_bytes")
+                row[f"{prefix}_checksum"] = res["checksum"]
+            if "relviz_s" in row and "naive_s" in row:
+                row["time_ratio"] = row["naive_s"] / row["relviz_s"]
+                if row["relviz_delta_bytes"] and row["naive_delta_bytes"]:
+                    row["memory_ratio"] = row["naive_delta_bytes"] / row["relviz_delta_bytes"]
+                a, b = row["relviz_checksum"], row["naive_checksum"]
+                row["outputs_match"] = all(abs(x - y) <= 1e-4 * max(1.0, abs(y)) for x, y in zip(a, b))
+            row["note"] = "; ".join(f"{p}: {row[p + '_skipped']}" for p in ("relviz", "naive")
+                                    if p + "_skipped" in row) or None
+            rows.append(row)
+
+    targets = []
+    for method in ("skew", "shaw"):
+        row = next((r for r in rows if r["method"] == method and r["L"] == target_length), None)
+        if row is None:
+            targets.append(Target(f"{method} targets at L = {target_length}", None, "not measured (--quick)"))
+            continue
+        if "memory_ratio" in row:
+            targets.append(Target(
+                f"{method}: peak memory >= 2.5x below the naive path at L = {target_length}",
+                row["memory_ratio"] >= 2.5,
+                f"{row['memory_ratio']:.1f}x (Δpeak {_mb(row['relviz_delta_bytes'])} vs "
+                f"{_mb(row['naive_delta_bytes'])})"))
+        else:
+            targets.append(Target(f"{method}: memory at L = {target_length}", None, row.get("note") or "n/a"))
+        if "time_ratio" in row:
+            targets.append(Target(
+                f"{method}: forward time no worse than the naive path at L = {target_length}",
+                row["relviz_s"] <= row["naive_s"],
+                f"{row['relviz_s'] * 1e3:.0f} ms vs {row['naive_s'] * 1e3:.0f} ms"))
+    matches = [r["outputs_match"] for r in rows if "outputs_match" in r]
+    targets.append(Target("relviz and naive outputs agree (checksums)", all(matches) if matches else None,
+                          f"{sum(matches)}/{len(matches)} cases"))
+    return SectionResult(
+        name="attention",
+        title=f"Relative attention forward, B={ATTN_B} H={ATTN_H} D={ATTN_D} fp32, causal: "
+              "relviz vs naive L×L×D gather",
+        columns=[Column("method", "method"), Column("L", "L"),
+                 Column("relviz_s", "relviz ms", _ms), Column("naive_s", "naive ms", _ms),
+                 Column("time_ratio", "naive/relviz time", _ratio),
+                 Column("relviz_delta_bytes", "relviz Δpeak", _mb),
+                 Column("naive_delta_bytes", "naive Δpeak", _mb),
+                 Column("memory_ratio", "naive/relviz Δpeak", _ratio),
+                 Column("relviz_peak_bytes", "relviz peak", _mb),
+                 Column("naive_peak_bytes", "naive peak", _mb),
+                 Column("outputs_match", "match"), Column("note", "note")],
+        rows=rows, targets=targets,
+        notes=["skew: skew_attention (table of L distances) vs logits = q·kᵀ + gather_relative(q, E, "
+               "index) with the gathered L × L × D table. shaw: shaw_attention with rel_k and rel_v, "
+               "clip = L − 1 (every distance its own row, the worst case), causal, vs a^K and a^V "
+               "both gathered to L × L × D.",
+               "Each case runs in a fresh subprocess: peak = VmHWM at the end; Δpeak = peak minus "
+               "the VmHWM after imports and input creation (reset to the RSS via "
+               "/proc/self/clear_refs). One warm-up run, then the median of "
+               f"{repeats} timed runs under torch.inference_mode().",
+               "A case is skipped when its estimated need exceeds half the available memory; the "
+               "naive gathered table is shared by the heads (L²·D values, 4.3 GB at L = 4096), "
+               "not L²·D·H."])
+
+
+# ---------------------------------------------------------------------------------------
+# Section: the Music Transformer memory example
+
+
+def memory_section(ctx: BenchContext) -> SectionResult:
+    length, dim, heads = 2048, 512, 8
+    sizes = relative_term_bytes(length, dim, heads)
+    rows = [
+        {"scope": "per layer", "dims": f"D = {dim}", "shaw_bytes": sizes.shaw_per_layer,
+         "skew_bytes": sizes.skew_per_layer, "ratio": sizes.shaw_per_layer / sizes.skew_per_layer},
+        {"scope": "per head", "dims": f"D_h = {dim // heads}", "shaw_bytes": sizes.shaw_per_head,
+         "skew_bytes": sizes.skew_per_head, "ratio": sizes.shaw_per_head / sizes.skew_per_head},
+    ]
+    expected = {"shaw_per_layer": "8.6 GB", "skew_per_layer": "4.2 MB",
+                "shaw_per_head": "1.1 GB", "skew_per_head": "0.52 MB"}
+    shown = {key: format_bytes(getattr(sizes, key)) for key in expected}
+    targets = [Target("reproduces 8.6 GB vs 4.2 MB per layer and 1.1 GB vs 0.52 MB per head",
+                      shown == expected, ", ".join(f"{k} = {v}" for k, v in shown.items()))]
+    return SectionResult(
+        name="memory",
+        title=f"Music Transformer memory example: relative term, L = {length}, D = {dim}, "
+              f"H = {heads}, fp32",
+        columns=[Column("scope", "scope"), Column("dims", "width"),
+                 Column("shaw_bytes", "Shaw L²·D", _bytes), Column("skew_bytes", "skew L·D", _bytes),
+                 Column("ratio", "ratio", lambda x: f"{x:.0f}x")],
+        rows=rows, targets=targets,
+        notes=["relviz.memory.relative_term_bytes; decimal units. The paper quotes "
+               "\"8.5 GB to 4.2 MB\" (2048²·512·4 B = 8.59 GB)."])
+
+
+#: The benchmark's sections, in order. Append a Section to add one.
+SECTIONS: list[Section] = [
+    Section("t5", "T5 bucket map vs the per-cell reference", t5_section),
+    Section("attention", "skew/shaw attention vs the naive L × L × D gather", attention_section),
+    Section("memory", "Music Transformer memory example", memory_section),
+]
+
+
+# ---------------------------------------------------------------------------------------
+# Command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    names = [s.name for s in SECTIONS]
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes only: a smoke test that finishes in seconds")
+    parser.add_argument("--only", action="append", choices=names, metavar="SECTION",
+                        help=f"run only this section (repeatable); one of: {', '.join(names)}")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+
+
+def run(args: argparse.Namespace) -> int:
+    selected = [s for s in SECTIONS if not args.only or s.name in args.only]
+
+    def log(message: str) -> None:
+        print(f"  ... {message}", file=sys.stderr, flush=True)
+
+    ctx = BenchContext(quick=bool(args.quick), log=log)
+    import psutil
+    header = {
+        "relviz_version": relviz.__version__,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "memory_total_bytes": psutil.virtual_memory().total,
+        "quick": ctx.quick,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    print(f"relviz {header['relviz_version']} bench, torch {header['torch_version']}, "
+          f"{header['cpu_count']} CPUs, {header['torch_threads']} torch threads"
+          f"{', quick' if ctx.quick else ''}. Timings are noisy on a shared machine.", flush=True)
+    results = []
+    for section in selected:
+        start = time.perf_counter()
+        result = section.run(ctx)
+        result.seconds = time.perf_counter() - start
+        results.append(result)
+        print("\n" + format_table(result), flush=True)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(header | {"sections": [r.to_json() for r in results]}, out, indent=2)
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+def _case_main(argv: list[str]) -> int:
+    """Internal entry for one attention case in a fresh process: --case JSON -> JSON line."""
+    parser = argparse.ArgumentParser(prog="python -m relviz.bench")
+    parser.add_argument("--case", required=True, help="JSON spec of one attention case (internal)")
+    args = parser.parse_args(argv)
+    print(json.dumps(run_case(json.loads(args.case))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_case_main(sys.argv[1:]))

@@ -1,0 +1,83 @@
+"""Memory arithmetic for the relative term: Shaw's gathered L × L × D tensor vs the skew's L × D.
+
+Used by the benchmark and by the app's skew page, so both quote the same figures. Sizes
+are in decimal units, as in the Music Transformer paper (L = 2048, D = 512, fp32: 8.6 GB
+vs 4.2 MB per layer; the paper rounds the first to "8.5 GB").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from relviz._checks import check_int
+
+__all__ = ["RelativeTermBytes", "relative_term_bytes", "format_bytes"]
+
+
+@dataclass(frozen=True)
+class RelativeTermBytes:
+    """Bytes of the relative term of one attention layer and of one of its heads.
+
+    shaw_*: the gathered embeddings R[i, j] = e_(j − i), L × L × D values (Shaw et al.).
+    skew_*: the distance table the skew multiplies by, L × D values (Music Transformer).
+    Per head means D_h = D / H.
+    """
+
+    length: int
+    dim: int
+    heads: int
+    dtype_bytes: int
+    shaw_per_layer: int
+    skew_per_layer: int
+    shaw_per_head: int
+    skew_per_head: int
+
+    @property
+    def ratio(self) -> int:
+        """How many times more memory Shaw's gathered tensor takes: exactly L."""
+        return self.shaw_per_layer // self.skew_per_layer
+
+
+def relative_term_bytes(length: int, dim: int, heads: int, dtype_bytes: int = 4) -> RelativeTermBytes:
+    """The memory of the relative term for sequence length L, model width D and H heads.
+
+    D must be divisible by H (each head has D / H dimensions). dtype_bytes: 4 for fp32,
+    2 for fp16/bf16.
+    """
+    length = check_int("length", length, minimum=1, maximum=10**9)
+    dim = check_int("dim", dim, minimum=1, maximum=10**9)
+    heads = check_int("heads", heads, minimum=1, maximum=dim)
+    dtype_bytes = check_int("dtype_bytes", dtype_bytes, minimum=1, maximum=16)
+    if dim % heads:
+        raise ValueError(f"dim must be divisible by heads (each head has dim / heads dimensions); "
+                         f"got dim={dim}, heads={heads}")
+    head_dim = dim // heads
+    return RelativeTermBytes(
+        length=length, dim=dim, heads=heads, dtype_bytes=dtype_bytes,
+        shaw_per_layer=length * length * dim * dtype_bytes,
+        skew_per_layer=length * dim * dtype_bytes,
+        shaw_per_head=length * length * head_dim * dtype_bytes,
+        skew_per_head=length * head_dim * dtype_bytes,
+    )
+
+
+_UNITS = [(10**15, "PB"), (10**12, "TB"), (10**9, "GB"), (10**6, "MB"), (10**3, "kB")]
+
+
+def format_bytes(n: int | float) -> str:
+    """Decimal units with two significant digits, the paper's style: 8.6 GB, 4.2 MB, 0.52 MB.
+
+    The unit is the largest one in which the number is at least 0.1 (so 524 288 bytes is
+    "0.52 MB", like the paper, not "524 kB"); numbers of 10 and more are shown whole
+    ("34 GB"); below 1000 bytes, whole bytes ("512 B").
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n or n < 0 or n == float("inf"):
+        raise ValueError(f"n must be a non-negative finite number of bytes; got {n!r}")
+    if n < 1000:
+        return f"{round(n)} B"
+    for size, unit in _UNITS:
+        value = n / size
+        if value >= 0.1:
+            break
+    if value >= 9.95:
+        return f"{value:.0f} {unit}"
+    return f"{float(f'{value:.2g}'):g} {unit}"

@@ -1,0 +1,504 @@
+"""Tests for relviz.attention: every function against a plain loop over (i, j)."""
+from __future__ import annotations
+
+import functools
+import math
+import re
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import relviz.attention as attention_module
+import relviz.skew as skew_module
+from relviz.attention import alibi_attention, shaw_attention, skew_attention, t5_attention
+from relviz.positions import shaw_clip_index
+from relviz.skew import gather_relative
+
+B, H, D = 2, 3, 4
+LENGTHS = [1, 3, 8]
+
+
+def _randn(*shape: int, seed: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=gen, dtype=dtype)
+
+
+def _qkv(length: int, seed: int = 0, *, batch: int = B, heads: int = H, dim: int = D,
+         dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return (_randn(batch, heads, length, dim, seed=seed, dtype=dtype),
+            _randn(batch, heads, length, dim, seed=seed + 1, dtype=dtype),
+            _randn(batch, heads, length, dim, seed=seed + 2, dtype=dtype))
+
+
+# ---- naive references: explicit index lookup per (i, j) -------------------------------
+
+def _naive(q, k, v, *, scale, causal, key_vector=None, bias=None, value_vector=None):
+    """Loop over (i, j) (vectorised over batch and heads only).
+
+    key_vector(i, j) -> [D] added to k_j inside the dot product (or None);
+    bias(i, j) -> [H] added to the scaled logit (or None);
+    value_vector(i, j) -> [D] added to v_j in the output (or None).
+    """
+    length = q.shape[-2]
+    logits = torch.empty(q.shape[:-1] + (length,), dtype=q.dtype)
+    for i in range(length):
+        for j in range(length):
+            key = k[..., j, :]
+            if key_vector is not None:
+                key = key + key_vector(i, j)
+            logit = scale * (q[..., i, :] * key).sum(-1)                  # [B, H]
+            if bias is not None:
+                logit = logit + bias(i, j)
+            if causal and j > i:
+                logit = torch.full_like(logit, float("-inf"))
+            logits[..., i, j] = logit
+    weights = torch.softmax(logits, dim=-1)
+    out = torch.zeros_like(q)
+    for i in range(length):
+        for j in range(length):
+            value = v[..., j, :]
+            if value_vector is not None:
+                value = value + value_vector(i, j)
+            out[..., i, :] += weights[..., i, j, None] * value
+    return out, weights
+
+
+def naive_shaw(q, k, v, rel_k, rel_v, *, clip, causal, scale):
+    def row(i, j):
+        return max(-clip, min(clip, j - i)) + clip
+    return _naive(q, k, v, scale=scale, causal=causal,
+                  key_vector=lambda i, j: rel_k[row(i, j)],
+                  value_vector=None if rel_v is None else (lambda i, j: rel_v[row(i, j)]))
+
+
+@functools.lru_cache(maxsize=None)
+def naive_t5_bucket(n: int, *, num_buckets: int, max_distance: int, bidirectional: bool) -> int:
+    """T5's bucket for one offset n = key − query, the reference formula on one value (float32)."""
+    bucket = 0
+    if bidirectional:
+        num_buckets //= 2
+        if n > 0:
+            bucket += num_buckets
+        n = abs(n)
+    else:
+        n = max(-n, 0)
+    max_exact = num_buckets // 2
+    if n < max_exact:
+        return bucket + n
+    ratio = torch.log(torch.tensor(n, dtype=torch.float32) / max_exact)
+    large = max_exact + int(ratio / math.log(max_distance / max_exact) * (num_buckets - max_exact))
+    return bucket + min(large, num_buckets - 1)
+
+
+def naive_t5(q, k, v, table, *, num_buckets, max_distance, bidirectional, causal, scale):
+    def bias(i, j):
+        return table[naive_t5_bucket(j - i, num_buckets=num_buckets, max_distance=max_distance,
+                                     bidirectional=bidirectional)]
+    return _naive(q, k, v, scale=scale, causal=causal, bias=bias)
+
+
+def naive_skew(q, k, v, e_r, *, scale):
+    rows = e_r.shape[0]
+
+    def key_vector(i, j):
+        if j > i:
+            return torch.zeros_like(e_r[0])        # masked anyway
+        return e_r[max(j - i + rows - 1, 0)]     # beyond the table: its farthest row
+    return _naive(q, k, v, scale=scale, causal=True, key_vector=key_vector)
+
+
+def naive_alibi_slopes(heads: int) -> list[float]:
+    known = {1: [2 ** -8], 2: [2 ** -4, 2 ** -8], 3: [2 ** -4, 2 ** -8, 2 ** -2],
+             4: [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8],
+             6: [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8, 2 ** -1, 2 ** -3]}
+    if heads in known:
+        return known[heads]
+    assert heads & (heads - 1) == 0
+    return [2 ** (-8 * (h + 1) / heads) for h in range(heads)]
+
+
+def naive_alibi(q, k, v, *, causal, scale):
+    slopes = torch.tensor(naive_alibi_slopes(q.shape[1]), dtype=q.dtype)
+    return _naive(q, k, v, scale=scale, causal=causal, bias=lambda i, j: -slopes * abs(i - j))
+
+
+def _close(actual, expected) -> None:
+    torch.testing.assert_close(actual, expected, rtol=1e-9, atol=1e-10)
+
+
+def _check_weights(weights: torch.Tensor, causal: bool) -> None:
+    torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=weights.dtype))
+    assert (weights >= 0).all()
+    if causal:
+        length = weights.shape[-1]
+        above = torch.ones(length, length, dtype=torch.bool).triu(1)
+        assert (weights[..., above] == 0).all()
+
+
+# ---- Shaw -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("clip", [0, 1, 2, 10])
+@pytest.mark.parametrize("length", LENGTHS)
+@pytest.mark.parametrize("with_values", [False, True])
+def test_shaw_matches_naive_loop(length: int, clip: int, causal: bool, with_values: bool) -> None:
+    q, k, v = _qkv(length, seed=length + 10 * clip)
+    rel_k = _randn(2 * clip + 1, D, seed=7)
+    rel_v = _randn(2 * clip + 1, D, seed=8) if with_values else None
+    out, weights = shaw_attention(q, k, v, rel_k, rel_v, clip=clip, causal=causal)
+    ref_out, ref_weights = naive_shaw(q, k, v, rel_k, rel_v, clip=clip, causal=causal,
+                                      scale=1 / math.sqrt(D))
+    assert out.shape == q.shape and weights.shape == (B, H, length, length)
+    _close(weights, ref_weights)
+    _close(out, ref_out)
+    _check_weights(weights, causal)
+
+
+@settings(max_examples=25, deadline=None)
+@given(length=st.integers(1, 9), clip=st.integers(0, 12), causal=st.booleans(),
+       scale=st.floats(0.05, 3.0), seed=st.integers(0, 2**16))
+def test_shaw_property(length: int, clip: int, causal: bool, scale: float, seed: int) -> None:
+    q, k, v = _qkv(length, seed=seed, batch=1, heads=2)
+    rel_k, rel_v = _randn(2 * clip + 1, D, seed=seed + 3), _randn(2 * clip + 1, D, seed=seed + 4)
+    out, weights = shaw_attention(q, k, v, rel_k, rel_v, clip=clip, causal=causal, scale=scale)
+    ref_out, ref_weights = naive_shaw(q, k, v, rel_k, rel_v, clip=clip, causal=causal, scale=scale)
+    _close(weights, ref_weights)
+    _close(out, ref_out)
+
+
+def test_shaw_with_zero_tables_is_plain_attention() -> None:
+    q, k, v = _qkv(6, seed=3)
+    zeros = torch.zeros(5, D, dtype=torch.float64)
+    out, weights = shaw_attention(q, k, v, zeros, zeros, clip=2, causal=True, scale=1.0)
+    logits = (q @ k.transpose(-2, -1)).masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), -math.inf)
+    expected = torch.softmax(logits, -1)
+    _close(weights, expected)
+    _close(out, expected @ v)
+
+
+# ---- T5 ---------------------------------------------------------------------------------
+
+T5_CONFIGS = [(32, 128, True), (32, 128, False), (8, 16, True), (8, 16, False), (4, 3, True),
+              (6, 5, True), (5, 7, True), (5, 7, False), (2, 2, False), (3, 4, False)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("num_buckets, max_distance, bidirectional", T5_CONFIGS)
+@pytest.mark.parametrize("length", [3, 12])
+def test_t5_matches_naive_loop(length: int, num_buckets: int, max_distance: int,
+                               bidirectional: bool, causal: bool) -> None:
+    q, k, v = _qkv(length, seed=length + num_buckets)
+    table = _randn(num_buckets, H, seed=11)
+    kwargs = dict(num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional,
+                  causal=causal)
+    out, weights = t5_attention(q, k, v, table, **kwargs)
+    ref_out, ref_weights = naive_t5(q, k, v, table, scale=1 / math.sqrt(D), **kwargs)
+    _close(weights, ref_weights)
+    _close(out, ref_out)
+    _check_weights(weights, causal)
+
+
+def test_naive_t5_bucket_matches_the_documented_32_128_table() -> None:
+    documented = {0: 0, -1: 1, -7: 7, -8: 8, -11: 8, -12: 9, -15: 9, -16: 10, -22: 10, -23: 11,
+                  -31: 11, -32: 12, -45: 12, -46: 13, -63: 13, -64: 14, -90: 14, -91: 15,
+                  -500: 15, 1: 17, 7: 23, 8: 24, 11: 24, 12: 25, 16: 26, 23: 27, 32: 28,
+                  46: 29, 64: 30, 90: 30, 91: 31, 1000: 31}
+    for n, bucket in documented.items():
+        assert naive_t5_bucket(n, num_buckets=32, max_distance=128, bidirectional=True) == bucket
+
+
+def test_t5_scale_one_reproduces_t5_and_bias_is_not_scaled() -> None:
+    length = 20
+    q, k, v = _qkv(length, seed=5)
+    table = _randn(32, H, seed=6)
+    out, weights = t5_attention(q, k, v, table, num_buckets=32, max_distance=128,
+                                bidirectional=True, scale=1.0)
+    buckets = torch.tensor([[naive_t5_bucket(j - i, num_buckets=32, max_distance=128, bidirectional=True)
+                             for j in range(length)] for i in range(length)])
+    logits = q @ k.transpose(-2, -1) + table[buckets].permute(2, 0, 1)
+    _close(weights, torch.softmax(logits, -1))
+    _close(out, torch.softmax(logits, -1) @ v)
+    # with another scale only q·k is scaled
+    _, weights_half = t5_attention(q, k, v, table, num_buckets=32, max_distance=128,
+                                   bidirectional=True, scale=0.5)
+    logits_half = 0.5 * (q @ k.transpose(-2, -1)) + table[buckets].permute(2, 0, 1)
+    _close(weights_half, torch.softmax(logits_half, -1))
+
+
+# ---- Music Transformer skew -------------------------------------------------------------
+
+@pytest.mark.parametrize("rows", [1, 3, 7, 8, 9, 20])
+@pytest.mark.parametrize("length", [1, 3, 8])
+def test_skew_attention_matches_naive_loop(length: int, rows: int) -> None:
+    q, k, v = _qkv(length, seed=length * 31 + rows)
+    e_r = _randn(rows, D, seed=rows)
+    out, weights = skew_attention(q, k, v, e_r)
+    ref_out, ref_weights = naive_skew(q, k, v, e_r, scale=1 / math.sqrt(D))
+    _close(weights, ref_weights)
+    _close(out, ref_out)
+    _check_weights(weights, causal=True)
+
+
+@pytest.mark.parametrize("rows, length", [(3, 8), (8, 8), (12, 8)])
+def test_skew_attention_equals_causal_shaw_with_clip_rows_minus_one(rows: int, length: int) -> None:
+    """Repeating e_r[0] beyond the table is exactly Shaw's clipping on the past side."""
+    q, k, v = _qkv(length, seed=rows)
+    e_r = _randn(rows, D, seed=99)
+    rel_k = torch.cat([e_r, _randn(rows - 1, D, seed=100)])    # future rows: masked, any value
+    out, weights = skew_attention(q, k, v, e_r, scale=0.7)
+    shaw_out, shaw_weights = shaw_attention(q, k, v, rel_k, clip=rows - 1, causal=True, scale=0.7)
+    _close(weights, shaw_weights)
+    _close(out, shaw_out)
+
+
+def test_skew_attention_uses_the_last_rows_when_the_table_is_longer() -> None:
+    q, k, v = _qkv(4, seed=1)
+    e_r = _randn(10, D, seed=2)
+    _close(skew_attention(q, k, v, e_r)[0], skew_attention(q, k, v, e_r[-4:])[0])
+
+
+# ---- ALiBi ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("heads", [1, 3, 4, 6, 8])
+@pytest.mark.parametrize("length", [1, 4, 9])
+def test_alibi_matches_naive_loop(length: int, heads: int, causal: bool) -> None:
+    q, k, v = _qkv(length, seed=heads * 5 + length, heads=heads)
+    out, weights = alibi_attention(q, k, v, causal=causal)
+    ref_out, ref_weights = naive_alibi(q, k, v, causal=causal, scale=1 / math.sqrt(D))
+    _close(weights, ref_weights)
+    _close(out, ref_out)
+    _check_weights(weights, causal)
+
+
+def test_alibi_defaults_to_causal_and_scale_one_path() -> None:
+    q, k, v = _qkv(6, seed=4, heads=8)
+    out, weights = alibi_attention(q, k, v, scale=1.0)
+    ref_out, ref_weights = naive_alibi(q, k, v, causal=True, scale=1.0)
+    _close(weights, ref_weights)
+    _close(out, ref_out)
+
+
+# ---- common behaviour -------------------------------------------------------------------
+
+def _call_all(q, k, v, **extra):
+    d = q.shape[-1]
+    heads = q.shape[1]
+    dtype = q.dtype
+    gen = torch.Generator().manual_seed(0)
+
+    def table(*shape):
+        return torch.randn(*shape, generator=gen, dtype=dtype).to(q.device).requires_grad_(q.requires_grad)
+    rel_k, rel_v, bias, e_r = table(5, d), table(5, d), table(8, heads), table(6, d)
+    return {
+        "shaw": (shaw_attention(q, k, v, rel_k, rel_v, clip=2, causal=True, **extra), [rel_k, rel_v]),
+        "t5": (t5_attention(q, k, v, bias, num_buckets=8, max_distance=20, bidirectional=False,
+                            causal=True, **extra), [bias]),
+        "skew": (skew_attention(q, k, v, e_r, **extra), [e_r]),
+        "alibi": (alibi_attention(q, k, v, **extra), []),
+    }
+
+
+def test_float32_inputs_keep_float32_and_scale_default_is_one_over_sqrt_d() -> None:
+    q, k, v = _qkv(5, seed=9, dtype=torch.float32)
+    for name, ((out, weights), _) in _call_all(q, k, v).items():
+        assert out.dtype == weights.dtype == torch.float32, name
+    default = _call_all(q, k, v)
+    explicit = _call_all(q, k, v, scale=1 / math.sqrt(D))
+    for name in default:
+        torch.testing.assert_close(default[name][0][1], explicit[name][0][1])
+
+
+@pytest.mark.parametrize("name", ["shaw", "t5", "skew", "alibi"])
+def test_gradients_flow_to_inputs_and_tables(name: str) -> None:
+    q, k, v = (t.requires_grad_() for t in _qkv(7, seed=12, dtype=torch.float32))
+    (out, weights), tables = _call_all(q, k, v)[name]
+    (out.square().sum() + weights[..., 0].sum()).backward()
+    for tensor in [q, k, v, *tables]:
+        assert tensor.grad is not None and torch.isfinite(tensor.grad).all()
+        assert tensor.grad.abs().sum() > 0
+
+
+def test_gradcheck_all_functions() -> None:
+    q, k, v = (t.requires_grad_() for t in _qkv(4, seed=13, batch=1, heads=2, dim=3))
+    rel_k = _randn(3, 3, seed=1).requires_grad_()
+    rel_v = _randn(3, 3, seed=2).requires_grad_()
+    bias = _randn(4, 2, seed=3).requires_grad_()
+    rel_k13, rel_v13 = _randn(13, 3, seed=5).requires_grad_(), _randn(13, 3, seed=6).requires_grad_()
+    e_r = _randn(3, 3, seed=4).requires_grad_()
+    checks = [
+        (lambda q, k, v, a, b: shaw_attention(q, k, v, a, b, clip=1, causal=False), (q, k, v, rel_k, rel_v)),
+        (lambda q, k, v, a, b: shaw_attention(q, k, v, a, b, clip=6, causal=True),
+         (q, k, v, rel_k13, rel_v13)),
+        (lambda q, k, v, a: t5_attention(q, k, v, a, num_buckets=4, max_distance=3, bidirectional=True),
+         (q, k, v, bias)),
+        (lambda q, k, v, a: skew_attention(q, k, v, a), (q, k, v, e_r)),
+        (lambda q, k, v: alibi_attention(q, k, v, causal=True), (q, k, v)),
+    ]
+    for func, inputs in checks:
+        assert torch.autograd.gradcheck(func, inputs, fast_mode=True)
+
+
+# ---- memory: no L × L × D tensor ------------------------------------------------------
+
+class _LargestTensor(TorchDispatchMode):
+    """Records the largest tensor any aten op returns (composite ops show their pieces)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+        self.op = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        for t in (result if isinstance(result, (tuple, list)) else [result]):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes() > self.largest:
+                self.largest = t.untyped_storage().nbytes()
+                self.op = str(func)
+        return result
+
+
+MEM_L, MEM_D = 256, 64
+MEM_LIMIT = MEM_L * MEM_L * MEM_D * 4          # bytes of one fp32 L × L × D tensor (16.8 MB)
+
+
+def _memory_cases():
+    q, k, v = (t.requires_grad_() for t in _qkv(MEM_L, seed=0, batch=1, heads=2, dim=MEM_D,
+                                                  dtype=torch.float32))
+    clip = 300                                  # > L: every offset has its own row
+    rel_k = torch.randn(2 * clip + 1, MEM_D, requires_grad=True)
+    rel_v = torch.randn(2 * clip + 1, MEM_D, requires_grad=True)
+    e_r = torch.randn(MEM_L, MEM_D, requires_grad=True)
+    return {
+        "shaw": lambda: shaw_attention(q, k, v, rel_k, rel_v, clip=clip, causal=True),
+        "skew": lambda: skew_attention(q, k, v, e_r),
+        "naive": lambda: (q @ k.transpose(-2, -1) + gather_relative(
+            q, rel_k, shaw_clip_index(MEM_L, k=clip, device="cpu")), None),
+    }
+
+
+def _run(fn, backward: bool = True) -> None:
+    out, _ = fn()
+    if backward:
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("name", ["shaw", "skew"])
+def test_no_gather_relative_and_no_l_l_d_tensor(name: str, monkeypatch) -> None:
+    """Forward and backward: no op returns anything near L × L × D (16.8 MB here)."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("gather_relative builds L × L × D and must not be used")
+    monkeypatch.setattr(skew_module, "gather_relative", forbidden)
+    if hasattr(attention_module, "gather_relative"):
+        monkeypatch.setattr(attention_module, "gather_relative", forbidden)
+    recorder = _LargestTensor()
+    with recorder:
+        _run(_memory_cases()[name])
+    assert recorder.largest < MEM_LIMIT / 8, (recorder.op, recorder.largest)
+
+
+def test_the_largest_tensor_check_does_see_the_naive_gather() -> None:
+    recorder = _LargestTensor()
+    with recorder:
+        _run(_memory_cases()["naive"], backward=False)
+    assert recorder.largest >= MEM_LIMIT
+
+
+def _profiled_peak_op_memory(fn, backward: bool = True) -> int:
+    """Largest memory any profiled op (with its children) allocates, in bytes."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        _run(fn, backward)
+    return max(max(e.cpu_memory_usage, e.self_cpu_memory_usage) for e in prof.events())
+
+
+def test_profiler_sees_no_l_l_d_allocation() -> None:
+    cases = _memory_cases()
+    assert _profiled_peak_op_memory(cases["shaw"]) < MEM_LIMIT / 4
+    assert _profiled_peak_op_memory(cases["skew"]) < MEM_LIMIT / 4
+    # the same measurement does catch the naive path's gathered tensor
+    assert _profiled_peak_op_memory(cases["naive"], backward=False) >= MEM_LIMIT
+
+
+# ---- invalid arguments ------------------------------------------------------------------
+
+def _valid():
+    q, k, v = _qkv(4, seed=0, dtype=torch.float32)
+    return q, k, v, torch.zeros(5, D), torch.zeros(8, H), torch.zeros(6, D)
+
+
+def _error_cases():
+    q, k, v, rel, bias, e_r = _valid()
+    t5 = dict(num_buckets=8, max_distance=20, bidirectional=True)
+    return [
+        # q, k, v themselves (shared by every function)
+        ("q-list", lambda: alibi_attention(q.tolist(), k, v), "q", "torch.Tensor"),
+        ("q-3d", lambda: alibi_attention(q[0], k, v), "q", "4 dimensions"),
+        ("q-int", lambda: alibi_attention(q.long(), k.long(), v.long()), "q", "floating"),
+        ("k-shape", lambda: shaw_attention(q, k[:, :, :3], v, rel, clip=2), "k", "same shape"),
+        ("v-shape", lambda: t5_attention(q, k, v[..., :2], bias, **t5), "v", "same shape"),
+        ("k-dtype", lambda: skew_attention(q, k.double(), v, e_r), "k", "dtype"),
+        ("empty", lambda: alibi_attention(q[:, :, :0], k[:, :, :0], v[:, :, :0]), "q", ">= 1"),
+        ("scale-neg", lambda: alibi_attention(q, k, v, scale=-1.0), "scale", "positive"),
+        ("scale-zero", lambda: shaw_attention(q, k, v, rel, clip=2, scale=0), "scale", "positive"),
+        ("scale-nan", lambda: skew_attention(q, k, v, e_r, scale=float("nan")), "scale", "finite"),
+        ("scale-str", lambda: t5_attention(q, k, v, bias, **t5, scale="1"), "scale", "number"),
+        ("causal-int", lambda: alibi_attention(q, k, v, causal=1), "causal", "True or False"),
+        # Shaw
+        ("clip-neg", lambda: shaw_attention(q, k, v, rel, clip=-1), "clip", ">= 0|from 0"),
+        ("clip-float", lambda: shaw_attention(q, k, v, rel, clip=2.0), "clip", "integer"),
+        ("rel_k-rows", lambda: shaw_attention(q, k, v, rel, clip=3), "rel_k", "2\\*clip\\+1"),
+        ("rel_k-cols", lambda: shaw_attention(q, k, v, rel[:, :2], clip=2), "rel_k", "shape"),
+        ("rel_k-list", lambda: shaw_attention(q, k, v, rel.tolist(), clip=2), "rel_k", "torch.Tensor"),
+        ("rel_k-dtype", lambda: shaw_attention(q, k, v, rel.double(), clip=2), "rel_k", "dtype"),
+        ("rel_v-rows", lambda: shaw_attention(q, k, v, rel, rel[:3], clip=2), "rel_v", "2\\*clip\\+1"),
+        ("rel_v-1d", lambda: shaw_attention(q, k, v, rel, rel[0], clip=2), "rel_v", "2 dimensions"),
+        # T5
+        ("t5-buckets", lambda: t5_attention(q, k, v, bias[:2], num_buckets=2, max_distance=20,
+                                            bidirectional=True), "num_buckets", "at least 4"),
+        ("t5-distance", lambda: t5_attention(q, k, v, bias, num_buckets=8, max_distance=2,
+                                             bidirectional=True), "max_distance", "greater than"),
+        ("t5-bidir", lambda: t5_attention(q, k, v, bias, num_buckets=8, max_distance=20,
+                                          bidirectional="yes"), "bidirectional", "True or False"),
+        ("t5-rows", lambda: t5_attention(q, k, v, bias[:7], **t5), "bias_table", "num_buckets, H"),
+        ("t5-heads", lambda: t5_attention(q, k, v, bias[:, :2], **t5), "bias_table", "num_buckets, H"),
+        ("t5-missing", lambda: t5_attention(q, k, v, None, **t5), "bias_table", "torch.Tensor"),
+        # skew
+        ("e_r-cols", lambda: skew_attention(q, k, v, e_r[:, :3]), "e_r", "M, D"),
+        ("e_r-empty", lambda: skew_attention(q, k, v, e_r[:0]), "e_r", "M >= 1"),
+        ("e_r-3d", lambda: skew_attention(q, k, v, e_r[None]), "e_r", "2 dimensions"),
+        ("e_r-int", lambda: skew_attention(q, k, v, e_r.long()), "e_r", "floating"),
+    ]
+
+
+@pytest.mark.parametrize("case", _error_cases(), ids=lambda c: c[0])
+def test_invalid_arguments_raise_value_error_naming_the_parameter(case) -> None:
+    _, call, param, phrase = case
+    with pytest.raises(ValueError, match=param) as info:
+        call()
+    assert re.search(phrase, str(info.value)), str(info.value)
+
+
+def test_tables_on_another_device_are_refused_with_a_message() -> None:
+    q, k, v, rel, _, _ = _valid()
+    meta = rel.to("meta")
+    with pytest.raises(ValueError, match="rel_k must be on q's device"):
+        shaw_attention(q, k, v, meta, clip=2)
+
+
+# ---- CUDA -------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available on this machine")
+def test_cuda_matches_cpu() -> None:
+    q, k, v = _qkv(9, seed=21, dtype=torch.float32)
+    cpu = _call_all(q, k, v)
+    gpu = _call_all(q.cuda(), k.cuda(), v.cuda())
+    for name in cpu:
+        (out_c, w_c), _ = cpu[name]
+        (out_g, w_g), _ = gpu[name]
+        assert out_g.device.type == "cuda" and w_g.device.type == "cuda"
+        torch.testing.assert_close(out_g.cpu(), out_c, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(w_g.cpu(), w_c, rtol=1e-4, atol=1e-5)

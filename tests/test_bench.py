@@ -1,0 +1,91 @@
+"""Smoke test for python -m relviz bench: it runs (--quick) and writes JSON of the right shape.
+
+No timing assertions here: timings belong to the benchmark itself.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    path = tmp_path_factory.mktemp("bench") / "bench.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run([sys.executable, "-m", "relviz", "bench", "--quick", "--json", str(path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc, json.loads(path.read_text())
+
+
+def _sections(data: dict) -> dict[str, dict]:
+    return {s["name"]: s for s in data["sections"]}
+
+
+def test_json_has_header_and_every_section(quick_run) -> None:
+    _, data = quick_run
+    assert data["quick"] is True
+    assert data["cpu_count"] >= 1 and data["torch_threads"] >= 1 and data["memory_total_bytes"] > 0
+    sections = _sections(data)
+    assert {"t5", "attention", "memory"} <= set(sections)
+    for section in sections.values():
+        assert section["title"] and section["rows"] and section["columns"]
+        assert section["seconds"] >= 0
+        for target in section["targets"]:
+            assert target["verdict"] in {"PASS", "MISS", "n/a"}
+            assert target["passed"] in {True, False, None}
+
+
+def test_t5_rows(quick_run) -> None:
+    rows = _sections(quick_run[1])["t5"]["rows"]
+    for row in rows:
+        assert row["L"] > 0 and row["relviz_s"] > 0 and row["reference_s"] > 0 and row["speedup"] > 0
+        assert row["identical"] is True
+
+
+def test_attention_rows(quick_run) -> None:
+    rows = _sections(quick_run[1])["attention"]["rows"]
+    assert {r["method"] for r in rows} == {"skew", "shaw"}
+    for row in rows:
+        for prefix in ("relviz", "naive"):
+            assert row[f"{prefix}_s"] > 0
+            assert row[f"{prefix}_peak_bytes"] > 0
+            assert row[f"{prefix}_delta_bytes"] > 0
+        assert row["time_ratio"] > 0 and row["memory_ratio"] > 0
+        assert row["outputs_match"] is True
+
+
+def test_memory_rows_reproduce_the_paper(quick_run) -> None:
+    section = _sections(quick_run[1])["memory"]
+    by_scope = {r["scope"]: r for r in section["rows"]}
+    assert by_scope["per layer"]["shaw_bytes"] == 2048 * 2048 * 512 * 4
+    assert by_scope["per head"]["skew_bytes"] == 2048 * 64 * 4
+    assert all(t["passed"] for t in section["targets"])
+
+
+def test_printed_table(quick_run) -> None:
+    out = quick_run[0].stdout
+    for text in ("T5 bucket map", "speed-up", "Relative attention", "8.6 GB", "0.52 MB"):
+        assert text in out
+
+
+def test_only_filter_runs_one_section(tmp_path) -> None:
+    path = tmp_path / "only.json"
+    proc = subprocess.run([sys.executable, "-m", "relviz", "bench", "--quick", "--only", "memory",
+                           "--json", str(path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [s["name"] for s in json.loads(path.read_text())["sections"]] == ["memory"]
+
+
+def test_unknown_section_is_refused() -> None:
+    proc = subprocess.run([sys.executable, "-m", "relviz", "bench", "--only", "nope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
