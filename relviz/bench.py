@@ -19,6 +19,7 @@ is asserted by the test suite: targets are printed as PASS / MISS for people to 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -463,6 +464,8 @@ SECTIONS: list[Section] = [
     Section("t5", "T5 bucket map vs the per-cell reference", t5_section),
     Section("attention", "skew/shaw attention vs the naive L × L × D gather", attention_section),
     Section("memory", "Music Transformer memory example", memory_section),
+    Section("app", "App rerun time and figure sizes",
+            lambda ctx: importlib.import_module("relviz.bench_app").app_section(ctx)),
 ]
 
 
