@@ -1,4 +1,227 @@
-"""Placeholder: this page is being built."""
+"""T5 buckets: the bucket map, bucket vs distance, the ranges table, pitfalls, and a compare view."""
+from __future__ import annotations
+
+import pandas as pd
 import streamlit as st
 
-st.title("Coming soon")
+from relviz import ui
+from relviz.figures.shaw import shaw_matrices, shaw_offsets
+from relviz.figures.t5 import bucket_curve, bucket_map, bucket_overview, ranges_rows, t5_offsets
+from relviz.figures.toeplitz import Window, needs_window
+from relviz.positions import t5_nearest_valid
+from relviz.t5_notes import t5_notes
+
+ui.ensure_app_navigation()
+P = "t5"  # query-parameter prefix of this page
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def notes(nb: int, md: int, bidir: bool, q_len: int, k_len: int, q_offset: int):
+    return t5_notes(nb, md, bidir, q_len=q_len, k_len=k_len, q_offset=q_offset)
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def offsets(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int):
+    return t5_offsets(q_len, k_len, num_buckets=nb, max_distance=md, bidirectional=bidir, q_offset=q_offset)
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def map_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int,
+               row0: int, col0: int, rows: int, cols: int, height: int = 470):
+    values = offsets(q_len, k_len, nb, md, bidir, q_offset)
+    return bucket_map(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
+                      height=height)
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def overview_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int,
+                    row0: int, col0: int, rows: int, cols: int):
+    values = offsets(q_len, k_len, nb, md, bidir, q_offset)
+    return bucket_overview(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols))
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def curve_figure(nb: int, md: int, bidir: bool, log_x: bool):
+    return bucket_curve(nb, md, bidir, log_x=log_x, height=470)
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def ranges_table(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int) -> pd.DataFrame:
+    rows = ranges_rows(offsets(q_len, k_len, nb, md, bidir, q_offset), q_len, k_len)
+    return pd.DataFrame(rows).astype({"offsets": str})
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def shaw_index_figure(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
+    values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
+    return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
+                         height=470)[2]
+
+
+def use_nearest_valid(nb: int, md: int, bidir: bool) -> None:
+    st.session_state[f"{P}_nb"], st.session_state[f"{P}_md"] = t5_nearest_valid(nb, md, bidir)
+
+
+st.title("T5 relative position buckets")
+st.markdown(
+    "T5 does not learn a vector per offset. It sorts each offset j − i into one of **num_buckets** buckets "
+    "and learns **one scalar per bucket and head**, added to the attention logit. Short distances get a "
+    "bucket each; longer ones share buckets whose width grows logarithmically, up to max_distance; "
+    "everything beyond shares the last bucket.")
+ui.sign_convention()
+
+with st.sidebar:
+    st.subheader("Buckets")
+    nb = int(st.slider("num_buckets", 2, 128, 32, key=f"{P}_nb", bind="query-params"))
+    md = int(st.slider("max_distance", 1, 1024, 128, key=f"{P}_md", bind="query-params"))
+    bidir = bool(st.toggle("bidirectional (encoder)", True, key=f"{P}_bi", bind="query-params",
+                           help="Off: unidirectional, as in T5's decoder."))
+    st.subheader("Lengths")
+    q_len, k_len, q_offset = ui.length_controls(P, q_default=32, k_default=32)
+    large = needs_window(q_len, k_len)
+    if large:
+        st.subheader("Full-resolution window")
+        window = ui.window_controls(P, q_len, k_len, q_offset=q_offset)
+    else:
+        window = Window(0, 0, q_len, k_len)
+    st.subheader("Curve")
+    log_x = bool(st.toggle("logarithmic distance axis", False, key=f"{P}_logx", bind="query-params"))
+
+info = notes(nb, md, bidir, q_len, k_len, q_offset)
+if not info.valid:
+    st.error(f"{info.error}", icon=":material/error:")
+    st.warning(f"Nearest valid setting: **num_buckets = {info.nearest[0]}, max_distance = {info.nearest[1]}** "
+               f"({'bidirectional' if bidir else 'unidirectional'}). The reference code would divide by zero or "
+               "return garbage (even negative) buckets here; relviz refuses instead.", icon=":material/lightbulb:")
+    st.button("use the nearest valid setting", key=f"{P}_fix", on_click=use_nearest_valid, args=(nb, md, bidir))
+
+tab_map, tab_compare = st.tabs(["Buckets", "Compare with Shaw"], key=f"{P}_tab", bind="query-params")
+
+with tab_map:
+    if tab_map.open is not False:
+        if info.valid:
+            if large:
+                summary = overview_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0,
+                                          window.rows, window.cols)
+                block = summary.pooled.block
+                st.markdown(f"#### The matrix is {q_len} × {k_len}: too large to draw cell by cell")
+                left, right = st.columns(2)
+                with left:
+                    ui.show_figure(summary.figure, key=f"{P}_fig_overview")
+                with right:
+                    st.markdown(
+                        f"**Downsampled overview (left).** Each cell is a block of {block} × {block} entries, "
+                        "coloured by the block's exact **mean** bucket; hover gives its exact **min** and **max** "
+                        "bucket and its range of j − i. Pooling keeps every bucket edge (a block that straddles "
+                        "one shows a blend); it never skips offsets.")
+                    st.markdown(
+                        f"**Full resolution (below, left).** Rows {q_offset + window.row0}…"
+                        f"{q_offset + window.row0 + window.rows - 1}, columns {window.col0}…"
+                        f"{window.col0 + window.cols - 1}, exact: the rectangle on the overview. Move it with "
+                        "the sliders in the sidebar.")
+            fig_map = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
+                                 window.cols)
+            left, right = st.columns(2)
+            with left:
+                ui.show_figure(fig_map.figure, key=f"{P}_fig_map")
+                st.caption(
+                    f"**The bucket map.** Near the diagonal every offset has its own colour (exact buckets, "
+                    f"|j − i| < {info.max_exact}); farther out, bands widen logarithmically"
+                    + ("; above the diagonal (future keys) a second set of buckets starts at "
+                       f"{info.buckets_per_direction + 1}." if bidir else
+                       "; the whole upper triangle (future keys) is bucket 0.")
+                    + " Hover shows the bucket's range of j − i (the two end buckets go on forever; hover "
+                      "stops them at this matrix's edge).")
+                if fig_map.dropped:
+                    st.caption(f"At {window.rows} × {window.cols} cells the hover leaves out the bucket's range "
+                               "to keep the figure under 3 MB: see the table below, or choose a smaller window.")
+            with right:
+                ui.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
+                st.caption(
+                    f"**Bucket vs distance.** Blue: exact, one bucket per distance up to {info.max_exact - 1}. "
+                    f"Orange: logarithmic, from {info.max_exact} until the last bucket begins at "
+                    f"**{info.last_start}**, before max_distance = {md} (dashed). Grey: everything from "
+                    f"{info.last_start} on shares one bucket."
+                    + (f" The red line (future) is the blue one shifted up by num_buckets // 2 = "
+                       f"{info.buckets_per_direction}: bucket {info.buckets_per_direction} itself is never used."
+                       if bidir else
+                       " The red dotted line (future) stays at bucket 0."))
+
+            left, right = st.columns([5, 4])
+            with left:
+                st.markdown("#### Bucket ranges")
+                st.dataframe(ranges_table(q_len, k_len, nb, md, bidir, q_offset), hide_index=True, height=420,
+                             width="stretch")
+                st.caption("j − i: the offsets the bucket holds (≤ / ≥: and every offset beyond). "
+                           "offsets: how many. cells here: how many cells of this matrix use it.")
+            with right:
+                st.markdown("#### What to watch for in this setting")
+                for note in info.notes:
+                    if note.level == "warning":
+                        st.warning(note.text, icon=":material/warning:")
+                    else:
+                        st.markdown("- " + note.text)
+
+            st.markdown("#### Download the bucket map")
+            values = offsets(q_len, k_len, nb, md, bidir, q_offset)
+            if large:
+                st.markdown(
+                    f"The full {q_len} × {k_len} matrix is not built. Download the exact **window** shown above, "
+                    f"or the **per-offset vector** ({q_len + k_len - 1} rows: j − i, bucket): it defines every "
+                    "entry, bucket(i, j) = value of the row whose j − i equals j − (offset + i).")
+                a, b = st.columns(2)
+                with a:
+                    st.caption(f"window rows {window.row0}…{window.row0 + window.rows - 1}, "
+                               f"columns {window.col0}…{window.col0 + window.cols - 1}")
+                    ui.matrix_downloads(fig_map.values, name=f"t5_buckets_window_{q_len}x{k_len}_{nb}_{md}",
+                                        key=f"{P}_dl_win")
+                with b:
+                    st.caption("per-offset vector (j − i, bucket)")
+                    ui.offset_vector_downloads(values.offset, values.bucket,
+                                               name=f"t5_buckets_per_offset_{q_len}x{k_len}_{nb}_{md}",
+                                               key=f"{P}_dl_vec")
+            else:
+                st.caption(f"The bucket of every (i, j), {q_len} × {k_len}, exact.")
+                ui.matrix_downloads(fig_map.values, name=f"t5_buckets_{q_len}x{k_len}_{nb}_{md}_off{q_offset}",
+                                    key=f"{P}_dl")
+        else:
+            st.info("The bucket map, curve and ranges appear once the setting is valid (see the message above).",
+                    icon=":material/info:")
+            st.markdown(
+                "- **max_exact = (buckets per direction) // 2**: bidirectional T5 first halves num_buckets for the "
+                "two directions, then gives half of each direction's buckets to exact distances. With "
+                "num_buckets = 2 or 3 that leaves max_exact = 0, and the formula divides by log(max_distance / 0).\n"
+                "- **max_distance must exceed max_exact**, or log(max_distance / max_exact) is zero or negative "
+                "and the reference returns garbage (even negative) buckets.")
+
+with tab_compare:
+    if tab_compare.open is not False:
+        k = int(st.slider("Shaw clipping distance k", 0, 64, 8, key=f"{P}_ck", bind="query-params",
+                          width=420))
+        st.markdown(
+            f"Same lengths ({q_len} × {k_len}, offset {q_offset}), same "
+            + ("window" if large else "matrix") + ". Both schemes turn the offset j − i into a small table "
+            "index; they differ in what they keep.")
+        left, right = st.columns(2)
+        with left:
+            shaw = shaw_index_figure(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
+            ui.show_figure(shaw.figure, key=f"{P}_fig_cmp_shaw")
+            st.caption(
+                f"**Shaw, k = {k}:** {2 * k + 1} table rows. Exact inside |j − i| ≤ {k}, then a hard cut: every "
+                f"key farther than {k} reads the same end row. The tables hold vectors (size d), one pair per "
+                "layer, shared across heads.")
+        with right:
+            if info.valid:
+                t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
+                                    window.cols)
+                ui.show_figure(t5_fig.figure, key=f"{P}_fig_cmp_t5")
+                st.caption(
+                    f"**T5, {nb} buckets:** exact up to |j − i| < {info.max_exact}, then logarithmic bands up to "
+                    f"{info.last_start}, then one last bucket. Far offsets are coarse but not all equal. The table "
+                    "holds one scalar per bucket and head, shared by all layers.")
+            else:
+                st.error(f"No T5 map for this setting: {info.error}", icon=":material/error:")
+        st.markdown(
+            "**Both make one layer blind to some offset differences**: Shaw beyond ±k, T5 inside each bucket. "
+            "Neither is a dead end, because attention is stacked: a later layer can combine exact short offsets "
+            "into longer ones, so a deep model can still tell distances apart that one layer cannot.")

@@ -40,6 +40,21 @@ PLOTLY_CONFIG = {"displaylogo": False,
                  "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
+def ensure_app_navigation() -> None:
+    """Route a fresh server's first deep link through app.py. Call first thing on every page.
+
+    Until some session has run app.py's st.navigation, a Streamlit server that sees a pages/
+    folder serves /t5 by running pages/t5.py alone (the old folder mode: no page config, file
+    names in the sidebar). Page hashes come from the URL path in both modes, so clearing the
+    flag and rerunning lands on the same page, this time through app.py.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def sign_convention() -> None:
     st.info(SIGN_CONVENTION, icon=":material/swap_horiz:")
 
@@ -84,3 +99,89 @@ def user_errors() -> Iterator[None]:
         yield
     except ValueError as error:
         st.error(str(error), icon=":material/error:")
+
+
+# ---------------------------------------------------------------------------------------
+# Length, offset and window controls shared by the pages that draw a q_len × k_len matrix.
+
+#: Longest query/key length the length controls allow.
+MAX_LENGTH = 8192
+
+
+def clamp_state(key: str, lo: int, hi: int) -> None:
+    """Before a widget with dynamic bounds is drawn: pull its kept value back inside [lo, hi]."""
+    value = st.session_state.get(key)
+    if value is not None and not lo <= value <= hi:
+        st.session_state[key] = min(max(value, lo), hi)
+
+
+def _set_state(key: str, value: int) -> None:
+    st.session_state[key] = value
+
+
+def length_controls(prefix: str, *, q_default: int, k_default: int) -> tuple[int, int, int]:
+    """Query length, key length and query offset (with the two alignment presets), URL-bound.
+
+    Keys: {prefix}_q, {prefix}_k, {prefix}_off. The presets set the offset through a callback:
+    "align first keys" (T5: query i sits at key position i) and "align last keys"
+    (tensor2tensor: the queries are the last q_len keys, offset k_len − q_len).
+    """
+    q_key, k_key, off_key = f"{prefix}_q", f"{prefix}_k", f"{prefix}_off"
+    q_len = int(st.number_input("query length", 1, MAX_LENGTH, q_default, key=q_key, bind="query-params",
+                                help=f"1 to {MAX_LENGTH}. Above 512 per side the page shows an exact "
+                                     "downsampled overview plus a full-resolution window."))
+    k_len = int(st.number_input("key length", 1, MAX_LENGTH, k_default, key=k_key, bind="query-params",
+                                help="May differ from the query length (e.g. a decoder step with a cache)."))
+    lo, hi = -q_len, k_len
+    clamp_state(off_key, lo, hi)
+    q_offset = int(st.slider("query offset (query i sits at key position offset + i)", lo, hi, 0, key=off_key,
+                             bind="query-params",
+                             help="0 aligns the queries with the first keys (T5); k_len − q_len aligns them "
+                                  "with the last keys (tensor2tensor). Both conventions exist in real code."))
+    st.button("align first keys (T5): offset 0", key=f"{prefix}_first", on_click=_set_state,
+              args=(off_key, 0), width="stretch", help="T5 without a cache: query i sits at key i.")
+    st.button(f"align last keys (t2t): offset {k_len - q_len}", key=f"{prefix}_last",
+              on_click=_set_state, args=(off_key, min(max(k_len - q_len, lo), hi)), width="stretch",
+              help="tensor2tensor: range_q = range_k[-length_q:], the queries are the last keys.")
+    return q_len, k_len, q_offset
+
+
+def _centre_window(col_key: str, col0: int) -> None:
+    st.session_state[col_key] = col0
+
+
+def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, default_size: int = 256):
+    """Size and position of the full-resolution window on a matrix too large to draw whole.
+
+    Keys: {prefix}_ws (size), {prefix}_r0 / {prefix}_c0 (first row / column). Returns a
+    relviz.figures.toeplitz.Window that lies inside the matrix.
+    """
+    # Imported here: this block was added at the end of a shared module, its imports with it.
+    from relviz.figures.toeplitz import diagonal_col0, fit_window
+    from relviz.views import DISPLAY_MAX
+
+    size = int(st.slider("window size (cells per side)", 16, DISPLAY_MAX, default_size, step=16,
+                         key=f"{prefix}_ws", bind="query-params",
+                         help="The window is exact and full resolution; larger windows send more data."))
+    rows, cols = min(size, q_len), min(size, k_len)
+    row0 = col0 = 0
+    r_key, c_key = f"{prefix}_r0", f"{prefix}_c0"
+    if q_len > rows:
+        clamp_state(r_key, 0, q_len - rows)
+        row0 = int(st.slider("window: first query row", 0, q_len - rows, 0, key=r_key, bind="query-params"))
+    if k_len > cols:
+        clamp_state(c_key, 0, k_len - cols)
+        col0 = int(st.slider("window: first key column", 0, k_len - cols, 0, key=c_key, bind="query-params"))
+        st.button("centre the window on j − i = 0", key=f"{prefix}_centre", on_click=_centre_window,
+                  args=(c_key, diagonal_col0(q_len, k_len, q_offset=q_offset, row0=row0, rows=rows, cols=cols)),
+                  width="stretch")
+    return fit_window(q_len, k_len, row0=row0, col0=col0, size=size)
+
+
+def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: str, key: str) -> None:
+    """CSV/.npy of the per-offset vector: column 0 is j − i, column 1 the value on that diagonal.
+
+    These q_len + k_len − 1 rows define the whole Toeplitz matrix: entry (i, j) is the value
+    of the row whose j − i equals j − (q_offset + i).
+    """
+    matrix_downloads(np.stack([np.asarray(offsets), np.asarray(values)], axis=1), name=name, key=key)

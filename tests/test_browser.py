@@ -86,3 +86,19 @@ def test_shared_link_restores_the_view(browser_page):
     wait_for_app(page)
     restored = page.query_selector_all('[data-testid="stMain"] [data-testid="stSlider"] [role="slider"]')
     assert restored[0].get_attribute("aria-valuenow") == value
+
+
+def test_first_request_of_a_fresh_server_may_be_a_deep_link():
+    """A shared link opened before anyone loaded '/' still gets app.py's navigation and layout."""
+    from playwright.sync_api import sync_playwright
+
+    with app_server() as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.goto(page_url(base, "pages/t5.py", False) + "?t5_nb=16")
+        wait_for_app(page)
+        page.wait_for_timeout(500)
+        navigation = page.inner_text('[data-testid="stSidebarNav"]')
+        page.screenshot(path=str(ARTIFACTS / "deep-link-first.png"), full_page=True)
+        browser.close()
+    assert "Start here" in navigation and "T5 buckets" in navigation, navigation

@@ -1,0 +1,148 @@
+"""Figures for Shaw et al.'s clipped relative positions: the three matrices, the table strip,
+the k ablation, and the parameter count.
+
+Everything is computed per offset (q_len + k_len − 1 values) and drawn with the Toeplitz
+helper, so lengths up to 8192 never build an L × L matrix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from relviz.figures.heatmap import discrete_colorscale
+from relviz.figures.toeplitz import (
+    HoverField,
+    ToeplitzFigure,
+    ToeplitzOverview,
+    Window,
+    toeplitz_heatmap,
+    toeplitz_overview,
+)
+from relviz.positions import offset_range, shaw_clip_offsets
+
+#: Shaw et al. 2018, Table 2: EN-DE newstest2013 BLEU of the base model by clipping distance k.
+K_ABLATION: tuple[tuple[int, float], ...] = ((0, 12.5), (1, 25.5), (2, 25.8), (4, 25.9), (16, 25.8),
+                                             (64, 25.9), (256, 25.8))
+PALETTE = "Turbo"
+
+
+@dataclass(frozen=True)
+class ShawOffsets:
+    """Per-offset vectors (entry t is the diagonal j − i = offset[t]) of the three matrices."""
+
+    offset: np.ndarray   # j − (q_offset + i)
+    clipped: np.ndarray  # clip(j − i, −k, k)
+    index: np.ndarray    # clip(j − i, −k, k) + k
+    k: int
+
+
+def shaw_offsets(q_len: int, k_len: int, *, k: int, q_offset: int = 0) -> ShawOffsets:
+    """The library's per-offset values (validated there: a bad argument raises ValueError)."""
+    offsets = offset_range(q_len, k_len, q_offset=q_offset, device="cpu")
+    index = shaw_clip_offsets(offsets, k=k)
+    return ShawOffsets(offset=offsets.numpy(), clipped=(index - k).numpy(), index=index.numpy(), k=k)
+
+
+def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int = 0,
+                  window: Window | None = None, height: int = 400) -> tuple[ToeplitzFigure, ...]:
+    """Relative j − i, clipped offset, lookup index: same window, same hover fields everywhere."""
+    k = values.k
+    clipped = HoverField("clipped offset", values.clipped)
+    index = HoverField("index", values.index)
+    common = dict(q_offset=q_offset, window=window, height=height)
+    relative = toeplitz_heatmap(values.offset, q_len, k_len, value_label="j − i", colorscale="RdBu",
+                                zmid=0, hover=[clipped, index], title="relative position j − i", **common)
+    clip = toeplitz_heatmap(values.clipped, q_len, k_len, value_label="clipped offset",
+                            discrete_range=(-k, k), colorscale=PALETTE, hover=[index],
+                            title=f"clipped: clip(j − i, −{k}, {k})", **common)
+    lookup = toeplitz_heatmap(values.index, q_len, k_len, value_label="index", discrete_range=(0, 2 * k),
+                              colorscale=PALETTE, hover=[clipped], value_last=True,
+                              title=f"lookup index: clip(j − i, −{k}, {k}) + {k}", **common)
+    return relative, clip, lookup
+
+
+def shaw_overview(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int = 0,
+                  window: Window | None = None, height: int = 400) -> ToeplitzOverview:
+    """Pooled overview of the lookup index, coloured like the index heatmap, window marked."""
+    return toeplitz_overview(values.index, q_len, k_len, value_label="index", q_offset=q_offset,
+                             window=window, value_range=(0, 2 * values.k), colorscale=PALETTE,
+                             title="overview of the lookup index (block means)", height=height)
+
+
+def diagonal_counts(q_len: int, k_len: int) -> np.ndarray:
+    """How many cells each diagonal (entry t of a per-offset vector) has."""
+    t = np.arange(q_len + k_len - 1)
+    return np.minimum.reduce([t + 1, np.full_like(t, q_len), np.full_like(t, k_len), q_len + k_len - 1 - t])
+
+
+def embedding_strip(values: ShawOffsets, q_len: int, k_len: int, *, height: int = 170) -> go.Figure:
+    """The 2k + 1 rows of the table w (for a^K and a^V alike), coloured like the lookup index.
+
+    Hover: the offsets each row stands for and how many cells of the matrix use it.
+    """
+    k = values.k
+    rows = np.arange(2 * k + 1)
+    used = np.bincount(values.index, weights=diagonal_counts(q_len, k_len), minlength=2 * k + 1).astype(np.int64)
+    offsets = rows - k
+    stands = [f"j − i ≤ −{k}" if r == 0 and k > 0 else f"j − i ≥ {k}" if r == 2 * k and k > 0
+              else "every j − i" if k == 0 else f"j − i = {o}".replace("-", "−") for r, o in zip(rows, offsets)]
+    short = [("≤" if r == 0 and k > 0 else "≥" if r == 2 * k and k > 0 else "") + str(o).replace("-", "−")
+             for r, o in zip(rows, offsets)]
+    figure = go.Figure(go.Heatmap(
+        z=rows[None, :].astype(np.uint8), x=rows, y=["w"],
+        zmin=-0.5, zmax=2 * k + 0.5, colorscale=discrete_colorscale(2 * k + 1, PALETTE), showscale=False,
+        customdata=np.array([[[s, int(u)] for s, u in zip(stands, used)]], dtype=object),
+        text=[short], texttemplate="%{text}" if 2 * k + 1 <= 33 else None,
+        textfont=dict(size=13 if 2 * k + 1 <= 17 else 10),
+        xgap=1,
+        hovertemplate="table row w[%{x}]<br>stands for %{customdata[0]}<br>"
+                      "used by %{customdata[1]} cells of this matrix<extra></extra>"))
+    figure.update_layout(height=height, margin=dict(l=60, r=10, t=40, b=45),
+                         title=dict(text=f"the table: {2 * k + 1} learned vectors w[0] … w[{2 * k}] "
+                                         "(text: the offset each row stands for)", x=0, xanchor="left"))
+    figure.update_xaxes(title_text="table row = lookup index", dtick=max(1, (2 * k + 1) // 16) if k else 1)
+    figure.update_yaxes(showticklabels=True)
+    return figure
+
+
+def k_ablation_figure(k: int, *, height: int = 300) -> go.Figure:
+    """Shaw et al.'s Table 2 as bars on a categorical k axis, the current k marked."""
+    labels = [str(kk) for kk, _ in K_ABLATION]
+    bleu = [b for _, b in K_ABLATION]
+    exact = next((n for n, (kk, _) in enumerate(K_ABLATION) if kk == k), None)
+    colours = ["#e4572e" if n == exact else "#8aa2c8" for n in range(len(labels))]
+    figure = go.Figure(go.Bar(x=labels, y=bleu, marker_color=colours, text=[f"{b:.1f}" for b in bleu],
+                              textposition="outside", cliponaxis=False,
+                              hovertemplate="k = %{x}<br>BLEU %{y}<extra></extra>"))
+    if exact is None:
+        # Between two measured k: place the marker at the log-interpolated category position.
+        ks = [kk for kk, _ in K_ABLATION]
+        n = max(p for p, kk in enumerate(ks) if kk < k)
+        frac = (np.log1p(k) - np.log1p(ks[n])) / (np.log1p(ks[n + 1]) - np.log1p(ks[n]))
+        position = n + float(frac)
+        figure.add_vline(x=position, line=dict(color="#e4572e", dash="dash", width=2))
+        figure.add_annotation(x=position, y=29, text=f"your k = {k} (not measured)", showarrow=False,
+                              font=dict(color="#e4572e"), yanchor="bottom", bgcolor="white")
+    else:
+        figure.add_annotation(x=labels[exact], y=bleu[exact] + 2.2, text=f"your k = {k}", showarrow=False,
+                              font=dict(color="#e4572e"), yanchor="bottom")
+    figure.update_layout(height=height, margin=dict(l=60, r=10, t=40, b=45), showlegend=False,
+                         title=dict(text="Shaw et al. (2018), Table 2: BLEU by clipping distance k", x=0,
+                                    xanchor="left"))
+    figure.update_xaxes(title_text="clipping distance k (the paper's values)", type="category")
+    figure.update_yaxes(title_text="BLEU, EN-DE newstest2013", range=[0, 33])
+    return figure
+
+
+@dataclass(frozen=True)
+class ParameterCount:
+    per_table: int   # (2k + 1) · d: one of a^K, a^V
+    per_layer: int   # a^K and a^V
+    total: int       # all layers
+
+
+def parameter_count(k: int, d: int, layers: int = 1) -> ParameterCount:
+    per_table = (2 * k + 1) * d
+    return ParameterCount(per_table, 2 * per_table, 2 * per_table * layers)

@@ -1,0 +1,387 @@
+"""Heatmaps of any Toeplitz matrix (relative index, Shaw index, T5 bucket ...) from its per-offset vector.
+
+The full L × L matrix is never built. Up to ``views.DISPLAY_MAX`` cells per side the
+figure shows every cell; above that, a page shows two figures:
+
+- an overview (:func:`toeplitz_overview`): each displayed cell is a block of entries and
+  carries the block's exact mean (colour) and min/max (hover). Pooling keeps every
+  boundary: a block that straddles one shows a blend, never a skipped offset;
+- a full-resolution window (:func:`toeplitz_heatmap` with a :class:`Window`) that the user
+  moves and resizes; the overview marks it with a rectangle.
+
+Payload: every hover field of a Toeplitz matrix is a function of the offset, but plotly
+wants one value per cell. Hover data travel in the smallest encoding that holds them
+exactly, chosen by measuring the encoded size (plotly escapes every "/" of its base64, so
+small negative integers cost far more than their byte count). If the figure would still
+exceed ``FIGURE_BUDGET`` characters of JSON, optional hover fields are left out, last
+first, and reported in ``ToeplitzFigure.dropped`` so the page can say so.
+"""
+from __future__ import annotations
+
+import base64
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, matrix_heatmap
+from relviz.views import DISPLAY_MAX, PooledView, display_block, toeplitz_pooled, toeplitz_window
+
+#: The most cells per side the pooled overview sends (it sits beside the window, as an overview).
+OVERVIEW_MAX = 256
+#: The most characters of JSON one figure may take (the app's target is 3 MB per figure).
+FIGURE_BUDGET = 2_900_000
+#: Label of the offset field every hover shows.
+OFFSET_LABEL = "j − i"
+
+
+# ---------------------------------------------------------------------------------------
+# Windows
+
+
+@dataclass(frozen=True)
+class Window:
+    """Rows row0..row0+rows−1 and columns col0..col0+cols−1 of a q_len × k_len matrix."""
+
+    row0: int
+    col0: int
+    rows: int
+    cols: int
+
+    @property
+    def cells(self) -> int:
+        return self.rows * self.cols
+
+
+def needs_window(q_len: int, k_len: int, max_cells: int = DISPLAY_MAX) -> bool:
+    """True when a side exceeds what one heatmap shows at full resolution."""
+    return max(q_len, k_len) > max_cells
+
+
+def fit_window(q_len: int, k_len: int, *, row0: int = 0, col0: int = 0,
+               size: int = DISPLAY_MAX) -> Window:
+    """A window of at most size × size cells (size ≤ DISPLAY_MAX), moved inside the matrix."""
+    size = min(max(int(size), 1), DISPLAY_MAX)
+    rows, cols = min(size, q_len), min(size, k_len)
+    row0 = min(max(int(row0), 0), q_len - rows)
+    col0 = min(max(int(col0), 0), k_len - cols)
+    return Window(row0, col0, rows, cols)
+
+
+def full_window(q_len: int, k_len: int) -> Window:
+    return Window(0, 0, q_len, k_len)
+
+
+def diagonal_col0(q_len: int, k_len: int, *, q_offset: int, row0: int, rows: int, cols: int) -> int:
+    """The column start that puts j − i = 0 in the middle of a window (clamped to the matrix)."""
+    centre_row = row0 + (rows - 1) / 2
+    col0 = round(q_offset + centre_row - (cols - 1) / 2)
+    return min(max(col0, 0), k_len - cols)
+
+
+def offsets_per_offset(q_len: int, k_len: int, q_offset: int = 0) -> np.ndarray:
+    """The offset j − (q_offset + i) for every entry of the per-offset vector (ascending)."""
+    return np.arange(-(q_len - 1), k_len, dtype=np.int64) - q_offset
+
+
+# ---------------------------------------------------------------------------------------
+# Hover payload
+
+
+@dataclass(frozen=True)
+class HoverField:
+    """One hover line: ``label = value`` with the value given per offset (like the matrix).
+
+    Optional fields may be left out when the figure would exceed its size budget; fields
+    with the same ``group`` are kept or left out together (e.g. a range's two ends).
+    """
+
+    label: str
+    per_offset: np.ndarray
+    required: bool = False
+    group: str | None = None
+    fmt: str = ""
+    #: The hover line, with {} where the value goes; default "label = {}". A line that starts
+    #: with "…" continues the previous line (e.g. the second end of a range).
+    line: str | None = None
+
+
+def _b64_json_chars(array: np.ndarray) -> int:
+    """Characters the array's base64 takes in plotly's JSON (each "/" is escaped as \\u002f)."""
+    data = base64.b64encode(np.ascontiguousarray(array).tobytes())
+    return len(data) + 5 * data.count(b"/")
+
+
+def _exact_dtypes(values: list[np.ndarray]) -> list[np.dtype]:
+    """The dtypes plotly decodes that hold every value exactly (integers up to 16 bits, float32)."""
+    if not all(np.issubdtype(v.dtype, np.integer) for v in values):
+        return [np.dtype(np.float32)]
+    lo = min(int(v.min()) for v in values)
+    hi = max(int(v.max()) for v in values)
+    fits = [np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16)
+            if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max]
+    return fits + [np.dtype(np.float32) if max(-lo, hi) < 2**24 else np.dtype(np.float64)]
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    array: np.ndarray | None
+    order: tuple[str, ...]  # labels in storage order (a zero pad is not listed)
+    chars: int
+
+
+def _encode(cells: list[tuple[str, np.ndarray]]) -> _Encoded:
+    """The customdata array of minimum JSON size: dtype, field order and an optional zero pad.
+
+    A zero pad makes a cell's record 6 bytes for two int16 fields, which puts the high byte of
+    the first field where base64 rarely turns it into an escaped "/".
+    """
+    if not cells:
+        return _Encoded(None, (), 0)
+    labels = [label for label, _ in cells]
+    values = [v for _, v in cells]
+    shape = values[0].shape
+    rows = shape[0]
+    sample = slice(None, None, max(1, rows // 32))  # cost ranking on every ~32nd row
+    best: tuple[int, np.dtype, tuple[int, ...]] | None = None
+    for dtype in _exact_dtypes(values):
+        pads = (0, 1) if dtype.itemsize == 2 and len(cells) == 2 else (0,)
+        for pad in pads:
+            for perm in itertools.permutations(range(len(cells) + pad)):
+                stacked = np.stack([values[p][sample] if p < len(cells) else np.zeros_like(values[0][sample])
+                                    for p in perm], axis=-1).astype(dtype)
+                cost = _b64_json_chars(stacked)
+                if best is None or cost < best[0]:
+                    best = (cost, dtype, perm)
+    _, dtype, perm = best
+    array = np.stack([values[p] if p < len(cells) else np.zeros(shape, dtype=values[0].dtype) for p in perm],
+                     axis=-1).astype(dtype)
+    order = tuple(labels[p] if p < len(cells) else "" for p in perm)
+    return _Encoded(array, order, _b64_json_chars(array) + 40)
+
+
+def _unshifted_z(trace: go.Heatmap, values: np.ndarray, discrete_range: tuple[int, int] | None) -> bool:
+    """Make %{z} show the true value when that costs no payload; True if it does.
+
+    matrix_heatmap sends discrete values shifted to start at 0. When the values fit one
+    signed byte they can travel unshifted (same size) with the colour range shifted instead.
+    Integer values on a continuous scale travel in the cheaper of int16 and float32.
+    """
+    if discrete_range is None:
+        if np.issubdtype(values.dtype, np.integer) and values.size and \
+                -2**15 <= int(values.min()) and int(values.max()) < 2**15:
+            small = values.astype(np.int16)
+            if _b64_json_chars(small) < _b64_json_chars(values.astype(np.float32)):
+                trace.z = small
+        return True
+    lo, hi = discrete_range
+    if lo == 0:
+        return True
+    if -128 <= lo and hi <= 127:
+        trace.z = values.astype(np.int8)
+        trace.zmin, trace.zmax = lo - 0.5, hi + 0.5
+        bar = trace.colorbar
+        step = bar.tickvals[1] - bar.tickvals[0] if len(bar.tickvals) > 1 else 1
+        ticks = [v for v in range(lo, hi + 1) if v % step == 0]  # round numbers of the true values
+        bar.tickvals, bar.ticktext = ticks, [str(v).replace("-", "−") for v in ticks]
+        return True
+    return False
+
+
+@dataclass(frozen=True)
+class ToeplitzFigure:
+    """A heatmap of (a window of) a Toeplitz matrix and what it shows."""
+
+    figure: go.Figure
+    values: np.ndarray          # the exact values shown, [window.rows, window.cols]
+    window: Window
+    dropped: tuple[str, ...] = field(default=())  # hover fields left out to stay under the budget
+
+
+def toeplitz_heatmap(
+    per_offset: np.ndarray,
+    q_len: int,
+    k_len: int,
+    *,
+    value_label: str,
+    q_offset: int = 0,
+    window: Window | None = None,
+    hover: Sequence[HoverField] = (),
+    discrete_range: tuple[int, int] | None = None,
+    colorscale: str | list = "Viridis",
+    zmid: float | None = None,
+    title: str = "",
+    height: int = 430,
+    budget: int = FIGURE_BUDGET,
+    value_last: bool = False,
+) -> ToeplitzFigure:
+    """Exact heatmap of rows/cols ``window`` (default: the whole matrix, if it fits the display).
+
+    Rows are labelled by the query's position i = q_offset + row, so that j − i is the offset
+    itself. Hover on every cell: i, j, j − i, the value, then ``hover`` fields in order
+    (``value_last=True``: the value after them).
+    """
+    per_offset = np.asarray(per_offset)
+    if per_offset.shape != (q_len + k_len - 1,):
+        raise ValueError(f"per_offset must have q_len + k_len - 1 = {q_len + k_len - 1} values; "
+                         f"got shape {per_offset.shape}")
+    if window is None:
+        if needs_window(q_len, k_len):
+            window = fit_window(q_len, k_len)
+        else:
+            window = full_window(q_len, k_len)
+    if max(window.rows, window.cols) > DISPLAY_MAX:
+        raise ValueError(f"a window shows at most {DISPLAY_MAX} cells per side; got {window.rows} × {window.cols}")
+
+    def cells(vector: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(toeplitz_window(np.asarray(vector), q_len, k_len, row0=window.row0,
+                                                    col0=window.col0, rows=window.rows, cols=window.cols))
+
+    values = cells(per_offset)
+    x = np.arange(window.col0, window.col0 + window.cols)
+    y = q_offset + np.arange(window.row0, window.row0 + window.rows)
+    figure = matrix_heatmap(values, x=x, y=y, hover={}, value_label=value_label, title=title,
+                            discrete_range=discrete_range, colorscale=colorscale, zmid=zmid, height=height)
+
+    trace = figure.data[0]
+    integer_values = np.issubdtype(values.dtype, np.integer)
+    value_in_z = _unshifted_z(trace, values, discrete_range)
+    offsets = offsets_per_offset(q_len, k_len, q_offset)
+    # The relative matrix itself (value_label "j − i"): its values are the offsets, sent once.
+    value_is_offset = value_in_z and value_label == OFFSET_LABEL and np.array_equal(per_offset, offsets)
+    fields: list[HoverField] = [] if value_is_offset else [HoverField(OFFSET_LABEL, offsets, True)]
+    if not value_in_z:
+        fields.append(HoverField(value_label, per_offset, True))
+    fields.extend(hover)
+
+    # Worst case, every base64 character escaped twice over: small figures skip the measuring.
+    worst = 50_000 + window.cells * (1 + 4 * len(fields)) * 8 // 3
+    base_chars = 0 if worst <= budget else len(pio.to_json(figure, validate=False))
+    kept = list(fields)
+    dropped: list[str] = []
+    while True:
+        encoded = _encode([(f.label, cells(f.per_offset)) for f in kept])
+        optional = [f for f in kept if not f.required]
+        if base_chars + encoded.chars + 400 <= budget or not optional:
+            break
+        last = optional[-1]
+        leaving = [f for f in kept if not f.required and (f is last or (last.group and f.group == last.group))]
+        dropped.extend(f.label for f in leaving)
+        kept = [f for f in kept if all(f is not g for g in leaving)]
+
+    position = {label: k for k, label in enumerate(encoded.order) if label}
+    lines = ["i = %{y}", "j = %{x}"]
+    if value_is_offset:
+        lines.append(f"{OFFSET_LABEL} = %{{z:d}}")
+    value_line = f"{value_label} = %{{z{':d' if integer_values else ':.4g'}}}"
+    for f in fields:
+        if f.label in position:
+            fmt = f.fmt or (":d" if np.issubdtype(np.asarray(f.per_offset).dtype, np.integer) else ":.4g")
+            text = (f.line or f"{f.label} = {{}}").replace("{}", f"%{{customdata[{position[f.label]}]{fmt}}}")
+            if text.startswith("…") and len(lines) > 2:
+                lines[-1] += " " + text
+            else:
+                lines.append(text)
+        if f.label == OFFSET_LABEL and value_in_z and not value_last:
+            lines.append(value_line)
+    if value_in_z and value_last:
+        lines.append(value_line)
+    trace.hovertemplate = "<br>".join(lines) + "<extra></extra>"
+    if encoded.array is not None:
+        trace.customdata = encoded.array
+    trace.meta = {"customdata": list(encoded.order), "row0": window.row0, "col0": window.col0,
+                  "q_offset": q_offset}
+    return ToeplitzFigure(figure, values, window, tuple(dropped))
+
+
+# ---------------------------------------------------------------------------------------
+# Pooled overview
+
+
+@dataclass(frozen=True)
+class ToeplitzOverview:
+    figure: go.Figure
+    pooled: PooledView
+
+
+def _range_label(start: int, stop: int) -> str:
+    """'a–b' for the inclusive range start..stop−1 (a single index stays a number-like label)."""
+    return f"{start}–{stop - 1}" if stop - start > 1 else str(start)
+
+
+def toeplitz_overview(
+    per_offset: np.ndarray,
+    q_len: int,
+    k_len: int,
+    *,
+    value_label: str,
+    q_offset: int = 0,
+    window: Window | None = None,
+    value_range: tuple[float, float] | None = None,
+    colorscale: str | list = "Viridis",
+    zmid: float | None = None,
+    max_cells: int = OVERVIEW_MAX,
+    title: str = "",
+    height: int = 430,
+) -> ToeplitzOverview:
+    """Exact pooled overview: each displayed cell is a block × block block of entries.
+
+    Colour: the block's mean. Hover: the block's query and key ranges, its range of j − i,
+    and the exact min and max. ``window`` is drawn as a rectangle. ``value_range`` fixes the
+    colour range (pass the discrete range of indices/buckets so colours match the window).
+    """
+    per_offset = np.asarray(per_offset)
+    block = display_block(q_len, k_len, max_cells)
+    pooled = toeplitz_pooled(per_offset, q_len, k_len, block)
+    row_end = np.minimum(pooled.row_start + block, q_len)
+    col_end = np.minimum(pooled.col_start + block, k_len)
+    y_labels = [_range_label(q_offset + int(a), q_offset + int(b)) for a, b in zip(pooled.row_start, row_end)]
+    x_labels = [_range_label(int(a), int(b)) for a, b in zip(pooled.col_start, col_end)]
+
+    mean = pooled.mean.astype(np.float32)
+    figure = matrix_heatmap(mean, x=x_labels, y=y_labels, hover={}, value_label=f"{value_label} (block mean)",
+                            title=title, colorscale=colorscale, zmid=zmid, height=height)
+    trace = figure.data[0]
+    if value_range is not None:
+        trace.zmin, trace.zmax = value_range
+
+    # j − i over a block runs from (first key − last query) to (last key − first query).
+    d_lo = pooled.col_start[None, :] - (q_offset + row_end[:, None] - 1)
+    d_hi = (col_end[None, :] - 1) - (q_offset + pooled.row_start[:, None])
+    integer = np.issubdtype(per_offset.dtype, np.integer)
+    vmin = pooled.vmin.astype(np.int64) if integer else pooled.vmin
+    vmax = pooled.vmax.astype(np.int64) if integer else pooled.vmax
+    encoded = _encode([("d_lo", d_lo), ("d_hi", d_hi), ("min", vmin), ("max", vmax)])
+    at = {label: k for k, label in enumerate(encoded.order) if label}
+    fmt = "" if integer else ":.4g"
+    trace.customdata = encoded.array
+    trace.hovertemplate = "<br>".join([
+        "i = %{y}", "j = %{x}",
+        f"{OFFSET_LABEL} = %{{customdata[{at['d_lo']}]:d}} … %{{customdata[{at['d_hi']}]:d}}",
+        f"{value_label}: mean %{{z:.4g}}, min %{{customdata[{at['min']}]{fmt}}}, "
+        f"max %{{customdata[{at['max']}]{fmt}}}",
+    ]) + f"<extra>block {block} × {block}</extra>"
+    trace.meta = {"customdata": list(encoded.order), "block": block, "q_offset": q_offset}
+
+    def ticks(labels: list[str], starts: np.ndarray, shift: int) -> dict:
+        step = max(1, math.ceil(len(labels) / 8))
+        picked = range(0, len(labels), step)
+        return dict(tickmode="array", tickvals=[labels[p] for p in picked],
+                    ticktext=[str(int(starts[p]) + shift) for p in picked])
+
+    figure.update_xaxes(**ticks(x_labels, pooled.col_start, 0), type="category",
+                        title_text=f"{KEY_AXIS} (blocks of {block})")
+    figure.update_yaxes(**ticks(y_labels, pooled.row_start, q_offset), type="category",
+                        title_text=f"{QUERY_AXIS} (blocks of {block})")
+    if window is not None:
+        # The window as a rectangle in category units (block b spans b − 0.5 … b + 0.5), drawn twice
+        # (white, then dotted black) so that it shows on dark and light colours alike.
+        corners = dict(x0=window.col0 / block - 0.5, x1=(window.col0 + window.cols) / block - 0.5,
+                       y0=window.row0 / block - 0.5, y1=(window.row0 + window.rows) / block - 0.5)
+        for line in (dict(color="white", width=3), dict(color="black", width=1.5, dash="dot")):
+            figure.add_shape(type="rect", xref="x", yref="y", line=line, fillcolor="rgba(0,0,0,0)", **corners)
+    return ToeplitzOverview(figure, pooled)

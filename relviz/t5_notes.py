@@ -1,0 +1,207 @@
+"""Pitfalls and facts about one T5 bucket setting, as data and as sentences.
+
+``t5_notes(...)`` never raises for a setting the sliders can reach: an invalid setting comes
+back with ``valid=False``, the library's own ValueError message and the nearest valid
+setting. Each note has a ``kind`` (stable, for tests and pages), a ``level`` ("warning" for
+something that wastes capacity or surprises an implementer, "info" for how T5 is built)
+and a short Markdown ``text`` with the numbers of the current setting.
+
+Sign convention: relative position = j − i = key − query; n is the distance the reference
+buckets (|j − i| bidirectional, max(i − j, 0) unidirectional).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from relviz.positions import t5_bucket, t5_bucket_ranges, t5_config, t5_nearest_valid
+
+
+@dataclass(frozen=True)
+class Note:
+    kind: str
+    level: str   # "warning" | "info"
+    text: str
+
+
+@dataclass(frozen=True)
+class T5Notes:
+    num_buckets: int
+    max_distance: int
+    bidirectional: bool
+    valid: bool
+    error: str | None = None
+    nearest: tuple[int, int] | None = None     # (num_buckets, max_distance) the formula can serve
+    buckets_per_direction: int | None = None
+    max_exact: int | None = None
+    log_buckets: int | None = None              # per direction, the last one included
+    last_start: int | None = None               # first distance n in a direction's last bucket
+    unused: tuple[int, ...] = ()                # buckets no offset ever uses
+    unused_reasons: dict[int, str] = field(default_factory=dict)
+    unreached: tuple[int, ...] = ()             # used buckets this matrix never reaches
+    longest: int | None = None                  # longest |j − i| in the matrix, if lengths were given
+    notes: tuple[Note, ...] = ()
+
+    def kinds(self) -> list[str]:
+        return [note.kind for note in self.notes]
+
+
+def last_bucket_start(num_buckets: int, max_distance: int, bidirectional: bool) -> int:
+    """The first distance n = |j − i| in a direction's last bucket (at most max_distance).
+
+    The formula reaches the last bucket by max_distance at the latest, so scanning the
+    distances 0..max_distance of the past side finds it.
+    """
+    config = t5_config(num_buckets, max_distance, bidirectional)
+    distances = torch.arange(0, config.max_distance + 1)
+    past = t5_bucket(-distances, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional)
+    return int(distances[past == config.buckets_per_direction - 1][0])
+
+
+def _direction(bidirectional: bool) -> str:
+    return "bidirectional" if bidirectional else "unidirectional"
+
+
+def t5_notes(num_buckets: int, max_distance: int, bidirectional: bool, *, q_len: int | None = None,
+             k_len: int | None = None, q_offset: int = 0) -> T5Notes:
+    """What to tell a user about this setting (and, given lengths, about this matrix)."""
+    mode = _direction(bidirectional)
+    try:
+        config = t5_config(num_buckets, max_distance, bidirectional)
+    except ValueError as error:
+        nearest = t5_nearest_valid(num_buckets, max_distance, bidirectional)
+        text = (f"The T5 formula cannot serve num_buckets = {num_buckets}, max_distance = {max_distance} "
+                f"({mode}): {str(error).rstrip('.')}. The nearest setting it can serve is "
+                f"num_buckets = {nearest[0]}, max_distance = {nearest[1]}.")
+        return T5Notes(num_buckets, max_distance, bidirectional, valid=False, error=str(error),
+                       nearest=nearest, notes=(Note("invalid", "warning", text),))
+
+    per_dir = config.buckets_per_direction
+    max_exact = config.max_exact
+    log_buckets = per_dir - max_exact
+
+    # Every bucket has begun by max_distance, so ±max_distance shows all of them.
+    ranges = t5_bucket_ranges(num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional)
+    unused = tuple(r.bucket for r in ranges if not r.used)
+    reasons: dict[int, str] = {}
+    for b in unused:
+        if bidirectional and b == per_dir:
+            reasons[b] = f"offset 0 goes to bucket 0 and the future side starts at {per_dir} + 1 " \
+                         f"(its smallest distance is 1): nothing lands on {per_dir}"
+        elif bidirectional and b >= 2 * per_dir:
+            reasons[b] = f"odd num_buckets: {num_buckets} // 2 = {per_dir} per direction leaves bucket {b} over"
+        else:
+            reasons[b] = "skipped by the logarithmic formula: consecutive distances jump over it " \
+                         "(max_distance is close to max_exact for this many logarithmic buckets)"
+
+    last_start = last_bucket_start(num_buckets, max_distance, bidirectional)
+
+    notes: list[Note] = []
+
+    # --- warnings: capacity wasted or behaviour that surprises -----------------------------
+    if unused:
+        names = ", ".join(str(b) for b in unused)
+        parts = []
+        if bidirectional and per_dir in unused:
+            parts.append(f"bucket {per_dir} (= num_buckets // 2) is never used in bidirectional mode: offset 0 "
+                         f"goes to bucket 0, and the future side starts at {per_dir} + 1 because its smallest "
+                         f"distance is 1")
+        odd = [b for b in unused if bidirectional and b >= 2 * per_dir]
+        if odd:
+            parts.append(f"odd num_buckets wastes bucket {odd[0]}: the halving floors {num_buckets} to "
+                         f"{per_dir} per direction")
+        skipped = [b for b in unused if reasons[b].startswith("skipped")]
+        if skipped:
+            parts.append(f"the logarithmic formula skips bucket{'s' if len(skipped) > 1 else ''} "
+                         f"{', '.join(map(str, skipped))}: max_distance = {max_distance} leaves only "
+                         f"{max_distance - max_exact} distances ({max_exact}…{max_distance - 1}) for "
+                         f"{log_buckets} logarithmic buckets, so neighbouring distances jump over some")
+        notes.append(Note("unused", "warning",
+                          f"**{len(unused)} of {num_buckets} buckets {'is' if len(unused) == 1 else 'are'} "
+                          f"never used** ({names}): "
+                          + "; ".join(parts) + f". {'Its' if len(unused) == 1 else 'Their'} bias values "
+                          f"are trained by nothing."))
+    if last_start < max_distance:
+        notes.append(Note("saturation", "warning",
+                          f"**Saturation starts before max_distance:** the last bucket of a direction begins at "
+                          f"distance {last_start}, not {max_distance}. Distances {last_start}…{max_distance - 1} "
+                          f"already share one bias with every longer distance; max_distance only sets the scale "
+                          f"of the logarithm."))
+    if not bidirectional:
+        notes.append(Note("future_bucket0", "warning",
+                          "**Every future offset (j − i > 0) lands in bucket 0**, together with j − i = 0: the "
+                          "unidirectional formula uses n = max(i − j, 0). A decoder does not care, because its "
+                          "causal mask removes every future key before the softmax, so those biases are never "
+                          "used. In an encoder this would erase the difference between all future positions."))
+
+    # --- how T5 is built (info) --------------------------------------------------------------
+    if bidirectional:
+        notes.append(Note("split", "info",
+                          f"**{num_buckets} buckets = {per_dir} per direction"
+                          f"{' (+1 left over)' if num_buckets % 2 else ''} = {max_exact} exact + {log_buckets} "
+                          f"logarithmic per direction**, not \"{per_dir} for close and {per_dir} for far "
+                          f"distances\": the halving for the direction comes first, then half of each "
+                          f"direction's buckets are exact."))
+    else:
+        notes.append(Note("split", "info",
+                          f"**{num_buckets} buckets, all for one direction: {max_exact} exact + {log_buckets} "
+                          f"logarithmic.** No halving for the direction in unidirectional mode."))
+    notes.append(Note("max_exact", "info",
+                      f"**max_exact = {max_exact}** = (buckets per direction) // 2 = {per_dir} // 2. It is taken "
+                      f"after the halving for the direction on purpose (the reference does the same), not a "
+                      f"double-halving bug: "
+                      + ("distance 0 gets its own bucket." if max_exact == 1 else
+                         f"distances 0…{max_exact - 1} get a bucket each.")))
+    widest = max((r for r in ranges if r.used and not (r.open_low or r.open_high) and r.first != r.last),
+                 key=lambda r: r.count, default=None)
+    if widest is not None:
+        a, b = sorted((abs(widest.first), abs(widest.last)))
+        side = " (past side)" if bidirectional else ""
+        example = (f" Here distances {a} and {b} both fall in bucket {widest.bucket}{side}; distances {last_start} "
+                   f"and {10 * max_distance} share bucket {per_dir - 1}{side}.")
+    else:
+        example = ""
+    notes.append(Note("blind", "info",
+                      "**One layer is blind inside a bucket:** every offset in a bucket gets the same bias, so a "
+                      "single attention layer cannot tell them apart from the bias alone." + example +
+                      " Later layers can compose exact short offsets into longer ones (the T5 paper's argument "
+                      "for coarse buckets far away), which is why a deep model still locates tokens."))
+    notes.append(Note("sharing", "info",
+                      f"**One bias table per head, shared by all layers:** T5 learns one scalar per (bucket, head), "
+                      f"{num_buckets} × heads values, computed in the first layer of a stack and reused by the "
+                      f"others; the encoder and the decoder have separate tables, and cross-attention has no "
+                      f"position bias at all. The bias is added to the raw q·k (T5 does not scale by 1/√d). "
+                      f"Shaw et al. instead learn vectors per layer, shared across heads."))
+
+    # --- this matrix -------------------------------------------------------------------------
+    unreached: tuple[int, ...] = ()
+    longest = None
+    if q_len is not None and k_len is not None:
+        lowest = -(q_len - 1) - q_offset
+        highest = k_len - 1 - q_offset
+        longest = max(abs(lowest), abs(highest))
+        present = torch.unique(t5_bucket(torch.arange(lowest, highest + 1), num_buckets=num_buckets,
+                                         max_distance=max_distance, bidirectional=bidirectional)).tolist()
+        unreached = tuple(r.bucket for r in ranges if r.used and r.bucket not in set(present))
+        if unreached:
+            notes.append(Note("unreached", "info",
+                              f"**This matrix reaches {len(present)} of the {num_buckets - len(unused)} usable "
+                              f"buckets:** its offsets run from {lowest} to {highest}, so bucket"
+                              f"{'s' if len(unreached) > 1 else ''} {_ranges_text(unreached)} "
+                              f"only appear in longer sequences."))
+
+    return T5Notes(num_buckets, max_distance, bidirectional, valid=True, buckets_per_direction=per_dir,
+                   max_exact=max_exact, log_buckets=log_buckets, last_start=last_start, unused=unused,
+                   unused_reasons=reasons, unreached=unreached, longest=longest, notes=tuple(notes))
+
+
+def _ranges_text(values: tuple[int, ...]) -> str:
+    """'3–7, 10, 12–13' for sorted integers."""
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)

@@ -1,0 +1,81 @@
+"""Decode the data inside plotly figures as tests see them (AppTest protos or figure JSON).
+
+plotly sends numpy arrays as ``{"dtype": "u1", "bdata": <base64>, "shape": "r, c"}``;
+``decode`` turns those (and plain lists) back into numpy arrays.
+"""
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+
+_DTYPES = {"i1": np.int8, "u1": np.uint8, "i2": np.int16, "u2": np.uint16, "i4": np.int32, "u4": np.uint32,
+           "f4": np.float32, "f8": np.float64}
+
+
+def decode(value) -> np.ndarray:
+    """A plotly data array (typed base64 dict or nested list) as a numpy array."""
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=_DTYPES[value["dtype"]])
+        shape = value.get("shape")
+        if shape:
+            array = array.reshape([int(s) for s in str(shape).split(",")])
+        return array
+    return np.asarray(value)
+
+
+def figure_json(figure) -> dict:
+    """The figure as plotly's JSON dict, from a go.Figure, a JSON string or an AppTest element."""
+    if hasattr(figure, "proto"):
+        return json.loads(figure.proto.spec)
+    if isinstance(figure, str):
+        return json.loads(figure)
+    return json.loads(figure.to_json())
+
+
+def charts(at) -> list[dict]:
+    """Every plotly chart of an AppTest run, as JSON dicts, in page order."""
+    return [figure_json(element) for element in at.get("plotly_chart")]
+
+
+def trace(figure, n: int = 0) -> dict:
+    spec = figure if isinstance(figure, dict) else figure_json(figure)
+    return spec["data"][n]
+
+
+def title(figure) -> str:
+    spec = figure if isinstance(figure, dict) else figure_json(figure)
+    text = spec.get("layout", {}).get("title")
+    return (text or {}).get("text", "") if isinstance(text, dict) else str(text or "")
+
+
+def find(figures: list[dict], title_part: str) -> dict:
+    """The one figure whose title contains title_part."""
+    hits = [f for f in figures if title_part in title(f)]
+    assert len(hits) == 1, f"expected one figure titled *{title_part}*, got {[title(f) for f in figures]}"
+    return hits[0]
+
+
+def heatmap_values(figure, n: int = 0) -> np.ndarray:
+    """The true values of a heatmap: undoes a discrete shift (z sent as value − lo).
+
+    A discrete heatmap's colour range is [−0.5, count − 0.5] when z was shifted to start at 0;
+    its colorbar ticktext carries the true labels, so lo = int(ticktext[0]) − tickvals[0].
+    """
+    t = trace(figure, n)
+    z = decode(t["z"]).astype(np.int64) if np.issubdtype(decode(t["z"]).dtype, np.integer) else decode(t["z"])
+    bar = t.get("colorbar", {})
+    if "ticktext" in bar and "tickvals" in bar and bar["ticktext"]:
+        lo = int(str(bar["ticktext"][0]).replace("−", "-")) - int(round(bar["tickvals"][0]))
+        return z + lo
+    return z
+
+
+def customdata_field(figure, label: str, n: int = 0) -> np.ndarray:
+    """One hover field of a heatmap, by label (the trace's meta lists customdata's fields in order)."""
+    t = trace(figure, n)
+    order = t["meta"]["customdata"]
+    data = decode(t["customdata"])
+    return data[..., order.index(label)].astype(np.int64) if np.issubdtype(data.dtype, np.integer) \
+        else data[..., order.index(label)]

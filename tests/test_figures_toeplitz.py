@@ -1,0 +1,200 @@
+"""The Toeplitz figure helper: exact cells, exact pooled overview, honest hover, bounded payload."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plotly_data import customdata_field, decode, figure_json, heatmap_values, trace
+from relviz.figures.toeplitz import (
+    FIGURE_BUDGET,
+    OVERVIEW_MAX,
+    HoverField,
+    _encode,
+    diagonal_col0,
+    fit_window,
+    needs_window,
+    offsets_per_offset,
+    toeplitz_heatmap,
+    toeplitz_overview,
+)
+from relviz.positions import expand_toeplitz, offset_range, relative_positions, shaw_clip_index, t5_bucket
+from relviz.views import DISPLAY_MAX
+
+import torch
+
+
+def full(per_offset: np.ndarray, q_len: int, k_len: int) -> np.ndarray:
+    return expand_toeplitz(torch.from_numpy(np.asarray(per_offset)), q_len, k_len).numpy()
+
+
+def t5_per_offset(q_len, k_len, q_offset=0, **kw):
+    return t5_bucket(offset_range(q_len, k_len, q_offset=q_offset, device="cpu"), **kw).numpy()
+
+
+@settings(max_examples=25, deadline=None)
+@given(q_len=st.integers(1, 40), k_len=st.integers(1, 40), q_offset=st.integers(-30, 30), k=st.integers(0, 12))
+def test_full_resolution_heatmap_equals_the_matrix_and_hover_offsets(q_len, k_len, q_offset, k):
+    offsets = offsets_per_offset(q_len, k_len, q_offset)
+    index = np.clip(offsets, -k, k) + k
+    made = toeplitz_heatmap(index, q_len, k_len, value_label="index", q_offset=q_offset,
+                            discrete_range=(0, 2 * k), hover=[HoverField("clipped offset", index - k)])
+    spec = figure_json(made.figure)
+    expected = shaw_clip_index(q_len, k_len, k=k, q_offset=q_offset, device="cpu").numpy()
+    assert np.array_equal(heatmap_values(spec), expected)
+    assert np.array_equal(made.values, expected)
+    relative = relative_positions(q_len, k_len, q_offset=q_offset, device="cpu").numpy()
+    assert np.array_equal(customdata_field(spec, "j − i"), relative)
+    assert np.array_equal(customdata_field(spec, "clipped offset"), np.clip(relative, -k, k))
+    assert made.dropped == ()
+    t = trace(spec)
+    assert list(decode(t["y"])) == list(q_offset + np.arange(q_len))  # rows labelled by position i
+    assert list(decode(t["x"])) == list(range(k_len))
+    template = t["hovertemplate"]
+    for line in ("i = %{y}", "j = %{x}", "j − i = %{customdata", "index = %{z", "clipped offset = %{customdata"):
+        assert line in template
+
+
+def test_discrete_values_below_zero_travel_unshifted_so_hover_shows_them():
+    offsets = offsets_per_offset(9, 7, 2)
+    clipped = np.clip(offsets, -3, 3)
+    spec = figure_json(toeplitz_heatmap(clipped, 9, 7, value_label="clipped offset", q_offset=2,
+                                        discrete_range=(-3, 3)).figure)
+    t = trace(spec)
+    assert np.array_equal(decode(t["z"]), full(clipped, 9, 7))
+    assert t["zmin"] == -3.5 and t["zmax"] == 3.5
+    assert "clipped offset = %{z" in t["hovertemplate"]
+    assert [int(v) for v in t["colorbar"]["tickvals"]] == [int(s.replace("−", "-")) for s in t["colorbar"]["ticktext"]]
+
+
+def test_the_relative_matrix_is_not_sent_twice():
+    offsets = offsets_per_offset(20, 30, 0)
+    spec = figure_json(toeplitz_heatmap(offsets, 20, 30, value_label="j − i", colorscale="RdBu", zmid=0).figure)
+    t = trace(spec)
+    assert "customdata" not in t or t["meta"]["customdata"] == []
+    assert "j − i = %{z" in t["hovertemplate"]
+    assert np.array_equal(decode(t["z"]), relative_positions(20, 30, device="cpu").numpy())
+
+
+@pytest.mark.parametrize("row0, col0", [(0, 0), (5000, 4700), (300, 7000), (7680, 0)])
+def test_window_is_the_exact_slice_and_its_hover_offsets_are_right(row0, col0):
+    q_len, k_len, q_offset = 8192, 8000, 40
+    per_offset = t5_per_offset(q_len, k_len, q_offset, num_buckets=32, max_distance=128)
+    window = fit_window(q_len, k_len, row0=row0, col0=col0, size=384)
+    made = toeplitz_heatmap(per_offset, q_len, k_len, value_label="bucket", q_offset=q_offset, window=window,
+                            discrete_range=(0, 31))
+    spec = figure_json(made.figure)
+    i = q_offset + np.arange(window.row0, window.row0 + window.rows)[:, None]
+    j = np.arange(window.col0, window.col0 + window.cols)[None, :]
+    expected = t5_bucket(torch.from_numpy(j - i), num_buckets=32, max_distance=128).numpy()
+    assert np.array_equal(heatmap_values(spec), expected)
+    assert np.array_equal(customdata_field(spec, "j − i"), j - i)
+    assert decode(trace(spec)["x"])[0] == window.col0 and decode(trace(spec)["y"])[0] == q_offset + window.row0
+
+
+@pytest.mark.parametrize("row0, col0", [(0, 0), (600, 0), (300, 0), (0, 4000), (4000, 0), (2000, 2300)])
+def test_every_figure_stays_under_three_megabytes_at_8192_with_window_512(row0, col0):
+    """The worst payloads: Shaw's index with two signed hover fields, T5 with a range per cell."""
+    L = 8192
+    window = fit_window(L, L, row0=row0, col0=col0, size=512)
+    offsets = offsets_per_offset(L, L)
+    for k in (3, 64):
+        clipped = np.clip(offsets, -k, k)
+        figures = [
+            toeplitz_heatmap(clipped + k, L, L, value_label="index", window=window, discrete_range=(0, 2 * k),
+                             hover=[HoverField("clipped offset", clipped)]),
+            toeplitz_heatmap(clipped, L, L, value_label="clipped offset", window=window, discrete_range=(-k, k),
+                             hover=[HoverField("index", clipped + k)]),
+            toeplitz_heatmap(offsets, L, L, value_label="j − i", window=window,
+                             hover=[HoverField("clipped offset", clipped), HoverField("index", clipped + k)]),
+        ]
+        expected_offsets = (np.arange(window.col0, window.col0 + 512)[None, :]
+                            - np.arange(window.row0, window.row0 + 512)[:, None])
+        for made in figures:
+            assert len(made.figure.to_json()) <= 3_000_000
+            spec = figure_json(made.figure)
+            shown = (customdata_field(spec, "j − i") if "j − i" in trace(spec)["meta"]["customdata"]
+                     else decode(trace(spec)["z"]))  # the relative matrix carries j − i as its value
+            assert np.array_equal(shown, expected_offsets)
+    buckets = t5_per_offset(L, L, num_buckets=128, max_distance=1024)
+    first = np.array([offsets[buckets == b].min() if (buckets == b).any() else 0 for b in range(128)])[buckets]
+    last = np.array([offsets[buckets == b].max() if (buckets == b).any() else 0 for b in range(128)])[buckets]
+    made = toeplitz_heatmap(buckets, L, L, value_label="bucket", window=window, discrete_range=(0, 127),
+                            hover=[HoverField("first", first, group="range"), HoverField("last", last, group="range")])
+    assert len(made.figure.to_json()) <= 3_000_000
+    assert made.dropped in ((), ("first", "last"))  # a range is kept or left out whole
+
+
+def test_hover_fields_are_dropped_only_when_over_budget_and_are_reported():
+    assert FIGURE_BUDGET < 3_000_000
+    offsets = offsets_per_offset(64, 64)
+    clipped = np.clip(offsets, -3, 3)
+    roomy = toeplitz_heatmap(clipped + 3, 64, 64, value_label="index", discrete_range=(0, 6),
+                             hover=[HoverField("clipped offset", clipped)])
+    assert roomy.dropped == ()
+    tight = toeplitz_heatmap(clipped + 3, 64, 64, value_label="index", discrete_range=(0, 6),
+                             hover=[HoverField("clipped offset", clipped)], budget=1)
+    assert tight.dropped == ("clipped offset",)
+    spec = figure_json(tight.figure)
+    assert "clipped offset" not in trace(spec)["hovertemplate"]
+    assert np.array_equal(customdata_field(spec, "j − i"), relative_positions(64, 64, device="cpu").numpy())
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), fields=st.integers(1, 4), rows=st.integers(1, 20), cols=st.integers(1, 20))
+def test_encoding_round_trips_every_field_exactly(data, fields, rows, cols):
+    lo = data.draw(st.sampled_from([0, -5, -300, -40000]))
+    hi = data.draw(st.sampled_from([7, 200, 70000]))
+    arrays = [np.asarray(data.draw(st.lists(st.integers(lo, hi), min_size=rows * cols, max_size=rows * cols)))
+              .reshape(rows, cols) for _ in range(fields)]
+    encoded = _encode([(f"f{n}", a) for n, a in enumerate(arrays)])
+    for n, a in enumerate(arrays):
+        assert np.array_equal(encoded.array[..., encoded.order.index(f"f{n}")].astype(np.int64), a)
+
+
+def test_pooled_overview_equals_exact_block_statistics():
+    q_len, k_len, q_offset = 1100, 1300, -17
+    per_offset = t5_per_offset(q_len, k_len, q_offset, num_buckets=24, max_distance=300)
+    window = fit_window(q_len, k_len, row0=200, col0=640, size=256)
+    made = toeplitz_overview(per_offset, q_len, k_len, value_label="bucket", q_offset=q_offset, window=window,
+                             value_range=(0, 23))
+    spec = figure_json(made.figure)
+    t = trace(spec)
+    block = t["meta"]["block"]
+    assert block == -(-1300 // OVERVIEW_MAX)
+    matrix = full(per_offset, q_len, k_len).astype(np.float64)
+    z = decode(t["z"])
+    vmin, vmax = customdata_field(spec, "min"), customdata_field(spec, "max")
+    d_lo, d_hi = customdata_field(spec, "d_lo"), customdata_field(spec, "d_hi")
+    assert z.shape == (-(-q_len // block), -(-k_len // block))
+    for a in range(z.shape[0]):
+        for b in range(z.shape[1]):
+            cells = matrix[a * block:(a + 1) * block, b * block:(b + 1) * block]
+            assert z[a, b] == pytest.approx(cells.mean(), rel=1e-6)
+            assert vmin[a, b] == cells.min() and vmax[a, b] == cells.max()
+            rows = q_offset + np.arange(a * block, min((a + 1) * block, q_len))
+            cols = np.arange(b * block, min((b + 1) * block, k_len))
+            assert d_lo[a, b] == cols[0] - rows[-1] and d_hi[a, b] == cols[-1] - rows[0]
+    assert t["y"][0] == f"{q_offset}–{q_offset + block - 1}" and t["x"][0] == f"0–{block - 1}"
+    rect = spec["layout"]["shapes"][0]
+    assert rect["x0"] == pytest.approx(640 / block - 0.5) and rect["y1"] == pytest.approx(456 / block - 0.5)
+    assert len(made.figure.to_json()) <= 3_000_000
+
+
+def test_overview_of_the_largest_matrix_is_small_and_never_builds_it():
+    L = 8192
+    per_offset = t5_per_offset(L, L, num_buckets=32, max_distance=128)
+    made = toeplitz_overview(per_offset, L, L, value_label="bucket", window=fit_window(L, L, size=512))
+    spec = figure_json(made.figure)
+    assert decode(trace(spec)["z"]).shape == (OVERVIEW_MAX, OVERVIEW_MAX)
+    assert len(made.figure.to_json()) <= 3_000_000
+
+
+def test_window_geometry():
+    assert not needs_window(DISPLAY_MAX, DISPLAY_MAX) and needs_window(DISPLAY_MAX + 1, 3)
+    w = fit_window(8192, 100, row0=9000, col0=-5, size=4096)
+    assert (w.row0, w.col0, w.rows, w.cols) == (8192 - DISPLAY_MAX, 0, DISPLAY_MAX, 100)
+    col0 = diagonal_col0(8192, 8192, q_offset=0, row0=1000, rows=256, cols=256)
+    assert col0 == 1000  # j − i = 0 runs through the window's centre
+    assert diagonal_col0(8192, 8192, q_offset=0, row0=8000, rows=192, cols=256) == 8192 - 256

@@ -1,0 +1,169 @@
+"""AppTest for the T5 page: defaults, every control at both ends, invalid settings, figure data."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from plotly_data import charts, customdata_field, decode, find, heatmap_values, trace
+from relviz.positions import shaw_clip_index, t5_bucket, t5_bucket_map, t5_bucket_ranges
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "t5.py")
+
+
+def run(**params) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=30)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def check_map(at: AppTest, q_len, k_len, nb, md, bidir, q_offset, title="T5 bucket") -> None:
+    """The heatmap equals the library's buckets for the cells it shows; hover j − i and ranges agree."""
+    figure = find(charts(at), title)
+    t = trace(figure)
+    row0, col0 = t["meta"]["row0"], t["meta"]["col0"]
+    rows, cols = decode(t["z"]).shape
+    i = q_offset + np.arange(row0, row0 + rows)[:, None]
+    j = np.arange(col0, col0 + cols)[None, :]
+    expected = t5_bucket(torch.from_numpy(j - i), num_buckets=nb, max_distance=md, bidirectional=bidir).numpy()
+    assert np.array_equal(heatmap_values(figure), expected)
+    assert np.array_equal(customdata_field(figure, "j − i"), j - i)
+    if "bucket first j − i" in t["meta"]["customdata"]:
+        first = customdata_field(figure, "bucket first j − i")
+        last = customdata_field(figure, "bucket last j − i")
+        assert np.all(first <= j - i) and np.all(j - i <= last)
+        extent = max(md, q_len - 1 + abs(q_offset) + k_len)
+        ranges = {r.bucket: r for r in t5_bucket_ranges(num_buckets=nb, max_distance=md, bidirectional=bidir,
+                                                         max_offset=max(md, extent))}
+        for b in np.unique(expected)[:40]:
+            r = ranges[int(b)]
+            sel = expected == b
+            if not (r.open_low or r.open_high):
+                assert set(first[sel]) == {r.first} and set(last[sel]) == {r.last}
+
+
+def test_defaults_match_t5_and_show_the_pitfalls():
+    at = run()
+    assert not at.error
+    check_map(at, 32, 32, 32, 128, True, 0)
+    figure = find(charts(at), "T5 bucket")
+    assert np.array_equal(heatmap_values(figure), t5_bucket_map(32, 32, device="cpu").numpy())
+    for part in ("i = %{y}", "j = %{x}", "j − i = ", "bucket = %{z", "bucket holds j − i = "):
+        assert part in trace(figure)["hovertemplate"]
+    curve = find(charts(at), "bucket vs distance")
+    past = decode(trace(curve, 0)["y"])
+    assert int(past[91]) == 15 and int(past[90]) == 14  # distance n = x, x starts at 0
+    table = at.dataframe[0].value
+    assert len(table) == 32
+    assert table.loc[table["bucket"] == 16, "kind"].item() == "unused"
+    assert table.loc[table["bucket"] == 15, "j − i"].item() == "≤ −91"
+    assert table.loc[table["bucket"] == 31, "offsets"].item() == "∞"
+    assert table["cells here"].sum() == 32 * 32
+    warnings = " ".join(w.value for w in at.warning)
+    assert "never used" in warnings and "91" in warnings
+    text = " ".join(m.value for m in at.markdown)
+    for phrase in ("16 per direction", "8 exact + 8 logarithmic", "max_exact = 8", "cross-attention",
+                   "One layer is blind inside a bucket"):
+        assert phrase in text
+    assert any("Sign convention" in info.value for info in at.info)
+    assert len(at.get("download_button")) == 2
+
+
+@pytest.mark.parametrize("kind, key, value", [
+    ("slider", "t5_nb", 128), ("slider", "t5_md", 1024), ("toggle", "t5_bi", False),
+    ("number_input", "t5_q", 1), ("number_input", "t5_q", 8192),
+    ("number_input", "t5_k", 1), ("number_input", "t5_k", 8192),
+    ("slider", "t5_off", -32), ("slider", "t5_off", 32), ("toggle", "t5_logx", True),
+])
+def test_each_control_at_its_extremes(kind, key, value):
+    at = run()
+    getattr(at, kind)(key=key).set_value(value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error
+    s = {"t5_q": 32, "t5_k": 32, "t5_nb": 32, "t5_md": 128, "t5_bi": True, "t5_off": 0, key: value}
+    if key in ("t5_q", "t5_k"):
+        s["t5_off"] = at.slider(key="t5_off").value
+    check_map(at, s["t5_q"], s["t5_k"], s["t5_nb"], s["t5_md"], s["t5_bi"], s["t5_off"])
+    if key == "t5_bi":
+        assert "Every future offset" in " ".join(w.value for w in at.warning)
+    if key == "t5_logx":
+        assert find(charts(at), "bucket vs distance")["layout"]["xaxis"]["type"] == "log"
+
+
+INVALID = [  # (num_buckets, max_distance, bidirectional): every way the formula fails, at the slider ends
+    (2, 128, True), (3, 128, True), (2, 1, True), (3, 1024, True),   # max_exact = 0
+    (128, 1, True), (128, 32, True), (4, 1, True), (33, 8, True),      # max_distance <= max_exact
+    (2, 1, False), (128, 64, False), (5, 2, False),
+]
+
+
+@pytest.mark.parametrize("nb, md, bidir", INVALID)
+def test_invalid_settings_show_the_library_message_and_nearest_valid_never_a_traceback(nb, md, bidir):
+    at = run(t5_nb=nb, t5_md=md, t5_bi=str(bidir).lower())
+    assert at.slider(key="t5_nb").value == nb and at.slider(key="t5_md").value == md
+    assert at.toggle(key="t5_bi").value == bidir
+    errors = [e.value for e in at.error]
+    assert errors and ("num_buckets must be at least" in errors[0] or "max_distance must be greater" in errors[0])
+    assert any("Nearest valid setting" in w.value for w in at.warning)
+    assert any("Sign convention" in info.value for info in at.info)  # the rest of the page still renders
+    assert not [f for f in charts(at) if "T5 bucket" in str(f.get("layout", {}).get("title"))]
+    at.button(key="t5_fix").click().run()
+    assert not at.exception and not at.error
+    check_map(at, 32, 32, at.slider(key="t5_nb").value, at.slider(key="t5_md").value, bidir, 0)
+
+
+def test_invalid_setting_keeps_the_compare_view_with_shaw():
+    at = run(t5_nb=2, t5_tab="Compare with Shaw")
+    assert [e.value for e in at.error][-1].startswith("No T5 map for this setting")
+    shaw = find(charts(at), "lookup index:")
+    assert np.array_equal(heatmap_values(shaw), shaw_clip_index(32, 32, k=8, device="cpu").numpy())
+
+
+def test_compare_view_puts_shaw_beside_t5_for_the_same_lengths():
+    at = run(t5_tab="Compare with Shaw", t5_q=20, t5_k=24, t5_off=2)
+    at.slider(key="t5_ck").set_value(5).run()
+    assert not at.exception
+    shaw = find(charts(at), "lookup index:")
+    assert np.array_equal(heatmap_values(shaw), shaw_clip_index(20, 24, k=5, q_offset=2, device="cpu").numpy())
+    check_map(at, 20, 24, 32, 128, True, 2)
+    assert "blind" in " ".join(m.value for m in at.markdown)
+
+
+def test_map_equals_t5_bucket_map_for_chosen_settings():
+    at = run(t5_nb=20, t5_md=50, t5_bi="false", t5_q=40, t5_k=30, t5_off=-5)
+    figure = find(charts(at), "T5 bucket")
+    expected = t5_bucket_map(40, 30, num_buckets=20, max_distance=50, bidirectional=False, q_offset=-5,
+                             device="cpu").numpy()
+    assert np.array_equal(heatmap_values(figure), expected)
+    check_map(at, 40, 30, 20, 50, False, -5)
+
+
+def test_large_lengths_overview_is_exact_and_figures_stay_small():
+    q_len, k_len, q_offset = 1300, 1500, -40
+    at = run(t5_q=q_len, t5_k=k_len, t5_off=q_offset, t5_nb=24, t5_md=300)
+    overview = find(charts(at), "overview")
+    t = trace(overview)
+    block = t["meta"]["block"]
+    full = t5_bucket_map(q_len, k_len, num_buckets=24, max_distance=300, q_offset=q_offset,
+                         device="cpu").numpy().astype(np.float64)
+    z = decode(t["z"])
+    vmin, vmax = customdata_field(overview, "min"), customdata_field(overview, "max")
+    for a in range(0, z.shape[0], 5):
+        for b in range(z.shape[1]):
+            cells = full[a * block:(a + 1) * block, b * block:(b + 1) * block]
+            assert z[a, b] == pytest.approx(cells.mean(), rel=1e-6)
+            assert (vmin[a, b], vmax[a, b]) == (cells.min(), cells.max())
+    check_map(at, q_len, k_len, 24, 300, True, q_offset)
+
+    at = run(t5_q=8192, t5_k=8192, t5_nb=128, t5_md=1024, t5_ws=512, t5_r0=7000, t5_c0=6900)
+    check_map(at, 8192, 8192, 128, 1024, True, 0)
+    for element in at.get("plotly_chart"):
+        assert len(element.proto.spec) <= 3_000_000
+    assert len(at.get("download_button")) == 4
+    assert any("per-offset vector" in m.value for m in at.markdown)
