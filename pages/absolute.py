@@ -1,4 +1,243 @@
-"""Placeholder: this page is being built."""
-import streamlit as st
+"""Absolute vs relative: the sinusoidal encoding, its position similarity, the relative index, ALiBi."""
+from __future__ import annotations
 
-st.title("Coming soon")
+import numpy as np
+import streamlit as st
+import torch
+
+from relviz import ui
+from relviz.absolute import (
+    projected_similarity,
+    sinusoidal_encoding,
+    sinusoidal_similarity,
+    sinusoidal_similarity_per_offset,
+    toeplitz_deviation,
+)
+from relviz.figures.absolute import (
+    alibi_bias_figure,
+    alibi_lines_figure,
+    alibi_slopes_figure,
+    encoding_figure,
+    offset_curve_figure,
+    relative_figure,
+    similarity_figure,
+)
+from relviz.positions import alibi_bias, alibi_slopes, relative_positions
+
+ui.ensure_app_navigation()
+
+MAX_LENGTH = 512
+CPU = "cpu"  # the page draws on the CPU whatever the default device is
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def encoding(length: int, d_model: int) -> np.ndarray:
+    return sinusoidal_encoding(length, d_model, device=CPU).numpy()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def similarity(length: int, d_model: int, projected: bool) -> tuple[np.ndarray, float]:
+    if projected:
+        matrix = projected_similarity(length, d_model, d_head=64, seed=0, device=CPU)
+    else:
+        matrix = sinusoidal_similarity(length, d_model, normalize=True, device=CPU)
+    return matrix.numpy(), toeplitz_deviation(matrix)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def offset_curve(length: int, d_model: int) -> tuple[np.ndarray, np.ndarray]:
+    offsets = torch.arange(-(length - 1), length)
+    return offsets.numpy(), sinusoidal_similarity_per_offset(offsets, d_model, normalize=True).numpy()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def diagonal_range(length: int, d_model: int) -> tuple[np.ndarray, np.ndarray]:
+    """Min and max over each diagonal of the projected similarity (how far from Toeplitz it is)."""
+    matrix, _ = similarity(length, d_model, True)
+    i, j = np.indices(matrix.shape)
+    index = (j - i + length - 1).ravel()
+    lo = np.full(2 * length - 1, np.inf)
+    hi = np.full(2 * length - 1, -np.inf)
+    np.minimum.at(lo, index, matrix.ravel())
+    np.maximum.at(hi, index, matrix.ravel())
+    return lo, hi
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def relative(length: int) -> np.ndarray:
+    return relative_positions(length, device=CPU).numpy().astype(np.int16)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def alibi(length: int, heads: int, head: int) -> tuple[np.ndarray, np.ndarray]:
+    """(bias of one head [L, L], slopes of all heads)."""
+    bias = alibi_bias(length, num_heads=heads, device=CPU)[head - 1]
+    return bias.numpy(), alibi_slopes(heads, device=CPU).numpy()
+
+
+# Figures, cached by the same scalars: a figure is read-only once built (st.plotly_chart copies it),
+# so going back to a recent setting skips plotly's slow property validation.
+FIGURE_CACHE = dict(max_entries=8, show_spinner=False)
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def encoding_fig(length: int, d_model: int):
+    return encoding_figure(encoding(length, d_model))
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def similarity_fig(length: int, d_model: int, projected: bool):
+    matrix, _ = similarity(length, d_model, projected)
+    if projected:
+        return similarity_figure(matrix, relative(length), value_label="score", diverging=True)
+    return similarity_figure(matrix, relative(length), value_label="similarity")
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def relative_fig(length: int):
+    return relative_figure(relative(length))
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def curve_fig(length: int, d_model: int, projected: bool):
+    offsets, curve = offset_curve(length, d_model)
+    return offset_curve_figure(offsets, curve, projected=diagonal_range(length, d_model) if projected else None)
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def alibi_fig(length: int, heads: int, head: int, causal: bool):
+    bias, slopes = alibi(length, heads, head)
+    return alibi_bias_figure(bias, relative(length), head=head, slope=float(slopes[head - 1]), causal=causal)
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def slopes_fig(heads: int, head: int):
+    slopes = alibi_slopes(heads, device=CPU).numpy()
+    p = 1 << (heads.bit_length() - 1)
+    naive = 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads) if p != heads else None
+    return alibi_slopes_figure(slopes, from_p=p, naive=naive, selected=head)
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def lines_fig(length: int, heads: int, head: int):
+    return alibi_lines_figure(alibi_slopes(heads, device=CPU).numpy(), length, selected=head)
+
+
+def slope_rule(heads: int) -> tuple[int, str]:
+    """The nearest lower power of 2 and the sentence that explains the slopes for this head count."""
+    p = 1 << (heads.bit_length() - 1)
+    first = f"2^(−8/{p})" if p > 1 else "2^−8"
+    if p == heads:
+        return p, (f"**{heads} heads is a power of 2:** the slopes are the geometric sequence that starts at "
+                   f"{first} = {2 ** (-8 / heads):.4g} with that same ratio, down to 2^−8 = 1/256"
+                   f"{' (8 heads: 1/2, 1/4, …, 1/256)' if heads == 8 else ''}.")
+    extra = heads - p
+    return p, (f"**{heads} heads is not a power of 2.** The rule of the reference code: take the {p} slopes "
+               f"of the nearest lower power of 2 (blue: {first} … 2^−8), then the remaining {extra} from the "
+               f"{2 * p}-head sequence (2^(−8/{2 * p}), 2^(−16/{2 * p}), …), taking **every other one**, "
+               f"starting with the first (orange). Those fall halfway between the blue ones, so the heads "
+               f"spread over the same range of steepness without repeating a slope. Codebases that instead "
+               f"use 2^(−8h/{heads}) (grey marks) or the first {heads} slopes of {2 * p} heads do not match "
+               f"a model trained with the reference.")
+
+
+st.title("Absolute vs relative")
+st.markdown(
+    "An **absolute** encoding gives every position its own vector and adds it to the token: the model must "
+    "*learn* to compare positions. A **relative** scheme hands the attention score the offset j − i directly. "
+    "The sinusoidal encoding sits in between: its vectors are absolute, but their dot products depend only on "
+    "the offset.")
+ui.sign_convention()
+
+c1, c2, c3 = st.columns(3)
+length = int(c1.slider("positions L", 8, MAX_LENGTH, 128, step=8, key="abs_L", bind="query-params"))
+d_model = int(c2.slider("d_model", 4, 512, 128, step=4, key="abs_d", bind="query-params",
+                        help="Width of the encoding: d_model / 2 sin/cos pairs, one per frequency."))
+projected = c3.toggle("through a random head (W_Q, W_K)", value=False,
+                      key="abs_proj", bind="query-params",
+                      help="Score (PE_i W_Q)·(PE_j W_K) / √64 with random Gaussian W_Q, W_K: what one head "
+                           "of an untrained model sees of the positions alone.")
+
+st.subheader("The sinusoidal encoding and what its dot products say")
+with ui.user_errors():
+    pe = encoding(length, d_model)
+    sim, deviation = similarity(length, d_model, projected)
+    rel = relative(length)
+    col_pe, col_sim, col_rel = st.columns(3)
+    with col_pe:
+        st.markdown("**Absolute: PE[p, d]** (positions × dimensions)")
+        ui.show_figure(encoding_fig(length, d_model), key="abs_fig_pe")
+        st.caption("Dimensions 2k and 2k + 1 hold sin and cos of p·ω_k with ω_k = 10000^(−2k/d_model): the "
+                   "first pairs turn fast (wavelength 2π), later ones ever slower (up to 2π·10000). Each "
+                   "row is one position's vector — a different vector for every position.")
+        ui.matrix_downloads(pe, name=f"sinusoidal_L{length}_d{d_model}", key="abs_dl_pe")
+    with col_sim:
+        if projected:
+            st.markdown("**Through a random head: (PE_i W_Q)·(PE_j W_K) / √64**")
+            ui.show_figure(similarity_fig(length, d_model, projected), key="abs_fig_sim")
+            st.caption("The projections mix frequencies, so the sin·sin + cos·cos pairs no longer combine "
+                       "into cos((j − i)ω): the score depends on where the pair sits, not only on j − i. A "
+                       "trained head can learn to keep the relative part, but nothing forces it to.")
+        else:
+            st.markdown("**Their dot products: PE_i · PE_j / (d_model/2)**")
+            ui.show_figure(similarity_fig(length, d_model, projected), key="abs_fig_sim")
+            st.caption("sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so PE_i · PE_j = Σ_k cos((j − i)·ω_k): "
+                       "constant along every diagonal, like the relative matrix beside it. Absolute vectors, "
+                       "relative dot products.")
+        ui.matrix_downloads(sim, name=f"{'projected' if projected else 'sinusoidal'}_similarity_L{length}"
+                                      f"_d{d_model}", key="abs_dl_sim")
+    with col_rel:
+        st.markdown("**Relative: j − i**")
+        ui.show_figure(relative_fig(length), key="abs_fig_rel")
+        st.caption("What a relative scheme gives the score directly: the offset, the same along each "
+                   "diagonal (a Toeplitz matrix). Shaw et al. look it up in a table, T5 in buckets, ALiBi "
+                   "turns it into a penalty (below).")
+        ui.matrix_downloads(rel, name=f"relative_L{length}", key="abs_dl_rel")
+
+    curve_col, check_col = st.columns([2, 1])
+    with curve_col:
+        ui.show_figure(curve_fig(length, d_model, projected), key="abs_fig_curve")
+    with check_col:
+        st.markdown("**Does it depend only on j − i?**")
+        if projected:
+            st.warning(f"No: along one diagonal (same j − i) the random head's score varies by up to "
+                       f"{deviation:.3g}. The orange band on the left is that spread.", icon=":material/warning:")
+        else:
+            st.success(f"Yes: the largest spread along any diagonal is {deviation:.1e} (float32 rounding).",
+                       icon=":material/check_circle:")
+        st.markdown(
+            "The curve is **symmetric**: the raw similarity cannot tell a key 5 positions back from one 5 "
+            "ahead, and it is **not monotone** — it ripples, so it is a poor distance measure far away. The "
+            "model only sees position through learned projections of token + PE, which is why relative "
+            "schemes put j − i into the score explicitly.")
+
+st.divider()
+st.subheader("ALiBi: a penalty proportional to distance, one slope per head")
+st.markdown(
+    "ALiBi (Press et al., *Train Short, Test Long*) adds no position vectors at all. Each head adds "
+    "**−m_h · (i − j)** to the logit of key j ≤ i: the further back, the larger the penalty; a steep head "
+    "looks locally, a flat one far. The slopes are fixed, not learned.")
+a1, a2, a3 = st.columns(3)
+heads = int(a1.slider("heads", 1, 32, 12, key="abs_heads", bind="query-params"))
+head = int(a2.slider("show head", 1, heads, 1, key="abs_head", bind="query-params")) if heads > 1 else 1
+causal = a3.toggle("causal mask (j > i not allowed)", value=True, key="abs_causal", bind="query-params",
+                   help="ALiBi was defined for causal language models; without the mask the bias is "
+                        "−m·|j − i| on both sides, as relviz.positions.alibi_bias returns it.")
+with ui.user_errors():
+    bias, slopes = alibi(length, heads, head)
+    _, rule = slope_rule(heads)
+    left, right = st.columns([1, 1.25])
+    with left:
+        st.markdown(f"**Head {head}: bias, slope m = {slopes[head - 1]:.4g}**")
+        ui.show_figure(alibi_fig(length, heads, head, causal), key="abs_fig_alibi")
+        st.caption("Zero on the diagonal, falling linearly with distance into the past. Grey above the "
+                   "diagonal: masked by the causal mask." if causal else
+                   "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
+        ui.matrix_downloads(np.where(rel > 0, np.nan, bias) if causal else bias,
+                            name=f"alibi_L{length}_heads{heads}_head{head}", key="abs_dl_alibi")
+    with right:
+        st.markdown("**Slopes of all heads** (bar height: −log2 m)")
+        ui.show_figure(slopes_fig(heads, head), key="abs_fig_slopes")
+        st.markdown(rule)
+        st.markdown("**Bias against distance, every head** (selected head in red)")
+        ui.show_figure(lines_fig(length, heads, head), key="abs_fig_lines")

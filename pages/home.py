@@ -1,4 +1,67 @@
-"""Placeholder: this page is being built."""
+"""Landing page: what relative position is, in one picture, and the way through the app."""
+from __future__ import annotations
+
 import streamlit as st
 
-st.title("Coming soon")
+from relviz import ui
+from relviz.figures.absolute import relative_intro_figure
+
+ui.ensure_app_navigation()
+
+TOKENS = ["The", "cat", "sat", "on", "the", "mat", "."]
+DEFAULT_QUERY = 2  # "sat": keys on both sides
+
+#: What each page answers, by path; a page added to ui.PAGES later still gets its link.
+ANSWERS = {
+    "pages/shaw.py": "What is the relative index j − i, and what does Shaw et al.'s clipping at ±k do to it?",
+    "pages/t5.py": "How does T5 squeeze every offset into 32 buckets, and where do those buckets go wrong?",
+    "pages/skew.py": "How does the Music Transformer get q_i · e(j − i) without an L × L × D tensor, "
+                     "and why is its upper triangle garbage?",
+    "pages/absolute.py": "What does an absolute encoding know about relative position, and how does ALiBi "
+                         "turn distance into a penalty?",
+}
+
+
+@st.cache_resource(max_entries=len(TOKENS), show_spinner=False)
+def picture(query: int):
+    return relative_intro_figure(TOKENS, query=query)
+
+
+def _signed(offset: int) -> str:
+    return "0" if offset == 0 else (f"+{offset}" if offset > 0 else f"−{-offset}")
+
+
+st.title("relviz: relative position, visible")
+st.markdown(
+    "Attention compares every **query** token i with every **key** token j, and on its own it has no idea "
+    "which comes first. An *absolute* encoding stamps each token with its position. A *relative* scheme "
+    "gives the attention score the **offset between the two tokens, j − i**, instead: \"the key two "
+    "tokens back\" means the same thing anywhere in the sentence.")
+ui.sign_convention()
+
+left, right = st.columns([1.25, 1])
+with right:
+    query = int(st.slider("query i (the outlined row)", 0, len(TOKENS) - 1, DEFAULT_QUERY, key="home_q",
+                          bind="query-params"))
+    keys = ", ".join(f"*“{token}”* {_signed(j - query)}" for j, token in enumerate(TOKENS))
+    st.markdown(f"**Read one row.** The outlined row is the query *“{TOKENS[query]}”*. Each key is labelled "
+                f"by where it sits relative to it: {keys}. Negative keys lie before the query, positive after.")
+    st.markdown("**Read a diagonal.** Every diagonal holds one number: the matrix depends only on j − i "
+                "(it is *Toeplitz*). So a relative scheme needs one parameter per offset, 2L − 1 of them, "
+                "not one per cell; and a model trained on these offsets can meet a longer sentence and "
+                "still recognise \"one token back\".")
+    st.markdown("The schemes differ in what they do with j − i: look it up in a table (Shaw et al.), group "
+                "it into buckets (T5), multiply a query by one vector per distance (Music Transformer), "
+                "or subtract a penalty proportional to it (ALiBi).")
+
+with left:
+    ui.show_figure(picture(query), key="home_fig")
+
+st.subheader("The way through")
+st.caption("In learning order; each page also stands on its own. Every control is in the URL, so a copied "
+           "link opens the exact view.")
+for number, page in enumerate((p for p in ui.PAGES if not p.default), start=1):
+    link, answer = st.columns([1, 2.2], vertical_alignment="center")
+    with link:
+        st.page_link(page.path, label=f"{number}. {page.title}", icon=page.icon)
+    answer.markdown(ANSWERS.get(page.path, ""))

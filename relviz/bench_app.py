@@ -10,7 +10,6 @@ the one relviz module besides relviz/ui.py that imports streamlit (lazily, only 
 """
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ def _app(page_path: str):
 
 
 def _figure_sizes(app) -> list[int]:
-    return [len(json.dumps(json.loads(chart.proto.spec))) for chart in app.get("plotly_chart")]
+    return [len(chart.proto.spec.encode()) for chart in app.get("plotly_chart")]  # as sent
 
 
 def _exception_text(app) -> str | None:

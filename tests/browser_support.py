@@ -68,7 +68,7 @@ def page_url(base: str, page_path: str, default: bool) -> str:
     return base + "/" if default else f"{base}/{Path(page_path).stem}"
 
 
-def wait_for_app(page, timeout_ms: int = 30000) -> None:
+def wait_for_app(page, timeout_ms: int = 60000) -> None:
     """Wait until the script has finished running (no 'running' status widget) and content exists."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
     page.wait_for_function(

@@ -18,6 +18,14 @@ if chromium_path() is None and not os.environ.get("CI"):
     pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
                 allow_module_level=True)
 
+MAIN_SLIDERS = '[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]'
+SIDEBAR_SLIDERS = '[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]'
+
+
+def sliders_of(page) -> list:
+    """The page's sliders, main area first (a page may keep its controls in the sidebar)."""
+    return page.query_selector_all(MAIN_SLIDERS) + page.query_selector_all(SIDEBAR_SLIDERS)
+
 PLOT_STATE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
     .map(div => JSON.stringify((div.data || []).map(t => [t.z && t.z.length, t.x && t.x.length,
                                                         t.y && t.y.length, String(t.z).slice(0, 400)])))
@@ -25,17 +33,24 @@ PLOT_STATE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')
 
 
 @pytest.fixture(scope="module")
-def browser_page():
+def browser():
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with app_server() as base, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def browser_page(browser):
+    with app_server() as base:
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         yield base, page, errors
-        browser.close()
+        page.close()
 
 
 def error_boxes(page) -> list[str]:
@@ -53,7 +68,8 @@ def test_page_loads_without_errors_and_a_slider_redraws_a_chart(browser_page, in
     assert error_boxes(page) == []
     assert page.query_selector('[data-testid="stMainBlockContainer"] h1') is not None
 
-    sliders = page.query_selector_all('[data-testid="stMain"] [data-testid="stSlider"] [role="slider"]')
+    page.wait_for_selector(".js-plotly-plot", timeout=60000)
+    sliders = sliders_of(page)
     charts = page.query_selector_all(".js-plotly-plot")
     if not sliders or not charts:
         pytest.fail(f"{name}: expected at least one slider and one chart (found {len(sliders)}, {len(charts)})")
@@ -62,7 +78,7 @@ def test_page_loads_without_errors_and_a_slider_redraws_a_chart(browser_page, in
     sliders[0].focus()
     for _ in range(3):
         page.keyboard.press("ArrowRight")
-    page.wait_for_function(f"() => ({PLOT_STATE_JS})() !== {before!r}", timeout=30000)
+    page.wait_for_function(f"() => ({PLOT_STATE_JS})() !== {before!r}", timeout=60000)
     wait_for_app(page)
     assert page.url != url_before, "the moved slider should be written to the URL (shareable state)"
     assert error_boxes(page) == []
@@ -74,31 +90,30 @@ def test_shared_link_restores_the_view(browser_page):
     base, page, _ = browser_page
     page.goto(page_url(base, "pages/t5.py", False))
     wait_for_app(page)
-    sliders = page.query_selector_all('[data-testid="stMain"] [data-testid="stSlider"] [role="slider"]')
+    page.wait_for_selector(SIDEBAR_SLIDERS, timeout=60000)
+    sliders = sliders_of(page)
     sliders[0].focus()
     page.keyboard.press("ArrowRight")
     wait_for_app(page)
     page.wait_for_timeout(500)
     shared = page.url
-    value = sliders[0].get_attribute("aria-valuenow")
+    value = sliders[0].input_value()
     assert "?" in shared
     page.goto(shared)
     wait_for_app(page)
-    restored = page.query_selector_all('[data-testid="stMain"] [data-testid="stSlider"] [role="slider"]')
-    assert restored[0].get_attribute("aria-valuenow") == value
+    page.wait_for_selector(SIDEBAR_SLIDERS, timeout=60000)
+    restored = sliders_of(page)
+    assert restored[0].input_value() == value
 
 
-def test_first_request_of_a_fresh_server_may_be_a_deep_link():
+def test_first_request_of_a_fresh_server_may_be_a_deep_link(browser):
     """A shared link opened before anyone loaded '/' still gets app.py's navigation and layout."""
-    from playwright.sync_api import sync_playwright
-
-    with app_server() as base, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    with app_server() as base:
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
         page.goto(page_url(base, "pages/t5.py", False) + "?t5_nb=16")
         wait_for_app(page)
-        page.wait_for_timeout(500)
+        page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=60000)
         navigation = page.inner_text('[data-testid="stSidebarNav"]')
         page.screenshot(path=str(ARTIFACTS / "deep-link-first.png"), full_page=True)
-        browser.close()
+        page.close()
     assert "Start here" in navigation and "T5 buckets" in navigation, navigation

@@ -66,6 +66,10 @@ def matrix_heatmap(
     x_title: str = KEY_AXIS,
     y_title: str = QUERY_AXIS,
     height: int = 430,
+    text: np.ndarray | None = None,
+    text_size: int | None = None,
+    hover_value: bool = False,
+    validate: bool = True,
 ) -> go.Figure:
     """A query × key heatmap with query 0 on top, a colour bar, and hover on every cell.
 
@@ -73,9 +77,21 @@ def matrix_heatmap(
     those fields in order (put "j − i" first). ``discrete_range=(lo, hi)`` draws integer
     values lo..hi as solid colour bands (indices, buckets); z is then shifted to start at 0
     so it travels as unsigned integers.
+
+    ``text`` (an array of strings shaped like ``z``) writes a label inside every cell: only
+    for small matrices (the labels travel as JSON strings). ``hover_value=True`` adds the
+    colour value itself to the hover (after the ``hover`` fields), so a float matrix need
+    not be sent twice; it needs a continuous scale (discrete_range shifts z).
+
+    ``validate=False`` skips plotly's per-property validation (10-20 ms per figure, the bulk
+    of a rerun on a page with several heatmaps); the figure is the same, built from the same
+    dicts. Tests build with validation on, so an invalid property still fails there.
     """
     z = np.asarray(z)
     trace_args: dict = {}
+    if hover_value and discrete_range is not None:
+        raise ValueError("hover_value needs a continuous colour scale: with discrete_range, z is shifted; "
+                         "pass the value as a hover field instead")
     if discrete_range is not None:
         lo, hi = discrete_range
         count = hi - lo + 1
@@ -90,6 +106,8 @@ def matrix_heatmap(
         )
     else:
         z_colour = z.astype(np.float32)
+        if isinstance(colorscale, str) and not validate:
+            colorscale = plotly.colors.get_colorscale(colorscale)  # what validation would expand it to
         trace_args.update(colorscale=colorscale, colorbar=dict(title=dict(text=value_label, side="right"),
                                                                thickness=14))
         if zmid is not None:
@@ -104,13 +122,23 @@ def matrix_heatmap(
         for k, (label, values) in enumerate(fields):
             fmt = "" if np.issubdtype(np.asarray(values).dtype, np.integer) else ":.4g"
             lines.append(f"{label} = %{{customdata[{k}]{fmt}}}")
-    figure = go.Figure(go.Heatmap(
-        z=z_colour, x=np.asarray(x), y=np.asarray(y),
-        hovertemplate="<br>".join(lines) + "<extra></extra>", **trace_args))
-    figure.update_layout(
-        title=dict(text=title, x=0, xanchor="left") if title else None,
+    if hover_value:
+        lines.append(f"{value_label} = %{{z:.4g}}")
+    if text is not None:
+        text = np.asarray(text)
+        if text.shape != z.shape:
+            raise ValueError(f"text must have the shape of z {z.shape}; got {text.shape}")
+        trace_args.update(text=text.astype(str), texttemplate="%{text}")
+        if text_size is not None:
+            trace_args["textfont"] = dict(size=text_size)
+    trace = dict(type="heatmap", z=z_colour, x=np.asarray(x), y=np.asarray(y),
+                 hovertemplate="<br>".join(lines) + "<extra></extra>", **trace_args)
+    layout: dict = dict(
         height=height, margin=dict(l=60, r=10, t=40 if title else 10, b=50),
+        xaxis=dict(title=dict(text=x_title), side="bottom", constrain="domain"),
+        yaxis=dict(title=dict(text=y_title), autorange="reversed"),
     )
-    figure.update_xaxes(title_text=x_title, side="bottom", constrain="domain")
-    figure.update_yaxes(title_text=y_title, autorange="reversed")
+    if title:
+        layout["title"] = dict(text=title, x=0, xanchor="left")
+    figure = go.Figure({"data": [trace], "layout": layout}, _validate=validate)
     return figure

@@ -1,0 +1,174 @@
+"""The sinusoidal absolute position encoding (Vaswani et al. 2017) and what it says about relative position.
+
+PE[p, 2k] = sin(p · ω_k) and PE[p, 2k + 1] = cos(p · ω_k), with ω_k = base^(−2k / d_model):
+one sin/cos pair per frequency, wavelengths from 2π up to 2π · base.
+
+The dot product of two position vectors is
+    PE_i · PE_j = Σ_k [sin(iω_k) sin(jω_k) + cos(iω_k) cos(jω_k)] = Σ_k cos((j − i) ω_k),
+so the raw position-similarity matrix is *exactly* Toeplitz and symmetric: it depends on
+|j − i| only (the computed matrix agrees up to floating-point rounding). That is the sense
+in which an absolute encoding "contains" relative position. Once a head projects the
+vectors (PE W_Q)(PE W_K)ᵀ, the cross-frequency terms no longer cancel and the scores
+depend on the absolute positions too: :func:`projected_similarity` and
+:func:`toeplitz_deviation` show by how much.
+
+Pure torch; every function takes ``device=`` and refuses bad arguments with ValueError.
+Sign convention: relative position = key index − query index (j − i).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+from relviz._checks import check_bool, check_int, check_tensor, resolve_device
+
+__all__ = [
+    "MAX_POSITIONS",
+    "sinusoidal_frequencies",
+    "sinusoidal_encoding",
+    "sinusoidal_similarity",
+    "sinusoidal_similarity_per_offset",
+    "projected_similarity",
+    "toeplitz_deviation",
+]
+
+#: Largest number of positions accepted (an L × L similarity at this size is 4 TB: the cell check bites first).
+MAX_POSITIONS = 2**20
+#: Largest d_model accepted.
+MAX_D_MODEL = 2**16
+#: Largest similarity matrix (cells) built in one call.
+MAX_CELLS = 2**28
+
+
+def _check_base(base: object) -> float:
+    if isinstance(base, bool) or not isinstance(base, numbers.Real) or not math.isfinite(float(base)) \
+            or float(base) <= 1.0:
+        raise ValueError(f"base must be a finite number greater than 1 (the paper uses 10000); got {base!r}")
+    return float(base)
+
+
+def _check_d_model(d_model: object) -> int:
+    d_model = check_int("d_model", d_model, minimum=2, maximum=MAX_D_MODEL)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even (one sin/cos pair per frequency); got {d_model}")
+    return d_model
+
+
+def _check_positions(num_positions: object) -> int:
+    return check_int("num_positions", num_positions, minimum=1, maximum=MAX_POSITIONS)
+
+
+def sinusoidal_frequencies(d_model: int, *, base: float = 10000.0,
+                           device: torch.device | str | None = None) -> torch.Tensor:
+    """ω_k = base^(−2k / d_model) for k = 0 .. d_model/2 − 1, float64 [d_model // 2] (angular, rad/position).
+
+    The wavelength of pair k is 2π / ω_k: from 2π (k = 0) up to nearly 2π · base.
+    """
+    d_model = _check_d_model(d_model)
+    base = _check_base(base)
+    device = resolve_device(device)
+    k = torch.arange(d_model // 2, device=device, dtype=torch.float64)
+    return torch.exp(-(2.0 * k / d_model) * math.log(base))
+
+
+def sinusoidal_encoding(num_positions: int, d_model: int, *, base: float = 10000.0,
+                        interleaved: bool = True, dtype: torch.dtype = torch.float32,
+                        device: torch.device | str | None = None) -> torch.Tensor:
+    """The sinusoidal position encoding, [num_positions, d_model] in ``dtype``.
+
+    interleaved=True (the paper, and most PyTorch code): dims 2k, 2k + 1 hold sin, cos of
+    frequency k. interleaved=False (tensor2tensor's layout): all sines, then all cosines.
+    Angles p · ω_k are computed in float64 and rounded once to ``dtype``, so long positions
+    stay accurate (a float32 angle at p = 10⁵ would be off by ~0.01 rad).
+    """
+    num_positions = _check_positions(num_positions)
+    interleaved = check_bool("interleaved", interleaved)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch dtype; got {dtype!r}")
+    omega = sinusoidal_frequencies(d_model, base=base, device=device)
+    positions = torch.arange(num_positions, device=omega.device, dtype=torch.float64)
+    angles = positions[:, None] * omega[None, :]                      # [P, d/2]
+    if interleaved:
+        pe = torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(num_positions, -1)
+    else:
+        pe = torch.cat([angles.sin(), angles.cos()], dim=-1)
+    return pe.to(dtype)
+
+
+def sinusoidal_similarity(num_positions: int, d_model: int, *, base: float = 10000.0,
+                          normalize: bool = False, dtype: torch.dtype = torch.float32,
+                          device: torch.device | str | None = None) -> torch.Tensor:
+    """PE_i · PE_j for every pair of positions, [num_positions, num_positions] in ``dtype``.
+
+    Computed as the actual matrix product of the encoding (not from the closed form), so a
+    page can show the Toeplitz structure emerging. Exactly Σ_k cos((j − i) ω_k) in exact
+    arithmetic; in float32 the two agree to about 1e-6 · d_model. normalize=True divides by
+    d_model / 2 (the diagonal), giving cosine similarities in [−1, 1].
+    """
+    num_positions = _check_positions(num_positions)
+    normalize = check_bool("normalize", normalize)
+    if num_positions * num_positions > MAX_CELLS:
+        raise ValueError(f"num_positions² must be at most {MAX_CELLS} cells; got {num_positions}²")
+    pe = sinusoidal_encoding(num_positions, d_model, base=base, dtype=dtype, device=device)
+    similarity = pe @ pe.T
+    return similarity / (d_model / 2) if normalize else similarity
+
+
+def sinusoidal_similarity_per_offset(offsets: torch.Tensor | int, d_model: int, *, base: float = 10000.0,
+                                     normalize: bool = False) -> torch.Tensor:
+    """The closed form Σ_k cos(n · ω_k) for each offset n = j − i, float64, shaped like ``offsets``.
+
+    Even in n: the raw similarity cannot tell a key 5 positions back from one 5 ahead.
+    """
+    normalize = check_bool("normalize", normalize)
+    if not isinstance(offsets, torch.Tensor):
+        offsets = torch.as_tensor(check_int("offsets", offsets), device="cpu")
+    if offsets.is_complex() or offsets.dtype == torch.bool:
+        raise ValueError(f"offsets must be a real tensor; got dtype {offsets.dtype}")
+    omega = sinusoidal_frequencies(d_model, base=base, device=offsets.device)
+    total = torch.cos(offsets.to(torch.float64)[..., None] * omega).sum(-1)
+    return total / (d_model / 2) if normalize else total
+
+
+def projected_similarity(num_positions: int, d_model: int, *, d_head: int = 64, seed: int = 0,
+                         base: float = 10000.0, device: torch.device | str | None = None) -> torch.Tensor:
+    """(PE W_Q)(PE W_K)ᵀ / sqrt(d_head) with random Gaussian W_Q, W_K [d_model, d_head]: float32 [P, P].
+
+    What one attention head of an untrained model sees of the positions alone. Unlike the
+    raw dot product it is not Toeplitz: the projections mix frequencies, so the score of a
+    pair depends on where it sits, not only on j − i. W entries have variance 1 / d_model.
+    """
+    num_positions = _check_positions(num_positions)
+    d_model = _check_d_model(d_model)
+    d_head = check_int("d_head", d_head, minimum=1, maximum=MAX_D_MODEL)
+    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    if num_positions * num_positions > MAX_CELLS:
+        raise ValueError(f"num_positions² must be at most {MAX_CELLS} cells; got {num_positions}²")
+    pe = sinusoidal_encoding(num_positions, d_model, base=base, device=device)
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    w = torch.randn(2, d_model, d_head, generator=generator) / math.sqrt(d_model)
+    w = w.to(pe.device)
+    return (pe @ w[0]) @ (pe @ w[1]).T / math.sqrt(d_head)
+
+
+def toeplitz_deviation(matrix: torch.Tensor) -> float:
+    """How far a square-or-not matrix is from Toeplitz: the largest (max − min) along any diagonal.
+
+    0 for a matrix whose value depends only on j − i. One scatter pass over the cells.
+    """
+    matrix = check_tensor("matrix", matrix, ndim=2)
+    rows, cols = matrix.shape
+    if rows == 0 or cols == 0:
+        return 0.0
+    values = matrix.to(torch.float64).reshape(-1)
+    i = torch.arange(rows, device=matrix.device)[:, None]
+    j = torch.arange(cols, device=matrix.device)[None, :]
+    offset_index = (j - i + rows - 1).reshape(-1)             # which diagonal each cell is on
+    bins = rows + cols - 1
+    hi = torch.full((bins,), -math.inf, dtype=torch.float64, device=matrix.device)
+    lo = torch.full((bins,), math.inf, dtype=torch.float64, device=matrix.device)
+    hi = hi.scatter_reduce(0, offset_index, values, "amax")
+    lo = lo.scatter_reduce(0, offset_index, values, "amin")
+    return float((hi - lo).max())

@@ -1,0 +1,184 @@
+"""Figures for the "absolute vs relative" page: the sinusoidal encoding, its position
+similarity, the relative index, and ALiBi's per-head bias and slopes.
+
+Heatmaps go through the shared ``matrix_heatmap`` (query 0 on top, hover on every cell,
+float32 payloads); the colour value itself is shown in the hover (``hover_value``) so no
+matrix travels twice. Nothing here imports streamlit.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from relviz.figures.heatmap import matrix_heatmap
+
+#: Colours for the slope chart: slopes of the nearest lower power of 2, and the ones taken from 2p.
+FROM_P_COLOUR = "#1f77b4"
+FROM_2P_COLOUR = "#ff7f0e"
+NAIVE_COLOUR = "#7f7f7f"
+
+
+def relative_intro_figure(tokens: list[str], *, query: int, height: int = 400) -> go.Figure:
+    """The landing page's picture: j − i for a short sentence, every cell labelled, one query row outlined."""
+    n = len(tokens)
+    i, j = np.indices((n, n))
+    rel = j - i
+    labels = np.where(rel > 0, np.char.add("+", rel.astype(str)), rel.astype(str))
+    labels = np.char.replace(labels, "-", "−")
+    figure = matrix_heatmap(
+        rel, x=np.arange(n), y=np.arange(n), hover={"j − i": rel}, value_label="j − i",
+        discrete_range=(-(n - 1), n - 1), colorscale="PuOr", text=labels, text_size=15, height=height)
+    ticks = [f"{k}: {t}" for k, t in enumerate(tokens)]
+    figure.update_xaxes(tickvals=list(range(n)), ticktext=ticks, side="top", title_text="key j",
+                        tickfont=dict(size=13))
+    figure.update_yaxes(tickvals=list(range(n)), ticktext=ticks, title_text="query i", tickfont=dict(size=13))
+    # The outline is a trace, not a layout shape, so moving the query changes the figure's data.
+    figure.add_trace(go.Scatter(
+        x=[-0.5, n - 0.5, n - 0.5, -0.5, -0.5], y=[query - 0.5, query - 0.5, query + 0.5, query + 0.5, query - 0.5],
+        mode="lines", line=dict(color="black", width=3), hoverinfo="skip", showlegend=False, name="query row"))
+    figure.update_layout(margin=dict(l=80, r=10, t=60, b=10))
+    figure.data[0].update(xgap=1, ygap=1, showscale=False)  # every cell carries its number
+    return figure
+
+
+def encoding_figure(pe: np.ndarray, *, height: int = 430) -> go.Figure:
+    """Positions × dimensions heatmap of a sinusoidal encoding (values in [−1, 1])."""
+    positions, dims = pe.shape
+    figure = matrix_heatmap(
+        pe, x=np.arange(dims), y=np.arange(positions), hover={}, hover_value=True, value_label="PE[p, d]",
+        colorscale="RdBu_r", zmid=0.0, x_title="dimension d", y_title="position p", height=height, validate=False)
+    figure.data[0].update(zmin=-1.0, zmax=1.0)
+    return figure
+
+
+def similarity_figure(similarity: np.ndarray, relative: np.ndarray, *, value_label: str,
+                      diverging: bool = False, height: int = 430) -> go.Figure:
+    """Position × position similarity heatmap, hover: i, j, |j − i| and the similarity.
+
+    The hover field is the distance |j − i| as unsigned integers: a signed int16 j − i is
+    mostly 0xFF bytes, whose base64 is full of '/', which plotly's JSON escapes to six
+    characters each (+75 % on the wire: the 512 × 512 figure would pass 3 MB).
+    diverging=True centres the colours on 0 (scores of either sign); otherwise a sequential
+    scale spans min..max (the normalised sinusoidal similarity is mostly positive).
+    """
+    n = similarity.shape[0]
+    distance = np.abs(relative).astype(np.uint16)
+    if diverging:
+        limit = float(np.nanmax(np.abs(similarity))) or 1.0
+        figure = matrix_heatmap(
+            similarity, x=np.arange(n), y=np.arange(n), hover={"|j − i|": distance}, hover_value=True,
+            value_label=value_label, colorscale="RdBu_r", zmid=0.0, x_title="position j",
+            y_title="position i", height=height, validate=False)
+        figure.data[0].update(zmin=-limit, zmax=limit)
+    else:
+        figure = matrix_heatmap(
+            similarity, x=np.arange(n), y=np.arange(n), hover={"|j − i|": distance}, hover_value=True,
+            value_label=value_label, colorscale="Viridis", x_title="position j", y_title="position i",
+            height=height, validate=False)
+    return figure
+
+
+def relative_figure(relative: np.ndarray, *, height: int = 430) -> go.Figure:
+    """The relative index j − i (continuous diverging colours: at up to 1023 values a stepped scale blurs)."""
+    q_len, k_len = relative.shape
+    figure = matrix_heatmap(
+        relative, x=np.arange(k_len), y=np.arange(q_len), hover={}, hover_value=True, value_label="j − i",
+        colorscale="PuOr", zmid=0.0, height=height, validate=False)
+    figure.data[0].colorbar.title.side = "top"
+    return figure
+
+
+def offset_curve_figure(offsets: np.ndarray, values: np.ndarray, *, projected: np.ndarray | None = None,
+                        height: int = 300) -> go.Figure:
+    """Similarity as a function of j − i (the closed form), optionally with the projected head's range."""
+    figure = go.Figure()
+    if projected is not None:
+        lo, hi = projected
+        figure.add_trace(go.Scatter(x=offsets, y=hi, mode="lines", line=dict(width=0), showlegend=False,
+                                    hoverinfo="skip"))
+        figure.add_trace(go.Scatter(
+            x=offsets, y=lo, mode="lines", line=dict(width=0), fill="tonexty",
+            fillcolor="rgba(255,127,14,0.3)", name="random head: min … max over each diagonal",
+            hovertemplate="j − i = %{x}<br>min over the diagonal = %{y:.3f}<extra></extra>"))
+    figure.add_trace(go.Scatter(
+        x=offsets, y=values, mode="lines", line=dict(color="#1f77b4", width=2),
+        name="PE_i · PE_j / (d/2) = mean of cos((j − i)·ω_k)",
+        hovertemplate="j − i = %{x}<br>similarity = %{y:.4f}<extra></extra>"))
+    figure.update_layout(height=height, margin=dict(l=50, r=10, t=10, b=45),
+                         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+    figure.update_xaxes(title_text="relative position j − i", zeroline=True)
+    figure.update_yaxes(title_text="similarity")
+    return figure
+
+
+def alibi_bias_figure(bias: np.ndarray, relative: np.ndarray, *, head: int, slope: float,
+                      causal: bool, height: int = 430) -> go.Figure:
+    """One head's ALiBi bias; with ``causal`` the masked cells (j > i) are blank (NaN, no hover).
+
+    Hover: i, j, the distance |j − i| (unsigned, see similarity_figure) and the bias −m·|j − i|.
+    """
+    q_len, k_len = bias.shape
+    z = np.where(relative > 0, np.nan, bias).astype(np.float32) if causal else bias.astype(np.float32)
+    figure = matrix_heatmap(
+        z, x=np.arange(k_len), y=np.arange(q_len), hover={"|j − i|": np.abs(relative).astype(np.uint16)},
+        hover_value=True, value_label="bias", colorscale="Viridis", height=height, validate=False)
+    figure.data[0].hoverongaps = False
+    figure.update_layout(plot_bgcolor="#eeeeee")
+    return figure
+
+
+def alibi_slopes_figure(slopes: np.ndarray, *, from_p: int, naive: np.ndarray | None = None,
+                        selected: int | None = None, height: int = 330) -> go.Figure:
+    """Slopes per head on a log2 axis, coloured by where they come from (p or every other slope of 2p)."""
+    n = len(slopes)
+    heads = np.arange(1, n + 1)
+    exponents = np.log2(slopes)
+    colours = [FROM_P_COLOUR if h <= from_p else FROM_2P_COLOUR for h in heads]
+    origin = [f"slope {h} of the {from_p}-head sequence" if h <= from_p
+              else f"slope {2 * (h - from_p) - 1} of the {2 * from_p}-head sequence" for h in heads]
+    figure = go.Figure()
+    figure.add_trace(go.Bar(
+        x=heads, y=-exponents, marker_color=colours, name="reference slopes",
+        customdata=slopes.astype(np.float32), hovertext=origin,
+        text=[f"2^{e:.3g}" for e in exponents] if n <= 16 else None, textposition="outside",
+        textfont=dict(size=10),
+        hovertemplate="head %{x}<br>slope m = %{customdata:.5g} = 2^-%{y:.4g}"
+                      "<br>%{hovertext}<extra></extra>",
+        marker_line=dict(width=[3 if h == selected else 0 for h in heads], color="black")))
+    if naive is not None:
+        figure.add_trace(go.Scatter(
+            x=heads, y=-np.log2(naive), mode="markers", marker=dict(symbol="line-ew-open", size=18,
+                                                                     color=NAIVE_COLOUR, line=dict(width=3)),
+            name=f"naive 2^(−8h/{n}) (not the reference)",
+            hovertemplate="head %{x}<br>naive slope = 2^-%{y:.4g}<extra></extra>"))
+    figure.update_layout(height=height, margin=dict(l=50, r=10, t=30, b=45), bargap=0.25,
+                         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), showlegend=naive is not None)
+    figure.update_xaxes(title_text="head h", dtick=1 if n <= 16 else 2)
+    figure.update_yaxes(title_text="−log2(slope): bigger = steeper", rangemode="tozero")
+    return figure
+
+
+def alibi_lines_figure(slopes: np.ndarray, length: int, *, selected: int, height: int = 330) -> go.Figure:
+    """Every head's bias −m_h·(i − j) against the distance i − j (grey), the selected head in red.
+
+    All heads travel as one trace with gaps between them (32 separate traces cost more to build).
+    """
+    n = len(slopes)
+    distance = np.arange(length, dtype=np.float32)
+    xs = np.concatenate([np.append(distance, np.nan) for _ in range(n)]).astype(np.float32)
+    ys = np.concatenate([np.append(-float(m) * distance, np.nan) for m in slopes]).astype(np.float32)
+    head_of_point = np.repeat(np.arange(1, n + 1, dtype=np.uint8), length + 1)
+    m = float(slopes[selected - 1])
+    figure = go.Figure([
+        go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1.2, color="#8c8c8c"), name="all heads",
+                   customdata=head_of_point, connectgaps=False,
+                   hovertemplate="head %{customdata}<br>i − j = %{x}<br>bias = %{y:.3f}<extra></extra>"),
+        go.Scatter(x=distance, y=(-m * distance).astype(np.float32), mode="lines",
+                   line=dict(width=3.5, color="#d62728"), name=f"head {selected}",
+                   hovertemplate=f"head {selected} (m = {m:.4g})<br>i − j = %{{x}}<br>bias = %{{y:.3f}}"
+                                 "<extra></extra>"),
+    ])
+    figure.update_layout(height=height, margin=dict(l=50, r=10, t=10, b=45), showlegend=False)
+    figure.update_xaxes(title_text="distance into the past i − j  (= −(j − i))")
+    figure.update_yaxes(title_text="bias added to the logit")
+    return figure

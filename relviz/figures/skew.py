@@ -1,0 +1,373 @@
+"""Figures for the skew page: every step of the Music Transformer skew as a labelled heatmap.
+
+Each cell carries the distance its value stands for (as text), a hover line saying where
+it came from, and a kind: an ordinary value, the zero pad (grey overlay), garbage above
+the diagonal (hatched), masked (−∞, blank) or dropped. The colour trace always holds the
+step's real numbers (the pad as 0), so the figure data equals the library's tensors.
+
+Also the demo inputs (random Q and E_r for a length and a seed) and the cell bookkeeping
+(labels, hover text, kinds) that the page and its tests share.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.colors
+import plotly.graph_objects as go
+import torch
+
+from relviz.skew import skew, skew_bidirectional, skew_source_index, skew_steps
+
+#: Width of the random query and distance vectors of the demo.
+DEMO_DIM = 8
+
+#: Cell kinds.
+VALUE, PAD, GARBAGE, MASKED, DROPPED = 0, 1, 2, 3, 4
+
+PAD_COLOUR = "#9e9e9e"
+HATCH_COLOUR = "#111111"
+VALUE_SCALE = "RdBu_r"  # diverging: negative blue, positive red, 0 white
+
+
+@dataclass(frozen=True)
+class DemoInputs:
+    """Random Q [L, D] and distance embeddings: E_r [L, D] for distances −(L−1)..0 and
+    E_all [2L − 1, D] for −(L−1)..+(L−1); E_all's first L rows are E_r, so both tabs agree
+    on the past."""
+
+    q: torch.Tensor
+    e_past: torch.Tensor
+    e_all: torch.Tensor
+
+    @property
+    def length(self) -> int:
+        return self.q.shape[0]
+
+    @property
+    def qer(self) -> torch.Tensor:
+        """Q E_rᵀ [L, L]: column m stands for distance m − (L − 1)."""
+        return self.q @ self.e_past.T
+
+    @property
+    def qer_all(self) -> torch.Tensor:
+        """Q E_allᵀ [L, 2L − 1]: column m stands for distance m − (L − 1)."""
+        return self.q @ self.e_all.T
+
+
+def demo_inputs(length: int, seed: int, dim: int = DEMO_DIM) -> DemoInputs:
+    """Deterministic random inputs (float32, CPU) for the page: same length and seed, same numbers."""
+    generator = torch.Generator().manual_seed(int(seed))
+    q = torch.randn(length, dim, generator=generator)
+    e_past = torch.randn(length, dim, generator=generator)
+    e_future = torch.randn(length - 1, dim, generator=generator)
+    return DemoInputs(q=q, e_past=e_past, e_all=torch.cat([e_past, e_future]))
+
+
+@dataclass(frozen=True)
+class StepCells:
+    """One step, ready to draw: values [R, C] float32, and per cell the text label, hover
+    text, kind (VALUE, PAD, ...), the distance it stands for and the query row it came from
+    (−1 for the pad)."""
+
+    values: np.ndarray
+    labels: np.ndarray
+    hover: np.ndarray
+    kinds: np.ndarray
+    distance: np.ndarray
+    source_row: np.ndarray
+
+
+def _distance_label(d: int) -> str:
+    return "0" if d == 0 else (f"+{d}" if d > 0 else f"−{-d}")
+
+
+def _cells(values: np.ndarray, src_row: np.ndarray, src_col: np.ndarray, length: int,
+           describe) -> StepCells:
+    """Shared bookkeeping: distance of each source column, labels, and describe(r, c) -> (kind, hover)."""
+    rows, cols = values.shape
+    distance = np.where(src_col >= 0, src_col - (length - 1), 0)
+    labels = np.empty((rows, cols), dtype=object)
+    hover = np.empty((rows, cols), dtype=object)
+    kinds = np.zeros((rows, cols), dtype=np.uint8)
+    for r in range(rows):
+        for c in range(cols):
+            kind, text = describe(r, c)
+            kinds[r, c] = kind
+            if src_row[r, c] < 0:
+                labels[r, c] = "pad"
+            elif kind == MASKED:
+                labels[r, c] = "−∞"
+            else:
+                labels[r, c] = _distance_label(int(distance[r, c]))
+            hover[r, c] = text
+    return StepCells(values=values.astype(np.float32), labels=labels, hover=hover, kinds=kinds,
+                     distance=distance, source_row=src_row)
+
+
+def _value_line(v: float) -> str:
+    return f"value = {v:+.3f}"
+
+
+def _from_line(r: int, c: int, length: int) -> str:
+    d = c - (length - 1)
+    return f"holds QE_rᵀ[{r}, {c}] = q_{r} · e({_distance_label(d)}): query {r}, distance {_distance_label(d)}"
+
+
+def causal_steps(demo: DemoInputs) -> dict[str, StepCells]:
+    """The causal skew's steps: "qer", "padded", "reshaped", "skewed", "masked" (uses relviz.skew)."""
+    length = demo.length
+    qer = demo.qer
+    steps = skew_steps(qer)
+    src = skew_source_index(length, device="cpu")
+    out: dict[str, StepCells] = {}
+
+    rows, cols = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
+    qer_np = qer.numpy()
+
+    def describe_qer(r: int, c: int) -> tuple[int, str]:
+        d = c - (length - 1)
+        return VALUE, (f"query i = {r}, column m = {c}<br>column {c} stands for distance "
+                       f"{c} − {length - 1} = {_distance_label(d)}<br>q_{r} · e({_distance_label(d)})"
+                       f"<br>{_value_line(qer_np[r, c])}")
+
+    out["qer"] = _cells(qer_np, rows, cols, length, describe_qer)
+
+    padded = steps.padded.numpy()
+    sr, sc = src.row.padded.numpy(), src.col.padded.numpy()
+
+    def describe_padded(r: int, c: int) -> tuple[int, str]:
+        if sr[r, c] < 0:
+            return PAD, f"row {r}, column {c}<br>pad: the zero column added on the left"
+        return VALUE, (f"row {r}, column {c} (was column {c - 1})<br>{_from_line(sr[r, c], sc[r, c], length)}"
+                       f"<br>{_value_line(padded[r, c])}")
+
+    out["padded"] = _cells(padded, sr, sc, length, describe_padded)
+
+    reshaped = steps.reshaped.numpy()
+    sr, sc = src.row.reshaped.numpy(), src.col.reshaped.numpy()
+
+    def describe_reshaped(r: int, c: int) -> tuple[int, str]:
+        flat = r * length + c
+        where = f"row {r}, column {c} (flat position {flat} of the padded tensor)"
+        if r == 0:
+            where += "<br>row 0 is dropped in the next step"
+        if sr[r, c] < 0:
+            return PAD, f"{where}<br>pad: a zero from the added column"
+        return VALUE, f"{where}<br>{_from_line(sr[r, c], sc[r, c], length)}<br>{_value_line(reshaped[r, c])}"
+
+    out["reshaped"] = _cells(reshaped, sr, sc, length, describe_reshaped)
+
+    skewed = steps.skewed.numpy()
+    sr, sc = src.row.skewed.numpy(), src.col.skewed.numpy()
+
+    def describe_skewed(i: int, j: int, masked: bool = False) -> tuple[int, str]:
+        head = f"query i = {i}, key j = {j}, j − i = {_distance_label(j - i)}"
+        if j <= i:
+            return VALUE, (f"{head}<br>{_from_line(sr[i, j], sc[i, j], length)}<br>exact: the distance "
+                           f"matches j − i<br>{_value_line(skewed[i, j])}")
+        if masked:
+            return MASKED, f"{head}<br>masked: set to −∞ before the softmax (the causal mask)"
+        if sr[i, j] < 0:
+            return GARBAGE, (f"{head}<br>pad: a zero that came from the padded column of row {i + 1}"
+                             f"<br>not q_{i} · e(+{j - i}): meaningless")
+        d = int(sc[i, j]) - (length - 1)
+        return GARBAGE, (f"{head}<br>garbage: from row {sr[i, j]}, distance {_distance_label(d)} "
+                         f"(q_{sr[i, j]} · e({_distance_label(d)}))<br>not q_{i} · e(+{j - i}): "
+                         f"the causal mask must hide it<br>{_value_line(skewed[i, j])}")
+
+    out["skewed"] = _cells(skewed, sr, sc, length, describe_skewed)
+
+    masked = np.where(steps.valid.numpy(), skewed, np.nan)
+    out["masked"] = _cells(masked, np.where(steps.valid.numpy(), sr, 0), sc, length,
+                           lambda i, j: describe_skewed(i, j, masked=True))
+    return out
+
+
+def bidirectional_steps(demo: DemoInputs) -> dict[str, StepCells]:
+    """The unmasked skew's steps: "qer" [L, 2L−1], "window" [L, 2L−2] (the flat entries from
+    L − 1 on, read in rows of 2L − 2), "result" [L, L] (uses relviz.skew.skew_bidirectional)."""
+    length = demo.length
+    width = 2 * length - 1
+    qer = demo.qer_all.numpy()
+    out: dict[str, StepCells] = {}
+    rows, cols = np.meshgrid(np.arange(length), np.arange(width), indexing="ij")
+
+    def describe_qer(r: int, c: int) -> tuple[int, str]:
+        d = c - (length - 1)
+        return VALUE, (f"query i = {r}, column m = {c}<br>column {c} stands for distance "
+                       f"{c} − {length - 1} = {_distance_label(d)}<br>q_{r} · e({_distance_label(d)})"
+                       f"<br>{_value_line(qer[r, c])}")
+
+    out["qer"] = _cells(qer, rows, cols, length, describe_qer)
+
+    stride = max(2 * length - 2, 1)
+    flat_index = (length - 1) + np.arange(length * stride).reshape(length, stride)
+    if length == 1:
+        flat_index = np.zeros((1, 1), dtype=int)
+    wr, wc = np.divmod(flat_index, width)
+    window = qer[wr, wc]
+
+    def describe_window(r: int, c: int) -> tuple[int, str]:
+        where = f"row {r}, column {c} (flat position {flat_index[r, c]} of QE_rᵀ)"
+        text = f"{where}<br>{_from_line(wr[r, c], wc[r, c], length)}<br>{_value_line(window[r, c])}"
+        if c >= length:
+            return DROPPED, text + "<br>column ≥ L: cut off in the next step"
+        return VALUE, text
+
+    out["window"] = _cells(window, wr, wc, length, describe_window)
+
+    result = skew_bidirectional(demo.qer_all).numpy()
+    rr, rc = wr[:, :length], wc[:, :length]
+
+    def describe_result(i: int, j: int) -> tuple[int, str]:
+        return VALUE, (f"query i = {i}, key j = {j}, j − i = {_distance_label(j - i)}<br>"
+                       f"{_from_line(rr[i, j], rc[i, j], length)}<br>exact everywhere"
+                       f"<br>{_value_line(result[i, j])}")
+
+    out["result"] = _cells(result, rr, rc, length, describe_result)
+    return out
+
+
+def naive_reference(demo: DemoInputs, *, bidirectional: bool) -> torch.Tensor:
+    """The naive gather q_i · e(j − i) for every (i, j) with relviz.skew.gather_relative.
+
+    Causal: E_r covers only distances ≤ 0, so the index of j > i is clamped (those cells are
+    not compared). Bidirectional: every cell is covered by E_all.
+    """
+    from relviz.skew import gather_relative
+
+    length = demo.length
+    i = torch.arange(length)[:, None]
+    j = torch.arange(length)[None, :]
+    index = j - i + length - 1
+    if bidirectional:
+        return gather_relative(demo.q, demo.e_all, index)
+    return gather_relative(demo.q, demo.e_past, index.clamp(max=length - 1))
+
+
+def proof_numbers(demo: DemoInputs) -> dict[str, float]:
+    """Live checks: causal skew vs gather on j ≤ i ("causal_lower") and above it ("causal_upper":
+    the garbage), and the bidirectional skew vs gather everywhere ("bidirectional")."""
+    length = demo.length
+    lower = torch.ones(length, length, dtype=torch.bool).tril()
+    causal = skew(demo.qer)
+    naive_past = naive_reference(demo, bidirectional=False)
+    naive_all = naive_reference(demo, bidirectional=True)
+    diff = (causal - naive_all).abs()
+    upper = diff[~lower]
+    return {
+        "causal_lower": float((causal - naive_past).abs()[lower].max()),
+        "causal_upper": float(upper.max()) if upper.numel() else 0.0,
+        "bidirectional": float((skew_bidirectional(demo.qer_all) - naive_all).abs().max()),
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# Drawing
+
+
+def _cell_polygons(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Closed squares around every True cell, separated by NaN gaps (one scatter trace fills them all)."""
+    r, c = np.nonzero(mask)
+    dx = np.array([-0.5, 0.5, 0.5, -0.5, -0.5, np.nan])
+    dy = np.array([-0.5, -0.5, 0.5, 0.5, -0.5, np.nan])
+    xs = (c[:, None] + dx[None, :]).reshape(-1)
+    ys = (r[:, None] + dy[None, :]).reshape(-1)
+    return xs.astype(np.float32), ys.astype(np.float32)
+
+
+def _contrast_colours(values: np.ndarray, scale: dict) -> list[str]:
+    """Black or white text for each value, whichever reads better on its cell colour."""
+    lo, hi = float(scale["zmin"]), float(scale["zmax"])
+    t = np.clip((np.nan_to_num(values.astype(np.float64), nan=lo) - lo) / ((hi - lo) or 1.0), 0.0, 1.0)
+    colours = plotly.colors.sample_colorscale(scale["colorscale"], list(t), colortype="tuple")
+    luminance = [0.299 * r + 0.587 * g + 0.114 * b for r, g, b in colours]
+    return ["black" if lum > 0.55 else "white" for lum in luminance]
+
+
+def trusted_figure(data: list[dict], layout: dict) -> go.Figure:
+    """A go.Figure from plain dicts without plotly's per-property validation.
+
+    Validation walks every string of the per-cell labels and hover texts and costs 20-50 ms
+    per figure; these dicts are fixed by the code below (the tests rebuild every figure with
+    validation on, so a typo still fails there).
+    """
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
+def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0, length: int,
+                x_title: str = "column", y_title: str = "row", height: int | None = None,
+                show_scale: bool = True, width_budget: int = 340) -> go.Figure:
+    """One skew step as a heatmap: labels in the cells, grey pad, hatched garbage, blank masked cells.
+
+    colour_by: "value" (the numbers, diverging around 0, range ±zmax shared by every step so a
+    value keeps its colour as it moves), "distance" (the distance each value stands for) or
+    "row" (the query row it came from: shows what moved from one row to the next).
+    Trace 0 always holds the step's numbers in ``z`` when colour_by="value". ``width_budget``:
+    roughly the pixels the plot may take across (sets the cell size, hence the height).
+    """
+    rows, cols = cells.values.shape
+    if colour_by == "value":
+        z = cells.values
+        scale = dict(colorscale=plotly.colors.get_colorscale(VALUE_SCALE), zmin=-zmax, zmax=zmax,
+                     colorbar=dict(title=dict(text="value")))
+    elif colour_by == "distance":
+        hidden = (cells.kinds == MASKED) | (cells.source_row < 0)
+        z = np.where(hidden, np.nan, cells.distance).astype(np.float32)
+        scale = dict(colorscale=plotly.colors.get_colorscale("PuOr"), zmin=-(length - 1), zmax=max(length - 1, 1),
+                     colorbar=dict(title=dict(text="distance")))
+    elif colour_by == "row":
+        hidden = (cells.kinds == MASKED) | (cells.source_row < 0)
+        z = np.where(hidden, np.nan, cells.source_row).astype(np.float32)
+        scale = dict(colorscale=plotly.colors.get_colorscale("Viridis"), zmin=0, zmax=max(length - 1, 1),
+                     colorbar=dict(title=dict(text="from row")))
+    else:
+        raise ValueError(f"colour_by must be 'value', 'distance' or 'row'; got {colour_by!r}")
+    scale["colorbar"].update(thickness=12, len=0.9)
+    cell_px = int(min(44, max(20, width_budget // max(rows, cols))))
+    text_size = 14 if cell_px >= 40 else (12 if cell_px >= 30 else 10)
+    x, y = np.arange(cols), np.arange(rows)
+    hover = cells.hover.astype(str)
+    data: list[dict] = [dict(
+        type="heatmap", name="values", z=z, x=x, y=y, text=cells.labels.astype(str), texttemplate="%{text}",
+        textfont=dict(size=text_size), customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+        xgap=1, ygap=1, showscale=show_scale, **scale)]
+
+    pad = cells.source_row < 0
+    if pad.any():
+        data.append(dict(
+            type="heatmap", name="pad", z=np.where(pad, 1.0, np.nan).astype(np.float32), x=x, y=y,
+            colorscale=[[0, PAD_COLOUR], [1, PAD_COLOUR]], showscale=False, hoverongaps=False,
+            text=np.where(pad, "pad", ""), texttemplate="%{text}", textfont=dict(size=text_size, color="black"),
+            customdata=hover, hovertemplate="%{customdata}<extra></extra>", xgap=1, ygap=1))
+    for kind, name in ((GARBAGE, "garbage"), (DROPPED, "dropped")):
+        mask = cells.kinds == kind
+        if mask.any():
+            xs, ys = _cell_polygons(mask)
+            if kind == GARBAGE:  # hatched and outlined
+                style = dict(line=dict(width=1, color=HATCH_COLOUR), fillcolor="rgba(0,0,0,0)",
+                             fillpattern=dict(shape="/", fgcolor="rgba(0,0,0,0.55)", bgcolor="rgba(0,0,0,0)",
+                                              size=9, solidity=0.12))
+            else:  # faded: about to be cut off
+                style = dict(line=dict(width=1.5, color="#555555", dash="dot"), fillcolor="rgba(255,255,255,0.72)")
+            data.append(dict(type="scatter", name=name, x=xs, y=ys, mode="lines", fill="toself",
+                             hoverinfo="skip", showlegend=False, **style))
+            # The labels again, on top of the hatching, so they stay readable.
+            r, c = np.nonzero(mask & ~pad)
+            if r.size:
+                data.append(dict(
+                    type="scatter", name=f"{name} labels", x=c.astype(np.float32), y=r.astype(np.float32),
+                    mode="text", text=cells.labels[r, c].astype(str), hoverinfo="skip", showlegend=False,
+                    textfont=dict(size=text_size, color=_contrast_colours(z[r, c], scale) if kind == GARBAGE
+                                  else "black"),  # dropped cells sit under a white veil
+                    textposition="middle center"))
+    axis = dict(showgrid=False, zeroline=False, constrain="domain")
+    layout = dict(
+        height=height or (70 + cell_px * rows), margin=dict(l=50, r=10, t=10, b=45),
+        plot_bgcolor="#f4f4f4", showlegend=False, hoverlabel=dict(align="left"),
+        xaxis=dict(title=dict(text=x_title), range=[-0.5, cols - 0.5], dtick=1 if cols <= 12 else 2, **axis),
+        yaxis=dict(title=dict(text=y_title), range=[rows - 0.5, -0.5], dtick=1 if rows <= 12 else 2,
+                   scaleanchor="x", **axis),
+    )
+    return trusted_figure(data, layout)

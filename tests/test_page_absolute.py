@@ -1,0 +1,139 @@
+"""AppTest of pages/absolute.py: every heatmap holds exactly what relviz computes."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+from plotly_data import decode
+from streamlit.testing.v1 import AppTest
+
+from relviz.absolute import projected_similarity, sinusoidal_encoding, sinusoidal_similarity
+from relviz.positions import alibi_bias, alibi_slopes, relative_positions
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "absolute.py")
+FIGURES = ["pe", "sim", "rel", "curve", "alibi", "slopes", "lines"]
+
+
+def _figures(at: AppTest) -> dict[str, dict]:
+    charts = at.get("plotly_chart")
+    assert len(charts) == len(FIGURES)
+    return {name: json.loads(chart.proto.spec) for name, chart in zip(FIGURES, charts)}
+
+
+def _z(figure: dict) -> np.ndarray:
+    return decode(figure["data"][0]["z"]).astype(np.float64)
+
+
+def _run(**params: str) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=30)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _check(at: AppTest, *, length: int, d_model: int, heads: int, head: int, causal: bool = True,
+           projected: bool = False) -> dict[str, dict]:
+    figures = _figures(at)
+    np.testing.assert_array_equal(_z(figures["pe"]), sinusoidal_encoding(length, d_model, device="cpu").numpy())
+    if projected:
+        expected = projected_similarity(length, d_model, d_head=64, seed=0, device="cpu")
+    else:
+        expected = sinusoidal_similarity(length, d_model, normalize=True, device="cpu")
+    np.testing.assert_array_equal(_z(figures["sim"]), expected.numpy())
+    relative = relative_positions(length, device="cpu").numpy()
+    np.testing.assert_array_equal(_z(figures["rel"]), relative)
+    # hover of the similarity and the ALiBi bias carries the distance |j - i|
+    for name in ("sim", "alibi"):
+        hover = decode(figures[name]["data"][0]["customdata"])
+        assert hover.dtype.kind == "u"  # unsigned: signed int16 nearly doubles the bytes sent
+        np.testing.assert_array_equal(hover[..., 0], np.abs(relative))
+
+    bias = alibi_bias(length, num_heads=heads, device="cpu")[head - 1].numpy()
+    shown = _z(figures["alibi"])
+    if causal:
+        lower = relative <= 0
+        np.testing.assert_array_equal(shown[lower], bias[lower])
+        assert np.isnan(shown[~lower]).all()
+    else:
+        np.testing.assert_array_equal(shown, bias)
+
+    slopes = alibi_slopes(heads, device="cpu").numpy()
+    bars = decode(figures["slopes"]["data"][0]["y"]).astype(np.float64)
+    np.testing.assert_allclose(bars, -np.log2(slopes), rtol=1e-6)
+    selected = figures["lines"]["data"][1]
+    np.testing.assert_allclose(decode(selected["y"]), -slopes[head - 1] * np.arange(length), rtol=1e-6)
+    return figures
+
+
+def test_defaults():
+    at = _run()
+    figures = _check(at, length=128, d_model=128, heads=12, head=1)
+    # the Toeplitz check is live and tiny
+    message = at.success[0].value
+    spread = float(re.search(r"spread along any diagonal is ([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)", message).group(1))
+    assert spread < 1e-5
+    # 12 heads: 8 blue slopes of the 8-head sequence, then every other slope of 16 heads
+    colours = figures["slopes"]["data"][0]["marker"]["color"]
+    assert colours[:8] == ["#1f77b4"] * 8 and colours[8:] == ["#ff7f0e"] * 4
+    np.testing.assert_allclose(alibi_slopes(12).numpy()[8:], 2.0 ** -np.array([0.5, 1.5, 2.5, 3.5]), rtol=1e-6)
+    text = " ".join(m.value for m in at.markdown)
+    assert "12 heads is not a power of 2" in text and "every other one" in text
+    assert any("j − i" in el.value for el in at.info)  # the sign convention
+
+
+def test_power_of_two_heads_explains_the_geometric_sequence():
+    at = _run(abs_heads="8", abs_head="3")
+    _check(at, length=128, d_model=128, heads=8, head=3)
+    text = " ".join(m.value for m in at.markdown)
+    assert "8 heads is a power of 2" in text and "1/2, 1/4, …, 1/256" in text
+    assert len(_figures(at)["slopes"]["data"]) == 1  # no "naive" comparison needed
+
+
+@pytest.mark.parametrize("key,value", [("abs_L", 8), ("abs_L", 512), ("abs_d", 4), ("abs_d", 512),
+                                       ("abs_heads", 1), ("abs_heads", 32)])
+def test_each_slider_at_its_limits(key, value):
+    at = _run()
+    at.slider(key=key).set_value(value).run()
+    assert not at.exception
+    settings = dict(length=128, d_model=128, heads=12, head=1)
+    settings[{"abs_L": "length", "abs_d": "d_model", "abs_heads": "heads"}[key]] = value
+    _check(at, **settings)
+
+
+def test_head_slider_at_its_maximum_and_no_mask():
+    at = _run(abs_heads="32")
+    at.slider(key="abs_head").set_value(32).run()
+    at.toggle(key="abs_causal").set_value(False).run()
+    assert not at.exception
+    _check(at, length=128, d_model=128, heads=32, head=32, causal=False)
+
+
+def test_random_head_is_not_toeplitz_and_the_page_says_so():
+    at = _run(abs_L="64", abs_proj="true")
+    _check(at, length=64, d_model=128, heads=12, head=1, projected=True)
+    warning = at.warning[0].value
+    assert "No: along one diagonal" in warning
+    assert float(re.search(r"varies by up to ([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)", warning).group(1)) > 0.1
+
+
+def test_invalid_url_values_are_ignored():
+    at = _run(abs_L="100000", abs_d="abc", abs_heads="0")
+    assert not at.error
+    _check(at, length=128, d_model=128, heads=12, head=1)
+
+
+def test_every_figure_is_valid_and_under_3_mb_at_the_largest_settings():
+    at = _run(abs_L="512", abs_d="512", abs_heads="32", abs_head="32", abs_proj="true", abs_causal="false")
+    for chart in at.get("plotly_chart"):
+        assert len(chart.proto.spec) < 3_000_000  # the bytes the browser gets
+        go.Figure(json.loads(chart.proto.spec))  # plotly's validation (the page builds without it)
+    at = _run(abs_L="512", abs_d="512")
+    for chart in at.get("plotly_chart"):
+        assert len(chart.proto.spec) < 3_000_000
+        go.Figure(json.loads(chart.proto.spec))

@@ -1,0 +1,74 @@
+"""AppTest of the landing page (through app.py, whose navigation it links into)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly_data import decode
+from streamlit.testing.v1 import AppTest
+
+from relviz.positions import relative_positions
+from relviz.ui import PAGES
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def _home() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "relviz: relative position, visible"
+    return at
+
+
+def test_a_link_per_page_in_learning_order():
+    at = _home()
+    links = [link.proto for link in at.get("page_link")]
+    others = [page for page in PAGES if not page.default]
+    assert len(links) == len(others)
+    for number, (link, page) in enumerate(zip(links, others), start=1):
+        assert link.label == f"{number}. {page.title}"
+        assert link.page == Path(page.path).stem  # st.Page's URL path for pages/<stem>.py
+    # one line per page saying what it answers
+    answers = [m.value for m in at.markdown if m.value.endswith("?")]
+    assert len(answers) >= len(others)
+
+
+def test_the_picture_is_the_relative_index_with_labels():
+    at = _home()
+    (chart,) = at.get("plotly_chart")
+    spec = json.loads(chart.proto.spec)
+    go.Figure(spec)  # valid plotly
+    trace = spec["data"][0]
+    n = 7
+    # discrete colours travel shifted to start at 0: lo = -(n - 1)
+    z = decode(trace["z"]).astype(int) - (n - 1)
+    np.testing.assert_array_equal(z, relative_positions(n, device="cpu").numpy())
+    labels = np.array(trace["text"])
+    assert labels[2, 0] == "−2" and labels[2, 2] == "0" and labels[2, 6] == "+4"
+    outline = spec["data"][1]
+    assert outline["name"] == "query row"
+    assert sorted(set(decode(outline["y"]).tolist())) == [1.5, 2.5]  # the row of the query "sat"
+    assert "sat" in spec["layout"]["yaxis"]["ticktext"][2]
+    assert any("j − i" in el.value for el in at.info)  # the sign convention
+
+
+def test_the_query_slider_moves_the_outline_and_the_text():
+    at = _home()
+    at.slider(key="home_q").set_value(6).run()
+    assert not at.exception
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert sorted(set(decode(spec["data"][1]["y"]).tolist())) == [5.5, 6.5]
+    assert any("the query *“.”*" in m.value and "*“The”* −6" in m.value for m in at.markdown)
+    at.slider(key="home_q").set_value(0).run()
+    assert any("*“.”* +6" in m.value for m in at.markdown)
+
+
+def test_links_open_the_pages():
+    at = _home()
+    for page in PAGES:
+        if page.default:
+            continue
+        at.switch_page(page.path).run()
+        assert not at.exception, (page.path, at.exception)

@@ -1,0 +1,228 @@
+"""AppTest of pages/skew.py: the figures hold exactly the library's tensors, the proofs and memory are live."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+from plotly_data import decode
+from streamlit.testing.v1 import AppTest
+
+from relviz.figures.skew import causal_steps, demo_inputs, step_figure
+from relviz.skew import gather_relative, skew, skew_bidirectional, skew_source_index, skew_steps
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "skew.py")
+BIDIRECTIONAL = "Bidirectional skew (encoder)"
+
+
+# ---- decoding the figures AppTest saw ------------------------------------------------
+
+def _figures(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def _trace(figure: dict, name: str) -> dict | None:
+    return next((t for t in figure["data"] if t.get("name") == name), None)
+
+
+def _values(figure: dict) -> np.ndarray:
+    return decode(_trace(figure, "values")["z"]).astype(np.float64)
+
+
+def _number(text: str, after: str) -> float:
+    match = re.search(re.escape(after) + r"\s*([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)", text)
+    assert match, f"no number after {after!r} in {text!r}"
+    return float(match.group(1))
+
+
+def _run(**params: str) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=30)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+# ---- the causal tab ------------------------------------------------------------------
+
+def _check_causal(at: AppTest, length: int, seed: int) -> None:
+    figures = _figures(at)
+    assert len(figures) == 5
+    qer_fig, padded_fig, reshaped_fig, sliced_fig, masked_fig = figures
+    demo = demo_inputs(length, seed)
+    qer = demo.qer
+    steps = skew_steps(qer)
+
+    shown_qer = _values(qer_fig)
+    assert shown_qer.shape == (length, length)
+    np.testing.assert_allclose(shown_qer, qer.numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(_values(padded_fig), steps.padded.numpy())
+    np.testing.assert_array_equal(_values(reshaped_fig), steps.reshaped.numpy())
+    np.testing.assert_array_equal(_values(sliced_fig), skew(qer).numpy())
+    # The chain holds on the figure's own numbers, too: skew(shown QE_r^T) == shown sliced step.
+    np.testing.assert_allclose(_values(sliced_fig), skew(torch.from_numpy(shown_qer)).numpy(), atol=1e-6)
+    masked = _values(masked_fig)
+    lower = np.tril(np.ones((length, length), dtype=bool))
+    np.testing.assert_array_equal(masked[lower], skew(qer).numpy()[lower])
+    assert np.isnan(masked[~lower]).all()
+
+    # Labels: column m of QE_r^T stands for m - (L - 1); the sliced step's lower triangle says j - i.
+    labels = np.array(_trace(qer_fig, "values")["text"])
+    assert labels[0, 0] == f"−{length - 1}" and labels[-1, -1] == "0"
+    sliced_labels = np.array(_trace(sliced_fig, "values")["text"])
+    for i in range(length):
+        for j in range(i + 1):
+            expected = "0" if i == j else f"−{i - j}"
+            assert sliced_labels[i, j] == expected
+
+    # The pad overlay sits exactly where skew_source_index says the zeros went.
+    source = skew_source_index(length, device="cpu")
+    for figure, rows in ((padded_fig, source.row.padded), (reshaped_fig, source.row.reshaped),
+                         (sliced_fig, source.row.skewed)):
+        pad = ~np.isnan(decode(_trace(figure, "pad")["z"]).astype(np.float64))
+        np.testing.assert_array_equal(pad, rows.numpy() < 0)
+
+    # Garbage is hatched and its hover says where it came from.
+    assert _trace(sliced_fig, "garbage") is not None
+    hover = np.array(_trace(sliced_fig, "values")["customdata"])
+    assert "garbage: from row 1, distance" in hover[0, 2]
+    assert "pad" in hover[0, 1]
+    assert "exact" in hover[length - 1, 0]
+
+
+def test_defaults_show_every_step_and_the_proof():
+    at = _run()
+    assert at.slider(key="skew_L").value == 6
+    _check_causal(at, 6, 0)
+    proof = at.success[0].value
+    assert "skew equals the naive gather on the lower triangle" in proof
+    assert _number(proof, "max |difference| =") < 1e-5
+    # the garbage is not small: the page says by how much it is wrong
+    assert _number(at.warning[0].value, "by up to") > 0.1
+    assert not at.error  # nothing on the page is an error box
+    assert "2L − 1 distances" in "".join(m.value for m in at.markdown)
+    assert any("j − i" in el.value for el in at.info)  # the sign convention
+
+
+def test_memory_panel_reproduces_the_music_transformer_numbers():
+    at = _run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Shaw: L × L × D per layer"] == "8.6 GB"
+    assert metrics["skew: L × D per layer"] == "4.2 MB"
+    assert metrics["Shaw per head (D_h = 64)"] == "1.1 GB"
+    assert metrics["skew per head"] == "0.52 MB"
+    assert "8.5 GB" in "".join(c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("length", [3, 16])
+def test_length_slider_at_its_limits(length):
+    at = _run()
+    at.slider(key="skew_L").set_value(length).run()
+    assert not at.exception
+    _check_causal(at, length, 0)
+
+
+def test_seed_at_its_limits_changes_the_numbers():
+    at = _run()
+    first = _values(_figures(at)[0])
+    at.number_input(key="skew_seed").set_value(99_999).run()
+    assert not at.exception
+    _check_causal(at, 6, 99_999)
+    assert not np.allclose(_values(_figures(at)[0]), first)
+
+
+def test_url_restores_the_view():
+    at = _run(skew_L="9", skew_seed="7", skew_colour="distance")
+    assert at.slider(key="skew_L").value == 9
+    figures = _figures(at)
+    # colour by distance: the sliced step's lower triangle is j - i
+    z = decode(_trace(figures[3], "values")["z"]).astype(np.float64)
+    i, j = np.indices((9, 9))
+    lower = j <= i
+    np.testing.assert_array_equal(z[lower], (j - i)[lower])
+
+
+def test_colour_by_source_row_shows_where_the_garbage_came_from():
+    at = _run(skew_colour="source row")
+    z = decode(_trace(_figures(at)[3], "values")["z"]).astype(np.float64)
+    length = 6
+    for i in range(length):
+        for j in range(length):
+            if j <= i:
+                assert z[i, j] == i
+            elif j >= i + 2:
+                assert z[i, j] == i + 1  # garbage: query i + 1's scores
+
+
+def test_bidirectional_tab_is_exact_everywhere():
+    at = _run(skew_tab=BIDIRECTIONAL, skew_L="16", skew_seed="3")
+    figures = _figures(at)
+    assert len(figures) == 3
+    demo = demo_inputs(16, 3)
+    qer_all = demo.qer_all
+    assert _values(figures[0]).shape == (16, 31)
+    np.testing.assert_allclose(_values(figures[0]), qer_all.numpy(), atol=1e-6)
+    result = _values(figures[2])
+    np.testing.assert_array_equal(result, skew_bidirectional(qer_all).numpy())
+    i, j = np.indices((16, 16))
+    naive = gather_relative(demo.q, demo.e_all, torch.from_numpy(j - i + 15))
+    np.testing.assert_allclose(result, naive.numpy(), atol=1e-5)
+    labels = np.array(_trace(figures[2], "values")["text"])
+    assert labels[0, 15] == "+15" and labels[15, 0] == "−15"
+    proof = at.success[0].value
+    assert "everywhere" in proof
+    assert _number(proof, "max |difference| =") < 1e-5
+
+
+@pytest.mark.parametrize("key,value", [("skew_mL", 1), ("skew_mL", 1_000_000), ("skew_mD", 1),
+                                       ("skew_mD", 65_536), ("skew_mH", 1)])
+def test_memory_inputs_at_their_limits(key, value):
+    at = _run()
+    at.number_input(key=key).set_value(value).run()
+    assert not at.exception
+    assert all("heads" in e.value for e in at.error)
+    length = at.number_input(key="skew_mL").value
+    dim = at.number_input(key="skew_mD").value
+    heads = at.number_input(key="skew_mH").value
+    if dim % heads == 0:
+        metrics = {m.label: m.value for m in at.metric}
+        from relviz.memory import format_bytes
+        assert metrics["Shaw: L × L × D per layer"] == format_bytes(length * length * dim * 4)
+        assert metrics["skew: L × D per layer"] == format_bytes(length * dim * 4)
+
+
+def test_memory_panel_reports_bad_input_and_the_page_keeps_working():
+    at = _run()
+    at.number_input(key="skew_mH").set_value(1024).run()  # more heads than D = 512
+    assert not at.exception
+    messages = [e.value for e in at.error]
+    assert any("heads" in m for m in messages)
+    assert len(_figures(at)) == 5  # the rest of the page is still there
+    at.number_input(key="skew_mH").set_value(3).run()  # 512 is not divisible by 3
+    assert any("divisible" in e.value for e in at.error)
+
+
+# ---- the figures themselves ----------------------------------------------------------
+
+@pytest.mark.parametrize("colour_by", ["value", "distance", "row"])
+def test_step_figures_pass_plotly_validation(colour_by):
+    """step_figure skips plotly's validation for speed: rebuild each one with validation on."""
+    cells = causal_steps(demo_inputs(5, 1))
+    for step in cells.values():
+        figure = step_figure(step, colour_by=colour_by, zmax=3.0, length=5)
+        go.Figure(figure.to_dict())  # raises on any invalid property
+    with pytest.raises(ValueError, match="colour_by"):
+        step_figure(cells["qer"], colour_by="colour", length=5)
+
+
+def test_figures_are_valid_and_small_at_the_largest_length():
+    for params in ({"skew_L": "16"}, {"skew_L": "16", "skew_tab": BIDIRECTIONAL, "skew_colour": "distance"}):
+        at = _run(**params)
+        for chart in at.get("plotly_chart"):
+            assert len(chart.proto.spec) < 3_000_000
+            go.Figure(json.loads(chart.proto.spec))  # plotly's validation (the page builds without it)
