@@ -64,11 +64,12 @@ def test_page_loads_without_errors_and_a_slider_redraws_a_chart(browser_page, in
     page.goto(page_url(base, info.path, info.default))
     wait_for_app(page)
     name = Path(info.path).stem
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+    page.wait_for_timeout(1500)  # let every chart finish drawing before the screenshot
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
     assert error_boxes(page) == []
     assert page.query_selector('[data-testid="stMainBlockContainer"] h1') is not None
 
-    page.wait_for_selector(".js-plotly-plot", timeout=60000)
     sliders = sliders_of(page)
     charts = page.query_selector_all(".js-plotly-plot")
     if not sliders or not charts:
@@ -80,6 +81,7 @@ def test_page_loads_without_errors_and_a_slider_redraws_a_chart(browser_page, in
         page.keyboard.press("ArrowRight")
     page.wait_for_function(f"() => ({PLOT_STATE_JS})() !== {before!r}", timeout=60000)
     wait_for_app(page)
+    page.wait_for_timeout(1500)
     assert page.url != url_before, "the moved slider should be written to the URL (shareable state)"
     assert error_boxes(page) == []
     page.screenshot(path=str(ARTIFACTS / f"{name}-moved.png"), full_page=True)
