@@ -55,11 +55,7 @@ with st.sidebar:
     k = int(st.slider("clipping distance k", 0, 64, 3, key=f"{P}_clip", bind="query-params",
                       help="Offsets beyond ±k share the end vectors of the table."))
     large = needs_window(q_len, k_len)
-    if large:
-        st.subheader("Full-resolution window")
-        window = ui.window_controls(P, q_len, k_len, q_offset=q_offset)
-    else:
-        window = Window(0, 0, q_len, k_len)
+    window = ui.window_controls(P, q_len, k_len, q_offset=q_offset)
     st.subheader("Parameter count")
     d = int(st.select_slider("vector size d (per head, d_z)", [8, 16, 32, 64, 128, 256, 512, 1024], 64,
                              key=f"{P}_d", bind="query-params"))

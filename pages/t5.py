@@ -79,11 +79,7 @@ with st.sidebar:
     st.subheader("Lengths")
     q_len, k_len, q_offset = ui.length_controls(P, q_default=32, k_default=32)
     large = needs_window(q_len, k_len)
-    if large:
-        st.subheader("Full-resolution window")
-        window = ui.window_controls(P, q_len, k_len, q_offset=q_offset)
-    else:
-        window = Window(0, 0, q_len, k_len)
+    window = ui.window_controls(P, q_len, k_len, q_offset=q_offset)
     st.subheader("Curve")
     log_x = bool(st.toggle("logarithmic distance axis", False, key=f"{P}_logx", bind="query-params"))
 

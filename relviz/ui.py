@@ -154,11 +154,16 @@ def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, defau
     """Size and position of the full-resolution window on a matrix too large to draw whole.
 
     Keys: {prefix}_ws (size), {prefix}_r0 / {prefix}_c0 (first row / column). Returns a
-    relviz.figures.toeplitz.Window that lies inside the matrix.
+    relviz.figures.toeplitz.Window that lies inside the matrix: the whole matrix, with no
+    controls drawn, when it is small enough to show cell by cell.
     """
     # Imported here: this block was added at the end of a shared module, its imports with it.
-    from relviz.figures.toeplitz import diagonal_col0, fit_window
+    from relviz.figures.toeplitz import Window, diagonal_col0, fit_window, needs_window
     from relviz.views import DISPLAY_MAX
+
+    if not needs_window(q_len, k_len):
+        return Window(0, 0, q_len, k_len)
+    st.subheader("Full-resolution window")
 
     size = int(st.slider("window size (cells per side)", 16, DISPLAY_MAX, default_size, step=16,
                          key=f"{prefix}_ws", bind="query-params",
