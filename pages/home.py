@@ -19,6 +19,7 @@ ANSWERS = {
                      "and why is its upper triangle garbage?",
     "pages/absolute.py": "What does an absolute encoding know about relative position, and how does ALiBi "
                          "turn distance into a penalty?",
+    "pages/attention.py": "Where does a small transformer trained with each scheme look, and what did it learn?",
 }
 
 

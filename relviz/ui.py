@@ -30,6 +30,7 @@ PAGES: list[PageInfo] = [
     PageInfo("pages/t5.py", "T5 buckets", ":material/view_week:"),
     PageInfo("pages/skew.py", "The skew, step by step", ":material/south_east:"),
     PageInfo("pages/absolute.py", "Absolute vs relative", ":material/compare_arrows:"),
+    PageInfo("pages/attention.py", "Live attention", ":material/visibility:"),
 ]
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "

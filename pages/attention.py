@@ -1,0 +1,473 @@
+"""Live attention: a small transformer trained with each scheme, run on a sequence you choose.
+
+Prediction against target, every layer's and head's attention (hover: the scheme's own
+index for the cell), the scheme's position structure beside one head, mean attention by
+offset, the learned position parameters, and training your own model in the session.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from relviz import ui
+from relviz.figures.attention import (
+    attention_grid,
+    attention_heatmap,
+    colour_rows,
+    grid_block,
+    offset_profile_figure,
+    parameter_panels,
+    prediction_strip,
+    structure_heatmap,
+)
+from relviz.inspection import (
+    mean_attention_by_offset,
+    offset_findings,
+    position_structure,
+    random_text,
+    resize_text,
+    run_view,
+)
+from relviz.model import SCHEMES, SCHEME_SUMMARIES
+from relviz.tasks import DIGITS, TASKS
+from relviz.train import load_checkpoint, scan_checkpoints
+from relviz.training_queue import (
+    CAPS,
+    SessionTrainings,
+    TrainingBusy,
+    TrainingRequest,
+    TrainingTimeout,
+    check_request,
+    run_training,
+)
+
+P = "at"  # query-parameter prefix of this page
+
+ui.ensure_app_navigation()
+
+#: Longest sequence this page runs (attention of every layer and head is drawn).
+MAX_TEXT = 256
+DEFAULT_LENGTH = 32
+DEFAULT_MODEL = "t5-shift"
+SEED_MAX = 2**31 - 1
+#: Task parameter controls of the training form: key, label, min, max, default.
+TASK_CONTROLS = {"shift": ("s", f"{P}_ts", "shift s (answer at j − i = −s)", 1, 16, 5),
+                 "window_max": ("w", f"{P}_tw", "window w (max of the last w tokens)", 1, 8, 3),
+                 "absolute": ("p", f"{P}_tp", "absolute position p", 0, 31, 4)}
+
+
+# ---------------------------------------------------------------------------------------
+# Models: shipped checkpoints (cached for every user) and the session's own
+
+
+@st.cache_data(max_entries=1, ttl=600, show_spinner=False)
+def shipped_listing() -> tuple[list[str], dict[str, str]]:
+    """Names of the valid shipped checkpoints (in the schemes' order), and why any others are not listed."""
+    order = {scheme: n for n, scheme in enumerate(SCHEMES)}
+    scan = scan_checkpoints()
+    infos = sorted(scan.checkpoints, key=lambda info: (order.get(info.scheme, 99), info.name))
+    return [info.name for info in infos], dict(scan.problems)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Loading the checkpoint…")
+def shipped_checkpoint(name: str):
+    """A loaded checkpoint, shared by every session: eval mode, no gradients, never mutated."""
+    return load_checkpoint(name)
+
+
+class Active:
+    """The model the page shows, whatever its origin."""
+
+    def __init__(self, key: str, name: str, model, task, train_length: int, accuracy: float, steps: int,
+                 origin: str) -> None:
+        self.key, self.name, self.model, self.task = key, name, model, task
+        self.train_length, self.accuracy, self.steps, self.origin = train_length, accuracy, steps, origin
+        self.config = model.config
+        self.scheme = model.config.scheme
+
+
+def session_trainings() -> SessionTrainings:
+    if f"{P}_trained" not in st.session_state:
+        st.session_state[f"{P}_trained"] = SessionTrainings()
+    return st.session_state[f"{P}_trained"]
+
+
+def active_model(name: str, trainings: SessionTrainings) -> Active:
+    trained = trainings.get(name)
+    if trained is not None:
+        return Active(trained.key, name, trained.model, trained.task, trained.train_length, trained.accuracy,
+                      trained.request.steps, "trained in this session")
+    checkpoint = shipped_checkpoint(name)
+    info = checkpoint.info
+    return Active(f"shipped:{name}", name, checkpoint.model, info.task, info.train_length, info.accuracy,
+                  info.steps, "shipped checkpoint")
+
+
+# ---------------------------------------------------------------------------------------
+# Cached computations: keyed by the model's key (unique per weights) and scalars/strings.
+# Arrays: st.cache_data. Figures: st.cache_resource, shared read-only (st.plotly_chart copies
+# a figure before serialising it); st.cache_data would unpickle them, and unpickling a plotly
+# figure re-validates every property (~30 ms per figure, most of a rerun). Bounded: at the longest
+# sequence (256) an entry is at most ~3 MB, so these caches stay near 100 MB in the worst case.
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def run(key: str, text: str, _model, _task):
+    return run_view(_model, _task, text)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def structure(key: str, length: int, _model):
+    return position_structure(_model, length)
+
+
+@st.cache_resource(max_entries=12, show_spinner=False)
+def grid_figure(key: str, text: str, _model, _task):
+    return attention_grid(run(key, text, _model, _task).weights, structure=structure(key, len(text), _model),
+                          validate=False)
+
+
+@st.cache_resource(max_entries=24, show_spinner=False)
+def head_figure(key: str, text: str, layer: int, head: int, train_length: int, _model, _task):
+    weights = run(key, text, _model, _task).weights[layer, head]
+    return attention_heatmap(weights, layer=layer, head=head, structure=structure(key, len(text), _model),
+                             train_length=train_length, validate=False)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def structure_figure(key: str, length: int, head: int, _model):
+    return structure_heatmap(structure(key, length, _model), head=head, validate=False)
+
+
+@st.cache_resource(max_entries=12, show_spinner=False)
+def strip_figure(key: str, text: str, train_length: int, _model, _task):
+    return prediction_strip(run(key, text, _model, _task), train_length=train_length, validate=False)
+
+
+@st.cache_resource(max_entries=12, show_spinner=False)
+def profile_and_findings(key: str, text: str, _model, _task):
+    view = run(key, text, _model, _task)
+    profile = mean_attention_by_offset(view.weights)
+    findings = offset_findings(_task, profile, view.weights, causal=_model.config.causal,
+                               scheme=_model.config.scheme)
+    params = _task.params()
+    answer = -params["s"] if _task.name == "shift" else None
+    window = (-(params["w"] - 1), 0) if _task.name == "window_max" else None
+    figure = offset_profile_figure(profile, causal=_model.config.causal, answer_offset=answer, window=window,
+                                   validate=False)
+    return figure, findings
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def parameter_figures(key: str, length: int, train_length: int, layer: int, _model):
+    """The scheme's learned position parameters: [(figure, caption), ...]."""
+    return parameter_panels(_model, length=length, train_length=train_length, layer=layer, validate=False)
+
+
+# ---------------------------------------------------------------------------------------
+# Sequence controls (callbacks run before the script, so they may set widget state). The text is the
+# one source of truth; length and seed only write to it.
+
+
+def current_text() -> str:
+    return str(st.session_state.get(f"{P}_seq", "") or "")
+
+
+def on_length() -> None:
+    length = int(st.session_state[f"{P}_len"])
+    st.session_state[f"{P}_seq"] = resize_text(current_text(), length, int(st.session_state[f"{P}_seed"]))
+
+
+def on_seed() -> None:
+    st.session_state[f"{P}_seq"] = random_text(int(st.session_state[f"{P}_len"]), int(st.session_state[f"{P}_seed"]))
+
+
+def on_random() -> None:
+    seed = (int(st.session_state[f"{P}_seed"]) + 1) % (SEED_MAX + 1)
+    st.session_state[f"{P}_seed"] = seed
+    st.session_state[f"{P}_seq"] = random_text(int(st.session_state[f"{P}_len"]), seed)
+
+
+# ---------------------------------------------------------------------------------------
+# The page
+
+trainings = session_trainings()
+if f"{P}_pick" in st.session_state:  # a model trained in the last run: select it
+    st.session_state[f"{P}_ck"] = st.session_state.pop(f"{P}_pick")
+
+st.title("Live attention")
+st.markdown(
+    "A small transformer (2 layers, 4 heads, d_model 64, causal) was trained with **each position scheme** on the "
+    "same task. Pick one, give it a sequence, and see what it predicts and **where every head looks**, next to "
+    "the position structure its scheme gave it. Then train your own at the bottom of the page.")
+ui.sign_convention()
+
+shipped, problems = shipped_listing()
+options = shipped + trainings.names()
+if problems:
+    st.warning("Some checkpoint files could not be listed: " + "; ".join(problems.values()),
+               icon=":material/warning:")
+if not options:
+    st.error("No checkpoints found in relviz/checkpoints/: rebuild them with `python -m relviz train --shipped`, "
+             "or train your own below.", icon=":material/error:")
+
+
+with st.sidebar:
+    st.subheader("Model")
+    name = st.selectbox("checkpoint", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
+                        key=f"{P}_ck", bind="query-params",
+                        help="Shipped: one per scheme, task shift s = 5. Yours: trained in this session (kept until "
+                             "you close the tab; the last three).") if options else None
+
+active = active_model(name, trainings) if name else None
+
+if active is not None:
+    config, task = active.config, active.task
+    with st.sidebar:
+        st.subheader("Close-up")
+        layer = int(st.segmented_control("layer", list(range(1, config.n_layers + 1)), default=1, required=True,
+                                         key=f"{P}_layer", bind="query-params") or 1) - 1
+        head = int(st.segmented_control("head", list(range(1, config.n_heads + 1)), default=1, required=True,
+                                        key=f"{P}_head", bind="query-params") or 1) - 1
+        layer, head = min(layer, config.n_layers - 1), min(head, config.n_heads - 1)
+
+    params = ", ".join(f"{k} = {v}" for k, v in config.scheme_params().items())
+    st.markdown(
+        f"**{active.name}** ({active.origin}) · scheme **{active.scheme}**{f' ({params})' if params else ''}: "
+        f"{SCHEME_SUMMARIES[active.scheme]}.  \n"
+        f"Task **{task.describe()}**: {task.summary}  \n"
+        f"{config.n_layers} layers × {config.n_heads} heads, {'causal' if config.causal else 'bidirectional'}; "
+        f"trained {active.steps} steps at length **{active.train_length}**; accuracy on held-out sequences at that "
+        f"length: **{active.accuracy:.1%}**.")
+
+    # --- the input ----------------------------------------------------------------------------
+    st.subheader("Input")
+    c_text, c_len, c_seed, c_rand = st.columns([6, 3, 2, 2], vertical_alignment="bottom")
+    length = int(c_len.slider("length", 1, MAX_TEXT, DEFAULT_LENGTH, key=f"{P}_len", bind="query-params",
+                              on_change=on_length,
+                              help=f"Longer than training ({active.train_length}) to watch extrapolation; up to "
+                                   f"{MAX_TEXT} here. Keeps the typed start, fills the rest from the seed."))
+    seed = int(c_seed.number_input("seed", 0, SEED_MAX, 0, key=f"{P}_seed", bind="query-params", on_change=on_seed,
+                                   help="The random example for this seed and length."))
+    c_rand.button("random example", key=f"{P}_rand", on_click=on_random, icon=":material/casino:", width="stretch",
+                  help="Next seed, new random digits at this length.")
+    # The default is the random example of this length and seed: a link to it needs no at_seq (random_text of
+    # one seed is prefix-consistent, so lengthening an unedited example keeps it equal to the default).
+    c_text.text_input(f"sequence: one token per digit {DIGITS[0]}–{DIGITS[-1]}, edit freely",
+                      random_text(length, seed), key=f"{P}_seq", bind="query-params", max_chars=4096)
+    # No callback from the text back to the slider: a browser that sends a stale text while the slider moves
+    # would move the slider back. The slider resizes the text; the text's own length is what runs.
+    text = current_text().strip()
+    if text and len(text) != length:
+        st.caption(f"The sequence has **{len(text)}** tokens: that is what runs. Moving the length slider cuts or "
+                   "extends it.")
+
+    # --- the sequence through the model -------------------------------------------------------
+    view = None
+    st.subheader("Prediction against target")
+    if len(text) > MAX_TEXT:
+        st.error(f"The sequence has {len(text)} tokens; this page draws at most {MAX_TEXT} (the attention of every "
+                 "layer and head). Shorten it, or set the length slider.", icon=":material/error:")
+    else:
+        with ui.user_errors():
+            view = run(active.key, text, active.model, task)
+    if view is not None:
+        ui.show_figure(strip_figure(active.key, text, active.train_length, active.model, task), key=f"{P}_fig_strip")
+        errors = view.errors
+        if view.accuracy is None:
+            st.info(f"Too short for {task.describe()}: positions before {task.first_counted} have no answer. "
+                    f"Make the sequence at least {task.min_length} long.", icon=":material/info:")
+        else:
+            parts = [f"**{view.accuracy:.1%}** correct over the {int(view.mask.sum())} positions that count"]
+            if view.length > active.train_length:
+                inside = view.accuracy_between(0, active.train_length)
+                beyond = view.accuracy_between(active.train_length, view.length)
+                if inside is not None:
+                    parts.append(f"{inside:.1%} within the training length {active.train_length}")
+                if beyond is not None:
+                    parts.append(f"**{beyond:.1%} beyond it** (extrapolation)")
+            shown = ", ".join(map(str, errors[:20])) + (" …" if len(errors) > 20 else "")
+            parts.append(f"wrong at positions {shown}" if errors else "no errors")
+            st.markdown(" · ".join(parts))
+        st.caption("Rows: your input, the task's answer (· where none counts yet), the model's prediction. "
+                   "Blue: correct; orange: wrong; grey: no answer counts at that position. Hover for details.")
+
+    # --- attention: grid, close-up and the scheme's structure ---------------------------------
+    structure_error = None
+    try:
+        struct_length = view.length if view is not None else length
+        current_structure = structure(active.key, struct_length, active.model)
+    except ValueError as error:
+        current_structure, structure_error = None, str(error)
+
+    if view is not None:
+        st.subheader("Attention of every layer and head")
+        ui.show_figure(grid_figure(active.key, text, active.model, task), key=f"{P}_fig_grid")
+        block = grid_block(view.length)
+        st.caption(
+            "Row i is query i; its colours are how much it attends to each key j (rows sum to 1"
+            + (", and a causal model gives future keys j > i exactly 0" if config.causal else "") + "). "
+            f"Each head has its own colour range, up to its largest weight from row {colour_rows(view.length)} on "
+            "(the first rows see only a few keys, so their weights are large by necessity: they show in the top "
+            "colour). Hover for the exact weight, j − i"
+            + (f" and the scheme's {current_structure.label}" if current_structure is not None else "") + ". "
+            + (f"**Downsampled:** each cell is the mean of a {block} × {block} block (hover gives its ranges); the "
+               "close-up below is exact." if block > 1 else "A diagonal stripe = one fixed offset j − i."))
+
+        st.subheader(f"Layer {layer + 1}, head {head + 1} up close, beside the scheme's position structure")
+        left, right = st.columns(2)
+        with left:
+            ui.show_figure(head_figure(active.key, text, layer, head, active.train_length, active.model, task),
+                           key=f"{P}_fig_head")
+            st.caption("Exact weights of the chosen head (pick layer and head in the sidebar)."
+                       + (f" Dotted lines: the training length {active.train_length}." if view.length >
+                          active.train_length else ""))
+        with right:
+            if current_structure is not None:
+                ui.show_figure(structure_figure(active.key, view.length, head, active.model), key=f"{P}_fig_struct")
+                st.caption(current_structure.explanation
+                           + (" Blank: future keys, masked." if current_structure.masked_future else ""))
+            else:
+                st.info("Scheme **none**: the model gets no position information at all. A causal model still knows "
+                        "how many tokens it can see, and nothing more: it cannot tell which one is 5 back.",
+                        icon=":material/info:")
+        st.markdown("**Export** the weights shown (researchers: exact float32).")
+        a, b = st.columns([2, 1])
+        with a:
+            st.caption(f"layer {layer + 1}, head {head + 1}: {view.length} × {view.length}, rows = queries")
+            ui.matrix_downloads(view.weights[layer, head], name=f"attention_{active.scheme}_L{layer + 1}H{head + 1}",
+                                key=f"{P}_dl")
+        with b:
+            st.caption("every layer and head, [layers, heads, L, L]")
+            st.download_button("Download all (.npy)", lambda: ui.matrix_to_npy(view.weights),
+                               file_name=f"attention_{active.scheme}_all.npy", mime="application/octet-stream",
+                               key=f"{P}_dl_all", on_click="ignore")
+
+        st.subheader("Mean attention by offset")
+        figure, findings = profile_and_findings(active.key, text, active.model, task)
+        left, right = st.columns([3, 2])
+        with left:
+            ui.show_figure(figure, key=f"{P}_fig_profile")
+        with right:
+            st.markdown("For each head: the average weight on the keys at offset j − i, over every query that has "
+                        "such a key (one diagonal of its heatmap). A relative habit shows up as a peak at a fixed "
+                        "offset.")
+            for finding in findings:
+                if finding.good:
+                    st.success(finding.text, icon=":material/lightbulb:")
+                else:
+                    st.info(finding.text, icon=":material/info:")
+    elif structure_error is None and current_structure is not None:
+        st.subheader("The scheme's position structure")
+        left, right = st.columns(2)
+        with left:
+            ui.show_figure(structure_figure(active.key, struct_length, head, active.model), key=f"{P}_fig_struct")
+        right.caption(f"At length {struct_length} (the length slider). " + current_structure.explanation)
+
+    # --- learned position parameters ----------------------------------------------------------
+    st.subheader("Learned position parameters")
+    length_for_params = view.length if view is not None else active.train_length
+    figures = parameter_figures(active.key, length_for_params, active.train_length, layer, active.model)
+    if not figures:
+        st.info({"none": "Scheme none has no position parameters.",
+                 "sinusoidal": "Sinusoidal positions are fixed sin/cos vectors: nothing about position is learned. "
+                               "Their dot product (the structure beside the close-up) depends only on j − i.",
+                 "rope": "RoPE has no position parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of "
+                         "dimensions. The structure beside the close-up shows what the rotation does to q · k."
+                 }.get(active.scheme, "No learned position parameters."), icon=":material/info:")
+    else:
+        if len(figures) == 1:
+            (fig, caption), = figures
+            left, right = st.columns([3, 2], vertical_alignment="center")
+            with left:
+                ui.show_figure(fig, key=f"{P}_fig_param0")
+            right.markdown(caption)
+        else:
+            for n, (column, (fig, caption)) in enumerate(zip(st.columns(len(figures)), figures)):
+                with column:
+                    ui.show_figure(fig, key=f"{P}_fig_param{n}")
+                    st.caption(caption)
+
+# ---------------------------------------------------------------------------------------
+# Train your own
+
+
+def training_request() -> TrainingRequest:
+    """The training controls, drawn in the current container."""
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        scheme = st.selectbox("scheme", list(SCHEMES), index=list(SCHEMES).index("t5"), key=f"{P}_tsch",
+                              bind="query-params", help="; ".join(f"{k}: {v}" for k, v in SCHEME_SUMMARIES.items()))
+        clip = num_buckets = max_distance = distances = max_len = None
+        if scheme == "shaw":
+            clip = st.slider("Shaw clipping distance k", 0, CAPS.max_clip, 8, key=f"{P}_tk", bind="query-params")
+        elif scheme == "t5":
+            num_buckets = st.slider("T5 num_buckets", 2, CAPS.max_num_buckets, 32, key=f"{P}_tnb",
+                                    bind="query-params")
+            max_distance = st.slider("T5 max_distance", 1, CAPS.max_max_distance, 128, key=f"{P}_tmd",
+                                     bind="query-params")
+        elif scheme == "skew":
+            distances = st.slider("skew: distances in E_r", 1, CAPS.max_skew_distances, 32, key=f"{P}_tsd",
+                                  bind="query-params")
+        elif scheme == "learned":
+            max_len = st.slider("learned: max_len (positions with a vector)", CAPS.min_length, CAPS.max_max_len, 64,
+                                key=f"{P}_tml", bind="query-params")
+    with c2:
+        task_name = st.selectbox("task", list(TASKS), key=f"{P}_ttask", bind="query-params",
+                                 help="; ".join(f"{k}: {cls.summary}" for k, cls in TASKS.items()))
+        field, key, label, lo, hi, default = TASK_CONTROLS[task_name]
+        task_value = st.slider(label, lo, hi, default, key=key, bind="query-params")
+        layers = st.slider("layers", 1, CAPS.max_layers, 2, key=f"{P}_tl", bind="query-params")
+        heads = st.segmented_control("heads", [1, 2, 4], default=4, required=True, key=f"{P}_th",
+                                     bind="query-params") or 4
+    with c3:
+        steps = st.slider("steps", CAPS.min_steps, CAPS.max_steps, 300, step=10, key=f"{P}_tsteps",
+                          bind="query-params")
+        length = st.slider("training length", CAPS.min_length, CAPS.max_length, 24, key=f"{P}_tlen",
+                           bind="query-params")
+        seed = st.number_input("training seed", 0, SEED_MAX, 0, key=f"{P}_tseed", bind="query-params")
+    defaults = TrainingRequest()
+    return TrainingRequest(
+        scheme=scheme, task=task_name, task_params={field: int(task_value)}, n_layers=int(layers),
+        n_heads=int(heads), steps=int(steps), length=int(length), seed=int(seed),
+        clip=int(clip) if clip is not None else defaults.clip,
+        num_buckets=int(num_buckets) if num_buckets is not None else defaults.num_buckets,
+        max_distance=int(max_distance) if max_distance is not None else defaults.max_distance,
+        skew_distances=int(distances) if distances is not None else defaults.skew_distances,
+        max_len=int(max_len) if max_len is not None else defaults.max_len)
+
+
+st.divider()
+st.subheader("Train your own")
+st.markdown("Choose a scheme, its parameters and a task, and train a fresh model here, on this server's CPU. It "
+            "appears in the model picker (top of the sidebar) when done, for this session only. Changing any control "
+            "while it trains stops the run.")
+done = st.session_state.pop(f"{P}_done", None)
+if done:
+    st.success(done, icon=":material/check_circle:")
+    st.toast(done, icon=":material/check_circle:")
+request = training_request()
+problem = None
+try:
+    check_request(request)
+    trainings.check_quota()
+except ValueError as error:
+    problem = str(error)
+st.caption(f"steps × length × layers = {request.work:,} of at most {CAPS.max_work:,} · {trainings.runs_left} of "
+           f"{CAPS.max_trainings_per_session} runs left in this session · limits: {CAPS.describe()}.")
+if problem:
+    st.error(problem, icon=":material/block:")
+if st.button("Train", key=f"{P}_train", type="primary", icon=":material/model_training:", disabled=problem is not None):
+    bar = st.progress(0.0, text="starting…")
+    try:
+        trained = run_training(request, trainings, progress=lambda p: bar.progress(p.fraction, text=p.text))
+    except (ValueError, TrainingBusy, TrainingTimeout) as error:
+        bar.empty()
+        st.error(str(error), icon=":material/block:")
+    else:
+        dropped = f" (dropped the oldest: {', '.join(trainings.dropped)})" if trainings.dropped else ""
+        st.session_state[f"{P}_pick"] = trained.name
+        st.session_state[f"{P}_done"] = (
+            f"Trained **{trained.name}** in {trained.result.train_seconds:.1f} s: accuracy "
+            f"{trained.accuracy:.1%} on held-out sequences at length {trained.train_length}. It is now selected in "
+            f"the picker{dropped}.")
+        st.rerun()

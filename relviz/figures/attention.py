@@ -1,0 +1,529 @@
+"""Figures of the live attention page: prediction strip, attention heatmaps (a grid of every
+layer and head, and one head up close), the scheme's position structure, mean attention by
+offset, and each scheme's learned position parameters.
+
+Payload (DESIGN.md): weights travel as float32, hover fields in the smallest exact type; a
+grid above ``GRID_SIDE`` cells per side is mean-pooled (and says so), the close-up is exact.
+Every figure is built from plain dicts; ``validate=False`` skips plotly's per-property
+validation (the page's rerun time), tests build with it on.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+
+from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, matrix_heatmap
+from relviz.inspection import (
+    LearnedPositions,
+    OffsetProfile,
+    PositionStructure,
+    RelativeTables,
+    RunView,
+    T5BiasCurve,
+    alibi_parameters,
+    learned_positions,
+    relative_tables,
+    t5_bias_curve,
+)
+from relviz.model import RelvizTransformer
+
+#: One colour per head (Okabe–Ito: distinguishable with colour-vision deficiencies).
+HEAD_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+#: The most cells per side of each head in the grid; longer sequences are mean-pooled.
+GRID_SIDE = 64
+#: Prediction strip colours: not counted, correct, wrong, input (with its characters), input (hover only).
+STRIP_COLOURS = ["#e3e3e3", "#9ecae1", "#f16913", "#ffffff", "#f4f4f4"]
+#: The strip writes the characters in its cells up to this many positions.
+STRIP_TEXT_MAX = 128
+MASKED_BG = "rgba(0,0,0,0)"  # masked cells are left blank
+ATTENTION_SCALE = "Viridis"
+
+
+def colour_rows(length: int) -> int:
+    """First row that sets a head's colour range: rows before it see only a few keys."""
+    return min(length - 1, max(1, length // 8))
+
+
+def colour_top(weights: np.ndarray) -> float:
+    """Top of a head's colour range: its largest weight in rows i ≥ colour_rows(L).
+
+    A causal model's first rows see only i + 1 keys, so their weights are large by necessity
+    (row 0 is always exactly 1); letting them set the range would wash out the pattern of
+    every later row. Larger weights are drawn in the top colour; hover shows exact values.
+    """
+    weights = np.asarray(weights)
+    length = weights.shape[-1]
+    return float(max(weights[..., colour_rows(length):, :].max(), 1e-6))
+
+
+def head_colour(head: int) -> str:
+    return HEAD_COLOURS[head % len(HEAD_COLOURS)]
+
+
+def _figure(data: list[dict], layout: dict, validate: bool) -> go.Figure:
+    return go.Figure({"data": data, "layout": layout}, _validate=validate)
+
+
+def _hover_data(fields: Mapping[str, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray | None, list[str]]:
+    """customdata (smallest exact type) and the hover lines for ``fields``."""
+    if not fields:
+        return None, []
+    arrays = [np.broadcast_to(np.asarray(v), shape) for v in fields.values()]
+    all_ints = all(np.issubdtype(a.dtype, np.integer) for a in arrays)
+    stacked = np.stack(arrays, axis=-1)
+    data = compact_ints(stacked) if all_ints else stacked.astype(np.float32)
+    lines = []
+    for k, (label, values) in enumerate(zip(fields, arrays)):
+        fmt = "" if np.issubdtype(values.dtype, np.integer) else ":.4g"
+        lines.append(f"{label} = %{{customdata[{k}]{fmt}}}")
+    return data, lines
+
+
+# ---------------------------------------------------------------------------------------
+# Prediction against target
+
+
+def prediction_strip(view: RunView, *, train_length: int | None = None, validate: bool = True) -> go.Figure:
+    """Three rows — input, target, prediction — one column per position; wrong predictions in orange.
+
+    Status colours: grey = no answer counts here (too early for the task), blue = correct,
+    orange = wrong. Characters are written in the cells up to STRIP_TEXT_MAX positions; longer
+    sequences show the input row in light grey (hover gives every character).
+    """
+    length = view.length
+    with_text = length <= STRIP_TEXT_MAX
+    status = np.where(view.mask, np.where(view.correct, 1, 2), 0)
+    z = np.stack([np.full(length, 3 if with_text else 4), status, status]).astype(np.uint8)
+    rows = [list(view.text), list(view.target_text), list(view.predicted_text)]
+    verdict = np.where(view.mask, np.where(view.correct, "✓ correct", "✗ wrong"), "not counted")
+    hover = np.array([[f"i = {i}<br>input {view.text[i]}<br>target {view.target_text[i]}<br>"
+                       f"predicted {view.predicted_text[i]}<br>{verdict[i]}" for i in range(length)]] * 3)
+    bands = len(STRIP_COLOURS)
+    scale = []
+    for value, colour in enumerate(STRIP_COLOURS):  # one solid band per value
+        scale += [[value / bands, colour], [(value + 1) / bands, colour]]
+    trace = dict(type="heatmap", z=z, x=np.arange(length), y=["input", "target", "predicted"], zmin=-0.5,
+                 zmax=bands - 0.5, colorscale=scale, showscale=False, xgap=1, ygap=2, hovertext=hover,
+                 hovertemplate="%{hovertext}<extra></extra>")
+    if with_text:
+        size = 15 if length <= 48 else 11 if length <= 80 else 8
+        trace.update(text=np.array(rows), texttemplate="%{text}", textfont=dict(size=size, family="monospace"))
+    shapes, annotations = [], []
+    if train_length is not None and length > train_length:
+        shapes.append(dict(type="line", x0=train_length - 0.5, x1=train_length - 0.5, y0=-0.5, y1=2.5,
+                           xref="x", yref="y", line=dict(color="black", width=2, dash="dash")))
+        annotations.append(dict(x=train_length - 0.5, y=-0.5, yref="y", xref="x", yanchor="bottom",
+                                text=f" trained on length {train_length}: beyond is extrapolation",
+                                showarrow=False, xanchor="left", font=dict(size=12)))
+    layout = dict(height=190, margin=dict(l=80, r=10, t=30, b=40), shapes=shapes, annotations=annotations,
+                  xaxis=dict(title=dict(text="position i"), showgrid=False, range=[-0.5, length - 0.5]),
+                  yaxis=dict(autorange="reversed", showgrid=False), plot_bgcolor="white")
+    return _figure([trace], layout, validate)
+
+
+# ---------------------------------------------------------------------------------------
+# Attention heatmaps
+
+
+def _offsets(length: int) -> np.ndarray:
+    i = np.arange(length)[:, None]
+    j = np.arange(length)[None, :]
+    return (j - i).astype(np.int16)
+
+
+def attention_heatmap(weights: np.ndarray, *, layer: int, head: int,
+                      structure: PositionStructure | None = None, train_length: int | None = None,
+                      height: int = 470, validate: bool = True) -> go.Figure:
+    """One head's weights [L, L], exact; hover: i, j, j − i, the scheme's value for the cell, weight."""
+    weights = np.asarray(weights, dtype=np.float32)
+    length = weights.shape[-1]
+    hover: dict[str, np.ndarray] = {"j − i": _offsets(length)}
+    if structure is not None:
+        hover.update(structure.hover_fields(head))
+    figure = matrix_heatmap(weights, x=np.arange(length), y=np.arange(length), hover=hover,
+                            value_label="weight", hover_value=True, colorscale=ATTENTION_SCALE,
+                            title=f"layer {layer + 1}, head {head + 1}: attention weights", height=height,
+                            validate=validate)
+    figure.data[0].zmin, figure.data[0].zmax = 0.0, colour_top(weights)
+    figure.data[0].meta = {"customdata": list(hover), "layer": layer, "head": head}
+    _mark_train_length(figure, length, train_length)
+    return figure
+
+
+def _mark_train_length(figure: go.Figure, length: int, train_length: int | None, xref: str = "x",
+                       yref: str = "y") -> None:
+    if train_length is None or length <= train_length:
+        return
+    edge = train_length - 0.5
+    for shape in (dict(x0=edge, x1=edge, y0=-0.5, y1=length - 0.5), dict(x0=-0.5, x1=length - 0.5, y0=edge, y1=edge)):
+        figure.add_shape(type="line", xref=xref, yref=yref, line=dict(color="white", width=1, dash="dot"), **shape)
+
+
+def _pool(weights: np.ndarray, block: int) -> np.ndarray:
+    """Mean over block × block cells of [..., L, L] (edge blocks average the cells they have)."""
+    length = weights.shape[-1]
+    n = math.ceil(length / block)
+    padded = np.full(weights.shape[:-2] + (n * block, n * block), np.nan, dtype=np.float64)
+    padded[..., :length, :length] = weights
+    blocks = padded.reshape(weights.shape[:-2] + (n, block, n, block))
+    return np.nanmean(blocks, axis=(-3, -1)).astype(np.float32)
+
+
+def grid_block(length: int) -> int:
+    """Cells per side of one displayed grid cell (1 = exact)."""
+    return max(1, math.ceil(length / GRID_SIDE))
+
+
+def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None = None,
+                   validate: bool = True) -> go.Figure:
+    """Every layer (rows) and head (columns) as small heatmaps, each with its own colour range.
+
+    Up to GRID_SIDE positions every cell is exact, with the full hover (i, j, j − i, the
+    scheme's value, weight). Longer sequences are mean-pooled to at most GRID_SIDE cells per
+    side; hover then gives the block's ranges of i and j and its mean weight.
+    """
+    weights = np.asarray(weights, dtype=np.float32)
+    n_layers, n_heads, length, _ = weights.shape
+    block = grid_block(length)
+    gap_x, gap_y = 0.04, 0.10 / max(n_layers, 1) + 0.02
+    width = (1 - gap_x * (n_heads - 1)) / n_heads
+    height = (1 - gap_y * (n_layers - 1)) / n_layers
+    data, annotations = [], []
+    layout: dict = {}
+    shown = _pool(weights, block) if block > 1 else weights
+    side = shown.shape[-1]
+    starts = np.arange(side) * block
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            n = layer * n_heads + head + 1
+            suffix = "" if n == 1 else str(n)
+            x0 = head * (width + gap_x)
+            y1 = 1 - layer * (height + gap_y)
+            z = shown[layer, head]
+            trace = dict(type="heatmap", z=z, x=starts, y=starts, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
+                         colorscale=ATTENTION_SCALE, showscale=False, zmin=0.0, zmax=colour_top(z),
+                         name=f"layer {layer + 1}, head {head + 1}")
+            if block == 1:
+                fields: dict[str, np.ndarray] = {"j − i": _offsets(length)}
+                if structure is not None:
+                    fields.update(structure.hover_fields(head))
+                custom, lines = _hover_data(fields, (length, length))
+                trace["customdata"] = custom
+                trace["meta"] = {"customdata": list(fields), "layer": layer, "head": head}
+                trace["hovertemplate"] = "<br>".join(
+                    [f"layer {layer + 1}, head {head + 1}", "i = %{y}", "j = %{x}"] + lines
+                    + ["weight = %{z:.4g}"]) + "<extra></extra>"
+            else:
+                ends = np.minimum(starts + block - 1, length - 1)
+                custom = np.stack(np.broadcast_arrays(ends[:, None], ends[None, :]), axis=-1)
+                trace["customdata"] = compact_ints(custom)
+                trace["meta"] = {"customdata": ["i last", "j last"], "layer": layer, "head": head, "block": block}
+                trace["hovertemplate"] = "<br>".join(
+                    [f"layer {layer + 1}, head {head + 1}", "i = %{y}…%{customdata[0]}",
+                     "j = %{x}…%{customdata[1]}", f"mean weight of the {block}×{block} block = %{{z:.4g}}"]
+                ) + "<extra></extra>"
+            data.append(trace)
+            layout[f"xaxis{suffix}"] = dict(domain=[x0, x0 + width], anchor=f"y{suffix}", showgrid=False,
+                                            constrain="domain", ticks="", showticklabels=layer == n_layers - 1,
+                                            title=dict(text="key j") if layer == n_layers - 1 else None)
+            layout[f"yaxis{suffix}"] = dict(domain=[y1 - height, y1], anchor=f"x{suffix}", autorange="reversed",
+                                            showgrid=False, scaleanchor=f"x{suffix}", constrain="domain",
+                                            showticklabels=head == 0,
+                                            title=dict(text="query i") if head == 0 else None)
+            annotations.append(dict(text=f"<b>layer {layer + 1}</b>, head {head + 1}", x=x0 + width / 2, y=y1,
+                                    xref="paper", yref="paper", xanchor="center", yanchor="bottom",
+                                    showarrow=False, font=dict(size=13)))
+    title = "attention of every layer and head" + (f" (mean-pooled {block}×{block})" if block > 1 else "")
+    layout.update(height=40 + 250 * n_layers, margin=dict(l=60, r=10, t=50, b=40), annotations=annotations,
+                  title=dict(text=title, x=0, xanchor="left", y=0.995, yanchor="top"), plot_bgcolor="white")
+    return _figure(data, layout, validate)
+
+
+# ---------------------------------------------------------------------------------------
+# The scheme's position structure
+
+
+def structure_heatmap(structure: PositionStructure, *, head: int = 0, height: int = 470,
+                      validate: bool = True) -> go.Figure:
+    """The scheme's value of every cell (index, bias or similarity) at this length.
+
+    A causal model's future cells (j > i) are left blank: they receive no attention.
+    """
+    values = structure.head_values(head)
+    length = values.shape[-1]
+    z = values.astype(np.float32)
+    if structure.masked_future:
+        z = np.where(np.triu(np.ones((length, length), dtype=bool), 1), np.nan, z).astype(np.float32)
+    hover = {"j − i": _offsets(length)}
+    hover.update({label: v for label, v in structure.hover_fields(head).items() if label != structure.label})
+    custom, lines = _hover_data(hover, (length, length))
+    value_fmt = "" if structure.discrete is not None else ":.4g"
+    trace: dict = dict(type="heatmap", z=z, x=np.arange(length), y=np.arange(length), customdata=custom,
+                       hoverongaps=False,
+                       hovertemplate="<br>".join(["i = %{y}", "j = %{x}"] + lines
+                                                 + [f"{structure.label} = %{{z{value_fmt}}}"]) + "<extra></extra>")
+    trace["meta"] = {"customdata": list(hover), "head": head}
+    if structure.discrete is not None:
+        lo, hi = structure.discrete
+        if structure.masked_future and lo < 0:
+            lo = 0  # the −1 "future" marker is left blank, not coloured
+        count = hi - lo + 1
+        step = max(1, math.ceil(count / 12))
+        ticks = list(range(lo, hi + 1, step))
+        trace.update(zmin=lo - 0.5, zmax=hi + 0.5, colorscale=discrete_colorscale(count),
+                     colorbar=dict(title=dict(text=structure.label, side="right"), tickvals=ticks,
+                                   ticktext=[str(t) for t in ticks], thickness=14))
+    else:
+        finite = z[np.isfinite(z)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if lo >= -1.0001 and hi <= 1.0001 and lo < 0 < hi:
+            trace.update(colorscale="RdBu", zmid=0.0)
+        else:
+            trace.update(colorscale="Cividis")
+        trace["colorbar"] = dict(title=dict(text=structure.label, side="right"), thickness=14)
+    title = structure.title + (f" — head {head + 1}" if structure.per_head else "")
+    layout = dict(height=height, margin=dict(l=60, r=10, t=40, b=50), plot_bgcolor=MASKED_BG,
+                  title=dict(text=title, x=0, xanchor="left"),
+                  xaxis=dict(title=dict(text=KEY_AXIS), constrain="domain", showgrid=False, zeroline=False,
+                             range=[-0.5, length - 0.5]),
+                  yaxis=dict(title=dict(text=QUERY_AXIS), showgrid=False, zeroline=False,
+                             range=[length - 0.5, -0.5]))
+    return _figure([trace], layout, validate)
+
+
+# ---------------------------------------------------------------------------------------
+# Mean attention by offset
+
+
+def offset_profile_figure(profile: OffsetProfile, *, causal: bool, answer_offset: int | None = None,
+                          window: tuple[int, int] | None = None, validate: bool = True) -> go.Figure:
+    """Mean weight against j − i, one panel per layer, one line per head.
+
+    ``answer_offset`` draws a dashed line where the task's answer sits (shift: −s);
+    ``window`` shades an offset range (window_max: −(w − 1)..0).
+    """
+    mean = np.asarray(profile.mean)
+    n_layers, n_heads, _ = mean.shape
+    keep = profile.offsets <= 0 if causal else np.ones_like(profile.offsets, dtype=bool)
+    x = profile.offsets[keep]
+    counts = profile.counts[keep]
+    gap = 0.06
+    width = (1 - gap * (n_layers - 1)) / n_layers
+    data, layout, shapes, annotations = [], {}, [], []
+    top = float(mean[..., keep].max()) if mean.size else 1.0
+    for layer in range(n_layers):
+        suffix = "" if layer == 0 else str(layer + 1)
+        x0 = layer * (width + gap)
+        for head in range(n_heads):
+            data.append(dict(
+                type="scatter", mode="lines+markers", x=x, y=mean[layer, head, keep].astype(np.float32),
+                customdata=counts.astype(np.uint16), xaxis=f"x{suffix}", yaxis=f"y{suffix}",
+                name=f"head {head + 1}", legendgroup=f"head {head + 1}", showlegend=layer == 0,
+                line=dict(color=head_colour(head), width=2), marker=dict(size=4),
+                hovertemplate=(f"layer {layer + 1}, head {head + 1}<br>j − i = %{{x}}<br>mean weight = %{{y:.3f}}"
+                               "<br>over %{customdata} cells<extra></extra>")))
+        layout[f"xaxis{suffix}"] = dict(domain=[x0, x0 + width], anchor=f"y{suffix}",
+                                        title=dict(text=f"layer {layer + 1}: offset j − i"), zeroline=False)
+        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", range=[0, top * 1.08 + 1e-9],
+                                        title=dict(text="mean attention weight") if layer == 0 else None)
+        if answer_offset is not None and x.min() <= answer_offset <= x.max():
+            shapes.append(dict(type="line", xref=f"x{suffix}", yref=f"y{suffix} domain", x0=answer_offset,
+                               x1=answer_offset, y0=0, y1=1, line=dict(color="black", dash="dash", width=1.5)))
+            annotations.append(dict(x=answer_offset, y=1, xref=f"x{suffix}", yref=f"y{suffix} domain",
+                                    text=f"answer: j − i = {answer_offset}", showarrow=False, xanchor="right",
+                                    yanchor="top", font=dict(size=12)))
+        if window is not None:
+            shapes.append(dict(type="rect", xref=f"x{suffix}", yref=f"y{suffix} domain", x0=window[0] - 0.5,
+                               x1=window[1] + 0.5, y0=0, y1=1, fillcolor="rgba(0,0,0,0.08)", line=dict(width=0),
+                               layer="below"))
+    layout.update(height=360, margin=dict(l=60, r=10, t=40, b=50), shapes=shapes, annotations=annotations,
+                  title=dict(text="mean attention by offset j − i", x=0, xanchor="left"),
+                  legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
+                  hovermode="closest")
+    return _figure(data, layout, validate)
+
+
+# ---------------------------------------------------------------------------------------
+# Learned position parameters
+
+
+def _unseen_band(xref: str, lo: float, hi: float) -> dict:
+    return dict(type="rect", xref=xref, yref="paper", x0=lo, x1=hi, y0=0, y1=1, fillcolor="rgba(0,0,0,0.07)",
+                line=dict(width=0), layer="below")
+
+
+def t5_bias_figure(curve: T5BiasCurve, *, train_length: int | None = None, validate: bool = True) -> go.Figure:
+    """The learned bias of every head against j − i (steps at bucket edges, dotted lines)."""
+    data = []
+    for head in range(curve.bias.shape[0]):
+        data.append(dict(type="scatter", mode="lines", x=curve.offsets, y=curve.bias[head], line_shape="hvh",
+                         name=f"head {head + 1}", line=dict(color=head_colour(head), width=2.5),
+                         customdata=compact_ints(curve.buckets),
+                         hovertemplate=(f"head {head + 1}<br>j − i = %{{x}}<br>bucket %{{customdata}}<br>"
+                                        "bias = %{y:.3f}<extra></extra>")))
+    shapes = [dict(type="line", xref="x", yref="paper", x0=e, x1=e, y0=0, y1=1,
+                   line=dict(color="rgba(0,0,0,0.25)", width=1, dash="dot")) for e in curve.edges]
+    annotations = []
+    if train_length is not None and -(train_length - 1) > curve.offsets.min():
+        shapes.append(_unseen_band("x", float(curve.offsets.min()) - 0.5, -(train_length - 1) - 0.5))
+        annotations.append(dict(x=-(train_length - 1) - 0.5, y=1, xref="x", yref="paper", xanchor="right",
+                                yanchor="top", showarrow=False,
+                                text=f"never seen in training (|j − i| ≥ {train_length}) ", font=dict(size=12)))
+    exact = curve.max_exact
+    shapes.append(dict(type="rect", xref="x", yref="paper", x0=-(exact - 0.5), y0=0, y1=1,
+                       x1=(exact - 0.5) if curve.bidirectional else 0.5,
+                       fillcolor="rgba(46, 134, 171, 0.10)", line=dict(width=0), layer="below"))
+    annotations.append(dict(x=0, y=0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
+                            text=f"exact: |j − i| < {exact}", font=dict(size=12)))
+    layout = dict(height=400, margin=dict(l=60, r=10, t=40, b=50), shapes=shapes, annotations=annotations,
+                  title=dict(text="T5: learned bias per head vs offset (dotted: bucket edges)", x=0, xanchor="left"),
+                  xaxis=dict(title=dict(text="offset j − i"), zeroline=False),
+                  yaxis=dict(title=dict(text="bias added to the logit")),
+                  legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
+    return _figure(data, layout, validate)
+
+
+def relative_table_figure(tables: RelativeTables, *, train_length: int | None = None,
+                          validate: bool = True) -> go.Figure:
+    """Norm of each learned relative vector against the offset it stands for, one line per layer."""
+    data = []
+    dashes = ["solid", "dash", "dot"]
+    for layer in range(tables.norms.shape[0]):
+        data.append(dict(type="scatter", mode="lines+markers", x=tables.offsets,
+                         y=tables.norms[layer].astype(np.float32), name=f"layer {layer + 1}: ‖{tables.name}‖",
+                         line=dict(color=HEAD_COLOURS[layer % len(HEAD_COLOURS)], dash=dashes[0]),
+                         hovertemplate=f"layer {layer + 1}<br>j − i = %{{x}}<br>‖{tables.name}‖ = %{{y:.3f}}"
+                                       "<extra></extra>"))
+        if tables.value_norms is not None:
+            data.append(dict(type="scatter", mode="lines", x=tables.offsets,
+                             y=tables.value_norms[layer].astype(np.float32), name=f"layer {layer + 1}: ‖a^V‖",
+                             line=dict(color=HEAD_COLOURS[layer % len(HEAD_COLOURS)], dash=dashes[1]),
+                             hovertemplate=f"layer {layer + 1}<br>j − i = %{{x}}<br>‖a^V‖ = %{{y:.3f}}"
+                                           "<extra></extra>"))
+    shapes, annotations = [], []
+    unused = tables.offsets[~tables.used]
+    if unused.size:
+        shapes.append(_unseen_band("x", float(unused.min()) - 0.5, float(unused.max()) + 0.5))
+        annotations.append(dict(x=float(unused.mean()), y=1, xref="x", yref="paper", yanchor="top", showarrow=False,
+                                text="future: masked,<br>never trained", font=dict(size=12)))
+    if train_length is not None and -(train_length - 1) > tables.offsets.min():
+        shapes.append(_unseen_band("x", float(tables.offsets.min()) - 0.5, -(train_length - 1) - 0.5))
+        annotations.append(dict(x=-(train_length - 1) - 0.5, y=1, xref="x", yref="paper", xanchor="right",
+                                yanchor="top", showarrow=False, text="never seen in training ", font=dict(size=12)))
+    what = "Shaw: norm of a^K (solid) and a^V (dashed)" if tables.scheme == "shaw" else \
+        "Music Transformer: norm of each E_r row"
+    layout = dict(height=380, margin=dict(l=60, r=10, t=40, b=50), shapes=shapes, annotations=annotations,
+                  title=dict(text=f"{what} per offset", x=0, xanchor="left"),
+                  xaxis=dict(title=dict(text="offset j − i the vector stands for")),
+                  yaxis=dict(title=dict(text="vector norm"), rangemode="tozero"),
+                  legend=dict(orientation="h", y=-0.25, x=0))
+    return _figure(data, layout, validate)
+
+
+def cosine_heatmap(cosine: np.ndarray, labels: np.ndarray, *, title: str, axis: str, height: int = 380,
+                   validate: bool = True) -> go.Figure:
+    """Cosine similarity between learned vectors (rows and columns labelled by ``labels``)."""
+    cosine = np.asarray(cosine, dtype=np.float32)
+    trace = dict(type="heatmap", z=cosine, x=np.asarray(labels), y=np.asarray(labels), colorscale="RdBu",
+                 zmin=-1.0, zmax=1.0, colorbar=dict(title=dict(text="cosine", side="right"), thickness=14),
+                 hovertemplate=f"{axis} = %{{y}}<br>{axis} = %{{x}}<br>cosine = %{{z:.3f}}<extra></extra>")
+    layout = dict(height=height, margin=dict(l=60, r=10, t=40, b=50), title=dict(text=title, x=0, xanchor="left"),
+                  xaxis=dict(title=dict(text=axis), constrain="domain"),
+                  yaxis=dict(title=dict(text=axis), autorange="reversed", scaleanchor="x", constrain="domain"))
+    return _figure([trace], layout, validate)
+
+
+def alibi_figure(slopes: np.ndarray, length: int, *, causal: bool = True, validate: bool = True) -> go.Figure:
+    """ALiBi's bias −slope · |j − i| per head against the offset (fixed slopes, in the legend)."""
+    offsets = np.arange(-(length - 1), 1 if causal else length)
+    data = [dict(type="scatter", mode="lines", x=offsets, y=(-float(s) * np.abs(offsets)).astype(np.float32),
+                 name=f"head {h + 1}: slope {float(s):.4g}", line=dict(color=head_colour(h), width=2.5),
+                 hovertemplate=f"head {h + 1}<br>j − i = %{{x}}<br>bias = %{{y:.3f}}<extra></extra>")
+            for h, s in enumerate(np.asarray(slopes))]
+    layout = dict(height=380, margin=dict(l=60, r=10, t=40, b=50),
+                  title=dict(text="ALiBi: bias −slope · |j − i| per head (fixed, not learned)", x=0,
+                             xanchor="left"),
+                  xaxis=dict(title=dict(text="offset j − i")), yaxis=dict(title=dict(text="bias added to the logit")),
+                  legend=dict(orientation="h", y=-0.25, x=0))
+    return _figure(data, layout, validate)
+
+
+def learned_positions_figure(positions: LearnedPositions, *, train_length: int | None = None,
+                             validate: bool = True) -> go.Figure:
+    """Cosine similarity between the learned absolute position vectors; the trained range outlined."""
+    n = positions.cosine.shape[0]
+    figure = cosine_heatmap(positions.cosine, np.arange(n), axis="position",
+                            title="learned absolute: cosine between position vectors p_i, p_j", height=420,
+                            validate=validate)
+    if train_length is not None and train_length < n:
+        figure.add_shape(type="rect", x0=-0.5, y0=-0.5, x1=train_length - 0.5, y1=train_length - 0.5,
+                         line=dict(color="black", width=2))
+        figure.add_annotation(x=train_length - 0.5, y=train_length - 0.5, text=" trained positions",
+                              showarrow=False, xanchor="left", yanchor="bottom")
+    return figure
+
+
+# ---------------------------------------------------------------------------------------
+# Every position-parameter picture of a model, with its caption
+
+
+def parameter_panels(model: RelvizTransformer, *, length: int, train_length: int, layer: int = 0,
+                     validate: bool = True) -> list[tuple[go.Figure, str]]:
+    """The scheme's position parameters, each figure with its caption (markdown, computed from the data).
+
+    T5: the bias per head against the offset; Shaw / skew: the vector norms per offset and the
+    cosine between the vectors of ``layer``; ALiBi: its fixed slopes; learned absolute: the
+    cosine between position vectors. Schemes without position parameters: an empty list.
+    """
+    scheme = model.config.scheme
+    if scheme == "t5":
+        curve = t5_bias_curve(model, extent=max(length - 1, model.config.max_distance + 8))
+        return [(t5_bias_figure(curve, train_length=train_length, validate=validate),
+                 f"**The classic T5 curve.** One learned scalar per bucket and head, shared by every layer, added "
+                 f"to the logit. Flat steps: offsets in one bucket share a bias (dotted lines: bucket edges; shaded: "
+                 f"the exact buckets |j − i| < {curve.max_exact}; the last bucket begins at distance "
+                 f"{curve.last_start}, before max_distance {curve.max_distance}). Grey: offsets the model never "
+                 "saw in training keep buckets whose bias was shaped only by the shorter offsets sharing them.")]
+    if scheme in ("shaw", "skew"):
+        tables = relative_tables(model)
+        name = tables.name
+        norms = (relative_table_figure(tables, train_length=train_length, validate=validate),
+                 f"**Norm of each learned vector {name} against its offset**, per layer. An unusual norm can mark an "
+                 "offset the layer singles out; the similarity map beside it usually shows that more clearly. "
+                 + ("Shaw's table has 2k + 1 rows per layer (a^K added to keys, a^V to values), shared by the heads; "
+                    "in a causal model the rows for future offsets are never read, so they stay at their random "
+                    "start (shrunk by weight decay)." if scheme == "shaw" else
+                    "E_r has one row per distance 0…M − 1 per layer, shared by the heads; the skew puts "
+                    "q_i · E_r[m] into every cell at that distance."))
+        layer = min(layer, tables.cosine.shape[0] - 1)
+        cosine = (cosine_heatmap(tables.cosine[layer], tables.offsets, axis="offset j − i",
+                                 title=f"layer {layer + 1}: cosine between the {name} vectors", validate=validate),
+                  f"**Similarity between the vectors of layer {layer + 1}** (the layer of the close-up). Offsets whose "
+                  "vectors point the same way look alike to the layer; a row unlike all others is an offset the "
+                  f"layer can tell apart. Here the most distinct is **j − i = {tables.most_distinct(layer)}**"
+                  + (" (unused future rows left out)." if not tables.used.all() else "."))
+        return [norms, cosine]
+    if scheme == "alibi":
+        return [(alibi_figure(alibi_parameters(model), length, causal=model.config.causal, validate=validate),
+                 "**ALiBi's slopes are fixed**, a geometric sequence set by the number of heads: nothing about "
+                 "position is learned. Each head subtracts a straight line from its logits; a steep head looks only "
+                 "at the last few tokens, a flat one far back. It cannot prefer offset −s over −s + 1, so a shift "
+                 "task must be solved from the content: compare its accuracy.")]
+    if scheme == "learned":
+        positions = learned_positions(model)
+        trained = min(train_length, model.config.max_len)
+        share = positions.relative_share(trained) if trained >= 3 else None
+        return [(learned_positions_figure(positions, train_length=train_length, validate=validate),
+                 f"**Cosine between the learned absolute position vectors** (all {model.config.max_len}). Nothing "
+                 "forces their similarity to depend on j − i only"
+                 + ("" if share is None else
+                    f". Inside the outlined trained positions **{share:.0%}** of its variation is explained by j − i "
+                    "alone (stripes parallel to the diagonal)"
+                    + (": an absolute table that learned a relative habit" if share >= 0.5 else
+                       ": the relative part is there, but the table stays largely absolute"))
+                 + ". Beyond the training length nothing was trained (random), and beyond max_len there is no "
+                   "vector at all.")]
+    return []

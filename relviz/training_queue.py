@@ -1,0 +1,361 @@
+"""Limits on training inside the app, so that one user cannot exhaust a shared machine.
+
+Three layers, each with a clear message when it stops a request:
+
+1. **Caps on one run** (:class:`TrainingCaps`, checked by :func:`check_request`): model
+   size (layers, heads, width, parameters), steps, training length, and a work budget
+   steps × length × layers (≈ proportional to the run's CPU time), plus a wall-clock limit
+   enforced while training.
+2. **A process-wide gate** (:class:`TrainingGate`): at most ``max_concurrent`` trainings at
+   once on the whole server. It never waits: a request that finds every slot taken is
+   refused at once ("another training is running, try again in a moment").
+3. **A per-session quota** (:class:`SessionTrainings`): how many runs one browser session
+   may start, and how many trained models it keeps (the oldest is dropped).
+
+Training runs on one CPU thread (:func:`single_thread`): the small model trains faster that
+way, and the server's other core stays free for everyone else's pages.
+
+No Streamlit here: the page keeps a :class:`SessionTrainings` in ``st.session_state`` and
+calls :func:`run_training` with a progress callback.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from relviz.model import SCHEMES, ModelConfig, build_model
+from relviz.tasks import TASKS, Task, make_task
+from relviz.train import TrainProgress, TrainResult, train
+
+__all__ = [
+    "TrainingCaps", "CAPS", "TrainingRequest", "CapExceeded", "TrainingBusy", "TrainingTimeout",
+    "check_request", "parameter_count", "TrainingGate", "GATE", "single_thread", "TrainedModel", "SessionTrainings",
+    "run_training",
+]
+
+
+@dataclass(frozen=True)
+class TrainingCaps:
+    """The bounds of one in-app training run and of a session (see the module docstring)."""
+
+    max_layers: int = 3
+    max_heads: int = 4
+    d_model: int = 64
+    max_steps: int = 800
+    min_steps: int = 10
+    min_length: int = 8
+    max_length: int = 48
+    #: steps × length × layers: 600 steps at length 32 with 2 layers (≈ 15–30 s on one core).
+    max_work: int = 38_400
+    max_parameters: int = 250_000
+    #: A run that takes longer than this (a very busy machine) is stopped.
+    max_seconds: float = 120.0
+    max_concurrent: int = 1
+    max_models_per_session: int = 3
+    max_trainings_per_session: int = 12
+    # scheme parameters
+    max_clip: int = 32
+    max_num_buckets: int = 64
+    max_max_distance: int = 512
+    max_skew_distances: int = 128
+    max_max_len: int = 256
+    max_task_param: int = 32
+
+    def describe(self) -> str:
+        """One paragraph for the page and the README."""
+        return (f"at most {self.max_layers} layers, {self.max_heads} heads, d_model {self.d_model}, "
+                f"{self.max_parameters:,} parameters; {self.min_steps}–{self.max_steps} steps at length "
+                f"{self.min_length}–{self.max_length}, and steps × length × layers ≤ {self.max_work:,}; "
+                f"stopped after {self.max_seconds:.0f} s; {self.max_concurrent} training at a time on the "
+                f"server; {self.max_trainings_per_session} runs per session, the last "
+                f"{self.max_models_per_session} models kept")
+
+
+CAPS = TrainingCaps()
+
+
+class CapExceeded(ValueError):
+    """The request is larger than the caps allow (the message says which cap and by how much)."""
+
+
+class TrainingBusy(RuntimeError):
+    """Every training slot on the server is taken: try again in a moment."""
+
+
+class TrainingTimeout(RuntimeError):
+    """The run took longer than ``max_seconds`` and was stopped."""
+
+
+@dataclass(frozen=True)
+class TrainingRequest:
+    """What the page's "train your own" controls ask for. Unused scheme parameters are ignored."""
+
+    scheme: str = "t5"
+    task: str = "shift"
+    task_params: dict[str, int] = field(default_factory=lambda: {"s": 5})
+    n_layers: int = 2
+    n_heads: int = 4
+    steps: int = 300
+    length: int = 24
+    seed: int = 0
+    clip: int = 8
+    num_buckets: int = 32
+    max_distance: int = 128
+    skew_distances: int = 32
+    max_len: int = 64
+
+    @property
+    def work(self) -> int:
+        return int(self.steps) * int(self.length) * int(self.n_layers)
+
+    def describe(self) -> str:
+        params = {"shaw": f"k={self.clip}", "t5": f"{self.num_buckets} buckets, max_distance {self.max_distance}",
+                  "skew": f"{self.skew_distances} distances", "learned": f"max_len {self.max_len}"}
+        scheme = self.scheme + (f" ({params[self.scheme]})" if self.scheme in params else "")
+        task_args = ", ".join(f"{k}={v}" for k, v in self.task_params.items())
+        return (f"{scheme} · {self.task}({task_args}) · {self.n_layers} layer{'s' * (self.n_layers != 1)}, "
+                f"{self.n_heads} head{'s' * (self.n_heads != 1)} · {self.steps} steps at length {self.length}")
+
+
+def _cap(name: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CapExceeded(f"{name} must be an integer from {lo} to {hi}; got {value!r}")
+    if not lo <= value <= hi:
+        raise CapExceeded(f"{name} must be from {lo} to {hi} for training in the app; got {value}")
+    return value
+
+
+def check_request(request: TrainingRequest, caps: TrainingCaps = CAPS) -> tuple[ModelConfig, Task]:
+    """Validate a request against the caps; return the model config and task to train.
+
+    Raises CapExceeded (a ValueError) naming the cap, or the library's ValueError for an
+    invalid scheme/task setting (e.g. an invalid T5 combination).
+    """
+    if not isinstance(request, TrainingRequest):
+        raise ValueError(f"request must be a TrainingRequest; got {type(request).__name__}")
+    if request.scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {request.scheme!r}; known schemes: {', '.join(SCHEMES)}")
+    if request.task not in TASKS:
+        raise ValueError(f"unknown task {request.task!r}; known tasks: {', '.join(TASKS)}")
+    _cap("layers", request.n_layers, 1, caps.max_layers)
+    _cap("heads", request.n_heads, 1, caps.max_heads)
+    _cap("steps", request.steps, caps.min_steps, caps.max_steps)
+    _cap("training length", request.length, caps.min_length, caps.max_length)
+    _cap("seed", request.seed, 0, 2**31 - 1)
+    for name, value in request.task_params.items():
+        _cap(f"task parameter {name}", value, 0, caps.max_task_param)
+    if caps.d_model % request.n_heads:
+        raise CapExceeded(f"heads must divide d_model = {caps.d_model}; got {request.n_heads} heads")
+    scheme_caps = {"shaw": ("clip", "Shaw k", 0, caps.max_clip),
+                   "t5": ("num_buckets", "num_buckets", 2, caps.max_num_buckets),
+                   "skew": ("skew_distances", "skew distances", 1, caps.max_skew_distances),
+                   "learned": ("max_len", "max_len", 1, caps.max_max_len)}
+    if request.scheme in scheme_caps:
+        attr, label, lo, hi = scheme_caps[request.scheme]
+        _cap(label, getattr(request, attr), lo, hi)
+    if request.scheme == "t5":
+        _cap("max_distance", request.max_distance, 1, caps.max_max_distance)
+    if request.work > caps.max_work:
+        raise CapExceeded(
+            f"this run is too large for the app: steps × length × layers = {request.steps} × {request.length} × "
+            f"{request.n_layers} = {request.work:,}, the cap is {caps.max_work:,} (about half a minute of one "
+            "CPU core). Lower the steps, the training length or the layers.")
+    config = ModelConfig(d_model=caps.d_model, n_layers=request.n_layers, n_heads=request.n_heads,
+                         d_ff=4 * caps.d_model, scheme=request.scheme, clip=request.clip,
+                         num_buckets=request.num_buckets, max_distance=request.max_distance,
+                         skew_distances=request.skew_distances, max_len=request.max_len)
+    task = make_task(request.task, **request.task_params)
+    if request.scheme == "learned" and request.length > request.max_len:
+        raise ValueError(f"max_len must be at least the training length {request.length} for the learned "
+                         f"scheme (it has no embedding beyond position max_len − 1); got max_len={request.max_len}")
+    task.check_length(request.length)
+    parameters = parameter_count(config)
+    if parameters > caps.max_parameters:
+        raise CapExceeded(f"this model has {parameters:,} parameters; the app trains at most "
+                          f"{caps.max_parameters:,}")
+    return config, task
+
+
+@functools.lru_cache(maxsize=256)
+def parameter_count(config: ModelConfig) -> int:
+    """Parameters of a model with this config, counted on the meta device (no memory, cached)."""
+    with torch.device("meta"):
+        return build_model(config).num_parameters()
+
+
+class TrainingGate:
+    """At most ``slots`` trainings at once in this process; acquiring never waits."""
+
+    def __init__(self, slots: int) -> None:
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise ValueError(f"slots must be an integer >= 1; got {slots!r}")
+        self.slots = slots
+        self._semaphore = threading.BoundedSemaphore(slots)
+        self._lock = threading.Lock()
+        self._running = 0
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one slot for the block, or raise TrainingBusy at once if there is none."""
+        if not self._semaphore.acquire(blocking=False):
+            raise TrainingBusy(
+                f"Another training is running on this server (at most {self.slots} at a time, to keep the "
+                "app responsive for everyone): try again in a moment.")
+        with self._lock:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
+            self._semaphore.release()
+
+
+#: The gate every in-app training goes through.
+GATE = TrainingGate(CAPS.max_concurrent)
+
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_before = 1
+
+
+@contextlib.contextmanager
+def single_thread() -> Iterator[None]:
+    """Run torch on one intra-op thread inside the block; the previous setting comes back after.
+
+    Reference-counted, so overlapping blocks (two gate slots) restore the setting only when
+    the last one ends.
+    """
+    global _threads_users, _threads_before
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_before = torch.get_num_threads()
+        _threads_users += 1
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0:
+                torch.set_num_threads(_threads_before)
+            else:
+                torch.set_num_threads(1)
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    """A model trained in this session: what the picker lists and the page runs."""
+
+    key: str                  # unique in the process ("yours-<hex>"), for caches
+    name: str                 # shown in the picker, unique in the session
+    request: TrainingRequest
+    result: TrainResult
+
+    @property
+    def model(self):
+        return self.result.model
+
+    @property
+    def task(self) -> Task:
+        return self.result.task
+
+    @property
+    def scheme(self) -> str:
+        return self.result.model.config.scheme
+
+    @property
+    def accuracy(self) -> float:
+        return self.result.accuracy
+
+    @property
+    def train_length(self) -> int:
+        return self.result.length
+
+
+class SessionTrainings:
+    """One browser session's trained models (newest last) and how many runs it has started."""
+
+    def __init__(self, caps: TrainingCaps = CAPS) -> None:
+        self.caps = caps
+        self.models: OrderedDict[str, TrainedModel] = OrderedDict()
+        self.started = 0
+        self._counter = 0
+        self.dropped: list[str] = []
+
+    @property
+    def runs_left(self) -> int:
+        return max(0, self.caps.max_trainings_per_session - self.started)
+
+    def check_quota(self) -> None:
+        if self.started >= self.caps.max_trainings_per_session:
+            raise CapExceeded(
+                f"this session has started {self.started} trainings, the limit per session is "
+                f"{self.caps.max_trainings_per_session}. Open the app in a new session (reload the page) "
+                "to train more.")
+
+    def start(self) -> None:
+        """Count a run (even one that later fails or is interrupted)."""
+        self.check_quota()
+        self.started += 1
+
+    def add(self, request: TrainingRequest, result: TrainResult) -> TrainedModel:
+        """Keep a finished model; beyond max_models_per_session the oldest is dropped (see .dropped)."""
+        self._counter += 1
+        task = result.task.describe()
+        name = f"yours-{self._counter}: {result.model.config.scheme}, {task}"
+        trained = TrainedModel(key=f"yours-{uuid.uuid4().hex}", name=name, request=request, result=result)
+        self.models[name] = trained
+        self.dropped = []
+        while len(self.models) > self.caps.max_models_per_session:
+            old, _ = self.models.popitem(last=False)
+            self.dropped.append(old)
+        return trained
+
+    def get(self, name: str) -> TrainedModel | None:
+        return self.models.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.models)
+
+
+def run_training(request: TrainingRequest, session: SessionTrainings, *,
+                 progress: Callable[[TrainProgress], Any] | None = None,
+                 gate: TrainingGate = GATE, caps: TrainingCaps = CAPS) -> TrainedModel:
+    """Check the request and the quotas, train on one thread inside a gate slot, keep the model.
+
+    Raises CapExceeded / ValueError (bad or too large request, session quota), TrainingBusy
+    (no free slot: nothing was started) or TrainingTimeout. Anything ``progress`` raises (the
+    app's rerun when the user moves a control) stops the run and frees the slot.
+    """
+    config, task = check_request(request, caps)
+    session.check_quota()
+    start = time.perf_counter()
+
+    def report(update: TrainProgress) -> None:
+        if time.perf_counter() - start > caps.max_seconds:
+            raise TrainingTimeout(
+                f"training stopped after {caps.max_seconds:.0f} s at step {update.step} of {update.steps} (the "
+                "server is busy): try fewer steps or a shorter training length.")
+        if progress is not None:
+            progress(update)
+
+    with gate.slot():
+        session.start()
+        with single_thread():
+            result = train(config, task, steps=request.steps, length=request.length, seed=request.seed,
+                           progress=report, device="cpu")
+    return session.add(request, result)

@@ -1,0 +1,115 @@
+"""relviz.figures.attention: every figure builds with plotly validation on; payloads are exact."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from plotly_data import decode
+from relviz.figures.attention import (
+    GRID_SIDE,
+    alibi_figure,
+    attention_grid,
+    attention_heatmap,
+    colour_rows,
+    colour_top,
+    learned_positions_figure,
+    offset_profile_figure,
+    prediction_strip,
+    relative_table_figure,
+    structure_heatmap,
+    t5_bias_figure,
+)
+from relviz.inspection import (
+    alibi_parameters,
+    learned_positions,
+    mean_attention_by_offset,
+    position_structure,
+    random_text,
+    relative_tables,
+    run_view,
+    t5_bias_curve,
+)
+from relviz.model import SCHEMES, ModelConfig, build_model
+from relviz.tasks import make_task
+
+
+def spec(figure) -> dict:
+    return json.loads(figure.to_json())
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_every_figure_builds_validated(scheme):
+    model = build_model(ModelConfig(scheme=scheme, clip=3, skew_distances=6), seed=0).eval()
+    task = make_task("shift", s=2)
+    view = run_view(model, task, random_text(20, 1))
+    structure = position_structure(model, 20)
+    figures = [prediction_strip(view, train_length=12), attention_grid(view.weights, structure=structure),
+               attention_heatmap(view.weights[1, 2], layer=1, head=2, structure=structure, train_length=12),
+               offset_profile_figure(mean_attention_by_offset(view.weights), causal=True, answer_offset=-2)]
+    if structure is not None:
+        figures.append(structure_heatmap(structure, head=1))
+    if scheme == "t5":
+        figures.append(t5_bias_figure(t5_bias_curve(model, extent=40), train_length=12))
+    if scheme in ("shaw", "skew"):
+        figures.append(relative_table_figure(relative_tables(model), train_length=4))
+    if scheme == "alibi":
+        figures.append(alibi_figure(alibi_parameters(model), 20))
+    if scheme == "learned":
+        figures.append(learned_positions_figure(learned_positions(model), train_length=12))
+    for figure in figures:
+        assert spec(figure)["data"]
+    close = spec(figures[2])["data"][0]
+    z = decode(close["z"])
+    assert z.dtype == np.float32 and np.array_equal(z, view.weights[1, 2])
+    assert close["zmax"] == pytest.approx(colour_top(view.weights[1, 2]))
+
+
+def test_colour_range_ignores_the_first_rows_only():
+    w = np.zeros((40, 40), dtype=np.float32)
+    w[0, 0] = 1.0
+    w[10, 3] = 0.4
+    assert colour_rows(40) == 5
+    assert colour_top(w) == pytest.approx(0.4)
+
+
+def test_grid_pools_long_sequences_by_block_means():
+    length = 2 * GRID_SIDE + 3
+    rng = np.random.default_rng(0)
+    weights = rng.random((1, 2, length, length)).astype(np.float32)
+    figure = spec(attention_grid(weights))
+    z = decode(figure["data"][1]["z"])
+    side = -(-length // 3)
+    assert z.shape == (side, side)
+    assert z[0, 0] == pytest.approx(weights[0, 1, :3, :3].mean(), rel=1e-5)
+    assert z[-1, -1] == pytest.approx(weights[0, 1, -2:, -2:].mean(), rel=1e-5)  # a partial edge block
+    assert "mean-pooled 3×3" in figure["layout"]["title"]["text"]
+
+
+def test_prediction_strip_marks_errors_and_the_training_length():
+    model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
+    view = run_view(model, make_task("shift", s=2), "0123456789")
+    figure = spec(prediction_strip(view, train_length=6))
+    z = decode(figure["data"][0]["z"])
+    status = np.where(view.mask, np.where(view.correct, 1, 2), 0)
+    assert np.array_equal(z[1], status) and np.array_equal(z[2], status) and (z[0] == 3).all()
+    assert "".join(figure["data"][0]["text"][0]) == "0123456789"
+    assert figure["layout"]["shapes"][0]["x0"] == 5.5
+
+
+@pytest.mark.parametrize("scheme, count, phrase", [
+    ("t5", 1, "last bucket begins at distance 113"), ("shaw", 2, "most distinct"), ("skew", 2, "most distinct"),
+    ("alibi", 1, "slopes are fixed"), ("learned", 1, "explained by j − i"), ("rope", 0, ""), ("none", 0, ""),
+    ("sinusoidal", 0, ""),
+])
+def test_parameter_panels_per_scheme(scheme, count, phrase):
+    from relviz.figures.attention import parameter_panels
+
+    model = build_model(ModelConfig(scheme=scheme), seed=0).eval()
+    panels = parameter_panels(model, length=40, train_length=32, layer=1)
+    assert len(panels) == count
+    if panels:
+        assert phrase in " ".join(caption for _, caption in panels)
+        for figure, _ in panels:
+            assert spec(figure)["data"]

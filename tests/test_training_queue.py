@@ -1,0 +1,175 @@
+"""relviz.training_queue: caps on one run, the process-wide gate, per-session quotas, threads."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from relviz.training_queue import (
+    CAPS,
+    CapExceeded,
+    SessionTrainings,
+    TrainingBusy,
+    TrainingCaps,
+    TrainingGate,
+    TrainingRequest,
+    TrainingTimeout,
+    check_request,
+    run_training,
+    single_thread,
+)
+
+TINY = TrainingRequest(scheme="t5", n_layers=1, n_heads=2, steps=10, length=8, task_params={"s": 2})
+
+
+def test_the_default_request_is_within_the_caps():
+    config, task = check_request(TrainingRequest())
+    assert config.scheme == "t5" and config.d_model == CAPS.d_model and task.describe() == "shift(s=5)"
+    assert TrainingRequest().work <= CAPS.max_work
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"n_layers": CAPS.max_layers + 1}, "layers must be from 1"),
+    ({"n_heads": CAPS.max_heads + 1}, "heads must be from 1"),
+    ({"n_heads": 3}, "heads must divide d_model"),
+    ({"steps": CAPS.max_steps + 1}, "steps must be from"),
+    ({"length": CAPS.max_length + 1}, "training length must be from"),
+    ({"steps": 800, "length": 48, "n_layers": 3}, "steps × length × layers = 800 × 48 × 3"),
+    ({"scheme": "shaw", "clip": CAPS.max_clip + 1}, "Shaw k must be from"),
+    ({"scheme": "t5", "num_buckets": CAPS.max_num_buckets + 1}, "num_buckets must be from"),
+    ({"task_params": {"s": CAPS.max_task_param + 1}}, "task parameter s"),
+    ({"steps": True}, "steps must be an integer"),
+])
+def test_caps_refuse_with_a_message_naming_the_cap(changes, message):
+    request = TrainingRequest(**{**TrainingRequest().__dict__, **changes})
+    with pytest.raises(CapExceeded, match=message):
+        check_request(request)
+
+
+def test_library_validation_still_applies():
+    with pytest.raises(ValueError, match="max_distance must be greater than max_exact"):
+        check_request(TrainingRequest(num_buckets=4, max_distance=2))
+    with pytest.raises(ValueError, match="max_len must be at least the training length"):
+        check_request(TrainingRequest(scheme="learned", max_len=16, length=24))
+    with pytest.raises(ValueError, match="length must be at least"):
+        check_request(TrainingRequest(task="absolute", task_params={"p": 20}, length=16))
+    with pytest.raises(ValueError, match="unknown scheme"):
+        check_request(TrainingRequest(scheme="bogus"))
+
+
+def test_parameter_cap():
+    caps = TrainingCaps(max_parameters=1000)
+    with pytest.raises(CapExceeded, match="parameters"):
+        check_request(TrainingRequest(), caps)
+
+
+def test_gate_refuses_at_once_when_full_and_frees_after_errors():
+    gate = TrainingGate(1)
+    with gate.slot():
+        assert gate.running == 1
+        with pytest.raises(TrainingBusy, match="try again in a moment"):
+            with gate.slot():
+                pass
+    with pytest.raises(RuntimeError):
+        with gate.slot():
+            raise RuntimeError("boom")
+    assert gate.running == 0
+    with gate.slot():  # free again
+        pass
+
+
+def test_gate_with_two_slots_across_threads():
+    gate = TrainingGate(2)
+    inside = threading.Barrier(3)
+    leave = threading.Event()
+    results = []
+
+    def hold():
+        with gate.slot():
+            inside.wait()
+            leave.wait(5)
+        results.append("done")
+
+    threads = [threading.Thread(target=hold) for _ in range(2)]
+    for t in threads:
+        t.start()
+    inside.wait()
+    with pytest.raises(TrainingBusy):
+        with gate.slot():
+            pass
+    leave.set()
+    for t in threads:
+        t.join()
+    assert results == ["done", "done"] and gate.running == 0
+    with pytest.raises(ValueError):
+        TrainingGate(0)
+
+
+def test_single_thread_restores_the_setting_when_the_last_block_ends():
+    before = torch.get_num_threads()
+    with single_thread():
+        assert torch.get_num_threads() == 1
+        with single_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+def test_session_quota_and_model_limit():
+    caps = TrainingCaps(max_models_per_session=2, max_trainings_per_session=3)
+    session = SessionTrainings(caps)
+    gate = TrainingGate(1)
+    names = []
+    for _ in range(3):
+        names.append(run_training(TINY, session, gate=gate, caps=caps).name)
+    assert session.names() == names[1:] and session.dropped == [names[0]]
+    assert names[0].startswith("yours-1: t5, shift(s=2)")
+    assert session.runs_left == 0
+    with pytest.raises(CapExceeded, match="limit per session is 3"):
+        run_training(TINY, session, gate=gate, caps=caps)
+    keys = {session.get(n).key for n in session.names()}
+    assert len(keys) == 2
+
+
+def test_run_training_reports_progress_and_uses_one_thread():
+    session = SessionTrainings()
+    seen = []
+    threads = []
+
+    def progress(p):
+        seen.append(p.fraction)
+        threads.append(torch.get_num_threads())
+
+    trained = run_training(TINY, session, progress=progress, gate=TrainingGate(1))
+    assert seen[-1] == 1.0 and set(threads) == {1}
+    assert trained.model.config.n_layers == 1 and 0.0 <= trained.accuracy <= 1.0
+    assert trained.train_length == 8 and trained.scheme == "t5"
+    assert not any(p.requires_grad for p in trained.model.parameters())
+
+
+def test_a_busy_gate_starts_nothing_and_a_timeout_frees_the_slot():
+    session = SessionTrainings()
+    gate = TrainingGate(1)
+    with gate.slot():
+        with pytest.raises(TrainingBusy):
+            run_training(TINY, session, gate=gate)
+    assert session.started == 0 and not session.names()
+    with pytest.raises(TrainingTimeout, match="stopped after 0 s"):
+        run_training(TINY, session, gate=gate, caps=TrainingCaps(max_seconds=0.0))
+    assert gate.running == 0 and session.started == 1 and not session.names()
+
+
+def test_an_interrupted_run_frees_the_slot():
+    """The app's rerun exception comes out of the progress callback: the slot must come back."""
+    gate = TrainingGate(1)
+
+    class Rerun(Exception):
+        pass
+
+    def progress(p):
+        raise Rerun()
+
+    with pytest.raises(Rerun):
+        run_training(TINY, SessionTrainings(), progress=progress, gate=gate)
+    assert gate.running == 0
