@@ -5,8 +5,8 @@ the one relviz module besides relviz/ui.py that imports streamlit (lazily, only 
 
 - Rerun time: the page's first slider is moved back and forth and each rerun is timed (the
   script run as the server does it, plus AppTest's small overhead). Target ≤ 150 ms median.
-- Figure size: the JSON of every plotly figure at the defaults, with every slider at its
-  minimum, and with every slider at its maximum. Target ≤ 3 MB per figure.
+- Figure size: the JSON of every plotly figure at the defaults, with every slider and number
+  input at its minimum, and with every one at its maximum. Target ≤ 3 MB per figure.
 """
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def _app(page_path: str):
 
     from streamlit.testing.v1 import AppTest
 
-    logging.getLogger("streamlit").setLevel(logging.ERROR)  # AppTest's bare-mode warnings are noise here
+    for name in list(logging.root.manager.loggerDict):  # AppTest's bare-mode warnings are noise here
+        if name.startswith("streamlit"):
+            logging.getLogger(name).setLevel(logging.ERROR)
 
     app = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
     app.switch_page(page_path)
@@ -40,13 +42,18 @@ def _exception_text(app) -> str | None:
     return "; ".join(e.message for e in app.exception) or None
 
 
-def _set_all_sliders(app, pick: str) -> None:
+def _set_all_controls(app, pick: str) -> None:
+    """Every single-value slider and bounded number input to its minimum or maximum."""
     for slider in app.slider:
         proto = slider.proto
-        if proto.data_type in (proto.INT, proto.FLOAT) and len(slider.value if isinstance(slider.value, tuple)
-                                                                 else [slider.value]) == 1:
+        if proto.data_type in (proto.INT, proto.FLOAT) and not isinstance(slider.value, tuple):
             value = proto.max if pick == "max" else proto.min
             slider.set_value(int(value) if proto.data_type == proto.INT else float(value))
+    for number in app.number_input:
+        proto = number.proto
+        if (proto.has_max if pick == "max" else proto.has_min):
+            value = proto.max if pick == "max" else proto.min
+            number.set_value(int(value) if proto.data_type == proto.INT else float(value))
 
 
 def _rerun_times(app, repeats: int) -> list[float]:
@@ -78,7 +85,9 @@ def measure_page(page_path: str, repeats: int) -> dict[str, Any]:
     sizes = {"default": max(_figure_sizes(app), default=0)}
     for pick in ("min", "max"):
         extreme = _app(page_path)
-        _set_all_sliders(extreme, pick)
+        _set_all_controls(extreme, pick)
+        extreme.run()
+        _set_all_controls(extreme, pick)  # controls whose range follows another control's value
         extreme.run()
         sizes[pick] = max(_figure_sizes(extreme), default=0)
         errors = errors or _exception_text(extreme)
