@@ -87,11 +87,12 @@ def main(out_dir: str = "test-artifacts/screens") -> None:
     out.mkdir(parents=True, exist_ok=True)
     with app_server() as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page = browser.new_page(viewport={"width": 1600, "height": 2200})  # the main area scrolls itself
         for info in PAGES:
             page.goto(page_url(base, info.path, info.default))
             wait_for_app(page)
-            page.wait_for_timeout(1500)
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+            page.wait_for_timeout(6000)  # lazy elements and every chart finish drawing
             target = out / f"{Path(info.path).stem}.png"
             page.screenshot(path=str(target), full_page=True)
             print(target)
