@@ -20,6 +20,7 @@ ANSWERS = {
     "pages/absolute.py": "What does an absolute encoding know about relative position, and how does ALiBi "
                          "turn distance into a penalty?",
     "pages/attention.py": "Where does a small transformer trained with each scheme look, and what did it learn?",
+    "pages/experiments.py": "What can each scheme measurably do: tell offsets apart, run longer than it was trained, fit in memory?",
 }
 
 

@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("relviz.train", "train a small transformer with one position scheme"),
     "checkpoints": ("relviz.checkpoints_cli", "list the available checkpoints"),
     "evaluate": ("relviz.evaluate_cli", "evaluate a checkpoint on fresh samples"),
+    "experiments": ("relviz.experiments", "run the experiments (offset resolution, length extrapolation, cost)"),
 }
 
 

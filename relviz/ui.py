@@ -31,6 +31,7 @@ PAGES: list[PageInfo] = [
     PageInfo("pages/skew.py", "The skew, step by step", ":material/south_east:"),
     PageInfo("pages/absolute.py", "Absolute vs relative", ":material/compare_arrows:"),
     PageInfo("pages/attention.py", "Live attention", ":material/visibility:"),
+    PageInfo("pages/experiments.py", "Experiments", ":material/science:"),
 ]
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "

@@ -1,0 +1,319 @@
+"""Experiments: what each scheme can and cannot do, measured (offset resolution, length
+extrapolation, cost), from the shipped results file, with a live rerun of one cell each."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from relviz import experiments as ex
+from relviz import ui
+from relviz.figures.experiments import (
+    extrapolation_figure,
+    memory_wall_figure,
+    offset_detail,
+    offset_overview,
+    shaw_reference_figure,
+    time_figure,
+)
+from relviz.memory import format_bytes
+
+ui.ensure_app_navigation()
+
+P = "ex"  # query-parameter prefix of this page
+#: Tests (and people comparing runs) can point the page at another results file.
+RESULTS_ENV = "RELVIZ_EXPERIMENTS_RESULTS"
+
+
+def results_path() -> Path:
+    return Path(os.environ.get(RESULTS_ENV) or ex.RESULTS_PATH)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def load(path: str, mtime: float, size: int) -> dict:
+    """The validated results (keyed by path, modification time and size, so a rerun is picked up)."""
+    return ex.load_results(path)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def overview_fig(path: str, mtime: float, size: int, threshold: float):
+    fig = offset_overview(load(path, mtime, size)["experiments"]["offset_resolution"], threshold)
+    fig.update_layout(title=dict(text=f"Offset resolution: mean accuracy over seeds · ✓ = at least {threshold:.0%}"))
+    return fig
+
+
+def stat_key(path: Path) -> tuple[str, float, int]:
+    st_ = path.stat()
+    return str(path), st_.st_mtime, st_.st_size
+
+
+st.title("Experiments: what each scheme can and cannot do")
+st.markdown(
+    "The other pages show what each scheme *computes*. This one shows what that does to a model: small "
+    "transformers trained on **shift-by-s** (output the token s places back, so the answer sits at "
+    "**j − i = −s**), measured over several seeds. Every number here comes from "
+    "`python -m relviz experiments`; the text under each chart is generated from those numbers.")
+ui.sign_convention()
+
+path = results_path()
+try:
+    if not path.exists():
+        ex.load_results(path)  # raises the "does not exist" message
+    key = stat_key(path)
+    results = load(*key)
+except ValueError as error:
+    st.error(f"Cannot show the experiments: {error}", icon=":material/error:")
+    st.info("Recreate the results with `python -m relviz experiments` (about half an hour on 2 cores) or "
+            "`python -m relviz experiments --quick` (a smoke run).", icon=":material/terminal:")
+    st.stop()
+
+def run_line(info: dict, created: str) -> str:
+    job_cpu = info.get("training_job_cpu_seconds")
+    load = info.get("load_average_start")
+    return (f"{', '.join(n.replace('_', ' ') for n in info['experiments'])}: measured {created[:10]} in "
+            f"{info['wall_seconds'] / 60:.0f} min wall clock with {info['workers']} worker processes on "
+            f"{results['machine']['cpu_count']} cores" + (f" shared with other work (load average {load[0]:.1f} at "
+                                                          "the start)" if load else "")
+            + (f"; the trainings used {job_cpu / 60:.0f} CPU-minutes, about {job_cpu / 60 / info['workers']:.0f} "
+               f"min on {info['workers']} free cores" if job_cpu else ""))
+
+
+runs = [(r, r.get("created", results["created"])) for r in results.get("earlier_runs", [])]
+runs.append((results["run"], results["created"]))
+st.caption(f"relviz {results['relviz_version']}, torch {results['torch_version']} · "
+           + " · ".join(run_line(info, created) for info, created in runs)
+           + (" · **quick run: not meaningful**" if results["quick"] else ""))
+experiments = results["experiments"]
+
+
+def reading(sentences: list[str]) -> None:
+    """The generated three-sentence reading, one sentence per line."""
+    st.markdown("**What the data shows** (written from the stored numbers):\n"
+                + "\n".join(f"- {s}" for s in sentences if s))
+
+
+def setup_box(section: dict, extra: dict | None = None) -> None:
+    setup = section["setup"]
+    with st.expander("Setup: task, lengths, steps, seeds", icon=":material/settings:"):
+        st.markdown(setup.get("method", ""))
+        rows = {k: v for k, v in setup.items() if k not in ("method", "bench_notes")}
+        rows |= extra or {}
+        st.json(rows, expanded=1)
+        for note in setup.get("bench_notes", []):
+            st.caption(note)
+        st.caption(f"Measured in {section['seconds'] / 60:.1f} min of this run.")
+
+
+def progress_callback(bar):
+    def report(fraction: float, text: str) -> None:
+        bar.progress(min(1.0, max(0.0, fraction)), text=text)
+    return report
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Offset resolution
+
+st.header("1 · Offset resolution", anchor="offset-resolution")
+if "offset_resolution" not in experiments:
+    st.info("This results file has no offset-resolution experiment (run `python -m relviz experiments --only offset`).")
+else:
+    section = experiments["offset_resolution"]
+    settings = {s["id"]: s for s in section["settings"]}
+    labels = {sid: s["label"] for sid, s in settings.items()}
+    st.markdown(
+        "A single attention layer finds \"the token s back\" only if its position term can single out the "
+        "offset −s. **Shaw** has one embedding per offset up to k, then every farther key reads the same one; "
+        "**T5** gives each offset a bucket, and far offsets share one. A second layer can compose: copy a "
+        "token one step, then look a few steps further back.")
+    threshold = float(st.slider("accuracy that counts as \"resolved\"", 0.5, 1.0, 0.9, 0.05, key=f"{P}_thr",
+                                bind="query-params", format="%.2f",
+                                help="Cells at or above it get a ✓; the text below counts them."))
+    ui.show_figure(overview_fig(*key, threshold), key=f"{P}_fig_overview")
+    reading(ex.offset_reading(section, threshold))
+
+    left, right = st.columns([3, 1])
+    with right:
+        default = [sid for sid in ("shaw-k4", "t5-8-32") if sid in settings] or list(settings)[:2]
+        chosen = st.multiselect("settings to compare", list(settings), default=default, key=f"{P}_set",
+                                bind="query-params", format_func=labels.get)
+        st.markdown(
+            "Solid: 1 layer, dashed: 2 layers; the band spans the seeds (min–max). The strip below the chart "
+            "shares its s axis: each bar is a group of offsets that **one layer sees as the same position** "
+            "(a T5 bucket, or Shaw's clipped tail). Dotted lines mark the same edges on the chart.")
+        st.markdown("**Published reference.** Shaw et al. found translation quality flat from k = 2 on (their "
+                    "Table 2, below): with 6 layers composing, a small k loses nothing there. One layer on "
+                    "shift-by-s is where the clipping shows.")
+    live_state = st.session_state.get(f"{P}_live_offset")
+    with left:
+        live_rows = live_label = None
+        if live_state:
+            live_rows, live_label = live_state["rows"], live_state["label"]
+        shown = chosen + ([live_state["setting"]] if live_state and live_state["setting"] not in chosen else [])
+        if shown:
+            fig = offset_detail(section, shown, live=live_rows, live_label=live_label or "live")
+            fig.update_layout(title=dict(text="Accuracy against shift s, with the offsets one layer cannot separate",
+                                         font=dict(size=14)))
+            ui.show_figure(fig, key=f"{P}_fig_detail")
+        else:
+            st.info("Choose at least one setting to compare.")
+    ref_left, ref_right = st.columns([1, 2])
+    with ref_left:
+        ui.show_figure(shaw_reference_figure(ex.SHAW_TABLE2), key=f"{P}_fig_shaw_ref")
+    with ref_right:
+        shifts = section["setup"]["shifts"]
+        table = pd.DataFrame(
+            [{"setting": settings[r["setting"]]["label"], "layers": r["layers"], "s": r["s"],
+              "mean": r["mean"], "min": r["min"], "max": r["max"], "std": r["std"], "steps": max(r["steps"])}
+             for r in section["results"]])
+        st.dataframe(table, hide_index=True, height=260, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="percent")
+                                    for c in ("mean", "min", "max")})
+        st.caption("Every stored cell: accuracy over the seeds, and the most optimizer steps any seed took "
+                   "(early stopping ends a run once its training loss stays near zero).")
+    setup_box(section)
+    st.caption("Why one model per s, not one model told s in its input: a single layer of T5, ALiBi or an "
+               "absolute scheme cannot choose *which* offset to attend to from the input (their position terms "
+               "do not depend on the query), so that design would measure this limitation instead of resolution.")
+
+    with st.container(border=True):
+        st.markdown("**Run this cell live.** Retrain one setting at every s with one seed and a small step "
+                    "budget; the result is drawn as a dotted line with stars on the chart above.")
+        c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
+        live_setting = c1.selectbox("setting", list(settings), key=f"{P}_lo_set",
+                                    format_func=labels.get)
+        live_layers = c2.selectbox("layers", section["setup"]["layers"], key=f"{P}_lo_lay")
+        stored_max = section["setup"]["training"]["max_steps"].get(str(live_layers), 500)
+        live_steps = int(c3.slider("max steps per s", 5, 400, max(5, min(100, stored_max)), 5,
+                                   key=f"{P}_lo_steps",
+                                   help=f"The stored run allowed up to {stored_max}; fewer steps finish sooner "
+                                        "but may not converge."))
+        live_seed = int(c4.number_input("seed", 0, 999, 7, key=f"{P}_lo_seed"))
+        n_s = len(section["setup"]["shifts"])
+        if st.button(f"Train {n_s} models (≤ {live_steps} steps each)", key=f"{P}_lo_go", type="primary"):
+            bar = st.progress(0.0, text="starting")
+            rows = ex.live_offset(section, live_setting, live_layers, seed=live_seed, max_steps=live_steps,
+                                  progress=progress_callback(bar))
+            label = (f"live: {settings[live_setting]['label']}, {live_layers} layer{'s' if live_layers > 1 else ''}, "
+                     f"seed {live_seed}, ≤ {live_steps} steps")
+            st.session_state[f"{P}_live_offset"] = {"rows": rows, "label": label, "setting": live_setting}
+            st.rerun()
+        if live_state:
+            st.caption(f"Drawn above: {live_state['label']}: "
+                       + ", ".join(f"s = {r['s']}: {r['accuracy']:.0%}" for r in live_state["rows"]))
+
+
+# ---------------------------------------------------------------------------------------
+# 2. Length extrapolation
+
+st.header("2 · Length extrapolation: train short, test long", anchor="length-extrapolation")
+if "length_extrapolation" not in experiments:
+    st.info("This results file has no length-extrapolation experiment "
+            "(run `python -m relviz experiments --only length`).")
+else:
+    section = experiments["length_extrapolation"]
+    setup = section["setup"]
+    settings = {s["id"]: s for s in section["settings"]}
+    labels = {sid: s["label"] for sid, s in settings.items()}
+    st.markdown(
+        f"Every scheme is trained at L = {setup['train_length']} on shift s = {setup['task_params']['s']}, then "
+        f"run unchanged on sequences up to {max(setup['factors'])}× longer. The answer is still 5 tokens back; "
+        "what changes is how many positions the model has never seen, and how many keys compete for attention.")
+    left, right = st.columns([3, 1])
+    live_state = st.session_state.get(f"{P}_live_extrap")
+    with left:
+        fig = extrapolation_figure(section, live=live_state["rows"] if live_state else None,
+                                   live_label=live_state["label"] if live_state else "live")
+        fig.update_layout(title=dict(text="Accuracy against evaluation length", font=dict(size=14)))
+        ui.show_figure(fig, key=f"{P}_fig_extrap")
+    with right:
+        st.markdown("Lines: mean over seeds, band: min–max. **✕** at the bottom: the model **cannot run** at that "
+                    "length (hover for the reason) — recorded, not crashed.")
+        st.markdown(f"**Published reference (ALiBi).** {ex.ALIBI_HEADLINE}")
+        st.caption("That result is language modelling, where recent tokens matter most. Shift-by-s asks for "
+                   "attention peaked at one exact offset, which a penalty growing with distance does not give "
+                   "by itself: compare ALiBi's row in section 1.")
+    reading(ex.extrapolation_reading(section))
+    setup_box(section)
+
+    with st.container(border=True):
+        st.markdown("**Run this cell live.** Retrain one scheme at the training length with one seed, then "
+                    "evaluate it at every length; drawn as a dotted line with stars.")
+        c1, c2, c3 = st.columns([2, 2, 1])
+        live_setting = c1.selectbox("scheme", list(settings), key=f"{P}_le_set",
+                                    index=list(settings).index("alibi") if "alibi" in settings else 0,
+                                    format_func=labels.get)
+        stored_max = max(setup["training"]["max_steps"].values())
+        live_steps = int(c2.slider("max steps", 10, 600, max(10, min(300, stored_max)), 10,
+                                   key=f"{P}_le_steps",
+                                   help=f"The stored run allowed up to {stored_max}."))
+        live_seed = int(c3.number_input("seed", 0, 999, 7, key=f"{P}_le_seed"))
+        if st.button(f"Train and evaluate at {len(setup['factors'])} lengths", key=f"{P}_le_go", type="primary"):
+            bar = st.progress(0.0, text="starting")
+            rows = ex.live_extrapolation(section, live_setting, seed=live_seed, max_steps=live_steps,
+                                         progress=progress_callback(bar))
+            st.session_state[f"{P}_live_extrap"] = {
+                "rows": rows, "label": f"live: {settings[live_setting]['label']}, seed {live_seed}, ≤ {live_steps} steps"}
+            st.rerun()
+        if live_state:
+            st.caption(f"Drawn above: {live_state['label']}: " + ", ".join(
+                f"{r['factor']}×: " + ("cannot run" if r["accuracy"] is None else f"{r['accuracy']:.0%}")
+                for r in live_state["rows"]))
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Cost
+
+st.header("3 · Cost: the memory wall", anchor="cost")
+if "cost" not in experiments:
+    st.info("This results file has no cost experiment (run `python -m relviz experiments --only cost`).")
+else:
+    section = experiments["cost"]
+    setup = section["setup"]
+    st.markdown(
+        f"One attention forward (B = {setup['batch']}, H = {setup['heads']}, D = {setup['dim']}, fp32, causal) "
+        "for each implementation, each case in a fresh process. The **naive** path gathers one embedding per "
+        "(i, j): an L × L × D table. The **skew** multiplies the queries by one vector per distance (L × D) and "
+        "shifts the result into place, but still holds L × L logits per head. **Query-chunked** attention "
+        f"handles {setup['chunk']} queries at a time, so only chunk × L logits per head exist at once.")
+    live_state = st.session_state.get(f"{P}_live_cost")
+    left, right = st.columns([3, 2])
+    with left:
+        fig = memory_wall_figure(section, live=live_state["rows"] if live_state else None)
+        fig.update_layout(title=dict(text="The memory wall: peak memory against L", font=dict(size=14)))
+        ui.show_figure(fig, key=f"{P}_fig_wall")
+    with right:
+        fig = time_figure(section, live=live_state["rows"] if live_state else None)
+        fig.update_layout(title=dict(text="Forward time against L", font=dict(size=14)))
+        ui.show_figure(fig, key=f"{P}_fig_time")
+        st.caption("Diamonds: measured Δpeak (peak resident memory minus the peak before the forward). Lines: "
+                   "the analytic size of each structure, fp32; dashed and shaded beyond the longest measured L, "
+                   "where they are extrapolated, not measured. The black line is this machine's memory "
+                   f"({format_bytes(setup['memory_total_bytes'])}).")
+    reading(ex.cost_reading(section))
+    skipped = [r for r in section["rows"] if r["skipped"]]
+    if skipped:
+        st.caption("Not measured: " + "; ".join(f"{ex.IMPLEMENTATIONS[r['impl']]} at L = {r['L']} ({r['skipped']})"
+                                                for r in skipped))
+    setup_box(section)
+
+    with st.container(border=True):
+        st.markdown("**Run this cell live.** Measure one implementation on this server at a few lengths (each "
+                    "in a fresh process, as the stored run did); drawn as black stars on both charts.")
+        c1, c2 = st.columns([2, 2])
+        impl = c1.selectbox("implementation", list(ex.IMPLEMENTATIONS), key=f"{P}_lc_impl",
+                            index=list(ex.IMPLEMENTATIONS).index("chunked"),
+                            format_func=ex.IMPLEMENTATIONS.get)
+        lengths = c2.multiselect("lengths", [128, 256, 512, 1024, 2048], default=[256, 512], key=f"{P}_lc_len",
+                                 max_selections=3, help="Up to three; 2048 takes a few seconds per case.")
+        if st.button("Measure", key=f"{P}_lc_go", type="primary", disabled=not lengths):
+            bar = st.progress(0.0, text="starting")
+            rows = ex.live_cost(impl, sorted(lengths), chunk=setup["chunk"], progress=progress_callback(bar))
+            st.session_state[f"{P}_live_cost"] = {"rows": rows, "impl": impl}
+            st.rerun()
+        if live_state:
+            st.caption(f"Drawn above: {ex.IMPLEMENTATIONS[live_state['impl']]}: " + ", ".join(
+                f"L = {r['L']}: " + (r["skipped"] if r["skipped"] else
+                                     f"{format_bytes(max(1, r['delta_bytes'] or r['peak_bytes']))}, "
+                                     f"{r['forward_s'] * 1e3:.0f} ms") for r in live_state["rows"]))

@@ -1,0 +1,133 @@
+"""Query-chunked relative attention: the memory wall moved from L² to chunk · L.
+
+:func:`relviz.attention.skew_attention` never builds Shaw's L × L × D table, but it still
+holds the [B, H, L, L] logits and weights (and returns the weights, which the app draws).
+For long sequences that L² · H term becomes the wall. Processing the queries ``chunk`` at a
+time needs only [B, H, chunk, L] of logits at once: peak extra memory grows as
+chunk · L · H instead of L² · H, for the same result.
+
+:func:`chunked_skew_attention` computes exactly ``skew_attention(q, k, v, e_r)[0]`` (the
+output, not the weights: returning L × L weights would defeat the purpose). Per chunk of
+queries it multiplies them by the distance table (chunk × L values per head, the Music
+Transformer's Q·E_rᵀ restricted to those rows) and moves each value to its key with a
+gather, the per-row equivalent of the skew.
+
+``python -m relviz.chunked --case JSON`` measures one case in a fresh process, the same way
+``python -m relviz bench`` measures the other attention implementations (relviz.experiments
+uses it for the memory-wall chart).
+
+Sign convention: relative position = key index − query index (j − i).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from typing import Any
+
+import torch
+
+from relviz._checks import check_int, check_tensor
+
+__all__ = ["chunked_skew_attention", "chunked_extra_bytes", "run_case"]
+
+
+def _table(e_r: torch.Tensor, length: int) -> torch.Tensor:
+    """skew_attention's distance table for length L: row m is distance m − (L − 1)."""
+    rows, dim = e_r.shape
+    if rows >= length:
+        return e_r[rows - length:]
+    return torch.cat([e_r[:1].expand(length - rows, dim), e_r])      # far distances -> e_r[0]
+
+
+def chunked_skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch.Tensor, *,
+                           chunk: int = 256, scale: float | None = None) -> torch.Tensor:
+    """Causal Music Transformer attention, ``chunk`` queries at a time -> output [B, H, L, D].
+
+    Same semantics as :func:`relviz.attention.skew_attention` (e_r [M, D], row m is distance
+    m − (M − 1), distances beyond the table use e_r[0]); the same output up to float rounding.
+    Query chunk [a, b) only needs keys 0..b − 1 (causal), so the largest temporary is
+    [B, H, chunk, L].
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, t, ndim=4, floating=True)
+    if k.shape != q.shape or v.shape != q.shape:
+        raise ValueError(f"q, k and v must have one shape [B, H, L, D]; got {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    batch, heads, length, dim = q.shape
+    e_r = check_tensor("e_r", e_r, ndim=2, floating=True)
+    if e_r.shape[0] < 1 or e_r.shape[1] != dim:
+        raise ValueError(f"e_r must have shape [M, D] with M >= 1 and D = {dim}; got {tuple(e_r.shape)}")
+    chunk = check_int("chunk", chunk, minimum=1, maximum=1 << 20)
+    scale = 1.0 / math.sqrt(dim) if scale is None else float(scale)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number; got {scale!r}")
+
+    table = _table(e_r, length)                                      # [L, D]
+    q = q * scale
+    out = torch.empty_like(v)
+    for start in range(0, length, chunk):
+        stop = min(start + chunk, length)
+        q_chunk = q[..., start:stop, :]                              # [B, H, c, D]
+        keys = stop                                                  # causal: keys 0..stop − 1
+        rel = torch.matmul(q_chunk, table.transpose(0, 1))           # [B, H, c, L], column = distance + L − 1
+        i = torch.arange(start, stop, device=q.device)[:, None]
+        j = torch.arange(keys, device=q.device)[None, :]
+        column = (j - i + length - 1).clamp(max=length - 1)          # future keys: any column (masked below)
+        logits = torch.gather(rel, -1, column.expand(batch, heads, stop - start, keys))
+        del rel
+        logits = logits.add_(torch.matmul(q_chunk, k[..., :keys, :].transpose(-2, -1)))
+        logits = logits.masked_fill_(j > i, float("-inf"))
+        out[..., start:stop, :] = torch.matmul(torch.softmax(logits, dim=-1), v[..., :keys, :])
+        del logits
+    return out
+
+
+def chunked_extra_bytes(length: int, *, chunk: int, batch: int, heads: int, dtype_bytes: int = 4) -> int:
+    """The chunked path's largest temporaries: ~3 tensors of [B, H, chunk, L] (relative
+    logits, logits, weights) — chunk · L · H, against L² · H for whole-sequence attention."""
+    return 3 * batch * heads * min(chunk, length) * length * dtype_bytes
+
+
+def run_case(spec: dict[str, Any]) -> dict[str, Any]:
+    """One chunked case in this (fresh) process, measured like relviz.bench.run_case."""
+    from relviz.bench import ATTN_B, ATTN_D, ATTN_H, _proc_status, _reset_peak_rss, time_calls
+
+    length, chunk, repeats = spec["L"], spec["chunk"], spec["repeats"]
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(ATTN_B, ATTN_H, length, ATTN_D, generator=gen) for _ in range(3))
+    e_r = torch.randn(length, ATTN_D, generator=gen)
+
+    def fn():
+        return chunked_skew_attention(q, k, v, e_r, chunk=chunk)
+
+    reset = _reset_peak_rss()
+    baseline_rss = _proc_status("VmRSS")
+    baseline_hwm = _proc_status("VmHWM")
+    with torch.inference_mode():
+        output = fn()
+        checksum = [float(output.double().sum()), float(output.double().norm())]
+        del output
+        times = time_calls(fn, repeats=repeats, warmup=0)
+    peak = _proc_status("VmHWM")
+    result = {"forward_s": statistics.median(times), "times_s": times, "checksum": checksum,
+              "hwm_reset": reset, "baseline_bytes": baseline_hwm, "baseline_rss_bytes": baseline_rss,
+              "peak_bytes": peak}
+    if peak is not None and baseline_hwm is not None:
+        result["delta_bytes"] = peak - baseline_hwm
+    return result
+
+
+def _case_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m relviz.chunked")
+    parser.add_argument("--case", required=True, help='JSON spec {"L": ..., "chunk": ..., "repeats": ...}')
+    args = parser.parse_args(argv)
+    torch.set_num_threads(int(json.loads(args.case).get("threads", torch.get_num_threads())))
+    print(json.dumps(run_case(json.loads(args.case))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_case_main(sys.argv[1:]))
