@@ -219,6 +219,7 @@ st.markdown(
     "looks locally, a flat one far. The slopes are fixed, not learned.")
 a1, a2, a3 = st.columns(3)
 heads = int(a1.slider("heads", 1, 32, 12, key="abs_heads", bind="query-params"))
+ui.clamp_state("abs_head", 1, heads)  # fewer heads than the one shown: show the last
 head = int(a2.slider("show head", 1, heads, 1, key="abs_head", bind="query-params")) if heads > 1 else 1
 causal = a3.toggle("causal mask (j > i not allowed)", value=True, key="abs_causal", bind="query-params",
                    help="ALiBi was defined for causal language models; without the mask the bias is "

@@ -253,8 +253,8 @@ else:
             bar = st.progress(0.0, text="starting")
             rows = ex.live_extrapolation(section, live_setting, seed=live_seed, max_steps=live_steps,
                                          progress=progress_callback(bar))
-            st.session_state[f"{P}_live_extrap"] = {
-                "rows": rows, "label": f"live: {settings[live_setting]['label']}, seed {live_seed}, ≤ {live_steps} steps"}
+            label = f"live: {settings[live_setting]['label']}, seed {live_seed}, ≤ {live_steps} steps"
+            st.session_state[f"{P}_live_extrap"] = {"rows": rows, "label": label}
             st.rerun()
         if live_state:
             st.caption(f"Drawn above: {live_state['label']}: " + ", ".join(

@@ -42,9 +42,19 @@ def resolve_device(device: torch.device | str | None) -> torch.device:
     if device is None:
         return default_device()
     try:
-        return torch.device(device)
+        resolved = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda'; got {device!r}") from exc
+    if resolved.type == "meta":
+        raise ValueError("device 'meta' holds no values (relviz computes values): use 'cpu' or 'cuda'")
+    if resolved.type != "cpu":
+        # A valid name is not a usable device: torch.device("cuda") exists on a CPU-only build, and
+        # the first tensor put there would fail deep inside torch (AssertionError, RuntimeError).
+        try:
+            torch.empty(0, device=resolved)
+        except (RuntimeError, AssertionError) as exc:
+            raise ValueError(f"device {device!r} is not available here: {exc}".rstrip()) from exc
+    return resolved
 
 
 def default_device() -> torch.device:

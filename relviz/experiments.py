@@ -1217,11 +1217,12 @@ def cost_reading(section: dict[str, Any]) -> list[str]:
         first = "The skew and the naive gather were not both measured at any length in this file."
     wall_naive = wall_length(lambda x: naive_gather_bytes(x, dim), memory)
     wall_attn = wall_length(lambda x: attention_matrix_bytes(x, batch, heads), memory)
+    wall_skew = wall_length(lambda x: skew_table_bytes(x, dim), memory)
     skipped = [r["L"] for r in cost_rows(section, "skew_naive") if r["skipped"]]
     second = (f"Extrapolating analytically (fp32, D = {dim}), the naive L × L × D table alone fills this machine's "
               f"{_fmt_bytes(memory)} at L ≈ {wall_naive:,.0f}"
               + (f" (it was already skipped as too large at L = {', '.join(map(str, skipped))})" if skipped else "")
-              + f"; the skew's L × D table would need L ≈ {wall_length(lambda x: skew_table_bytes(x, dim), memory):.1e}, "
+              + f"; the skew's L × D table would need L ≈ {wall_skew:.1e}, "
                 f"but its L² · H logits (B = {batch}, H = {heads}) hit the wall at L ≈ {wall_attn:,.0f}.")
     chunk = setup["chunk"]
     common = sorted(set(measured["chunked"]) & set(measured["skew"]))

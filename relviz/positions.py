@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from relviz._checks import check_bool, check_int, resolve_device
+from relviz._checks import check_bool, check_int, check_tensor, resolve_device
 
 #: Largest matrix (q_len · k_len cells) a function here will build: 2^30 int64 cells are 8 GiB.
 MAX_CELLS = 2**30
@@ -57,6 +57,9 @@ def expand_toeplitz(per_offset: torch.Tensor, q_len: int, k_len: int) -> torch.T
     out[..., i, j] = per_offset[..., j − i + q_len − 1]. unfold gives a view whose rows run
     in reverse query order; the flip is the one copy the full matrix costs.
     """
+    per_offset = check_tensor("per_offset", per_offset, min_ndim=1)
+    q_len = check_int("q_len", q_len, minimum=1)
+    k_len = check_int("k_len", k_len, minimum=1)
     if per_offset.shape[-1] != q_len + k_len - 1:
         raise ValueError(
             f"per_offset must have q_len + k_len - 1 = {q_len + k_len - 1} values in its last "
@@ -76,9 +79,16 @@ def relative_positions(q_len: int, k_len: int | None = None, *, q_offset: int = 
 
 
 def shaw_clip_offsets(offsets: torch.Tensor, *, k: int) -> torch.Tensor:
-    """clip(offset, −k, k) + k: the row of Shaw's (2k + 1)-row embedding table each offset uses."""
+    """clip(offset, −k, k) + k: the row of Shaw's (2k + 1)-row embedding table each offset uses.
+
+    ``offsets`` must be an integer tensor; the result is a LongTensor (computed in int64, so a
+    narrow input dtype such as int8 cannot overflow into a negative index).
+    """
+    offsets = check_tensor("offsets", offsets)
+    if offsets.is_floating_point() or offsets.is_complex() or offsets.dtype == torch.bool:
+        raise ValueError(f"offsets must be an integer tensor; got dtype {offsets.dtype}")
     k = check_int("k", k, minimum=0, maximum=MAX_ABS_OFFSET)
-    return offsets.clamp(-k, k) + k
+    return offsets.to(torch.long).clamp(-k, k) + k
 
 
 def shaw_clip_index(q_len: int, k_len: int | None = None, *, k: int, q_offset: int = 0,
@@ -91,6 +101,12 @@ def shaw_clip_index(q_len: int, k_len: int | None = None, *, k: int, q_offset: i
 
 # ---------------------------------------------------------------------------------------
 # T5 relative position buckets
+
+
+#: Most buckets a T5 configuration may have.
+_MAX_NUM_BUCKETS = 1_000_000
+#: Integer dtypes whose every value converts to int64 exactly (wider unsigned ones may not).
+_EXACT_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
 
 @dataclass(frozen=True)
@@ -117,7 +133,7 @@ def t5_config(num_buckets: int = 32, max_distance: int = 128, bidirectional: boo
     The reference divides by log(max_distance / max_exact): max_exact = 0 divides by zero, and
     max_distance <= max_exact gives a zero or negative log, hence garbage or negative buckets.
     """
-    num_buckets = check_int("num_buckets", num_buckets, minimum=1, maximum=1_000_000)
+    num_buckets = check_int("num_buckets", num_buckets, minimum=1, maximum=_MAX_NUM_BUCKETS)
     max_distance = check_int("max_distance", max_distance, minimum=1, maximum=MAX_ABS_OFFSET)
     bidirectional = check_bool("bidirectional", bidirectional)
     config = T5Config(num_buckets, max_distance, bidirectional)
@@ -137,10 +153,17 @@ def t5_config(num_buckets: int = 32, max_distance: int = 128, bidirectional: boo
 
 
 def t5_nearest_valid(num_buckets: int, max_distance: int, bidirectional: bool) -> tuple[int, int]:
-    """The closest (num_buckets, max_distance) the T5 formula can serve, for an error message's advice."""
-    num_buckets = max(int(num_buckets), 4 if bidirectional else 2)
-    config = T5Config(num_buckets, int(max_distance), bool(bidirectional))
-    return num_buckets, max(int(max_distance), config.max_exact + 1)
+    """The closest (num_buckets, max_distance) the T5 formula can serve, for an error message's advice.
+
+    Takes any integers (typically an invalid setting) and returns a pair that
+    :func:`t5_config` accepts.
+    """
+    num_buckets = check_int("num_buckets", num_buckets)
+    max_distance = check_int("max_distance", max_distance)
+    bidirectional = check_bool("bidirectional", bidirectional)
+    num_buckets = min(max(num_buckets, 4 if bidirectional else 2), _MAX_NUM_BUCKETS)
+    config = T5Config(num_buckets, max_distance, bidirectional)
+    return num_buckets, min(max(max_distance, config.max_exact + 1), MAX_ABS_OFFSET)
 
 
 def t5_bucket(relative_position: torch.Tensor | int, *, num_buckets: int = 32,
@@ -154,11 +177,12 @@ def t5_bucket(relative_position: torch.Tensor | int, *, num_buckets: int = 32,
     config = t5_config(num_buckets, max_distance, bidirectional)
     if not isinstance(relative_position, torch.Tensor):
         relative_position = torch.as_tensor(check_int("relative_position", relative_position))
-    if relative_position.is_floating_point() or relative_position.is_complex() \
-            or relative_position.dtype == torch.bool:
-        raise ValueError(f"relative_position must be an integer tensor; got dtype {relative_position.dtype}")
+    if relative_position.dtype not in _EXACT_INT_DTYPES:
+        raise ValueError(f"relative_position must be an integer tensor (int8, int16, int32, int64 or uint8); "
+                         f"got dtype {relative_position.dtype}")
     n = relative_position.to(torch.long)
-    if n.numel() and int(n.abs().max()) > MAX_ABS_OFFSET:
+    # min and max, not abs().max(): abs(−2^63) overflows to −2^63 and would pass the check.
+    if n.numel() and (int(n.min()) < -MAX_ABS_OFFSET or int(n.max()) > MAX_ABS_OFFSET):
         raise ValueError(f"relative_position values must lie within ±{MAX_ABS_OFFSET}")
 
     buckets_per_direction = config.buckets_per_direction
@@ -269,7 +293,15 @@ def _alibi_slopes_list(n: int) -> list[float]:
 
 def alibi_bias(q_len: int, k_len: int | None = None, *, num_heads: int, q_offset: int = 0,
                device: torch.device | str | None = None) -> torch.Tensor:
-    """ALiBi's bias −slope_h · |j − (q_offset + i)|: float32 [num_heads, q_len, k_len]."""
+    """ALiBi's bias −slope_h · |j − (q_offset + i)|: float32 [num_heads, q_len, k_len].
+
+    At most MAX_CELLS values in all (num_heads · q_len · k_len): the result is one dense tensor.
+    """
+    num_heads = check_int("num_heads", num_heads, minimum=1, maximum=4096)
+    q_len, k_len, q_offset = _check_lengths(q_len, k_len, q_offset)
+    if num_heads * q_len * k_len > MAX_CELLS:
+        raise ValueError(f"num_heads * q_len * k_len must be at most {MAX_CELLS} values; got {num_heads} * "
+                         f"{q_len} * {k_len} = {num_heads * q_len * k_len}")
     slopes = alibi_slopes(num_heads, device=device)
     offsets = offset_range(q_len, k_len, q_offset=q_offset, device=slopes.device)
     per_offset = -slopes[:, None] * offsets.abs().to(torch.float32)[None, :]

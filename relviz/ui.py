@@ -9,6 +9,7 @@ import contextlib
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -47,14 +48,19 @@ def ensure_app_navigation() -> None:
 
     Until some session has run app.py's st.navigation, a Streamlit server that sees a pages/
     folder serves /t5 by running pages/t5.py alone (the old folder mode: no page config, file
-    names in the sidebar). Page hashes come from the URL path in both modes, so clearing the
-    flag and rerunning lands on the same page, this time through app.py.
+    names in the sidebar). Clearing the flag and running app.py in place draws this same page
+    through app.py's navigation (page hashes come from the URL path in both modes); st.stop()
+    then ends the bare run. Unlike st.rerun(), this keeps the click that started the run
+    (AppTest resets the flag before every run, so it meets this path every time).
     """
+    import runpy
+
     from streamlit.runtime.pages_manager import PagesManager
 
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        runpy.run_path(str(Path(__file__).resolve().parents[1] / "app.py"), run_name="__main__")
+        st.stop()
 
 
 def sign_convention() -> None:

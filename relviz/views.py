@@ -20,8 +20,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relviz._checks import check_int
+
 #: The most cells per side a heatmap view sends to the browser.
 DISPLAY_MAX = 512
+#: Longest side these views accept (far beyond any page's limit; keeps index arithmetic small).
+MAX_SIDE = 2**24
+
+
+def _check_sides(q_len: object, k_len: object) -> tuple[int, int]:
+    return (check_int("q_len", q_len, minimum=1, maximum=MAX_SIDE),
+            check_int("k_len", k_len, minimum=1, maximum=MAX_SIDE))
+
+
+def _check_per_offset(per_offset: object, q_len: int, k_len: int, *, vector: bool) -> np.ndarray:
+    """A real-valued array whose last dimension holds the q_len + k_len − 1 per-offset values."""
+    values = np.asarray(per_offset)
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"per_offset must hold real numbers; got dtype {values.dtype}")
+    expected = (q_len + k_len - 1,)
+    if (values.shape != expected) if vector else (values.ndim < 1 or values.shape[-1] != expected[0]):
+        raise ValueError(f"per_offset must have q_len + k_len - 1 = {expected[0]} values"
+                         f"{'' if vector else ' in its last dimension'}; got shape {values.shape}")
+    return values
 
 
 @dataclass(frozen=True)
@@ -42,12 +63,18 @@ class PooledView:
 
 def display_block(q_len: int, k_len: int, max_cells: int = DISPLAY_MAX) -> int:
     """The smallest block size that fits the longer side into max_cells (1 = no pooling)."""
+    q_len, k_len = _check_sides(q_len, k_len)
+    max_cells = check_int("max_cells", max_cells, minimum=1)
     return max(1, math.ceil(max(q_len, k_len) / max_cells))
 
 
 def toeplitz_window(per_offset: np.ndarray, q_len: int, k_len: int, *, row0: int, col0: int,
                     rows: int, cols: int) -> np.ndarray:
     """Exact values of rows row0..row0+rows−1 and cols col0..col0+cols−1, as a [rows, cols] view."""
+    q_len, k_len = _check_sides(q_len, k_len)
+    per_offset = _check_per_offset(per_offset, q_len, k_len, vector=False)
+    row0, col0 = check_int("row0", row0), check_int("col0", col0)
+    rows, cols = check_int("rows", rows), check_int("cols", cols)
     if not (0 <= row0 and rows >= 1 and row0 + rows <= q_len):
         raise ValueError(f"row window must lie within 0..{q_len - 1}; got row0={row0}, rows={rows}")
     if not (0 <= col0 and cols >= 1 and col0 + cols <= k_len):
@@ -64,9 +91,17 @@ def toeplitz_pooled(per_offset: np.ndarray, q_len: int, k_len: int, block: int) 
     Block sums use a double prefix sum over offsets (O(1) per block); min and max use a
     sparse table over offsets, since each block's offsets form one contiguous range.
     """
-    values = np.asarray(per_offset, dtype=np.float64)
-    if values.shape != (q_len + k_len - 1,):
-        raise ValueError(f"per_offset must have q_len + k_len - 1 = {q_len + k_len - 1} values")
+    q_len, k_len = _check_sides(q_len, k_len)
+    block = check_int("block", block, minimum=1)
+    values = _check_per_offset(per_offset, q_len, k_len, vector=True).astype(np.float64)
+    if not np.isfinite(values).all():
+        raise ValueError("per_offset must hold finite numbers (no NaN or infinity): the block means use "
+                         "prefix sums, where one infinity would turn every later block into NaN")
+    # Block sums come from a double prefix sum of magnitude up to (q_len + k_len)^2 · max|v|:
+    # beyond 2^53 float64 stops being exact, and the view promises exact means.
+    if values.size and float(np.abs(values).max()) * float(q_len + k_len) ** 2 > 2.0**53:
+        raise ValueError(f"per_offset values are too large for exact block means at {q_len} x {k_len}: "
+                         f"max |value| x (q_len + k_len)^2 must stay below 2^53")
     row_start = np.arange(0, q_len, block)
     col_start = np.arange(0, k_len, block)
     row_end = np.minimum(row_start + block, q_len)  # exclusive

@@ -104,6 +104,10 @@ def test_cli_only_updates_one_section(tiny, tmp_path, monkeypatch, capsys):
     new = ex.load_results(out)
     assert new["experiments"]["offset_resolution"] == data["experiments"]["offset_resolution"]
     assert new["experiments"]["length_extrapolation"]["setup"]["factors"] == [1, 2]
+    # the kept sections keep the record of the run that measured them
+    assert new["run"]["experiments"] == ["length_extrapolation"]
+    assert new["earlier_runs"][-1]["experiments"] == list(ex.EXPERIMENTS)
+    assert new["earlier_runs"][-1]["created"] == data["created"]
     printed = capsys.readouterr().out
     assert "wrote" in printed and "Length extrapolation" in printed
 
@@ -183,6 +187,8 @@ def _broken(data, edit):
     (lambda d: d["experiments"]["cost"]["rows"][0].update(forward_s=None), "not marked as skipped"),
     (lambda d: d["experiments"]["cost"]["setup"].pop("memory_total_bytes"), "missing key 'memory_total_bytes'"),
     (lambda d: d.update(experiments=[]), "experiments: must be an object"),
+    (lambda d: d.update(earlier_runs=[{"wall_seconds": 1}]), r"earlier_runs\[0\]: missing key 'cpu_seconds'"),
+    (lambda d: d["run"].update(experiments=["x"]), "must list experiment names"),
 ])
 def test_wrong_content_gives_a_clear_message(tiny, tmp_path, edit, message):
     path = tmp_path / "broken.json"
@@ -217,14 +223,17 @@ def test_shipped_results_are_complete():
     assert learned and all(r["cannot_run"] for r in learned)
     cost = data["experiments"]["cost"]
     assert {r["impl"] for r in cost["rows"]} == set(ex.IMPLEMENTATIONS)
-    assert data["run"]["workers"] == 2
+    runs = [data["run"]] + data.get("earlier_runs", [])
+    assert all(r["workers"] == 2 for r in runs)
+    assert {n for r in runs for n in r["experiments"]} == set(ex.EXPERIMENTS)
     assert len(json.dumps(data)) < 200_000
 
 
 def test_readings_are_three_sentences_from_the_data():
     data = ex.load_results()
     offset = data["experiments"]["offset_resolution"]
-    for reading in (ex.offset_reading(offset, 0.9), ex.extrapolation_reading(data["experiments"]["length_extrapolation"]),
+    for reading in (ex.offset_reading(offset, 0.9),
+                    ex.extrapolation_reading(data["experiments"]["length_extrapolation"]),
                     ex.cost_reading(data["experiments"]["cost"])):
         assert len(reading) == 3 and all(len(s) > 20 for s in reading)
     # the numbers quoted for Shaw k = 4 are the stored means

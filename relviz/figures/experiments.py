@@ -76,7 +76,8 @@ def offset_overview(section: dict[str, Any], threshold: float, *, height: int = 
         fig.update_xaxes(title_text="shift s", type="category", row=1, col=col)
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=70, b=40),
-                      title=dict(text=f"Mean accuracy over seeds · ✓ = at least {threshold:.0%}", font=dict(size=14)))
+                      title=dict(text=f"Mean accuracy over seeds · ✓ = at least {threshold:.0%}",
+                                 font=dict(size=14)))
     return fig
 
 

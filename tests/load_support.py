@@ -1,0 +1,412 @@
+"""Many users at once: real Chromium sessions against one relviz server, and the server's memory.
+
+``run_load`` opens ``sessions`` browser contexts (one browser; each context has its own cookies,
+hence its own Streamlit session) spread over the app's pages, holds them all open, then lets
+every session move one slider of its page several times at the same moment. Each session
+checks that its own view follows its own moves (the slider shows the value it set, the URL
+carries it, the chart redrew) and nothing else: a value another session set would show up as a
+mismatch. Meanwhile a thread samples the server's resident memory (psutil) and its
+``active_sessions`` gauge. Everything is bounded: a fixed number of sessions and moves, per-action
+timeouts, and a hard deadline for the whole run.
+
+Run directly for a manual look: python tests/load_support.py [SESSIONS]
+"""
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import math
+import re
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psutil
+
+from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, page_url
+
+#: The slider each page's sessions move (by its widget key); a page not listed uses its first slider.
+SLIDERS = {"home": "home_q", "shaw": "sh_clip", "t5": "t5_nb", "skew": "skew_L", "absolute": "abs_heads",
+           "attention": "at_len", "experiments": "ex_thr"}
+ACTION_TIMEOUT_MS = 120_000
+#: A page still without its slider this long after it finished running, and showing an error,
+#: counts as unavailable (reported, not moved).
+UNAVAILABLE_AFTER_MS = 20_000
+#: Chromium keeps background tabs' timers and rendering at full speed: every session is "in front".
+BACKGROUND_ARGS = ["--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-smooth-scrolling",
+                   "--disable-backgrounding-occluded-windows", "--disable-dev-shm-usage", "--mute-audio"]
+#: Pages opened at once while the sessions connect (then all of them move sliders together).
+OPENING_AT_ONCE = 4
+#: Browser contexts (cookie jars) the sessions are spread over.
+CONTEXTS = 4
+
+READY_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]')
+    && document.querySelectorAll('[data-testid="stMainBlockContainer"] *').length > 5"""
+PLOT_STATE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .map(div => JSON.stringify((div.data || []).map(t => [t.z && t.z.length, t.x && t.x.length,
+        t.y && t.y.length, String(t.z).slice(0, 300), String(t.y).slice(0, 200), String(t.text).slice(0, 100)]))
+        + JSON.stringify((div.layout && div.layout.shapes) || []).slice(0, 300)
+        + JSON.stringify(div.layout && div.layout.title && div.layout.title.text || ''))
+    .join('|')"""
+ERRORS_JS = """() => Array.from(document.querySelectorAll(
+    '[data-testid="stException"], [data-testid="stAlertContentError"]')).map(e => e.innerText.slice(0, 300))"""
+SLIDER_KEYS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stElementContainer"]'))
+    .filter(e => e.querySelector('[data-testid="stSlider"] input[type="range"]'))
+    .map(e => (Array.from(e.classList).find(c => c.startsWith('st-key-')) || '').slice(7))
+    .filter(k => k)"""
+
+
+# ---------------------------------------------------------------------------------------
+# The server: its process, its memory, its sessions
+
+
+def server_process(port: int) -> psutil.Process:
+    """The streamlit process app_server started for ``port`` (a child of this process)."""
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if f"--server.port={port}" in " ".join(child.cmdline()):
+                return child
+        except psutil.Error:
+            continue
+    raise RuntimeError(f"no streamlit process for port {port} among this process's children")
+
+
+def active_sessions(base: str) -> int | None:
+    """Streamlit's active_sessions gauge from /_stcore/metrics (None if unavailable)."""
+    host, port = urllib.parse.urlsplit(base).hostname, urllib.parse.urlsplit(base).port
+    try:
+        connection = http.client.HTTPConnection(host, port, timeout=5)
+        connection.request("GET", "/_stcore/metrics")
+        text = connection.getresponse().read().decode()
+        connection.close()
+    except OSError:
+        return None
+    match = re.search(r"^active_sessions (\d+)", text, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+class Sampler(threading.Thread):
+    """Samples the server's RSS (with any children) and its active sessions until stopped."""
+
+    def __init__(self, process: psutil.Process, base: str, every: float = 0.25) -> None:
+        super().__init__(daemon=True, name="rss-sampler")
+        self.process, self.base, self.every = process, base, every
+        self.peak_rss = 0
+        self.samples: list[tuple[float, int]] = []
+        self.max_sessions = 0
+        #: pid -> CPU seconds last seen, for the server and for the browser's processes
+        self.server_cpu: dict[int, float] = {}
+        self.browser_cpu: dict[int, float] = {}
+        self._halt = threading.Event()
+
+    def rss(self) -> int:
+        total = 0
+        for proc in [self.process, *self.process.children(recursive=True)]:
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+
+    def run(self) -> None:
+        start = time.monotonic()
+        tick = 0
+        while not self._halt.is_set():
+            try:
+                value = self.rss()
+            except psutil.Error:
+                break
+            self.peak_rss = max(self.peak_rss, value)
+            self.samples.append((round(time.monotonic() - start, 2), value))
+            if tick % 4 == 0:  # the metrics endpoint and the CPU counters once a second
+                sessions = active_sessions(self.base)
+                if sessions is not None:
+                    self.max_sessions = max(self.max_sessions, sessions)
+                self.count_cpu()
+            tick += 1
+            self._halt.wait(self.every)
+
+    def count_cpu(self) -> None:
+        """CPU seconds so far of the server and of this test's Chromium processes."""
+        server = {self.process.pid} | {p.pid for p in self.process.children(recursive=True)}
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                name = proc.name().lower()
+                times = proc.cpu_times()
+            except psutil.Error:
+                continue
+            seconds = times.user + times.system
+            if proc.pid in server:
+                self.server_cpu[proc.pid] = seconds
+            elif "chrom" in name or "headless_shell" in name:
+                self.browser_cpu[proc.pid] = seconds
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=10)
+
+
+# ---------------------------------------------------------------------------------------
+# One browser session
+
+
+class PageUnavailable(RuntimeError):
+    """The page shows an error instead of its controls (e.g. a data file it needs is missing)."""
+
+
+@dataclass
+class Move:
+    target: int | float
+    seconds: float
+
+
+@dataclass
+class SessionReport:
+    index: int
+    page: str
+    slider: str = ""
+    start_value: float | None = None
+    expected: float | None = None
+    shown: float | None = None
+    url_value: str | None = None
+    moves: list[Move] = field(default_factory=list)
+    open_seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    unavailable: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and not self.problems
+
+
+def _targets(start: float, lo: float, hi: float, step: float, local: int, moves: int) -> list[float]:
+    """Values this session sets, one per move: a walk of a few steps from the start whose end differs
+    from the other sessions' on the same page (local = the session's index among them), kept inside
+    [lo, hi]: the first move goes local + 1 steps, every later one a step further."""
+    direction = 1 if start + (local + moves) * step <= hi else -1
+    deltas = [local + 1] + [1] * (moves - 1)
+    values, value = [], start
+    for delta in deltas:
+        new = min(max(value + direction * delta * step, lo), hi)
+        if new == value:  # would not change anything: go the other way
+            new = min(max(value - direction * step, lo), hi)
+        values.append(new)
+        value = new
+    return values
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+async def _wait_ready(page, timeout_ms: int = ACTION_TIMEOUT_MS) -> None:
+    await page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    await page.wait_for_function(READY_JS, timeout=timeout_ms)
+
+
+async def open_session(context, base: str, info, report: SessionReport):
+    """A new tab (its own websocket: its own Streamlit session) on ``info``'s page, ready to move."""
+    page = await context.new_page()
+    page.on("pageerror", lambda error: report.errors.append(f"javascript: {error}"[:300]))
+    started = time.perf_counter()
+    await page.goto(page_url(base, info.path, info.default), timeout=ACTION_TIMEOUT_MS)
+    await _wait_ready(page)
+    name = Path(info.path).stem
+    key = SLIDERS.get(name)
+    if key is None:
+        await page.wait_for_selector('[data-testid="stSlider"] input[type="range"]', timeout=ACTION_TIMEOUT_MS)
+        keys = await page.evaluate(SLIDER_KEYS_JS)
+        if not keys:
+            raise RuntimeError(f"{name}: no keyed slider on the page")
+        key = keys[0]
+    report.slider = key
+    try:
+        await page.wait_for_selector(f'.st-key-{key} input[type="range"]', timeout=UNAVAILABLE_AFTER_MS)
+    except Exception:  # noqa: BLE001 - not there (yet?): a page that explains why is unavailable, not broken
+        messages = await page.evaluate(ERRORS_JS)
+        if messages:
+            raise PageUnavailable(f"{name}: no slider {key}; the page says: {messages[0][:200]}") from None
+        await page.wait_for_selector(f'.st-key-{key} input[type="range"]', timeout=ACTION_TIMEOUT_MS)
+    await page.wait_for_selector(".js-plotly-plot .main-svg", timeout=ACTION_TIMEOUT_MS)
+    report.open_seconds = time.perf_counter() - started
+    return page
+
+
+async def move_slider(page, report: SessionReport, local: int, moves: int) -> None:
+    """Move the session's slider ``moves`` times; after each, wait for the URL and a redrawn chart."""
+    key = report.slider
+    slider = page.locator(f'.st-key-{key} input[type="range"]')
+    lo = _number(await slider.get_attribute("min") or "0")
+    hi = _number(await slider.get_attribute("max") or "100")
+    step = _number(await slider.get_attribute("step") or "1")
+    value = _number(await slider.input_value())
+    report.start_value = value
+    for target in _targets(value, lo, hi, step, local, moves):
+        before = await page.evaluate(PLOT_STATE_JS)
+        presses = round(abs(target - value) / step)
+        key_name = "ArrowRight" if target > value else "ArrowLeft"
+        started = time.perf_counter()
+        await slider.focus()
+        for _ in range(presses):
+            await page.keyboard.press(key_name)
+        expected = f"{target:g}"
+        # A URL-bound widget at its default value is left out of the URL.
+        await page.wait_for_function(
+            """([key, expected, fallback, before]) => {
+                const params = new URLSearchParams(location.search);
+                const input = document.querySelector(`.st-key-${key} input[type="range"]`);
+                const same = (a, b) => a !== null && a !== undefined && Math.abs(Number(a) - Number(b)) < 1e-9;
+                const inUrl = same(params.get(key), expected) || (params.get(key) === null && same(expected, fallback));
+                return inUrl && input && same(input.value, expected)
+                    && !document.querySelector('[data-testid="stStatusWidget"]')
+                    && (%s)() !== before;
+            }""" % PLOT_STATE_JS, arg=[key, expected, f"{report.start_value:g}", before],
+            timeout=ACTION_TIMEOUT_MS, polling=100)
+        report.moves.append(Move(target, round(time.perf_counter() - started, 3)))
+        value = target
+    report.expected = value
+
+
+async def check_own_view(page, report: SessionReport) -> None:
+    """After everyone moved: this session still shows exactly its own last value, and no error."""
+    await _wait_ready(page)
+    await page.wait_for_timeout(500)
+    slider = page.locator(f'.st-key-{report.slider} input[type="range"]')
+    report.shown = _number(await slider.input_value())
+    report.url_value = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query).get(report.slider, [None])[0]
+    if not math.isclose(report.shown, report.expected, abs_tol=1e-9):
+        report.problems.append(f"slider shows {report.shown}, this session set {report.expected}")
+    in_url = report.url_value is not None and math.isclose(float(report.url_value), report.expected, abs_tol=1e-9)
+    at_default = report.url_value is None and math.isclose(report.expected, report.start_value, abs_tol=1e-9)
+    if not (in_url or at_default):
+        report.problems.append(f"URL says {report.slider}={report.url_value}, this session set {report.expected:g}")
+    report.errors += [f"error box: {text}" for text in await page.evaluate(ERRORS_JS)]
+
+
+async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_s: float) -> list[SessionReport]:
+    from playwright.async_api import async_playwright
+
+    plan = [(i, pages[i % len(pages)]) for i in range(sessions)]
+    local_index = {i: sum(1 for j, p in plan[:i] if p.path == info.path) for i, info in plan}
+    reports = [SessionReport(i, Path(info.path).stem) for i, info in plan]
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium_path(),
+                                                   args=CHROMIUM_ARGS + BACKGROUND_ARGS)
+        # A few browser contexts (separate cookie jars), each with one tab per page: two sessions of
+        # the same page never share a context, and tabs of one context share the HTTP cache.
+        contexts = [await browser.new_context(viewport={"width": 1024, "height": 720})
+                    for _ in range(min(CONTEXTS, sessions))]
+        for context in contexts:  # a busy 2-core machine may need far longer than Playwright's 30 s
+            context.set_default_timeout(ACTION_TIMEOUT_MS)
+        opened: list = [None] * sessions
+        gate = asyncio.Semaphore(OPENING_AT_ONCE)
+
+        async def opener(i, info):
+            async with gate:
+                try:
+                    context = contexts[(i // len(pages)) % len(contexts)]
+                    opened[i] = await open_session(context, base, info, reports[i])
+                except PageUnavailable as error:
+                    reports[i].unavailable = str(error)
+                except Exception as error:  # noqa: BLE001 - reported per session
+                    reports[i].problems.append(f"could not open: {type(error).__name__}: {error}"[:400])
+
+        async def mover(i):
+            if opened[i] is None:
+                return
+            page = opened[i]
+            try:
+                await move_slider(page, reports[i], local_index[i], moves)
+            except Exception as error:  # noqa: BLE001
+                reports[i].problems.append(f"move {len(reports[i].moves) + 1} failed: {type(error).__name__}: "
+                                           f"{error}"[:400])
+
+        async def checker(i):
+            if opened[i] is None or reports[i].expected is None:
+                return
+            try:
+                await check_own_view(opened[i], reports[i])
+            except Exception as error:  # noqa: BLE001
+                reports[i].problems.append(f"final check failed: {type(error).__name__}: {error}"[:400])
+
+        async def everything():
+            await asyncio.gather(*(opener(i, info) for i, info in plan))
+            # every session is open and connected: now all of them move at the same moment
+            await asyncio.gather(*(mover(i) for i in range(sessions)))
+            await asyncio.gather(*(checker(i) for i in range(sessions)))
+
+        try:
+            await asyncio.wait_for(everything(), timeout=deadline_s)
+        except TimeoutError:
+            for report in reports:
+                if report.expected is None or report.shown is None:
+                    report.problems.append(f"not finished within the {deadline_s:.0f} s deadline")
+        finally:
+            await browser.close()
+    return reports
+
+
+def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 240.0, pages=None) -> dict:
+    """Start a server, run the sessions against it, return the figures (see the module docstring)."""
+    from relviz.ui import PAGES
+
+    pages = list(pages or PAGES)
+    started = time.perf_counter()
+    with app_server() as base:
+        port = urllib.parse.urlsplit(base).port
+        process = server_process(port)
+        sampler = Sampler(process, base)
+        baseline_rss = sampler.rss()
+        sampler.start()
+        try:
+            reports = asyncio.run(run_sessions(base, pages, sessions=sessions, moves=moves,
+                                               deadline_s=deadline_s - (time.perf_counter() - started) - 10))
+        finally:
+            sampler.count_cpu()
+            sampler.stop()
+            end_rss = sampler.rss() if process.is_running() else None
+    times = [move.seconds for report in reports for move in report.moves]
+    slowest = max(((move.seconds, report.page, report.slider) for report in reports for move in report.moves),
+                  default=(None, None, None))
+    return {
+        "sessions": sessions,
+        "sessions_completed": sum(1 for r in reports if r.ok and r.shown is not None),
+        "sessions_unavailable": {r.index: r.unavailable for r in reports if r.unavailable},
+        "sessions_held_max_server_gauge": sampler.max_sessions,
+        "moves_per_session": moves,
+        "moves_done": len(times),
+        "slowest_response_s": slowest[0],
+        "slowest_response_where": f"{slowest[1]} ({slowest[2]})" if slowest[1] else None,
+        "median_response_s": round(statistics.median(times), 3) if times else None,
+        "slowest_open_s": round(max((r.open_seconds for r in reports), default=0.0), 2),
+        "baseline_rss_mb": round(baseline_rss / 2**20, 1),
+        "peak_rss_mb": round(sampler.peak_rss / 2**20, 1),
+        "end_rss_mb": round(end_rss / 2**20, 1) if end_rss else None,
+        "rss_samples": len(sampler.samples),
+        "server_cpu_s": round(sum(sampler.server_cpu.values()), 1),
+        "browser_cpu_s": round(sum(sampler.browser_cpu.values()), 1),
+        "machine_cpus": psutil.cpu_count(),
+        "load_average_at_end": [round(x, 2) for x in psutil.getloadavg()],
+        "seconds": round(time.perf_counter() - started, 1),
+        "pages": {Path(p.path).stem: sum(1 for r in reports if r.page == Path(p.path).stem) for p in pages},
+        "failures": [asdict(r) for r in reports if not r.ok and not r.unavailable],
+        "sessions_detail": [{"index": r.index, "page": r.page, "slider": r.slider, "start": r.start_value,
+                             "set": [m.target for m in r.moves], "shown": r.shown, "url": r.url_value,
+                             "move_seconds": [m.seconds for m in r.moves], "open_seconds": round(r.open_seconds, 2)}
+                            for r in reports],
+    }
+
+
+if __name__ == "__main__":  # pragma: no cover - manual use
+    sys.path.insert(0, str(REPO))
+    figures = run_load(sessions=int(sys.argv[1]) if len(sys.argv) > 1 else 24)
+    print(json.dumps({k: v for k, v in figures.items() if k not in ("sessions_detail", "failures")}, indent=2))
+    for failure in figures["failures"]:
+        print(failure["index"], failure["page"], failure["slider"], [m["target"] for m in failure["moves"]], failure["problems"], failure["errors"])
