@@ -303,11 +303,20 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         raise ValueError(f"method must be 'skew' or 'shaw'; got {method!r}")
 
+    return measure_forward(lambda: fn()[0], repeats)
+
+
+def measure_forward(fn: Callable[[], torch.Tensor], repeats: int) -> dict[str, Any]:
+    """Time ``fn`` (which returns the attention output) and read this process's peak memory.
+
+    The peak counter is reset after the inputs exist, so the delta is what the forward adds.
+    The first, untimed call warms up and gives the checksum that proves implementations agree.
+    """
     reset = _reset_peak_rss()
     baseline_rss = _proc_status("VmRSS")
     baseline_hwm = _proc_status("VmHWM")
     with torch.inference_mode():
-        output = fn()[0]                                      # warm-up, and the checksum
+        output = fn()
         checksum = [float(output.double().sum()), float(output.double().norm())]
         del output
         times = time_calls(fn, repeats=repeats, warmup=0)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 from typing import Any
 
@@ -93,31 +92,14 @@ def chunked_extra_bytes(length: int, *, chunk: int, batch: int, heads: int, dtyp
 
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     """One chunked case in this (fresh) process, measured like relviz.bench.run_case."""
-    from relviz.bench import ATTN_B, ATTN_D, ATTN_H, _proc_status, _reset_peak_rss, time_calls
+    from relviz.bench import ATTN_B, ATTN_D, ATTN_H, measure_forward
 
     length, chunk, repeats = spec["L"], spec["chunk"], spec["repeats"]
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(ATTN_B, ATTN_H, length, ATTN_D, generator=gen) for _ in range(3))
     e_r = torch.randn(length, ATTN_D, generator=gen)
 
-    def fn():
-        return chunked_skew_attention(q, k, v, e_r, chunk=chunk)
-
-    reset = _reset_peak_rss()
-    baseline_rss = _proc_status("VmRSS")
-    baseline_hwm = _proc_status("VmHWM")
-    with torch.inference_mode():
-        output = fn()
-        checksum = [float(output.double().sum()), float(output.double().norm())]
-        del output
-        times = time_calls(fn, repeats=repeats, warmup=0)
-    peak = _proc_status("VmHWM")
-    result = {"forward_s": statistics.median(times), "times_s": times, "checksum": checksum,
-              "hwm_reset": reset, "baseline_bytes": baseline_hwm, "baseline_rss_bytes": baseline_rss,
-              "peak_bytes": peak}
-    if peak is not None and baseline_hwm is not None:
-        result["delta_bytes"] = peak - baseline_hwm
-    return result
+    return measure_forward(lambda: chunked_skew_attention(q, k, v, e_r, chunk=chunk), repeats)
 
 
 def _case_main(argv: list[str]) -> int:
