@@ -85,15 +85,37 @@ def _plus_scores(relative: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> to
     return out.view(batch, heads, length, length)
 
 
+def _all_finite(tensor: torch.Tensor) -> bool:
+    """One reduction pass and no temporary of the tensor's size (isfinite would build one
+    L × L boolean per head); NaN propagates through aminmax."""
+    low, high = torch.aminmax(tensor.detach())
+    return bool(torch.isfinite(torch.stack([low, high])).all())
+
+
+def _check_finite_output(output: torch.Tensor) -> torch.Tensor:
+    if not _all_finite(output):
+        raise ValueError("v (and rel_v) must hold finite values: the attention output is not finite")
+    return output
+
+
 def _softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
                     ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mask (in place: logits is always a fresh tensor here), softmax over keys, weight v."""
+    """Mask (in place: logits is always a fresh tensor here), softmax over keys, weight v.
+
+    Non-finite logits would come out of the softmax as NaN weights (inf − inf), so they are
+    refused here, before masking: NaN or inf in q or k, or scale · q · k too large for the dtype.
+    """
+    if not _all_finite(logits):
+        raise ValueError(
+            f"the attention logits are not finite: q and k (and the relative table) must hold finite "
+            f"values, and scale · q · k must fit in {str(logits.dtype).removeprefix('torch.')}; "
+            f"lower the scale or the inputs' magnitude")
     if causal:
         length = logits.shape[-1]
         future = torch.ones(length, length, dtype=torch.bool, device=logits.device).triu(1)
         logits = logits.masked_fill_(future, float("-inf"))
     weights = torch.softmax(logits, dim=-1)
-    return torch.matmul(weights, v), weights
+    return _check_finite_output(torch.matmul(weights, v)), weights
 
 
 # ---------------------------------------------------------------------------------------
@@ -150,7 +172,7 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     if rel_v is not None:
         # Σ_j w_ij rel_v[idx_ij] = Σ_r (Σ_{j: idx_ij = r} w_ij) rel_v[r]
         per_index = weights.new_zeros(batch, heads, length, size).scatter_add_(-1, index, weights)
-        output = output + torch.matmul(per_index, rel_v[rows])
+        output = _check_finite_output(output + torch.matmul(per_index, rel_v[rows]))
     return output, weights
 
 

@@ -6,6 +6,7 @@ vs 4.2 MB per layer; the paper rounds the first to "8.5 GB").
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 from relviz._checks import check_int
@@ -60,6 +61,9 @@ def relative_term_bytes(length: int, dim: int, heads: int, dtype_bytes: int = 4)
     )
 
 
+#: Far beyond any machine; the bound keeps float conversion and the output short.
+MAX_BYTES = 10**30
+
 _UNITS = [(10**15, "PB"), (10**12, "TB"), (10**9, "GB"), (10**6, "MB"), (10**3, "kB")]
 
 
@@ -70,8 +74,9 @@ def format_bytes(n: int | float) -> str:
     "0.52 MB", like the paper, not "524 kB"); numbers of 10 and more are shown whole
     ("34 GB"); below 1000 bytes, whole bytes ("512 B").
     """
-    if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n or n < 0 or n == float("inf"):
-        raise ValueError(f"n must be a non-negative finite number of bytes; got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 <= n <= MAX_BYTES:
+        raise ValueError(f"n must be a number of bytes from 0 to {MAX_BYTES:.0e}; got {n!r:.40}")
+    n = float(n)   # safe now: within range, so numpy numbers and big ints convert exactly enough
     if n < 1000:
         return f"{round(n)} B"
     for size, unit in _UNITS:

@@ -40,12 +40,16 @@ from relviz._checks import check_bool, check_int
 from relviz.attention import alibi_attention, shaw_attention, skew_attention, t5_attention
 from relviz.positions import t5_config
 
-__all__ = ["SCHEMES", "SCHEME_SUMMARIES", "MAX_LENGTH", "ModelConfig", "PositionScheme", "RelvizTransformer",
+__all__ = ["SCHEMES", "SCHEME_SUMMARIES", "MAX_LENGTH", "MAX_PARAMETERS", "ModelConfig", "PositionScheme", "RelvizTransformer",
            "build_model", "dot_product_attention", "rope_rotate"]
 
 #: Longest sequence ``forward`` accepts: the attention weights it returns take
 #: n_layers · B · H · L² floats (L = 4096, 2 layers, 4 heads: 537 MB per sequence).
 MAX_LENGTH = 4096
+
+#: Largest model a config may describe (200 MB of float32 weights, ~800 MB while training with
+#: Adam): far above anything this app trains, far below what would take a server's memory.
+MAX_PARAMETERS = 50_000_000
 
 #: scheme name -> its parameters in :class:`ModelConfig` (what a checkpoint records).
 SCHEMES: dict[str, tuple[str, ...]] = {
@@ -105,11 +109,15 @@ class ModelConfig:
     rope_base: float = 10000.0   # rope: angle of pair p is position · base^(−2p / D_head)
 
     def __post_init__(self) -> None:
-        check_int("vocab_size", self.vocab_size, minimum=1, maximum=1_000_000)
-        check_int("d_model", self.d_model, minimum=1, maximum=8192)
-        check_int("n_layers", self.n_layers, minimum=1, maximum=64)
-        check_int("n_heads", self.n_heads, minimum=1, maximum=256)
-        check_int("d_ff", self.d_ff, minimum=1, maximum=65536)
+        # Store what the checks return: numpy integers become ints (the config is written as JSON).
+        def keep_int(name: str, minimum: int, maximum: int) -> None:
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum, maximum=maximum))
+
+        keep_int("vocab_size", 1, 1_000_000)
+        keep_int("d_model", 1, 8192)
+        keep_int("n_layers", 1, 64)
+        keep_int("n_heads", 1, 256)
+        keep_int("d_ff", 1, 65536)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model must be divisible by n_heads; got d_model={self.d_model}, "
                              f"n_heads={self.n_heads}")
@@ -120,18 +128,37 @@ class ModelConfig:
             raise ValueError(f"scheme {self.scheme!r} is causal only: the skew is exact only for "
                              "keys j <= i (its upper triangle is garbage the causal mask hides); "
                              "use causal=True")
-        check_int("max_len", self.max_len, minimum=1, maximum=MAX_LENGTH)
-        check_int("clip", self.clip, minimum=0, maximum=MAX_LENGTH)
-        check_int("skew_distances", self.skew_distances, minimum=1, maximum=MAX_LENGTH)
-        t5_config(self.num_buckets, self.max_distance, not self.causal)
+        keep_int("max_len", 1, MAX_LENGTH)
+        keep_int("clip", 0, MAX_LENGTH)
+        keep_int("skew_distances", 1, MAX_LENGTH)
+        t5 = t5_config(self.num_buckets, self.max_distance, not self.causal)
+        object.__setattr__(self, "num_buckets", t5.num_buckets)
+        object.__setattr__(self, "max_distance", t5.max_distance)
         if self.num_buckets > 4096:
             raise ValueError(f"num_buckets must be at most 4096; got {self.num_buckets}")
         if isinstance(self.rope_base, bool) or not isinstance(self.rope_base, numbers.Real) \
                 or not math.isfinite(self.rope_base) or self.rope_base <= 1:
             raise ValueError(f"rope_base must be a finite number > 1; got {self.rope_base!r}")
+        object.__setattr__(self, "rope_base", float(self.rope_base))
         if self.scheme == "rope" and self.head_dim % 2:
             raise ValueError(f"scheme 'rope' rotates pairs of dimensions: d_model / n_heads must "
                              f"be even; got {self.head_dim}")
+        if self.num_parameters() > MAX_PARAMETERS:
+            raise ValueError(f"this model would have {self.num_parameters():,} parameters; at most "
+                             f"{MAX_PARAMETERS:,} are allowed (lower d_model, d_ff, n_layers, vocab_size "
+                             f"or the scheme's table sizes)")
+
+    def num_parameters(self) -> int:
+        """What build_model(self).num_parameters() will be, known before allocating anything."""
+        d, f, v, layers = self.d_model, self.d_ff, self.vocab_size, self.n_layers
+        block = 4 * d * d + 2 * d * f + 9 * d + f          # LayerNorms, qkv, out, MLP (with biases)
+        scheme = {
+            "learned": self.max_len * d,
+            "shaw": 2 * layers * (2 * self.clip + 1) * self.head_dim,
+            "t5": self.num_buckets * self.n_heads,
+            "skew": layers * self.skew_distances * self.head_dim,
+        }.get(self.scheme, 0)
+        return v * d + layers * block + 2 * d + d * v + v + scheme
 
     @property
     def head_dim(self) -> int:
@@ -167,10 +194,12 @@ class ModelConfig:
 
     @classmethod
     def from_json(cls, text: str) -> ModelConfig:
+        if not isinstance(text, str):
+            raise ValueError(f"model config must be JSON text (str); got {type(text).__name__}")
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"model config is not valid JSON: {exc}") from exc
+        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nesting too deep
+            raise ValueError(f"model config is not valid JSON: {str(exc)[:200]}") from exc
         return cls.from_dict(data)
 
     def replace(self, **changes: Any) -> ModelConfig:

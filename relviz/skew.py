@@ -103,13 +103,22 @@ def skew_steps(qer: torch.Tensor) -> SkewSteps:
     return _steps(qer)
 
 
+#: skew_source_index holds about 64·L² bytes (int64 coordinates through every step): 1 GB at 4096.
+#: It exists to explain the trick cell by cell, which no one does beyond a few hundred.
+MAX_SOURCE_LENGTH = 4096
+
+#: Index dtypes gather_relative accepts: the ones torch can index with after .long() and
+#: reduce with min/max (torch has no min/max for uint16/32/64 on every device).
+INDEX_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
 def skew_source_index(length: int, *, device: torch.device | str | None = None) -> SkewSource:
     """Which qer cell (row, col) each cell of each skew step holds; −1 marks the pad.
 
     Computed by running the very same pad/reshape/slice on a tensor of (row, col)
     coordinates, so the answer is true by construction rather than re-derived by hand.
     """
-    length = check_int("length", length, minimum=1)
+    length = check_int("length", length, minimum=1, maximum=MAX_SOURCE_LENGTH)
     dev = resolve_device(device)
     coords = torch.stack(torch.meshgrid(
         torch.arange(length, device=dev), torch.arange(length, device=dev), indexing="ij"))
@@ -159,8 +168,9 @@ def gather_relative(q: torch.Tensor, table: torch.Tensor, index: torch.Tensor) -
     q = check_tensor("q", q, min_ndim=2, floating=True)
     table = check_tensor("table", table, ndim=2, floating=True)
     index = check_tensor("index", index, ndim=2)
-    if index.dtype == torch.bool or index.is_floating_point() or index.is_complex():
-        raise ValueError(f"index must be an integer tensor; got dtype {index.dtype}")
+    if index.dtype not in INDEX_DTYPES:
+        allowed = ", ".join(str(d).removeprefix("torch.") for d in INDEX_DTYPES)
+        raise ValueError(f"index must be an integer tensor of dtype {allowed}; got dtype {index.dtype}")
     if table.shape[1] != q.shape[-1]:
         raise ValueError(
             f"table must have shape [M, D] with D equal to q's last dimension ({q.shape[-1]}); "

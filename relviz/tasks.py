@@ -262,6 +262,8 @@ def parse_text(text: str, alphabet: str = DIGITS) -> torch.Tensor:
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be a string; got {type(text).__name__}")
+    if not isinstance(alphabet, str) or not alphabet:
+        raise ValueError(f"alphabet must be a non-empty string of characters; got {alphabet!r}")
     text = text.strip()
     if not text:
         raise ValueError(f"the sequence is empty: type at least one character from {alphabet!r}")

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from relviz import __version__
 from relviz._checks import check_int, resolve_device
+from relviz.model import MAX_LENGTH as MODEL_MAX_LENGTH
 from relviz.model import SCHEMES, ModelConfig, RelvizTransformer, build_model
 from relviz.tasks import DEFAULT_TASK, TASKS, Task, make_task, parse_text, render_tokens, task_param_specs
 
@@ -59,6 +60,10 @@ SHIPPED_TASK: dict[str, Any] = {"name": DEFAULT_TASK, "params": {"s": 5}}
 FORMAT = "relviz-checkpoint"
 FORMAT_VERSION = 1
 MAX_JSON_BYTES = 1 << 20
+#: What train() accepts; a checkpoint's JSON must describe a run within them.
+MAX_STEPS = 1_000_000
+MAX_BATCH_SIZE = 4096
+MAX_SEED = 2**63 - 1
 MAX_WEIGHTS_BYTES = 64 << 20
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -136,10 +141,10 @@ def train(model_config: ModelConfig, task: Task, *, steps: int = DEFAULT_TRAININ
     ``progress`` is called about 100 times, and at the last step, with a :class:`TrainProgress`.
     """
     _check_pair(model_config, task)
-    steps = check_int("steps", steps, minimum=1, maximum=1_000_000)
-    batch_size = check_int("batch_size", batch_size, minimum=1, maximum=4096)
-    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr <= 1:
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
+    batch_size = check_int("batch_size", batch_size, minimum=1, maximum=MAX_BATCH_SIZE)
+    seed = check_int("seed", seed, minimum=0, maximum=MAX_SEED)
+    if not _valid_lr(lr):
         raise ValueError(f"lr must be a number in (0, 1]; got {lr!r}")
     if progress is not None and not callable(progress):
         raise ValueError("progress must be a callable taking a TrainProgress, or None")
@@ -368,6 +373,10 @@ def _type_names(types: tuple[type, ...]) -> str:
                        [t.__name__] for t in types)
 
 
+def _valid_lr(lr: object) -> bool:
+    return not isinstance(lr, bool) and isinstance(lr, (int, float)) and 0 < lr <= 1
+
+
 def read_checkpoint_info(json_path: str | os.PathLike) -> CheckpointInfo:
     """Read and validate a checkpoint's JSON (not its weights). ValueError names file and problem."""
     json_path = Path(json_path)
@@ -381,6 +390,8 @@ def read_checkpoint_info(json_path: str | os.PathLike) -> CheckpointInfo:
         if size > MAX_JSON_BYTES:
             raise fail(f"the JSON file is {size} bytes; a checkpoint's JSON is at most {MAX_JSON_BYTES}")
         data = json.loads(json_path.read_text(encoding="utf-8"))
+    except RecursionError as exc:
+        raise fail("the JSON file is nested too deeply to be a checkpoint") from exc
     except FileNotFoundError as exc:
         raise fail("the JSON file does not exist") from exc
     except (OSError, UnicodeDecodeError) as exc:
@@ -418,9 +429,13 @@ def read_checkpoint_info(json_path: str | os.PathLike) -> CheckpointInfo:
     if config.vocab_size != task.vocab_size:
         raise fail(f"the model's vocab_size {config.vocab_size} does not match task {task.name!r} "
                    f"({task.vocab_size} tokens)")
-    for key in ("train_length", "steps", "batch_size"):
-        if data[key] < 1:
-            raise fail(f"{key!r} must be >= 1; got {data[key]}")
+    limits = {"train_length": (1, MODEL_MAX_LENGTH), "steps": (1, MAX_STEPS),
+              "batch_size": (1, MAX_BATCH_SIZE), "seed": (0, MAX_SEED)}
+    for key, (low, high) in limits.items():
+        if not low <= data[key] <= high:
+            raise fail(f"{key!r} must be from {low} to {high} (what train() accepts); got {data[key]!r:.40}")
+    if not _valid_lr(data["lr"]):
+        raise fail(f"'lr' must be a number in (0, 1] (what train() accepts); got {data['lr']!r:.40}")
     if not 0.0 <= data["accuracy"] <= 1.0:
         raise fail(f"'accuracy' must be a fraction from 0 to 1; got {data['accuracy']}")
     if not (math.isfinite(data["train_seconds"]) and data["train_seconds"] >= 0):

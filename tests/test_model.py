@@ -180,3 +180,17 @@ def test_model_requires_a_config():
 def test_every_scheme_has_a_summary():
     from relviz.model import SCHEME_SUMMARIES
     assert list(SCHEME_SUMMARIES) == list(SCHEMES)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_num_parameters_is_known_before_building(scheme):
+    small = ModelConfig(scheme=scheme, n_layers=3, d_model=48, n_heads=4, d_ff=20, vocab_size=7, clip=3,
+                        max_len=17, num_buckets=12, max_distance=40, skew_distances=9)
+    for config in (ModelConfig(scheme=scheme), small):
+        assert config.num_parameters() == build_model(config).num_parameters()
+
+
+def test_a_config_over_the_parameter_limit_is_refused_before_allocating():
+    with pytest.raises(ValueError, match="parameters"):
+        ModelConfig(d_model=4096, d_ff=8192, n_layers=2)   # ~270 M parameters
+    ModelConfig(d_model=512, d_ff=2048, n_layers=8)          # ~25 M: allowed

@@ -1,9 +1,3 @@
-# PENDING (issue 6, not yet collected by pytest): 19 of these garbage-input tests fail today on
-# real library bugs (skew_source_index / gather_relative bounds, NaN weights from attention at
-# extreme scales or non-finite inputs, format_bytes overflow, parse_text alphabet checks,
-# ModelConfig/checkpoint JSON garbage, models too large to build). Fix the bugs, then move this
-# file back to tests/test_library_garbage.py. Run it now with:
-#   python -m pytest tests/pending/library_garbage.py
 """The library refuses garbage: property tests over every public function.
 
 Every public function of relviz.positions, relviz.skew, relviz.attention, relviz.views,
