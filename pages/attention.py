@@ -85,12 +85,6 @@ class Active:
         self.scheme = model.config.scheme
 
 
-def session_trainings() -> SessionTrainings:
-    if f"{P}_trained" not in st.session_state:
-        st.session_state[f"{P}_trained"] = SessionTrainings()
-    return st.session_state[f"{P}_trained"]
-
-
 def active_model(name: str, trainings: SessionTrainings) -> Active:
     trained = trainings.get(name)
     if trained is not None:
@@ -190,7 +184,7 @@ def on_random() -> None:
 # ---------------------------------------------------------------------------------------
 # The page
 
-trainings = session_trainings()
+trainings = ui.session_trainings()
 if f"{P}_pick" in st.session_state:  # a model trained in the last run: select it
     st.session_state[f"{P}_ck"] = st.session_state.pop(f"{P}_pick")
 

@@ -19,6 +19,7 @@ from relviz.figures.experiments import (
     time_figure,
 )
 from relviz.memory import format_bytes
+from relviz.training_queue import CAPS, check_work
 
 ui.ensure_app_navigation()
 
@@ -106,10 +107,29 @@ def setup_box(section: dict, extra: dict | None = None) -> None:
         st.caption(f"Measured in {section['seconds'] / 60:.1f} min of this run.")
 
 
-def progress_callback(bar):
-    def report(fraction: float, text: str) -> None:
-        bar.progress(min(1.0, max(0.0, fraction)), text=text)
-    return report
+def capped_steps(work_per_step: int, most: int, step: int) -> int:
+    """The largest step count (a multiple of ``step``, at most ``most``) whose work fits the cap,
+    so a slider's range holds only runs the app accepts."""
+    fits = CAPS.max_cell_work // max(1, work_per_step) // step * step
+    return max(step, min(most, fits))
+
+
+def cell_problem(work: int, what: str) -> str | None:
+    """Why a live cell cannot run now (too much work, the session's quota), shown under the
+    controls with the cell's size; None when it can."""
+    trainings = ui.session_trainings()
+    problem = None
+    try:
+        check_work(work, what)
+        trainings.check_quota()
+    except ValueError as error:
+        problem = str(error)
+    size = f"steps × length × layers = {work:,} of at most {CAPS.max_cell_work:,} · " if work else ""
+    st.caption(f"{size}{trainings.runs_left} of {CAPS.max_trainings_per_session} runs left in this session "
+               f"(shared with Live attention) · one training or measurement at a time on this server.")
+    if problem:
+        st.error(problem, icon=":material/block:")
+    return problem
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,20 +205,24 @@ else:
                                     format_func=labels.get)
         live_layers = c2.selectbox("layers", section["setup"]["layers"], key=f"{P}_lo_lay")
         stored_max = section["setup"]["training"]["max_steps"].get(str(live_layers), 500)
-        live_steps = int(c3.slider("max steps per s", 5, 400, max(5, min(100, stored_max)), 5,
+        steps_cap = capped_steps(ex.live_offset_work(section, live_layers, 1), 400, 5)
+        ui.clamp_state(f"{P}_lo_steps", 5, steps_cap)
+        live_steps = int(c3.slider("max steps per s", 5, steps_cap, max(5, min(100, stored_max, steps_cap)), 5,
                                    key=f"{P}_lo_steps",
                                    help=f"The stored run allowed up to {stored_max}; fewer steps finish sooner "
                                         "but may not converge."))
         live_seed = int(c4.number_input("seed", 0, 999, 7, key=f"{P}_lo_seed"))
         n_s = len(section["setup"]["shifts"])
-        if st.button(f"Train {n_s} models (≤ {live_steps} steps each)", key=f"{P}_lo_go", type="primary"):
-            bar = st.progress(0.0, text="starting")
-            rows = ex.live_offset(section, live_setting, live_layers, seed=live_seed, max_steps=live_steps,
-                                  progress=progress_callback(bar))
-            label = (f"live: {settings[live_setting]['label']}, {live_layers} layer{'s' if live_layers > 1 else ''}, "
-                     f"seed {live_seed}, ≤ {live_steps} steps")
-            st.session_state[f"{P}_live_offset"] = {"rows": rows, "label": label, "setting": live_setting}
-            st.rerun()
+        problem = cell_problem(ex.live_offset_work(section, live_layers, live_steps), "this cell")
+        if st.button(f"Train {n_s} models (≤ {live_steps} steps each)", key=f"{P}_lo_go", type="primary",
+                     disabled=problem is not None):
+            rows = ui.run_guarded(lambda report: ex.live_offset(
+                section, live_setting, live_layers, seed=live_seed, max_steps=live_steps, progress=report))
+            if rows is not None:
+                label = (f"live: {settings[live_setting]['label']}, {live_layers} "
+                         f"layer{'s' if live_layers > 1 else ''}, seed {live_seed}, ≤ {live_steps} steps")
+                st.session_state[f"{P}_live_offset"] = {"rows": rows, "label": label, "setting": live_setting}
+                st.rerun()
         if live_state:
             st.caption(f"Drawn above: {live_state['label']}: "
                        + ", ".join(f"s = {r['s']}: {r['accuracy']:.0%}" for r in live_state["rows"]))
@@ -245,17 +269,21 @@ else:
                                     index=list(settings).index("alibi") if "alibi" in settings else 0,
                                     format_func=labels.get)
         stored_max = max(setup["training"]["max_steps"].values())
-        live_steps = int(c2.slider("max steps", 10, 600, max(10, min(300, stored_max)), 10,
+        steps_cap = capped_steps(ex.live_extrapolation_work(section, 1), 600, 10)
+        ui.clamp_state(f"{P}_le_steps", 10, steps_cap)
+        live_steps = int(c2.slider("max steps", 10, steps_cap, max(10, min(300, stored_max, steps_cap)), 10,
                                    key=f"{P}_le_steps",
                                    help=f"The stored run allowed up to {stored_max}."))
         live_seed = int(c3.number_input("seed", 0, 999, 7, key=f"{P}_le_seed"))
-        if st.button(f"Train and evaluate at {len(setup['factors'])} lengths", key=f"{P}_le_go", type="primary"):
-            bar = st.progress(0.0, text="starting")
-            rows = ex.live_extrapolation(section, live_setting, seed=live_seed, max_steps=live_steps,
-                                         progress=progress_callback(bar))
-            label = f"live: {settings[live_setting]['label']}, seed {live_seed}, ≤ {live_steps} steps"
-            st.session_state[f"{P}_live_extrap"] = {"rows": rows, "label": label}
-            st.rerun()
+        problem = cell_problem(ex.live_extrapolation_work(section, live_steps), "this cell")
+        if st.button(f"Train and evaluate at {len(setup['factors'])} lengths", key=f"{P}_le_go", type="primary",
+                     disabled=problem is not None):
+            rows = ui.run_guarded(lambda report: ex.live_extrapolation(
+                section, live_setting, seed=live_seed, max_steps=live_steps, progress=report))
+            if rows is not None:
+                label = f"live: {settings[live_setting]['label']}, seed {live_seed}, ≤ {live_steps} steps"
+                st.session_state[f"{P}_live_extrap"] = {"rows": rows, "label": label}
+                st.rerun()
         if live_state:
             st.caption(f"Drawn above: {live_state['label']}: " + ", ".join(
                 f"{r['factor']}×: " + ("cannot run" if r["accuracy"] is None else f"{r['accuracy']:.0%}")
@@ -307,11 +335,13 @@ else:
                             format_func=ex.IMPLEMENTATIONS.get)
         lengths = c2.multiselect("lengths", [128, 256, 512, 1024, 2048], default=[256, 512], key=f"{P}_lc_len",
                                  max_selections=3, help="Up to three; 2048 takes a few seconds per case.")
-        if st.button("Measure", key=f"{P}_lc_go", type="primary", disabled=not lengths):
-            bar = st.progress(0.0, text="starting")
-            rows = ex.live_cost(impl, sorted(lengths), chunk=setup["chunk"], progress=progress_callback(bar))
-            st.session_state[f"{P}_live_cost"] = {"rows": rows, "impl": impl}
-            st.rerun()
+        problem = cell_problem(0, "this measurement")
+        if st.button("Measure", key=f"{P}_lc_go", type="primary", disabled=not lengths or problem is not None):
+            rows = ui.run_guarded(lambda report: ex.live_cost(impl, sorted(lengths), chunk=setup["chunk"],
+                                                              progress=report))
+            if rows is not None:
+                st.session_state[f"{P}_live_cost"] = {"rows": rows, "impl": impl}
+                st.rerun()
         if live_state:
             st.caption(f"Drawn above: {ex.IMPLEMENTATIONS[live_state['impl']]}: " + ", ".join(
                 f"L = {r['L']}: " + (r["skipped"] if r["skipped"] else

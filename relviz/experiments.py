@@ -66,6 +66,7 @@ __all__ = [
     "load_results", "exact_shifts", "bucket_starts", "bucket_segments", "offset_matrix", "reach", "offset_reading",
     "extrapolation_reading", "cost_reading", "naive_gather_bytes", "skew_table_bytes",
     "attention_matrix_bytes", "chunked_bytes", "wall_length", "live_offset", "live_extrapolation", "live_cost",
+    "live_offset_work", "live_extrapolation_work",
     "add_arguments", "run",
 ]
 
@@ -161,7 +162,7 @@ class Plan:
     stop_patience: int = 20       # ... for this many consecutive steps
     seeds: tuple[int, ...] = (0, 1, 2)
     # 1. offset resolution
-    shifts: tuple[int, ...] = (1, 2, 3, 4, 5, 8, 12, 16, 20, 24, 32, 40)
+    shifts: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 8, 12, 16, 20, 24, 32, 40)
     layers: tuple[int, ...] = (1, 2)
     max_steps: tuple[int, ...] = (300, 800)    # per entry of layers
     counted: int = 12             # train/eval length is s + counted: every s has as many answers
@@ -1251,6 +1252,19 @@ def plan_from_setup(section: dict[str, Any]) -> Plan:
     return Plan(d_model=model["d_model"], n_heads=model["n_heads"], d_ff=model["d_ff"],
                 batch_size=training["batch_size"], lr=training["lr"], stop_loss=training["stop_loss"],
                 stop_patience=training["stop_patience"])
+
+
+def live_offset_work(section: dict[str, Any], layers: int, max_steps: int) -> int:
+    """Upper bound of :func:`live_offset`'s training work, steps × length × layers summed over
+    its models (relviz.training_queue's measure of CPU time)."""
+    counted = section["setup"]["counted"]
+    return sum(max_steps * (s + counted) * layers for s in section["setup"]["shifts"])
+
+
+def live_extrapolation_work(section: dict[str, Any], max_steps: int) -> int:
+    """Upper bound of :func:`live_extrapolation`'s training work (one model)."""
+    setup = section["setup"]
+    return max_steps * setup["train_length"] * setup["layers"]
 
 
 def live_offset(section: dict[str, Any], setting_id: str, layers: int, *, seed: int, max_steps: int,

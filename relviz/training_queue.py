@@ -4,8 +4,8 @@ Three layers, each with a clear message when it stops a request:
 
 1. **Caps on one run** (:class:`TrainingCaps`, checked by :func:`check_request`): model
    size (layers, heads, width, parameters), steps, training length, and a work budget
-   steps × length × layers (≈ proportional to the run's CPU time), plus a wall-clock limit
-   enforced while training.
+   steps × length × layers (≈ proportional to the run's CPU time; summed over the models of an
+   experiment's live cell), plus a wall-clock limit enforced while training.
 2. **A process-wide gate** (:class:`TrainingGate`): at most ``max_concurrent`` trainings at
    once on the whole server. It never waits: a request that finds every slot taken is
    refused at once ("another training is running, try again in a moment").
@@ -21,7 +21,6 @@ calls :func:`run_training` with a progress callback.
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 import time
 import uuid
@@ -32,14 +31,14 @@ from typing import Any
 
 import torch
 
-from relviz.model import SCHEMES, ModelConfig, build_model
+from relviz.model import SCHEMES, ModelConfig
 from relviz.tasks import TASKS, Task, make_task
 from relviz.train import TrainProgress, TrainResult, train
 
 __all__ = [
     "TrainingCaps", "CAPS", "TrainingRequest", "CapExceeded", "TrainingBusy", "TrainingTimeout",
     "check_request", "parameter_count", "TrainingGate", "GATE", "single_thread", "TrainedModel", "SessionTrainings",
-    "run_training",
+    "run_training", "guarded_run", "check_work",
 ]
 
 
@@ -56,6 +55,8 @@ class TrainingCaps:
     max_length: int = 48
     #: steps × length × layers: 600 steps at length 32 with 2 layers (≈ 15–30 s on one core).
     max_work: int = 38_400
+    #: The same measure summed over every model an experiment's live cell trains (≈ 2 minutes).
+    max_cell_work: int = 150_000
     max_parameters: int = 250_000
     #: A run that takes longer than this (a very busy machine) is stopped.
     max_seconds: float = 120.0
@@ -185,11 +186,9 @@ def check_request(request: TrainingRequest, caps: TrainingCaps = CAPS) -> tuple[
     return config, task
 
 
-@functools.lru_cache(maxsize=256)
 def parameter_count(config: ModelConfig) -> int:
-    """Parameters of a model with this config, counted on the meta device (no memory, cached)."""
-    with torch.device("meta"):
-        return build_model(config).num_parameters()
+    """Parameters of a model with this config, known without building it."""
+    return config.num_parameters()
 
 
 class TrainingGate:
@@ -342,20 +341,47 @@ def run_training(request: TrainingRequest, session: SessionTrainings, *,
     app's rerun when the user moves a control) stops the run and frees the slot.
     """
     config, task = check_request(request, caps)
+
+    with guarded_run(session, gate=gate, caps=caps) as check_time:
+        def report(update: TrainProgress) -> None:
+            check_time(f"at step {update.step} of {update.steps}")
+            if progress is not None:
+                progress(update)
+
+        result = train(config, task, steps=request.steps, length=request.length, seed=request.seed,
+                       progress=report, device="cpu")
+    return session.add(request, result)
+
+
+@contextlib.contextmanager
+def guarded_run(session: SessionTrainings, *, gate: TrainingGate = GATE,
+                caps: TrainingCaps = CAPS) -> Iterator[Callable[[str], None]]:
+    """The frame of every in-app run (training a model, an experiment's live cell, a measurement):
+    the session's quota, a server-wide slot, one torch thread, and a wall-clock limit.
+
+    Yields ``check_time(where)``: call it from the run's progress callback; it raises
+    TrainingTimeout once ``caps.max_seconds`` have passed. The slot is freed however the block ends.
+    """
     session.check_quota()
-    start = time.perf_counter()
-
-    def report(update: TrainProgress) -> None:
-        if time.perf_counter() - start > caps.max_seconds:
-            raise TrainingTimeout(
-                f"training stopped after {caps.max_seconds:.0f} s at step {update.step} of {update.steps} (the "
-                "server is busy): try fewer steps or a shorter training length.")
-        if progress is not None:
-            progress(update)
-
     with gate.slot():
         session.start()
+        start = time.perf_counter()
+
+        def check_time(where: str = "") -> None:
+            if time.perf_counter() - start > caps.max_seconds:
+                raise TrainingTimeout(
+                    f"stopped after {caps.max_seconds:.0f} s{' ' + where if where else ''} (the server is busy): "
+                    "try fewer steps or a smaller setting.")
+
         with single_thread():
-            result = train(config, task, steps=request.steps, length=request.length, seed=request.seed,
-                           progress=report, device="cpu")
-    return session.add(request, result)
+            yield check_time
+
+
+def check_work(work: int, what: str, caps: TrainingCaps = CAPS) -> int:
+    """Refuse a live experiment cell whose total work (Σ steps × length × layers over the models
+    it trains) is over ``caps.max_cell_work``; the message says by how much and what to lower."""
+    if work > caps.max_cell_work:
+        raise CapExceeded(
+            f"{what} is too large for the app: steps × length × layers summed over its models = {work:,}, the "
+            f"cap is {caps.max_cell_work:,} (about two minutes of one CPU core). Lower the steps.")
+    return work

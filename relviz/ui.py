@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
+
+from relviz.training_queue import SessionTrainings, TrainingBusy, TrainingTimeout, guarded_run
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,36 @@ def user_errors() -> Iterator[None]:
         yield
     except ValueError as error:
         st.error(str(error), icon=":material/error:")
+
+
+# ---------------------------------------------------------------------------------------
+# Training and measuring inside the app: one quota per browser session, shared by every page.
+
+SESSION_TRAININGS_KEY = "trainings"
+
+
+def session_trainings() -> SessionTrainings:
+    """This browser session's trained models and run count (relviz.training_queue's quota)."""
+    if SESSION_TRAININGS_KEY not in st.session_state:
+        st.session_state[SESSION_TRAININGS_KEY] = SessionTrainings()
+    return st.session_state[SESSION_TRAININGS_KEY]
+
+
+def run_guarded(run: Callable[[Callable[[float, str], None]], T]) -> T | None:
+    """Run ``run(report)`` inside the training guard (session quota, one server-wide slot, one
+    thread, time limit) with a progress bar; a refusal or timeout becomes an st.error and None."""
+    bar = st.progress(0.0, text="starting…")
+    try:
+        with guarded_run(session_trainings()) as check_time:
+            def report(fraction: float, text: str) -> None:
+                check_time()
+                bar.progress(min(1.0, max(0.0, fraction)), text=text)
+
+            return run(report)
+    except (ValueError, TrainingBusy, TrainingTimeout) as error:
+        bar.empty()
+        st.error(str(error), icon=":material/block:")
+        return None
 
 
 # ---------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from plotly_data import charts, decode, find
 from relviz import experiments as ex
+from relviz import ui
+from relviz.training_queue import CAPS, GATE
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "experiments.py")
 ENV = "RELVIZ_EXPERIMENTS_RESULTS"
@@ -129,3 +131,37 @@ def test_live_extrapolation_cell_overlays_a_rerun(monkeypatch, tiny_file):
     # learned (max_len 64) trained at 32 runs at 1x and 2x only; 3x is "cannot run"
     assert len(live) == 1 and list(decode(live[0]["x"])) == [32, 64]
     assert any("3×: cannot run" in c.value for c in at.caption)
+
+
+def test_live_cells_go_through_the_training_guard(monkeypatch, tiny_file):
+    """A live cell takes the server's one training slot and counts against the session's quota
+    (shared with Live attention): busy server or spent quota is an st.error, nothing runs."""
+
+    at = run(monkeypatch, tiny_file)
+    at.slider(key="ex_lo_steps").set_value(5)
+    with GATE.slot():
+        at.button(key="ex_lo_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Another training is running" in e.value for e in at.error)
+    detail = find(charts(at), "Accuracy against shift s")
+    assert not [t for t in traces(detail, "scatter") if str(t.get("name", "")).startswith("live:")]
+    assert at.session_state[ui.SESSION_TRAININGS_KEY].started == 0
+
+    at.button(key="ex_lo_go").click().run()           # the slot is free again: it runs and counts
+    assert not at.error and at.session_state[ui.SESSION_TRAININGS_KEY].started == 1
+
+    at.session_state[ui.SESSION_TRAININGS_KEY].started = CAPS.max_trainings_per_session
+    at.run()
+    assert at.button(key="ex_lo_go").disabled and at.button(key="ex_le_go").disabled
+    assert any("limit per session" in e.value for e in at.error)
+
+
+def test_live_step_sliders_stop_at_the_work_cap(monkeypatch):
+    at = run(monkeypatch)
+    section = ex.load_results()["experiments"]["offset_resolution"]
+    for layers in section["setup"]["layers"]:
+        at.selectbox(key="ex_lo_lay").set_value(layers).run()
+        slider = at.slider(key="ex_lo_steps")
+        assert ex.live_offset_work(section, layers, slider.max) <= CAPS.max_cell_work
+        slider.set_value(slider.max).run()
+        assert not at.error and not at.button(key="ex_lo_go").disabled

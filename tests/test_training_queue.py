@@ -16,9 +16,13 @@ from relviz.training_queue import (
     TrainingRequest,
     TrainingTimeout,
     check_request,
+    check_work,
+    guarded_run,
+    parameter_count,
     run_training,
     single_thread,
 )
+from relviz.model import build_model
 
 TINY = TrainingRequest(scheme="t5", n_layers=1, n_heads=2, steps=10, length=8, task_params={"s": 2})
 
@@ -173,3 +177,37 @@ def test_an_interrupted_run_frees_the_slot():
     with pytest.raises(Rerun):
         run_training(TINY, SessionTrainings(), progress=progress, gate=gate)
     assert gate.running == 0
+
+
+def test_guarded_run_counts_the_run_holds_the_slot_and_times_out():
+    """The frame the Experiments page's live cells use: quota, one slot, one thread, a deadline."""
+    caps = TrainingCaps(max_trainings_per_session=2, max_seconds=0.0)
+    session, gate = SessionTrainings(caps), TrainingGate(1)
+    with guarded_run(session, gate=gate, caps=caps) as check_time:
+        assert gate.running == 1 and session.started == 1 and torch.get_num_threads() == 1
+        with pytest.raises(TrainingBusy):
+            with guarded_run(SessionTrainings(caps), gate=gate, caps=caps):
+                pass  # pragma: no cover
+        with pytest.raises(TrainingTimeout, match="stopped after 0 s at step 3"):
+            check_time("at step 3")
+    assert gate.running == 0
+    with pytest.raises(TrainingTimeout):
+        with guarded_run(session, gate=gate, caps=caps) as check_time:
+            check_time()
+    assert gate.running == 0 and session.started == 2
+    with pytest.raises(CapExceeded, match="limit per session is 2"):
+        with guarded_run(session, gate=gate, caps=caps):
+            pass  # pragma: no cover
+    assert session.started == 2 and gate.running == 0
+
+
+def test_check_work_refuses_a_cell_over_the_cap():
+    caps = TrainingCaps(max_cell_work=1000)
+    assert check_work(1000, "this cell", caps) == 1000
+    with pytest.raises(CapExceeded, match=r"this cell is too large.*1,001.*1,000"):
+        check_work(1001, "this cell", caps)
+
+
+def test_parameter_count_is_the_built_models():
+    config, _ = check_request(TrainingRequest(scheme="shaw", n_layers=3, clip=32))
+    assert parameter_count(config) == build_model(config).num_parameters()
