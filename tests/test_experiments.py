@@ -325,3 +325,13 @@ def test_live_cost_measures_one_case_in_a_fresh_process():
     assert rows[0]["forward_s"] > 0 and rows[0]["peak_bytes"] > 0 and steps[-1] == 1.0
     with pytest.raises(ValueError, match="unknown implementation"):
         ex.live_cost("fast", [64])
+
+
+def test_the_shipped_results_come_from_the_full_plan():
+    """The page shows the shipped file as the measured result: it must be a full run of FULL_PLAN."""
+    data = ex.load_results()
+    assert data["quick"] is False and data["run"]["experiments"] == list(ex.EXPERIMENTS)
+    offset = data["experiments"]["offset_resolution"]["setup"]
+    assert offset["shifts"] == list(ex.FULL_PLAN.shifts) and offset["seeds"] == list(ex.FULL_PLAN.seeds)
+    assert [s["id"] for s in data["experiments"]["offset_resolution"]["settings"]] == \
+        [s.id for s in ex.FULL_PLAN.offset_settings]
