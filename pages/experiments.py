@@ -2,10 +2,12 @@
 extrapolation, cost), from the shipped results file, with a live rerun of one cell each."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from relviz import experiments as ex
@@ -38,11 +40,56 @@ def load(path: str, mtime: float, size: int) -> dict:
     return ex.load_results(path)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def overview_fig(path: str, mtime: float, size: int, threshold: float):
-    fig = offset_overview(load(path, mtime, size)["experiments"]["offset_resolution"], threshold)
-    fig.update_layout(title=dict(text=f"Offset resolution: mean accuracy over seeds · ✓ = at least {threshold:.0%}"))
+# Figures: st.cache_resource keyed by scalars (the file's stat key, the controls, a live overlay as
+# JSON text). A cached figure is shared read-only (st.plotly_chart copies it), so a rerun that
+# changes one control rebuilds one figure instead of five; plotly's validation is the slow part.
+FIGURE_CACHE = dict(max_entries=8, show_spinner=False)
+
+
+def section_of(path: str, mtime: float, size: int, name: str) -> dict:
+    return load(path, mtime, size)["experiments"][name]
+
+
+def titled(fig: go.Figure, text: str, size: int | None = 14) -> go.Figure:
+    fig.update_layout(title=dict(text=text, font=dict(size=size) if size else None))
     return fig
+
+
+def live_json(rows: list | None) -> str | None:
+    return json.dumps(rows, sort_keys=True) if rows is not None else None
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def overview_fig(path: str, mtime: float, size: int, threshold: float) -> go.Figure:
+    fig = offset_overview(section_of(path, mtime, size, "offset_resolution"), threshold)
+    return titled(fig, f"Offset resolution: mean accuracy over seeds · ✓ = at least {threshold:.0%}", None)
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def detail_fig(path: str, mtime: float, size: int, shown: tuple[str, ...], live: str | None,
+               live_label: str) -> go.Figure:
+    fig = offset_detail(section_of(path, mtime, size, "offset_resolution"), list(shown),
+                        live=json.loads(live) if live else None, live_label=live_label)
+    return titled(fig, "Accuracy against shift s, with the offsets one layer cannot separate")
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def extrapolation_fig(path: str, mtime: float, size: int, live: str | None, live_label: str) -> go.Figure:
+    fig = extrapolation_figure(section_of(path, mtime, size, "length_extrapolation"),
+                               live=json.loads(live) if live else None, live_label=live_label)
+    return titled(fig, "Accuracy against evaluation length")
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def cost_figs(path: str, mtime: float, size: int, live: str | None) -> tuple[go.Figure, go.Figure]:
+    section, rows = section_of(path, mtime, size, "cost"), json.loads(live) if live else None
+    return (titled(memory_wall_figure(section, live=rows), "The memory wall: peak memory against L"),
+            titled(time_figure(section, live=rows), "Forward time against L"))
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def shaw_reference_fig() -> go.Figure:
+    return shaw_reference_figure(ex.SHAW_TABLE2)
 
 
 def stat_key(path: Path) -> tuple[str, float, int]:
@@ -172,15 +219,13 @@ else:
             live_rows, live_label = live_state["rows"], live_state["label"]
         shown = chosen + ([live_state["setting"]] if live_state and live_state["setting"] not in chosen else [])
         if shown:
-            fig = offset_detail(section, shown, live=live_rows, live_label=live_label or "live")
-            fig.update_layout(title=dict(text="Accuracy against shift s, with the offsets one layer cannot separate",
-                                         font=dict(size=14)))
+            fig = detail_fig(*key, tuple(shown), live_json(live_rows), live_label or "live")
             ui.show_figure(fig, key=f"{P}_fig_detail")
         else:
             st.info("Choose at least one setting to compare.")
     ref_left, ref_right = st.columns([1, 2])
     with ref_left:
-        ui.show_figure(shaw_reference_figure(ex.SHAW_TABLE2), key=f"{P}_fig_shaw_ref")
+        ui.show_figure(shaw_reference_fig(), key=f"{P}_fig_shaw_ref")
     with ref_right:
         shifts = section["setup"]["shifts"]
         table = pd.DataFrame(
@@ -247,9 +292,8 @@ else:
     left, right = st.columns([3, 1])
     live_state = st.session_state.get(f"{P}_live_extrap")
     with left:
-        fig = extrapolation_figure(section, live=live_state["rows"] if live_state else None,
-                                   live_label=live_state["label"] if live_state else "live")
-        fig.update_layout(title=dict(text="Accuracy against evaluation length", font=dict(size=14)))
+        fig = extrapolation_fig(*key, live_json(live_state["rows"] if live_state else None),
+                                live_state["label"] if live_state else "live")
         ui.show_figure(fig, key=f"{P}_fig_extrap")
     with right:
         st.markdown("Lines: mean over seeds, band: min–max. **✕** at the bottom: the model **cannot run** at that "
@@ -308,13 +352,10 @@ else:
     live_state = st.session_state.get(f"{P}_live_cost")
     left, right = st.columns([3, 2])
     with left:
-        fig = memory_wall_figure(section, live=live_state["rows"] if live_state else None)
-        fig.update_layout(title=dict(text="The memory wall: peak memory against L", font=dict(size=14)))
-        ui.show_figure(fig, key=f"{P}_fig_wall")
+        wall, timing = cost_figs(*key, live_json(live_state["rows"] if live_state else None))
+        ui.show_figure(wall, key=f"{P}_fig_wall")
     with right:
-        fig = time_figure(section, live=live_state["rows"] if live_state else None)
-        fig.update_layout(title=dict(text="Forward time against L", font=dict(size=14)))
-        ui.show_figure(fig, key=f"{P}_fig_time")
+        ui.show_figure(timing, key=f"{P}_fig_time")
         st.caption("Diamonds: measured Δpeak (peak resident memory minus the peak before the forward). Lines: "
                    "the analytic size of each structure, fp32; dashed and shaded beyond the longest measured L, "
                    "where they are extrapolated, not measured. The black line is this machine's memory "
