@@ -66,7 +66,7 @@ def test_every_shipped_scheme_renders_the_model_s_own_weights(scheme):
         assert part in trace(close)["hovertemplate"]
     # the grid: every layer and head, exact at this length
     grid = find(figures, "attention of every layer and head")
-    assert len(grid["data"]) == 2 * 4
+    assert len(grid["data"]) == expected.shape[0] * expected.shape[1]   # layers × heads of this checkpoint
     for t in grid["data"]:
         layer, head = t["meta"]["layer"], t["meta"]["head"]
         assert np.array_equal(decode(t["z"]), expected[layer, head])
