@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from relviz._checks import check_bool, check_int
+from relviz.attention import _softmax_output as softmax_output
 from relviz.attention import alibi_attention, shaw_attention, skew_attention, t5_attention
 from relviz.positions import t5_config
 
@@ -223,12 +224,7 @@ def dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, 
     logits = torch.matmul(q * scale, k.transpose(-2, -1))
     if bias is not None:
         logits = logits + bias
-    if causal:
-        length = logits.shape[-1]
-        future = torch.ones(length, length, dtype=torch.bool, device=logits.device).triu(1)
-        logits = logits.masked_fill(future, float("-inf"))
-    weights = torch.softmax(logits, dim=-1)
-    return torch.matmul(weights, v), weights
+    return softmax_output(logits, v, causal)   # relviz.attention's: refuses non-finite logits
 
 
 def rope_rotate(x: torch.Tensor, *, base: float = 10000.0) -> torch.Tensor:
