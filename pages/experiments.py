@@ -113,7 +113,7 @@ try:
     results = load(*key)
 except ValueError as error:
     st.error(f"Cannot show the experiments: {error}", icon=":material/error:")
-    st.info("Recreate the results with `python -m relviz experiments` (about half an hour on 2 cores) or "
+    st.info("Recreate the results with `python -m relviz experiments` (about 20 minutes on 2 cores) or "
             "`python -m relviz experiments --quick` (a smoke run).", icon=":material/terminal:")
     st.stop()
 
