@@ -192,8 +192,9 @@ st.title("Live attention")
 st.markdown(
     "A small transformer (2 layers, 4 heads, d_model 64, causal) was trained with **each position scheme** on the "
     "same task (ALiBi needed 6 layers: its penalty cannot single out one offset, so the model composes it from "
-    "layer to layer; with 2 it reaches 72%). Pick one, give it a sequence, and see what it predicts and **where every head looks**, next to "
-    "the position structure its scheme gave it. Then train your own at the bottom of the page.")
+    "layer to layer; with 2 it reaches 72%). Pick one, give it a sequence, and see what it predicts and **where "
+    "every head looks**, next to the position structure its scheme gave it. Then train your own at the bottom of "
+    "the page.")
 ui.sign_convention()
 
 shipped, problems = shipped_listing()

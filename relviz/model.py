@@ -41,8 +41,8 @@ from relviz.attention import _softmax_output as softmax_output
 from relviz.attention import alibi_attention, shaw_attention, skew_attention, t5_attention
 from relviz.positions import t5_config
 
-__all__ = ["SCHEMES", "SCHEME_SUMMARIES", "MAX_LENGTH", "MAX_PARAMETERS", "ModelConfig", "PositionScheme", "RelvizTransformer",
-           "build_model", "dot_product_attention", "rope_rotate"]
+__all__ = ["SCHEMES", "SCHEME_SUMMARIES", "MAX_LENGTH", "MAX_PARAMETERS", "ModelConfig", "PositionScheme",
+           "RelvizTransformer", "build_model", "dot_product_attention", "rope_rotate"]
 
 #: Longest sequence ``forward`` accepts: the attention weights it returns take
 #: n_layers · B · H · L² floats (L = 4096, 2 layers, 4 heads: 537 MB per sequence).

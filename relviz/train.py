@@ -38,7 +38,8 @@ from relviz.model import SCHEMES, ModelConfig, RelvizTransformer, build_model
 from relviz.tasks import DEFAULT_TASK, TASKS, Task, make_task, parse_text, render_tokens, task_param_specs
 
 __all__ = [
-    "CHECKPOINT_DIR", "EVAL_SEED", "DEFAULT_TRAINING", "SHIPPED_TASK", "SCHEME_DEFAULTS", "scheme_defaults", "TrainProgress", "TrainResult",
+    "CHECKPOINT_DIR", "EVAL_SEED", "DEFAULT_TRAINING", "SHIPPED_TASK", "SCHEME_DEFAULTS", "scheme_defaults",
+    "TrainProgress", "TrainResult",
     "train", "evaluate", "CheckpointInfo", "Checkpoint", "CheckpointScan", "TextRun", "run_text",
     "save_checkpoint", "load_checkpoint", "read_checkpoint_info", "list_checkpoints",
     "scan_checkpoints", "check_name", "shipped_name", "train_shipped", "add_arguments", "run",
