@@ -76,7 +76,7 @@ def format_bytes(n: int | float) -> str:
     """
     if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 <= n <= MAX_BYTES:
         raise ValueError(f"n must be a number of bytes from 0 to {MAX_BYTES:.0e}; got {n!r:.40}")
-    n = float(n)   # safe now: within range, so numpy numbers and big ints convert exactly enough
+    n = float(n)   # within range, so float() cannot overflow (big ints, numpy numbers)
     if n < 1000:
         return f"{round(n)} B"
     for size, unit in _UNITS:
