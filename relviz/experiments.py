@@ -50,14 +50,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from relviz import __version__
 from relviz._checks import check_int
 from relviz.model import SCHEMES, ModelConfig, build_model
 from relviz.positions import t5_bucket
 from relviz.tasks import make_task
-from relviz.train import EVAL_SEED, _lr_factor, eval_samples, evaluate
+from relviz.train import EVAL_SEED, Optimization, eval_samples, evaluate, freeze
 
 __all__ = [
     "FORMAT", "FORMAT_VERSION", "RESULTS_PATH", "EXPERIMENTS", "Setting", "OFFSET_SETTINGS",
@@ -220,9 +219,7 @@ def fit(config: ModelConfig, task, *, max_steps: int, batch_size: int, length: i
     max_steps = check_int("max_steps", max_steps, minimum=1, maximum=1_000_000)
     model = build_model(config, seed=seed)
     length = task.check_length(model.check_length(length))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, max_steps))
-    generator = torch.Generator().manual_seed(seed)
+    optimization = Optimization.for_model(model, lr=lr, steps=max_steps, seed=seed)
     report_every = max(1, max_steps // 50)
     start = time.perf_counter()
     model.train()
@@ -230,25 +227,14 @@ def fit(config: ModelConfig, task, *, max_steps: int, batch_size: int, length: i
     loss_value = float("nan")
     step = 0
     for step in range(1, max_steps + 1):
-        inputs, targets, mask = task.sample(batch_size, length, generator)
-        logits, _ = model(inputs)
-        loss = F.cross_entropy(logits[mask], targets[mask])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        loss_value = loss.item()
+        loss_value = optimization.step(model, task, batch_size, length).item()
         below = below + 1 if loss_value < stop_loss else 0
         done = stop_patience > 0 and below >= stop_patience
         if progress is not None and (step % report_every == 0 or step == max_steps or done):
             progress(step, max_steps, loss_value)
         if done:
             break
-    model.eval()
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
-    return FitResult(model, step, loss_value, time.perf_counter() - start)
+    return FitResult(freeze(model), step, loss_value, time.perf_counter() - start)
 
 
 def spread(values: Iterable[float]) -> dict[str, float]:

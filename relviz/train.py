@@ -137,6 +137,45 @@ def _lr_factor(step: int, steps: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
 
 
+@dataclass
+class Optimization:
+    """The optimizer, its schedule and the batch generator of one run: what relviz.train.train
+    and the experiments' early-stopping fit share, so both train exactly the same way."""
+
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    generator: torch.Generator
+
+    @classmethod
+    def for_model(cls, model: RelvizTransformer, *, lr: float, steps: int, seed: int,
+                  device: torch.device | str = "cpu") -> Optimization:
+        """AdamW, warm-up then cosine decay over ``steps``, batches seeded by ``seed``."""
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, steps))
+        return cls(optimizer, scheduler, torch.Generator(device=device).manual_seed(seed))
+
+    def step(self, model: RelvizTransformer, task: Task, batch_size: int, length: int) -> torch.Tensor:
+        """One step on a fresh batch: cross-entropy on the positions that count, gradient
+        clipping at 1. Returns the loss tensor (reading it with .item() waits for the device)."""
+        inputs, targets, mask = task.sample(batch_size, length, self.generator)
+        logits, _ = model(inputs)
+        loss = F.cross_entropy(logits[mask], targets[mask])
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        return loss
+
+
+def freeze(model: RelvizTransformer) -> RelvizTransformer:
+    """Eval mode, no gradients: a trained model is read-only from here on (shared by sessions)."""
+    model.eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    return model
+
+
 def _check_pair(model_config: ModelConfig, task: Task) -> None:
     if not isinstance(model_config, ModelConfig):
         raise ValueError(f"model_config must be a ModelConfig; got {type(model_config).__name__}")
@@ -171,30 +210,19 @@ def train(model_config: ModelConfig, task: Task, *, steps: int = DEFAULT_TRAININ
 
     model = build_model(model_config, seed=seed).to(device)
     length = task.check_length(model.check_length(length))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, steps))
-    generator = torch.Generator(device=device).manual_seed(seed)
+    optimization = Optimization.for_model(model, lr=lr, steps=steps, seed=seed, device=device)
     report_every = max(1, steps // 100)
     start = time.perf_counter()
     model.train()
     loss_value = float("nan")
     for step in range(1, steps + 1):
-        inputs, targets, mask = task.sample(batch_size, length, generator)
-        logits, _ = model(inputs)
-        loss = F.cross_entropy(logits[mask], targets[mask])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
+        loss = optimization.step(model, task, batch_size, length)
         if progress is not None and (step % report_every == 0 or step == steps):
             loss_value = loss.item()
             progress(TrainProgress(step, steps, loss_value, time.perf_counter() - start))
     loss_value = loss.item()
     seconds = time.perf_counter() - start
-    model.eval()
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
+    freeze(model)
     accuracy = evaluate(model, task, length=length, seed=EVAL_SEED)
     return TrainResult(model, task, accuracy, seconds, steps, batch_size, length, float(lr), seed, loss_value)
 
