@@ -65,22 +65,11 @@ strip, values = strip_and_offsets(q_len, k_len, k, q_offset)
 relative, clipped, lookup = matrices(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
 
 if large:
-    st.markdown(f"#### The matrix is {q_len} × {k_len}: too large to draw cell by cell")
-    left, right = st.columns([1, 1])
     summary = overview(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
-    block = summary.pooled.block
-    with left:
-        ui.show_figure(summary.figure, key=f"{P}_fig_overview")
-    with right:
-        st.markdown(
-            f"**Downsampled overview (left).** Each cell stands for a block of {block} × {block} entries and "
-            "is coloured by the block's exact **mean** index; hover shows the block's exact **min** and **max** "
-            "and its range of j − i. Blocks are pooled, never skipped, so the thin band |j − i| ≤ k stays "
-            "visible as a blend instead of vanishing between samples.")
-        st.markdown(
-            f"**Full resolution (below).** The matrices below show rows {q_offset + window.row0}…"
-            f"{q_offset + window.row0 + window.rows - 1} and columns {window.col0}…{window.col0 + window.cols - 1} "
-            "exactly: the rectangle on the overview. Move it with the sliders in the sidebar.")
+    ui.pooled_overview(summary.figure, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+                       block=summary.pooled.block, quantity="index", key=f"{P}_fig_overview",
+                       note="Blocks are pooled, never skipped, so the thin band |j − i| ≤ k stays visible as "
+                            "a blend instead of vanishing between samples.")
 
 cols = st.columns(3)
 captions = [

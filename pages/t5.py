@@ -99,22 +99,10 @@ with tab_map:
             if large:
                 summary = overview_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0,
                                           window.rows, window.cols)
-                block = summary.pooled.block
-                st.markdown(f"#### The matrix is {q_len} × {k_len}: too large to draw cell by cell")
-                left, right = st.columns(2)
-                with left:
-                    ui.show_figure(summary.figure, key=f"{P}_fig_overview")
-                with right:
-                    st.markdown(
-                        f"**Downsampled overview (left).** Each cell is a block of {block} × {block} entries, "
-                        "coloured by the block's exact **mean** bucket; hover gives its exact **min** and **max** "
-                        "bucket and its range of j − i. Pooling keeps every bucket edge (a block that straddles "
-                        "one shows a blend); it never skips offsets.")
-                    st.markdown(
-                        f"**Full resolution (below, left).** Rows {q_offset + window.row0}…"
-                        f"{q_offset + window.row0 + window.rows - 1}, columns {window.col0}…"
-                        f"{window.col0 + window.cols - 1}, exact: the rectangle on the overview. Move it with "
-                        "the sliders in the sidebar.")
+                ui.pooled_overview(summary.figure, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+                                   block=summary.pooled.block, quantity="bucket", key=f"{P}_fig_overview",
+                                   note="Pooling keeps every bucket edge (a block that straddles one shows a "
+                                        "blend); it never skips offsets.")
             fig_map = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
                                  window.cols)
             left, right = st.columns(2)

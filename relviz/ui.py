@@ -193,6 +193,25 @@ def _centre_window(col_key: str, col0: int) -> None:
     st.session_state[col_key] = col0
 
 
+def pooled_overview(figure: go.Figure, *, q_len: int, k_len: int, q_offset: int, window, block: int,
+                    quantity: str, note: str, key: str) -> None:
+    """The large-matrix panel of the Shaw and T5 pages: the pooled overview beside what it shows and
+    which exact window the full-resolution figures below hold (``window``: figures.toeplitz.Window)."""
+    st.markdown(f"#### The matrix is {q_len} × {k_len}: too large to draw cell by cell")
+    left, right = st.columns(2)
+    with left:
+        show_figure(figure, key=key)
+    with right:
+        st.markdown(
+            f"**Downsampled overview (left).** Each cell stands for a block of {block} × {block} entries, "
+            f"coloured by the block's exact **mean** {quantity}; hover gives its exact **min** and **max** "
+            f"{quantity} and its range of j − i. {note}")
+        st.markdown(
+            f"**Full resolution (below).** Rows {q_offset + window.row0}…{q_offset + window.row0 + window.rows - 1}, "
+            f"columns {window.col0}…{window.col0 + window.cols - 1}, exact: the rectangle on the overview. Move it "
+            "with the sliders in the sidebar.")
+
+
 def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, default_size: int = 256):
     """Size and position of the full-resolution window on a matrix too large to draw whole.
 
