@@ -117,19 +117,8 @@ with right:
 
 st.markdown("#### Download the matrix")
 if large:
-    st.markdown(
-        f"The full {q_len} × {k_len} matrix is not built. Download the exact **window** shown above, or the "
-        f"**per-offset vector** ({q_len + k_len - 1} rows: j − i, index): it defines every entry, "
-        "index(i, j) = value of the row whose j − i equals j − (offset + i).")
-    a, b = st.columns(2)
-    with a:
-        st.caption(f"lookup index, window rows {window.row0}…{window.row0 + window.rows - 1}, "
-                   f"columns {window.col0}…{window.col0 + window.cols - 1}")
-        ui.matrix_downloads(lookup.values, name=f"shaw_index_window_{q_len}x{k_len}_k{k}", key=f"{P}_dl_win")
-    with b:
-        st.caption("per-offset vector (j − i, index)")
-        ui.offset_vector_downloads(values.offset, values.index, name=f"shaw_index_per_offset_{q_len}x{k_len}_k{k}",
-                                   key=f"{P}_dl_vec")
+    ui.large_matrix_downloads(lookup.values, values.offset, values.index, q_len=q_len, k_len=k_len, window=window,
+                              quantity="index", name="shaw_index", suffix=f"{q_len}x{k_len}_k{k}", key=f"{P}_dl")
 else:
     st.caption(f"The lookup index clip(j − i, −{k}, {k}) + {k}, {q_len} × {k_len}, exact.")
     ui.matrix_downloads(lookup.values, name=f"shaw_index_{q_len}x{k_len}_k{k}_off{q_offset}", key=f"{P}_dl")

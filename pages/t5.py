@@ -149,21 +149,9 @@ with tab_map:
             st.markdown("#### Download the bucket map")
             values = offsets(q_len, k_len, nb, md, bidir, q_offset)
             if large:
-                st.markdown(
-                    f"The full {q_len} × {k_len} matrix is not built. Download the exact **window** shown above, "
-                    f"or the **per-offset vector** ({q_len + k_len - 1} rows: j − i, bucket): it defines every "
-                    "entry, bucket(i, j) = value of the row whose j − i equals j − (offset + i).")
-                a, b = st.columns(2)
-                with a:
-                    st.caption(f"window rows {window.row0}…{window.row0 + window.rows - 1}, "
-                               f"columns {window.col0}…{window.col0 + window.cols - 1}")
-                    ui.matrix_downloads(fig_map.values, name=f"t5_buckets_window_{q_len}x{k_len}_{nb}_{md}",
-                                        key=f"{P}_dl_win")
-                with b:
-                    st.caption("per-offset vector (j − i, bucket)")
-                    ui.offset_vector_downloads(values.offset, values.bucket,
-                                               name=f"t5_buckets_per_offset_{q_len}x{k_len}_{nb}_{md}",
-                                               key=f"{P}_dl_vec")
+                ui.large_matrix_downloads(fig_map.values, values.offset, values.bucket, q_len=q_len, k_len=k_len,
+                                          window=window, quantity="bucket", name="t5_buckets",
+                                          suffix=f"{q_len}x{k_len}_{nb}_{md}", key=f"{P}_dl")
             else:
                 st.caption(f"The bucket of every (i, j), {q_len} × {k_len}, exact.")
                 ui.matrix_downloads(fig_map.values, name=f"t5_buckets_{q_len}x{k_len}_{nb}_{md}_off{q_offset}",

@@ -245,6 +245,25 @@ def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, defau
     return fit_window(q_len, k_len, row0=row0, col0=col0, size=size)
 
 
+def large_matrix_downloads(window_values: np.ndarray, offsets: np.ndarray, values: np.ndarray, *, q_len: int,
+                           k_len: int, window, quantity: str, name: str, suffix: str, key: str) -> None:
+    """Downloads for a matrix too large to build: the exact window shown (``window``:
+    figures.toeplitz.Window) and the per-offset vector that defines every entry. Files are
+    ``{name}_window_{suffix}`` and ``{name}_per_offset_{suffix}``."""
+    st.markdown(
+        f"The full {q_len} × {k_len} matrix is not built. Download the exact **window** shown above, or the "
+        f"**per-offset vector** ({q_len + k_len - 1} rows: j − i, {quantity}): it defines every entry, "
+        f"{quantity}(i, j) = value of the row whose j − i equals j − (offset + i).")
+    left, right = st.columns(2)
+    with left:
+        st.caption(f"{quantity}, window rows {window.row0}…{window.row0 + window.rows - 1}, "
+                   f"columns {window.col0}…{window.col0 + window.cols - 1}")
+        matrix_downloads(window_values, name=f"{name}_window_{suffix}", key=f"{key}_win")
+    with right:
+        st.caption(f"per-offset vector (j − i, {quantity})")
+        offset_vector_downloads(offsets, values, name=f"{name}_per_offset_{suffix}", key=f"{key}_vec")
+
+
 def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: str, key: str) -> None:
     """CSV/.npy of the per-offset vector: column 0 is j − i, column 1 the value on that diagonal.
 
