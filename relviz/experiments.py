@@ -1046,9 +1046,10 @@ def offset_reading(section: dict[str, Any], threshold: float = 0.9) -> list[str]
         inside = [v for s, v in zip(shifts, row) if s in exact]
         outside = [(v, s) for s, v in zip(shifts, row) if s not in exact]
         if inside and outside:
-            if setting.scheme == "shaw":
-                k = setting.params["clip"]
-                where, beyond = f"s ≤ {k - 1}", f"from s = {k} on (offset −{k} is already the shared end embedding)"
+            if setting.scheme == "shaw":  # quote the measured range, not the one k implies
+                k, first_out = setting.params["clip"], min(s for _, s in outside)
+                where = f"s ≤ {max(exact)}"
+                beyond = f"from s = {first_out} on (every offset from −{k} back shares the end embedding)"
             else:
                 where, beyond = f"where −s has a bucket of its own (s ≤ {max(exact)})", "where it shares one"
             parts.append(f"{setting.label} {_pct(_mean(inside))} {'for ' if setting.scheme == 'shaw' else ''}"

@@ -245,6 +245,10 @@ def test_readings_are_three_sentences_from_the_data():
     assert quoted, first
     assert int(quoted.group(1)) == round(100 * sum(inside) / len(inside))
     assert int(quoted.group(2)) == round(100 * sum(beyond) / len(beyond))
+    # a range is quoted only as far as it was measured: Shaw k = 16's exact offsets end at the
+    # largest measured s below 16, not at 15
+    exact16 = max(s for s in offset["setup"]["shifts"] if s < 16)
+    assert re.search(rf"Shaw k = 16 \d+% for s ≤ {exact16} against \d+% from s = 16 on", first), first
 
 
 def test_reading_follows_the_threshold(tiny):
