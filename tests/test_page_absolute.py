@@ -3,18 +3,22 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from page_support import run_page
 from plotly_data import decode
 from streamlit.testing.v1 import AppTest
 
 from relviz.absolute import projected_similarity, sinusoidal_encoding, sinusoidal_similarity
 from relviz.positions import alibi_bias, alibi_slopes, relative_positions
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "absolute.py")
+
+def _run(**params) -> AppTest:
+    return run_page("absolute", **params)
+
+
 FIGURES = ["pe", "sim", "rel", "curve", "alibi", "slopes", "lines"]
 
 
@@ -26,15 +30,6 @@ def _figures(at: AppTest) -> dict[str, dict]:
 
 def _z(figure: dict) -> np.ndarray:
     return decode(figure["data"][0]["z"]).astype(np.float64)
-
-
-def _run(**params: str) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _check(at: AppTest, *, length: int, d_model: int, heads: int, head: int, causal: bool = True,

@@ -9,6 +9,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, title, trace
 from relviz import ui
 from relviz.inspection import random_text
@@ -18,17 +19,11 @@ from relviz.train import load_checkpoint, shipped_name
 from relviz.training_queue import CAPS, GATE
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "attention.py")
 DEFAULT_TEXT = random_text(32, 0)
 
 
 def run(**params) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_page("attention", timeout=60, **params)
 
 
 def weights_of(name: str, text: str) -> np.ndarray:

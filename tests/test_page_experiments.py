@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from page_support import run_page
 from plotly_data import charts, decode, find
 from relviz import experiments as ex
 from relviz import ui
 from relviz.training_queue import CAPS, GATE
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "experiments.py")
 ENV = "RELVIZ_EXPERIMENTS_RESULTS"
 
 
@@ -24,12 +24,7 @@ def run(monkeypatch, results: Path | None = None, **params) -> AppTest:
         monkeypatch.delenv(ENV, raising=False)
     else:
         monkeypatch.setenv(ENV, str(results))
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_page("experiments", timeout=60, **params)
 
 
 def traces(figure: dict, kind: str | None = None) -> list[dict]:

@@ -1,25 +1,17 @@
 """AppTest for the Shaw page: defaults, every control at both ends, the data inside the figures."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, heatmap_values, trace
 from relviz.positions import relative_positions, shaw_clip_index
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "shaw.py")
-
 
 def run(**params) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_page("shaw", **params)
 
 
 def expected_index(q_len, k_len, k, q_offset, row0=0, col0=0, rows=None, cols=None) -> np.ndarray:

@@ -3,20 +3,23 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
+from page_support import run_page
 from plotly_data import decode
 from streamlit.testing.v1 import AppTest
 
 from relviz.figures.skew import causal_steps, demo_inputs, step_figure
 from relviz.skew import gather_relative, skew, skew_bidirectional, skew_source_index, skew_steps
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "skew.py")
 BIDIRECTIONAL = "Bidirectional skew (encoder)"
+
+
+def _run(**params) -> AppTest:
+    return run_page("skew", **params)
 
 
 # ---- decoding the figures AppTest saw ------------------------------------------------
@@ -37,15 +40,6 @@ def _number(text: str, after: str) -> float:
     match = re.search(re.escape(after) + r"\s*([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)", text)
     assert match, f"no number after {after!r} in {text!r}"
     return float(match.group(1))
-
-
-def _run(**params: str) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 # ---- the causal tab ------------------------------------------------------------------

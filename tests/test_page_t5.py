@@ -1,26 +1,18 @@
 """AppTest for the T5 page: defaults, every control at both ends, invalid settings, figure data."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, heatmap_values, trace
 from relviz.positions import shaw_clip_index, t5_bucket, t5_bucket_map, t5_bucket_ranges
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "t5.py")
-
 
 def run(**params) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_page("t5", **params)
 
 
 def check_map(at: AppTest, q_len, k_len, nb, md, bidir, q_offset, title="T5 bucket") -> None:

@@ -1,0 +1,18 @@
+"""AppTest helper shared by the page tests: run one page with URL query parameters."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_page(name: str, *, timeout: float = 30, **params: object) -> AppTest:
+    """Run pages/<name>.py once with ``params`` as query parameters; any exception fails the test."""
+    at = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=timeout)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
