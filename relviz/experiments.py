@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -760,26 +760,38 @@ def _check_common(c: _Checker, section: dict[str, Any], where: str) -> dict[str,
     return setup
 
 
-def _check_offset(c: _Checker, section: dict[str, Any]) -> None:
-    where = "experiments.offset_resolution"
-    setup = _check_common(c, section, where)
-    shifts = c.int_list(setup, "shifts", f"{where}.setup")
-    layers = c.int_list(setup, "layers", f"{where}.setup")
+def _check_training_setup(c: _Checker, setup: dict[str, Any], where: str, texts: tuple[str, ...]) -> list[int]:
+    """The setup keys both training experiments have: seeds, model, training and ``texts``; returns the seeds."""
     seeds = c.int_list(setup, "seeds", f"{where}.setup", minimum=0)
-    c.get(setup, "counted", "int", f"{where}.setup")
     for key in ("model", "training"):
         c.get(setup, key, "dict", f"{where}.setup")
-    for key in ("task", "lengths", "method"):
+    for key in texts:
         c.get(setup, key, "str", f"{where}.setup")
-    settings = _check_settings(c, section, where)
-    results = c.get(section, "results", "list", where)
-    seen = set()
-    for i, entry in enumerate(results):
+    return seeds
+
+
+def _results(c: _Checker, section: dict[str, Any], where: str,
+             settings: dict[str, dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """(where, entry, setting id) of every result entry, each an object naming a listed setting."""
+    for i, entry in enumerate(c.get(section, "results", "list", where)):
         w = f"{where}.results[{i}]"
         c.check(entry, "dict", w)
         sid = c.get(entry, "setting", "str", w)
         if sid not in settings:
             raise c.fail(f"{w}.setting", f"unknown setting {sid!r}; the section lists {', '.join(settings)}")
+        yield w, entry, sid
+
+
+def _check_offset(c: _Checker, section: dict[str, Any]) -> None:
+    where = "experiments.offset_resolution"
+    setup = _check_common(c, section, where)
+    shifts = c.int_list(setup, "shifts", f"{where}.setup")
+    layers = c.int_list(setup, "layers", f"{where}.setup")
+    seeds = _check_training_setup(c, setup, where, ("task", "lengths", "method"))
+    c.get(setup, "counted", "int", f"{where}.setup")
+    settings = _check_settings(c, section, where)
+    seen = set()
+    for w, entry, sid in _results(c, section, where, settings):
         n_layers = c.get(entry, "layers", "int", w)
         s = c.get(entry, "s", "int", w)
         if n_layers not in layers or s not in shifts:
@@ -802,21 +814,11 @@ def _check_extrapolation(c: _Checker, section: dict[str, Any]) -> None:
     setup = _check_common(c, section, where)
     factors = c.int_list(setup, "factors", f"{where}.setup")
     train_length = c.get(setup, "train_length", "int", f"{where}.setup")
-    seeds = c.int_list(setup, "seeds", f"{where}.setup", minimum=0)
+    seeds = _check_training_setup(c, setup, where, ("task", "method"))
     c.get(setup, "task_params", "dict", f"{where}.setup")
-    for key in ("model", "training"):
-        c.get(setup, key, "dict", f"{where}.setup")
-    for key in ("task", "method"):
-        c.get(setup, key, "str", f"{where}.setup")
     settings = _check_settings(c, section, where)
-    results = c.get(section, "results", "list", where)
     seen = set()
-    for i, entry in enumerate(results):
-        w = f"{where}.results[{i}]"
-        c.check(entry, "dict", w)
-        sid = c.get(entry, "setting", "str", w)
-        if sid not in settings:
-            raise c.fail(f"{w}.setting", f"unknown setting {sid!r}")
+    for w, entry, sid in _results(c, section, where, settings):
         factor = c.get(entry, "factor", "int", w)
         if factor not in factors:
             raise c.fail(f"{w}.factor", f"{factor} is not in the setup's factors {factors}")
