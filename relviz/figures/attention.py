@@ -378,11 +378,11 @@ def t5_bias_figure(curve: T5BiasCurve, *, train_length: int | None = None, valid
                        fillcolor="rgba(46, 134, 171, 0.10)", line=dict(width=0), layer="below"))
     annotations.append(dict(x=0, y=0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
                             text=f"exact: |j − i| < {exact}", font=dict(size=12)))
-    layout = dict(height=400, margin=dict(l=60, r=10, t=40, b=50), shapes=shapes, annotations=annotations,
+    layout = dict(height=420, margin=dict(l=60, r=10, t=40, b=80), shapes=shapes, annotations=annotations,
                   title=dict(text="T5: learned bias per head vs offset (dotted: bucket edges)", x=0, xanchor="left"),
                   xaxis=dict(title=dict(text="offset j − i"), zeroline=False),
                   yaxis=dict(title=dict(text="bias added to the logit")),
-                  legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
+                  legend=dict(orientation="h", y=-0.25, x=0))   # below: the long title fills the top
     return _figure(data, layout, validate)
 
 
