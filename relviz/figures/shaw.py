@@ -126,7 +126,8 @@ def k_ablation_figure(k: int, *, height: int = 300) -> go.Figure:
         figure.add_annotation(x=position, y=29, text=f"your k = {k} (not measured)", showarrow=False,
                               font=dict(color="#e4572e"), yanchor="bottom", bgcolor="white")
     else:
-        figure.add_annotation(x=labels[exact], y=bleu[exact] + 2.2, text=f"your k = {k}", showarrow=False,
+        # x as the category's index: a label such as "64" would be read as position 64 on this axis
+        figure.add_annotation(x=exact, y=bleu[exact] + 2.2, text=f"your k = {k}", showarrow=False,
                               font=dict(color="#e4572e"), yanchor="bottom")
     figure.update_layout(height=height, margin=dict(l=60, r=10, t=40, b=45), showlegend=False,
                          title=dict(text="Shaw et al. (2018), Table 2: BLEU by clipping distance k", x=0,
