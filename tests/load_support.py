@@ -28,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, page_url
+from browser_support import CHROMIUM_ARGS, PLOT_STATE_JS, REPO, app_server, chromium_path, page_url
 
 #: The slider each page's sessions move (by its widget key); a page not listed uses its first slider.
 SLIDERS = {"home": "home_q", "shaw": "sh_clip", "t5": "t5_nb", "skew": "skew_L", "absolute": "abs_heads",
@@ -47,12 +47,6 @@ CONTEXTS = 4
 
 READY_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]')
     && document.querySelectorAll('[data-testid="stMainBlockContainer"] *').length > 5"""
-PLOT_STATE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-    .map(div => JSON.stringify((div.data || []).map(t => [t.z && t.z.length, t.x && t.x.length,
-        t.y && t.y.length, String(t.z).slice(0, 300), String(t.y).slice(0, 200), String(t.text).slice(0, 100)]))
-        + JSON.stringify((div.layout && div.layout.shapes) || []).slice(0, 300)
-        + JSON.stringify(div.layout && div.layout.title && div.layout.title.text || ''))
-    .join('|')"""
 ERRORS_JS = """() => Array.from(document.querySelectorAll(
     '[data-testid="stException"], [data-testid="stAlertContentError"]')).map(e => e.innerText.slice(0, 300))"""
 SLIDER_KEYS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stElementContainer"]'))

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, page_url, wait_for_app
+from browser_support import (
+    CHROMIUM_ARGS,
+    PLOT_STATE_JS,
+    REPO,
+    app_server,
+    chromium_path,
+    page_url,
+    wait_for_app,
+)
 from relviz.ui import PAGES
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
@@ -25,11 +33,6 @@ SIDEBAR_SLIDERS = '[data-testid="stSidebar"] [data-testid="stSlider"] input[type
 def sliders_of(page) -> list:
     """The page's sliders, main area first (a page may keep its controls in the sidebar)."""
     return page.query_selector_all(MAIN_SLIDERS) + page.query_selector_all(SIDEBAR_SLIDERS)
-
-PLOT_STATE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-    .map(div => JSON.stringify((div.data || []).map(t => [t.z && t.z.length, t.x && t.x.length,
-                                                        t.y && t.y.length, String(t.z).slice(0, 400)])))
-    .join('|')"""
 
 
 @pytest.fixture(scope="module")
