@@ -168,11 +168,15 @@ def t5_nearest_valid(num_buckets: int, max_distance: int, bidirectional: bool) -
 
 def t5_bucket(relative_position: torch.Tensor | int, *, num_buckets: int = 32,
               max_distance: int = 128, bidirectional: bool = True) -> torch.Tensor:
-    """T5's bucket for each relative position (key − query), identical to the reference.
+    """T5's bucket for each relative position (key − query), identical to Hugging Face's T5.
 
-    Same float32 operations as Mesh TensorFlow / Hugging Face, in the same order, so the
-    truncation lands on the same side at every bucket edge. The log is only evaluated
-    where it is used (the reference takes log(0) and discards it).
+    The float32 operations of transformers' ``T5Attention._relative_position_bucket``, in the
+    same order (it divides: n / max_exact, then / log(max_distance / max_exact)), so the
+    truncation lands on the same side at every bucket edge. Mesh TensorFlow, the original T5
+    code, multiplies by float32 reciprocals instead, and at a few float32 edges lands on the
+    other side (num_buckets 34, max_distance 27, bidirectional, j − i = −18: Hugging Face 13,
+    Mesh TensorFlow 14); relviz.precision computes that variant and lists those offsets. The
+    log is only evaluated where it is used (the reference takes log(0) and discards it).
     """
     config = t5_config(num_buckets, max_distance, bidirectional)
     if not isinstance(relative_position, torch.Tensor):
