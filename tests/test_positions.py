@@ -25,8 +25,9 @@ CPU = torch.device("cpu")
 
 
 def reference_t5_bucket(relative_position: torch.Tensor, bidirectional: bool, num_buckets: int,
-                        max_distance: int) -> torch.Tensor:
-    """Hugging Face's T5Attention._relative_position_bucket, transcribed line by line."""
+                        max_distance: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Hugging Face's T5Attention._relative_position_bucket, transcribed line by line
+    (``.float()`` generalised to ``.to(dtype)`` to evaluate it in low precision)."""
     relative_buckets = 0
     if bidirectional:
         num_buckets //= 2
@@ -37,7 +38,7 @@ def reference_t5_bucket(relative_position: torch.Tensor, bidirectional: bool, nu
     max_exact = num_buckets // 2
     is_small = relative_position < max_exact
     relative_position_if_large = max_exact + (
-        torch.log(relative_position.float() / max_exact)
+        torch.log(relative_position.to(dtype) / max_exact)
         / math.log(max_distance / max_exact)
         * (num_buckets - max_exact)
     ).to(torch.long)

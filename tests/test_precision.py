@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import relviz.positions
+from test_positions import reference_t5_bucket as hf_reference
 from relviz.positions import t5_bucket
 from relviz.precision import (
     PRECISIONS,
@@ -22,25 +23,6 @@ from relviz.precision import (
     t5_bucket_in_dtype,
     t5_bucket_mesh_tf,
 )
-
-
-def hf_reference(n: torch.Tensor, bidirectional: bool, num_buckets: int, max_distance: int,
-                 dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """transformers' T5Attention._relative_position_bucket, with .float() replaced by .to(dtype)."""
-    ret = 0
-    if bidirectional:
-        num_buckets //= 2
-        ret += (n > 0).to(torch.long) * num_buckets
-        n = torch.abs(n)
-    else:
-        n = -torch.min(n, torch.zeros_like(n))
-    max_exact = num_buckets // 2
-    is_small = n < max_exact
-    large = max_exact + (
-        torch.log(n.to(dtype) / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
-    ).to(torch.long)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return ret + torch.where(is_small, n, large)
 
 
 def mesh_tf_reference(n: torch.Tensor, bidirectional: bool, num_buckets: int, max_distance: int) -> torch.Tensor:
