@@ -126,19 +126,24 @@ def lines_fig(length: int, heads: int, head: int):
 def slope_rule(heads: int) -> tuple[int, str]:
     """The nearest lower power of 2 and the sentence that explains the slopes for this head count."""
     p = 1 << (heads.bit_length() - 1)
-    first = f"2^(−8/{p})" if p > 1 else "2^−8"
+    if heads == 1:
+        return p, "**1 head is a power of 2:** its one slope is 2^(−8/1) = 2^−8 = 1/256."
     if p == heads:
         return p, (f"**{heads} heads is a power of 2:** the slopes are the geometric sequence that starts at "
-                   f"{first} = {2 ** (-8 / heads):.4g} with that same ratio, down to 2^−8 = 1/256"
+                   f"2^(−8/{p}) = {2 ** (-8 / heads):.4g} with that same ratio, down to 2^−8 = 1/256"
                    f"{' (8 heads: 1/2, 1/4, …, 1/256)' if heads == 8 else ''}.")
     extra = heads - p
+    first = f"2^(−8/{p})" if p > 1 else "2^−8"
+    steepest_blue, first_extra = 8 / p, 4 / p
     return p, (f"**{heads} heads is not a power of 2.** The rule of the reference code: take the {p} slopes "
                f"of the nearest lower power of 2 (blue: {first} … 2^−8), then the remaining {extra} from the "
                f"{2 * p}-head sequence (2^(−8/{2 * p}), 2^(−16/{2 * p}), …), taking **every other one**, "
-               f"starting with the first (orange). Those fall halfway between the blue ones, so the heads "
-               f"spread over the same range of steepness without repeating a slope. Codebases that instead "
-               f"use 2^(−8h/{heads}) (grey marks) or the first {heads} slopes of {2 * p} heads do not match "
-               f"a model trained with the reference.")
+               f"starting with the first (orange). That first one, 2^−{first_extra:g}, is **steeper than every "
+               f"blue slope** (the steepest blue is 2^−{steepest_blue:g}), so the range of steepness widens at "
+               f"the steep end"
+               + (f"; the other {extra - 1} fall between blue slopes" if extra > 1 else "")
+               + f". No slope repeats. Codebases that instead use 2^(−8h/{heads}) (grey marks) or the first "
+               f"{heads} slopes of {2 * p} heads do not match a model trained with the reference.")
 
 
 st.title("Absolute vs relative")

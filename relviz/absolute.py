@@ -28,6 +28,7 @@ __all__ = [
     "MAX_POSITIONS",
     "sinusoidal_frequencies",
     "sinusoidal_encoding",
+    "tensor2tensor_timing_signal",
     "sinusoidal_similarity",
     "sinusoidal_similarity_per_offset",
     "projected_similarity",
@@ -79,7 +80,9 @@ def sinusoidal_encoding(num_positions: int, d_model: int, *, base: float = 10000
     """The sinusoidal position encoding, [num_positions, d_model] in ``dtype``.
 
     interleaved=True (the paper, and most PyTorch code): dims 2k, 2k + 1 hold sin, cos of
-    frequency k. interleaved=False (tensor2tensor's layout): all sines, then all cosines.
+    frequency k. interleaved=False: all sines, then all cosines — the concatenated layout of
+    tensor2tensor, but still the paper's frequencies base^(−2k/d_model); tensor2tensor's own
+    frequencies are 1e4^(−k/(d_model/2 − 1)): see :func:`tensor2tensor_timing_signal`.
     Angles p · ω_k are computed in float64 and rounded once to ``dtype``, so long positions
     stay accurate (a float32 angle at p = 10⁵ would be off by ~0.01 rad).
     """
@@ -95,6 +98,38 @@ def sinusoidal_encoding(num_positions: int, d_model: int, *, base: float = 10000
     else:
         pe = torch.cat([angles.sin(), angles.cos()], dim=-1)
     return pe.to(dtype)
+
+
+def tensor2tensor_timing_signal(length: int, channels: int, *, min_timescale: float = 1.0,
+                                max_timescale: float = 1.0e4, dtype: torch.dtype = torch.float32,
+                                device: torch.device | str | None = None) -> torch.Tensor:
+    """tensor2tensor's ``common_attention.get_timing_signal_1d``: [length, channels] in ``dtype``.
+
+    num_timescales = channels // 2; frequency k is min_timescale · (max/min)^(−k / (num_timescales − 1)),
+    so with the defaults 1e4^(−k/(channels/2 − 1)): the lowest frequency is exactly 1e−4, where the
+    paper's base^(−2k/d) stops one step short. Output concat(sin, cos), plus a zero column when
+    channels is odd. Angles in float64, rounded once to ``dtype`` (tensor2tensor computes in float32).
+    """
+    length = _check_positions(length)
+    channels = check_int("channels", channels, minimum=2, maximum=MAX_D_MODEL)
+    for name, value in (("min_timescale", min_timescale), ("max_timescale", max_timescale)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)) \
+                or float(value) <= 0:
+            raise ValueError(f"{name} must be a finite positive number; got {value!r}")
+    if float(max_timescale) < float(min_timescale):
+        raise ValueError(f"max_timescale must be at least min_timescale = {min_timescale}; got {max_timescale}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch dtype; got {dtype!r}")
+    device = resolve_device(device)
+    num_timescales = channels // 2
+    increment = math.log(float(max_timescale) / float(min_timescale)) / max(num_timescales - 1, 1)
+    k = torch.arange(num_timescales, device=device, dtype=torch.float64)
+    inv_timescales = float(min_timescale) * torch.exp(-increment * k)             # [channels // 2]
+    angles = torch.arange(length, device=device, dtype=torch.float64)[:, None] * inv_timescales[None, :]
+    signal = torch.cat([angles.sin(), angles.cos()], dim=-1)                     # [length, 2 · (channels // 2)]
+    if channels % 2:
+        signal = torch.nn.functional.pad(signal, (0, 1))
+    return signal.to(dtype)
 
 
 def sinusoidal_similarity(num_positions: int, d_model: int, *, base: float = 10000.0,

@@ -147,12 +147,18 @@ def t5_notes(num_buckets: int, max_distance: int, bidirectional: bool, *, q_len:
         notes.append(Note("split", "info",
                           f"**{num_buckets} buckets, all for one direction: {max_exact} exact + {log_buckets} "
                           f"logarithmic.** No halving for the direction in unidirectional mode."))
-    notes.append(Note("max_exact", "info",
-                      f"**max_exact = {max_exact}** = (buckets per direction) // 2 = {per_dir} // 2. It is taken "
-                      f"after the halving for the direction on purpose (the reference does the same), not a "
-                      f"double-halving bug: "
-                      + ("distance 0 gets its own bucket." if max_exact == 1 else
-                         f"distances 0…{max_exact - 1} get a bucket each.")))
+    exact_text = ("distance 0 gets its own bucket." if max_exact == 1 else
+                  f"distances 0…{max_exact - 1} get a bucket each.")
+    if bidirectional:
+        notes.append(Note("max_exact", "info",
+                          f"**max_exact = {max_exact}** = (buckets per direction) // 2 = {per_dir} // 2. It is "
+                          f"taken after the halving for the direction on purpose (the reference does the same), "
+                          f"not a double-halving bug: " + exact_text))
+    else:
+        notes.append(Note("max_exact", "info",
+                          f"**max_exact = {max_exact}** = num_buckets // 2 = {num_buckets} // 2: unidirectional "
+                          f"mode does not halve for the direction, so all {num_buckets} buckets serve the past "
+                          f"and half of them are exact: " + exact_text))
     widest = max((r for r in ranges if r.used and not (r.open_low or r.open_high) and r.first != r.last),
                  key=lambda r: r.count, default=None)
     if widest is not None:

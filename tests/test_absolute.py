@@ -134,3 +134,34 @@ def test_toeplitz_deviation():
 def test_bad_arguments_raise_value_error(call, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("²", "²")):
         call()
+
+
+def t2t_timing_signal(length: int, channels: int, min_timescale: float = 1.0,
+                      max_timescale: float = 1.0e4) -> torch.Tensor:
+    """tensor2tensor's common_attention.get_timing_signal_1d, transcribed (float64, one cell at a time)."""
+    num_timescales = channels // 2
+    increment = math.log(max_timescale / min_timescale) / max(num_timescales - 1, 1)
+    out = torch.zeros(length, channels, dtype=torch.float64)
+    for p in range(length):
+        for k in range(num_timescales):
+            angle = p * min_timescale * math.exp(-k * increment)
+            out[p, k] = math.sin(angle)
+            out[p, num_timescales + k] = math.cos(angle)
+    return out
+
+
+@pytest.mark.parametrize("length,channels", [(1, 2), (9, 4), (40, 16), (17, 7), (30, 64)])
+def test_tensor2tensor_timing_signal_matches_its_formula(length, channels):
+    from relviz.absolute import tensor2tensor_timing_signal
+    got = tensor2tensor_timing_signal(length, channels, dtype=torch.float64, device="cpu")
+    torch.testing.assert_close(got, t2t_timing_signal(length, channels), rtol=0, atol=1e-12)
+
+
+def test_tensor2tensor_frequencies_differ_from_the_paper_and_the_docstring_says_so():
+    from relviz.absolute import tensor2tensor_timing_signal
+    t2t = tensor2tensor_timing_signal(20, 16, device="cpu")
+    concat = sinusoidal_encoding(20, 16, interleaved=False, device="cpu")
+    assert not torch.allclose(t2t, concat, atol=1e-3)  # same layout, other frequencies
+    torch.testing.assert_close(t2t[:, :1], concat[:, :1])  # both start at frequency 1
+    doc = sinusoidal_encoding.__doc__
+    assert "tensor2tensor's layout)" not in doc and "tensor2tensor_timing_signal" in doc

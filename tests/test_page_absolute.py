@@ -132,3 +132,25 @@ def test_every_figure_is_valid_and_under_3_mb_at_the_largest_settings():
     for chart in at.get("plotly_chart"):
         assert len(chart.proto.spec) < 3_000_000
         go.Figure(json.loads(chart.proto.spec))
+
+
+def test_slope_axis_says_bigger_is_flatter():
+    """A larger −log2 m is a smaller slope m: a flatter penalty, not a steeper one."""
+    at = _run()
+    axis = _figures(at)["slopes"]["layout"]["yaxis"]["title"]["text"]
+    assert "flatter" in axis and "steeper" not in axis
+
+
+def test_non_power_of_two_rule_says_the_range_widens():
+    """12 heads: the first extra slope 2^−0.5 is steeper than every power-of-2 slope (the steepest is 2^−1)."""
+    at = _run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "halfway" not in text and "same range" not in text
+    assert "2^−0.5" in text and "steeper than every" in text
+    assert alibi_slopes(12).max() > alibi_slopes(8).max()
+
+
+def test_one_head_is_singular():
+    at = _run(abs_heads="1")
+    text = " ".join(m.value for m in at.markdown)
+    assert "1 heads" not in text and "1 head is a power of 2" in text

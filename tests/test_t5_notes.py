@@ -120,3 +120,11 @@ def test_buckets_this_matrix_never_reaches():
     shifted = t5_notes(32, 128, True, q_len=4, k_len=200, q_offset=196)  # queries are the last keys
     # offsets −199 … +3: the whole past side, and only the future buckets of +1, +2, +3
     assert set(range(32)) - set(shifted.unreached) - {16} == set(range(16)) | {17, 18, 19}
+
+
+def test_unidirectional_max_exact_note_does_not_mention_a_halving():
+    """Unidirectional T5 has no halving for the direction: max_exact = num_buckets // 2."""
+    note = next(n for n in t5_notes(32, 128, False).notes if n.kind == "max_exact")
+    assert "halving" not in note.text and "max_exact = 16" in note.text and "32 // 2" in note.text
+    bidir = next(n for n in t5_notes(32, 128, True).notes if n.kind == "max_exact")
+    assert "after the halving" in bidir.text and "16 // 2" in bidir.text

@@ -154,7 +154,7 @@ def alibi_slopes_figure(slopes: np.ndarray, *, from_p: int, naive: np.ndarray | 
     figure.update_layout(height=height, margin=dict(l=50, r=10, t=30, b=45), bargap=0.25,
                          legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), showlegend=naive is not None)
     figure.update_xaxes(title_text="head h", dtick=1 if n <= 16 else 2)
-    figure.update_yaxes(title_text="−log2(slope): bigger = steeper", rangemode="tozero")
+    figure.update_yaxes(title_text="−log2(slope): bigger = flatter", rangemode="tozero")
     return figure
 
 
