@@ -1,0 +1,279 @@
+"""relviz.rope: the rotation, its Toeplitz scores, the decay, and every scaling rule against transformers.
+
+The exactness tests build the config.json a real checkpoint would carry, let transformers turn it
+into its own config and rotary embedding module (LlamaRotaryEmbedding; Phi3RotaryEmbedding for
+partial rotary and Phi-3's top-level original_max_position_embeddings), and require relviz's
+inv_freq to be bit-identical and its attention scaling equal. Only that comparison is skipped
+when transformers is absent.
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relviz.rope import (
+    RopeConfig,
+    RopeScaling,
+    decay_bound,
+    measured_decay,
+    rope_config_from_hf,
+    rope_parameters,
+    rotate,
+    score_matrix,
+    score_per_offset,
+    turns_in_context,
+    wavelengths,
+    yarn_correction_range,
+)
+
+try:
+    import transformers  # noqa: F401
+    HAVE_TRANSFORMERS = True
+except ImportError:  # the optional extra: only the comparisons below need it
+    HAVE_TRANSFORMERS = False
+needs_transformers = pytest.mark.skipif(not HAVE_TRANSFORMERS,
+                                        reason="transformers not installed (pip install 'relviz[hf]')")
+
+EXAMPLES = 40  # per rule; the closing note quotes EXAMPLES × len(RULES) + PHI3_EXAMPLES
+PHI3_EXAMPLES = 40
+RULES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
+
+head_dims = st.sampled_from([4, 8, 16, 32, 64, 80, 96, 128, 256])
+bases = st.one_of(st.sampled_from([10000.0, 500000.0, 1000000.0, 10000000.0]),
+                  st.floats(min_value=2.0, max_value=1e7, allow_nan=False))
+factors = st.one_of(st.sampled_from([1.0, 2.0, 4.0, 8.0, 32.0]), st.floats(min_value=1.0, max_value=64.0))
+max_positions = st.sampled_from([16, 512, 2048, 4096, 8192, 32768, 131072])
+
+
+@st.composite
+def hf_configs(draw, rule: str, *, phi3: bool = False) -> tuple[dict, int | None]:
+    """(a config.json dict, seq_len of a forward) for one scaling rule.
+
+    ``phi3``: a partial rotary factor (Phi-3 for default/longrope, GPT-NeoX for the other rules)
+    and, for longrope, Phi-3's top-level original_max_position_embeddings.
+    """
+    head_dim = draw(head_dims)
+    heads = draw(st.sampled_from([1, 2, 4]))
+    mpe = draw(max_positions)
+    config: dict = {"hidden_size": head_dim * heads, "num_attention_heads": heads, "num_key_value_heads": heads,
+                    "head_dim": head_dim, "max_position_embeddings": mpe, "rope_theta": draw(bases),
+                    "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 16}
+    rotary = head_dim
+    if phi3:
+        config["partial_rotary_factor"] = draw(st.sampled_from([1.0, 0.5, 0.75, 0.25, 0.4]))
+        rotary = int(head_dim * config["partial_rotary_factor"])
+        if rotary < 4 or rotary % 2:
+            config["partial_rotary_factor"] = 1.0
+            rotary = head_dim
+        config["rotary_pct"] = config["partial_rotary_factor"]  # GPT-NeoX's names for these two
+        config["rotary_emb_base"] = config["rope_theta"]
+    scaling: dict = {"rope_type": rule}
+    seq_len = None
+    if rule != "default":
+        scaling["factor"] = draw(factors)
+    if rule == "dynamic":
+        seq_len = draw(st.integers(1, 4 * mpe))
+    if rule == "yarn":
+        if draw(st.booleans()):
+            scaling["original_max_position_embeddings"] = draw(st.integers(16, mpe))
+        for name, values in (("beta_fast", st.sampled_from([32, 16.0, 64])), ("beta_slow", st.sampled_from([1, 0.5, 2.0])),
+                             ("attention_factor", st.floats(0.5, 2.0)), ("truncate", st.booleans())):
+            if draw(st.booleans()):
+                scaling[name] = draw(values)
+        if draw(st.booleans()):
+            scaling["mscale"] = draw(st.sampled_from([0.707, 1.0, 1.5]))
+            scaling["mscale_all_dim"] = draw(st.sampled_from([0.707, 1.0, 0.0]))
+    if rule == "llama3":
+        low = draw(st.sampled_from([1.0, 0.5, 2.0]))
+        scaling.update(low_freq_factor=low, high_freq_factor=low * draw(st.sampled_from([2.0, 4.0, 8.0])),
+                       original_max_position_embeddings=draw(st.integers(16, mpe)))
+    if rule == "longrope":
+        del scaling["factor"]
+        if draw(st.booleans()):
+            scaling["factor"] = draw(factors)
+        if draw(st.booleans()):
+            scaling["attention_factor"] = draw(st.floats(0.5, 2.0))
+        original = draw(st.integers(16, mpe))
+        if phi3:
+            config["original_max_position_embeddings"] = original
+        else:
+            scaling["original_max_position_embeddings"] = original
+        factor_lists = st.lists(st.floats(1.0, 100.0), min_size=rotary // 2, max_size=rotary // 2)
+        scaling.update(short_factor=draw(factor_lists), long_factor=draw(factor_lists))
+        seq_len = draw(st.one_of(st.none(), st.integers(1, 2 * mpe)))
+    if rule != "default" or draw(st.booleans()):
+        config["rope_scaling"] = scaling
+    return config, seq_len
+
+
+def transformers_module(config: dict, *, phi3: bool):
+    """transformers' own rotary embedding for this config.json, after a forward over seq_len positions."""
+    import logging
+
+    from transformers import GPTNeoXConfig, LlamaConfig, Phi3Config
+    from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding
+
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    if phi3:
+        rule = config.get("rope_scaling", {}).get("rope_type", "default")
+        if rule in ("default", "longrope"):  # Phi-3's config accepts only these
+            return Phi3RotaryEmbedding(Phi3Config.from_dict(copy.deepcopy(config)))
+        return GPTNeoXRotaryEmbedding(GPTNeoXConfig.from_dict(copy.deepcopy(config)))
+    return LlamaRotaryEmbedding(LlamaConfig.from_dict(copy.deepcopy(config)))
+
+
+def check_against_transformers(config: dict, seq_len: int | None, *, phi3: bool = False) -> None:
+    module = transformers_module(config, phi3=phi3)
+    if seq_len is not None:
+        x = torch.zeros(1, 1, 2)
+        module(x, torch.tensor([[seq_len - 1]]))  # dynamic/longrope update inv_freq from max(position) + 1
+    inv_freq, scaling = rope_parameters(rope_config_from_hf(config), seq_len, device="cpu")
+    assert inv_freq.dtype == module.inv_freq.dtype == torch.float32
+    assert torch.equal(inv_freq, module.inv_freq), (inv_freq - module.inv_freq).abs().max()
+    assert scaling == pytest.approx(module.attention_scaling, rel=1e-15, abs=0)
+
+
+@needs_transformers
+@pytest.mark.parametrize("rule", RULES)
+def test_inv_freq_and_attention_scaling_equal_transformers(rule):
+    @settings(max_examples=EXAMPLES, deadline=None)
+    @given(hf_configs(rule))
+    def check(case):
+        check_against_transformers(*case)
+
+    check()
+
+
+@needs_transformers
+@settings(max_examples=PHI3_EXAMPLES, deadline=None)
+@given(st.sampled_from(RULES).flatmap(lambda r: hf_configs(r, phi3=True)))
+def test_partial_rotary_and_phi3_original_length_equal_transformers(case):
+    check_against_transformers(*case, phi3=True)
+
+
+@needs_transformers
+def test_rotate_matches_transformers_apply_rotary_pos_emb():
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    config = RopeConfig(head_dim=16, base=500.0, scaling=RopeScaling("yarn", factor=4.0))
+    inv_freq, scaling = rope_parameters(config, device="cpu")
+    q, k = torch.randn(2, 1, 3, 7, 16, generator=torch.Generator().manual_seed(0)).unbind(0)  # [B, H, L, D]
+    positions = torch.arange(7)
+    freqs = positions[None, :, None].float() * inv_freq[None, None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    q_ref, k_ref = apply_rotary_pos_emb(q, k, emb.cos() * scaling, emb.sin() * scaling)
+    assert torch.equal(rotate(q, positions, inv_freq, attention_scaling=scaling), q_ref)
+    assert torch.equal(rotate(k, positions, inv_freq, attention_scaling=scaling), k_ref)
+
+
+def test_default_frequencies_are_base_to_the_minus_2i_over_d():
+    inv_freq, scaling = rope_parameters(RopeConfig(head_dim=8, base=10000.0), device="cpu")
+    assert scaling == 1.0
+    assert torch.allclose(inv_freq.double(), torch.tensor([1.0, 0.1, 0.01, 0.001], dtype=torch.float64), rtol=1e-6)
+    assert torch.allclose(wavelengths(inv_freq), 2 * math.pi / inv_freq)
+    turns = turns_in_context(inv_freq, 2 * 314 + 1)  # positions 0..628: pair 1 (θ = 0.1) turns 10 times
+    assert turns[1].item() == pytest.approx(628 * 0.1 / (2 * math.pi), rel=1e-6)
+
+
+def test_partial_rotary_leaves_the_rest_unrotated():
+    config = RopeConfig(head_dim=16, partial_rotary_factor=0.5)
+    inv_freq = rope_parameters(config, device="cpu")[0]
+    assert config.rotary_dim == 8 and inv_freq.shape == (4,)
+    x = torch.randn(5, 16)
+    out = rotate(x, torch.arange(5), inv_freq)
+    assert torch.equal(out[:, 8:], x[:, 8:])
+    assert not torch.allclose(out[1:, :8], x[1:, :8])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 24), st.sampled_from([8, 10, 16]), st.sampled_from([1.0, 0.5]), st.integers(0, 1000))
+def test_scores_depend_only_on_the_offset(length, head_dim, partial, seed):
+    """The brute-force L × L score matrix of rotated q, k equals the per-offset scores at j − i."""
+    config = RopeConfig(head_dim=head_dim, base=50.0, partial_rotary_factor=partial)
+    inv_freq = rope_parameters(config, device="cpu")[0]
+    generator = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(2, head_dim, dtype=torch.float64, generator=generator)
+    positions = torch.arange(length)
+    rq = rotate(q.expand(length, head_dim).clone(), positions, inv_freq)
+    rk = rotate(k.expand(length, head_dim).clone(), positions, inv_freq)
+    brute = rq @ rk.T                                                                  # [L, L]
+    offsets, per_offset = score_matrix(q, k, inv_freq, length)
+    i, j = torch.meshgrid(positions, positions, indexing="ij")
+    assert torch.equal(offsets, torch.arange(-(length - 1), length))
+    assert torch.allclose(brute, per_offset[j - i + length - 1], atol=1e-5)  # cos/sin in float32, as in HF
+
+
+def test_attention_scaling_multiplies_scores_by_its_square():
+    inv_freq = rope_parameters(RopeConfig(head_dim=8), device="cpu")[0]
+    q, k = torch.randn(2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    offsets = torch.arange(-5, 6)
+    plain = score_per_offset(q, k, inv_freq, offsets)
+    assert torch.allclose(score_per_offset(q, k, inv_freq, offsets, attention_scaling=1.5), 2.25 * plain)
+
+
+def test_decay_bound_starts_at_its_maximum_and_decays():
+    inv_freq = rope_parameters(RopeConfig(head_dim=128), device="cpu")[0]
+    offsets = torch.arange(0, 4096)
+    bound = decay_bound(inv_freq, offsets)
+    assert bound[0].item() == pytest.approx((64 + 1) / 2)  # mean of |S_j| = j over j = 1..64
+    assert bound.argmax().item() == 0
+    assert bound[1024:].mean() < 0.25 * bound[0]           # the long-term decay RoFormer plots (it oscillates)
+    assert bound[1024:].max() < 0.5 * bound[0]
+
+
+def test_measured_decay_identical_starts_at_one_random_stays_flat():
+    inv_freq = rope_parameters(RopeConfig(head_dim=64), device="cpu")[0]
+    offsets = torch.tensor([0, 1000, 2000])
+    same = measured_decay(inv_freq, offsets, identical=True, samples=512)
+    assert same[0].item() == pytest.approx(1.0, abs=0.05) and same[1:].abs().max() < 0.3
+    independent = measured_decay(inv_freq, offsets, samples=512)
+    assert (independent.max() - independent.min()) < 0.15 * independent.mean()
+
+
+def test_llama31_preset_numbers():
+    """Llama-3.1's rule keeps wavelengths below 8192/4 = 2048 and divides those above 8192 by 8."""
+    config = RopeConfig(head_dim=128, base=500000.0, max_position_embeddings=131072,
+                        scaling=RopeScaling("llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                                            original_max_position_embeddings=8192))
+    scaled = rope_parameters(config, device="cpu")[0]
+    plain = rope_parameters(RopeConfig(head_dim=128, base=500000.0), device="cpu")[0]
+    wave = wavelengths(plain)
+    assert torch.equal(scaled[wave < 2048], plain[wave < 2048])
+    assert torch.allclose(scaled[wave > 8192], plain[wave > 8192] / 8)
+
+
+def test_yarn_default_attention_factor():
+    config = RopeConfig(head_dim=64, max_position_embeddings=4096, scaling=RopeScaling("yarn", factor=4.0))
+    assert rope_parameters(config, device="cpu")[1] == pytest.approx(0.1 * math.log(4.0) + 1)
+    low, high = yarn_correction_range(config)
+    assert 0 <= low < high <= 63
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: RopeConfig(head_dim=3), "head_dim"),
+    (lambda: RopeConfig(base=1.0), "base must be a finite number > 1"),
+    (lambda: RopeConfig(base=float("nan")), "base"),
+    (lambda: RopeConfig(partial_rotary_factor=1.5), "partial_rotary_factor"),
+    (lambda: RopeConfig(head_dim=4, partial_rotary_factor=0.25), "rotary dimensions"),
+    (lambda: RopeScaling("ntk"), "rope_type must be one of"),
+    (lambda: RopeScaling("linear"), "factor is required"),
+    (lambda: RopeScaling("linear", factor=-2), "factor must be a finite number > 0"),
+    (lambda: RopeScaling("llama3", factor=8, low_freq_factor=4, high_freq_factor=1,
+                         original_max_position_embeddings=8192), "high_freq_factor must be > low_freq_factor"),
+    (lambda: RopeScaling("longrope", short_factor=[1.0], long_factor=None), "long_factor is required"),
+    (lambda: RopeConfig(head_dim=8, scaling=RopeScaling("longrope", short_factor=[1.0] * 3,
+                                                        long_factor=[1.0] * 4)), "short_factor must have"),
+    (lambda: rope_parameters(RopeConfig(), 0), "seq_len must be an integer"),
+    (lambda: rope_config_from_hf({"hidden_size": 64, "num_attention_heads": 4,
+                                  "rope_scaling": {"type": "linear", "factor": 2, "bogus": 1}}), "bogus"),
+])
+def test_invalid_parameters_raise_value_error_naming_them(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
