@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz.ui import PAGES
+from relviz.ui import PAGES, checked_link_values
 
 st.set_page_config(page_title="relviz: relative position, visible", page_icon=":material/swap_horiz:", layout="wide")
 
@@ -13,4 +13,5 @@ with st.sidebar:
     st.caption("Sign convention on every page: **relative position = j − i = key − query** "
                "(as in T5, Mesh TensorFlow, tensor2tensor and Shaw et al.). Every control is in "
                "the URL: copy the address bar to share the exact view.")
-navigation.run()
+with checked_link_values():
+    navigation.run()

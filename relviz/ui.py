@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable, Iterator
+import math
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -66,6 +67,104 @@ def ensure_app_navigation() -> None:
         PagesManager.uses_pages_directory = False
         runpy.run_path(str(Path(__file__).resolve().parents[1] / "app.py"), run_name="__main__")
         st.stop()
+
+
+# ---------------------------------------------------------------------------------------
+# Values in a shared link. Streamlit seeds every URL-bound widget from the link's query string;
+# a value the widget cannot take is dropped (Streamlit's own check, or the one below, which runs
+# first because Streamlit's int() of "inf" overflows), the default is used, and a short notice
+# says which values were ignored.
+
+_LINK_CHECKED_KEY = "_relviz_link_checked"
+
+
+def url_value_problem(value: str | list[str]) -> str | None:
+    """Why no relviz control can take this URL value, or None when some control might.
+
+    A link's value that reads as a number but is not a finite float (inf, -Infinity, NaN,
+    1e999, 400 digits) fits no relviz control: numbers are bounded and no text control
+    takes such a word. Public so that every link relviz builds (tours) goes through it.
+    """
+    text = (value[-1] if isinstance(value, list) and value else value)
+    if not isinstance(text, str):
+        return None
+    try:
+        number = float(text.strip())
+    except ValueError:
+        return None  # text: whether it fits is the widget's own check
+    return None if math.isfinite(number) else "not a finite number"
+
+
+def usable_link_params(params: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split a link's query parameters into (usable, dropped: key -> why). For links relviz builds."""
+    usable, dropped = {}, {}
+    for key, value in params.items():
+        problem = url_value_problem(value)
+        if problem is None:
+            usable[key] = value
+        else:
+            dropped[key] = problem
+    return usable, dropped
+
+
+def _value_matches(url_value: str, value: object) -> bool:
+    """Whether a widget's value is what the link asked for (so the link's value was taken)."""
+    if isinstance(value, bool):
+        return url_value.strip().lower() == str(value).lower()
+    if isinstance(value, (int, float)):
+        try:
+            return float(url_value) == float(value)
+        except (ValueError, OverflowError):
+            return False
+    if isinstance(value, (list, tuple)):
+        return url_value == ",".join(map(str, value)) or url_value in map(str, value) and len(value) == 1
+    return url_value == str(value)
+
+
+@contextlib.contextmanager
+def checked_link_values() -> Iterator[None]:
+    """Around navigation.run(): drop the link's unusable values before any widget is seeded,
+    and after the page ran, show one short notice naming every value that was not taken.
+
+    Checks once per link (a new session, or a page switch that brings new query values), not
+    on the reruns that follow. Reads the query string Streamlit seeds widgets from
+    (QueryParams' initial values; Streamlit 1.67, pinned in requirements.txt).
+    """
+    from streamlit.runtime.state.session_state_proxy import get_session_state
+
+    slot = st.empty()
+    dropped: dict[str, str] = {}
+    with get_session_state().query_params() as qp:
+        initial = {key: (values[-1] if values else "") for key, values in qp._initial_query_params.items()}
+        fingerprint = tuple(sorted(initial.items()))
+        fresh = bool(initial) and st.session_state.get(_LINK_CHECKED_KEY) != fingerprint
+        if fresh:
+            for key, value in initial.items():
+                problem = url_value_problem(value)
+                if problem is not None:
+                    dropped[f"{key}={value[:24]}"] = problem
+                    qp._initial_query_params.pop(key, None)
+                    qp.remove_param(key)
+    if fresh:
+        st.session_state[_LINK_CHECKED_KEY] = fingerprint
+    try:
+        yield
+    finally:
+        if fresh:
+            with get_session_state().query_params() as qp:
+                current = dict(qp._query_params)
+                bound = [key for key in initial if qp.is_bound(key)]
+            for key in bound:
+                value = initial[key]
+                kept = current.get(key)
+                if (kept[-1] if isinstance(kept, list) and kept else kept) == value:
+                    continue
+                if not _value_matches(value, st.session_state.get(key)):
+                    dropped.setdefault(f"{key}={value[:24]}", "not a value this control takes")
+        if dropped:
+            items = "; ".join(f"`{item}` ({why})" for item, why in dropped.items())
+            slot.warning(f"Ignored in the link: {items}. Those controls use their defaults.",
+                         icon=":material/link_off:")
 
 
 def sign_convention() -> None:

@@ -614,6 +614,9 @@ def test_every_control_at_its_limits(path, page_data):
 # the widget, and the page must render as usual.
 
 URL_JUNK = ["abc", "😀", "-99999999999999999999", "1e308", "nan", "2.5", "", "%00", "x" * 5000, "[1, 2]"]
+#: Numbers no control can take: non-finite once parsed (Python's int() of them overflowed before) or too
+#: large for a float. Every URL-bound control of every page gets each.
+URL_NON_FINITE = ["inf", "-Infinity", "NaN", "1e999", "-1e999", "9" * 400]
 
 
 def url_bound_keys(at: AppTest) -> list[str]:
@@ -658,3 +661,89 @@ def test_junk_in_shared_links(path, page_data):
     print(f"\n[controls] {path}: {len(loads)} junk links over {len(keys)} URL-bound controls, "
           f"{len(problems)} problems, {elapsed:.1f} s")
     assert not problems, f"{path}: junk in a shared link broke the page:\n" + "\n".join(problems[:10])
+
+
+@pytest.mark.parametrize("path", [p.path for p in PAGES], ids=[Path(p.path).stem for p in PAGES])
+def test_non_finite_numbers_in_shared_links(path, page_data):
+    """Every URL-bound control gets each non-finite or overflowing number (all controls in one link per
+    value): the page renders as usual, every control shows its default, and a short notice names every
+    dropped value."""
+    probe = Driver(path)
+    probe.start()
+    keys = url_bound_keys(probe.at)
+    assert keys, f"{path}: no URL-bound control found"
+    defaults = {key: _shown(element) for key, (control, element) in discover(probe.at).items()
+                if key in keys and control.kind != "Tabs"}
+    problems = []
+    for junk in URL_NON_FINITE:
+        driver = Driver(path)
+        driver.at = AppTest.from_file(APP, default_timeout=RUN_TIMEOUT_S)
+        driver.at.switch_page(path)
+        for key in keys:
+            driver.at.query_params[key] = junk
+        driver.title = probe.title
+        what = f"open {path} with every control = {_short(junk)}"
+        driver._run(what)
+        problems += driver.problems
+        notices = " ".join(w.value for w in driver.at.warning if "link" in w.value.lower())
+        problems += [f"{what}: no notice names {key}" for key in keys if key not in notices]
+        now = discover(driver.at)
+        problems += [f"{what}: {key} shows {_shown(now[key][1])!r}, not its default {value!r}"
+                     for key, value in defaults.items() if key in now and not _same(_shown(now[key][1]), value)]
+    assert not problems, f"{path}: a non-finite number in a shared link broke the page:\n" + "\n".join(problems[:10])
+
+
+def _as_url_value(value: Any) -> str | list[str]:
+    """A control's value as Streamlit's frontend writes it into the address bar."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):  # an empty selection is written as "key="
+        return "" if not value else str(value[0]) if len(value) == 1 else [str(v) for v in value]
+    return str(value)
+
+
+@pytest.mark.parametrize("path", [p.path for p in PAGES], ids=[Path(p.path).stem for p in PAGES])
+def test_links_the_app_makes_are_taken_without_notice(path, page_data):
+    """The other side of the notice: a link copied from the address bar after moving every URL-bound
+    control away from its default opens the same view, with no "ignored in the link" notice."""
+    driver = Driver(path)
+    driver.start()
+    keys = url_bound_keys(driver.at)
+    for key in keys:
+        controls = driver.controls()
+        if key not in controls or controls[key][0].kind == "Tabs":
+            continue
+        control, element = controls[key]
+        labels = _labels(element) if isinstance(element, SELECTS) else None
+        candidates = [v for v in extremes(element, labels) if not _same(v, _shown(element))]
+        if candidates:
+            driver.move(key, candidates[0])  # the minimum where there is one: cheap to draw
+    assert not driver.problems, driver.report()
+    # the address bar as the browser writes it (AppTest does not: the frontend updates the URL)
+    shown = {key: _shown(element) for key, (control, element) in driver.controls().items()
+             if key in keys and control.kind != "Tabs"}
+    link = {key: _as_url_value(value) for key, value in shown.items()}
+    fresh = AppTest.from_file(APP, default_timeout=RUN_TIMEOUT_S)
+    fresh.switch_page(path)
+    for key, value in link.items():
+        fresh.query_params[key] = value
+    fresh.run()
+    assert not fresh.exception
+    notices = [w.value for w in fresh.warning if "ignored in the link" in w.value.lower()]
+    assert not notices, f"{path}: a link the app made ({link}) drew {notices}"
+    now = discover(fresh)
+    differ = {key: (_shown(now[key][1]), value) for key, value in shown.items()
+              if key in now and not _same(_shown(now[key][1]), value)}
+    assert not differ, f"{path}: the link {link} did not restore {differ}"
+
+
+def test_url_value_problem_names_every_non_finite_spelling():
+    """The public check every link relviz builds goes through (tours): numbers no control can take."""
+    from relviz.ui import url_value_problem, usable_link_params
+
+    for value in URL_NON_FINITE + ["+inf", "-nan", " Infinity ", "1E400", ["3", "inf"]]:
+        assert url_value_problem(value) == "not a finite number", value
+    for value in ["0", "-3", "2.5", "1e308", "abc", "", "Shaw k = 4", "true", "9" * 300, ["inf", "3"]]:
+        assert url_value_problem(value) is None, value
+    assert usable_link_params({"sh_q": "inf", "sh_k": "64", "t5_tab": "Buckets"}) == (
+        {"sh_k": "64", "t5_tab": "Buckets"}, {"sh_q": "not a finite number"})
