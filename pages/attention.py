@@ -29,7 +29,7 @@ from relviz.inspection import (
 )
 from relviz.model import SCHEMES, SCHEME_SUMMARIES
 from relviz.tasks import DIGITS, TASKS
-from relviz.train import load_checkpoint, scan_checkpoints
+from relviz.training import load_checkpoint, scan_checkpoints
 from relviz.training_queue import (
     CAPS,
     SessionTrainings,

@@ -12,10 +12,10 @@ import sys
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("relviz.bench", "time and measure memory of the core functions and the app"),
-    "train": ("relviz.train", "train a small transformer with one position scheme"),
+    "train": ("relviz.training.cli", "train a small transformer with one position scheme"),
     "checkpoints": ("relviz.checkpoints_cli", "list the available checkpoints"),
     "evaluate": ("relviz.evaluate_cli", "evaluate a checkpoint on fresh samples"),
-    "experiments": ("relviz.experiments", "run the experiments (offset resolution, length extrapolation, cost)"),
+    "experiments": ("relviz.experiments.cli", "run the experiments (offset resolution, length extrapolation, cost)"),
 }
 
 

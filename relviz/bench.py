@@ -4,10 +4,10 @@ Sections (``--only NAME`` runs some of them; ``--quick`` uses small sizes for a 
 ``--json PATH`` also writes the results as JSON):
 
 - ``t5``: positions.t5_bucket_map (per offset + Toeplitz expansion) against T5's reference
-  formula evaluated on every cell of the L × L relative-position matrix.
+  formula evaluated on every cell of the L × L relative-position matrix (relviz.reference).
 - ``attention``: attention.skew_attention and attention.shaw_attention against the naive
   path that gathers the relative embeddings into an L × L × D tensor
-  (skew.gather_relative): forward time and peak memory, each case in a fresh subprocess.
+  (relviz.reference): forward time and peak memory, each case in a fresh subprocess.
 - ``memory``: the Music Transformer memory example (relviz.memory), pure arithmetic.
 
 To add a section, write ``def my_section(ctx: BenchContext) -> SectionResult`` and append
@@ -28,154 +28,22 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import torch
 
 import relviz
+from relviz.bench_report import BenchContext, Column, Section, SectionResult, Target, format_table, time_calls
+from relviz.bench_report import bytes_text as _bytes
+from relviz.bench_report import mb as _mb
+from relviz.bench_report import ms as _ms
+from relviz.bench_report import ratio as _ratio
 from relviz.memory import format_bytes, relative_term_bytes
 from relviz.positions import relative_positions, t5_bucket_map
-
-# ---------------------------------------------------------------------------------------
-# Framework: sections, results, table printing
-
-
-@dataclass
-class Target:
-    """A performance goal. passed is None when the run did not measure it (e.g. --quick)."""
-
-    description: str
-    passed: bool | None
-    detail: str
-
-    @property
-    def verdict(self) -> str:
-        return {True: "PASS", False: "MISS", None: "n/a"}[self.passed]
-
-
-@dataclass
-class Column:
-    key: str
-    header: str
-    fmt: Callable[[Any], str] = str
-
-
-@dataclass
-class SectionResult:
-    name: str
-    title: str
-    columns: list[Column]
-    rows: list[dict[str, Any]]
-    targets: list[Target] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "columns": [c.key for c in self.columns],
-            "rows": self.rows,
-            "targets": [asdict(t) | {"verdict": t.verdict} for t in self.targets],
-            "notes": self.notes,
-            "seconds": self.seconds,
-        }
-
-
-@dataclass
-class BenchContext:
-    quick: bool
-    log: Callable[[str], None]
-
-
-@dataclass
-class Section:
-    name: str
-    title: str
-    run: Callable[[BenchContext], SectionResult]
-
-
-def _cell(column: Column, row: dict[str, Any]) -> str:
-    value = row.get(column.key)
-    if value is None:
-        return "—"
-    return column.fmt(value)
-
-
-def format_table(result: SectionResult) -> str:
-    """A plain-text table, then the targets and notes."""
-    headers = [c.header for c in result.columns]
-    cells = [[_cell(c, row) for c in result.columns] for row in result.rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    lines = [f"== {result.title} ({result.seconds:.1f} s) ==",
-             "  ".join(h.rjust(w) for h, w in zip(headers, widths)),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
-    for target in result.targets:
-        lines.append(f"  [{target.verdict}] {target.description}: {target.detail}")
-    for note in result.notes:
-        lines.append(f"  note: {note}")
-    return "\n".join(lines)
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f}"
-
-
-def _ratio(x: float) -> str:
-    return f"{x:.1f}x"
-
-
-def _bytes(n: float) -> str:
-    return format_bytes(n)
-
-
-def _mb(n: float) -> str:
-    return f"{n / 1e6:.0f} MB"
-
-
-def time_calls(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> list[float]:
-    """Wall-clock seconds of ``repeats`` calls after ``warmup`` untimed ones."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
-
+from relviz.reference import naive_shaw_attention, naive_skew_attention, t5_bucket_map_per_cell
 
 # ---------------------------------------------------------------------------------------
 # Section: T5 buckets
-
-
-def reference_t5_bucket_map(relative_position: torch.Tensor, num_buckets: int = 32,
-                            max_distance: int = 128, bidirectional: bool = True) -> torch.Tensor:
-    """T5's reference formula (Mesh TensorFlow / Hugging Face) transcribed plainly, per cell.
-
-    relative_position: the full [L, L] matrix of key − query offsets. Float32 log, truncation
-    toward zero, exactly as the reference does it (see FACTS.md).
-    """
-    relative_buckets = torch.zeros_like(relative_position)
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    relative_position_if_large = max_exact + (
-        torch.log(relative_position.float() / max_exact)
-        / math.log(max_distance / max_exact)
-        * (num_buckets - max_exact)
-    ).to(torch.long)
-    relative_position_if_large = torch.min(
-        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1))
-    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
-    return relative_buckets
 
 
 def t5_section(ctx: BenchContext) -> SectionResult:
@@ -186,12 +54,12 @@ def t5_section(ctx: BenchContext) -> SectionResult:
         ctx.log(f"t5: L={length}")
         positions = relative_positions(length, device="cpu")   # built outside the timing
         ours = t5_bucket_map(length, device="cpu")
-        reference = reference_t5_bucket_map(positions)
+        reference = t5_bucket_map_per_cell(positions)
         identical = bool(torch.equal(ours, reference))
         del ours, reference
         ours_s = statistics.median(time_calls(lambda: t5_bucket_map(length, device="cpu"),
                                               repeats=5))
-        ref_s = statistics.median(time_calls(lambda: reference_t5_bucket_map(positions),
+        ref_s = statistics.median(time_calls(lambda: t5_bucket_map_per_cell(positions),
                                              repeats=3))
         del positions
         rows.append({"L": length, "relviz_s": ours_s, "reference_s": ref_s,
@@ -250,30 +118,6 @@ def _reset_peak_rss() -> bool:
         return False
 
 
-def _naive_skew_attention(q, k, v, e_r, scale):
-    """skew_attention's result the naive way: gather e_r per (i, j) into L × L × D."""
-    from relviz.skew import gather_relative
-    length = q.shape[-2]
-    table = e_r[e_r.shape[0] - length:]                       # distances −(L−1)..0
-    index = relative_positions(length, device=q.device).clamp(max=0) + (length - 1)
-    logits = (q @ k.transpose(-2, -1) + gather_relative(q, table, index)) * scale
-    future = torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1)
-    weights = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
-    return weights @ v, weights
-
-
-def _naive_shaw_attention(q, k, v, rel_k, rel_v, clip, scale):
-    """Causal shaw_attention the naive way: a^K and a^V gathered into L × L × D each."""
-    from relviz.positions import shaw_clip_index
-    from relviz.skew import gather_relative
-    length = q.shape[-2]
-    index = shaw_clip_index(length, k=clip, device=q.device)
-    logits = (q @ k.transpose(-2, -1) + gather_relative(q, rel_k, index)) * scale
-    future = torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1)
-    weights = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
-    output = weights @ v + torch.einsum("bhij,ijd->bhid", weights, rel_v[index])
-    return output, weights
-
 
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     """One attention case, meant to run alone in a fresh process (see ``_case_main``)."""
@@ -289,7 +133,7 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
                 return skew_attention(q, k, v, e_r)
         else:
             def fn():
-                return _naive_skew_attention(q, k, v, e_r, scale)
+                return naive_skew_attention(q, k, v, e_r, scale)
     elif method == "shaw":
         clip = length - 1
         rel_k = torch.randn(2 * clip + 1, ATTN_D, generator=gen)
@@ -299,7 +143,7 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
                 return shaw_attention(q, k, v, rel_k, rel_v, clip=clip, causal=True)
         else:
             def fn():
-                return _naive_shaw_attention(q, k, v, rel_k, rel_v, clip, scale)
+                return naive_shaw_attention(q, k, v, rel_k, rel_v, clip, scale)
     else:
         raise ValueError(f"method must be 'skew' or 'shaw'; got {method!r}")
 
@@ -341,7 +185,7 @@ def _relviz_estimate(length: int) -> int:
     return 2 * (4 * ATTN_B * ATTN_H * length * length * 4 + 8 * length * length)
 
 
-def _run_subprocess_case(spec: dict[str, Any], ctx: BenchContext) -> dict[str, Any]:
+def run_subprocess_case(spec: dict[str, Any], ctx: BenchContext) -> dict[str, Any]:
     import psutil
     length = spec["L"]
     need = _naive_estimate(spec["method"], length) if spec["impl"] == "naive" else _relviz_estimate(length)
@@ -368,8 +212,8 @@ def attention_section(ctx: BenchContext) -> SectionResult:
     for method in ("skew", "shaw"):
         for length in lengths:
             spec = {"method": method, "L": length, "repeats": repeats}
-            ours = _run_subprocess_case(spec | {"impl": "relviz"}, ctx)
-            naive = _run_subprocess_case(spec | {"impl": "naive"}, ctx)
+            ours = run_subprocess_case(spec | {"impl": "relviz"}, ctx)
+            naive = run_subprocess_case(spec | {"impl": "naive"}, ctx)
             row: dict[str, Any] = {"method": method, "L": length}
             for prefix, res in (("relviz", ours), ("naive", naive)):
                 if "skipped" in res:

@@ -96,7 +96,7 @@ def measure_page(page_path: str, repeats: int) -> dict[str, Any]:
 
 
 def app_section(ctx):
-    from relviz.bench import Column, SectionResult, Target, _ms
+    from relviz.bench_report import Column, SectionResult, Target, ms
     from relviz.ui import PAGES
 
     repeats = 5 if ctx.quick else 15
@@ -116,8 +116,8 @@ def app_section(ctx):
         Target("no page raised an exception", all(r["exception"] is None for r in rows),
                "; ".join(f"{r['page']}: {r['exception']}" for r in rows if r["exception"]) or "none"),
     ]
-    columns = [Column("page", "page"), Column("median_s", "rerun median ms", _ms),
-               Column("max_s", "rerun max ms", _ms),
+    columns = [Column("page", "page"), Column("median_s", "rerun median ms", ms),
+               Column("max_s", "rerun max ms", ms),
                Column("largest_figure_bytes", "largest figure MB", lambda b: f"{b / 1e6:.2f}")]
     return SectionResult(name="app", title=f"App: server-side rerun ({repeats} slider moves) and figure sizes",
                          columns=columns, rows=rows, targets=targets,

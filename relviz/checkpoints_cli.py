@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from relviz.train import CHECKPOINT_DIR, scan_checkpoints
+from relviz.training.checkpoints import CHECKPOINT_DIR, scan_checkpoints
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,8 @@ import sys
 
 import torch
 
-from relviz.train import CHECKPOINT_DIR, eval_samples, load_checkpoint
+from relviz.training.checkpoints import CHECKPOINT_DIR, load_checkpoint
+from relviz.training.evaluation import eval_samples
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

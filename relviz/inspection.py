@@ -26,7 +26,7 @@ from relviz._checks import check_int
 from relviz.model import RelvizTransformer, sinusoidal_positions
 from relviz.positions import alibi_bias, alibi_slopes, shaw_clip_index, t5_bucket, t5_bucket_map, t5_config
 from relviz.tasks import DIGITS, Task
-from relviz.train import run_text
+from relviz.training.evaluation import run_text
 
 __all__ = [
     "RunView", "run_view", "random_text", "resize_text", "OffsetProfile", "mean_attention_by_offset",

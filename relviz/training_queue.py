@@ -33,7 +33,7 @@ import torch
 
 from relviz.model import SCHEMES, ModelConfig
 from relviz.tasks import TASKS, Task, make_task
-from relviz.train import TrainProgress, TrainResult, train
+from relviz.training.loop import TrainProgress, TrainResult, train
 
 __all__ = [
     "TrainingCaps", "CAPS", "TrainingRequest", "CapExceeded", "TrainingBusy", "TrainingTimeout",

@@ -18,7 +18,7 @@ from relviz.attention import skew_attention
 from relviz.chunked import chunked_skew_attention
 from relviz.model import SCHEMES, ModelConfig
 from relviz.tasks import make_task
-from relviz.train import train
+from relviz.training import train
 
 TINY = ex.QUICK_PLAN.replace(
     seeds=(0, 1, 2), shifts=(1, 5), max_steps=(4, 4), extrap_max_steps=4, extrap_factors=(1, 2, 3),
@@ -31,14 +31,15 @@ def _in_process_cost(monkeypatch) -> None:
     """Run the cost experiment's cases in this process: the benchmark's own attention section
     (its JSON, as `python -m relviz bench --json` writes it) and the chunked case."""
     from relviz import bench, chunked
+    from relviz.experiments import cost
 
     def bench_attention(quick, log):
         ctx = bench.BenchContext(quick=True, log=log)
         return {"torch_threads": torch.get_num_threads(), "sections": [bench.attention_section(ctx).to_json()]}
 
-    monkeypatch.setattr(bench, "_run_subprocess_case", lambda spec, ctx: bench.run_case(spec))
-    monkeypatch.setattr(ex, "_bench_attention", bench_attention)
-    monkeypatch.setattr(ex, "_chunked_case",
+    monkeypatch.setattr(bench, "run_subprocess_case", lambda spec, ctx: bench.run_case(spec))
+    monkeypatch.setattr(cost, "bench_attention", bench_attention)
+    monkeypatch.setattr(cost, "chunked_case",
                         lambda length, chunk, repeats, log: chunked.run_case({"L": length, "chunk": chunk,
                                                                               "repeats": repeats}))
 
@@ -99,7 +100,8 @@ def test_cli_only_updates_one_section(tiny, tmp_path, monkeypatch, capsys):
     data, path = tiny
     out = tmp_path / "results.json"
     out.write_text(path.read_text())
-    monkeypatch.setattr(ex, "QUICK_PLAN", TINY.replace(extrap_factors=(1, 2)))
+    from relviz.experiments import cli
+    monkeypatch.setattr(cli, "QUICK_PLAN", TINY.replace(extrap_factors=(1, 2)))
     assert main(["experiments", "--quick", "--only", "length", "--workers", "1", "--out", str(out)]) == 0
     new = ex.load_results(out)
     assert new["experiments"]["offset_resolution"] == data["experiments"]["offset_resolution"]

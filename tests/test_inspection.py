@@ -26,7 +26,7 @@ from relviz.inspection import (
 from relviz.model import SCHEMES, ModelConfig, build_model, sinusoidal_positions
 from relviz.positions import alibi_bias, alibi_slopes, shaw_clip_index, t5_bucket, t5_bucket_map
 from relviz.tasks import make_task
-from relviz.train import load_checkpoint
+from relviz.training import load_checkpoint
 
 
 def naive_mean_by_offset(w: np.ndarray) -> dict[int, float]:

@@ -2,7 +2,7 @@
 
 Every public function of relviz.positions, relviz.skew, relviz.attention, relviz.views,
 relviz.memory, relviz.tasks (parse_text, render_tokens), relviz.model (ModelConfig,
-build_model) and relviz.train's checkpoint loading is fed garbage: negative, zero, huge,
+build_model) and relviz.training's checkpoint loading is fed garbage: negative, zero, huge,
 float, bool, None, str, NaN arguments, wrong shapes, wrong dtypes, int overflow, corrupt files.
 The outcome must be one of two things:
 
@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 
 from relviz import attention, memory, positions, skew, tasks, views
 from relviz.model import ModelConfig, build_model
-from relviz.train import CHECKPOINT_DIR, load_checkpoint, read_checkpoint_info
+from relviz.training import CHECKPOINT_DIR, load_checkpoint, read_checkpoint_info
 
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=True, database=None,
                     phases=[Phase.explicit, Phase.generate, Phase.shrink],
@@ -898,7 +898,7 @@ def test_a_model_too_large_to_build_is_refused_up_front(fields):
 
 
 # ---------------------------------------------------------------------------------------
-# relviz.train: checkpoints are loaded only from safetensors + validated JSON
+# relviz.training: checkpoints are loaded only from safetensors + validated JSON
 
 SHIPPED = "t5-shift"
 SHIPPED_JSON = json.loads((CHECKPOINT_DIR / f"{SHIPPED}.json").read_text(encoding="utf-8"))

@@ -15,7 +15,7 @@ from relviz import ui
 from relviz.inspection import random_text
 from relviz.model import SCHEMES
 from relviz.positions import alibi_bias, shaw_clip_index, t5_bucket_map
-from relviz.train import load_checkpoint, shipped_name
+from relviz.training import load_checkpoint, shipped_name
 from relviz.training_queue import CAPS, GATE
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Tests for relviz.train and the train / checkpoints / evaluate commands: training smoke
+"""Tests for relviz.training and the train / checkpoints / evaluate commands: training smoke
 tests, determinism, checkpoint round trips, every way a checkpoint can be broken, the
 shipped checkpoints, and the CLI's JSON output."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ from safetensors.torch import load_file, save_file
 from relviz.__main__ import main
 from relviz.model import SCHEMES, ModelConfig
 from relviz.tasks import Shift, WindowMax, make_task
-from relviz.train import (
+from relviz.training import (
     CHECKPOINT_DIR,
     DEFAULT_TRAINING,
     SCHEME_DEFAULTS,

@@ -1,0 +1,122 @@
+"""The benchmark's framework: sections, their results and targets, and the plain-text table.
+
+``python -m relviz bench`` (relviz.bench) and its app section (relviz.bench_app) both build
+on this module, so neither imports the other's internals.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from relviz.memory import format_bytes
+
+__all__ = ["Target", "Column", "SectionResult", "BenchContext", "Section", "format_table", "ms", "ratio",
+           "bytes_text", "mb", "time_calls"]
+
+
+@dataclass
+class Target:
+    """A performance goal. passed is None when the run did not measure it (e.g. --quick)."""
+
+    description: str
+    passed: bool | None
+    detail: str
+
+    @property
+    def verdict(self) -> str:
+        return {True: "PASS", False: "MISS", None: "n/a"}[self.passed]
+
+
+@dataclass
+class Column:
+    key: str
+    header: str
+    fmt: Callable[[Any], str] = str
+
+
+@dataclass
+class SectionResult:
+    name: str
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    targets: list[Target] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "columns": [c.key for c in self.columns],
+            "rows": self.rows,
+            "targets": [asdict(t) | {"verdict": t.verdict} for t in self.targets],
+            "notes": self.notes,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass
+class BenchContext:
+    quick: bool
+    log: Callable[[str], None]
+
+
+@dataclass
+class Section:
+    name: str
+    title: str
+    run: Callable[[BenchContext], SectionResult]
+
+
+def _cell(column: Column, row: dict[str, Any]) -> str:
+    value = row.get(column.key)
+    if value is None:
+        return "—"
+    return column.fmt(value)
+
+
+def format_table(result: SectionResult) -> str:
+    """A plain-text table, then the targets and notes."""
+    headers = [c.header for c in result.columns]
+    cells = [[_cell(c, row) for c in result.columns] for row in result.rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = [f"== {result.title} ({result.seconds:.1f} s) ==",
+             "  ".join(h.rjust(w) for h, w in zip(headers, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    for target in result.targets:
+        lines.append(f"  [{target.verdict}] {target.description}: {target.detail}")
+    for note in result.notes:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f}"
+
+
+def ratio(x: float) -> str:
+    return f"{x:.1f}x"
+
+
+def bytes_text(n: float) -> str:
+    return format_bytes(n)
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:.0f} MB"
+
+
+def time_calls(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> list[float]:
+    """Wall-clock seconds of ``repeats`` calls after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+

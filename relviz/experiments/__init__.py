@@ -1,0 +1,63 @@
+"""Experiments: what each position scheme can and cannot do, measured.
+
+``python -m relviz experiments [--quick] [--out PATH] [--only NAME]`` runs three experiments
+and writes their results, with their setup and the spread over seeds, to a small JSON file
+(shipped as ``relviz/experiments_results.json``, so the app's page opens instantly):
+
+1. ``offset_resolution``: accuracy on shift-by-s (output the token s places back) for a grid
+   of s, per scheme and setting (Shaw k = 4 and 16, T5 32/128 and 8/32, ALiBi, sinusoidal),
+   with one layer and with two. **One small model is trained per (setting, layers, s, seed)**,
+   with exactly relviz.training's loop (AdamW, warm-up + cosine, gradient clipping) plus early
+   stopping. One model trained on "shift by the s named in the input" would be cheaper, but
+   it measures something else: a single layer can only point at an offset chosen by the input
+   if its position term depends on the query (Shaw does; T5, ALiBi and a linear map of
+   absolute positions do not), so T5 and ALiBi would fail for a reason unrelated to their
+   buckets. Separate models keep the measurement about resolution.
+2. ``length_extrapolation``: train every scheme at one length, evaluate at 1× … 8× that
+   length. A scheme that cannot run at a length (learned absolute positions beyond max_len)
+   is recorded as "cannot run" with the reason.
+3. ``cost``: forward time and peak memory against L for each attention implementation, from
+   ``python -m relviz bench --only attention --json`` (relviz skew and Shaw against the naive
+   L × L × D gather), plus the query-chunked attention of :mod:`relviz.chunked`, each case in
+   a fresh process.
+
+One job per module: ``plan`` (settings, the Plan, reference points), ``fit`` (training with
+early stopping), ``pool`` (worker processes), ``offset``, ``extrapolation`` and ``cost`` (the
+three studies), ``runner`` (the results document), ``schema`` (validation, loading),
+``readings`` (tables and sentences), ``live`` (the page's reruns), ``cli``. This package
+re-exports what the app and the tests use.
+
+Sign convention everywhere: relative position = key index − query index (j − i); the answer
+of shift-by-s sits at j − i = −s.
+"""
+from __future__ import annotations
+
+from relviz.experiments.cli import add_arguments, run
+from relviz.experiments.cost import (
+    attention_matrix_bytes, chunked_bytes, naive_gather_bytes, skew_table_bytes, wall_length,
+)
+from relviz.experiments.fit import FitResult, fit, spread
+from relviz.experiments.live import (
+    live_cost, live_extrapolation, live_extrapolation_work, live_offset, live_offset_work, plan_from_setup,
+)
+from relviz.experiments.plan import (
+    ALIBI_HEADLINE, EXPERIMENTS, EXTRAPOLATION_SETTINGS, FORMAT, FORMAT_VERSION, FULL_PLAN, IMPLEMENTATIONS,
+    OFFSET_SETTINGS, QUICK_PLAN, RESULTS_PATH, SHAW_TABLE2, Plan, Setting,
+)
+from relviz.experiments.readings import (
+    bucket_segments, bucket_starts, bucket_width, cost_reading, cost_rows, exact_shifts, extrapolation_reading,
+    offset_matrix, offset_reading, reach,
+)
+from relviz.experiments.runner import run_experiments
+from relviz.experiments.schema import load_results, validate_results
+
+__all__ = [
+    "FORMAT", "FORMAT_VERSION", "RESULTS_PATH", "EXPERIMENTS", "Setting", "OFFSET_SETTINGS",
+    "EXTRAPOLATION_SETTINGS", "Plan", "FULL_PLAN", "QUICK_PLAN", "IMPLEMENTATIONS", "SHAW_TABLE2",
+    "ALIBI_HEADLINE", "FitResult", "fit", "spread", "run_experiments", "validate_results",
+    "load_results", "exact_shifts", "bucket_starts", "bucket_width", "bucket_segments", "offset_matrix", "reach",
+    "offset_reading", "extrapolation_reading", "cost_reading", "cost_rows", "naive_gather_bytes", "skew_table_bytes",
+    "attention_matrix_bytes", "chunked_bytes", "wall_length", "plan_from_setup", "live_offset", "live_extrapolation",
+    "live_cost", "live_offset_work", "live_extrapolation_work",
+    "add_arguments", "run",
+]

@@ -1,0 +1,267 @@
+"""Reading the results: tables, reach, the geometry of Shaw's clip and T5's buckets, and the
+sentences the page prints under each chart (computed from the data, never written by hand)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from relviz.experiments.cost import attention_matrix_bytes, chunked_bytes, fmt_bytes, naive_gather_bytes, skew_table_bytes, wall_length
+from relviz.experiments.plan import IMPLEMENTATIONS, Setting
+from relviz.positions import t5_bucket
+
+
+def settings_of(section: dict[str, Any]) -> list[Setting]:
+    return [Setting.from_dict(s) for s in section["settings"]]
+
+
+def offset_matrix(section: dict[str, Any], layers: int, key: str = "mean") -> tuple[list[Setting], list[int],
+                                                                                    list[list[float]]]:
+    """(settings, shifts, rows of ``key`` per s) of the offset experiment for one layer count."""
+    shifts = section["setup"]["shifts"]
+    lookup = {(r["setting"], r["s"]): r for r in section["results"] if r["layers"] == layers}
+    settings = settings_of(section)
+    return settings, shifts, [[lookup[(s.id, x)][key] for x in shifts] for s in settings]
+
+
+def reach(values: list[float], shifts: list[int], threshold: float) -> int:
+    """Largest s such that every s' ≤ s of the grid scores ≥ threshold (0: not even the first)."""
+    best = 0
+    for s, v in zip(shifts, values):
+        if v < threshold:
+            break
+        best = s
+    return best
+
+
+def exact_shifts(setting: Setting, shifts: Iterable[int]) -> list[int] | None:
+    """The s whose offset −s one layer can single out by position alone, or None for schemes
+    without a per-offset table. Shaw: s < k (offset −k is already the clipped end embedding,
+    shared with every farther offset); T5: s alone in its (causal, unidirectional) bucket."""
+    shifts = list(shifts)
+    if setting.scheme == "shaw":
+        return [s for s in shifts if s < setting.params["clip"]]
+    if setting.scheme == "t5":
+        return [s for s in shifts if bucket_width(setting, s) == 1]
+    return None
+
+
+def bucket_starts(setting: Setting, shifts: Iterable[int]) -> tuple[list[int], list[int]]:
+    """Of the s that share their T5 bucket (or Shaw's clipped tail): those at the bucket's
+    near edge (its smallest distance) and those inside it."""
+    exact = set(exact_shifts(setting, shifts) or [])
+    starts, inside = [], []
+    for first, last, _ in bucket_segments(setting, max(shifts)):
+        for s in shifts:
+            if s not in exact and first <= s <= last:
+                (starts if s == first else inside).append(s)
+    return starts, inside
+
+
+def bucket_width(setting: Setting, s: int) -> int:
+    """How many offsets share offset −s's T5 bucket (causal model: unidirectional buckets)."""
+    nb, md = setting.params["num_buckets"], setting.params["max_distance"]
+    lo, hi = max(1, s - 4 * md), s + 4 * md
+    offsets = torch.arange(-hi, -lo + 1)
+    buckets = t5_bucket(offsets, num_buckets=nb, max_distance=md, bidirectional=False)
+    own = int(t5_bucket(-s, num_buckets=nb, max_distance=md, bidirectional=False))
+    return int((buckets == own).sum())
+
+
+def bucket_segments(setting: Setting, max_s: int) -> list[tuple[int, int, str]]:
+    """The offsets s = 1..max_s (answer at j − i = −s) grouped the way one layer sees them:
+    (first s, last s, label) per T5 bucket, or Shaw's exact range and its clipped tail."""
+    if setting.scheme == "shaw":
+        k = setting.params["clip"]
+        segments = [(s, s, f"offset −{s}: its own embedding") for s in range(1, min(k, max_s + 1))]
+        if max_s >= k:
+            segments.append((k, max_s, f"offsets ≤ −{k}: all read the end embedding −{k} (clipped)"))
+        return segments
+    if setting.scheme == "t5":
+        nb, md = setting.params["num_buckets"], setting.params["max_distance"]
+        buckets = t5_bucket(-torch.arange(1, max_s + 1), num_buckets=nb, max_distance=md,
+                            bidirectional=False).tolist()
+        segments, start = [], 1
+        for s in range(2, max_s + 2):
+            if s == max_s + 1 or buckets[s - 1] != buckets[start - 1]:
+                b = buckets[start - 1]
+                rng = f"−{start}" if start == s - 1 else f"−{s - 1}…−{start}"
+                segments.append((start, s - 1, f"bucket {b}: offsets {rng}"))
+                start = s
+        return segments
+    return []
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f}%"
+
+
+def _span(values: list[float]) -> str:
+    """'17%–92%', or '100%' when the rounded ends agree."""
+    lo, hi = _pct(min(values)), _pct(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def offset_reading(section: dict[str, Any], threshold: float = 0.9) -> list[str]:
+    """Three sentences on what the offset-resolution data shows, computed from it: one layer
+    inside against beyond each setting's exact range; what a second layer recovers; where it
+    does not (bucket edges against bucket insides) and the schemes without a per-offset table."""
+    shifts = section["setup"]["shifts"]
+    layers = section["setup"]["layers"]
+    n_seeds = len(section["setup"]["seeds"])
+    one, two = min(layers), max(layers)
+    settings, _, rows1 = offset_matrix(section, one)
+    _, _, rows2 = offset_matrix(section, two)
+    parts, others = [], []
+    for setting, row in zip(settings, rows1):
+        exact = exact_shifts(setting, shifts)
+        if exact is None:
+            others.append(setting)
+            continue
+        inside = [v for s, v in zip(shifts, row) if s in exact]
+        outside = [(v, s) for s, v in zip(shifts, row) if s not in exact]
+        if inside and outside:
+            if setting.scheme == "shaw":  # quote the measured range, not the one k implies
+                k, first_out = setting.params["clip"], min(s for _, s in outside)
+                where = f"s ≤ {max(exact)}"
+                beyond = f"from s = {first_out} on (every offset from −{k} back shares the end embedding)"
+            else:
+                where, beyond = f"where −s has a bucket of its own (s ≤ {max(exact)})", "where it shares one"
+            parts.append(f"{setting.label} {_pct(_mean(inside))} {'for ' if setting.scheme == 'shaw' else ''}"
+                         f"{where} against {_pct(_mean([v for v, _ in outside]))} {beyond}")
+    layer_word = f"{one} layer" + ("s" if one > 1 else "")
+    first = (f"With {layer_word} (mean of {n_seeds} seeds): " + "; ".join(parts) + "; chance is about 10%."
+             if parts else f"With {layer_word}, no setting in this file has both exact and shared offsets.")
+    if one == two:
+        return [first, "This file has results for one layer count only.", ""]
+    recovered, failed, moves = 0, 0, []
+    for setting, r1, r2 in zip(settings, rows1, rows2):
+        for v1, v2 in zip(r1, r2):
+            if v1 < threshold:
+                failed += 1
+                recovered += v2 >= threshold
+        a, b = reach(r1, shifts, threshold), reach(r2, shifts, threshold)
+        if a != b:
+            moves.append(f"{setting.label} {a} → {b}")
+    second = (f"With {two} layers, {recovered} of the {failed} (setting, s) cells that score below "
+              f"{_pct(threshold)} with {one} reach it, and the reach (the largest s up to which every s scores "
+              f"{_pct(threshold)} or more) "
+              + ("grows: " + ", ".join(moves) if moves else "changes for no setting") + ".")
+    third_parts = []
+    for setting, r2 in zip(settings, rows2):
+        if setting.scheme != "t5":
+            continue
+        starts, inside = bucket_starts(setting, shifts)
+        if starts and inside:
+            at = dict(zip(shifts, r2))
+            a, b = _mean([at[s] for s in starts]), _mean([at[s] for s in inside])
+            if abs(a - b) >= 0.15:
+                third_parts.append(
+                    f"{setting.label} with {two} layers scores {_pct(a)} at the nearest offset of a shared bucket "
+                    f"(s = {', '.join(map(str, starts))}) but {_pct(b)} inside one "
+                    f"(s = {', '.join(map(str, inside))})")
+    for setting in others:
+        r1, r2 = rows1[settings.index(setting)], rows2[settings.index(setting)]
+        third_parts.append(f"{setting.label} scores {_span(r1)} with {one} layer and {_span(r2)} with {two}")
+    third = ("; ".join(third_parts) + f" (over s = {min(shifts)}…{max(shifts)})." if third_parts
+             else "No other pattern stands out in this file.")
+    return [first, second, third]
+
+
+def _extrap_lookup(section: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(r["setting"], r["factor"]): r for r in section["results"]}
+
+
+def extrapolation_reading(section: dict[str, Any], threshold: float = 0.9) -> list[str]:
+    """Three sentences on the length-extrapolation data, computed from it: who holds up at the
+    longest length, who learned the task and then loses it, and who cannot run or never
+    learned it at the training length."""
+    setup = section["setup"]
+    factors, train_length = setup["factors"], setup["train_length"]
+    base_f, top = min(factors), max(factors)
+    lookup = _extrap_lookup(section)
+    holding, dropping, weak, cannot = [], [], [], []
+    for setting in settings_of(section):
+        row = {f: lookup[(setting.id, f)] for f in factors}
+        base = row[base_f]["mean"]
+        runnable = [f for f in factors if row[f]["cannot_run"] is None]
+        last_f = max(runnable) if runnable else None
+        if last_f != top:
+            bad = min(f for f in factors if row[f]["cannot_run"])
+            ok = (f"; at {last_f}×, the longest it runs at, it scores {_pct(row[last_f]['mean'])}"
+                  if last_f is not None and last_f > base_f else "")
+            cannot.append(f"{setting.label} cannot run from {bad}× (L = {bad * train_length}) on, having no "
+                          f"embedding for those positions{ok}")
+            continue
+        last = row[top]["mean"]
+        if base is None or base < threshold:
+            weak.append(f"{setting.label} ({_pct(base)} at {base_f}×, {_pct(last)} at {top}×)")
+        elif last >= threshold and all(row[f]["mean"] >= threshold for f in runnable):
+            holding.append(f"{setting.label} ({_pct(last)})")
+        else:
+            fall = next(f for f in factors if row[f]["mean"] < threshold)
+            dropping.append(f"{setting.label} from {_pct(base)} at {base_f}× to {_pct(row[fall]['mean'])} at "
+                            f"{fall}× and {_pct(last)} at {top}×")
+    first = (f"Trained at L = {train_length} and tested up to {top}× (L = {top * train_length}), "
+             + (", ".join(holding) + f" stay at {_pct(threshold)} or more at every length." if holding
+                else f"no scheme stays at {_pct(threshold)} or more at every length."))
+    second = ("Learned at the training length but lost on longer sequences: " + "; ".join(dropping) + "."
+              if dropping else "No scheme that learned the task at the training length loses it on longer "
+                               "sequences.")
+    third_parts = cannot + ([("below " if len(weak) > 1 else "below ") + f"{_pct(threshold)} already at the "
+                             "training length: " + ", ".join(weak)] if weak else [])
+    third = ("; ".join(third_parts) + "." if third_parts else "Every scheme ran at every length tested.")
+    return [first, second, third[0].upper() + third[1:]]
+
+
+def cost_rows(section: dict[str, Any], impl: str) -> list[dict[str, Any]]:
+    return sorted((r for r in section["rows"] if r["impl"] == impl), key=lambda r: r["L"])
+
+
+def cost_reading(section: dict[str, Any]) -> list[str]:
+    """Three sentences on the cost data, computed from it."""
+    setup = section["setup"]
+    memory = setup["memory_total_bytes"]
+    dim, heads, batch = setup["dim"], setup["heads"], setup["batch"]
+    measured = {impl: {r["L"]: r for r in cost_rows(section, impl) if r["skipped"] is None}
+                for impl in IMPLEMENTATIONS}
+    both = sorted(set(measured["skew"]) & set(measured["skew_naive"]))
+    if both:
+        n = both[-1]
+        ours, naive = measured["skew"][n], measured["skew_naive"][n]
+        d_ours, d_naive = ours["delta_bytes"] or ours["peak_bytes"], naive["delta_bytes"] or naive["peak_bytes"]
+        first = (f"At L = {n}, the naive gather's forward adds {fmt_bytes(d_naive)} of peak memory and takes "
+                 f"{naive['forward_s'] * 1e3:.0f} ms; the skew adds {fmt_bytes(d_ours)} and takes "
+                 f"{ours['forward_s'] * 1e3:.0f} ms: the naive path needs {d_naive / max(1, d_ours):.1f}× the "
+                 f"skew's memory and {naive['forward_s'] / ours['forward_s']:.1f}× its time.")
+    else:
+        first = "The skew and the naive gather were not both measured at any length in this file."
+    wall_naive = wall_length(lambda x: naive_gather_bytes(x, dim), memory)
+    wall_attn = wall_length(lambda x: attention_matrix_bytes(x, batch, heads), memory)
+    wall_skew = wall_length(lambda x: skew_table_bytes(x, dim), memory)
+    skipped = [r["L"] for r in cost_rows(section, "skew_naive") if r["skipped"]]
+    second = (f"Extrapolating analytically (fp32, D = {dim}), the naive L × L × D table alone fills this machine's "
+              f"{fmt_bytes(memory)} at L ≈ {wall_naive:,.0f}"
+              + (f" (it was already skipped as too large at L = {', '.join(map(str, skipped))})" if skipped else "")
+              + f"; the skew's L × D table would need L ≈ {wall_skew:.1e}, "
+                f"but its L² · H logits (B = {batch}, H = {heads}) hit the wall at L ≈ {wall_attn:,.0f}.")
+    chunk = setup["chunk"]
+    common = sorted(set(measured["chunked"]) & set(measured["skew"]))
+    if common:
+        n = common[-1]
+        ch, sk = measured["chunked"][n], measured["skew"][n]
+        d_ch, d_sk = ch["delta_bytes"] or ch["peak_bytes"], sk["delta_bytes"] or sk["peak_bytes"]
+        wall_chunk = wall_length(lambda x: chunked_bytes(x, chunk=chunk, batch=batch, heads=heads, dim=dim), memory)
+        third = (f"Query-chunked attention (chunk = {chunk}) adds {fmt_bytes(d_ch)} at L = {n} against the skew's "
+                 f"{fmt_bytes(d_sk)} ({d_sk / max(1, d_ch):.1f}× less) and takes {ch['forward_s'] * 1e3:.0f} ms "
+                 f"against {sk['forward_s'] * 1e3:.0f} ms; its memory grows linearly in L (3 · chunk · L · H "
+                 f"temporaries plus q, k, v and the output), so it would reach the machine's memory only at "
+                 f"L ≈ {wall_chunk:,.0f}.")
+    else:
+        third = "The query-chunked attention was not measured next to the skew in this file."
+    return [first, second, third]

@@ -1,0 +1,109 @@
+"""The runner: the selected studies' jobs in one pool (costliest first), then the results document."""
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from relviz import __version__
+from relviz._checks import check_int
+from relviz.experiments.cost import run_cost
+from relviz.experiments.extrapolation import extrapolation_jobs, extrapolation_section
+from relviz.experiments.offset import offset_jobs, offset_section
+from relviz.experiments.plan import EXPERIMENTS, FORMAT, FORMAT_VERSION, FULL_PLAN, Plan
+from relviz.experiments.pool import Job, run_jobs
+
+
+def _load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None, workers: int = 2,
+                    log: Callable[[str], None] = lambda message: None,
+                    previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run the selected experiments (default: all) and return the results document.
+
+    ``previous``: an already validated results document whose other experiments are kept
+    (``--only`` updates one section of an existing file).
+    """
+    import psutil
+
+    names = list(only) if only else list(EXPERIMENTS)
+    unknown = [n for n in names if n not in EXPERIMENTS]
+    if unknown:
+        raise ValueError(f"unknown experiment {', '.join(unknown)}; known: {', '.join(EXPERIMENTS)}")
+    workers = check_int("workers", workers, minimum=1, maximum=64)
+    wall0, load0 = time.perf_counter(), _load_average()
+    cpu0 = _cpu_seconds()
+    job_cpu = 0.0
+    sections: dict[str, Any] = dict(previous["experiments"]) if previous else {}
+    seconds: dict[str, float] = {}
+
+    jobs: list[Job] = []
+    spans: dict[str, tuple[int, int]] = {}
+    for name, make in (("offset_resolution", offset_jobs), ("length_extrapolation", extrapolation_jobs)):
+        if name in names:
+            batch = make(plan)
+            spans[name] = (len(jobs), len(jobs) + len(batch))
+            jobs += batch
+    if jobs:
+        # costliest first: more layers, more steps, longer sequences
+        order = sorted(range(len(jobs)), key=lambda i: -_job_cost(jobs[i][1], plan))
+        t0 = time.perf_counter()
+        outputs_sorted = run_jobs([jobs[i] for i in order], workers, log)
+        train_seconds = time.perf_counter() - t0
+        outputs: list[dict[str, Any]] = [None] * len(jobs)  # type: ignore[list-item]
+        for position, i in enumerate(order):
+            outputs[i] = outputs_sorted[position]
+        job_cpu = sum(r["cpu_seconds"] for r in outputs)
+        for name, (a, b) in spans.items():
+            share = sum(r["seconds"] for r in outputs[a:b]) / max(1e-9, sum(r["seconds"] for r in outputs))
+            seconds[name] = round(train_seconds * share, 1)
+            build = offset_section if name == "offset_resolution" else extrapolation_section
+            sections[name] = build(plan, outputs[a:b], seconds[name])
+    if "cost" in names:
+        sections["cost"] = run_cost(plan, log)
+        seconds["cost"] = sections["cost"]["seconds"]
+
+    ordered = {name: sections[name] for name in EXPERIMENTS if name in sections}
+    created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    earlier = []
+    if previous:  # --only: the sections kept from the previous file keep the record of their run
+        earlier = list(previous.get("earlier_runs", [])) + [
+            {"created": previous["created"]} | previous["run"]]
+    return {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "relviz_version": __version__,
+        "torch_version": torch.__version__, "created": created,
+        "quick": plan != FULL_PLAN or bool(previous and previous.get("quick")),
+        "machine": {"cpu_count": os.cpu_count() or 1, "memory_total_bytes": psutil.virtual_memory().total,
+                    "platform": platform.platform()},
+        "run": {"experiments": names, "workers": workers, "threads_per_worker": 1,
+                "wall_seconds": round(time.perf_counter() - wall0, 1),
+                "cpu_seconds": round(_cpu_seconds() - cpu0, 1),
+                "training_job_cpu_seconds": round(job_cpu, 1) if jobs else None,
+                "load_average_start": load0, "load_average_end": _load_average(),
+                "seconds_per_experiment": seconds},
+        "earlier_runs": earlier,
+        "experiments": ordered,
+    }
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the workers, the bench processes)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _job_cost(spec: dict[str, Any], plan: Plan) -> float:
+    if "s" in spec:
+        length = spec["s"] + plan.counted
+        return spec["layers"] * plan.steps_for(spec["layers"]) * (length + length * length / 32)
+    length = plan.extrap_train_length
+    return plan.extrap_layers * plan.extrap_max_steps * (length + length * length / 32)
