@@ -2,7 +2,15 @@
 skew, ALiBi.
 
 Every function takes q, k, v of shape [B, H, L, D] (same shape, dtype and device) and returns
-``(output [B, H, L, D], weights [B, H, L, L])``. ``scale`` defaults to 1/sqrt(D). With
+``(output [B, H, L, D], weights [B, H, L, L] or None)``. Two paths, the same output:
+
+- ``need_weights=False`` (the default: training, evaluation, experiments): the fused path,
+  ``torch.nn.functional.scaled_dot_product_attention`` with the relative term as its bias
+  (T5 and ALiBi never even expand theirs: see :func:`offset_bias_attention`), or, with
+  ``backend="flex"``, compiled FlexAttention (forward only on CPU). Returns (output, None).
+- ``need_weights=True`` (where the app draws the weights): the exact weights path below.
+
+``scale`` defaults to 1/sqrt(D). With
 ``causal=True`` key j is hidden from query i whenever j > i: its logit is set to −inf before
 the softmax (a row always keeps j = i, so it is never fully masked). Every row of the
 weights sums to 1. All computation stays on the inputs' device and is differentiable.
@@ -23,10 +31,11 @@ import numbers
 import torch
 
 from relviz._checks import check_bool, check_int, check_tensor
-from relviz.positions import MAX_ABS_OFFSET, alibi_bias, shaw_clip_index, t5_bucket_map, t5_config
+from relviz.positions import MAX_ABS_OFFSET, alibi_bias_offsets, shaw_clip_index, t5_bias_offsets, t5_config
 from relviz.skew import skew
 
-__all__ = ["shaw_attention", "t5_attention", "skew_attention", "alibi_attention"]
+__all__ = ["BACKENDS", "offset_bias_attention", "shaw_attention", "t5_attention", "skew_attention",
+           "alibi_attention"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -119,12 +128,137 @@ def _softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
 
 
 # ---------------------------------------------------------------------------------------
+# The fused path: scaled_dot_product_attention (or compiled FlexAttention) with the bias
+
+#: The backends of the fused path.
+BACKENDS = ("sdpa", "flex")
+
+
+def _check_mode(need_weights: object, backend: object) -> tuple[bool, str]:
+    need_weights = check_bool("need_weights", need_weights)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(repr(b) for b in BACKENDS)}; got {backend!r}")
+    if need_weights and backend != "sdpa":
+        raise ValueError(f"backend={backend!r} is a fused path, which has no weights: with need_weights=True "
+                         "the exact weights path runs, so leave backend at 'sdpa'")
+    return need_weights, backend
+
+
+def _check_finite_inputs(*tensors: torch.Tensor) -> None:
+    """The weights path refuses non-finite logits; the fused path never sees them, so it refuses
+    non-finite inputs instead (a −inf in k could otherwise silently mask a key)."""
+    if not all(_all_finite(t) for t in tensors if t is not None):
+        raise ValueError("q, k, v and the relative tables must hold finite values (no NaN or infinity)")
+
+
+def _check_fused_output(output: torch.Tensor) -> torch.Tensor:
+    if not _all_finite(output):
+        raise ValueError(
+            f"the attention output is not finite: scale · q · k must fit in "
+            f"{str(output.dtype).removeprefix('torch.')}; lower the scale or the inputs' magnitude")
+    return output
+
+
+def _causal_offsets(per_offset: torch.Tensor, length: int, causal: bool) -> torch.Tensor:
+    """Per-offset bias [H, 2L − 1] (entry t is offset t − (L − 1)), −inf at offsets > 0 when causal."""
+    if not causal:
+        return per_offset
+    future = torch.arange(2 * length - 1, device=per_offset.device) > length - 1
+    return per_offset.masked_fill(future, float("-inf"))
+
+
+def _sdpa_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor,
+                  scale: float) -> torch.Tensor:
+    """SDPA with a Toeplitz bias given per offset, without ever building the [H, L, L] bias.
+
+    bias[i, j] = per_offset[j − i + L − 1]. The unfold view V[r, j] = per_offset[r + j] is that
+    bias with its rows in reverse order (r = L − 1 − i); a Toeplitz matrix needs a negative row
+    stride, which torch has not, so the queries are reversed instead (an L × D copy, not L × L).
+    """
+    length = q.shape[-2]
+    # [1, H, L, L] view, row r = query L − 1 − r. Four dimensions: a 3-D mask sends torch's CPU
+    # dispatch to the unfused math kernel.
+    reversed_rows = per_offset.unfold(-1, length, 1)[None]
+    out = torch.nn.functional.scaled_dot_product_attention(q.flip(-2), k, v, attn_mask=reversed_rows,
+                                                           scale=scale)
+    return out.flip(-2)
+
+
+_COMPILED_FLEX = None
+
+
+def _flex_attention():
+    """flex_attention compiled once per process (the compile takes seconds to a minute)."""
+    global _COMPILED_FLEX
+    if _COMPILED_FLEX is None:
+        from torch.nn.attention.flex_attention import flex_attention
+        _COMPILED_FLEX = torch.compile(flex_attention, dynamic=False)
+    return _COMPILED_FLEX
+
+
+def _flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod, scale: float,
+          tables: tuple[torch.Tensor | None, ...]) -> torch.Tensor:
+    """Compiled FlexAttention with ``score_mod`` (which adds the relative term and masks).
+
+    On CPU torch has FlexAttention's forward only: backward raises NotImplementedError, so a
+    call that would need gradients is refused here, with the way out.
+    """
+    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, *tables))
+    if needs_grad and q.device.type == "cpu":
+        raise ValueError("backend='flex' has no backward on CPU (torch raises NotImplementedError): "
+                         "use backend='sdpa' for training, or run under torch.no_grad()")
+    return _flex_attention()(q, k, v, score_mod=score_mod, scale=scale)
+
+
+def _fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
+                   causal: bool, scale: float, backend: str) -> torch.Tensor:
+    """Fused attention with a Toeplitz bias per offset [H, 2L − 1] (T5, ALiBi)."""
+    _check_finite_inputs(q, k, v, per_offset)
+    length = q.shape[-2]
+    per_offset = per_offset.to(q.dtype)
+    if backend == "flex":
+        def score_mod(score, b, h, q_idx, kv_idx):
+            score = score + per_offset[h, kv_idx - q_idx + length - 1]
+            return torch.where(kv_idx <= q_idx, score, float("-inf")) if causal else score
+        return _check_fused_output(_flex(q, k, v, score_mod, scale, (per_offset,)))
+    return _check_fused_output(_sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale))
+
+
+def _future(length: int, device: torch.device) -> torch.Tensor:
+    return torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
+
+
+def offset_bias_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
+                          causal: bool = False, scale: float | None = None, need_weights: bool = False,
+                          backend: str = "sdpa") -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Attention with a relative (Toeplitz) bias given once per offset: T5, ALiBi, or any other.
+
+        logit_ij = scale · q_i · k_j + per_offset[h, j − i + L − 1]
+
+    per_offset: [H, 2L − 1] (as positions.t5_bias_offsets / alibi_bias_offsets build it). A
+    model computes it once per forward and passes it to every layer. The fused path never
+    expands it to [H, L, L]; the weights path expands it once (one copy).
+    """
+    batch, heads, length, dim = _check_qkv(q, k, v)
+    causal = check_bool("causal", causal)
+    scale = _scale(scale, dim)
+    need_weights, backend = _check_mode(need_weights, backend)
+    per_offset = _check_table("per_offset", per_offset, q, heads, 2 * length - 1, "H, 2L-1")
+    if not need_weights:
+        return _fused_offsets(q, k, v, per_offset, causal=causal, scale=scale, backend=backend), None
+    bias = per_offset.unfold(-1, length, 1).flip(-2)                               # [H, L, L], one copy
+    logits = torch.matmul(q * scale, k.transpose(-2, -1)).add_(bias)
+    return _softmax_output(logits, v, causal)
+
+
+# ---------------------------------------------------------------------------------------
 # Shaw et al. 2018
 
 
 def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor,
                    rel_v: torch.Tensor | None = None, *, clip: int, causal: bool = False,
-                   scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
+                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Shaw et al.'s relative attention with clipped key (and optionally value) embeddings.
 
     rel_k, rel_v: [2·clip + 1, D], shared by all heads; row clip(j − i, −clip, clip) + clip
@@ -138,34 +272,61 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     sums the weights per relative index (scatter_add, [B, H, L, 2·clip + 1]) and multiplies
     that by rel_v. Both per-index tensors keep only the rows that can be used: at most
     2L − 1 (or L when causal, since masked keys have weight 0).
+
+    Fused path (need_weights=False, rel_v None): the gathered key term is the bias of
+    scaled_dot_product_attention. The value term needs every weight (its per-index sums), which
+    no fused kernel returns: with rel_v the weights path runs and only the weights are dropped.
     """
     batch, heads, length, dim = _check_qkv(q, k, v)
     clip = check_int("clip", clip, minimum=0, maximum=MAX_ABS_OFFSET)
     causal = check_bool("causal", causal)
     scale = _scale(scale, dim)
+    need_weights, backend = _check_mode(need_weights, backend)
     rel_k = _check_table("rel_k", rel_k, q, 2 * clip + 1, dim, "2*clip+1, D")
     if rel_v is not None:
         rel_v = _check_table("rel_v", rel_v, q, 2 * clip + 1, dim, "2*clip+1, D")
+        if backend != "sdpa":
+            raise ValueError(f"backend={backend!r} cannot add the value term (rel_v): it needs every attention "
+                             "weight; use backend='sdpa'")
 
     # Only 2·min(clip, L − 1) + 1 rows can ever be used: slice the tables to them, so that
     # the per-index tensors below are at most [B, H, L, 2L − 1] however large clip is.
     used = min(clip, length - 1)
-    index = shaw_clip_index(length, k=used, device=q.device)          # [L, L], values 0..2·used
     if causal:
         # Future keys are masked (weight exactly 0), so every offset > 0 may share the row of
         # offset 0: the per-index tensors shrink to used + 1 columns.
-        index = index.clamp(max=used)
         rows = slice(clip - used, clip + 1)
     else:
         rows = slice(clip - used, clip + used + 1)
     size = rows.stop - rows.start
-    index = index.expand(batch, heads, length, length)              # a view, no copy
+    scaled = q * scale
+    rel_logits = torch.matmul(scaled, rel_k[rows].transpose(0, 1))      # [B, H, L, size]
 
-    q = q * scale
-    rel_logits = torch.matmul(q, rel_k[rows].transpose(0, 1))       # [B, H, L, size]
+    if rel_v is None and not need_weights:
+        _check_finite_inputs(q, k, v, rel_k)
+        if backend == "flex":
+            def score_mod(score, b, h, q_idx, kv_idx):
+                column = (kv_idx - q_idx).clamp(-used, 0 if causal else used) + used
+                score = score + rel_logits[b, h, q_idx, column]
+                return torch.where(kv_idx <= q_idx, score, float("-inf")) if causal else score
+            return _check_fused_output(_flex(q, k, v, score_mod, scale, (rel_k,))), None
+        index = shaw_clip_index(length, k=used, device=q.device)
+        if causal:
+            index = index.clamp(max=used)
+        bias = torch.gather(rel_logits, -1, index.expand(batch, heads, length, length))  # [B, H, L, L]
+        del rel_logits
+        if causal:
+            bias = bias.masked_fill_(_future(length, q.device), float("-inf"))
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
+        return _check_fused_output(out), None
+
+    index = shaw_clip_index(length, k=used, device=q.device)          # [L, L], values 0..2·used
+    if causal:
+        index = index.clamp(max=used)
+    index = index.expand(batch, heads, length, length)              # a view, no copy
     relative = torch.gather(rel_logits, -1, index)                  # [B, H, L, L]
     del rel_logits                                                  # (names dropped early to
-    logits = _plus_scores(relative, q, k)                           #  keep the peak low)
+    logits = _plus_scores(relative, scaled, k)                      #  keep the peak low)
     del relative
     output, weights = _softmax_output(logits, v, causal)
     del logits
@@ -173,7 +334,7 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
         # Σ_j w_ij rel_v[idx_ij] = Σ_r (Σ_{j: idx_ij = r} w_ij) rel_v[r]
         per_index = weights.new_zeros(batch, heads, length, size).scatter_add_(-1, index, weights)
         output = _check_finite_output(output + torch.matmul(per_index, rel_v[rows]))
-    return output, weights
+    return output, (weights if need_weights else None)
 
 
 # ---------------------------------------------------------------------------------------
@@ -182,26 +343,24 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
 
 def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: torch.Tensor, *,
                  num_buckets: int, max_distance: int, bidirectional: bool, causal: bool = False,
-                 scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                 scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
+                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """T5 relative attention: a learned scalar per (bucket, head) added to the logit.
 
         logit_ij = scale · q_i · k_j + bias_table[bucket(j − i), h]
 
     bias_table: [num_buckets, H]. The bias is not scaled; T5 itself uses no 1/sqrt(D), so
-    pass scale=1.0 to reproduce it. Buckets are positions.t5_bucket_map's (T5's exact
-    formula); invalid configurations raise ValueError.
+    pass scale=1.0 to reproduce it. Buckets are positions.t5_bucket's (T5's exact formula);
+    invalid configurations raise ValueError. The bias is built per offset
+    (positions.t5_bias_offsets: 2L − 1 values per head), as :func:`offset_bias_attention` takes it.
     """
     batch, heads, length, dim = _check_qkv(q, k, v)
     config = t5_config(num_buckets, max_distance, bidirectional)
-    causal = check_bool("causal", causal)
-    scale = _scale(scale, dim)
     bias_table = _check_table("bias_table", bias_table, q, config.num_buckets, heads, "num_buckets, H")
-
-    buckets = t5_bucket_map(length, num_buckets=config.num_buckets, max_distance=config.max_distance,
-                            bidirectional=config.bidirectional, device=q.device)      # [L, L]
-    bias = bias_table.transpose(0, 1)[:, buckets]                                   # [H, L, L]
-    logits = torch.matmul(q * scale, k.transpose(-2, -1)).add_(bias)
-    return _softmax_output(logits, v, causal)
+    per_offset = t5_bias_offsets(bias_table, length, num_buckets=config.num_buckets,
+                                 max_distance=config.max_distance, bidirectional=config.bidirectional)
+    return offset_bias_attention(q, k, v, per_offset, causal=causal, scale=scale, need_weights=need_weights,
+                                 backend=backend)
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,7 +368,8 @@ def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: 
 
 
 def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch.Tensor, *,
-                   scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
+                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Music Transformer relative attention (Huang et al. 2018), always causal.
 
     e_r: [M, D], one learned vector per distance, shared by all heads; row m stands for
@@ -225,9 +385,13 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
     the table is padded at the front by repeating e_r[0] — Shaw-style clipping, so this
     equals shaw_attention(..., clip=M − 1, causal=True) with rel_k's first M rows = e_r.
     (tensor2tensor zero-pads instead, giving those distances no relative term at all.)
+
+    Fused path (need_weights=False): the skewed term, masked, is the bias of
+    scaled_dot_product_attention (relviz.chunked holds the query-chunked variant).
     """
     batch, heads, length, dim = _check_qkv(q, k, v)
     scale = _scale(scale, dim)
+    need_weights, backend = _check_mode(need_weights, backend)
     e_r = check_tensor("e_r", e_r, ndim=2, floating=True)
     if e_r.shape[0] < 1 or e_r.shape[1] != dim:
         raise ValueError(
@@ -240,9 +404,24 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
     else:
         table = torch.cat([e_r[:1].expand(length - rows, dim), e_r])   # far distances -> e_r[0]
 
-    q = q * scale
-    relative = skew(torch.matmul(q, table.transpose(0, 1)))            # exact for j ≤ i
-    logits = _plus_scores(relative, q, k)                              # [B, H, L, L]
+    scaled = q * scale
+    qer = torch.matmul(scaled, table.transpose(0, 1))                  # [B, H, L, L], column = distance + L − 1
+    if not need_weights:
+        _check_finite_inputs(q, k, v, e_r)
+        if backend == "flex":
+            def score_mod(score, b, h, q_idx, kv_idx):
+                score = score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
+                return torch.where(kv_idx <= q_idx, score, float("-inf"))
+            return _check_fused_output(_flex(q, k, v, score_mod, scale, (e_r,))), None
+        # skew() pads into a fresh tensor, so masking its view in place touches nothing shared
+        bias = skew(qer)
+        del qer
+        bias = bias.masked_fill_(_future(length, q.device), float("-inf"))
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
+        return _check_fused_output(out), None
+    relative = skew(qer)                                               # exact for j ≤ i
+    del qer
+    logits = _plus_scores(relative, scaled, k)                         # [B, H, L, L]
     del relative
     return _softmax_output(logits, v, causal=True)                     # the mask hides j > i
 
@@ -252,18 +431,17 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
 
 
 def alibi_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True,
-                    scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                    scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
+                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """ALiBi (Press et al.): a fixed, head-specific linear penalty on distance.
 
         logit_ij = scale · q_i · k_j − slope_h · |i − j|
 
     slopes from positions.alibi_slopes(H) (the reference's, including H not a power of 2).
     ALiBi was designed for causal models (the default); causal=False keeps the symmetric
-    penalty |i − j| on both sides.
+    penalty |i − j| on both sides. The bias is built per offset (2L − 1 values per head).
     """
     batch, heads, length, dim = _check_qkv(q, k, v)
-    causal = check_bool("causal", causal)
-    scale = _scale(scale, dim)
-    bias = alibi_bias(length, num_heads=heads, device=q.device).to(q.dtype)     # [H, L, L]
-    logits = torch.matmul(q * scale, k.transpose(-2, -1)).add_(bias)
-    return _softmax_output(logits, v, causal)
+    per_offset = alibi_bias_offsets(length, num_heads=heads, device=q.device).to(q.dtype)   # [H, 2L − 1]
+    return offset_bias_attention(q, k, v, per_offset, causal=causal, scale=scale, need_weights=need_weights,
+                                 backend=backend)

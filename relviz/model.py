@@ -334,7 +334,7 @@ class ShawScheme(PositionScheme):
 
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
         return shaw_attention(q, k, v, self.rel_k[layer], self.rel_v[layer], clip=self.config.clip,
-                              causal=self.config.causal)
+                              causal=self.config.causal, need_weights=True)
 
 
 class T5Scheme(PositionScheme):
@@ -353,7 +353,7 @@ class T5Scheme(PositionScheme):
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
         return t5_attention(q, k, v, self.bias, num_buckets=self.config.num_buckets,
                             max_distance=self.config.max_distance, bidirectional=not self.config.causal,
-                            causal=self.config.causal)
+                            causal=self.config.causal, need_weights=True)
 
 
 class SkewScheme(PositionScheme):
@@ -370,7 +370,7 @@ class SkewScheme(PositionScheme):
         self.e_r = nn.ParameterList(nn.Parameter(torch.randn(shape) * 0.02) for _ in range(config.n_layers))
 
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
-        return skew_attention(q, k, v, self.e_r[layer])
+        return skew_attention(q, k, v, self.e_r[layer], need_weights=True)
 
 
 class AlibiScheme(PositionScheme):
@@ -379,7 +379,7 @@ class AlibiScheme(PositionScheme):
     name = "alibi"
 
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
-        return alibi_attention(q, k, v, causal=self.config.causal)
+        return alibi_attention(q, k, v, causal=self.config.causal, need_weights=True)
 
 
 class RopeScheme(PositionScheme):

@@ -219,6 +219,34 @@ def t5_bucket_map(q_len: int, k_len: int | None = None, *, num_buckets: int = 32
     return expand_toeplitz(per_offset, q_len, offsets.numel() - q_len + 1)
 
 
+def t5_bias_offsets(bias_table: torch.Tensor, q_len: int, k_len: int | None = None, *, num_buckets: int = 32,
+                    max_distance: int = 128, bidirectional: bool = True, q_offset: int = 0) -> torch.Tensor:
+    """T5's bias per offset: bias_table[bucket(offset), h] -> float [H, q_len + k_len − 1].
+
+    bias_table: [num_buckets, H] (the learned relative_attention_bias). One bucket per offset,
+    one table lookup per (offset, head): :func:`expand_toeplitz` turns it into the full bias.
+    """
+    config = t5_config(num_buckets, max_distance, bidirectional)
+    bias_table = check_tensor("bias_table", bias_table, ndim=2, floating=True)
+    if bias_table.shape[0] != config.num_buckets:
+        raise ValueError(f"bias_table must have shape [num_buckets, H] = [{config.num_buckets}, H]; "
+                         f"got {tuple(bias_table.shape)}")
+    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=bias_table.device)
+    buckets = t5_bucket(offsets, num_buckets=config.num_buckets, max_distance=config.max_distance,
+                        bidirectional=config.bidirectional)                      # [q_len + k_len − 1]
+    return bias_table.transpose(0, 1)[:, buckets]                                # [H, q_len + k_len − 1]
+
+
+def t5_bias(bias_table: torch.Tensor, q_len: int, k_len: int | None = None, *, num_buckets: int = 32,
+            max_distance: int = 128, bidirectional: bool = True, q_offset: int = 0) -> torch.Tensor:
+    """T5's position bias [H, q_len, k_len] (Hugging Face's ``compute_bias`` without the batch
+    dimension), built per offset and expanded once: no int64 bucket map, no L × L gather."""
+    per_offset = t5_bias_offsets(bias_table, q_len, k_len, num_buckets=num_buckets, max_distance=max_distance,
+                                 bidirectional=bidirectional, q_offset=q_offset)
+    q_len = check_int("q_len", q_len, minimum=1)
+    return expand_toeplitz(per_offset, q_len, per_offset.shape[-1] - q_len + 1)
+
+
 @dataclass(frozen=True)
 class BucketRange:
     """The key − query offsets one T5 bucket covers, within ±max_offset.
@@ -306,7 +334,13 @@ def alibi_bias(q_len: int, k_len: int | None = None, *, num_heads: int, q_offset
     if num_heads * q_len * k_len > MAX_CELLS:
         raise ValueError(f"num_heads * q_len * k_len must be at most {MAX_CELLS} values; got {num_heads} * "
                          f"{q_len} * {k_len} = {num_heads * q_len * k_len}")
+    per_offset = alibi_bias_offsets(q_len, k_len, num_heads=num_heads, q_offset=q_offset, device=device)
+    return expand_toeplitz(per_offset, q_len, per_offset.shape[-1] - q_len + 1)
+
+
+def alibi_bias_offsets(q_len: int, k_len: int | None = None, *, num_heads: int, q_offset: int = 0,
+                       device: torch.device | str | None = None) -> torch.Tensor:
+    """ALiBi's bias per offset, −slope_h · |offset|: float32 [num_heads, q_len + k_len − 1]."""
     slopes = alibi_slopes(num_heads, device=device)
     offsets = offset_range(q_len, k_len, q_offset=q_offset, device=slopes.device)
-    per_offset = -slopes[:, None] * offsets.abs().to(torch.float32)[None, :]
-    return expand_toeplitz(per_offset, q_len, offsets.numel() - q_len + 1)
+    return -slopes[:, None] * offsets.abs().to(torch.float32)[None, :]

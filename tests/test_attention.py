@@ -13,9 +13,28 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import relviz.attention as attention_module
 import relviz.skew as skew_module
-from relviz.attention import alibi_attention, shaw_attention, skew_attention, t5_attention
+from relviz import attention as fused
 from relviz.positions import shaw_clip_index
 from relviz.skew import gather_relative
+
+
+def _weights_path_checked_against_fused(function):
+    """``function`` on its exact weights path (need_weights=True); every call also runs the fused
+    path (the default) on the same arguments and asserts it returns the same output and no weights."""
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        out, weights = function(*args, need_weights=True, **kwargs)
+        fused_out, no_weights = function(*args, **kwargs)
+        assert no_weights is None
+        torch.testing.assert_close(fused_out, out)    # float64: 1e-7; float32: 1.3e-6 relative
+        return out, weights
+    return call
+
+
+shaw_attention = _weights_path_checked_against_fused(fused.shaw_attention)
+t5_attention = _weights_path_checked_against_fused(fused.t5_attention)
+skew_attention = _weights_path_checked_against_fused(fused.skew_attention)
+alibi_attention = _weights_path_checked_against_fused(fused.alibi_attention)
 
 B, H, D = 2, 3, 4
 LENGTHS = [1, 3, 8]
@@ -502,3 +521,146 @@ def test_cuda_matches_cpu() -> None:
         assert out_g.device.type == "cuda" and w_g.device.type == "cuda"
         torch.testing.assert_close(out_g.cpu(), out_c, rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(w_g.cpu(), w_c, rtol=1e-4, atol=1e-5)
+
+
+# ---- the fused path: same output and gradients as the weights path ----------------------
+
+@st.composite
+def _attention_case(draw):
+    """A function and one of its parameter families, as (name, call(q, k, v, tables, **mode), tables)."""
+    name = draw(st.sampled_from(["shaw", "shaw_kv", "t5", "skew", "alibi"]))
+    heads, dim = draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    length = draw(st.integers(1, 10))
+    causal = draw(st.booleans())
+    scale = draw(st.sampled_from([None, 0.3, 1.0]))
+    seed = draw(st.integers(0, 2**16))
+    gen = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float32).requires_grad_()
+    if name.startswith("shaw"):
+        clip = draw(st.integers(0, 12))
+        tables = [randn(2 * clip + 1, dim)] + ([randn(2 * clip + 1, dim)] if name == "shaw_kv" else [])
+
+        def call(q, k, v, tables, **mode):
+            return fused.shaw_attention(q, k, v, *tables, clip=clip, causal=causal, scale=scale, **mode)
+    elif name == "t5":
+        num_buckets, max_distance, bidirectional = draw(st.sampled_from(T5_CONFIGS))
+        tables = [randn(num_buckets, heads)]
+
+        def call(q, k, v, tables, **mode):
+            return fused.t5_attention(q, k, v, *tables, num_buckets=num_buckets, max_distance=max_distance,
+                                      bidirectional=bidirectional, causal=causal, scale=scale, **mode)
+    elif name == "skew":
+        tables = [randn(draw(st.integers(1, 12)), dim)]
+
+        def call(q, k, v, tables, **mode):
+            return fused.skew_attention(q, k, v, *tables, scale=scale, **mode)
+    else:
+        tables = []
+
+        def call(q, k, v, tables, **mode):
+            return fused.alibi_attention(q, k, v, causal=causal, scale=scale, **mode)
+    q, k, v = (randn(draw(st.integers(1, 2)) if i == 0 else 1, heads, length, dim) for i in range(3))
+    q, k, v = (t.detach().expand(q.shape).contiguous().requires_grad_() for t in (q, k, v))
+    return name, call, [q, k, v] + tables
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_attention_case())
+def test_fused_path_matches_the_weights_path_with_gradients(case) -> None:
+    """float32: the fused output and every gradient (q, k, v, tables) agree with the weights path."""
+    name, call, inputs = case
+    q, k, v, *tables = inputs
+    upstream = torch.randn(q.shape, generator=torch.Generator().manual_seed(1))
+    results = {}
+    for need_weights in (True, False):
+        out, weights = call(q, k, v, tables, need_weights=need_weights)
+        assert (weights is None) == (not need_weights)
+        grads = torch.autograd.grad((out * upstream).sum(), inputs)
+        results[need_weights] = (out.detach(), grads)
+    torch.testing.assert_close(results[False][0], results[True][0], rtol=1e-5, atol=1e-5)
+    for fused_grad, exact_grad in zip(results[False][1], results[True][1]):
+        torch.testing.assert_close(fused_grad, exact_grad, rtol=1e-4, atol=1e-5)
+
+
+def test_fused_t5_and_alibi_never_build_the_l_by_l_bias() -> None:
+    """The per-offset bias reaches SDPA as an unfold view: no op returns an [H, L, L] tensor."""
+    length, heads = 256, 4
+    q, k, v = _qkv(length, seed=3, batch=1, heads=heads, dim=8, dtype=torch.float32)
+    table = torch.randn(32, heads)
+    for call in (lambda: fused.t5_attention(q, k, v, table, num_buckets=32, max_distance=128,
+                                            bidirectional=False, causal=True),
+                 lambda: fused.alibi_attention(q, k, v)):
+        recorder = _LargestTensor()
+        with recorder:
+            out, weights = call()
+        assert weights is None
+        # SDPA's own kernel works in blocks; one [H, L, L] float32 tensor would be 1 MB
+        assert recorder.largest < heads * length * length * 4 / 2, (recorder.op, recorder.largest)
+
+
+def test_offset_bias_attention_is_t5_with_the_per_offset_bias() -> None:
+    from relviz.positions import t5_bias, t5_bias_offsets
+    q, k, v = _qkv(9, seed=4)
+    table = _randn(8, H, seed=5)
+    config = dict(num_buckets=8, max_distance=16, bidirectional=True)
+    per_offset = t5_bias_offsets(table, 9, **config)
+    assert per_offset.shape == (H, 17)
+    for need_weights in (True, False):
+        expected = fused.t5_attention(q, k, v, table, **config, causal=True, need_weights=need_weights)
+        got = fused.offset_bias_attention(q, k, v, per_offset, causal=True, need_weights=need_weights)
+        _close(got[0], expected[0])
+    weights = fused.offset_bias_attention(q, k, v, per_offset, need_weights=True)[1]
+    logits = q @ k.transpose(-2, -1) / math.sqrt(D) + t5_bias(table, 9, **config)
+    _close(weights, torch.softmax(logits, -1))
+    with pytest.raises(ValueError, match="per_offset must have shape"):
+        fused.offset_bias_attention(q, k, v, per_offset[:, :-1])
+
+
+@pytest.mark.parametrize("bad, phrase", [(dict(need_weights=1), "need_weights must be True or False"),
+                                         (dict(backend="cuda"), "backend must be one of"),
+                                         (dict(backend="flex", need_weights=True), "fused path")])
+def test_bad_mode_is_refused(bad, phrase) -> None:
+    q, k, v = _qkv(4, seed=0, dtype=torch.float32)
+    with pytest.raises(ValueError, match=phrase):
+        fused.alibi_attention(q, k, v, **bad)
+
+
+def test_fused_path_refuses_non_finite_inputs_like_the_weights_path() -> None:
+    q, k, v = _qkv(5, seed=0, dtype=torch.float32)
+    k[0, 0, 2, 1] = -math.inf                      # would silently mask key 2 in a fused kernel
+    for need_weights in (True, False):
+        with pytest.raises(ValueError, match="finite"):
+            fused.alibi_attention(q, k, v, need_weights=need_weights)
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+def test_flex_backend_score_mods_match_sdpa(monkeypatch) -> None:
+    """backend="flex": every score_mod gives the SDPA path's output. Run eagerly here (the compiled
+    kernel is the same function; compiling takes ~15-50 s on CPU: `python -m relviz bench` times it)."""
+    from torch.nn.attention.flex_attention import flex_attention
+    monkeypatch.setattr(attention_module, "_COMPILED_FLEX", flex_attention)
+    q, k, v = _qkv(7, seed=8, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(2)
+    rel = torch.randn(9, D, generator=gen)
+    table = torch.randn(8, H, generator=gen)
+    calls = {
+        "shaw": lambda **m: fused.shaw_attention(q, k, v, rel, clip=4, causal=False, **m),
+        "shaw causal": lambda **m: fused.shaw_attention(q, k, v, rel, clip=4, causal=True, **m),
+        "t5": lambda **m: fused.t5_attention(q, k, v, table, num_buckets=8, max_distance=16, bidirectional=True,
+                                             **m),
+        "t5 causal": lambda **m: fused.t5_attention(q, k, v, table, num_buckets=8, max_distance=16,
+                                                    bidirectional=False, causal=True, **m),
+        "skew": lambda **m: fused.skew_attention(q, k, v, rel[:5], **m),
+        "alibi": lambda **m: fused.alibi_attention(q, k, v, causal=False, **m),
+    }
+    with torch.no_grad():
+        for name, call in calls.items():
+            flex_out, none = call(backend="flex")
+            assert none is None
+            torch.testing.assert_close(flex_out, call()[0], rtol=1e-5, atol=1e-5, msg=name)
+    with pytest.raises(ValueError, match="no backward on CPU"):
+        fused.alibi_attention(q.requires_grad_(), k, v, backend="flex")
+    with pytest.raises(ValueError, match="rel_v"):
+        fused.shaw_attention(q, k, v, rel, rel, clip=4, backend="flex")

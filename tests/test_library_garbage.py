@@ -549,16 +549,19 @@ def qkv(draw):
 def check_attention(result, q: torch.Tensor) -> None:
     output, weights = result
     batch, heads, length, dim = q.shape
-    assert output.shape == q.shape and weights.shape == (batch, heads, length, length)
-    assert not torch.isnan(output).any() and not torch.isnan(weights).any()
+    assert output.shape == q.shape and not torch.isnan(output).any()
+    if weights is None:  # the fused path (need_weights=False, the default)
+        return
+    assert weights.shape == (batch, heads, length, length) and not torch.isnan(weights).any()
     tolerance = 1e-2 if q.dtype in (torch.float16, torch.bfloat16) else 1e-4
     assert torch.allclose(weights.double().sum(-1), torch.ones(batch, heads, length, dtype=torch.float64),
                           atol=tolerance)
 
 
 @SETTINGS
-@given(inputs=qkv(), clip=ints(0, 8), causal=flags(), scale=SCALES, with_v=st.booleans(), data=st.data())
-def test_shaw_attention(inputs, clip, causal, scale, with_v, data):
+@given(inputs=qkv(), clip=ints(0, 8), causal=flags(), scale=SCALES, with_v=st.booleans(), data=st.data(),
+       need_weights=st.booleans())
+def test_shaw_attention(inputs, clip, causal, scale, with_v, data, need_weights):
     q, k, v = inputs
     dim = q.shape[-1] if isinstance(q, torch.Tensor) and q.dim() == 4 else 4
     rows = 2 * clip + 1 if isinstance(clip, int) and not isinstance(clip, bool) and 0 <= clip <= 8 else 3
@@ -566,15 +569,15 @@ def test_shaw_attention(inputs, clip, causal, scale, with_v, data):
     rel_v = data.draw(mostly(tensors(shape=[rows, dim], dtypes=[q.dtype]), st.one_of(tensors(), st.none()))) \
         if with_v else None
     result = outcome(("q", "k", "v", "rel_k", "rel_v", "clip", "causal", "scale"), attention.shaw_attention,
-                     q, k, v, rel_k, rel_v, clip=clip, causal=causal, scale=scale)
+                     q, k, v, rel_k, rel_v, clip=clip, causal=causal, scale=scale, need_weights=need_weights)
     if not refused(result):
         check_attention(result, q)
 
 
 @SETTINGS
 @given(inputs=qkv(), num_buckets=ints(1, 40), max_distance=ints(1, 100), bidirectional=flags(), causal=flags(),
-       scale=SCALES, data=st.data())
-def test_t5_attention(inputs, num_buckets, max_distance, bidirectional, causal, scale, data):
+       scale=SCALES, data=st.data(), need_weights=st.booleans())
+def test_t5_attention(inputs, num_buckets, max_distance, bidirectional, causal, scale, data, need_weights):
     q, k, v = inputs
     heads = q.shape[1] if isinstance(q, torch.Tensor) and q.dim() == 4 else 2
     rows = num_buckets if isinstance(num_buckets, int) and not isinstance(num_buckets, bool) \
@@ -582,29 +585,31 @@ def test_t5_attention(inputs, num_buckets, max_distance, bidirectional, causal, 
     table = data.draw(mostly(tensors(shape=[rows, heads], dtypes=[q.dtype]), st.one_of(tensors(), NON_INTS)))
     result = outcome(("q", "k", "v", "bias_table", "num_buckets", "max_distance", "bidirectional", "causal",
                       "scale"), attention.t5_attention, q, k, v, table, num_buckets=num_buckets,
-                     max_distance=max_distance, bidirectional=bidirectional, causal=causal, scale=scale)
+                     max_distance=max_distance, bidirectional=bidirectional, causal=causal, scale=scale,
+                     need_weights=need_weights)
     if not refused(result):
         check_attention(result, q)
 
 
 @SETTINGS
-@given(inputs=qkv(), rows=st.integers(0, 8), scale=SCALES, data=st.data())
-def test_skew_attention(inputs, rows, scale, data):
+@given(inputs=qkv(), rows=st.integers(0, 8), scale=SCALES, data=st.data(), need_weights=st.booleans())
+def test_skew_attention(inputs, rows, scale, data, need_weights):
     q, k, v = inputs
     dim = q.shape[-1] if isinstance(q, torch.Tensor) and q.dim() == 4 else 4
     e_r = data.draw(mostly(tensors(shape=[rows, dim], dtypes=[q.dtype]), st.one_of(tensors(), NON_INTS)))
-    result = outcome(("q", "k", "v", "e_r", "scale"), attention.skew_attention, q, k, v, e_r, scale=scale)
+    result = outcome(("q", "k", "v", "e_r", "scale"), attention.skew_attention, q, k, v, e_r, scale=scale,
+                     need_weights=need_weights)
     if not refused(result):
         check_attention(result, q)
-        assert torch.all(result[1].triu(1) == 0)  # always causal
+        assert result[1] is None or torch.all(result[1].triu(1) == 0)  # always causal
 
 
 @SETTINGS
-@given(inputs=qkv(), causal=flags(), scale=SCALES)
-def test_alibi_attention(inputs, causal, scale):
+@given(inputs=qkv(), causal=flags(), scale=SCALES, need_weights=st.booleans())
+def test_alibi_attention(inputs, causal, scale, need_weights):
     q, k, v = inputs
     result = outcome(("q", "k", "v", "causal", "scale"), attention.alibi_attention, q, k, v, causal=causal,
-                     scale=scale)
+                     scale=scale, need_weights=need_weights)
     if not refused(result):
         check_attention(result, q)
 
@@ -612,11 +617,16 @@ def test_alibi_attention(inputs, causal, scale):
 def _attention_calls(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale):
     dim, heads = q.shape[-1], q.shape[1]
     table = torch.zeros(3, dim, dtype=q.dtype)
-    yield "shaw", lambda: attention.shaw_attention(q, k, v, table, table, clip=1, scale=scale)
-    yield "t5", lambda: attention.t5_attention(q, k, v, torch.zeros(32, heads, dtype=q.dtype), num_buckets=32,
-                                               max_distance=128, bidirectional=True, scale=scale)
-    yield "skew", lambda: attention.skew_attention(q, k, v, table, scale=scale)
-    yield "alibi", lambda: attention.alibi_attention(q, k, v, scale=scale)
+    for need in (True, False):  # the weights path and the fused path
+        path = dict(scale=scale, need_weights=need)
+        suffix = "" if need else " (fused)"
+        yield "shaw" + suffix, lambda path=path: attention.shaw_attention(q, k, v, table, table, clip=1, **path)
+        yield "shaw key-only" + suffix, lambda path=path: attention.shaw_attention(q, k, v, table, clip=1, **path)
+        yield "t5" + suffix, lambda path=path: attention.t5_attention(
+            q, k, v, torch.zeros(32, heads, dtype=q.dtype), num_buckets=32, max_distance=128, bidirectional=True,
+            **path)
+        yield "skew" + suffix, lambda path=path: attention.skew_attention(q, k, v, table, **path)
+        yield "alibi" + suffix, lambda path=path: attention.alibi_attention(q, k, v, **path)
 
 
 @pytest.mark.parametrize("case", ["scale 1e30", "scale 1e300", "inputs 1e20", "NaN in q", "inf in v"])
@@ -645,7 +655,7 @@ def test_attention_never_returns_nan(case):
         if refused(result):
             continue
         output, weights = result
-        if torch.isnan(weights).any() or torch.isnan(output).any():
+        if (weights is not None and torch.isnan(weights).any()) or torch.isnan(output).any():
             bad.append(name)
     assert not bad, f"{case}: NaN in the result of {', '.join(bad)}_attention (neither a result nor a ValueError)"
 

@@ -286,3 +286,36 @@ def test_cuda_matches_cpu():
         got = fn(cuda)
         assert got.device.type == "cuda"
         assert torch.equal(got.cpu(), fn(CPU))
+
+
+# ---- T5 and ALiBi biases built per offset -----------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(q_len=st.integers(1, 20), k_len=st.integers(1, 20), q_offset=st.integers(-25, 25),
+       config=st.sampled_from([(32, 128, True), (32, 128, False), (8, 16, True), (5, 7, False), (6, 5, True)]),
+       heads=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_t5_bias_is_the_table_looked_up_at_every_cells_bucket(q_len, k_len, q_offset, config, heads, seed):
+    from relviz.positions import t5_bias, t5_bias_offsets
+    num_buckets, max_distance, bidirectional = config
+    table = torch.randn(num_buckets, heads, generator=torch.Generator().manual_seed(seed))
+    kwargs = dict(num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional, q_offset=q_offset)
+    buckets = t5_bucket_map(q_len, k_len, device="cpu", **kwargs)
+    expected = table.transpose(0, 1)[:, buckets]                      # the cell-by-cell way
+    bias = t5_bias(table, q_len, k_len, **kwargs)
+    assert bias.shape == (heads, q_len, k_len) and bias.dtype == table.dtype
+    assert torch.equal(bias, expected)
+    assert t5_bias_offsets(table, q_len, k_len, **kwargs).shape == (heads, q_len + k_len - 1)
+
+
+def test_t5_bias_refuses_a_table_of_the_wrong_shape():
+    from relviz.positions import t5_bias
+    with pytest.raises(ValueError, match="bias_table must have shape"):
+        t5_bias(torch.zeros(31, 2), 4)
+    with pytest.raises(ValueError, match="bias_table must be a floating"):
+        t5_bias(torch.zeros(32, 2, dtype=torch.long), 4)
+
+
+def test_alibi_bias_offsets_expand_to_alibi_bias():
+    from relviz.positions import alibi_bias_offsets, expand_toeplitz
+    per_offset = alibi_bias_offsets(5, 7, num_heads=6, q_offset=2, device="cpu")
+    assert torch.equal(expand_toeplitz(per_offset, 5, 7), alibi_bias(5, 7, num_heads=6, q_offset=2, device="cpu"))
