@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "checkpoints": ("relviz.checkpoints_cli", "list the available checkpoints"),
     "evaluate": ("relviz.evaluate_cli", "evaluate a checkpoint on fresh samples"),
     "experiments": ("relviz.experiments.cli", "run the experiments (offset resolution, length extrapolation, cost)"),
+    "check": ("relviz.check_cli", "compare a matrix your code produced with relviz's reference; name the cause"),
 }
 
 
