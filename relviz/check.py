@@ -25,6 +25,7 @@ import torch
 
 from relviz._checks import check_bool, check_int
 from relviz.positions import alibi_slopes, shaw_clip_offsets, t5_bucket, t5_config
+from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf
 from relviz.skew import skew
 
 #: What can be checked: kind -> what the matrix holds.
@@ -313,13 +314,11 @@ class Grid:
 
 
 def t5_bucket_variant(n: np.ndarray, num_buckets: int, max_distance: int, bidirectional: bool, *,
-                      dtype: torch.dtype = torch.float32, mesh_tf: bool = False, rounded: bool = False,
-                      max_exact_before_halving: bool = False) -> np.ndarray:
-    """T5 buckets as other code computes them: the log chain in ``dtype`` (bfloat16, float16), Mesh
-    TensorFlow's float32 arithmetic (it multiplies by the reciprocals 1/max_exact and
-    1/log(max_distance/max_exact) where Hugging Face divides), rounding instead of truncation, or
-    max_exact = num_buckets // 2 before the halving for direction. With every flag at its default
-    this is Hugging Face's ``_relative_position_bucket`` (tests check it equals relviz's t5_bucket)."""
+                      rounded: bool = False, max_exact_before_halving: bool = False) -> np.ndarray:
+    """T5 buckets with a coding mistake: rounding instead of truncation, or max_exact = num_buckets // 2
+    taken before the halving for direction. With both flags off this is Hugging Face's
+    ``_relative_position_bucket`` (tests check it equals relviz's t5_bucket). The arithmetic variants
+    (Mesh TensorFlow, bfloat16, float16) are relviz.precision's."""
     n = torch.as_tensor(np.asarray(n, dtype=np.int64))
     per_direction = num_buckets // 2 if bidirectional else num_buckets
     max_exact = (num_buckets if max_exact_before_halving else per_direction) // 2
@@ -331,17 +330,18 @@ def t5_bucket_variant(n: np.ndarray, num_buckets: int, max_distance: int, bidire
         n = (-n).clamp(min=0)
     if max_exact < 1 or max_distance <= max_exact:
         return (bucket + n.clamp(max=per_direction - 1)).numpy()
-    large = n.clamp(min=max_exact)
-    if mesh_tf:
-        f32 = torch.float32
-        value = (torch.log(large.to(f32) * torch.tensor(1.0 / max_exact, dtype=f32))
-                 * torch.tensor(1.0 / math.log(max_distance / max_exact), dtype=f32) * (per_direction - max_exact))
-    else:
-        value = torch.log(large.to(dtype) / max_exact) / math.log(max_distance / max_exact) \
-            * (per_direction - max_exact)
-    value = value.float().round() if rounded else value
+    value = torch.log(n.clamp(min=max_exact).float() / max_exact) / math.log(max_distance / max_exact) \
+        * (per_direction - max_exact)
+    value = value.round() if rounded else value
     if_large = (max_exact + value.to(torch.long)).clamp(max=per_direction - 1)
     return (bucket + torch.where(n < max_exact, n, if_large)).numpy()
+
+
+def _t5_arithmetic(n: np.ndarray, s: Settings, dtype: torch.dtype | None) -> np.ndarray:
+    """T5 buckets in another arithmetic: Mesh TensorFlow's float32 (dtype None) or the formula in dtype."""
+    n = torch.as_tensor(n)
+    kwargs = dict(num_buckets=s.num_buckets, max_distance=s.max_distance, bidirectional=s.bidirectional)
+    return (t5_bucket_mesh_tf(n, **kwargs) if dtype is None else t5_bucket_in_dtype(n, dtype, **kwargs)).numpy()
 
 
 def _t5(n: np.ndarray, s: Settings, bidirectional: bool | None = None) -> np.ndarray:
@@ -503,18 +503,16 @@ VARIANTS: dict[str, list[Variant]] = {
         Variant("log in bfloat16", "Your buckets were computed in bfloat16 (e.g. a model cast with "
                 ".to(torch.bfloat16) computing the bucket chain in its dtype): the log and the division round "
                 "to 8 bits and some offsets land one bucket off. T5 computes the buckets in float32.",
-                lambda g, s: g.toeplitz(lambda n: t5_bucket_variant(
-                    n, s.num_buckets, s.max_distance, s.bidirectional, dtype=torch.bfloat16), s.q_offset)),
+                lambda g, s: g.toeplitz(lambda n: _t5_arithmetic(n, s, torch.bfloat16), s.q_offset)),
         Variant("log in float16", "Your buckets were computed in float16: some offsets land one bucket off. "
                 "T5 computes the buckets in float32.",
-                lambda g, s: g.toeplitz(lambda n: t5_bucket_variant(
-                    n, s.num_buckets, s.max_distance, s.bidirectional, dtype=torch.float16), s.q_offset)),
+                lambda g, s: g.toeplitz(lambda n: _t5_arithmetic(n, s, torch.float16), s.q_offset)
+                if g.q_len + g.k_len + abs(s.q_offset) < 65504 else None),
         Variant("Mesh TensorFlow vs Hugging Face float32 edge",
                 "Your buckets follow Mesh TensorFlow, which multiplies by the reciprocals 1/max_exact and "
                 "1/log(max_distance/max_exact) where Hugging Face (and relviz) divides; at a bucket edge the "
                 "float32 result lands on the other side. Both are 'T5'; relviz follows Hugging Face.",
-                lambda g, s: g.toeplitz(lambda n: t5_bucket_variant(
-                    n, s.num_buckets, s.max_distance, s.bidirectional, mesh_tf=True), s.q_offset), harmless=True),
+                lambda g, s: g.toeplitz(lambda n: _t5_arithmetic(n, s, None), s.q_offset), harmless=True),
         Variant("rounded instead of truncated", "Your code rounds the logarithmic bucket to the nearest "
                 "integer; T5 truncates toward zero (int / .to(torch.long)).",
                 lambda g, s: g.toeplitz(lambda n: t5_bucket_variant(
