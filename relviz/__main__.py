@@ -1,5 +1,7 @@
 """Command line: python -m relviz {bench,train,checkpoints,evaluate,...}.
 
+Installed with pip, the ``relviz`` console script is this same entry point (``main``).
+
 Each subcommand lives in its own module, which provides ``add_arguments(parser)`` and
 ``run(args) -> int``; this file only dispatches, so the modules never step on each other.
 """
@@ -7,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+import relviz
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -21,7 +26,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m relviz", description=__doc__.splitlines()[0])
+    # "relviz" when run as the installed console script, "python -m relviz" otherwise.
+    prog = "relviz" if os.path.basename(sys.argv[0]) == "relviz" else "python -m relviz"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"relviz {relviz.__version__}")
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "--version":  # answer before importing every subcommand (and torch)
+        parser.parse_args(argv[:1])
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, (module_name, help_text) in COMMANDS.items():

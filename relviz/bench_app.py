@@ -10,6 +10,7 @@ the one relviz module besides relviz/ui.py that imports streamlit (lazily, only 
 """
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import time
 from pathlib import Path
@@ -20,10 +21,23 @@ RERUN_TARGET_S = 0.150
 FIGURE_TARGET_BYTES = 3_000_000
 
 
+def unavailable() -> str | None:
+    """Why the app section cannot run here (a pip-installed relviz has no app.py), or None."""
+    if not (REPO / "app.py").is_file():
+        return (f"skipped: the app runs from a source checkout (app.py beside relviz/), and "
+                f"{REPO} has none; run the benchmark from the checkout")
+    if importlib.util.find_spec("streamlit") is None:
+        return "skipped: the app needs its dependencies: pip install 'relviz[app]'"
+    return None
+
+
 def _app(page_path: str):
     import logging
 
-    from streamlit.testing.v1 import AppTest
+    try:
+        from streamlit.testing.v1 import AppTest
+    except ImportError as exc:
+        raise ImportError("the app section needs streamlit: pip install 'relviz[app]'") from exc
 
     for name in list(logging.root.manager.loggerDict):  # AppTest's bare-mode warnings are noise here
         if name.startswith("streamlit"):
@@ -97,6 +111,11 @@ def measure_page(page_path: str, repeats: int) -> dict[str, Any]:
 
 def app_section(ctx):
     from relviz.bench_report import Column, SectionResult, Target, ms
+
+    reason = unavailable()
+    if reason:
+        return SectionResult(name="app", title="App rerun time and figure sizes", columns=[],
+                             rows=[], notes=[reason])
     from relviz.ui import PAGES
 
     repeats = 5 if ctx.quick else 15
