@@ -7,6 +7,7 @@ import torch
 
 from relviz import ui
 from relviz.absolute import (
+    diagonal_range,
     projected_similarity,
     sinusoidal_encoding,
     sinusoidal_similarity,
@@ -22,7 +23,7 @@ from relviz.figures.absolute import (
     relative_figure,
     similarity_figure,
 )
-from relviz.positions import alibi_bias, alibi_slopes, relative_positions
+from relviz.positions import alibi_bias, alibi_slopes, alibi_slopes_geometric, relative_positions
 
 ui.ensure_app_navigation()
 
@@ -51,16 +52,11 @@ def offset_curve(length: int, d_model: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def diagonal_range(length: int, d_model: int) -> tuple[np.ndarray, np.ndarray]:
+def diagonal_spread(length: int, d_model: int) -> tuple[np.ndarray, np.ndarray]:
     """Min and max over each diagonal of the projected similarity (how far from Toeplitz it is)."""
     matrix, _ = similarity(length, d_model, True)
-    i, j = np.indices(matrix.shape)
-    index = (j - i + length - 1).ravel()
-    lo = np.full(2 * length - 1, np.inf)
-    hi = np.full(2 * length - 1, -np.inf)
-    np.minimum.at(lo, index, matrix.ravel())
-    np.maximum.at(hi, index, matrix.ravel())
-    return lo, hi
+    lo, hi = diagonal_range(torch.from_numpy(matrix))
+    return lo.numpy(), hi.numpy()
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -101,7 +97,7 @@ def relative_fig(length: int):
 @st.cache_resource(**FIGURE_CACHE)
 def curve_fig(length: int, d_model: int, projected: bool):
     offsets, curve = offset_curve(length, d_model)
-    return offset_curve_figure(offsets, curve, projected=diagonal_range(length, d_model) if projected else None)
+    return offset_curve_figure(offsets, curve, projected=diagonal_spread(length, d_model) if projected else None)
 
 
 @st.cache_resource(**FIGURE_CACHE)
@@ -114,7 +110,7 @@ def alibi_fig(length: int, heads: int, head: int, causal: bool):
 def slopes_fig(heads: int, head: int):
     slopes = alibi_slopes(heads, device=CPU).numpy()
     p = 1 << (heads.bit_length() - 1)
-    naive = 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads) if p != heads else None
+    naive = alibi_slopes_geometric(heads, device=CPU).numpy() if p != heads else None
     return alibi_slopes_figure(slopes, from_p=p, naive=naive, selected=head)
 
 

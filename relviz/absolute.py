@@ -32,6 +32,7 @@ __all__ = [
     "sinusoidal_similarity",
     "sinusoidal_similarity_per_offset",
     "projected_similarity",
+    "diagonal_range",
     "toeplitz_deviation",
 ]
 
@@ -188,22 +189,34 @@ def projected_similarity(num_positions: int, d_model: int, *, d_head: int = 64, 
     return (pe @ w[0]) @ (pe @ w[1]).T / math.sqrt(d_head)
 
 
-def toeplitz_deviation(matrix: torch.Tensor) -> float:
-    """How far a square-or-not matrix is from Toeplitz: the largest (max − min) along any diagonal.
+def diagonal_range(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The smallest and largest value along each diagonal: float64 ``(lo, hi)``, [rows + cols − 1].
 
-    0 for a matrix whose value depends only on j − i. One scatter pass over the cells.
+    Entry t is the diagonal j − i = t − (rows − 1). Equal for a Toeplitz matrix; the gap is how
+    far a matrix is from depending on j − i only. One scatter pass over the cells.
     """
     matrix = check_tensor("matrix", matrix, ndim=2)
     rows, cols = matrix.shape
+    bins = max(rows + cols - 1, 0)
+    hi = torch.full((bins,), -math.inf, dtype=torch.float64, device=matrix.device)
+    lo = torch.full((bins,), math.inf, dtype=torch.float64, device=matrix.device)
     if rows == 0 or cols == 0:
-        return 0.0
+        return lo, hi
     values = matrix.to(torch.float64).reshape(-1)
     i = torch.arange(rows, device=matrix.device)[:, None]
     j = torch.arange(cols, device=matrix.device)[None, :]
     offset_index = (j - i + rows - 1).reshape(-1)             # which diagonal each cell is on
-    bins = rows + cols - 1
-    hi = torch.full((bins,), -math.inf, dtype=torch.float64, device=matrix.device)
-    lo = torch.full((bins,), math.inf, dtype=torch.float64, device=matrix.device)
-    hi = hi.scatter_reduce(0, offset_index, values, "amax")
-    lo = lo.scatter_reduce(0, offset_index, values, "amin")
+    return (lo.scatter_reduce(0, offset_index, values, "amin"),
+            hi.scatter_reduce(0, offset_index, values, "amax"))
+
+
+def toeplitz_deviation(matrix: torch.Tensor) -> float:
+    """How far a square-or-not matrix is from Toeplitz: the largest (max − min) along any diagonal.
+
+    0 for a matrix whose value depends only on j − i.
+    """
+    matrix = check_tensor("matrix", matrix, ndim=2)
+    if matrix.numel() == 0:
+        return 0.0
+    lo, hi = diagonal_range(matrix)
     return float((hi - lo).max())

@@ -312,6 +312,17 @@ def alibi_slopes(num_heads: int, *, device: torch.device | str | None = None) ->
     return torch.tensor(_alibi_slopes_list(num_heads), dtype=torch.float32, device=resolve_device(device))
 
 
+def alibi_slopes_geometric(num_heads: int, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """2^(−8h/n) for h = 1..n (float32 [n]): what some codebases use for every head count.
+
+    Equal to :func:`alibi_slopes` (the reference) when n is a power of two; for other n it is
+    not, and a model trained with the reference slopes would get the wrong ones.
+    """
+    num_heads = check_int("num_heads", num_heads, minimum=1, maximum=4096)
+    h = torch.arange(1, num_heads + 1, dtype=torch.float64, device=resolve_device(device))
+    return (2.0 ** (-8.0 * h / num_heads)).to(torch.float32)
+
+
 def _alibi_slopes_list(n: int) -> list[float]:
     def power_of_two(p: int) -> list[float]:
         start = 2.0 ** (-8.0 / p)
