@@ -1,0 +1,473 @@
+"""The app's pictures as plain Plotly figures, for a notebook or a paper (no Streamlit).
+
+One function per picture the app draws, each a thin wrapper: it calls the library for the
+numbers and ``relviz.figures`` for the drawing, exactly as the page does, and returns a
+``plotly.graph_objects.Figure``. Show it with ``fig.show()`` (or as a cell's last value);
+save it for a paper with ``fig.write_image("fig.svg")`` / ``"fig.pdf"`` / ``"fig.png"``
+(needs ``pip install "relviz[export]"`` and a Chrome or Chromium; see the README) or
+``fig.write_html("fig.html")`` (no extra needed).
+
+    >>> import relviz.show as show
+    >>> show.t5_buckets(num_buckets=32, max_distance=128, bidirectional=True, length=64)  # doctest: +SKIP
+
+Sign convention everywhere: relative position = j − i = key position − query position.
+Matrices larger than one heatmap can show at full resolution (more than 1024 per side) are
+drawn as their top-left 1024 × 1024 window; ``t5_overview`` / ``shaw_overview`` pool the whole.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from relviz.absolute import (
+    diagonal_range,
+    projected_similarity,
+    sinusoidal_encoding,
+    sinusoidal_similarity,
+    sinusoidal_similarity_per_offset,
+)
+from relviz.figures import absolute as absolute_figures
+from relviz.figures import attention as attention_figures
+from relviz.figures import experiments as experiment_figures
+from relviz.figures import shaw as shaw_figures
+from relviz.figures import skew as skew_figures
+from relviz.figures import t5 as t5_figures
+from relviz.figures.compose import panel_grid
+from relviz.positions import alibi_bias as _alibi_bias
+from relviz.positions import alibi_slopes as _alibi_slopes
+from relviz.positions import alibi_slopes_geometric, relative_positions
+
+__all__ = [
+    "relative_intro", "relative_index", "shaw_clipped", "shaw_index", "shaw_table", "shaw_overview",
+    "shaw_k_ablation", "t5_buckets", "t5_overview", "t5_bucket_curve", "skew_steps",
+    "sinusoidal_encoding_map", "sinusoidal_similarity_map", "sinusoidal_offset_curve", "alibi_bias",
+    "alibi_slopes", "alibi_lines", "prediction", "attention", "attention_head", "position_structure",
+    "attention_by_offset", "learned_parameters", "offset_resolution", "offset_resolution_detail", "shaw_reference",
+    "length_extrapolation", "memory_wall", "forward_time",
+]
+
+CPU = "cpu"  # figures are drawn from CPU tensors whatever the default device is
+#: The landing page's sentence.
+INTRO_TOKENS = ("The", "cat", "sat", "on", "the", "mat", ".")
+
+
+# ---------------------------------------------------------------------------------------
+# Home: what relative position is
+
+
+def relative_intro(tokens: tuple[str, ...] | list[str] = INTRO_TOKENS, *, query: int = 2) -> go.Figure:
+    """j − i for a short sentence, every cell labelled, the row of ``query`` outlined.
+
+    Example: ``show.relative_intro(["I", "saw", "her", "duck"], query=1)``
+    """
+    tokens = [str(t) for t in tokens]
+    if not tokens:
+        raise ValueError("tokens must hold at least one token")
+    if isinstance(query, bool) or not isinstance(query, int) or not 0 <= query < len(tokens):
+        raise ValueError(f"query must be an integer from 0 to {len(tokens) - 1}; got {query!r}")
+    return absolute_figures.relative_intro_figure(tokens, query=query)
+
+
+# ---------------------------------------------------------------------------------------
+# Relative index & Shaw clipping
+
+
+def _shaw(q_len: int, k_len: int | None, k: int, q_offset: int) -> tuple[Any, int, int]:
+    k_len = q_len if k_len is None else k_len
+    return shaw_figures.shaw_offsets(q_len, k_len, k=k, q_offset=q_offset), q_len, k_len
+
+
+def relative_index(q_len: int = 10, k_len: int | None = None, *, q_offset: int = 0) -> go.Figure:
+    """The relative position j − i of every query i and key j (rows: i = q_offset + row).
+
+    Example: ``show.relative_index(8, 12, q_offset=4)`` (8 new queries after 4 cached tokens)
+    """
+    values, q_len, k_len = _shaw(q_len, k_len, 0, q_offset)
+    return shaw_figures.shaw_matrices(values, q_len, k_len, q_offset=q_offset)[0].figure
+
+
+def shaw_clipped(q_len: int = 10, k_len: int | None = None, *, k: int = 3, q_offset: int = 0) -> go.Figure:
+    """Shaw et al.'s clipped offset clip(j − i, −k, k).
+
+    Example: ``show.shaw_clipped(16, k=4)``
+    """
+    values, q_len, k_len = _shaw(q_len, k_len, k, q_offset)
+    return shaw_figures.shaw_matrices(values, q_len, k_len, q_offset=q_offset)[1].figure
+
+
+def shaw_index(q_len: int = 10, k_len: int | None = None, *, k: int = 3, q_offset: int = 0) -> go.Figure:
+    """Shaw et al.'s lookup index clip(j − i, −k, k) + k: the row of the 2k + 1 table each cell reads.
+
+    Example: ``show.shaw_index(16, k=4)``
+    """
+    values, q_len, k_len = _shaw(q_len, k_len, k, q_offset)
+    return shaw_figures.shaw_matrices(values, q_len, k_len, q_offset=q_offset)[2].figure
+
+
+def shaw_table(q_len: int = 10, k_len: int | None = None, *, k: int = 3, q_offset: int = 0) -> go.Figure:
+    """The 2k + 1 rows of Shaw's table, coloured like the index; hover: how many cells read each.
+
+    Example: ``show.shaw_table(10, k=3)``
+    """
+    values, q_len, k_len = _shaw(q_len, k_len, k, q_offset)
+    return shaw_figures.embedding_strip(values, q_len, k_len)
+
+
+def shaw_overview(q_len: int = 8192, k_len: int | None = None, *, k: int = 3, q_offset: int = 0) -> go.Figure:
+    """A pooled overview of a large lookup index (block means: the band |j − i| ≤ k stays visible).
+
+    Example: ``show.shaw_overview(8192, k=16)``
+    """
+    values, q_len, k_len = _shaw(q_len, k_len, k, q_offset)
+    return shaw_figures.shaw_overview(values, q_len, k_len, q_offset=q_offset).figure
+
+
+def shaw_k_ablation(k: int = 3) -> go.Figure:
+    """Shaw et al.'s Table 2 (BLEU against the clipping distance k), ``k`` marked.
+
+    Example: ``show.shaw_k_ablation(k=2)``
+    """
+    return shaw_figures.k_ablation_figure(k)
+
+
+# ---------------------------------------------------------------------------------------
+# T5 buckets
+
+
+def _t5(num_buckets: int, max_distance: int, bidirectional: bool, length: int, k_len: int | None,
+        q_offset: int) -> tuple[Any, int, int]:
+    k_len = length if k_len is None else k_len
+    values = t5_figures.t5_offsets(length, k_len, num_buckets=num_buckets, max_distance=max_distance,
+                                   bidirectional=bidirectional, q_offset=q_offset)
+    return values, length, k_len
+
+
+def t5_buckets(num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True, length: int = 32,
+               *, k_len: int | None = None, q_offset: int = 0) -> go.Figure:
+    """T5's bucket of every (query i, key j) for ``length`` queries and ``k_len`` (default: as many) keys.
+
+    Example: ``show.t5_buckets(num_buckets=32, max_distance=128, bidirectional=True, length=64)``
+    """
+    values, q_len, k_len = _t5(num_buckets, max_distance, bidirectional, length, k_len, q_offset)
+    return t5_figures.bucket_map(values, q_len, k_len, q_offset=q_offset).figure
+
+
+def t5_overview(num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True,
+                length: int = 8192, *, k_len: int | None = None, q_offset: int = 0) -> go.Figure:
+    """A pooled overview of a large bucket map (block means keep every bucket edge).
+
+    Example: ``show.t5_overview(length=8192)``
+    """
+    values, q_len, k_len = _t5(num_buckets, max_distance, bidirectional, length, k_len, q_offset)
+    return t5_figures.bucket_overview(values, q_len, k_len, q_offset=q_offset).figure
+
+
+def t5_bucket_curve(num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True, *,
+                    log_x: bool = False) -> go.Figure:
+    """Bucket against distance |j − i|, past and future, with the exact / logarithmic / last regions.
+
+    Example: ``show.t5_bucket_curve(32, 128, log_x=True)``
+    """
+    return t5_figures.bucket_curve(num_buckets, max_distance, bidirectional, log_x=log_x)
+
+
+# ---------------------------------------------------------------------------------------
+# The Music Transformer skew
+
+#: colour_by names as the app shows them -> step_figure's
+_SKEW_COLOURS = {"score": "value", "distance": "distance", "source row": "row"}
+
+
+def skew_steps(L: int = 6, *, seed: int = 0, bidirectional: bool = False, colour_by: str = "score") -> go.Figure:  # noqa: N803 (L as in the papers)
+    """Every step of the skew on random Q and E_r, one panel each, every cell labelled with its distance.
+
+    Causal (decoder): Q E_rᵀ, pad, reshape, slice, mask. ``bidirectional=True`` (encoder): Q E_allᵀ
+    over 2L − 1 distances, the flattened window, the result. ``colour_by``: "score", "distance"
+    or "source row". Same ``L`` and ``seed`` give the app's numbers.
+
+    Example: ``show.skew_steps(L=6)``
+    """
+    if colour_by not in _SKEW_COLOURS:
+        raise ValueError(f"colour_by must be one of {sorted(_SKEW_COLOURS)}; got {colour_by!r}")
+    demo = skew_figures.demo_inputs(L, seed)
+    if bidirectional:
+        cells = skew_figures.bidirectional_steps(demo)
+        steps = [("1 · Q E_allᵀ (2L − 1 distances)", "qer", "column m", "query i"),
+                 ("2 · flatten, skip L − 1, rows of 2L − 2", "window", "column", "query i"),
+                 ("3 · first L columns → S_rel", "result", "key j", "query i")]
+    else:
+        cells = skew_figures.causal_steps(demo)
+        steps = [("1 · Q E_rᵀ", "qer", "column m", "query i"), ("2 · pad a zero column", "padded", "column", "query i"),
+                 ("3 · reshape to (L + 1) × L", "reshaped", "column", "row"),
+                 ("4 · slice off row 0 → S_rel", "skewed", "key j", "query i"),
+                 ("5 · causal mask", "masked", "key j", "query i")]
+    zmax = float(np.nanmax(np.abs(cells["qer"].values))) or 1.0
+    panels = [(title, skew_figures.step_figure(cells[name], colour_by=_SKEW_COLOURS[colour_by], zmax=zmax, length=L,
+                                               x_title=x_title, y_title=y_title, show_scale=n == 0))
+              for n, (title, name, x_title, y_title) in enumerate(steps)]
+    return panel_grid(panels, cols=3)
+
+
+# ---------------------------------------------------------------------------------------
+# Absolute vs relative, ALiBi
+
+
+def sinusoidal_encoding_map(length: int = 128, d_model: int = 128) -> go.Figure:
+    """The sinusoidal encoding PE[p, d] (Vaswani et al. 2017), positions × dimensions.
+
+    Example: ``show.sinusoidal_encoding_map(64, 32)``
+    """
+    return absolute_figures.encoding_figure(sinusoidal_encoding(length, d_model, device=CPU).numpy())
+
+
+def _projected(length: int, d_model: int) -> torch.Tensor:
+    """What one random head (d_head 64, seed 0, as on the page) makes of the positions alone."""
+    return projected_similarity(length, d_model, d_head=64, seed=0, device=CPU)
+
+
+def sinusoidal_similarity_map(length: int = 128, d_model: int = 128, *, projected: bool = False) -> go.Figure:
+    """PE_i · PE_j / (d_model / 2): depends only on j − i. ``projected=True``: through a random head,
+    (PE_i W_Q)·(PE_j W_K) / √64, which does not.
+
+    Example: ``show.sinusoidal_similarity_map(64, 32, projected=True)``
+    """
+    rel = relative_positions(length, device=CPU).numpy().astype(np.int16)
+    if projected:
+        return absolute_figures.similarity_figure(_projected(length, d_model).numpy(), rel, value_label="score",
+                                                  diverging=True)
+    matrix = sinusoidal_similarity(length, d_model, normalize=True, device=CPU).numpy()
+    return absolute_figures.similarity_figure(matrix, rel, value_label="similarity")
+
+
+def sinusoidal_offset_curve(length: int = 128, d_model: int = 128, *, projected: bool = False) -> go.Figure:
+    """The similarity against j − i (closed form); ``projected=True`` adds the random head's
+    min … max along each diagonal.
+
+    Example: ``show.sinusoidal_offset_curve(128, 64, projected=True)``
+    """
+    offsets = torch.arange(-(length - 1), length)
+    curve = sinusoidal_similarity_per_offset(offsets, d_model, normalize=True).numpy()
+    spread = None
+    if projected:
+        lo, hi = diagonal_range(_projected(length, d_model))
+        spread = (lo.numpy(), hi.numpy())
+    return absolute_figures.offset_curve_figure(offsets.numpy(), curve, projected=spread)
+
+
+def alibi_bias(length: int = 32, heads: int = 8, head: int = 1, *, causal: bool = True) -> go.Figure:
+    """One head's ALiBi bias −m_h·|j − i| (Press et al. 2022); heads count from 1, as in the app.
+
+    Example: ``show.alibi_bias(32, heads=8, head=3)``
+    """
+    slopes = _alibi_slopes(heads, device=CPU).numpy()
+    if isinstance(head, bool) or not isinstance(head, int) or not 1 <= head <= len(slopes):
+        raise ValueError(f"head must be an integer from 1 to {len(slopes)}; got {head!r}")
+    bias = _alibi_bias(length, num_heads=heads, device=CPU)[head - 1].numpy()
+    rel = relative_positions(length, device=CPU).numpy().astype(np.int16)
+    return absolute_figures.alibi_bias_figure(bias, rel, head=head, slope=float(slopes[head - 1]), causal=causal)
+
+
+def alibi_slopes(heads: int = 12, *, head: int = 1) -> go.Figure:
+    """The slopes of every head (−log2 m), coloured by the reference rule's two sources; for a
+    head count that is not a power of 2, grey marks show the common 2^(−8h/n) mistake.
+
+    Example: ``show.alibi_slopes(12)``
+    """
+    slopes = _alibi_slopes(heads, device=CPU).numpy()
+    p = 1 << (heads.bit_length() - 1)
+    naive = alibi_slopes_geometric(heads, device=CPU).numpy() if p != heads else None
+    return absolute_figures.alibi_slopes_figure(slopes, from_p=p, naive=naive, selected=head)
+
+
+def alibi_lines(length: int = 32, heads: int = 8, *, head: int = 1) -> go.Figure:
+    """Every head's bias against the distance, ``head`` highlighted.
+
+    Example: ``show.alibi_lines(64, heads=8, head=8)``
+    """
+    return absolute_figures.alibi_lines_figure(_alibi_slopes(heads, device=CPU).numpy(), length, selected=head)
+
+
+# ---------------------------------------------------------------------------------------
+# Live attention of the shipped checkpoints
+
+
+@functools.lru_cache(maxsize=8)
+def _checkpoint(name: str):
+    from relviz.training import load_checkpoint
+    return load_checkpoint(name)
+
+
+def _run(checkpoint: str, text: str | None, length: int, seed: int):
+    from relviz.inspection import random_text, run_view
+
+    loaded = _checkpoint(checkpoint)
+    text = random_text(length, seed) if text is None else text
+    return loaded, run_view(loaded.model, loaded.info.task, text)
+
+
+def prediction(checkpoint: str = "t5-shift", text: str | None = None, *, length: int = 32,
+               seed: int = 0) -> go.Figure:
+    """Input, the task's answer and the model's prediction, token by token.
+
+    ``checkpoint``: a shipped checkpoint (``relviz checkpoints`` lists them); ``text``: digits
+    (default: the app's random example of ``length`` and ``seed``).
+    Example: ``show.prediction("alibi-shift", length=64)``
+    """
+    loaded, view = _run(checkpoint, text, length, seed)
+    return attention_figures.prediction_strip(view, train_length=loaded.info.train_length)
+
+
+def attention(checkpoint: str = "t5-shift", text: str | None = None, *, length: int = 32,
+              seed: int = 0) -> go.Figure:
+    """The attention weights of every layer and head of a shipped checkpoint on ``text``.
+
+    Example: ``show.attention("t5-shift", text="3141592653589793238462643383279")``
+    """
+    from relviz.inspection import position_structure as structure_of
+
+    loaded, view = _run(checkpoint, text, length, seed)
+    return attention_figures.attention_grid(view.weights, structure=structure_of(loaded.model, view.length))
+
+
+def attention_head(checkpoint: str = "t5-shift", text: str | None = None, *, layer: int = 1, head: int = 1,
+                   length: int = 32, seed: int = 0) -> go.Figure:
+    """One head's exact weights (layers and heads count from 1, as in the app); hover: the scheme's index.
+
+    Example: ``show.attention_head("shaw-shift", layer=2, head=3)``
+    """
+    from relviz.inspection import position_structure as structure_of
+
+    loaded, view = _run(checkpoint, text, length, seed)
+    layers, heads = view.weights.shape[:2]
+    _check_count("layer", layer, layers)
+    _check_count("head", head, heads)
+    return attention_figures.attention_heatmap(view.weights[layer - 1, head - 1], layer=layer - 1, head=head - 1,
+                                               structure=structure_of(loaded.model, view.length),
+                                               train_length=loaded.info.train_length)
+
+
+def position_structure(checkpoint: str = "t5-shift", length: int = 32, *, head: int = 1) -> go.Figure:
+    """The position structure the checkpoint's scheme puts beside the weights (e.g. T5's learned bias).
+
+    Raises ValueError for a scheme without one (``none``).
+    Example: ``show.position_structure("alibi-shift", 48, head=2)``
+    """
+    from relviz.inspection import position_structure as structure_of
+
+    loaded = _checkpoint(checkpoint)
+    structure = structure_of(loaded.model, length)
+    if structure is None:
+        raise ValueError(f"checkpoint {checkpoint!r} (scheme {loaded.model.config.scheme}) has no position structure")
+    _check_count("head", head, loaded.model.config.n_heads)
+    return attention_figures.structure_heatmap(structure, head=head - 1)
+
+
+def attention_by_offset(checkpoint: str = "t5-shift", text: str | None = None, *, length: int = 32,
+                        seed: int = 0) -> go.Figure:
+    """Each head's mean weight on the keys at each offset j − i (a relative habit is a peak).
+
+    Example: ``show.attention_by_offset("rope-shift", length=64)``
+    """
+    from relviz.inspection import mean_attention_by_offset
+
+    loaded, view = _run(checkpoint, text, length, seed)
+    task, causal = loaded.info.task, loaded.model.config.causal
+    params = task.params()
+    answer = -params["s"] if "s" in params else None
+    window = (-(params["w"] - 1), 0) if "w" in params else None
+    return attention_figures.offset_profile_figure(mean_attention_by_offset(view.weights), causal=causal,
+                                                   answer_offset=answer, window=window)
+
+
+def learned_parameters(checkpoint: str = "t5-shift", *, length: int | None = None, layer: int = 1) -> list[go.Figure]:
+    """The checkpoint's learned position parameters, one figure per panel of the app (T5: bias per
+    head against the offset; Shaw/skew: vector norms and their cosine; ALiBi: slopes; learned
+    absolute: cosine of the position vectors). Empty for schemes that learn none.
+
+    Example: ``show.learned_parameters("t5-shift")[0]``
+    """
+    loaded = _checkpoint(checkpoint)
+    _check_count("layer", layer, loaded.model.config.n_layers)
+    train_length = loaded.info.train_length
+    panels = attention_figures.parameter_panels(loaded.model, length=length or train_length,
+                                                train_length=train_length, layer=layer - 1)
+    return [figure for figure, _caption in panels]
+
+
+def _check_count(name: str, value: object, count: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= count:
+        raise ValueError(f"{name} must be an integer from 1 to {count}; got {value!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# Experiments (the stored results shipped with relviz, or a results file of your own run)
+
+
+def _section(name: str, path: str | None) -> dict[str, Any]:
+    from relviz.experiments import load_results
+
+    experiments = load_results(path)["experiments"]
+    if name not in experiments:
+        raise ValueError(f"the results file has no {name} experiment (run python -m relviz experiments)")
+    return experiments[name]
+
+
+def offset_resolution(threshold: float = 0.9, *, path: str | None = None) -> go.Figure:
+    """Offset resolution: mean accuracy of every setting at every shift s, ✓ at ≥ ``threshold``.
+
+    Example: ``show.offset_resolution(0.95)``
+    """
+    return experiment_figures.offset_overview(_section("offset_resolution", path), threshold)
+
+
+def offset_resolution_detail(settings: tuple[str, ...] = ("shaw-k4", "t5-8-32"), *,
+                             path: str | None = None) -> go.Figure:
+    """Accuracy against shift s for some settings, with the offsets one layer cannot tell apart.
+
+    ``settings``: ids of the stored run's settings (e.g. "shaw-k4", "t5-8-32", "alibi").
+    Example: ``show.offset_resolution_detail(("shaw-k4", "shaw-k16"))``
+    """
+    section = _section("offset_resolution", path)
+    known = [s["id"] for s in section["settings"]]
+    unknown = [s for s in settings if s not in known]
+    if unknown or not settings:
+        raise ValueError(f"settings must be ids from {known}; got {list(settings)!r}")
+    return experiment_figures.offset_detail(section, list(settings))
+
+
+def shaw_reference() -> go.Figure:
+    """Shaw et al.'s published Table 2 (BLEU against k) beside the offset-resolution study.
+
+    Example: ``show.shaw_reference()``
+    """
+    from relviz.experiments import SHAW_TABLE2
+
+    return experiment_figures.shaw_reference_figure(SHAW_TABLE2)
+
+
+def length_extrapolation(*, path: str | None = None) -> go.Figure:
+    """Accuracy against evaluation length: train short, test long.
+
+    Example: ``show.length_extrapolation()``
+    """
+    return experiment_figures.extrapolation_figure(_section("length_extrapolation", path))
+
+
+def memory_wall(*, path: str | None = None) -> go.Figure:
+    """Peak memory of one attention forward against L: naive gather, skew, query-chunked.
+
+    Example: ``show.memory_wall()``
+    """
+    return experiment_figures.memory_wall_figure(_section("cost", path))
+
+
+def forward_time(*, path: str | None = None) -> go.Figure:
+    """Forward time of one attention against L, per implementation.
+
+    Example: ``show.forward_time()``
+    """
+    return experiment_figures.time_figure(_section("cost", path))

@@ -1,0 +1,122 @@
+"""relviz.show, the notebook API: every function runs its documented example, returns plain
+Plotly figures, and draws the library's exact numbers (it wraps relviz.figures, like the pages)."""
+from __future__ import annotations
+
+import inspect
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+import relviz
+import relviz.show as show
+from plotly_data import figure_json, heatmap_values
+from relviz.absolute import diagonal_range, toeplitz_deviation
+from relviz.figures import skew as skew_figures
+from relviz.positions import alibi_slopes, alibi_slopes_geometric, shaw_clip_index, t5_bucket_map
+
+EXAMPLE = re.compile(r"Example: ``(show\.[^`]+)``")
+
+
+def test_every_function_is_exported_and_documented_with_one_example():
+    public = {name for name, f in inspect.getmembers(show, inspect.isfunction)
+              if f.__module__ == show.__name__ and not name.startswith("_")}
+    assert public == set(show.__all__)
+    for name in show.__all__:
+        doc = getattr(show, name).__doc__ or ""
+        assert len(EXAMPLE.findall(doc)) == 1, f"show.{name}: its docstring needs one 'Example: ``show.…``'"
+
+
+@pytest.mark.parametrize("name", show.__all__)
+def test_the_documented_example_returns_plotly_figures(name):
+    code = EXAMPLE.search(getattr(show, name).__doc__).group(1)
+    assert code.startswith(f"show.{name}(")
+    result = eval(code, {"show": show})  # noqa: S307 (our own docstring)
+    figures = result if isinstance(result, list) else [result]
+    assert figures and all(type(f) is go.Figure for f in figures), code
+    assert all(f.data for f in figures), f"{code}: an empty figure"
+
+
+def test_show_is_reachable_from_a_plain_import():
+    assert relviz.show is show
+
+
+def test_t5_buckets_draws_the_reference_buckets():
+    fig = show.t5_buckets(num_buckets=16, max_distance=40, bidirectional=False, length=24, k_len=30, q_offset=3)
+    expected = t5_bucket_map(24, 30, num_buckets=16, max_distance=40, bidirectional=False, q_offset=3, device="cpu")
+    np.testing.assert_array_equal(heatmap_values(figure_json(fig)), expected.numpy())
+
+
+def test_shaw_index_draws_the_reference_index():
+    fig = show.shaw_index(12, 9, k=2, q_offset=1)
+    np.testing.assert_array_equal(heatmap_values(figure_json(fig)),
+                                  shaw_clip_index(12, 9, k=2, q_offset=1, device="cpu").numpy())
+
+
+def test_skew_steps_has_one_panel_per_step_with_the_steps_numbers():
+    causal = show.skew_steps(L=5, seed=3)
+    demo = skew_figures.demo_inputs(5, 3)
+    steps = skew_figures.causal_steps(demo)
+    titles = [a.text for a in causal.layout.annotations]
+    assert len(titles) == 5 and titles[0].startswith("1 ·") and titles[-1].startswith("5 ·")
+    values = [t for t in causal.data if t.type == "heatmap" and t.name == "values"]
+    assert len(values) == 5
+    for trace, name in zip(values, ("qer", "padded", "reshaped", "skewed", "masked")):
+        np.testing.assert_array_equal(np.asarray(trace.z, dtype=np.float32), steps[name].values)
+    assert sum(bool(t.showscale) for t in values) == 1  # one shared colour bar
+    assert {t.xaxis for t in values} == {"x", "x2", "x3", "x4", "x5"}
+    bidirectional = show.skew_steps(L=5, seed=3, bidirectional=True)
+    assert len(bidirectional.layout.annotations) == 3
+    with pytest.raises(ValueError, match="colour_by"):
+        show.skew_steps(L=5, colour_by="rainbow")
+
+
+def test_attention_draws_the_models_weights():
+    from relviz.inspection import run_view
+    from relviz.training import load_checkpoint
+
+    text = "3141592653589793"
+    checkpoint = load_checkpoint("t5-shift")
+    weights = run_view(checkpoint.model, checkpoint.info.task, text).weights
+    fig = show.attention_head("t5-shift", text=text, layer=2, head=3)
+    np.testing.assert_allclose(np.asarray(heatmap_values(figure_json(fig)), dtype=np.float32), weights[1, 2],
+                               atol=1e-6)
+    assert show.attention("t5-shift", text=text).data
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: show.attention_head("t5-shift", layer=0), "layer must be an integer from 1 to 2"),
+    (lambda: show.alibi_bias(16, heads=4, head=5), "head must be an integer from 1 to 4"),
+    (lambda: show.relative_intro(["a", "b"], query=2), "query must be an integer from 0 to 1"),
+    (lambda: show.t5_buckets(num_buckets=2, max_distance=8), "num_buckets"),
+    (lambda: show.position_structure("none-shift"), "has no position structure"),
+])
+def test_bad_arguments_raise_value_error_naming_the_parameter(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# The two library helpers the pages and relviz.show now share.
+
+def test_diagonal_range_is_min_and_max_per_diagonal():
+    matrix = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    lo, hi = diagonal_range(matrix)   # diagonals j − i = −1, 0, 1, 2
+    assert lo.tolist() == [4.0, 1.0, 2.0, 3.0] and hi.tolist() == [4.0, 5.0, 6.0, 3.0]
+    assert toeplitz_deviation(matrix) == 4.0
+    assert toeplitz_deviation(torch.zeros(0, 3)) == 0.0
+
+
+def test_geometric_slopes_match_the_reference_only_for_powers_of_two():
+    for heads in (1, 2, 8, 16):
+        torch.testing.assert_close(alibi_slopes_geometric(heads), alibi_slopes(heads))
+    for heads in (3, 6, 12):
+        assert not torch.allclose(alibi_slopes_geometric(heads), alibi_slopes(heads))
+    with pytest.raises(ValueError, match="num_heads"):
+        alibi_slopes_geometric(0)
+
+
+def test_unknown_experiment_settings_are_refused():
+    with pytest.raises(ValueError, match="settings must be ids from"):
+        show.offset_resolution_detail(("shaw-k99",))
