@@ -3,15 +3,20 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz.ui import PAGES, checked_link_values
+from relviz.ui import PAGES, checked_link_values, preload_shared_modules, running_app_navigation
 
 st.set_page_config(page_title="relviz: relative position, visible", page_icon=":material/swap_horiz:", layout="wide")
+preload_shared_modules()
 
-navigation = st.navigation([st.Page(page.path, title=page.title, icon=page.icon, default=page.default)
-                            for page in PAGES])
+# The sidebar's page links are drawn here, not by st.navigation: config.toml hides Streamlit's
+# automatic navigation (on a fresh server it would first list the pages/ folder's file names).
+pages = [st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in PAGES]
+navigation = st.navigation(pages, position="hidden")
 with st.sidebar:
+    for page in pages:
+        st.page_link(page)
     st.caption("Sign convention on every page: **relative position = j − i = key − query** "
                "(as in T5, Mesh TensorFlow, tensor2tensor and Shaw et al.). Every control is in "
                "the URL: copy the address bar to share the exact view.")
-with checked_link_values():
+with running_app_navigation(), checked_link_values():
     navigation.run()

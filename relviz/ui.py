@@ -11,13 +11,15 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+import threading
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from relviz.training_queue import SessionTrainings, TrainingBusy, TrainingTimeout, guarded_run
+if TYPE_CHECKING:  # imported where used: torch loads only on a page that trains or measures
+    from relviz.training_queue import SessionTrainings
 
 T = TypeVar("T")
 
@@ -49,23 +51,64 @@ PLOTLY_CONFIG = {"displaylogo": False,
                  "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
+_PRELOAD_LOCK = threading.Lock()
+
+
+def preload_shared_modules() -> None:
+    """Import the modules several pages share before any page runs (app.py calls it first).
+
+    Plotly looks pandas up in sys.modules without importing it (``get_module("pandas",
+    should_load=False)``); while one session's page is still importing pandas, another
+    session's figure then meets a half-initialised module ("partially initialized module
+    'pandas' has no attribute 'Series'"). Importing pandas here, before navigation, makes
+    every session wait for the whole import (Python's import lock) before any page draws.
+    The lock serialises the first imports of a fresh server, so two sessions never import
+    these modules' dependencies in opposite orders. torch is not imported here: only the
+    pages that compute with it load it.
+    """
+    with _PRELOAD_LOCK:
+        import pandas  # noqa: F401
+        import plotly.graph_objects  # noqa: F401
+
+
+_APP_RUN = threading.local()
+
+
+@contextlib.contextmanager
+def running_app_navigation() -> Iterator[None]:
+    """Around app.py's navigation.run(): marks this script run (its thread) as routed through
+    app.py, so ensure_app_navigation knows the page is not running bare."""
+    _APP_RUN.active = True
+    try:
+        yield
+    finally:
+        _APP_RUN.active = False
+
+
 def ensure_app_navigation() -> None:
-    """Route a fresh server's first deep link through app.py. Call first thing on every page.
+    """Route a fresh server's first deep links through app.py. Call first thing on every page.
 
     Until some session has run app.py's st.navigation, a Streamlit server that sees a pages/
     folder serves /t5 by running pages/t5.py alone (the old folder mode: no page config, file
-    names in the sidebar). Clearing the flag and running app.py in place draws this same page
-    through app.py's navigation (page hashes come from the URL path in both modes); st.stop()
-    then ends the bare run. Unlike st.rerun(), this keeps the click that started the run
-    (AppTest resets the flag before every run, so it meets this path every time).
+    names in the sidebar). Such a run is recognised by its own thread (app.py marks its runs,
+    see running_app_navigation), not by Streamlit's process-wide folder-mode flag: a class
+    arriving at a fresh server starts many runs in folder mode before the first one clears
+    the flag. Clearing the flag and running app.py in place draws this same page through
+    app.py's navigation (page hashes come from the URL path in both modes); st.stop() then
+    ends the bare run. Unlike st.rerun(), this keeps the click that started the run. A page
+    run as the main script itself (AppTest of one page file) is left alone.
     """
     import runpy
 
     from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    if PagesManager.uses_pages_directory:
+    ctx = get_script_run_ctx()
+    app = Path(__file__).resolve().parents[1] / "app.py"
+    served_by_app = ctx is not None and Path(ctx.pages_manager.main_script_path).resolve() == app
+    if served_by_app and not getattr(_APP_RUN, "active", False):
         PagesManager.uses_pages_directory = False
-        runpy.run_path(str(Path(__file__).resolve().parents[1] / "app.py"), run_name="__main__")
+        runpy.run_path(str(app), run_name="__main__")
         st.stop()
 
 
@@ -221,6 +264,8 @@ SESSION_TRAININGS_KEY = "trainings"
 
 def session_trainings() -> SessionTrainings:
     """This browser session's trained models and run count (relviz.training_queue's quota)."""
+    from relviz.training_queue import SessionTrainings
+
     if SESSION_TRAININGS_KEY not in st.session_state:
         st.session_state[SESSION_TRAININGS_KEY] = SessionTrainings()
     return st.session_state[SESSION_TRAININGS_KEY]
@@ -229,6 +274,8 @@ def session_trainings() -> SessionTrainings:
 def run_guarded(run: Callable[[Callable[[float, str], None]], T]) -> T | None:
     """Run ``run(report)`` inside the training guard (session quota, one server-wide slot, one
     thread, time limit) with a progress bar; a refusal or timeout becomes an st.error and None."""
+    from relviz.training_queue import TrainingBusy, TrainingTimeout, guarded_run
+
     bar = st.progress(0.0, text="starting…")
     try:
         with guarded_run(session_trainings()) as check_time:
