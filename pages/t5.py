@@ -122,14 +122,15 @@ with tab_map:
             with right:
                 ui.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
                 st.caption(
-                    f"**Bucket vs distance.** Blue: exact, one bucket per distance up to {info.max_exact - 1}. "
-                    f"Orange: logarithmic, from {info.max_exact} until the last bucket begins at "
-                    f"**{info.last_start}**, before max_distance = {md} (dashed). Grey: everything from "
-                    f"{info.last_start} on shares one bucket."
-                    + (f" The red line (future) is the blue one shifted up by num_buckets // 2 = "
+                    f"**Bucket vs distance.** The blue line is the past (j − i = −n), the red one the future "
+                    f"(j − i = +n). Shaded bands, labelled above the plot: **exact**, one bucket per distance up "
+                    f"to {info.max_exact - 1}; **logarithmic**, from {info.max_exact} until the last bucket "
+                    f"begins at **{info.last_start}**, before max_distance = {md} (dashed); **last bucket**, "
+                    f"everything from {info.last_start} on."
+                    + (f" The red line is the blue one shifted up by num_buckets // 2 = "
                        f"{info.buckets_per_direction}: bucket {info.buckets_per_direction} itself is never used."
                        if bidir else
-                       " The red dotted line (future) stays at bucket 0."))
+                       " The red dotted line stays at bucket 0: every future offset shares it."))
 
             left, right = st.columns([5, 4])
             with left:

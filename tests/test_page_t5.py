@@ -159,3 +159,42 @@ def test_large_lengths_overview_is_exact_and_figures_stay_small():
         assert len(element.proto.spec) <= 3_000_000
     assert len(at.get("download_button")) == 4
     assert any("per-offset vector" in m.value for m in at.markdown)
+
+
+def test_curve_region_labels_sit_above_the_plot_not_on_the_lines():
+    curve = find(charts(run()), "bucket vs distance")
+    regions = [a for a in curve["layout"]["annotations"] if a["text"].startswith(("exact", "logarithmic", "last bucket")) and "from n" not in a["text"]]
+    assert len(regions) == 3
+    for a in regions:
+        assert a["yref"] == "paper" and a["y"] >= 1 and a["yanchor"] == "bottom"
+
+
+def test_curve_caption_colours_match_the_figure():
+    """The caption's colour words name the lines (legend), and the bands use hues no line uses."""
+    at = run()
+    curve = find(charts(at), "bucket vs distance")
+    lines = {trace(curve, k)["line"]["color"] for k in range(2)}
+    bands = {s["fillcolor"] for s in curve["layout"]["shapes"] if s["type"] == "rect"}
+    assert len(bands) == 3
+
+    def rgb(colour):
+        colour = colour.strip()
+        if colour.startswith("#"):
+            return tuple(int(colour[k:k + 2], 16) for k in (1, 3, 5))
+        return tuple(int(float(v)) for v in colour[colour.index("(") + 1:].split(",")[:3])
+
+    for band in bands:
+        for line in lines:
+            assert sum(abs(a - b) for a, b in zip(rgb(band), rgb(line))) > 120, (band, line)
+    caption = next(c.value for c in at.caption if "Bucket vs distance" in c.value)
+    assert "Blue: exact" not in caption and "Orange: logarithmic" not in caption
+    assert "blue line" in caption.lower() and "red" in caption.lower()
+
+
+def test_unidirectional_hover_stops_bucket_0_at_this_matrix_edge():
+    at = run(t5_bi="false")
+    figure = find(charts(at), "T5 bucket")
+    last = customdata_field(figure, "bucket last j − i")
+    first = customdata_field(figure, "bucket first j − i")
+    assert first[0, 31] == 0 and last[0, 31] == 31  # bucket 0 holds 0 and every future offset: here 0 … 31
+    assert last.max() == 31  # a 32 × 32 matrix: offsets −31 … 31

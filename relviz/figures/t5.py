@@ -24,9 +24,12 @@ from relviz.figures.toeplitz import (
 from relviz.positions import BucketRange, offset_range, t5_bucket, t5_bucket_ranges, t5_config
 from relviz.t5_notes import last_bucket_start
 
-EXACT_COLOUR = "rgba(46, 134, 171, 0.13)"
-LOG_COLOUR = "rgba(241, 143, 1, 0.13)"
+#: Background bands of the curve: hues no line uses (the lines are blue = past, red = future).
+EXACT_COLOUR = "rgba(60, 170, 90, 0.16)"
+LOG_COLOUR = "rgba(150, 90, 200, 0.13)"
 LAST_COLOUR = "rgba(120, 120, 120, 0.15)"
+PAST_COLOUR = "#2e86ab"
+FUTURE_COLOUR = "#c73e1d"
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,12 @@ def t5_offsets(q_len: int, k_len: int, *, num_buckets: int, max_distance: int, b
 def bucket_map(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0, window: Window | None = None,
                height: int = 430, title: str | None = None) -> ToeplitzFigure:
     """The bucket of every cell, discrete colours; hover adds the bucket's range of j − i."""
-    first = np.array([r.first if r.used else 0 for r in values.ranges])[values.bucket]
-    last = np.array([r.last if r.used else 0 for r in values.ranges])[values.bucket]
+    # An end bucket goes on forever: its hover range stops at this matrix's edge, not at ±extent.
+    lowest, highest = int(values.offset.min()), int(values.offset.max())
+    first = np.array([(max(r.first, lowest) if r.open_low else r.first) if r.used else 0
+                      for r in values.ranges])[values.bucket]
+    last = np.array([(min(r.last, highest) if r.open_high else r.last) if r.used else 0
+                     for r in values.ranges])[values.bucket]
     hover = [HoverField("bucket first j − i", first, group="range", line="bucket holds j − i = {}"),
              HoverField("bucket last j − i", last, group="range", line="… {}")]
     label = ("bidirectional" if values.bidirectional else "unidirectional")
@@ -103,31 +110,38 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
     future = t5_bucket(n, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional).numpy()
     traces = [
         go.Scatter(x=distances, y=past.astype(np.float32), mode="lines", line_shape="hv",
-                   name="past: j − i = −n", line=dict(color="#2e86ab", width=3),
+                   name="past: j − i = −n", line=dict(color=PAST_COLOUR, width=3),
                    hovertemplate="n = %{x}: j − i = −%{x} → bucket %{y}<extra>past</extra>"),
         go.Scatter(x=distances, y=future.astype(np.float32), mode="lines", line_shape="hv",
                    name="future: j − i = +n" + ("" if bidirectional else " (all bucket 0)"),
-                   line=dict(color="#c73e1d", width=3, dash="solid" if bidirectional else "dot"),
+                   line=dict(color=FUTURE_COLOUR, width=3, dash="solid" if bidirectional else "dot"),
                    hovertemplate="n = %{x}: j − i = +%{x} → bucket %{y}<extra>future</extra>"),
     ]
     lo = 0.8 if log_x else -0.5
     hi = top * (1.15 if log_x else 1.02)
-    spans = [(lo, reg.max_exact - 0.5, EXACT_COLOUR, f"exact<br>n < {reg.max_exact}", 0.99),
-             (reg.max_exact - 0.5, reg.last_start - 0.5, LOG_COLOUR, "logarithmic", 0.91),
-             (reg.last_start - 0.5, hi, LAST_COLOUR, "last bucket", 0.83)]
+    spans = [(lo, reg.max_exact - 0.5, EXACT_COLOUR, f"exact n < {reg.max_exact}"),
+             (reg.max_exact - 0.5, reg.last_start - 0.5, LOG_COLOUR, "logarithmic"),
+             (reg.last_start - 0.5, hi, LAST_COLOUR, "last bucket")]
 
     def at(x: float) -> float:  # annotation x in axis units (log10 on a log axis)
         return float(np.log10(x)) if log_x else x
 
     note = dict(showarrow=False, yref="paper", bgcolor="rgba(255,255,255,0.75)")
     shapes, annotations = [], []
-    for x0, x1, colour, text, y in spans:
+    # Region labels sit just above the plot, over their band, where no line can run through them; a
+    # narrow band's label is pushed up a row so neighbouring labels do not overlap.
+    row = 0
+    for x0, x1, colour, text in spans:
         x0 = max(x0, lo)
         if x1 > x0:
             shapes.append(dict(type="rect", xref="x", yref="paper", x0=x0, x1=x1, y0=0, y1=1, fillcolor=colour,
                                line_width=0, layer="below"))
-            annotations.append(dict(x=at(x0), y=y, text=text, xanchor="left", yanchor="top", align="left", xshift=2,
-                                    font=dict(size=11, color="#333"), **note))
+            annotations.append(dict(x=at(x0), y=1.0, text=text, xanchor="left", yanchor="bottom", align="left",
+                                    xshift=2, yshift=2 + 18 * row, font=dict(size=13, color="#333"),
+                                    bgcolor=colour.replace("0.1", "0.3"), showarrow=False, yref="paper"))
+            width = (float(np.log10(x1)) - float(np.log10(x0))) / (float(np.log10(hi)) - float(np.log10(lo))) \
+                if log_x else (x1 - x0) / (hi - lo)
+            row = 1 if width < 0.12 and row == 0 else 0
     shapes.append(dict(type="line", xref="x", yref="paper", x0=reg.max_distance, x1=reg.max_distance, y0=0, y1=1,
                        line=dict(color="black", dash="dash", width=1.5)))
     annotations.append(dict(x=at(reg.max_distance), y=0.02, text=f"max_distance = {reg.max_distance}",
@@ -141,9 +155,9 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
                  type="log" if log_x else "linear",
                  range=[float(np.log10(lo)), float(np.log10(hi))] if log_x else [lo, hi])
     return go.Figure(data=traces, layout=dict(
-        height=height, margin=dict(l=60, r=10, t=40, b=80), shapes=shapes, annotations=annotations,
+        height=height, margin=dict(l=60, r=10, t=78, b=80), shapes=shapes, annotations=annotations,
         legend=dict(orientation="h", yanchor="top", y=-0.17, x=0, xanchor="left"),
-        title=dict(text="bucket vs distance n = |j − i|", x=0, xanchor="left"), xaxis=xaxis,
+        title=dict(text="bucket vs distance n = |j − i|", x=0, xanchor="left", y=0.98, yanchor="top"), xaxis=xaxis,
         yaxis=dict(title=dict(text="bucket"), range=[-1, num_buckets], dtick=max(1, num_buckets // 8))))
 
 
