@@ -5,6 +5,7 @@ import streamlit as st
 
 from relviz import ui
 from relviz.figures.shaw import (
+    clip_formula,
     embedding_strip,
     k_ablation_figure,
     parameter_count,
@@ -72,13 +73,17 @@ if large:
                             "a blend instead of vanishing between samples.")
 
 cols = st.columns(3)
+longest = int(abs(values.offset).max())
 captions = [
     "**j − i** grows by one per step right and shrinks by one per step down: the matrix depends only on "
     "the diagonal (it is Toeplitz), so it is computed once per diagonal, never per cell.",
-    f"**Clipped to ±{k}**: inside the band |j − i| ≤ {k} every diagonal keeps its own value; outside it the "
-    f"two corners are flat. A single layer cannot tell offset {k + 1} from offset {k + 100}.",
-    f"**Lookup index** = clipped + {k}, in 0…{2 * k}: the row of the table each pair (i, j) reads. "
-    "Same picture as the clipped matrix, shifted to start at 0.",
+    (f"**Clipped to ±{k}**: inside the band |j − i| ≤ {k} every diagonal keeps its own value; outside it the "
+     f"two corners are flat. A single layer cannot tell offset {k + 1} from offset {k + 100}.") if k else
+    "**Clipped to 0**: every offset becomes 0, so every pair reads the same vector: the relative term carries "
+    "no position information at all (the paper's k = 0 row).",
+    (f"**Lookup index** = clipped + {k}, in 0…{2 * k}: the row of the table each pair (i, j) reads. "
+     "Same picture as the clipped matrix, shifted to start at 0.") if k else
+    "**Lookup index** = 0 for every pair: the table has one row.",
 ]
 for column, item, caption, name in zip(cols, (relative, clipped, lookup), captions, ("relative", "clipped", "index")):
     with column:
@@ -89,15 +94,23 @@ if dropped:
     st.caption(f"At {window.rows} × {window.cols} cells some hovers leave out {', '.join(dropped)} to keep each "
                f"figure under 3 MB; a smaller window brings {'it' if len(dropped) == 1 else 'them'} back "
                "(clipped offset = index − k).")
+if k >= longest > 0:
+    st.caption(f"**k = {k} ≥ {longest}, the longest offset of this matrix: nothing is clipped.** Every offset "
+               f"keeps its own table row, so the clipped matrix equals j − i. The colours span the whole table "
+               f"(−{k} … {k}) and this matrix uses only {2 * longest + 1} of its {2 * k + 1} rows, the middle "
+               "ones: neighbouring values get nearly the same colour, and the heatmaps look uniform. Hover shows "
+               "each value; a longer sequence or a smaller k brings the flat corners back.")
 if q_offset:
     st.caption(f"Rows are labelled by the query's position among the keys, i = {q_offset} + row, so that "
                "j − i is exactly the offset each cell uses.")
 
 ui.show_figure(strip, key=f"{P}_fig_strip")
 st.caption(
-    f"**The table itself**: {2 * k + 1} vectors, coloured like the lookup index above. The two end rows "
-    f"(offset ≤ −{k} and ≥ {k}) serve every far-away key; hover shows how many cells of this matrix read "
-    "each row. w^K and w^V are two such tables.")
+    (f"**The table itself**: {2 * k + 1} vectors, coloured like the lookup index above. The two end rows "
+     f"(offset ≤ −{k} and ≥ {k}) serve every far-away key; hover shows how many cells of this matrix read "
+     "each row. w^K and w^V are two such tables.") if k else
+    "**The table itself**: 1 vector, w[0], read by every pair: with k = 0 the relative term adds the same "
+    "vector to every key and value, so it carries no position information. w^K and w^V are two such tables.")
 
 left, right = st.columns([3, 2])
 with left:
@@ -120,13 +133,17 @@ if large:
     ui.large_matrix_downloads(lookup.values, values.offset, values.index, q_len=q_len, k_len=k_len, window=window,
                               quantity="index", name="shaw_index", suffix=f"{q_len}x{k_len}_k{k}", key=f"{P}_dl")
 else:
-    st.caption(f"The lookup index clip(j − i, −{k}, {k}) + {k}, {q_len} × {k_len}, exact.")
+    st.caption(f"The lookup index {clip_formula(k)} + {k}, {q_len} × {k_len}, exact.")
     ui.matrix_downloads(lookup.values, name=f"shaw_index_{q_len}x{k_len}_k{k}_off{q_offset}", key=f"{P}_dl")
 
 with st.expander("Clipping and depth: what one layer cannot see", expanded=False):
-    st.markdown(
-        f"With k = {k}, one attention layer gives the same a^K and a^V to every key farther than {k} "
-        "positions: it is blind to the difference between 'far' and 'very far'. Shaw et al. argue this is "
-        "fine, and their ablation agrees: a later layer can combine exact short offsets into longer ones "
-        f"(a token {k} positions back that itself attended {k} positions back carries information from "
-        f"{2 * k} back). T5's buckets make the same trade with a logarithmic resolution instead of a hard cut.")
+    if not k:
+        st.markdown("With k = 0 no layer sees any offset through this table: every key gets the same a^K and "
+                    "a^V. The paper's Table 2 shows the cost: 12.5 BLEU against 25.5 at k = 1.")
+    else:
+        st.markdown(
+            f"With k = {k}, one attention layer gives the same a^K and a^V to every key farther than {k} "
+            "positions: it is blind to the difference between 'far' and 'very far'. Shaw et al. argue this is "
+            "fine, and their ablation agrees: a later layer can combine exact short offsets into longer ones "
+            f"(a token {k} positions back that itself attended {k} positions back carries information from "
+            f"{2 * k} back). T5's buckets make the same trade with a logarithmic resolution instead of a hard cut.")

@@ -168,3 +168,28 @@ def test_window_sliders_at_both_ends(key, end):
     t = trace(find(charts(at), "lookup index:"))
     rows, cols = decode(t["z"]).shape
     assert t["meta"]["row0"] + rows <= 8192 and t["meta"]["col0"] + cols <= 3000
+
+
+def _all_text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [str(f.get("layout", {}).get("title", "")) for f in charts(at)]
+    return " ".join(parts)
+
+
+def test_k_zero_reads_naturally():
+    """k = 0: no "−0", no "1 vectors", no "≤ −0 and ≥ 0"."""
+    at = run(sh_clip="0")
+    check_figures(at, 10, 10, 0, 0)
+    text = _all_text(at)
+    for bad in ("−0", "1 vectors", "≥ 0)", "±0"):
+        assert bad not in text, bad
+    assert "1 learned vector" in text and "no position information" in text
+
+
+def test_k_at_least_the_longest_offset_says_nothing_is_clipped():
+    at = run(sh_clip="64")
+    check_figures(at, 10, 10, 64, 0)
+    text = " ".join(c.value for c in at.caption)
+    assert "nothing is clipped" in text and "19 of its 129" in text
+    short = " ".join(c.value for c in run(sh_clip="5").caption)
+    assert "nothing is clipped" not in short

@@ -45,6 +45,15 @@ def shaw_offsets(q_len: int, k_len: int, *, k: int, q_offset: int = 0) -> ShawOf
     return ShawOffsets(offset=offsets.numpy(), clipped=(index - k).numpy(), index=index.numpy(), k=k)
 
 
+def clip_formula(k: int) -> str:
+    """'clip(j − i, −3, 3)', or 'clip(j − i, 0, 0)' for k = 0 (no "−0")."""
+    return f"clip(j − i, −{k}, {k})" if k else "clip(j − i, 0, 0)"
+
+
+def vectors_text(count: int) -> str:
+    return f"{count} learned vector{'' if count == 1 else 's'}"
+
+
 def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int = 0,
                   window: Window | None = None, height: int = 400) -> tuple[ToeplitzFigure, ...]:
     """Relative j − i, clipped offset, lookup index: same window, same hover fields everywhere."""
@@ -56,10 +65,10 @@ def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
                                 zmid=0, hover=[clipped, index], title="relative position j − i", **common)
     clip = toeplitz_heatmap(values.clipped, q_len, k_len, value_label="clipped offset",
                             discrete_range=(-k, k), colorscale=PALETTE, hover=[index],
-                            title=f"clipped: clip(j − i, −{k}, {k})", **common)
+                            title=f"clipped: {clip_formula(k)}", **common)
     lookup = toeplitz_heatmap(values.index, q_len, k_len, value_label="index", discrete_range=(0, 2 * k),
                               colorscale=PALETTE, hover=[clipped], value_last=True,
-                              title=f"lookup index: clip(j − i, −{k}, {k}) + {k}", **common)
+                              title=f"lookup index: {clip_formula(k)} + {k}", **common)
     return relative, clip, lookup
 
 
@@ -100,8 +109,9 @@ def embedding_strip(values: ShawOffsets, q_len: int, k_len: int, *, height: int 
         hovertemplate="table row w[%{x}]<br>stands for %{customdata[0]}<br>"
                       "used by %{customdata[1]} cells of this matrix<extra></extra>"))
     figure.update_layout(height=height, margin=dict(l=60, r=10, t=40, b=45),
-                         title=dict(text=f"the table: {2 * k + 1} learned vectors w[0] … w[{2 * k}] "
-                                         "(text: the offset each row stands for)", x=0, xanchor="left"))
+                         title=dict(text=f"the table: {vectors_text(2 * k + 1)} "
+                                         + (f"w[0] … w[{2 * k}] (text: the offset each row stands for)" if k
+                                            else "w[0]: every pair reads it"), x=0, xanchor="left"))
     figure.update_xaxes(title_text="table row = lookup index", dtick=max(1, (2 * k + 1) // 16) if k else 1)
     figure.update_yaxes(showticklabels=True)
     return figure
