@@ -12,6 +12,8 @@ from relviz.figures.skew import (
     demo_inputs,
     proof_numbers,
     step_figure,
+    unmasked_error,
+    unmasked_error_figure,
 )
 from relviz.memory import format_bytes, relative_term_bytes
 
@@ -42,10 +44,14 @@ def zmax_of(*arrays: np.ndarray) -> float:
 
 
 def step(title: str, cells, caption: str, *, key: str, colour_by: str, zmax: float, length: int,
-         x_title: str = "column", y_title: str = "row", show_scale: bool = False, width_budget: int = 340) -> None:
+         x_title: str = "column", y_title: str = "row", show_scale: bool = False, width_budget: int = 240) -> None:
     st.markdown(f"**{title}**")
-    ui.show_figure(step_figure(cells, colour_by=colour_by, zmax=zmax, length=length, x_title=x_title,
-                               y_title=y_title, show_scale=show_scale, width_budget=width_budget), key=key)
+    figure = step_figure(cells, colour_by=colour_by, zmax=zmax, length=length, x_title=x_title,
+                         y_title=y_title, show_scale=show_scale, width_budget=width_budget)
+    ui.show_figure(figure, key=key)
+    if not figure.layout.meta["labels"]:
+        caption += (" (Cell labels are off at this size, they would overlap: hover a cell for its distance "
+                    "and source, or colour by distance.)")
     st.caption(caption)
 
 
@@ -149,7 +155,7 @@ with bidirectional_tab:
                  f"An encoder's key can lie on either side of the query, so the table holds one vector per "
                  f"distance −{last} … +{last}. Column m stands for distance m − {last}.",
                  key="skew_fig_bi_qer", y_title="query i", x_title="column m", show_scale=True,
-                 width_budget=700, **common)
+                 width_budget=520, **common)
         with top[1]:
             st.markdown("**Live check against the naive gather**")
             st.success(f"bidirectional skew equals the naive gather everywhere: "
@@ -159,19 +165,26 @@ with bidirectional_tab:
             st.caption("Same idea as the causal skew: only reshapes and slices, no L × L × D tensor "
                        "(tensor2tensor's dot_product_unmasked_self_attention_relative_v2). The price is a "
                        "table of 2L − 1 distances instead of L.")
+        step("2 · Flatten, skip L − 1 numbers, read rows of 2L − 2", cells_bi["window"],
+             f"In memory, query i's score for distance −i (key 0) sits at i·(2L − 2) + {last} … so after "
+             f"dropping the first {last} numbers, rows of 2L − 2 = {2 * length - 2} start exactly there. "
+             "The faded columns (≥ L) are cut off next.",
+             key="skew_fig_bi_window", y_title="query i", width_budget=760, **common)
         bottom = st.columns(2)
         with bottom[0]:
-            step("2 · Flatten, skip L − 1 numbers, read rows of 2L − 2", cells_bi["window"],
-                 f"In memory, query i's score for distance −i (key 0) sits at i·(2L − 2) + {last} … so after "
-                 f"dropping the first {last} numbers, rows of 2L − 2 = {2 * length - 2} start exactly there. "
-                 "The faded columns (≥ L) are cut off next.",
-                 key="skew_fig_bi_window", y_title="query i", width_budget=520, **common)
-        with bottom[1]:
             step("3 · Keep the first L columns → S_rel (L × L)", cells_bi["result"],
                  "Every cell holds q_i · e(j − i), above the diagonal too: exact everywhere, no mask needed. "
                  "Its lower triangle equals the causal skew's (both tabs share E_r for distances ≤ 0).",
-                 key="skew_fig_bi_result", x_title="key j", y_title="query i", width_budget=420, **common)
+                 key="skew_fig_bi_result", x_title="key j", y_title="query i", width_budget=380, **common)
         with bottom[1]:
+            st.markdown("**The bug this tab avoids**")
+            ui.show_figure(unmasked_error_figure(unmasked_error(demo_inputs(length, seed))),
+                           key="skew_fig_bi_bug")
+            st.caption("The causal skew of the first tab, fed to an encoder without its mask: every cell above "
+                       "the diagonal holds another query's score for a wrong distance (the pad and the garbage), "
+                       "and the softmax uses it. Below the diagonal the error is 0. Transformer-XL's _rel_shift "
+                       "has the same upper triangle; several codebases reuse it in encoders.")
+        with bottom[0]:
             ui.matrix_downloads(cells_bi["result"].values, name=f"skew_bidirectional_L{length}_seed{seed}",
                                 key="skew_dl_bi")
 

@@ -156,7 +156,7 @@ def test_colour_by_source_row_shows_where_the_garbage_came_from():
 def test_bidirectional_tab_is_exact_everywhere():
     at = _run(skew_tab=BIDIRECTIONAL, skew_L="16", skew_seed="3")
     figures = _figures(at)
-    assert len(figures) == 3
+    assert len(figures) == 4  # qer, window, result, the unmasked-bug picture
     demo = demo_inputs(16, 3)
     qer_all = demo.qer_all
     assert _values(figures[0]).shape == (16, 31)
@@ -220,3 +220,37 @@ def test_figures_are_valid_and_small_at_the_largest_length():
         for chart in at.get("plotly_chart"):
             assert len(chart.proto.spec) < 3_000_000
             go.Figure(json.loads(chart.proto.spec))  # plotly's validation (the page builds without it)
+
+
+def test_cell_labels_switch_off_when_cells_get_too_small_and_hover_stays():
+    """From L ≈ 12 the labels of a third-of-a-page figure overlapped: they switch off, the hover stays."""
+    small = causal_steps(demo_inputs(6, 0))["reshaped"]
+    large = causal_steps(demo_inputs(12, 0))["reshaped"]
+    on = step_figure(small, length=6).to_plotly_json()
+    off = step_figure(large, length=12).to_plotly_json()
+    assert on["data"][0]["texttemplate"] == "%{text}" and on["layout"]["meta"]["labels"] is True
+    assert off["data"][0]["texttemplate"] == "" and off["layout"]["meta"]["labels"] is False
+    assert not any(t.get("mode") == "text" for t in off["data"])
+    assert "customdata" in off["data"][0] and "%{customdata}" in off["data"][0]["hovertemplate"]
+    at = _run(skew_L="12")
+    assert any("labels are off" in c.value.lower() for c in at.caption)
+    assert not any("labels are off" in c.value.lower() for c in _run().caption)
+
+
+def test_bidirectional_step_2_gets_the_full_width():
+    """Step 2 (L × (2L − 2) cells) was squeezed into half the page: at L = 10 its labels stay on."""
+    at = _run(skew_tab=BIDIRECTIONAL, skew_L="10")
+    window = _figures(at)[1]
+    assert _values(window).shape == (10, 18)
+    assert window["layout"]["meta"]["labels"] is True
+
+
+def test_bidirectional_tab_pictures_the_unmasked_causal_skew_bug():
+    at = _run(skew_tab=BIDIRECTIONAL, skew_L="7", skew_seed="2")
+    bug = next(f for f in _figures(at) if "unmasked" in str(f["layout"].get("title")))
+    error = decode(bug["data"][0]["z"]).astype(np.float64)
+    demo = demo_inputs(7, 2)
+    i, j = np.indices((7, 7))
+    truth = gather_relative(demo.q, demo.e_all, torch.from_numpy(j - i + 6)).numpy()
+    np.testing.assert_allclose(error, np.abs(skew(demo.qer).numpy() - truth), atol=1e-6)
+    assert error[j <= i].max() < 1e-5 and error[j > i].min() >= 0 and error[j > i].max() > 0.1

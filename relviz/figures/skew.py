@@ -298,14 +298,16 @@ def trusted_figure(data: list[dict], layout: dict) -> go.Figure:
 
 def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0, length: int,
                 x_title: str = "column", y_title: str = "row", height: int | None = None,
-                show_scale: bool = True, width_budget: int = 340) -> go.Figure:
+                show_scale: bool = True, width_budget: int = 240) -> go.Figure:
     """One skew step as a heatmap: labels in the cells, grey pad, hatched garbage, blank masked cells.
 
     colour_by: "value" (the numbers, diverging around 0, range ±zmax shared by every step so a
     value keeps its colour as it moves), "distance" (the distance each value stands for) or
     "row" (the query row it came from: shows what moved from one row to the next).
     Trace 0 always holds the step's numbers in ``z`` when colour_by="value". ``width_budget``:
-    roughly the pixels the plot may take across (sets the cell size, hence the height).
+    roughly the pixels the plot may take across (sets the cell size, hence the height; 240 is a
+    third of the page at 1280 px). Cell labels are drawn only where they fit in a cell; otherwise
+    they are switched off (``layout.meta["labels"]`` says which) and the hover still tells each cell.
     """
     rows, cols = cells.values.shape
     if colour_by == "value":
@@ -325,12 +327,16 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
     else:
         raise ValueError(f"colour_by must be 'value', 'distance' or 'row'; got {colour_by!r}")
     scale["colorbar"].update(thickness=12, len=0.9)
-    cell_px = int(min(44, max(20, width_budget // max(rows, cols))))
+    width_budget -= 70 if show_scale else 0  # the colour bar takes its share of the width
+    cell_px = int(min(44, max(12, width_budget // max(rows, cols))))
     text_size = 14 if cell_px >= 40 else (12 if cell_px >= 30 else 10)
+    widest = max((len(str(label)) for label in cells.labels.flat), default=1)
+    labels_on = bool(width_budget / cols >= 0.62 * text_size * widest + 4)
+    template = "%{text}" if labels_on else ""
     x, y = np.arange(cols), np.arange(rows)
     hover = cells.hover.astype(str)
     data: list[dict] = [dict(
-        type="heatmap", name="values", z=z, x=x, y=y, text=cells.labels.astype(str), texttemplate="%{text}",
+        type="heatmap", name="values", z=z, x=x, y=y, text=cells.labels.astype(str), texttemplate=template,
         textfont=dict(size=text_size), customdata=hover, hovertemplate="%{customdata}<extra></extra>",
         xgap=1, ygap=1, showscale=show_scale, **scale)]
 
@@ -339,7 +345,7 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
         data.append(dict(
             type="heatmap", name="pad", z=np.where(pad, 1.0, np.nan).astype(np.float32), x=x, y=y,
             colorscale=[[0, PAD_COLOUR], [1, PAD_COLOUR]], showscale=False, hoverongaps=False,
-            text=np.where(pad, "pad", ""), texttemplate="%{text}", textfont=dict(size=text_size, color="black"),
+            text=np.where(pad, "pad", ""), texttemplate=template, textfont=dict(size=text_size, color="black"),
             customdata=hover, hovertemplate="%{customdata}<extra></extra>", xgap=1, ygap=1))
     for kind, name in ((GARBAGE, "garbage"), (DROPPED, "dropped")):
         mask = cells.kinds == kind
@@ -355,7 +361,7 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
                              hoverinfo="skip", showlegend=False, **style))
             # The labels again, on top of the hatching, so they stay readable.
             r, c = np.nonzero(mask & ~pad)
-            if r.size:
+            if r.size and labels_on:
                 data.append(dict(
                     type="scatter", name=f"{name} labels", x=c.astype(np.float32), y=r.astype(np.float32),
                     mode="text", text=cells.labels[r, c].astype(str), hoverinfo="skip", showlegend=False,
@@ -365,9 +371,31 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
     axis = dict(showgrid=False, zeroline=False, constrain="domain")
     layout = dict(
         height=height or (70 + cell_px * rows), margin=dict(l=50, r=10, t=10, b=45),
-        plot_bgcolor="#f4f4f4", showlegend=False, hoverlabel=dict(align="left"),
+        plot_bgcolor="#f4f4f4", showlegend=False, hoverlabel=dict(align="left"), meta=dict(labels=labels_on),
         xaxis=dict(title=dict(text=x_title), range=[-0.5, cols - 0.5], dtick=1 if cols <= 12 else 2, **axis),
         yaxis=dict(title=dict(text=y_title), range=[rows - 0.5, -0.5], dtick=1 if rows <= 12 else 2,
                    scaleanchor="x", **axis),
     )
     return trusted_figure(data, layout)
+
+
+def unmasked_error(demo: DemoInputs) -> np.ndarray:
+    """|causal skew − true q_i · e(j − i)| per cell [L, L]: what an encoder that used the causal
+    skew without a mask would feed its softmax. Zero on and below the diagonal (float32 rounding)."""
+    return (skew(demo.qer) - naive_reference(demo, bidirectional=True)).abs().numpy().astype(np.float32)
+
+
+def unmasked_error_figure(error: np.ndarray, *, height: int = 330) -> go.Figure:
+    """The error of the unmasked causal skew: a picture of why an encoder must not use it."""
+    length = error.shape[0]
+    i, j = np.indices(error.shape)
+    figure = go.Figure(go.Heatmap(
+        z=error, x=np.arange(length), y=np.arange(length), colorscale="Reds", zmin=0,
+        customdata=(j - i).astype(np.int16),
+        hovertemplate="query i = %{y}, key j = %{x}<br>j − i = %{customdata}<br>|error| = %{z:.3g}<extra></extra>",
+        colorbar=dict(title=dict(text="|error|"), thickness=12), xgap=1, ygap=1))
+    figure.update_layout(height=height, margin=dict(l=50, r=10, t=40, b=45),
+                         title=dict(text="causal skew used unmasked: |error| per cell", x=0, xanchor="left"),
+                         xaxis=dict(title=dict(text="key j"), constrain="domain"),
+                         yaxis=dict(title=dict(text="query i"), autorange="reversed", scaleanchor="x"))
+    return figure
