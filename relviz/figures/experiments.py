@@ -26,8 +26,12 @@ from relviz.experiments import (
 )
 from relviz.memory import format_bytes
 
-#: One colour per setting / scheme, stable across the page's charts.
-COLOURS = ["#2E86AB", "#F18F01", "#C73E1D", "#7B2CBF", "#6A994E", "#D4A017", "#E07A5F", "#1B998B"]
+#: One hue per position scheme, so a scheme keeps its colour in every chart of the page; hues far
+#: apart (no two oranges). A second and third setting of one scheme in a chart get a darker and a
+#: lighter shade. Schemes not listed take the spare colours in order.
+SCHEME_COLOURS = {"shaw": "#1F77B4", "sinusoidal": "#FF7F0E", "t5": "#2CA02C", "alibi": "#D62728",
+                  "skew": "#9467BD", "learned": "#8C564B", "none": "#7F7F7F", "rope": "#17BECF"}
+SPARE_COLOURS = ["#BCBD22", "#E377C2", "#000080", "#808000"]
 IMPL_COLOURS = {"skew_naive": "#C73E1D", "shaw_naive": "#E07A5F", "skew": "#2E86AB", "shaw": "#6A994E",
                 "chunked": "#8E7DBE"}
 CHANCE = 0.1
@@ -38,8 +42,27 @@ def _rgba(hex_colour: str, alpha: float) -> str:
     return f"rgba({r}, {g}, {b}, {alpha})"
 
 
-def _colour(index: int) -> str:
-    return COLOURS[index % len(COLOURS)]
+def _shade(hex_colour: str, factor: float) -> str:
+    """factor < 1 darkens towards black, > 1 lightens towards white."""
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    mix = (lambda c: c * factor) if factor <= 1 else (lambda c: c + (255 - c) * (factor - 1))
+    return "#" + "".join(f"{int(round(min(255, max(0, mix(c))))):02X}" for c in (r, g, b))
+
+
+def setting_colours(settings: list[dict[str, Any]]) -> dict[str, str]:
+    """Colour of every setting id of one section: its scheme's hue; further settings of the same
+    scheme get a darker, then a lighter shade."""
+    seen: dict[str, int] = {}
+    colours = {}
+    palette = dict(SCHEME_COLOURS)
+    spare = iter(SPARE_COLOURS * 4)
+    for s in settings:
+        scheme = s.get("scheme", s["id"])
+        base = palette.get(scheme) or palette.setdefault(scheme, next(spare))
+        n = seen.get(scheme, 0)
+        seen[scheme] = n + 1
+        colours[s["id"]] = _shade(base, (1.0, 0.55, 1.45)[n % 3])
+    return colours
 
 
 # ---------------------------------------------------------------------------------------
@@ -97,8 +120,9 @@ def offset_detail(section: dict[str, Any], setting_ids: list[str], *, live: list
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         row_heights=[0.78, 0.22] if n_strips else [0.97, 0.03])
     lookup = {(r["setting"], r["layers"], r["s"]): r for r in section["results"]}
+    colours = setting_colours(section["settings"])
     for sid in chosen:
-        colour = _colour(order.index(sid))
+        colour = colours[sid]
         for n in layers:
             dash = "solid" if n == min(layers) else "dash"
             entries = [lookup[(sid, n, s)] for s in shifts]
@@ -125,7 +149,7 @@ def offset_detail(section: dict[str, Any], setting_ids: list[str], *, live: list
                   annotation_text="chance (10 tokens)", annotation_position="bottom right")
     # bucket edges and Shaw's k on the accuracy axis too
     for sid in strips:
-        colour = _colour(order.index(sid))
+        colour = colours[sid]
         setting = settings[sid]
         segments = bucket_segments(setting, max_s)
         if setting.scheme == "shaw":
@@ -140,7 +164,7 @@ def offset_detail(section: dict[str, Any], setting_ids: list[str], *, live: list
                                   row=1, col=1)
     # the strips: one row per setting, one bar per group of offsets one layer cannot tell apart
     for row_index, sid in enumerate(strips):
-        colour = _colour(order.index(sid))
+        colour = colours[sid]
         segments = bucket_segments(settings[sid], max_s)
         for n, (first, last, label) in enumerate(segments):
             shared = last > first
@@ -176,8 +200,9 @@ def extrapolation_figure(section: dict[str, Any], *, live: list[dict[str, Any]] 
     factors = setup["factors"]
     fig = go.Figure()
     lookup = {(r["setting"], r["factor"]): r for r in section["results"]}
-    for index, s in enumerate(section["settings"]):
-        colour = _colour(index)
+    colours = setting_colours(section["settings"])
+    for s in section["settings"]:
+        colour = colours[s["id"]]
         ok = [lookup[(s["id"], f)] for f in factors if lookup[(s["id"], f)]["cannot_run"] is None]
         bad = [lookup[(s["id"], f)] for f in factors if lookup[(s["id"], f)]["cannot_run"] is not None]
         xs = [e["eval_length"] for e in ok]
