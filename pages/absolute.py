@@ -171,7 +171,7 @@ with ui.user_errors():
         st.caption("Dimensions 2k and 2k + 1 hold sin and cos of p·ω_k with ω_k = 10000^(−2k/d_model): the "
                    "first pairs turn fast (wavelength 2π), later ones ever slower (up to 2π·10000). Each "
                    "row is one position's vector — a different vector for every position.")
-        ui.matrix_downloads(pe, name=f"sinusoidal_L{length}_d{d_model}", key="abs_dl_pe")
+        ui.matrix_downloads(pe, name=f"sinusoidal_L{length}_d{d_model}", key="abs_dl_pe", corner="p\\\\d")
     with col_sim:
         if projected:
             st.markdown("**Through a random head: (PE_i W_Q)·(PE_j W_K) / √64**")

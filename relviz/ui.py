@@ -219,13 +219,28 @@ def show_figure(figure: go.Figure, *, key: str) -> None:
     st.plotly_chart(figure, key=key, config=PLOTLY_CONFIG, width="stretch")
 
 
-def matrix_to_csv(matrix: np.ndarray) -> str:
-    """Rows of the matrix as CSV lines (integers stay integers)."""
+def matrix_to_csv(matrix: np.ndarray, *, row0: int = 0, col0: int = 0, corner: str = "i\\j") -> str:
+    """The matrix as CSV with a header row: ``corner`` then the column indices (key positions j from
+    ``col0``); each line starts with its row index (query position i from ``row0``). Integers stay
+    integers. ``pandas.read_csv(f, index_col=0)`` reads it back as the exact matrix."""
     matrix = np.asarray(matrix)
+    matrix = matrix.reshape(matrix.shape[0], -1) if matrix.ndim > 1 else matrix[None]
+    rows, cols = matrix.shape
     out = io.StringIO()
+    out.write(",".join([corner] + [str(col0 + c) for c in range(cols)]) + "\n")
     fmt = "%d" if np.issubdtype(matrix.dtype, np.integer) else "%.7g"
-    np.savetxt(out, matrix.reshape(matrix.shape[0], -1) if matrix.ndim > 1 else matrix[None], fmt=fmt,
-               delimiter=",")
+    labelled = np.concatenate([np.arange(row0, row0 + rows)[:, None].astype(matrix.dtype if fmt == "%d"
+                                                                             else np.float64), matrix], axis=1)
+    np.savetxt(out, labelled, fmt=["%d"] + [fmt] * cols, delimiter=",")
+    return out.getvalue()
+
+
+def offset_vector_csv(offsets: np.ndarray, values: np.ndarray, *, quantity: str) -> str:
+    """The per-offset vector as CSV: header ``j-i,<quantity>``, then one line per diagonal."""
+    table = np.stack([np.asarray(offsets), np.asarray(values)], axis=1)
+    out = io.StringIO()
+    fmt = "%d" if np.issubdtype(table.dtype, np.integer) else "%.7g"
+    np.savetxt(out, table, fmt=["%d", fmt], delimiter=",", header=f"j-i,{quantity}", comments="")
     return out.getvalue()
 
 
@@ -235,11 +250,18 @@ def matrix_to_npy(matrix: np.ndarray) -> bytes:
     return out.getvalue()
 
 
-def matrix_downloads(matrix: np.ndarray, *, name: str, key: str) -> None:
-    """CSV and .npy downloads of ``matrix``, built only when clicked (deferred callables)."""
+def matrix_downloads(matrix: np.ndarray, *, name: str, key: str, csv: Callable[[], str] | None = None,
+                     row0: int = 0, col0: int = 0, corner: str = "i\\j") -> None:
+    """CSV and .npy downloads of ``matrix``, built only when clicked (deferred callables).
+
+    The CSV has a header row (``corner``, then the column indices from ``col0``) and each line starts
+    with its row index (from ``row0``); the .npy holds the bare matrix. ``csv`` replaces the CSV text.
+    """
     left, right = st.columns(2)
-    left.download_button("Download CSV", lambda: matrix_to_csv(matrix), file_name=f"{name}.csv",
-                         mime="text/csv", key=f"{key}_csv", on_click="ignore")
+    left.download_button("Download CSV", csv or (lambda: matrix_to_csv(matrix, row0=row0, col0=col0, corner=corner)),
+                         file_name=f"{name}.csv", mime="text/csv", key=f"{key}_csv", on_click="ignore",
+                         help="First line: the column indices; first column: the row index "
+                              "(pandas.read_csv(file, index_col=0) gives the matrix back).")
     right.download_button("Download .npy", lambda: matrix_to_npy(matrix), file_name=f"{name}.npy",
                           mime="application/octet-stream", key=f"{key}_npy", on_click="ignore")
 
@@ -404,16 +426,20 @@ def large_matrix_downloads(window_values: np.ndarray, offsets: np.ndarray, value
     with left:
         st.caption(f"{quantity}, window rows {window.row0}…{window.row0 + window.rows - 1}, "
                    f"columns {window.col0}…{window.col0 + window.cols - 1}")
-        matrix_downloads(window_values, name=f"{name}_window_{suffix}", key=f"{key}_win")
+        matrix_downloads(window_values, name=f"{name}_window_{suffix}", key=f"{key}_win", row0=window.row0,
+                         col0=window.col0)
     with right:
         st.caption(f"per-offset vector (j − i, {quantity})")
-        offset_vector_downloads(offsets, values, name=f"{name}_per_offset_{suffix}", key=f"{key}_vec")
+        offset_vector_downloads(offsets, values, name=f"{name}_per_offset_{suffix}", key=f"{key}_vec",
+                                quantity=quantity)
 
 
-def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: str, key: str) -> None:
+def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: str, key: str,
+                            quantity: str = "value") -> None:
     """CSV/.npy of the per-offset vector: column 0 is j − i, column 1 the value on that diagonal.
 
     These q_len + k_len − 1 rows define the whole Toeplitz matrix: entry (i, j) is the value
     of the row whose j − i equals j − (q_offset + i).
     """
-    matrix_downloads(np.stack([np.asarray(offsets), np.asarray(values)], axis=1), name=name, key=key)
+    matrix_downloads(np.stack([np.asarray(offsets), np.asarray(values)], axis=1), name=name, key=key,
+                     csv=lambda: offset_vector_csv(offsets, values, quantity=quantity))
