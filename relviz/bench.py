@@ -319,6 +319,8 @@ SECTIONS: list[Section] = [
     Section("memory", "Music Transformer memory example", memory_section),
     Section("app", "App rerun time and figure sizes",
             lambda ctx: importlib.import_module("relviz.bench_app").app_section(ctx)),
+    Section("first_paint", "First paint in Chromium vs a minimal Streamlit + Plotly app",
+            lambda ctx: importlib.import_module("relviz.bench_first_paint").first_paint_section(ctx)),
 ]
 
 

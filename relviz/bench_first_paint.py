@@ -1,0 +1,166 @@
+"""Bench section ``first_paint``: a fresh visitor's first page, relviz vs a minimal Streamlit + Plotly app.
+
+Each round starts a fresh server (loopback, a free port) for relviz's app.py and for a minimal app
+(a title, a sentence and one Plotly heatmap: what someone would write instead), then opens the
+landing page in a fresh Chromium context and waits until the title and the first chart have been
+drawn. Measured, per app:
+
+- ``cold``: server started and healthy -> first chart drawn, for the server's first visitor (the
+  page's imports happen during this visit);
+- ``warm``: the same for a second, fresh visitor (new browser context) of the same server.
+
+The two apps alternate within each round, so machine load hits both alike; the ratio of the
+medians is the figure. Needs Playwright and Chromium (requirements-dev.txt, Debian's chromium).
+"""
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_RATIO = 1.2
+
+MINIMAL_APP = '''
+import plotly.graph_objects as go
+import streamlit as st
+
+st.set_page_config(page_title="minimal", layout="wide")
+st.title("A minimal Streamlit + Plotly app")
+st.write("One heatmap of j - i, the picture a first page would show.")
+n = 7
+st.plotly_chart(go.Figure(go.Heatmap(z=[[j - i for j in range(n)] for i in range(n)])))
+'''
+
+#: The page has drawn: a title and at least one Plotly chart holding data.
+DRAWN_JS = """() => !!document.querySelector('h1') && Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .some(div => div.data && div.data.length > 0)"""
+
+
+def unavailable() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "first paint: needs playwright (pip install -r requirements-dev.txt)"
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        return "first paint: needs Chromium (apt-get install chromium)"
+    if not (REPO / "app.py").exists():
+        return "first paint: needs a checkout of the repository (app.py), not an installed package"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _server(script: Path, cwd: Path, timeout_s: float = 120.0) -> Iterator[tuple[str, float]]:
+    """A fresh headless server for ``script``; yields (base URL, seconds until healthy)."""
+    port = _free_port()
+    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless=true",
+               "--server.address=127.0.0.1", f"--server.port={port}", "--browser.gatherUsageStats=false",
+               "--server.fileWatcherType=none"]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.perf_counter() - started > timeout_s:
+                raise RuntimeError(f"streamlit did not start for {script}")
+            time.sleep(0.05)
+        yield base, time.perf_counter() - started
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _visit(browser, base: str, timeout_s: float = 120.0) -> float:
+    """Seconds from navigation to the first drawn chart, in a fresh browser context."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    try:
+        page = context.new_page()
+        started = time.perf_counter()
+        page.goto(base + "/", wait_until="commit")
+        page.wait_for_function(DRAWN_JS, timeout=timeout_s * 1000, polling=20)
+        return time.perf_counter() - started
+    finally:
+        context.close()
+
+
+def measure(rounds: int, log=lambda message: None) -> dict[str, Any]:
+    """Cold and warm first paint of both apps over ``rounds`` alternating rounds (seconds)."""
+    from playwright.sync_api import sync_playwright
+
+    times: dict[str, dict[str, list[float]]] = {app: {"cold": [], "warm": [], "start": []}
+                                                for app in ("relviz", "minimal")}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
+        minimal = Path(tmp) / "minimal_app.py"
+        minimal.write_text(MINIMAL_APP)
+        browser = playwright.chromium.launch(
+            executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            for round_ in range(rounds):
+                order = [("relviz", REPO / "app.py", REPO), ("minimal", minimal, Path(tmp))]
+                for name, script, cwd in order if round_ % 2 == 0 else order[::-1]:
+                    log(f"first paint: round {round_ + 1}/{rounds}, {name}")
+                    with _server(script, cwd) as (base, start_s):
+                        times[name]["start"].append(start_s)
+                        times[name]["cold"].append(_visit(browser, base))
+                        times[name]["warm"].append(_visit(browser, base))
+        finally:
+            browser.close()
+    return times
+
+
+def first_paint_section(ctx):
+    from relviz.bench_report import Column, SectionResult, Target, ms
+
+    title = "First paint: a fresh visitor's landing page in Chromium, relviz vs a minimal Streamlit + Plotly app"
+    reason = unavailable()
+    if reason:
+        return SectionResult(name="first_paint", title=title, columns=[], rows=[], notes=[reason])
+    rounds = 1 if ctx.quick else 5
+    times = measure(rounds, ctx.log)
+    rows = []
+    ratios = {}
+    for visit in ("cold", "warm"):
+        relviz_s = statistics.median(times["relviz"][visit])
+        minimal_s = statistics.median(times["minimal"][visit])
+        ratios[visit] = relviz_s / minimal_s
+        rows.append({"visit": "server's first visitor" if visit == "cold" else "a later fresh visitor",
+                     "relviz_s": relviz_s, "minimal_s": minimal_s, "ratio": ratios[visit],
+                     "relviz_all": [round(t, 3) for t in times["relviz"][visit]],
+                     "minimal_all": [round(t, 3) for t in times["minimal"][visit]]})
+    targets = [Target(f"a fresh visitor's first page within {TARGET_RATIO}x of the minimal app ({visit})",
+                      ratios[visit] <= TARGET_RATIO, f"{ratios[visit]:.2f}x") for visit in ("cold", "warm")]
+    start = {name: statistics.median(times[name]["start"]) for name in times}
+    return SectionResult(
+        name="first_paint", title=title,
+        columns=[Column("visit", "visit"), Column("relviz_s", "relviz ms", ms),
+                 Column("minimal_s", "minimal app ms", ms), Column("ratio", "relviz / minimal", lambda x: f"{x:.2f}x")],
+        rows=rows, targets=targets,
+        notes=[f"median of {rounds} alternating rounds; navigation -> title and first Plotly chart drawn",
+               f"server start to healthy (not counted): relviz {start['relviz'] * 1e3:.0f} ms, "
+               f"minimal {start['minimal'] * 1e3:.0f} ms"])
