@@ -24,10 +24,12 @@ position − query position.
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import torch
 
@@ -206,6 +208,8 @@ def rope_config_from_hf(config: Mapping[str, object]) -> RopeConfig:
     scaling = dict(scaling)
     rope_type = scaling.pop("rope_type", None) or scaling.pop("type", None) or "default"
     scaling.pop("type", None)
+    if rope_type == "su":  # Phi-3's first name for LongRoPE; transformers' Phi3Config reads it as longrope
+        rope_type = "longrope"
     base = scaling.pop("rope_theta", None) or config.get("rope_theta") or config.get("rotary_emb_base") or 10000.0
     partial = (scaling.pop("partial_rotary_factor", None) or config.get("partial_rotary_factor")
                or config.get("rotary_pct") or (0.25 if config.get("model_type") == "gpt_neox" else 1.0))
@@ -469,3 +473,20 @@ def measured_decay(inv_freq: torch.Tensor, offsets: torch.Tensor, *, rotary_dim:
     angle = offsets.to(inv_freq.device).double()[:, None] * inv_freq[None, :]             # [R, P]
     scores = (h[:, None, :] * torch.polar(torch.ones_like(angle), -angle)[None]).real.sum(-1) / r   # [S, R]
     return scores.mean(0) if identical else scores.abs().mean(0)
+
+
+# ---------------------------------------------------------------------------------------
+# Presets: published checkpoints' settings (relviz/presets.json names the source of each)
+
+PRESETS_PATH = Path(__file__).with_name("presets.json")
+
+
+def load_presets() -> dict:
+    """The presets file: {"rope": [...], "t5": [...], "alibi": [...], "missing": [...]}, each with its source."""
+    return json.loads(PRESETS_PATH.read_text(encoding="utf-8"))
+
+
+def rope_presets() -> dict[str, tuple[str, RopeConfig, str]]:
+    """id -> (label, RopeConfig read from the model's config.json fields, source)."""
+    return {entry["id"]: (entry["label"], rope_config_from_hf(entry["config"]), entry["source"])
+            for entry in load_presets()["rope"]}

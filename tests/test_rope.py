@@ -20,9 +20,11 @@ from relviz.rope import (
     RopeConfig,
     RopeScaling,
     decay_bound,
+    load_presets,
     measured_decay,
     rope_config_from_hf,
     rope_parameters,
+    rope_presets,
     rotate,
     score_matrix,
     score_per_offset,
@@ -277,3 +279,33 @@ def test_yarn_default_attention_factor():
 def test_invalid_parameters_raise_value_error_naming_them(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_presets_read_and_match_the_published_settings():
+    presets = rope_presets()
+    label, llama31, source = presets["llama-3.1-8b"]
+    assert "meta-llama/Llama-3.1-8B" in source
+    assert (llama31.head_dim, llama31.base, llama31.scaling.rope_type, llama31.scaling.factor) == (128, 500000.0, "llama3", 8.0)
+    assert llama31.original_max_position_embeddings == 8192
+    _, phi3, _ = presets["phi-3-vision-128k"]
+    assert phi3.scaling.rope_type == "longrope" and len(phi3.scaling.long_factor) == phi3.pairs == 48
+    assert presets["qwen2.5-7b-instruct"][1].base == 1e6
+    every = load_presets()
+    assert all(entry["source"] and entry["model_id"] in entry["source"]
+               for group in ("rope", "t5", "alibi") for entry in every[group])
+
+
+@needs_transformers
+def test_phi3_su_preset_equals_transformers():
+    """The LongRoPE preset against transformers' Phi-3, short and long factors.
+
+    transformers 5 refuses the published ``"type": "su"`` spelling (KeyError: it validates before it
+    copies original_max_position_embeddings in), so transformers gets ``rope_type: longrope``.
+    """
+    entry = next(e for e in load_presets()["rope"] if e["id"] == "phi-3-vision-128k")
+    config = dict(entry["config"], num_hidden_layers=1, intermediate_size=8, vocab_size=16)
+    scaling = {k: v for k, v in config["rope_scaling"].items() if k != "type"}
+    config["rope_scaling"] = dict(scaling, rope_type="longrope")
+    assert rope_config_from_hf(entry["config"]) == rope_config_from_hf(config)
+    for seq_len in (None, 4096, 4097):
+        check_against_transformers(config, seq_len, phi3=True)
