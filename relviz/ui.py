@@ -39,6 +39,7 @@ PAGES: list[PageInfo] = [
     PageInfo("pages/t5.py", "T5 buckets", ":material/view_week:"),
     PageInfo("pages/skew.py", "The skew, step by step", ":material/south_east:"),
     PageInfo("pages/absolute.py", "Absolute vs relative", ":material/compare_arrows:"),
+    PageInfo("pages/rope.py", "RoPE and its scalings", ":material/360:"),
     PageInfo("pages/attention.py", "Live attention", ":material/visibility:"),
     PageInfo("pages/experiments.py", "Experiments", ":material/science:"),
 ]

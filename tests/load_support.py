@@ -31,7 +31,7 @@ import psutil
 from browser_support import CHROMIUM_ARGS, PLOT_STATE_JS, REPO, app_server, chromium_path, page_url
 
 #: The slider each page's sessions move (by its widget key); a page not listed uses its first slider.
-SLIDERS = {"home": "home_q", "shaw": "sh_clip", "t5": "t5_nb", "skew": "skew_L", "absolute": "abs_heads",
+SLIDERS = {"home": "home_q", "shaw": "sh_clip", "t5": "t5_nb", "skew": "skew_L", "absolute": "abs_heads", "rope": "rp_L",
            "attention": "at_len", "experiments": "ex_thr"}
 ACTION_TIMEOUT_MS = 120_000
 #: A page still without its slider this long after it finished running, and showing an error,

@@ -417,6 +417,13 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("last head, then one head", [("abs_heads", 32), ("abs_head", 32), ("abs_heads", 1)]),
         Scenario("widest and longest", [("abs_L", 512), ("abs_d", 4), ("abs_proj", True), ("abs_d", 512)]),
     ],
+    "pages/rope.py": [
+        Scenario("llama3 with high <= low", [("rp_preset", "custom"), ("rp_rule", "llama3"), ("rp_low", 2.0), ("rp_high", 1.0)],
+                 ("high_freq_factor",)),
+        Scenario("longest length, widest window, every preset", [("rp_len", 1048576), ("rp_L", 256),
+                                                                 ("rp_preset", "Llama-3.1 8B"),
+                                                                 ("rp_preset", "Phi-3-vision 128k (LongRoPE)")]),
+    ],
     "pages/attention.py": [
         Scenario("invalid T5 training setting", [("at_tsch", "t5"), ("at_tnb", 64), ("at_tmd", 1)], ("max_distance",)),
         Scenario("too much work", [("at_tsch", "none"), ("at_tsteps", 800), ("at_tlen", 48), ("at_tl", 3)], ("steps",)),

@@ -1,0 +1,239 @@
+"""RoPE: the rotation, why q·k sees only j − i, the long-term decay, and the scaling rules of real models."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import streamlit as st
+import torch
+
+from relviz import ui
+from relviz.figures.rope import decay_figure, decay_offsets, ratio_figure, wavelength_figure
+from relviz.figures.toeplitz import toeplitz_heatmap
+from relviz.rope import (
+    RopeConfig,
+    RopeScaling,
+    decay_bound,
+    measured_decay,
+    rope_parameters,
+    rope_presets,
+    rotate,
+    score_matrix,
+    unscaled,
+)
+
+ui.ensure_app_navigation()
+
+CPU = "cpu"
+P = "rp"
+CUSTOM = "custom"
+LENGTHS = [2 ** k for k in range(8, 21)]              # 256 … 1,048,576 positions
+HEAD_DIMS = [16, 32, 64, 96, 128, 256]
+BASES = [100, 500, 1000, 10000, 50000, 100000, 500000, 1000000, 10000000]
+FACTORS = [1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+ORIGINALS = [2 ** k for k in range(9, 18)]            # 512 … 131,072
+CUSTOM_RULES = ["default", "linear", "dynamic", "yarn", "llama3"]  # longrope needs per-pair lists: presets
+RULE_TEXT = {
+    "default": "plain RoPE: θ_i = base^(−2i/d).",
+    "linear": "position interpolation: every θ_i divided by the factor, so positions up to factor × the "
+              "original context fall in the angle range seen in training (high frequencies get squeezed too).",
+    "dynamic": "dynamic NTK: once the sequence is longer than max_position_embeddings, the base grows to "
+               "base · (factor·L/max − (factor − 1))^(d/(d−2)), recomputed for the current length L.",
+    "yarn": "YaRN: pairs that turn more than beta_fast times in the original context keep θ_i, pairs that "
+            "turn fewer than beta_slow times are interpolated (θ_i/factor), a linear ramp in between; the "
+            "logits are scaled by the attention factor² (cos and sin each carry it).",
+    "llama3": "Llama 3.1: wavelengths shorter than original/high_freq_factor untouched, longer than "
+              "original/low_freq_factor divided by the factor, a smooth blend between.",
+    "longrope": "LongRoPE: each wavelength multiplied by its own short factor (within the original context) "
+                "or long factor (beyond it); attention factor sqrt(1 + ln(scale)/ln(original)).",
+}
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def presets() -> dict[str, tuple[str, RopeConfig, str]]:
+    return rope_presets()
+
+
+def custom_config(head_dim: int, base: float, rule: str, factor: float, original: int, low: float, high: float,
+                  beta_fast: float, beta_slow: float) -> RopeConfig:
+    """The head the controls describe; yarn/llama3 models publish max_position_embeddings = original × factor."""
+    if rule == "default":
+        return RopeConfig(head_dim=head_dim, base=base, max_position_embeddings=original)
+    if rule in ("linear", "dynamic"):
+        return RopeConfig(head_dim=head_dim, base=base, max_position_embeddings=original,
+                          scaling=RopeScaling(rule, factor=factor))
+    extra = dict(low_freq_factor=low, high_freq_factor=high) if rule == "llama3" else \
+        dict(beta_fast=beta_fast, beta_slow=beta_slow)
+    return RopeConfig(head_dim=head_dim, base=base, max_position_embeddings=int(original * factor),
+                      scaling=RopeScaling(rule, factor=factor, original_max_position_embeddings=original, **extra))
+
+
+def config_of(key: tuple) -> RopeConfig:
+    """A config from its scalar key: ("preset", id) or ("custom", head_dim, base, rule, ...)."""
+    return presets()[key[1]][1] if key[0] == "preset" else custom_config(*key[1:])
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def frequencies(key: tuple, length: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(θ at this length, unscaled θ, attention scaling)."""
+    config = config_of(key)
+    inv_freq, scaling = rope_parameters(config, length, device=CPU)
+    plain = rope_parameters(unscaled(config), device=CPU)[0]
+    return inv_freq.numpy(), plain.numpy(), scaling
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def scores(key: tuple, length: int, window: int, same: bool, seed: int) -> tuple[np.ndarray, float]:
+    """(per-offset scores of the window × window matrix, max |brute force − Toeplitz|) for random q, k."""
+    config = config_of(key)
+    inv_freq, scaling = rope_parameters(config, length, device=CPU)
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(config.head_dim, dtype=torch.float64, generator=generator)
+    k = q.clone() if same else torch.randn(config.head_dim, dtype=torch.float64, generator=generator)
+    q, k = q / q.norm(), k / k.norm()  # unit vectors: the unrotated score is their cosine
+    _, per_offset = score_matrix(q, k, inv_freq, window, attention_scaling=scaling)
+    positions = torch.arange(window)
+    brute = rotate(q.expand(window, -1).clone(), positions, inv_freq, attention_scaling=scaling) @ \
+        rotate(k.expand(window, -1).clone(), positions, inv_freq, attention_scaling=scaling).T  # [W, W]
+    i, j = torch.meshgrid(positions, positions, indexing="ij")
+    spread = float((brute - per_offset[j - i + window - 1]).abs().max())
+    return per_offset.numpy().astype(np.float32), spread
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def decay(key: tuple, length: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    config = config_of(key)
+    offsets = decay_offsets(length)
+    distance = torch.from_numpy(offsets)
+    inv_freq, _ = rope_parameters(config, length, device=CPU)
+    plain = rope_parameters(unscaled(config), device=CPU)[0]
+    top = (len(inv_freq) + 1) / 2  # the bound at distance 0: mean of |S_j| = j over j = 1..P
+    curves = {"RoFormer bound / its value at 0": decay_bound(inv_freq, distance).numpy() / top}
+    if config.scaling.rope_type != "default":
+        curves["RoFormer bound / its value at 0, unscaled θ"] = decay_bound(plain, distance).numpy() / top
+    curves["measured: q = k (mean score / d)"] = measured_decay(inv_freq, distance, identical=True).numpy()
+    curves["measured: independent q, k (mean |score| / d)"] = measured_decay(inv_freq, distance).numpy()
+    return offsets, curves
+
+
+st.title("RoPE and its scalings")
+st.markdown(
+    "**Rotary position embedding** (Su et al., RoFormer) rotates every pair of dimensions of q and k by an "
+    "angle proportional to the position: pair i at position m turns by m·θ_i, with θ_i = base^(−2i/d). "
+    "Rotating both and taking the dot product leaves only the *difference* of the angles, so q_m · k_n "
+    "depends on n − m alone. Nearly every current LLM uses it, and stretches it past its training length "
+    "with a **scaling rule**. Every number here is computed the way Hugging Face transformers computes it.")
+ui.sign_convention()
+
+preset_map = presets()
+by_label = {label: preset_id for preset_id, (label, _, _) in preset_map.items()}
+c_preset, c_len = st.columns([2, 1])
+# Bound widgets put their shown value in the URL: options are the labels themselves (no format_func).
+chosen = c_preset.selectbox(
+    "model (custom: set the head below)", [CUSTOM] + list(by_label), key=f"{P}_preset", bind="query-params",
+    help="Settings read from each model's published config.json (the source is shown below).")
+preset = by_label.get(chosen, CUSTOM)
+length = int(c_len.select_slider("context length L (the length you run at)", LENGTHS, value=8192,
+                                 key=f"{P}_len", bind="query-params"))
+
+if preset == CUSTOM:
+    c1, c2, c3, c4 = st.columns(4)
+    head_dim = int(c1.select_slider("head dim d", HEAD_DIMS, value=128, key=f"{P}_dim", bind="query-params"))
+    base = float(c2.select_slider("base", BASES, value=10000, key=f"{P}_base", bind="query-params"))
+    rule = c3.selectbox("scaling rule", CUSTOM_RULES, key=f"{P}_rule", bind="query-params",
+                        help="LongRoPE needs a factor per pair: pick the Phi-3 preset to see it.")
+    original = int(c4.select_slider("original context (training length)", ORIGINALS, value=4096,
+                                    key=f"{P}_orig", bind="query-params"))
+    factor = low = high = beta_fast = beta_slow = 1.0
+    if rule != "default":
+        d1, d2, d3 = st.columns(3)
+        factor = float(d1.select_slider("factor", FACTORS, value=4.0, key=f"{P}_factor", bind="query-params"))
+        if rule == "llama3":
+            low = float(d2.select_slider("low_freq_factor", [0.5, 1.0, 2.0], value=1.0, key=f"{P}_low",
+                                         bind="query-params"))
+            high = float(d3.select_slider("high_freq_factor", [1.0, 2.0, 4.0, 8.0], value=4.0, key=f"{P}_high",
+                                          bind="query-params"))
+        if rule == "yarn":
+            beta_fast = float(d2.select_slider("beta_fast (turns)", [4, 8, 16, 32, 64], value=32,
+                                               key=f"{P}_bf", bind="query-params"))
+            beta_slow = float(d3.select_slider("beta_slow (turns)", [0.25, 0.5, 1, 2, 4], value=1,
+                                               key=f"{P}_bs", bind="query-params"))
+    key: tuple = (CUSTOM, head_dim, base, rule, factor, original, low, high, beta_fast, beta_slow)
+else:
+    key = ("preset", preset)
+
+with ui.user_errors():
+    config = config_of(key)
+    rule = config.scaling.rope_type
+    if preset != CUSTOM:
+        label, _, source = preset_map[preset]
+        st.caption(f"**{label}** — head dim {config.head_dim}, rotary dims {config.rotary_dim}, base "
+                   f"{config.base:,g}, max_position_embeddings {config.max_position_embeddings:,}, rule "
+                   f"**{rule}**. Source: {source}.")
+    inv_freq, plain, attention = frequencies(key, length)
+    original = config.original_max_position_embeddings
+    st.info(f"**{rule}** — {RULE_TEXT[rule]}", icon=":material/info:")
+
+    st.subheader("1 · The rotation: which pairs turn inside the context")
+    wave = 2 * math.pi / inv_freq.astype(np.float64)
+    turning = int((wave <= length - 1).sum())
+    m1, m2, m3 = st.columns(3)
+    m1.metric("pairs that complete a turn in L", f"{turning} of {len(inv_freq)}")
+    m2.metric("longest wavelength", f"{wave.max():,.0f} positions")
+    m3.metric("attention scaling (on cos and sin)", f"{attention:.4f}",
+              help="Logits are multiplied by its square. yarn and longrope only; 1 for the other rules.")
+    col_w, col_r = st.columns([3, 2])
+    with col_w:
+        ui.show_figure(wavelength_figure(inv_freq, plain, length=length,
+                                         original=original if rule != "default" else None, rule=rule),
+                       key=f"{P}_fig_wave")
+        st.caption("Pair i rotates by m·θ_i at position m, a full turn every 2π/θ_i positions. Early pairs "
+                   "turn many times (fine, local position); the last pairs sweep only a fraction of the circle "
+                   "over the whole context (coarse, long-range). A pair that never completed a turn in "
+                   "training meets angles it has never seen once the context grows: that is what the scaling "
+                   "rules fix.")
+    with col_r:
+        if rule == "default":
+            st.markdown("**No scaling rule.** Pick one (custom) or a scaled model to see what it does to "
+                        "each pair's frequency.")
+        else:
+            ui.show_figure(ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=rule),
+                           key=f"{P}_fig_ratio")
+            st.caption("θ_scaled / θ per pair at this length: 1 = kept (extrapolated), 1/factor = "
+                       "interpolated (positions squeezed into the trained range).")
+
+    st.subheader("2 · Why RoPE is relative: the score matrix is Toeplitz")
+    t1, t2, t3 = st.columns(3)
+    window = int(t1.slider("positions shown", 8, 256, 48, step=8, key=f"{P}_L", bind="query-params"))
+    same = t2.toggle("same content q = k", value=True, key=f"{P}_same", bind="query-params",
+                     help="The same vector at every position (q for queries, k for keys).")
+    seed = int(t3.number_input("seed", 0, 9999, 0, key=f"{P}_seed", bind="query-params"))
+    per_offset, spread = scores(key, length, window, same, seed)
+    heat = toeplitz_heatmap(per_offset, window, window, value_label="score", colorscale="RdBu_r", zmid=0.0,
+                            title="", height=460)
+    col_s, col_t = st.columns([3, 2])
+    with col_s:
+        ui.show_figure(heat.figure, key=f"{P}_fig_scores")
+    with col_t:
+        st.markdown(
+            "Every query position carries the same unit vector q, every key position the same k; only the "
+            "rotation differs. The score (R_i q)·(R_j k) is then Σ_pairs A·cos((j − i)θ) + B·sin((j − i)θ): "
+            "**constant along each diagonal**. relviz computes it once per offset (2L − 1 values) and expands.")
+        st.success(f"Checked: rotating q and k at every position and multiplying gives the same matrix up to "
+                   f"{spread:.1e} (float32 cos/sin, as in transformers).", icon=":material/check_circle:")
+        if attention != 1.0:
+            st.caption(f"Scores include the attention scaling² = {attention ** 2:.4f}.")
+
+    st.subheader("3 · The long-term decay, at this length")
+    offsets, curves = decay(key, length)
+    ui.show_figure(decay_figure(offsets, curves, length=length, original=original if rule != "default" else None),
+                   key=f"{P}_fig_decay")
+    st.caption(
+        "RoFormer §3.4.3 bounds |q·k| by max|h_{k+1} − h_k| · (1/P)·Σ_j |S_j|, S_j = Σ_{k<j} e^{i(j−i)θ_k}; the "
+        "blue curve is that relative bound divided by its value at distance 0, (P + 1)/2: it falls (with "
+        "ripples) as the distance grows. For q = k the "
+        "mean score starts at 1 and dephases; for independent q, k the mean |score| stays flat — the decay is "
+        "about *aligned* content. Scaling slows the rotation, so the bound decays later (compare the dotted, "
+        f"unscaled curve). Drawn at {len(offsets)} distances: every one up to 64, then log-spaced.")
+    ui.offset_vector_downloads(np.arange(-(window - 1), window), per_offset,
+                               name=f"rope_scores_{preset}_L{window}", key=f"{P}_dl")

@@ -1,0 +1,114 @@
+"""Figures of RoPE: wavelengths against the context, what a scaling rule does per pair, the decay.
+
+The score matrix itself is a Toeplitz matrix and is drawn by figures.toeplitz.toeplitz_heatmap.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+PLAIN_COLOUR = "#9e9e9e"
+SCALED_COLOUR = "#1f77b4"
+TURN_COLOUR = "#2ca02c"
+NO_TURN_COLOUR = "#d62728"
+
+
+def _log_hline(figure: go.Figure, y: float, text: str, *, dash: str = "dash", colour: str = "#444",
+               yanchor: str = "bottom") -> None:
+    """A labelled horizontal line on a log y axis (plotly's hline annotation misplaces its text there)."""
+    figure.add_hline(y=y, line=dict(dash=dash, color=colour, width=1.5))
+    figure.add_annotation(x=0, xref="paper", xanchor="left", y=math.log10(y), yref="y", yanchor=yanchor,
+                          text=text, showarrow=False, font=dict(size=11, color=colour))
+
+
+def wavelength_figure(inv_freq: np.ndarray, plain: np.ndarray, *, length: int, original: int | None,
+                      rule: str, height: int = 380) -> go.Figure:
+    """Wavelength 2π/θ_i of every pair (log axis), scaled and unscaled, against the context length.
+
+    A pair whose wavelength is at most length − 1 completes a full turn inside the context (green);
+    the others never do (red): their angle only sweeps part of the circle.
+    """
+    pairs = np.arange(len(inv_freq))
+    wave = 2 * math.pi / inv_freq.astype(np.float64)
+    wave_plain = 2 * math.pi / plain.astype(np.float64)
+    turns = (length - 1) / wave
+    turns_plain = (length - 1) / wave_plain
+    figure = go.Figure()
+    if rule != "default":
+        figure.add_trace(go.Scatter(
+            x=pairs, y=wave_plain, mode="markers", marker=dict(color=PLAIN_COLOUR, size=6, symbol="circle-open"),
+            name="unscaled θ_i = base^(−2i/d)", customdata=np.stack([plain, turns_plain], -1),
+            hovertemplate="pair i = %{x}<br>unscaled θ = %{customdata[0]:.4g} rad/position<br>"
+                          "wavelength = %{y:.4g} positions<br>turns in the context = %{customdata[1]:.3g}"
+                          "<extra></extra>"))
+    colours = np.where(wave <= length - 1, TURN_COLOUR, NO_TURN_COLOUR)
+    figure.add_trace(go.Scatter(
+        x=pairs, y=wave, mode="markers", marker=dict(color=colours.tolist(), size=7),
+        name=f"{rule}: green = at least one full turn in {length:,} positions, red = never",
+        customdata=np.stack([inv_freq, turns], -1),
+        hovertemplate="pair i = %{x}<br>θ = %{customdata[0]:.4g} rad/position<br>wavelength = %{y:.4g} "
+                      "positions<br>turns in the context = %{customdata[1]:.3g}<extra></extra>"))
+    _log_hline(figure, length, f"context length {length:,}")
+    if original is not None and original != length:
+        _log_hline(figure, original, f"original context {original:,}", dash="dot", colour="#8c564b",
+                   yanchor="top" if original > length else "bottom")
+    figure.update_yaxes(type="log", title_text="wavelength 2π/θ_i (positions)")
+    figure.update_xaxes(title_text="dimension pair i")
+    figure.update_layout(height=height, margin=dict(l=60, r=10, t=10, b=45),
+                         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+    return figure
+
+
+def ratio_figure(inv_freq: np.ndarray, plain: np.ndarray, *, factor: float | None, rule: str,
+                 height: int = 300) -> go.Figure:
+    """θ_scaled / θ_unscaled per pair: 1 = untouched (extrapolated), 1/factor = interpolated."""
+    pairs = np.arange(len(inv_freq))
+    ratio = inv_freq.astype(np.float64) / plain.astype(np.float64)
+    figure = go.Figure(go.Scatter(
+        x=pairs, y=ratio, mode="lines+markers", line=dict(color=SCALED_COLOUR), marker=dict(size=5),
+        name=rule, hovertemplate="pair i = %{x}<br>θ_scaled / θ = %{y:.4g}<extra></extra>"))
+    _log_hline(figure, 1.0, "1: unchanged", dash="dot", colour=PLAIN_COLOUR)
+    lowest = min(float(ratio.min()), 1.0)
+    if factor and factor != 1:
+        _log_hline(figure, 1 / factor, f"1/factor = 1/{factor:g}", dash="dot", colour="#8c564b", yanchor="top")
+        lowest = min(lowest, 1 / factor)
+    ticks = [2.0 ** -k for k in range(0, 31) if 2.0 ** -k >= lowest / 1.01]
+    figure.update_yaxes(type="log", title_text="θ_scaled / θ_unscaled", tickvals=ticks,
+                        ticktext=["1" if t == 1 else f"1/{1 / t:g}" for t in ticks],
+                        range=[math.log10(lowest) - 0.15, math.log10(max(float(ratio.max()), 1.0)) + 0.15])
+    figure.update_xaxes(title_text="dimension pair i")
+    figure.update_layout(height=height, margin=dict(l=60, r=10, t=10, b=45), showlegend=False)
+    return figure
+
+
+def decay_figure(offsets: np.ndarray, curves: dict[str, np.ndarray], *, length: int,
+                 original: int | None = None, height: int = 380) -> go.Figure:
+    """Score or bound against |j − i| (log x axis): one line per curve, the context marked."""
+    palette = ["#1f77b4", "#9e9e9e", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"]
+    figure = go.Figure()
+    for k, (name, values) in enumerate(curves.items()):
+        dash = "dot" if "unscaled" in name else "solid"
+        figure.add_trace(go.Scatter(
+            x=offsets, y=values, mode="lines", name=name, line=dict(color=palette[k % len(palette)], dash=dash),
+            hovertemplate="|j − i| = %{x}<br>" + name.split(":")[0] + " = %{y:.4g}<extra></extra>"))
+    figure.add_vline(x=length, line=dict(dash="dash", color="#444"),
+                     annotation=dict(text=f"context {length:,}"), annotation_position="top left")
+    if original is not None and original != length:
+        figure.add_vline(x=original, line=dict(dash="dot", color="#8c564b"),
+                         annotation=dict(text=f"original {original:,}"), annotation_position="bottom left")
+    figure.update_xaxes(type="log", title_text="relative distance |j − i| (log axis)")
+    figure.update_yaxes(title_text="relative to distance 0")
+    figure.update_layout(height=height, margin=dict(l=60, r=10, t=10, b=45),
+                         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+    return figure
+
+
+def decay_offsets(length: int, points: int = 600) -> np.ndarray:
+    """Integer distances 1 … length − 1 (a log axis has no 0): every one up to 64, then log-spaced."""
+    dense = np.arange(1, min(max(length, 2), 65))
+    if length <= 65:
+        return dense
+    sparse = np.unique(np.geomspace(65, length - 1, points).round().astype(np.int64))
+    return np.concatenate([dense, sparse])

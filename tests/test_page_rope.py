@@ -1,0 +1,91 @@
+"""The RoPE page in AppTest: presets, every scaling rule, the Toeplitz score matrix, bad settings."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from page_support import run_page
+from plotly_data import decode, figure_json
+from relviz.rope import RopeConfig, RopeScaling, rope_parameters, rope_presets, score_matrix
+
+
+def charts(at) -> list[dict]:
+    return [figure_json(c) for c in at.get("plotly_chart")]
+
+
+def metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label.startswith(label))
+
+
+def test_default_page_shows_rotation_scores_and_decay():
+    at = run_page("rope")
+    assert not at.error
+    assert len(charts(at)) == 3                 # no scaling rule: no ratio chart
+    assert metric(at, "pairs that complete a turn").endswith("of 64")
+    assert metric(at, "attention scaling") == "1.0000"
+
+
+def test_llama31_preset_shows_its_source_and_exact_frequency_ratio():
+    at = run_page("rope", rp_preset="Llama-3.1 8B", rp_len=131072)
+    assert not at.error
+    assert any("meta-llama/Llama-3.1-8B" in c.value for c in at.caption)
+    figures = charts(at)
+    assert len(figures) == 4
+    ratio = decode(figures[1]["data"][0]["y"])
+    config = rope_presets()["llama-3.1-8b"][1]
+    scaled = rope_parameters(config, 131072, device="cpu")[0].double()
+    plain = rope_parameters(RopeConfig(head_dim=128, base=500000.0), device="cpu")[0].double()
+    assert np.allclose(ratio, (scaled / plain).numpy())
+    assert ratio[0] == 1.0 and ratio[-1] == pytest.approx(1 / 8)
+    # Wavelength 2π/θ of every pair, against the context: pairs with a turn inside it are counted.
+    wave = 2 * math.pi / scaled.numpy()
+    assert metric(at, "pairs that complete a turn") == f"{int((wave <= 131071).sum())} of 64"
+
+
+def test_yarn_shows_its_attention_factor():
+    at = run_page("rope", rp_rule="yarn", rp_factor=8.0, rp_orig=4096)
+    assert not at.error
+    assert metric(at, "attention scaling") == f"{0.1 * math.log(8.0) + 1:.4f}"
+
+
+def test_score_matrix_is_the_toeplitz_expansion_of_the_per_offset_scores():
+    window = 24
+    at = run_page("rope", rp_rule="linear", rp_factor=2.0, rp_L=window, rp_same=False, rp_seed=5, rp_dim=32)
+    heat = next(f for f in charts(at) if f["data"][0]["type"] == "heatmap")
+    z = decode(heat["data"][0]["z"]).astype(np.float64)
+    assert z.shape == (window, window)
+    for offset in range(-(window - 1), window):
+        diagonal = np.diagonal(z, offset)
+        assert np.ptp(diagonal) == 0, offset  # constant along every diagonal j − i
+    config = RopeConfig(head_dim=32, max_position_embeddings=4096, scaling=RopeScaling("linear", factor=2.0))
+    inv_freq = rope_parameters(config, 8192, device="cpu")[0]
+    generator = torch.Generator().manual_seed(5)
+    q, k = torch.randn(2, 32, dtype=torch.float64, generator=generator)
+    _, expected = score_matrix(q / q.norm(), k / k.norm(), inv_freq, window)
+    assert np.allclose(z[0, :], expected.numpy()[window - 1:], atol=1e-6)   # row i = 0: offsets 0 … L − 1
+    assert any("Checked" in s.value for s in at.success)
+
+
+@pytest.mark.parametrize("preset", ["Phi-3-vision 128k (LongRoPE)", "Qwen2.5 7B Instruct", "Gemma 2 9B"])
+def test_every_preset_draws_at_the_longest_length(preset):
+    at = run_page("rope", rp_preset=preset, rp_len=1048576)
+    assert not at.error and len(charts(at)) >= 3
+
+
+def test_dynamic_ntk_depends_on_the_length():
+    short = run_page("rope", rp_rule="dynamic", rp_factor=4.0, rp_orig=4096, rp_len=4096)
+    long = run_page("rope", rp_rule="dynamic", rp_factor=4.0, rp_orig=4096, rp_len=65536)
+    assert metric(short, "longest wavelength") != metric(long, "longest wavelength")
+
+
+def test_invalid_llama3_factors_show_an_error_not_a_traceback():
+    at = run_page("rope", rp_rule="llama3", rp_low=2.0, rp_high=1.0)
+    assert [e.value for e in at.error] == ["high_freq_factor must be > low_freq_factor (2); got 1"]
+
+
+def test_junk_in_the_link_falls_back_to_defaults():
+    at = run_page("rope", rp_preset="../../etc/passwd", rp_len="1e999", rp_base="abc")
+    assert not at.error and len(charts(at)) == 3
