@@ -236,4 +236,4 @@ with ui.user_errors():
         "about *aligned* content. Scaling slows the rotation, so the bound decays later (compare the dotted, "
         f"unscaled curve). Drawn at {len(offsets)} distances: every one up to 64, then log-spaced.")
     ui.offset_vector_downloads(np.arange(-(window - 1), window), per_offset,
-                               name=f"rope_scores_{preset}_L{window}", key=f"{P}_dl")
+                               name=f"rope_scores_{preset}_L{window}", key=f"{P}_dl", quantity="score")
