@@ -24,6 +24,7 @@ from relviz.figures.absolute import (
     similarity_figure,
 )
 from relviz.positions import alibi_bias, alibi_slopes, alibi_slopes_geometric, relative_positions
+from relviz.snippets import alibi_snippet, sinusoidal_snippet
 
 ui.ensure_app_navigation()
 
@@ -195,6 +196,9 @@ with ui.user_errors():
                    "turns it into a penalty (below).")
         ui.matrix_downloads(rel, name=f"relative_L{length}", key="abs_dl_rel")
 
+    ui.code_for_this_view(sinusoidal_snippet(length, d_model, projected),
+                          note="pe is the encoding, result the middle picture.")
+
     curve_col, check_col = st.columns([2, 1])
     with curve_col:
         ui.show_figure(curve_fig(length, d_model, projected), key="abs_fig_curve")
@@ -235,6 +239,8 @@ with ui.user_errors():
         st.caption("Zero on the diagonal, falling linearly with distance into the past. Grey above the "
                    "diagonal: masked by the causal mask." if causal else
                    "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
+        ui.code_for_this_view(alibi_snippet(length, heads, head, causal),
+                              note="result is the bias above; score_mod adds every head's bias in FlexAttention.")
         ui.matrix_downloads(np.where(rel > 0, np.nan, bias) if causal else bias,
                             name=f"alibi_L{length}_heads{heads}_head{head}", key="abs_dl_alibi")
     with right:

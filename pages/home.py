@@ -5,6 +5,7 @@ import streamlit as st
 
 from relviz import ui
 from relviz.figures.absolute import relative_intro_figure
+from relviz.snippets import home_snippet
 
 ui.ensure_app_navigation()
 
@@ -58,6 +59,7 @@ with right:
 
 with left:
     ui.show_figure(picture(query), key="home_fig")
+    ui.code_for_this_view(home_snippet(len(TOKENS)), note="result is the matrix of j − i above.")
 
 st.subheader("The way through")
 st.caption("In learning order; each page also stands on its own. Every control is in the URL, so a copied "

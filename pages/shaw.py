@@ -14,6 +14,7 @@ from relviz.figures.shaw import (
     shaw_overview,
 )
 from relviz.figures.toeplitz import Window, needs_window
+from relviz.snippets import shaw_snippet
 
 ui.ensure_app_navigation()
 P = "sh"  # query-parameter prefix of this page
@@ -103,6 +104,9 @@ if k >= longest > 0:
 if q_offset:
     st.caption(f"Rows are labelled by the query's position among the keys, i = {q_offset} + row, so that "
                "j − i is exactly the offset each cell uses.")
+
+ui.code_for_this_view(shaw_snippet(q_len, k_len, k, q_offset),
+                      note="result is the lookup index above (the whole matrix, not only the window).")
 
 ui.show_figure(strip, key=f"{P}_fig_strip")
 st.caption(

@@ -16,6 +16,7 @@ from relviz.figures.skew import (
     unmasked_error_figure,
 )
 from relviz.memory import format_bytes, relative_term_bytes
+from relviz.snippets import skew_snippet
 
 ui.ensure_app_navigation()
 
@@ -133,6 +134,8 @@ with causal_tab:
                 "distance. Transformer-XL's `_rel_shift` is the same trick (pad, view, drop a row) and has "
                 "the same garbage above the diagonal; reusing it in a non-causal model is a known bug in "
                 "several codebases. An encoder needs the **2L − 1 distances** of the next tab.")
+        ui.code_for_this_view(skew_snippet(length, seed, bidirectional=False, dim=DEMO_DIM),
+                              note="result is step 4 (S_rel before the mask); masked is step 5.")
         names = {"QE_r^T": "qer", "padded": "padded", "reshaped": "reshaped", "sliced": "skewed",
                  "masked": "masked"}
         dl_choice, dl_buttons, dl_note = st.columns([1, 1, 1], vertical_alignment="bottom")
@@ -176,6 +179,9 @@ with bidirectional_tab:
                  "Every cell holds q_i · e(j − i), above the diagonal too: exact everywhere, no mask needed. "
                  "Its lower triangle equals the causal skew's (both tabs share E_r for distances ≤ 0).",
                  key="skew_fig_bi_result", x_title="key j", y_title="query i", width_budget=380, **common)
+        with bottom[0]:
+            ui.code_for_this_view(skew_snippet(length, seed, bidirectional=True, dim=DEMO_DIM),
+                                  note="result is step 3, S_rel.")
         with bottom[1]:
             st.markdown("**The bug this tab avoids**")
             ui.show_figure(unmasked_error_figure(unmasked_error(demo_inputs(length, seed))),

@@ -9,6 +9,7 @@ from relviz.figures.shaw import shaw_matrices, shaw_offsets
 from relviz.figures.t5 import bucket_curve, bucket_map, bucket_overview, ranges_rows, t5_offsets
 from relviz.figures.toeplitz import Window, needs_window
 from relviz.positions import t5_nearest_valid
+from relviz.snippets import t5_snippet
 from relviz.t5_notes import t5_notes
 
 ui.ensure_app_navigation()
@@ -131,6 +132,10 @@ with tab_map:
                        f"{info.buckets_per_direction}: bucket {info.buckets_per_direction} itself is never used."
                        if bidir else
                        " The red dotted line stays at bucket 0: every future offset shares it."))
+
+            ui.code_for_this_view(t5_snippet(nb, md, bidir, q_len, k_len, q_offset),
+                                  note="result is the bucket map above (the whole matrix, not only the window); "
+                                       "score_mod adds T5's learned bias in FlexAttention.")
 
             left, right = st.columns([5, 4])
             with left:

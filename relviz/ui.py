@@ -220,6 +220,14 @@ def show_figure(figure: go.Figure, *, key: str) -> None:
     st.plotly_chart(figure, key=key, config=PLOTLY_CONFIG, width="stretch")
 
 
+def code_for_this_view(code: str, *, note: str = "") -> None:
+    """A collapsed 'Code for this view' block: PyTorch that reproduces the picture above (relviz.snippets)."""
+    with st.expander("Code for this view (PyTorch)", icon=":material/code:"):
+        if note:
+            st.caption(note)
+        st.code(code, language="python")
+
+
 def matrix_to_csv(matrix: np.ndarray, *, row0: int = 0, col0: int = 0, corner: str = "i\\j") -> str:
     """The matrix as CSV with a header row: ``corner`` then the column indices (key positions j from
     ``col0``); each line starts with its row index (query position i from ``row0``). Integers stay

@@ -1,0 +1,93 @@
+"""Code for this view: every page shows a snippet; executed, it reproduces what the page draws."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from page_support import run_page
+from plotly_data import charts, decode, find, heatmap_values
+from relviz import snippets
+
+
+def _code(at) -> str:
+    blocks = [c.value for c in at.code if "result =" in c.value]
+    assert len(blocks) == 1, "one 'Code for this view' block per view"
+    return blocks[0]
+
+
+def _run_code(code: str) -> dict:
+    namespace: dict = {}
+    exec(compile(code, "<snippet>", "exec"), namespace)  # noqa: S102 - the test runs the shown code
+    return namespace
+
+
+def test_shaw_page_snippet_reproduces_the_lookup_index():
+    at = run_page("shaw", sh_q="7", sh_k="12", sh_off="3", sh_clip="2")
+    result = _run_code(_code(at))["result"].numpy()
+    np.testing.assert_array_equal(result, heatmap_values(find(charts(at), "lookup index:")))
+
+
+def test_t5_page_snippet_reproduces_the_map_and_its_score_mod_is_t5_attention():
+    at = run_page("t5", t5_nb="20", t5_md="40", t5_bi="false", t5_q="6", t5_k="9", t5_off="2")
+    ns = _run_code(_code(at))
+    np.testing.assert_array_equal(ns["result"].numpy(), heatmap_values(find(charts(at), "T5 bucket")))
+    # the score_mod adds table[bucket(j - i), h] to the raw q·k
+    q, k, v = (torch.randn(1, 8, n, 4, generator=torch.Generator().manual_seed(n)) for n in (6, 9, 9))
+    out = ns["flex_attention"](q, k, v, score_mod=ns["score_mod"], scale=1.0)
+    bias = ns["table"][ns["result"]].permute(2, 0, 1)  # [heads, 6, 9]
+    expected = torch.softmax(q @ k.transpose(-1, -2) + bias, dim=-1) @ v
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("tab", [None, "Bidirectional skew (encoder)"])
+def test_skew_page_snippet_reproduces_the_result(tab):
+    params = dict(skew_L="7", skew_seed="5")
+    if tab:
+        params["skew_tab"] = tab
+    at = run_page("skew", **params)
+    blocks = [c.value for c in at.code if "result =" in c.value]
+    ns = _run_code(blocks[0])
+    figures = charts(at)
+    drawn = figures[2] if tab else figures[3]  # the bidirectional result / the causal sliced step
+    values = decode(next(t for t in drawn["data"] if t.get("name") == "values")["z"]).astype(np.float64)
+    np.testing.assert_allclose(ns["result"].numpy(), values, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_absolute_page_snippets_reproduce_the_similarity_and_the_alibi_bias(projected):
+    params = dict(abs_L="24", abs_d="16", abs_heads="6", abs_head="5")
+    if projected:
+        params["abs_proj"] = "true"
+    at = run_page("absolute", **params)
+    blocks = [c.value for c in at.code if "result =" in c.value]
+    assert len(blocks) == 2
+    figures = charts(at)
+    sim = _run_code(blocks[0])["result"].numpy()
+    np.testing.assert_array_equal(sim, decode(figures[1]["data"][0]["z"]))
+    ns = _run_code(blocks[1])
+    np.testing.assert_array_equal(ns["result"].numpy(), decode(figures[4]["data"][0]["z"]))
+    q, k, v = (torch.randn(1, 6, 24, 4, generator=torch.Generator().manual_seed(s)) for s in range(3))
+    out = ns["flex_attention"](q, k, v, score_mod=ns["score_mod"])
+    slopes = ns["slopes"]
+    i, j = torch.arange(24)[:, None], torch.arange(24)[None, :]
+    bias = (-slopes[:, None, None] * (j - i).abs()).masked_fill(j > i, float("-inf"))
+    expected = torch.softmax(q @ k.transpose(-1, -2) / 2 + bias, dim=-1) @ v
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_home_page_snippet_reproduces_the_relative_matrix():
+    from streamlit.testing.v1 import AppTest
+    from page_support import REPO
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=30).run()  # home links into app.py's pages
+    assert not at.exception
+    result = _run_code(_code(at))["result"].numpy()
+    np.testing.assert_array_equal(result, heatmap_values(charts(at)[0]))
+
+
+def test_snippets_refuse_bad_settings():
+    with pytest.raises(ValueError, match="head"):
+        snippets.alibi_snippet(8, 4, 5)
+    with pytest.raises(ValueError, match="k"):
+        snippets.shaw_snippet(4, 4, -1)
