@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("relviz.evaluate_cli", "evaluate a checkpoint on fresh samples"),
     "experiments": ("relviz.experiments.cli", "run the experiments (offset resolution, length extrapolation, cost)"),
     "check": ("relviz.check_cli", "compare a matrix your code produced with relviz's reference; name the cause"),
+    "inspect": ("relviz.inspect_cli", "a Hugging Face checkpoint's position structure (T5, ALiBi, RoPE, learned)"),
 }
 
 

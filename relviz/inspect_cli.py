@@ -1,0 +1,53 @@
+"""``python -m relviz inspect PATH``: a Hugging Face checkpoint's position structure (text, or JSON)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from relviz.hf import inspect
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="a model directory (config.json + *.safetensors), or a Hub id owner/name "
+                                     "(needs huggingface_hub and internet; downloads only config.json and the "
+                                     "position tensors)")
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON: model_type, scheme, config, and the small tables (T5 bias tables "
+                             "[buckets, heads] per stack, ALiBi slopes, RoPE inv_freq)")
+    parser.add_argument("--no-hub", action="store_true", help="treat PATH as a local directory only")
+
+
+def _rows(values: list[float], per_line: int = 8) -> str:
+    return "\n".join("    " + "  ".join(f"{v:.6g}" for v in values[k:k + per_line])
+                     for k in range(0, len(values), per_line))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        positions = inspect(args.path, allow_hub=not args.no_hub)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    summary = positions.to_json()
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(f"{summary['source']}: model_type {positions.model_type}, scheme {positions.scheme}")
+    for key, value in positions.config.items():
+        print(f"  {key}: {value}")
+    if positions.scheme == "t5":
+        for stack in positions.stacks:
+            layers = positions.layers(stack)
+            print(f"  {stack}: bias tables of layer{'s' if len(layers) > 1 else ''} {layers}, "
+                  f"[{positions.config['num_buckets']} buckets, {positions.config['heads']} heads]")
+    elif positions.scheme == "alibi":
+        print("  slopes per head:\n" + _rows(summary["alibi_slopes"]))
+    elif positions.scheme == "rope":
+        print(f"  attention scaling: {summary['rope_attention_scaling']:.6g}")
+        print("  inv_freq θ_i (radians per position):\n" + _rows(summary["rope_inv_freq"]))
+    else:
+        print(f"  position embeddings: {summary['position_embeddings_shape']}")
+    if positions.tensors_read:
+        print(f"  tensors read: {', '.join(positions.tensors_read)}")
+    return 0

@@ -1,0 +1,229 @@
+"""relviz.hf.inspect against tiny random models that transformers builds and saves (no network).
+
+Each family's structure must equal what transformers itself computes: T5/mT5/UMT5 compute_bias,
+BLOOM/Falcon/MPT alibi tensors, every Llama rope_scaling's rotary embedding, GPT-2/BERT tables.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import pytest
+import torch
+
+from relviz.hf import SUPPORTED, inspect
+
+transformers = pytest.importorskip("transformers", reason="the hf tests build models with transformers "
+                                                           "(pip install 'relviz[hf]')")
+logging.getLogger("transformers").setLevel(logging.ERROR)
+
+
+def save(model, path, **kwargs):
+    torch.manual_seed(0)
+    for p in model.parameters():  # random, not zero: a wrong gather shows
+        torch.nn.init.normal_(p)
+    model.save_pretrained(path, **kwargs)
+    return model
+
+
+def t5_like(kind: str, tmp_path, **extra):
+    from transformers import MT5Config, MT5Model, T5Config, T5Model, UMT5Config, UMT5Model
+
+    cls, model_cls = {"t5": (T5Config, T5Model), "mt5": (MT5Config, MT5Model), "umt5": (UMT5Config, UMT5Model)}[kind]
+    config = cls(vocab_size=32, d_model=16, d_kv=4, d_ff=8, num_heads=3, num_layers=2, num_decoder_layers=3,
+                 relative_attention_num_buckets=extra.pop("num_buckets", 8),
+                 relative_attention_max_distance=extra.pop("max_distance", 20), **extra)
+    model = save(model_cls(config).eval(), tmp_path / kind, **({"max_shard_size": "4KB"} if kind == "mt5" else {}))
+    return model, inspect(tmp_path / kind)
+
+
+@pytest.mark.parametrize("kind", ["t5", "mt5"])
+def test_t5_bias_equals_compute_bias(kind, tmp_path):
+    model, positions = t5_like(kind, tmp_path)
+    assert positions.scheme == "t5" and positions.model_type == kind
+    assert positions.config["num_buckets"] == 8 and positions.config["max_distance"] == 20
+    for stack, block in (("encoder", model.encoder.block[0]), ("decoder", model.decoder.block[0])):
+        for q_len, k_len in ((1, 1), (7, 7), (5, 40), (40, 5)):
+            expected = block.layer[0].SelfAttention.compute_bias(q_len, k_len)[0]   # [H, q, k]
+            assert torch.equal(positions.bias(q_len, k_len, stack=stack, layer=1 if stack == "encoder" else 2),
+                               expected)
+    # Only the two tables were read, not the other weights (mt5 is sharded: read through the index).
+    assert sorted(positions.tensors_read) == [
+        "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+        "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
+    if kind == "mt5":
+        assert (tmp_path / kind / "model.safetensors.index.json").exists()
+
+
+def test_umt5_has_a_table_per_layer(tmp_path):
+    model, positions = t5_like("umt5", tmp_path)
+    assert positions.layers("encoder") == [0, 1] and positions.layers("decoder") == [0, 1, 2]
+    for stack, blocks in (("encoder", model.encoder.block), ("decoder", model.decoder.block)):
+        for layer, block in enumerate(blocks):
+            expected = block.layer[0].SelfAttention.compute_bias(6, 9)[0]
+            assert torch.equal(positions.bias(6, 9, stack=stack, layer=layer), expected)
+    assert not torch.equal(positions.bias_table(stack="encoder", layer=0), positions.bias_table(stack="encoder", layer=1))
+    with pytest.raises(ValueError, match="layer must be one of 0..1"):
+        positions.bias(3, 3, stack="encoder", layer=2)
+
+
+@pytest.mark.parametrize("heads", [1, 4, 6, 12, 16])
+def test_bloom_and_falcon_slopes_equal_their_alibi_tensors(heads, tmp_path):
+    from transformers import BloomConfig, FalconConfig
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor as bloom_alibi
+    from transformers.models.falcon.modeling_falcon import build_alibi_tensor as falcon_alibi
+
+    mask = torch.ones(1, 3, dtype=torch.long)
+    BloomConfig(n_head=heads, hidden_size=heads * 4, n_layer=1).save_pretrained(tmp_path / "bloom")
+    slopes = inspect(tmp_path / "bloom").alibi_slopes()
+    assert torch.equal(slopes, bloom_alibi(mask, heads, torch.float32)[:, 0, 1])   # position 1: 1 × slope
+    FalconConfig(num_attention_heads=heads, hidden_size=heads * 4, num_hidden_layers=1, alibi=True,
+                 new_decoder_architecture=False, multi_query=False).save_pretrained(tmp_path / "falcon")
+    falcon = inspect(tmp_path / "falcon")
+    assert falcon.alibi_slopes().dtype == torch.bfloat16
+    assert torch.equal(falcon.alibi_slopes(), falcon_alibi(mask, heads, torch.bfloat16)[:, 0, 1])
+    assert falcon.config["divided_by_sqrt_head_dim"]
+
+
+@pytest.mark.parametrize("heads, bias_max", [(8, 8), (6, 8), (12, 16), (1, 8)])
+def test_mpt_slopes_equal_its_alibi_tensor(heads, bias_max, tmp_path):
+    from transformers import MptConfig
+    from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
+
+    MptConfig(n_heads=heads, d_model=heads * 4, n_layers=1,
+              attn_config={"alibi": True, "alibi_bias_max": bias_max}).save_pretrained(tmp_path)
+    slopes = inspect(tmp_path).alibi_slopes()
+    expected = -build_mpt_alibi_tensor(heads, 4, bias_max)[:, 0, -2]   # key 1 before the query: −1 × slope
+    assert torch.equal(slopes, expected)
+
+
+LLAMA_SCALINGS = [
+    None,
+    {"rope_type": "linear", "factor": 3.0},
+    {"rope_type": "dynamic", "factor": 2.0},
+    {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32, "beta_fast": 16.0},
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 32},
+    {"rope_type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0], "long_factor": [2.0, 4.0, 8.0, 9.0],
+     "original_max_position_embeddings": 32, "factor": 4.0},
+]
+
+
+@pytest.mark.parametrize("scaling", LLAMA_SCALINGS, ids=lambda s: (s or {}).get("rope_type", "default"))
+def test_llama_rope_equals_its_rotary_embedding(scaling, tmp_path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=8, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=128,
+                         rope_theta=5000.0, rope_scaling=scaling)
+    model = save(LlamaForCausalLM(config), tmp_path)
+    positions = inspect(tmp_path)
+    assert positions.scheme == "rope" and positions.tensors_read == []        # RoPE has no weights to read
+    rotary = model.model.rotary_emb
+    assert torch.equal(positions.rope_inv_freq(), rotary.inv_freq)
+    assert positions.rope_attention_scaling() == rotary.attention_scaling
+    for seq_len in (100, 200):  # dynamic and longrope change with the length of a forward
+        fresh = type(rotary)(model.config)
+        fresh(torch.zeros(1, 1, 8), torch.tensor([[seq_len - 1]]))
+        assert torch.equal(positions.rope_inv_freq(seq_len), fresh.inv_freq), seq_len
+
+
+def test_gpt2_and_bert_position_embeddings(tmp_path):
+    from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel
+
+    gpt2 = save(GPT2LMHeadModel(GPT2Config(vocab_size=32, n_embd=8, n_layer=1, n_head=2, n_positions=40)),
+                tmp_path / "gpt2")
+    assert torch.equal(inspect(tmp_path / "gpt2").position_embeddings(), gpt2.transformer.wpe.weight.detach())
+    bert = save(BertModel(BertConfig(vocab_size=32, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=8, max_position_embeddings=24)), tmp_path / "bert")
+    table = inspect(tmp_path / "bert").position_embeddings()
+    assert table.shape == (24, 8) and torch.equal(table, bert.embeddings.position_embeddings.weight.detach())
+
+
+def test_pickles_are_refused_naming_the_file(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "t5", "num_heads": 2}))
+    (tmp_path / "pytorch_model.bin").write_bytes(b"cos\nsystem\n(S'echo pwned'\ntR.")  # would run if unpickled
+    with pytest.raises(ValueError, match="pytorch_model.bin: relviz never opens pickled"):
+        inspect(tmp_path)
+
+
+def test_unknown_model_type_lists_what_is_supported(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlnet"}))
+    with pytest.raises(ValueError, match=r"'xlnet' is not supported. Supported: t5: t5, mt5, umt5; alibi: bloom"):
+        inspect(tmp_path)
+    assert set(SUPPORTED.values()) == {"t5", "alibi", "rope", "learned"}
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"{not json", "config.json is not valid JSON"),
+    (b"[1, 2]", "must hold a JSON object"),
+    (b"\xff\xfe\x00", "not valid JSON"),
+])
+def test_corrupt_config_is_refused(tmp_path, content, message):
+    (tmp_path / "config.json").write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        inspect(tmp_path)
+
+
+def test_corrupt_safetensors_is_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    (tmp_path / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{garbage")
+    with pytest.raises(ValueError, match="model.safetensors is not a readable safetensors file"):
+        inspect(tmp_path)
+
+
+def test_index_may_not_point_outside_the_directory(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"transformer.wpe.weight": "../../etc/passwd"}}))
+    with pytest.raises(ValueError, match="only .safetensors files in the same directory"):
+        inspect(tmp_path)
+
+
+def test_hub_id_without_huggingface_hub_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    with pytest.raises(ValueError, match="pip install 'relviz\\[hf\\]'"):
+        inspect("someone/some-model")
+
+
+def test_hub_id_offline_says_so(monkeypatch):
+    import huggingface_hub
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    def offline(*args, **kwargs):
+        raise LocalEntryNotFoundError("offline")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)  # never the network
+    with pytest.raises(ValueError, match="no internet connection"):
+        inspect("someone/some-model")
+    with pytest.raises(ValueError, match="not a model directory \\(and Hub ids are disabled here\\)"):
+        inspect("someone/some-model", allow_hub=False)
+
+
+def test_json_summary_holds_the_small_tables(tmp_path):
+    _, positions = t5_like("t5", tmp_path)
+    summary = json.loads(json.dumps(positions.to_json()))
+    assert summary["scheme"] == "t5" and set(summary["bias_tables"]) == {"encoder.0", "decoder.0"}
+    assert torch.equal(torch.tensor(summary["bias_tables"]["encoder.0"]), positions.bias_table().float())
+
+
+def test_command_line_prints_each_family(tmp_path, capsys):
+    from transformers import BloomConfig, LlamaConfig
+
+    from relviz.__main__ import main
+
+    t5_like("t5", tmp_path)
+    BloomConfig(n_head=4, hidden_size=16, n_layer=1).save_pretrained(tmp_path / "bloom")
+    LlamaConfig(hidden_size=16, num_attention_heads=2, rope_theta=500.0,
+                rope_scaling={"rope_type": "linear", "factor": 2.0}).save_pretrained(tmp_path / "llama")
+    assert main(["inspect", str(tmp_path / "t5")]) == 0
+    text = capsys.readouterr().out
+    assert "model_type t5, scheme t5" in text and "encoder: bias tables of layer [0], [8 buckets, 3 heads]" in text
+    assert main(["inspect", str(tmp_path / "bloom"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["alibi_slopes"] == [0.25, 0.0625, 0.015625, 0.00390625]
+    assert main(["inspect", str(tmp_path / "llama"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["config"]["rope_type"] == "linear" and summary["rope_inv_freq"][0] == 0.5
+    assert main(["inspect", str(tmp_path / "missing"), "--no-hub"]) == 2
+    assert "is not a model directory" in capsys.readouterr().err
