@@ -144,18 +144,19 @@ def _check_mode(need_weights: object, backend: object) -> tuple[bool, str]:
     return need_weights, backend
 
 
-def _check_finite_inputs(*tensors: torch.Tensor) -> None:
-    """The weights path refuses non-finite logits; the fused path never sees them, so it refuses
-    non-finite inputs instead (a −inf in k could otherwise silently mask a key)."""
-    if not all(_all_finite(t) for t in tensors if t is not None):
-        raise ValueError("q, k, v and the relative tables must hold finite values (no NaN or infinity)")
+def _check_finite_tables(*tables: torch.Tensor | None) -> None:
+    """The weights path refuses non-finite logits; the fused path never sees them. A −inf in a
+    (small) relative table would silently mask keys, so the tables are checked here; NaN or
+    infinity in q, k or v reaches the output, which :func:`_check_fused_output` refuses."""
+    if not all(_all_finite(t) for t in tables if t is not None and t.numel()):
+        raise ValueError("the relative tables (rel_k, rel_v, e_r, bias_table, per_offset) must hold finite values")
 
 
 def _check_fused_output(output: torch.Tensor) -> torch.Tensor:
     if not _all_finite(output):
         raise ValueError(
-            f"the attention output is not finite: scale · q · k must fit in "
-            f"{str(output.dtype).removeprefix('torch.')}; lower the scale or the inputs' magnitude")
+            f"the attention output is not finite: q, k and v must hold finite values, and scale · q · k "
+            f"must fit in {str(output.dtype).removeprefix('torch.')}; lower the scale or the inputs' magnitude")
     return output
 
 
@@ -213,7 +214,7 @@ def _flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod, scale: f
 def _fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
                    causal: bool, scale: float, backend: str) -> torch.Tensor:
     """Fused attention with a Toeplitz bias per offset [H, 2L − 1] (T5, ALiBi)."""
-    _check_finite_inputs(q, k, v, per_offset)
+    _check_finite_tables(per_offset)
     length = q.shape[-2]
     per_offset = per_offset.to(q.dtype)
     if backend == "flex":
@@ -303,7 +304,7 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     rel_logits = torch.matmul(scaled, rel_k[rows].transpose(0, 1))      # [B, H, L, size]
 
     if rel_v is None and not need_weights:
-        _check_finite_inputs(q, k, v, rel_k)
+        _check_finite_tables(rel_k)
         if backend == "flex":
             def score_mod(score, b, h, q_idx, kv_idx):
                 column = (kv_idx - q_idx).clamp(-used, 0 if causal else used) + used
@@ -407,7 +408,7 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
     scaled = q * scale
     qer = torch.matmul(scaled, table.transpose(0, 1))                  # [B, H, L, L], column = distance + L − 1
     if not need_weights:
-        _check_finite_inputs(q, k, v, e_r)
+        _check_finite_tables(e_r)
         if backend == "flex":
             def score_mod(score, b, h, q_idx, kv_idx):
                 score = score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]

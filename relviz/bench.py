@@ -317,6 +317,12 @@ SECTIONS: list[Section] = [
     Section("t5", "T5 bucket map vs the per-cell reference", t5_section),
     Section("attention", "skew/shaw attention vs the naive L × L × D gather", attention_section),
     Section("memory", "Music Transformer memory example", memory_section),
+    Section("fused", "Attention fused path vs SDPA with a prebuilt bias, FlexAttention, the weights path",
+            lambda ctx: importlib.import_module("relviz.bench_versus").fused_section(ctx)),
+    Section("t5bias", "T5 bias per offset vs HF compute_bias, x-transformers, the per-cell build",
+            lambda ctx: importlib.import_module("relviz.bench_versus").t5_bias_section(ctx)),
+    Section("model", "Model train step vs the same model with fused SDPA",
+            lambda ctx: importlib.import_module("relviz.bench_versus").model_section(ctx)),
     Section("app", "App rerun time and figure sizes",
             lambda ctx: importlib.import_module("relviz.bench_app").app_section(ctx)),
     Section("first_paint", "First paint in Chromium vs a minimal Streamlit + Plotly app",
@@ -362,8 +368,11 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for section in selected:
         start = time.perf_counter()
+        load_before = _load_average()
         result = section.run(ctx)
         result.seconds = time.perf_counter() - start
+        # The machine may be shared: every figure is read beside the load it was measured under.
+        result.notes.append(f"load average (1, 5, 15 min) before: {load_before}; after: {_load_average()}")
         results.append(result)
         print("\n" + format_table(result), flush=True)
     if args.json:
@@ -371,6 +380,13 @@ def run(args: argparse.Namespace) -> int:
             json.dump(header | {"sections": [r.to_json() for r in results]}, out, indent=2)
         print(f"\nwrote {args.json}")
     return 0
+
+
+def _load_average() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
 
 
 def _case_main(argv: list[str]) -> int:

@@ -629,10 +629,16 @@ def test_bad_mode_is_refused(bad, phrase) -> None:
 
 def test_fused_path_refuses_non_finite_inputs_like_the_weights_path() -> None:
     q, k, v = _qkv(5, seed=0, dtype=torch.float32)
-    k[0, 0, 2, 1] = -math.inf                      # would silently mask key 2 in a fused kernel
+    table = torch.zeros(8, H)
+    table[1, 1] = -math.inf                       # j − i = −1: would silently mask keys in a fused kernel
+    bad_k = k.clone()
+    bad_k[0, 0, 2, 1] = math.nan
     for need_weights in (True, False):
         with pytest.raises(ValueError, match="finite"):
-            fused.alibi_attention(q, k, v, need_weights=need_weights)
+            fused.t5_attention(q, k, v, table, num_buckets=8, max_distance=16, bidirectional=True,
+                               need_weights=need_weights)
+        with pytest.raises(ValueError, match="finite"):
+            fused.alibi_attention(q, bad_k, v, need_weights=need_weights)
 
 
 @pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")

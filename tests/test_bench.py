@@ -89,3 +89,18 @@ def test_unknown_section_is_refused() -> None:
     proc = subprocess.run([sys.executable, "-m", "relviz", "bench", "--only", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_versus_sections_put_the_alternative_beside_relviz(quick_run) -> None:
+    sections = _sections(quick_run[1])
+    fused = sections["fused"]["rows"]
+    assert {r["function"] for r in fused} == {"t5", "alibi", "skew", "shaw", "shaw_kv"}
+    for row in fused:
+        assert row["relviz_s"] > 0 and row["weights_s"] > 0 and row["max_error"] <= 1e-4
+        if row["function"] != "shaw_kv":
+            assert row["sdpa_prebuilt_s"] > 0 and row["vs_sdpa"] > 0
+    for row in sections["t5bias"]["rows"]:
+        assert row["identical"] is True and row["relviz_s"] > 0 and row["before_ratio"] > 0
+    assert {r["scheme"] for r in sections["model"]["rows"]} >= {"none", "t5", "shaw"}
+    for section in ("fused", "t5bias", "model"):
+        assert any("load average" in note for note in sections[section]["notes"])

@@ -1,0 +1,475 @@
+"""Bench sections that put relviz beside what a user would pick instead, as ratios.
+
+- ``fused``: every attention function's fused path (the default, need_weights=False) against
+  scaled_dot_product_attention with the bias already built (the floor for "SDPA plus a bias"),
+  compiled FlexAttention with a score_mod and a causal block mask, and relviz's own weights
+  path (need_weights=True, what the app draws). Time: the implementations take turns in one
+  fresh process (rounds interleaved, so machine load hits them alike). Memory: one fresh process
+  per implementation, Δpeak = the resident-set peak the forward adds.
+- ``t5bias``: positions.t5_bias (per offset, expanded once) against the previous per-cell build
+  (int64 bucket map + gather), Hugging Face's ``T5Attention.compute_bias`` and an
+  x-transformers-style build, all in one process, values checked identical.
+- ``model``: one training step (forward, backward, AdamW) of the small transformer per scheme,
+  against the same model whose attention is plain causal SDPA (no relative term).
+
+Each runs with ``python -m relviz bench --only NAME``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from relviz.bench_report import BenchContext, Column, SectionResult, Target, mb, ms, ratio
+
+B, H, D = 1, 8, 64
+FUNCTIONS = ("t5", "alibi", "skew", "shaw", "shaw_kv")
+IMPLS = ("relviz", "sdpa_prebuilt", "flex", "weights")
+TIME_TARGET = 1.2
+
+
+def load_average() -> str:
+    """The 1-minute load average, as ``uptime`` prints it first."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "n/a"
+
+
+# ---------------------------------------------------------------------------------------
+# The attention cases: inputs, and each implementation as a zero-argument call
+
+
+def _inputs(function: str, length: int) -> dict[str, Any]:
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(B, H, length, D, generator=gen) for _ in range(3))
+    tables: dict[str, Any] = {"q": q, "k": k, "v": v}
+    if function == "t5":
+        tables["table"] = torch.randn(32, H, generator=gen)
+    elif function == "skew":
+        tables["e_r"] = torch.randn(length, D, generator=gen) * 0.1
+    elif function.startswith("shaw"):
+        clip = 64
+        tables["clip"] = clip
+        tables["rel_k"] = torch.randn(2 * clip + 1, D, generator=gen) * 0.1
+        tables["rel_v"] = torch.randn(2 * clip + 1, D, generator=gen) * 0.1 if function == "shaw_kv" else None
+    return tables
+
+
+def _relviz_call(function: str, x: dict[str, Any], **mode) -> Callable[[], torch.Tensor]:
+    from relviz import attention
+    q, k, v = x["q"], x["k"], x["v"]
+    if function == "t5":
+        return lambda: attention.t5_attention(q, k, v, x["table"], num_buckets=32, max_distance=128,
+                                              bidirectional=False, causal=True, **mode)[0]
+    if function == "alibi":
+        return lambda: attention.alibi_attention(q, k, v, causal=True, **mode)[0]
+    if function == "skew":
+        return lambda: attention.skew_attention(q, k, v, x["e_r"], **mode)[0]
+    return lambda: attention.shaw_attention(q, k, v, x["rel_k"], x["rel_v"], clip=x["clip"], causal=True,
+                                            **mode)[0]
+
+
+def _prebuilt_bias(function: str, x: dict[str, Any]) -> torch.Tensor:
+    """The bias a user would hand to SDPA, built outside the timing: [1 or B, H, L, L], −inf above
+    the diagonal (causal). For Shaw and skew the relative term depends on q: [B, H, L, L]."""
+    from relviz.positions import alibi_bias, t5_bias
+    from relviz.skew import skew
+    q = x["q"]
+    length = q.shape[-2]
+    scale = 1 / math.sqrt(D)
+    if function == "t5":
+        bias = t5_bias(x["table"], length, num_buckets=32, max_distance=128, bidirectional=False)[None]
+    elif function == "alibi":
+        bias = alibi_bias(length, num_heads=H, device="cpu")[None]
+    elif function == "skew":
+        bias = skew((q * scale) @ x["e_r"].transpose(0, 1))
+    else:
+        from relviz.positions import shaw_clip_index
+        clip = x["clip"]
+        index = shaw_clip_index(length, k=clip, device="cpu")
+        bias = torch.gather((q * scale) @ x["rel_k"].transpose(0, 1), -1, index.expand(B, H, length, length))
+    future = torch.ones(length, length, dtype=torch.bool).triu(1)
+    return bias.masked_fill(future, float("-inf")).contiguous()
+
+
+def _flex_call(function: str, x: dict[str, Any]) -> Callable[[], torch.Tensor]:
+    """What a FlexAttention user writes: the relative term in a score_mod (per offset for T5 and
+    ALiBi, per query row for skew and Shaw), causality as a block mask (future blocks skipped)."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    from relviz.positions import alibi_slopes, t5_bias_offsets
+    q, k, v = x["q"], x["k"], x["v"]
+    length = q.shape[-2]
+    scale = 1 / math.sqrt(D)
+    if function == "t5":
+        per_offset = t5_bias_offsets(x["table"], length, num_buckets=32, max_distance=128, bidirectional=False)
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + per_offset[h, kv_idx - q_idx + length - 1]
+    elif function == "alibi":
+        slopes = alibi_slopes(H, device="cpu")
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score - slopes[h] * (q_idx - kv_idx).abs()
+    elif function == "skew":
+        qer = (q * scale) @ x["e_r"].transpose(0, 1)                         # [B, H, L, L], column = distance + L − 1
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
+    else:
+        clip = x["clip"]
+        rel_logits = (q * scale) @ x["rel_k"].transpose(0, 1)                   # [B, H, L, 2·clip + 1]
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + rel_logits[b, h, q_idx, (kv_idx - q_idx).clamp(-clip, clip) + clip]
+    block_mask = create_block_mask(lambda b, h, q_idx, kv_idx: kv_idx <= q_idx, None, None, length, length,
+                                   device="cpu")
+    compiled = torch.compile(flex_attention, dynamic=False)
+    return lambda: compiled(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
+
+
+def _impl_call(function: str, impl: str, x: dict[str, Any]) -> Callable[[], torch.Tensor] | None:
+    if impl == "relviz":
+        return _relviz_call(function, x)
+    if impl == "weights":
+        return _relviz_call(function, x, need_weights=True)
+    if function == "shaw_kv":
+        return None  # the a^V term needs every weight: neither SDPA nor FlexAttention can add it
+    if impl == "sdpa_prebuilt":
+        bias = _prebuilt_bias(function, x)
+        return lambda: F.scaled_dot_product_attention(x["q"], x["k"], x["v"], attn_mask=bias)
+    return _flex_call(function, x)
+
+
+def _proc_kib(key: str) -> int | None:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def run_time_case(spec: dict[str, Any]) -> dict[str, Any]:
+    """All implementations of one (function, L), timed in turns in this process."""
+    function, length, rounds = spec["function"], spec["L"], spec["rounds"]
+    x = _inputs(function, length)
+    calls, compile_s, outputs = {}, {}, {}
+    with torch.inference_mode():
+        for impl in spec.get("impls", IMPLS):
+            start = time.perf_counter()
+            call = _impl_call(function, impl, x)
+            if call is None:
+                continue
+            outputs[impl] = call()                                  # warm-up (compiles flex)
+            compile_s[impl] = time.perf_counter() - start
+            calls[impl] = call
+        reference = outputs["weights"]
+        max_error = {impl: float((out - reference).abs().max()) for impl, out in outputs.items()}
+        del outputs
+        times: dict[str, list[float]] = {impl: [] for impl in calls}
+        for _ in range(rounds):
+            for impl, call in calls.items():
+                start = time.perf_counter()
+                call()
+                times[impl].append(time.perf_counter() - start)
+    steady = {impl: statistics.median(t) for impl, t in times.items()}
+    return {"median_s": steady, "times_s": times, "max_error": max_error,
+            "first_call_s": compile_s}
+
+
+def run_memory_case(spec: dict[str, Any]) -> dict[str, Any]:
+    """One implementation's forward in this (fresh) process: the peak resident memory it adds.
+
+    The inputs and any prebuilt bias exist before the peak is reset: a prebuilt bias is not
+    counted against SDPA (it is the bias itself, reported separately)."""
+    function, impl, length = spec["function"], spec["impl"], spec["L"]
+    x = _inputs(function, length)
+    with torch.inference_mode():
+        call = _impl_call(function, impl, x)
+        if impl == "flex":
+            call()                                                   # compile first: its memory is not the kernel's
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        before = _proc_kib("VmHWM")
+        call()
+        after = _proc_kib("VmHWM")
+    return {"delta_bytes": after - before}
+
+
+def _subprocess(kind: str, spec: dict[str, Any], ctx: BenchContext) -> dict[str, Any]:
+    import relviz
+    command = [sys.executable, "-m", "relviz.bench_versus", kind, json.dumps(spec)]
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(relviz.__file__)))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
+    if proc.returncode != 0:
+        ctx.log(f"{kind} {spec} failed: {proc.stderr.strip()[-400:]}")
+        return {"error": proc.stderr.strip()[-200:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def fused_section(ctx: BenchContext) -> SectionResult:
+    lengths = [128] if ctx.quick else [512, 1024, 2048, 4096]
+    rounds = 2 if ctx.quick else 5
+    # --quick is a smoke run: no FlexAttention (its compile takes ~15-50 s per case on CPU)
+    impls = [impl for impl in IMPLS if not (ctx.quick and impl == "flex")]
+    rows = []
+    for function in FUNCTIONS:
+        for length in lengths:
+            ctx.log(f"fused: {function} L={length} (load {load_average()})")
+            timing = _subprocess("time", {"function": function, "L": length, "rounds": rounds, "impls": impls}, ctx)
+            row: dict[str, Any] = {"function": function, "L": length, "load": load_average()}
+            if "error" in timing:
+                row["note"] = timing["error"]
+                rows.append(row)
+                continue
+            med = timing["median_s"]
+            for impl in IMPLS:
+                if impl in med:
+                    row[f"{impl}_s"] = med[impl]
+            row["flex_compile_s"] = timing["first_call_s"].get("flex")
+            row["max_error"] = max(timing["max_error"].values())
+            if "sdpa_prebuilt" in med:
+                row["vs_sdpa"] = med["relviz"] / med["sdpa_prebuilt"]
+            if "flex" in med:
+                row["vs_flex"] = med["relviz"] / med["flex"]
+            row["vs_weights"] = med["relviz"] / med["weights"]
+            if not ctx.quick:
+                for impl in ("relviz", "sdpa_prebuilt") if function != "shaw_kv" else ("relviz", "weights"):
+                    memory = _subprocess("memory", {"function": function, "impl": impl, "L": length}, ctx)
+                    row[f"{impl}_delta_bytes"] = memory.get("delta_bytes")
+            row["bias_bytes"] = (B if function in ("skew", "shaw", "shaw_kv") else 1) * H * length * length * 4
+            rows.append(row)
+
+    targets = []
+    for function in FUNCTIONS[:-1]:
+        measured = [r for r in rows if r["function"] == function and "vs_sdpa" in r]
+        if not measured:
+            targets.append(Target(f"{function}: fused ≤ {TIME_TARGET}× SDPA with the bias prebuilt", None,
+                                  "not measured"))
+            continue
+        worst = max(measured, key=lambda r: r["vs_sdpa"])
+        targets.append(Target(
+            f"{function}: fused ≤ {TIME_TARGET}× SDPA with the bias prebuilt at every L",
+            None if ctx.quick else worst["vs_sdpa"] <= TIME_TARGET,   # --quick sizes are all overhead ", ".join(f"L={r['L']}: {r['vs_sdpa']:.2f}×" for r in measured)))
+        memory = [r for r in measured if r.get("relviz_delta_bytes") is not None
+                  and r.get("sdpa_prebuilt_delta_bytes") is not None]
+        if memory:
+            over = [r for r in memory if r["relviz_delta_bytes"] > r["sdpa_prebuilt_delta_bytes"] + r["bias_bytes"]]
+            targets.append(Target(
+                f"{function}: fused adds no more memory than SDPA's own plus the bias",
+                not over, ", ".join(f"L={r['L']}: {mb(r['relviz_delta_bytes'])} vs "
+                                    f"{mb(r['sdpa_prebuilt_delta_bytes'])} + bias {mb(r['bias_bytes'])}"
+                                    for r in memory)))
+    errors = [r["max_error"] for r in rows if "max_error" in r]
+    targets.append(Target("every implementation's output equals the weights path's (max |Δ| ≤ 1e-4)",
+                          all(e <= 1e-4 for e in errors) if errors else None,
+                          f"largest {max(errors):.1e}" if errors else "n/a"))
+    columns = [Column("function", "function"), Column("L", "L"), Column("relviz_s", "relviz fused ms", ms),
+               Column("sdpa_prebuilt_s", "SDPA prebuilt ms", ms), Column("vs_sdpa", "÷ SDPA", lambda x: f"{x:.2f}×"),
+               Column("flex_s", "flex ms", ms), Column("vs_flex", "÷ flex", lambda x: f"{x:.2f}×"),
+               Column("flex_compile_s", "flex compile s", lambda x: f"{x:.1f}"),
+               Column("weights_s", "weights-path ms", ms), Column("vs_weights", "÷ weights", lambda x: f"{x:.2f}×"),
+               Column("relviz_delta_bytes", "fused Δpeak", mb),
+               Column("sdpa_prebuilt_delta_bytes", "SDPA Δpeak", mb), Column("bias_bytes", "bias", mb),
+               Column("weights_delta_bytes", "weights Δpeak", mb), Column("load", "load avg")]
+    return SectionResult(
+        name="fused", title=f"Attention forward, B={B} H={H} D={D} fp32 causal: relviz fused vs SDPA with the "
+                            "bias prebuilt, compiled FlexAttention, and relviz's weights path",
+        columns=columns, rows=rows, targets=targets,
+        notes=["Times: all implementations in one fresh process, taking turns for "
+               f"{rounds} rounds after a warm-up (medians). torch threads = {torch.get_num_threads()}.",
+               "SDPA prebuilt: F.scaled_dot_product_attention with the causal bias already built "
+               "([1, H, L, L] for T5/ALiBi; [B, H, L, L] for skew/Shaw, whose relative term depends on q), "
+               "its construction not timed. flex: torch.compile(flex_attention) with the relative term in a "
+               "score_mod and causality as a block mask; 'flex compile s' is its first call (compile included).",
+               "shaw: key table only (clip 64); shaw_kv: key and value tables — the a^V term needs every "
+               "attention weight, so no fused kernel exists and relviz's default runs the weights path "
+               "without returning the weights.",
+               "Δpeak: one fresh process per implementation, VmHWM after the forward minus VmHWM after the "
+               "inputs (and any prebuilt bias) exist."])
+
+
+# ---------------------------------------------------------------------------------------
+# T5 bias: per offset vs the per-cell build, Hugging Face's compute_bias, x-transformers
+
+
+def _xtransformers_bias(embedding: torch.nn.Embedding, length: int, *, num_buckets: int = 32,
+                        max_distance: int = 128) -> torch.Tensor:
+    """x-transformers' RelativePositionBias.forward (non-causal), transcribed: the relative
+    positions of every cell, the bucket formula per cell, an embedding lookup, h i j."""
+    q_pos = torch.arange(length, dtype=torch.long)
+    k_pos = torch.arange(length, dtype=torch.long)
+    rel_pos = k_pos[None, :] - q_pos[:, None]
+    n = -rel_pos
+    num_buckets //= 2
+    ret = (n < 0).long() * num_buckets
+    n = torch.abs(n)
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    val_if_large = max_exact + (torch.log(n.float() / max_exact) / math.log(max_distance / max_exact)
+                                * (num_buckets - max_exact)).long()
+    val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
+    ret = ret + torch.where(is_small, n, val_if_large)
+    return embedding(ret).permute(2, 0, 1)                                  # [H, L, L]
+
+
+def t5_bias_section(ctx: BenchContext) -> SectionResult:
+    from relviz.positions import t5_bias, t5_bucket_map
+    try:
+        from transformers import T5Config
+        from transformers.models.t5.modeling_t5 import T5Attention
+    except ImportError:                                                     # optional: the real-models extra
+        T5Attention = None
+    lengths = [256] if ctx.quick else [512, 1024, 2048, 4096, 8192]
+    rounds = 1 if ctx.quick else 5
+    rows = []
+    torch.manual_seed(0)
+    hf = None
+    if T5Attention is not None:
+        config = T5Config(d_model=64, d_kv=8, num_heads=H, relative_attention_num_buckets=32,
+                          relative_attention_max_distance=128, is_decoder=False)
+        hf = T5Attention(config, has_relative_attention_bias=True).eval()
+        table = hf.relative_attention_bias.weight.detach()
+    else:
+        table = torch.randn(32, H)
+    embedding = torch.nn.Embedding.from_pretrained(table)
+    for length in lengths:
+        ctx.log(f"t5bias: L={length} (load {load_average()})")
+        calls = {
+            "relviz": lambda: t5_bias(table, length),
+            "before": lambda: table.transpose(0, 1)[:, t5_bucket_map(length, device="cpu")],
+            "xtransformers": lambda: _xtransformers_bias(embedding, length),
+        }
+        if hf is not None:
+            calls["hf"] = lambda: hf.compute_bias(length, length, device="cpu")[0]
+        with torch.inference_mode():
+            ours = calls["relviz"]()
+            identical = {name: bool(torch.equal(call(), ours)) for name, call in calls.items()}
+            times: dict[str, list[float]] = {name: [] for name in calls}
+            for _ in range(rounds):
+                for name, call in calls.items():
+                    start = time.perf_counter()
+                    call()
+                    times[name].append(time.perf_counter() - start)
+        med = {name: statistics.median(t) for name, t in times.items()}
+        row = {"L": length, "load": load_average(), "identical": all(identical.values())}
+        for name, seconds in med.items():
+            row[f"{name}_s"] = seconds
+            if name != "relviz":
+                row[f"{name}_ratio"] = seconds / med["relviz"]
+        rows.append(row)
+    targets = []
+    at = {r["L"]: r for r in rows}
+    if 8192 in at:
+        targets.append(Target("t5_bias ≥ 2× faster than the previous per-cell build at L = 8192",
+                              at[8192]["before_ratio"] >= 2, f"{at[8192]['before_ratio']:.2f}×"))
+    if 512 in at and "hf_ratio" in at[512]:
+        targets.append(Target("t5_bias not slower than HF compute_bias at L = 512", at[512]["hf_ratio"] >= 1,
+                              f"HF takes {at[512]['hf_ratio']:.2f}× relviz's time"))
+    targets.append(Target("identical values (HF, x-transformers, previous build)",
+                          all(r["identical"] for r in rows), ", ".join(f"L={r['L']}: {r['identical']}" for r in rows)))
+    speed = lambda x: f"{x:.2f}×"  # noqa: E731
+    return SectionResult(
+        name="t5bias", title=f"T5 position bias [H={H}, L, L], 32 buckets / 128, bidirectional: relviz per offset "
+                             "vs the alternatives (ratio = their time ÷ relviz's)",
+        columns=[Column("L", "L"), Column("relviz_s", "relviz ms", ms), Column("before_s", "before ms", ms),
+                 Column("before_ratio", "÷", speed), Column("hf_s", "HF compute_bias ms", ms),
+                 Column("hf_ratio", "÷", speed), Column("xtransformers_s", "x-transformers ms", ms),
+                 Column("xtransformers_ratio", "÷", speed), Column("identical", "identical"),
+                 Column("load", "load avg")],
+        rows=rows, targets=targets,
+        notes=["relviz: positions.t5_bias — 2L − 1 buckets, one table lookup per (offset, head), one expanding "
+               "copy. before: the int64 [L, L] bucket map then a gather of [H, L, L] (relviz until this "
+               "change). HF: T5Attention.compute_bias of a tiny T5 (returns a permuted [1, H, L, L] view of "
+               "[L, L, H]). x-transformers: RelativePositionBias's per-cell recipe. "
+               f"{rounds} rounds taking turns, medians."
+               + ("" if hf is not None else " transformers is not installed: no HF column.")])
+
+
+# ---------------------------------------------------------------------------------------
+# Model train step vs the same model with fused SDPA
+
+
+def _train_step_call(model: torch.nn.Module, tokens: torch.Tensor) -> Callable[[], None]:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step() -> None:
+        logits = model(tokens)[0]
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens.reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return step
+
+
+def _plain_sdpa(model: torch.nn.Module) -> torch.nn.Module:
+    """The same model with every layer's attention replaced by causal SDPA (no relative term)."""
+    causal = model.config.causal
+
+    def attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal), None
+    model.position.attend = attend
+    return model
+
+
+def model_section(ctx: BenchContext) -> SectionResult:
+    from relviz.model import SCHEMES, ModelConfig, build_model
+    batch, length = (2, 32) if ctx.quick else (8, 256)
+    rounds = 1 if ctx.quick else 7
+    rows = []
+    tokens = torch.randint(0, 10, (batch, length), generator=torch.Generator().manual_seed(0))
+    for scheme in ("none", "t5", "shaw") if ctx.quick else SCHEMES:
+        ctx.log(f"model: {scheme} (load {load_average()})")
+        config = ModelConfig(scheme=scheme, max_len=max(64, length), skew_distances=32)
+        ours = _train_step_call(build_model(config, seed=0), tokens)
+        plain = _train_step_call(_plain_sdpa(build_model(config, seed=0)), tokens)
+        ours(), plain()                                                    # warm-up
+        times: dict[str, list[float]] = {"relviz": [], "sdpa": []}
+        for _ in range(rounds):
+            for name, call in (("relviz", ours), ("sdpa", plain)):
+                start = time.perf_counter()
+                call()
+                times[name].append(time.perf_counter() - start)
+        med = {name: statistics.median(t) for name, t in times.items()}
+        rows.append({"scheme": scheme, "relviz_s": med["relviz"], "sdpa_s": med["sdpa"],
+                     "ratio": med["relviz"] / med["sdpa"], "load": load_average()})
+    relative = [r for r in rows if r["scheme"] in ("shaw", "t5", "skew", "alibi", "rope")]
+    worst = max(relative, key=lambda r: r["ratio"]) if relative else None
+    targets = [Target(f"relative schemes' train step ≤ 1.3× the same model with fused SDPA (B{batch}×L{length})",
+                      None if worst is None or ctx.quick else worst["ratio"] <= 1.3,
+                      ", ".join(f"{r['scheme']} {r['ratio']:.2f}×" for r in relative))]
+    return SectionResult(
+        name="model", title=f"Model train step (forward + backward + AdamW), B={batch} L={length}: relviz vs the "
+                            "same model with plain causal SDPA",
+        columns=[Column("scheme", "scheme"), Column("relviz_s", "relviz ms", ms), Column("sdpa_s", "SDPA model ms", ms),
+                 Column("ratio", "÷", lambda x: f"{x:.2f}×"), Column("load", "load avg")],
+        rows=rows, targets=targets,
+        notes=["Default ModelConfig (d_model 64, 2 layers, 4 heads, d_ff 256). The SDPA model is the same "
+               "model (same weights and embeddings) with each layer's attention replaced by "
+               "F.scaled_dot_product_attention(is_causal=True): no relative term, the floor. "
+               f"{rounds} rounds taking turns after a warm-up, medians."])
+
+
+def _main(argv: list[str]) -> int:
+    kind, spec = argv[0], json.loads(argv[1])
+    result = run_time_case(spec) if kind == "time" else run_memory_case(spec)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
