@@ -9,8 +9,13 @@ Three layers, each with a clear message when it stops a request:
 2. **A process-wide gate** (:class:`TrainingGate`): at most ``max_concurrent`` trainings at
    once on the whole server. It never waits: a request that finds every slot taken is
    refused at once ("another training is running, try again in a moment").
-3. **A per-session quota** (:class:`SessionTrainings`): how many runs one browser session
-   may start, and how many trained models it keeps (the oldest is dropped).
+3. **A per-visitor quota** (:class:`RunLedger`, process-wide): how many runs one visitor may
+   start per time window — keyed by the client as the app sees it (its IP address; see
+   ``relviz.ui.visitor_key``), so a reload or a new tab does not reset it — and how many runs
+   the whole server starts per window (a backstop for visitors who change address).
+   A client address has its own, larger budget (a class behind one NAT shares it).
+   :class:`SessionTrainings` keeps a tab's trained models (the oldest is dropped) and asks the
+   ledger before each run.
 
 Training runs on one CPU thread (:func:`single_thread`): the small model trains faster that
 way, and the server's other core stays free for everyone else's pages.
@@ -38,6 +43,7 @@ from relviz.training.loop import TrainProgress, TrainResult, train
 __all__ = [
     "TrainingCaps", "CAPS", "TrainingRequest", "CapExceeded", "TrainingBusy", "TrainingTimeout",
     "check_request", "parameter_count", "TrainingGate", "GATE", "single_thread", "TrainedModel", "SessionTrainings",
+    "RunLedger", "LEDGER",
     "run_training", "guarded_run", "check_work",
 ]
 
@@ -62,7 +68,14 @@ class TrainingCaps:
     max_seconds: float = 120.0
     max_concurrent: int = 1
     max_models_per_session: int = 3
+    #: Runs one visitor (one client address) may start per window, across reloads and tabs.
     max_trainings_per_session: int = 12
+    #: Runs one client address starts per window (several visitors behind one NAT share it).
+    max_trainings_per_address: int = 48
+    #: Runs the whole server starts per window, every visitor together.
+    max_trainings_per_server: int = 120
+    #: The quota window (seconds): a run counts against both budgets for this long.
+    quota_window_s: float = 3600.0
     # scheme parameters
     max_clip: int = 32
     max_num_buckets: int = 64
@@ -77,7 +90,8 @@ class TrainingCaps:
                 f"{self.max_parameters:,} parameters; {self.min_steps}–{self.max_steps} steps at length "
                 f"{self.min_length}–{self.max_length}, and steps × length × layers ≤ {self.max_work:,}; "
                 f"stopped after {self.max_seconds:.0f} s; {self.max_concurrent} training at a time on the "
-                f"server; {self.max_trainings_per_session} runs per session, the last "
+                f"server; {self.max_trainings_per_session} runs per visitor and {self.max_trainings_per_server} "
+                f"on the whole server per {self.quota_window_s / 60:.0f} minutes, the last "
                 f"{self.max_models_per_session} models kept")
 
 
@@ -285,30 +299,129 @@ class TrainedModel:
         return self.result.length
 
 
+class RunLedger:
+    """Runs started per visitor and on the whole server, over a sliding window (process-wide).
+
+    A visitor is an opaque key (relviz.ui.visitor_key: a hash of the client address). Each run
+    counts against its visitor and against the server for ``caps.quota_window_s`` seconds. At
+    most ``max_visitors`` keys are remembered (the least recently active are forgotten first);
+    the server-wide budget still holds for them. Thread-safe: every session's script thread asks.
+    """
+
+    def __init__(self, caps: TrainingCaps = CAPS, *, clock: Callable[[], float] = time.monotonic,
+                 max_visitors: int = 10_000) -> None:
+        self.caps = caps
+        self._clock = clock
+        self._max_visitors = max_visitors
+        self._lock = threading.Lock()
+        self._visitors: OrderedDict[str, list[float]] = OrderedDict()
+        self._server: list[float] = []
+
+    def _prune(self, now: float) -> None:
+        horizon = now - self.caps.quota_window_s
+        self._server = [t for t in self._server if t > horizon]
+        for key in list(self._visitors):
+            kept = [t for t in self._visitors[key] if t > horizon]
+            if kept:
+                self._visitors[key] = kept
+            else:
+                del self._visitors[key]
+
+    def used(self, visitor: str) -> int:
+        with self._lock:
+            self._prune(self._clock())
+            return len(self._visitors.get(visitor, ()))
+
+    def _budgets(self, visitor: str, address: str | None) -> list[tuple[list[float], int, str]]:
+        """(runs in the window, limit, whose) for the visitor, its address and the server."""
+        budgets = [(self._visitors.get(visitor, []), self.caps.max_trainings_per_session, "per visitor")]
+        if address is not None:
+            budgets.append((self._visitors.get(_ADDRESS + address, []), self.caps.max_trainings_per_address,
+                            "per client address"))
+        budgets.append((self._server, self.caps.max_trainings_per_server, "for the whole server"))
+        return budgets
+
+    def left(self, visitor: str, address: str | None = None) -> int:
+        with self._lock:
+            self._prune(self._clock())
+            return max(0, min(limit - len(runs) for runs, limit, _ in self._budgets(visitor, address)))
+
+    def _refusal(self, visitor: str, address: str | None, now: float) -> str | None:
+        minutes = self.caps.quota_window_s / 60
+        for runs, limit, whose in self._budgets(visitor, address):
+            if len(runs) >= limit:
+                wait = runs[0] + self.caps.quota_window_s - now
+                return (f"{len(runs)} runs were started in the last {minutes:.0f} minutes, the limit {whose} is "
+                        f"{limit} (reloading the page does not reset it): the next run is possible in "
+                        f"{max(1, round(wait / 60))} min.")
+        return None
+
+    def check(self, visitor: str, address: str | None = None) -> None:
+        """Raise CapExceeded (saying when the next run is possible) if ``visitor`` may not start a run."""
+        with self._lock:
+            now = self._clock()
+            self._prune(now)
+            refusal = self._refusal(visitor, address, now)
+        if refusal:
+            raise CapExceeded(refusal)
+
+    def record(self, visitor: str, address: str | None = None) -> None:
+        """Count a run for ``visitor``, its address and the server, or raise CapExceeded (atomically)."""
+        with self._lock:
+            now = self._clock()
+            self._prune(now)
+            refusal = self._refusal(visitor, address, now)
+            if refusal:
+                raise CapExceeded(refusal)
+            for key in [visitor] + ([_ADDRESS + address] if address is not None else []):
+                self._visitors.setdefault(key, []).append(now)
+                self._visitors.move_to_end(key)
+            self._server.append(now)
+            while len(self._visitors) > self._max_visitors:
+                self._visitors.popitem(last=False)
+
+
+_ADDRESS = "address:"
+
+
+#: The ledger every app session shares (one per server process).
+LEDGER = RunLedger()
+
+
 class SessionTrainings:
     """One browser session's trained models (newest last) and how many runs it has started."""
 
-    def __init__(self, caps: TrainingCaps = CAPS) -> None:
+    def __init__(self, caps: TrainingCaps = CAPS, *, visitor: str | None = None, address: str | None = None,
+                 ledger: RunLedger | None = None) -> None:
+        """``visitor``: the key the runs count against across reloads (relviz.ui.visitor_key); None
+        counts them for this session alone. ``address``: the client's (hashed) address, whose
+        budget every visitor behind it shares. ``ledger``: where they are counted (a private one
+        when None, so library users and tests do not share the server's budget)."""
         self.caps = caps
         self.models: OrderedDict[str, TrainedModel] = OrderedDict()
         self.started = 0
         self._counter = 0
         self.dropped: list[str] = []
+        self.visitor = visitor if visitor is not None else f"session-{uuid.uuid4().hex}"
+        self.address = address
+        self.ledger = ledger if ledger is not None else RunLedger(caps)
 
     @property
     def runs_left(self) -> int:
-        return max(0, self.caps.max_trainings_per_session - self.started)
+        return max(0, min(self.caps.max_trainings_per_session - self.started, self.ledger.left(self.visitor, self.address)))
 
     def check_quota(self) -> None:
         if self.started >= self.caps.max_trainings_per_session:
             raise CapExceeded(
-                f"this session has started {self.started} trainings, the limit per session is "
-                f"{self.caps.max_trainings_per_session}. Open the app in a new session (reload the page) "
-                "to train more.")
+                f"this session has started {self.started} trainings, the limit per session (and per visitor, "
+                f"across reloads) is {self.caps.max_trainings_per_session} per "
+                f"{self.caps.quota_window_s / 60:.0f} minutes.")
+        self.ledger.check(self.visitor, self.address)
 
     def start(self) -> None:
-        """Count a run (even one that later fails or is interrupted)."""
+        """Count a run (even one that later fails or is interrupted) for the session and the visitor."""
         self.check_quota()
+        self.ledger.record(self.visitor, self.address)
         self.started += 1
 
     def add(self, request: TrainingRequest, result: TrainResult) -> TrainedModel:

@@ -288,17 +288,56 @@ def user_errors() -> Iterator[None]:
 
 
 # ---------------------------------------------------------------------------------------
-# Training and measuring inside the app: one quota per browser session, shared by every page.
+# Training and measuring inside the app: one quota per visitor (across reloads), shared by every page.
 
 SESSION_TRAININGS_KEY = "trainings"
 
 
+def _hashed(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _xsrf_token(cookie: str) -> str:
+    """The token inside Streamlit's XSRF cookie. The cookie is re-masked on every page load
+    ("2|mask|token xor mask|time"); the token under the mask stays the same for the browser."""
+    parts = cookie.strip("\"'").split("|")
+    try:
+        if len(parts) == 4 and parts[0] == "2":
+            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            if mask:
+                return bytes(byte ^ mask[i % len(mask)] for i, byte in enumerate(masked)).hex()
+    except ValueError:
+        pass
+    return cookie
+
+
+def visitor_key() -> tuple[str | None, str | None]:
+    """(visitor, address): whom this session's runs count against, as Streamlit sees the client.
+
+    visitor: the token in the browser's XSRF cookie (Streamlit sets it on the first visit; a
+    reload or a new tab sends the same token again), else the client address. address: the client's IP address
+    (st.context.ip_address; behind a reverse proxy on the same host, Streamlit's server takes
+    it from X-Forwarded-For). Both hashed; None when unknown (a local session without cookies,
+    e.g. AppTest: then the session counts alone). See docs/DEPLOY.md for what this cannot stop.
+    """
+    address = st.context.ip_address
+    address = address if isinstance(address, str) and address else None  # (AppTest gives a mock)
+    cookie = st.context.cookies.get("_streamlit_xsrf") if st.context.cookies else None
+    cookie = cookie if isinstance(cookie, str) and cookie else None
+    visitor = f"cookie:{_hashed(_xsrf_token(cookie))}" if cookie else (f"ip:{_hashed(address)}" if address else None)
+    return visitor, (_hashed(address) if address else None)
+
+
 def session_trainings() -> SessionTrainings:
-    """This browser session's trained models and run count (relviz.training_queue's quota)."""
-    from relviz.training_queue import SessionTrainings
+    """This browser session's trained models, its runs counted per visitor across reloads
+    (relviz.training_queue's quota, in the server-wide ledger)."""
+    from relviz.training_queue import LEDGER, SessionTrainings
 
     if SESSION_TRAININGS_KEY not in st.session_state:
-        st.session_state[SESSION_TRAININGS_KEY] = SessionTrainings()
+        visitor, address = visitor_key()
+        st.session_state[SESSION_TRAININGS_KEY] = SessionTrainings(visitor=visitor, address=address, ledger=LEDGER)
     return st.session_state[SESSION_TRAININGS_KEY]
 
 

@@ -9,6 +9,7 @@ import torch
 from relviz.training_queue import (
     CAPS,
     CapExceeded,
+    RunLedger,
     SessionTrainings,
     TrainingBusy,
     TrainingCaps,
@@ -130,7 +131,7 @@ def test_session_quota_and_model_limit():
     assert session.names() == names[1:] and session.dropped == [names[0]]
     assert names[0].startswith("yours-1: t5, shift(s=2)")
     assert session.runs_left == 0
-    with pytest.raises(CapExceeded, match="limit per session is 3"):
+    with pytest.raises(CapExceeded, match="limit per session"):
         run_training(TINY, session, gate=gate, caps=caps)
     keys = {session.get(n).key for n in session.names()}
     assert len(keys) == 2
@@ -195,7 +196,7 @@ def test_guarded_run_counts_the_run_holds_the_slot_and_times_out():
         with guarded_run(session, gate=gate, caps=caps) as check_time:
             check_time()
     assert gate.running == 0 and session.started == 2
-    with pytest.raises(CapExceeded, match="limit per session is 2"):
+    with pytest.raises(CapExceeded, match="limit per session"):
         with guarded_run(session, gate=gate, caps=caps):
             pass  # pragma: no cover
     assert session.started == 2 and gate.running == 0
@@ -211,3 +212,118 @@ def test_check_work_refuses_a_cell_over_the_cap():
 def test_parameter_count_is_the_built_models():
     config, _ = check_request(TrainingRequest(scheme="shaw", n_layers=3, clip=32))
     assert parameter_count(config) == build_model(config).num_parameters()
+
+
+# ---------------------------------------------------------------------------------------
+# The quota per visitor, not per tab: a reload (a new SessionTrainings with the same visitor key)
+# keeps the count; the address and the server have their own budgets; runs age out of the window.
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _ledger(**caps):
+    clock = FakeClock()
+    return RunLedger(TrainingCaps(**caps), clock=clock), clock
+
+
+def test_a_reload_does_not_reset_the_visitor_quota():
+    ledger, clock = _ledger(max_trainings_per_session=3, quota_window_s=600)
+    for _ in range(3):
+        tab = SessionTrainings(ledger.caps, visitor="cookie:a", ledger=ledger)  # a reload: a new session
+        tab.start()
+    reloaded = SessionTrainings(ledger.caps, visitor="cookie:a", ledger=ledger)
+    assert reloaded.started == 0 and reloaded.runs_left == 0
+    with pytest.raises(CapExceeded, match=r"limit per visitor is 3 \(reloading the page does not reset it\): "
+                                          r"the next run is possible in 10 min"):
+        reloaded.start()
+    other = SessionTrainings(ledger.caps, visitor="cookie:b", ledger=ledger)
+    other.start()  # another visitor is not affected
+    clock.now += 601  # the window slides: the first runs no longer count
+    reloaded.start()
+    assert ledger.used("cookie:a") == 1
+
+
+def test_the_address_and_the_server_have_their_own_budgets():
+    ledger, clock = _ledger(max_trainings_per_session=2, max_trainings_per_address=3, max_trainings_per_server=5,
+                            quota_window_s=60)
+    for visitor in ("cookie:1", "cookie:1", "cookie:2"):
+        ledger.record(visitor, "nat")
+    with pytest.raises(CapExceeded, match="limit per client address is 3"):
+        ledger.record("cookie:3", "nat")  # a cleared cookie behind the same address
+    ledger.record("cookie:4", "elsewhere")
+    ledger.record("cookie:5", None)
+    with pytest.raises(CapExceeded, match="limit for the whole server is 5"):
+        ledger.record("cookie:6", "fresh")
+    assert ledger.left("cookie:6", "fresh") == 0
+    clock.now += 61
+    assert ledger.left("cookie:6", "fresh") == 2
+
+
+def test_the_ledger_counts_atomically_under_threads():
+    import threading as _threading
+
+    ledger, _ = _ledger(max_trainings_per_session=1000, max_trainings_per_server=50)
+    refused = []
+
+    def hammer(i: int) -> None:
+        for _ in range(10):
+            try:
+                ledger.record(f"cookie:{i}")
+            except CapExceeded:
+                refused.append(i)
+
+    threads = [_threading.Thread(target=hammer, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(ledger.used(f"cookie:{i}") for i in range(8)) == 50 and len(refused) == 30
+
+
+def test_the_ledger_forgets_the_least_recent_visitors_beyond_its_bound():
+    ledger = RunLedger(TrainingCaps(max_trainings_per_server=10_000), max_visitors=3)
+    for i in range(5):
+        ledger.record(f"cookie:{i}")
+    assert [ledger.used(f"cookie:{i}") for i in range(5)] == [0, 0, 1, 1, 1]
+
+
+def test_the_app_counts_a_visitor_across_sessions(monkeypatch):
+    """Through the app: two AppTest sessions with the same visitor key (a reload) share the count."""
+    from streamlit.testing.v1 import AppTest
+
+    from relviz import training_queue, ui
+
+    ledger = RunLedger(TrainingCaps(max_trainings_per_session=2))
+    monkeypatch.setattr(training_queue, "LEDGER", ledger)
+    script = ("from relviz import ui\n"
+              "ui.visitor_key = lambda: ('cookie:same', 'addr')\n"
+              "t = ui.session_trainings()\n"
+              "import streamlit as st\n"
+              "st.write(f'left {t.runs_left}')\n"
+              "if st.button('go'):\n"
+              "    t.start()\n")
+    for expected in ("left 2", "left 1"):
+        at = AppTest.from_string(script).run()
+        assert at.markdown[0].value == expected
+        at.button[0].click().run()
+    assert AppTest.from_string(script).run().markdown[0].value == "left 0"
+
+
+def test_the_visitor_key_is_the_token_under_the_xsrf_cookie_mask():
+    """Streamlit re-masks its XSRF cookie on every page load (2|mask|token xor mask|time): two loads of
+    one browser give different cookies and the same token, so a reload keeps the visitor's key."""
+    from relviz.ui import _xsrf_token
+
+    token = bytes(range(16))
+    cookies = []
+    for mask in (b"\x01\x02\x03\x04", b"\xff\x00\xaa\x55"):
+        masked = bytes(byte ^ mask[i % 4] for i, byte in enumerate(token))
+        cookies.append(f"2|{mask.hex()}|{masked.hex()}|1795465483")
+    assert cookies[0] != cookies[1]
+    assert _xsrf_token(cookies[0]) == _xsrf_token(cookies[1]) == token.hex()
+    assert _xsrf_token("2|zz|yy|1") == "2|zz|yy|1" and _xsrf_token("plain") == "plain"
