@@ -6,9 +6,21 @@ import streamlit as st
 
 from relviz import ui
 from relviz.figures.shaw import shaw_matrices, shaw_offsets
-from relviz.figures.t5 import bucket_curve, bucket_map, bucket_overview, ranges_rows, t5_offsets
+from relviz.figures.t5 import (
+    bucket_budget_figure,
+    bucket_curve,
+    bucket_map,
+    bucket_overview,
+    composition_figure,
+    precision_figure,
+    ranges_rows,
+    seed_table_figure,
+    sharing_figure,
+    t5_offsets,
+)
 from relviz.figures.toeplitz import Window, needs_window
 from relviz.positions import t5_nearest_valid
+from relviz.precision import mesh_tf_edges, precision_changes
 from relviz.snippets import t5_snippet
 from relviz.t5_notes import t5_notes
 
@@ -59,6 +71,27 @@ def shaw_index_figure(q_len: int, k_len: int, k: int, q_offset: int, row0: int, 
                          height=470)[2]
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def precision_view(nb: int, md: int, bidir: bool):
+    """(figure, rows of offsets that change in low precision, rows of Mesh-TF-vs-HF edges)."""
+    max_offset = min(2 * md, 2048)
+    changes = precision_changes(num_buckets=nb, max_distance=md, bidirectional=bidir, max_offset=max_offset)
+    edges = mesh_tf_edges(num_buckets=nb, max_distance=md, bidirectional=bidir)
+    figure = precision_figure(nb, md, bidir, changes=changes, edges=edges, max_offset=max_offset)
+    change_rows = pd.DataFrame([{"j − i": c.offset, "precision": c.dtype, "float32 bucket": c.float32,
+                                 "bucket": c.got} for c in changes],
+                               columns=["j − i", "precision", "float32 bucket", "bucket"])
+    edge_rows = pd.DataFrame([{"j − i": e.offset, "Hugging Face (relviz)": e.hf, "Mesh TensorFlow": e.mesh_tf,
+                               "exact arithmetic": e.exact} for e in edges],
+                             columns=["j − i", "Hugging Face (relviz)", "Mesh TensorFlow", "exact arithmetic"])
+    return figure, change_rows, edge_rows, max_offset
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def confusion_figures(nb: int, md: int, bidir: bool):
+    return bucket_budget_figure(nb, md, bidir), sharing_figure(), composition_figure(nb, md, bidir)
+
+
 def use_nearest_valid(nb: int, md: int, bidir: bool) -> None:
     st.session_state[f"{P}_nb"], st.session_state[f"{P}_md"] = t5_nearest_valid(nb, md, bidir)
 
@@ -92,7 +125,8 @@ if not info.valid:
                "return garbage (even negative) buckets here; relviz refuses instead.", icon=":material/lightbulb:")
     st.button("use the nearest valid setting", key=f"{P}_fix", on_click=use_nearest_valid, args=(nb, md, bidir))
 
-tab_map, tab_compare = st.tabs(["Buckets", "Compare with Shaw"], key=f"{P}_tab", bind="query-params")
+tab_map, tab_precision, tab_compare = st.tabs(["Buckets", "Precision & references", "Compare with Shaw"],
+                                             key=f"{P}_tab", bind="query-params")
 
 with tab_map:
     if tab_map.open is not False:
@@ -152,6 +186,34 @@ with tab_map:
                     else:
                         st.markdown("- " + note.text)
 
+            st.markdown("#### Three confusions, in pictures")
+            budget, sharing, composition = confusion_figures(nb, md, bidir)
+            c1, c1_text = st.columns([3, 2], vertical_alignment="center")
+            with c1:
+                ui.show_figure(budget, key=f"{P}_fig_budget")
+            with c1_text:
+                st.caption(
+                    (f"**\"max_exact halved twice?\"** Yes, on purpose: {nb} buckets → {info.buckets_per_direction} "
+                     f"per direction → half of those, {info.max_exact}, exact. So not \"{info.buckets_per_direction} "
+                     f"close + {info.buckets_per_direction} far\": {info.max_exact} exact + {info.log_buckets} "
+                     "logarithmic per direction.") if bidir else
+                    (f"**Unidirectional: one halving only.** All {nb} buckets serve the past: {info.max_exact} "
+                     f"exact + {info.log_buckets} logarithmic. Bucket 0 also holds every future offset (the "
+                     "upper triangle of the map above)."))
+            c2, c3 = st.columns(2)
+            with c2:
+                ui.show_figure(sharing, key=f"{P}_fig_sharing")
+                st.caption("**Shared across layers:** T5 computes the bias once, in the first layer of a stack, "
+                           "and every layer adds the same [num_buckets × heads] table. UMT5 learns a table in "
+                           "every layer (layers × as many parameters). Encoder and decoder have their own.")
+            with c3:
+                ui.show_figure(composition, key=f"{P}_fig_composition")
+                st.caption(f"**One layer is blind inside a bucket** (yellow: distances that share a bucket get the "
+                           f"same bias). Stacked layers can compose exact hops of up to {info.max_exact - 1}: "
+                           f"two layers can in principle locate every distance up to "
+                           f"{2 * (info.max_exact - 1)} exactly, three up to {3 * (info.max_exact - 1)} (the T5 "
+                           "paper's argument for coarse far buckets).")
+
             st.markdown("#### Download the bucket map")
             values = offsets(q_len, k_len, nb, md, bidir, q_offset)
             if large:
@@ -172,6 +234,45 @@ with tab_map:
                 "- **max_distance must exceed max_exact**, or log(max_distance / max_exact) is zero or negative "
                 "and the reference returns garbage (even negative) buckets.")
 
+with tab_precision:
+    if tab_precision.open is not False:
+        if info.valid:
+            figure, change_rows, edge_rows, max_offset = precision_view(nb, md, bidir)
+            ui.show_figure(figure, key=f"{P}_fig_precision")
+            st.caption(
+                f"relviz computes T5's buckets like Hugging Face's T5: float32, dividing. The markers show, for "
+                f"j − i within ±{max_offset}, the offsets whose bucket changes when the same formula runs in "
+                "bfloat16 or float16 (the log and the quotients are rounded to 8 or 11 significant bits), and "
+                "where Mesh TensorFlow, the original T5 code, lands on the other side of a float32 edge: it "
+                "multiplies by reciprocals where Hugging Face divides. A checkpoint trained with one and run "
+                "with the other reads a neighbouring bias at those offsets.")
+            left, right = st.columns(2)
+            with left:
+                st.markdown(f"**Low precision: {len(change_rows)} offset{'s' if len(change_rows) != 1 else ''} "
+                            "change bucket**")
+                st.dataframe(change_rows, hide_index=True, height=260, width="stretch")
+            with right:
+                st.markdown(f"**Mesh TensorFlow ≠ Hugging Face (relviz): {len(edge_rows)} "
+                            f"offset{'s' if len(edge_rows) != 1 else ''}**")
+                if len(edge_rows):
+                    st.dataframe(edge_rows, hide_index=True, height=260, width="stretch")
+                else:
+                    st.markdown("None for this setting: no exact value of the formula sits on an integer. "
+                                "Try num_buckets 34, max_distance 27 (j − i = −18: Hugging Face 13, Mesh "
+                                "TensorFlow 14).")
+            ui.code_for_this_view(
+                "import torch\nfrom relviz.positions import t5_bucket\n"
+                "from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf, mesh_tf_edges\n\n"
+                f"settings = dict(num_buckets={nb}, max_distance={md}, bidirectional={bidir})\n"
+                f"offsets = torch.arange(-{max_offset}, {max_offset + 1})\n"
+                "float32 = t5_bucket(offsets, **settings)\n"
+                "result = {name: offsets[t5_bucket_in_dtype(offsets, dtype, **settings) != float32]\n"
+                "          for name, dtype in ((\"bfloat16\", torch.bfloat16), (\"float16\", torch.float16))}\n"
+                "mesh_tf = t5_bucket_mesh_tf(offsets, **settings)   # Mesh TensorFlow's reciprocals\n"
+                "edges = mesh_tf_edges(**settings)                  # offset, HF, Mesh TF, exact\n")
+        else:
+            st.info("The precision view appears once the setting is valid.", icon=":material/info:")
+
 with tab_compare:
     if tab_compare.open is not False:
         k = int(st.slider("Shaw clipping distance k", 0, 64, 8, key=f"{P}_ck", bind="query-params",
@@ -188,6 +289,12 @@ with tab_compare:
                 f"**Shaw, k = {k}:** {2 * k + 1} table rows. Exact inside |j − i| ≤ {k}, then a hard cut: every "
                 f"key farther than {k} reads the same end row. The tables hold vectors (size d), one pair per "
                 "layer, shared across heads.")
+            if k:
+                ui.show_figure(seed_table_figure(k), key=f"{P}_fig_seed_table")
+                st.caption(f"**Not T5: a \"T5 encoder\" that clips.** A seed notebook's \"T5RelativePositionalEncoder\" "
+                           f"clips j − i to ±max_position (here {k}) and looks it up in a table of max_position² "
+                           f"rows: Shaw-style clipping, the picture on the left, with {k * k - (2 * k + 1)} rows "
+                           "that are never read. T5 buckets (right) are logarithmic and scalar.")
         with right:
             if info.valid:
                 t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,

@@ -198,3 +198,40 @@ def test_unidirectional_hover_stops_bucket_0_at_this_matrix_edge():
     first = customdata_field(figure, "bucket first j − i")
     assert first[0, 31] == 0 and last[0, 31] == 31  # bucket 0 holds 0 and every future offset: here 0 … 31
     assert last.max() == 31  # a 32 × 32 matrix: offsets −31 … 31
+
+
+def test_precision_tab_lists_mesh_tf_edges_and_low_precision_moves():
+    at = run(t5_nb="34", t5_md="27", t5_tab="Precision & references")
+    tables = [d.value for d in at.dataframe]
+    edges = next(t for t in tables if "Mesh TensorFlow" in t.columns)
+    row = edges[edges["j − i"] == -18].iloc[0]
+    assert (row["Hugging Face (relviz)"], row["Mesh TensorFlow"], row["exact arithmetic"]) == (13, 14, 14)
+    figure = find(charts(at), "float32, bfloat16 and float16")
+    assert -18 in list(decode(trace(figure, 3)["x"]))
+    at = run(t5_tab="Precision & references")
+    changes = next(d.value for d in at.dataframe if "precision" in d.value.columns)
+    bf16 = set(changes.loc[changes["precision"] == "bfloat16", "j − i"].abs())
+    assert {16, 32, 90} <= bf16
+    assert any("None for this setting" in m.value for m in at.markdown)
+
+
+def test_confusion_pictures_sit_with_the_map():
+    at = run()
+    figures = charts(at)
+    budget = find(figures, "where the 32 buckets go")
+    labels = [t["text"][0] for t in budget["data"]]
+    assert "past exact 0…7" in labels and "future logarithmic 24…31" in labels and "16: unused" in labels
+    sharing = find(figures, "bias table each layer adds")
+    text = sharing["data"][0]["text"]
+    assert set(text[0]) == {"table 1"} and len(set(text[1])) == len(text[1])
+    composition = find(figures, "told apart exactly")
+    z = decode(trace(composition)["z"])
+    assert z[0, 7] == 1 and z[0, 8] == 0 and z[1, 14] == 1  # one layer: 0…7 exact; two: up to 14
+    captions = " ".join(c.value for c in at.caption)
+    assert "8 exact + 8" in captions and "UMT5" in captions
+
+
+def test_compare_tab_shows_the_seed_notebook_table():
+    at = run(t5_tab="Compare with Shaw", t5_ck="8")
+    seed = find(charts(at), "max_position² = 64 rows")
+    assert seed["data"][0]["x"] == [17] and seed["data"][1]["x"] == [47]

@@ -203,3 +203,137 @@ def ranges_rows(values: T5Offsets, q_len: int, k_len: int) -> list[dict]:
             "cells here": int(cells[r.bucket]),
         })
     return rows
+
+
+# ---------------------------------------------------------------------------------------
+# Precision and references: which offsets move with the arithmetic
+
+
+def precision_figure(num_buckets: int, max_distance: int, bidirectional: bool, *,
+                     changes: list, edges: list, max_offset: int, height: int = 380) -> go.Figure:
+    """Bucket of every offset j − i in float32 (the line), with the offsets whose bucket moves in
+    bfloat16 / float16 (markers at the low-precision bucket) and where Mesh TensorFlow differs from
+    Hugging Face (relviz). ``changes``: relviz.precision.PrecisionChange; ``edges``: EdgeOffset."""
+    offsets = np.arange(-max_offset, max_offset + 1)
+    buckets = t5_bucket(torch.from_numpy(offsets), num_buckets=num_buckets, max_distance=max_distance,
+                        bidirectional=bidirectional).numpy()
+    traces = [go.Scatter(x=offsets, y=buckets.astype(np.float32), mode="lines", line_shape="hvh",
+                         name="float32 (relviz = Hugging Face)", line=dict(color="#444444", width=2),
+                         hovertemplate="j − i = %{x}: bucket %{y} in float32<extra></extra>")]
+    styles = {"bfloat16": dict(color="#d62728", symbol="circle"), "float16": dict(color="#1f77b4",
+                                                                                 symbol="diamond")}
+    for name, style in styles.items():
+        hits = [c for c in changes if c.dtype == name]
+        traces.append(go.Scatter(
+            x=[c.offset for c in hits], y=[float(c.got) for c in hits], mode="markers",
+            name=f"{name}: {len(hits)} offset{'s' if len(hits) != 1 else ''} change bucket",
+            marker=dict(size=9, line=dict(width=1, color="white"), **style),
+            customdata=[[c.float32] for c in hits],
+            hovertemplate=f"j − i = %{{x}}: bucket %{{y}} in {name} (float32: %{{customdata[0]}})<extra></extra>"))
+    traces.append(go.Scatter(
+        x=[e.offset for e in edges], y=[float(e.mesh_tf) for e in edges], mode="markers",
+        name=f"Mesh TensorFlow ≠ Hugging Face: {len(edges)} offset{'s' if len(edges) != 1 else ''}",
+        marker=dict(size=14, symbol="x-thin", line=dict(width=3, color="#9467bd")),
+        customdata=[[e.hf, e.exact] for e in edges],
+        hovertemplate="j − i = %{x}: Mesh TF bucket %{y}, Hugging Face %{customdata[0]}, "
+                      "exact arithmetic %{customdata[1]}<extra></extra>"))
+    return go.Figure(data=traces, layout=dict(
+        height=height, margin=dict(l=60, r=10, t=40, b=100),
+        title=dict(text="T5 buckets in float32, bfloat16 and float16", x=0, xanchor="left"),
+        xaxis=dict(title=dict(text="relative position j − i", standoff=4)),
+        yaxis=dict(title=dict(text="bucket"), range=[-1, num_buckets]),
+        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0)))
+
+
+# ---------------------------------------------------------------------------------------
+# Pictures for the usual confusions
+
+
+def bucket_budget_figure(num_buckets: int, max_distance: int, bidirectional: bool, *,
+                         height: int = 190) -> go.Figure:
+    """Where the num_buckets go: per direction, max_exact exact buckets then the logarithmic ones
+    (bidirectional halves first, then halves again: "16 close + 16 far" is really 8 + 8 per direction)."""
+    config = t5_config(num_buckets, max_distance, bidirectional)
+    per_dir, me = config.buckets_per_direction, config.max_exact
+    parts = []  # (label, first bucket, count, colour)
+    directions = [("past", 0), ("future", per_dir)] if bidirectional else [("past and j − i ≥ 0", 0)]
+    for name, start in directions:
+        exact_first = start + (1 if bidirectional and name == "future" else 0)
+        if bidirectional and name == "future":
+            parts.append((f"{start}: unused", start, 1, "#bbbbbb"))
+        parts.append((f"{name} exact", exact_first, me - (exact_first - start), "#3caa5a"))
+        parts.append((f"{name} logarithmic", start + me, per_dir - me, "#9a5ac8"))
+    if bidirectional and num_buckets % 2:
+        parts.append(("odd: unused", 2 * per_dir, 1, "#bbbbbb"))
+    traces = [go.Bar(x=[count], y=["buckets"], base=[first - 0.5], orientation="h", name=label,
+                     marker=dict(color=colour, line=dict(color="white", width=2)),
+                     text=[f"{label} {first}…{first + count - 1}" if count > 1 else f"{label}"],
+                     textposition="inside", insidetextanchor="middle", textfont=dict(size=13),
+                     hovertemplate=f"{label}: buckets {first}…{first + count - 1} ({count})<extra></extra>",
+                     showlegend=False)
+              for label, first, count, colour in parts if count > 0]
+    return go.Figure(data=traces, layout=dict(
+        height=height, barmode="overlay", margin=dict(l=10, r=10, t=40, b=40),
+        title=dict(text=f"where the {num_buckets} buckets go: max_exact = {me} per direction", x=0,
+                   xanchor="left"),
+        xaxis=dict(title=dict(text="bucket"), range=[-0.5, num_buckets - 0.5]), yaxis=dict(visible=False)))
+
+
+def sharing_figure(layers: int = 6, *, height: int = 200) -> go.Figure:
+    """Which bias table each layer reads: T5 (one table, shared) against UMT5 (one per layer)."""
+    z = np.array([np.zeros(layers), np.arange(1, layers + 1)], dtype=np.float32)
+    text = np.array([["table 1"] * layers, [f"table {n}" for n in range(1, layers + 1)]])
+    return go.Figure(go.Heatmap(
+        z=z, x=[f"layer {n}" for n in range(1, layers + 1)], y=["T5", "UMT5"], text=text,
+        texttemplate="%{text}", textfont=dict(size=13), colorscale="Turbo", showscale=False, xgap=3, ygap=3,
+        hovertemplate="%{y}, %{x}: reads %{text}<extra></extra>"), layout=dict(
+        height=height, margin=dict(l=60, r=10, t=40, b=30),
+        title=dict(text="bias table each layer adds", x=0, xanchor="left"),
+        yaxis=dict(autorange="reversed")))
+
+
+def composition_figure(num_buckets: int, max_distance: int, bidirectional: bool, *, depth: int = 3,
+                       height: int = 230) -> go.Figure:
+    """Distances one layer tells apart (its own bucket) against what stacked layers can resolve:
+    with d layers, hops of up to max_exact − 1 exact positions each reach d · (max_exact − 1) exactly."""
+    config = t5_config(num_buckets, max_distance, bidirectional)
+    me = config.max_exact
+    top = max(depth * (me - 1) + max(4, me), 12)
+    n = np.arange(0, top + 1)
+    buckets = t5_bucket(torch.from_numpy(-n), num_buckets=num_buckets, max_distance=max_distance,
+                        bidirectional=bidirectional).numpy()
+    shared = np.bincount(buckets, minlength=num_buckets)[buckets] > 1
+    rows = []
+    for d in range(1, depth + 1):
+        rows.append(np.where(n <= d * (me - 1), 1.0, np.where(shared, 0.0, 1.0)) if d > 1 else
+                    np.where(shared, 0.0, 1.0))
+    z = np.array(rows, dtype=np.float32)
+    custom = np.broadcast_to(buckets, z.shape)
+    return go.Figure(go.Heatmap(
+        z=z, x=n, y=[f"{d} layer{'s' if d > 1 else ''}" for d in range(1, depth + 1)], zmin=0, zmax=1,
+        colorscale=[[0, "#f2c14e"], [0.5, "#f2c14e"], [0.5, "#3caa5a"], [1, "#3caa5a"]], showscale=False,
+        customdata=custom, xgap=1, ygap=2,
+        hovertemplate="distance %{x} (j − i = −%{x}), %{y}: bucket %{customdata}<br>"
+                      "green: told apart exactly; yellow: shares its bucket, blind<extra></extra>"), layout=dict(
+        height=height, margin=dict(l=70, r=10, t=40, b=40),
+        title=dict(text="told apart exactly (green) or blind (yellow)", x=0, xanchor="left"),
+        xaxis=dict(title=dict(text="distance into the past n = i − j")), yaxis=dict(autorange="reversed")))
+
+
+def seed_table_figure(max_position: int, *, height: int = 200) -> go.Figure:
+    """The seed notebook's "T5" encoder: offsets clipped to ±max_position index a table of
+    max_position² rows, of which only 2·max_position + 1 are ever read (Shaw clipping, not T5 buckets)."""
+    p = max(int(max_position), 1)
+    rows = p * p
+    used = min(2 * p + 1, rows)
+    return go.Figure(data=[
+        go.Bar(x=[used], y=["rows"], orientation="h", marker_color="#3caa5a", name=f"read: {used}",
+               text=[f"read: 2·{p} + 1 = {used}"], textposition="inside", textfont=dict(size=13),
+               hovertemplate=f"rows 0…{used - 1}: read by clip(j − i, −{p}, {p}) + {p}<extra></extra>"),
+        go.Bar(x=[rows - used], y=["rows"], base=[used], orientation="h", marker_color="#bbbbbb",
+               name=f"never read: {rows - used}", text=[f"never read: {rows - used}"], textposition="inside",
+               textfont=dict(size=13), hovertemplate=f"rows {used}…{rows - 1}: never read<extra></extra>")],
+        layout=dict(height=height, barmode="overlay", showlegend=False, margin=dict(l=10, r=10, t=40, b=40),
+                    title=dict(text=f"a “T5” table of max_position² = {rows} rows, clipped at ±{p}", x=0,
+                               xanchor="left"),
+                    xaxis=dict(title=dict(text="table row")), yaxis=dict(visible=False)))
