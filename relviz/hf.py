@@ -33,7 +33,7 @@ from relviz._checks import check_int
 from relviz.positions import t5_bias, t5_config
 from relviz.rope import RopeConfig, rope_config_from_hf, rope_parameters
 
-__all__ = ["ModelPositions", "inspect", "SUPPORTED", "PICKLE_SUFFIXES", "MAX_CONFIG_BYTES"]
+__all__ = ["ModelPositions", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES", "MAX_CONFIG_BYTES"]
 
 T5_TYPES = ("t5", "mt5", "umt5")
 ALIBI_TYPES = ("bloom", "mpt", "falcon")
@@ -161,6 +161,7 @@ class ModelPositions:
     _tables: dict[tuple[str, int], torch.Tensor] = field(default_factory=dict, repr=False)
     _rope: RopeConfig | None = field(default=None, repr=False)
     _positions: torch.Tensor | None = field(default=None, repr=False)
+    directory: Path | None = None   # where the weights are (None: a config alone, or the Hub)
 
     def _need(self, scheme: str, what: str) -> None:
         if self.scheme != scheme:
@@ -370,28 +371,170 @@ def inspect(path: str | os.PathLike[str], *, allow_hub: bool = True) -> ModelPos
         raise ValueError(f"{text!r} is not a model directory" + (" (and Hub ids are disabled here)"
                                                                   if HUB_ID.match(text) else ""))
     config = _read_config(config_path)
+    result = from_config(config, source=source, _weights=True)
+    if result.scheme in ("rope", "alibi"):
+        return result
+    result.directory = directory
+    tensors = _Tensors(directory, fetch)
+    if not tensors.where:
+        _refuse_pickles(directory)
+    if result.scheme == "t5":
+        result.config, result._tables = _t5(result.model_type, config, tensors)
+    else:
+        result.config, result._positions = _learned(result.model_type, config, tensors)
+    result.tensors_read = list(tensors.read)
+    return result
+
+
+def from_config(config: dict[str, Any], *, source: str = "config", _weights: bool = False) -> ModelPositions:
+    """The structure a config alone determines (RoPE, ALiBi): e.g. a published config.json's fields.
+
+    T5 and learned absolute positions live in weights: those need :func:`inspect` on a directory.
+    """
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict (a parsed config.json); got {type(config).__name__}")
     model_type = config.get("model_type")
     if model_type not in SUPPORTED:
         raise ValueError(f"model_type {model_type!r} is not supported. Supported: {_supported_text()}")
     scheme = SUPPORTED[model_type]
     result = ModelPositions(model_type=model_type, scheme=scheme, config={}, source=source)
     if scheme == "rope":
-        result._rope = rope_config_from_hf(config)
-        rope = result._rope
+        result._rope = rope = rope_config_from_hf(config)
         result.config = {"head_dim": rope.head_dim, "rotary_dim": rope.rotary_dim, "base": rope.base,
                          "max_position_embeddings": rope.max_position_embeddings,
                          "rope_type": rope.scaling.rope_type,
                          "scaling": {k: v for k, v in vars(rope.scaling).items() if v is not None and k != "rope_type"}}
-        return result
-    if scheme == "alibi":
+    elif scheme == "alibi":
         result.config = _alibi(model_type, config)
-        return result
-    tensors = _Tensors(directory, fetch)
-    if not tensors.where:
-        _refuse_pickles(directory)
-    if scheme == "t5":
-        result.config, result._tables = _t5(model_type, config, tensors)
-    else:
-        result.config, result._positions = _learned(model_type, config, tensors)
-    result.tensors_read = list(tensors.read)
+    elif not _weights:
+        raise ValueError(f"{model_type} keeps its positions in weights: inspect a model directory instead")
     return result
+
+
+# ---------------------------------------------------------------------------------------
+# What the app shows: the operator's list, the existing views' data, the model's own attention
+
+MODELS_ENV = "RELVIZ_MODELS"
+ALLOW_HUB_ENV = "RELVIZ_ALLOW_HUB"
+MAX_MODEL_MB_ENV = "RELVIZ_MAX_MODEL_MB"
+DEFAULT_MAX_MODEL_MB = 500
+MAX_TOKENS = 64
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "spiece.model", "vocab.txt", "vocab.json")
+
+
+def configured_models(env: dict[str, str] | None = None) -> dict[str, str]:
+    """name -> directory (or "hub:owner/name") from RELVIZ_MODELS, the operator's list.
+
+    Entries are separated by the path separator (':' on Linux); each is a directory, "name=directory",
+    or "hub:owner/name" (kept only when RELVIZ_ALLOW_HUB=1). Missing directories are skipped.
+    """
+    env = os.environ if env is None else env
+    allow_hub = env.get(ALLOW_HUB_ENV, "") == "1"
+    models: dict[str, str] = {}
+    for entry in (e.strip() for e in env.get(MODELS_ENV, "").split(os.pathsep)):
+        if not entry:
+            continue
+        name, _, target = entry.partition("=") if "=" in entry else ("", "", entry)
+        if target.startswith("hub:"):
+            if allow_hub and HUB_ID.match(target[4:]):
+                models[name or target[4:]] = target
+            continue
+        directory = Path(target).expanduser()
+        if (directory / "config.json").is_file():
+            models[name or directory.name] = str(directory.resolve())
+    return models
+
+
+def open_configured(target: str) -> ModelPositions:
+    """inspect() of an entry of configured_models (a directory, or hub:owner/name)."""
+    return inspect(target[4:]) if target.startswith("hub:") else inspect(target, allow_hub=False)
+
+
+def weights_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in Path(directory).glob("*.safetensors"))
+
+
+def has_tokenizer(directory: Path | None) -> bool:
+    return directory is not None and any((Path(directory) / name).is_file() for name in TOKENIZER_FILES)
+
+
+def max_model_bytes(env: dict[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    try:
+        megabytes = float(env.get(MAX_MODEL_MB_ENV, DEFAULT_MAX_MODEL_MB))
+    except ValueError:
+        megabytes = DEFAULT_MAX_MODEL_MB
+    return int(max(megabytes, 0) * 1e6)
+
+
+def bias_curve(positions: ModelPositions, *, stack: str = "encoder", layer: int = 0, extent: int = 160):
+    """The learned bias of every head against j − i (inspection.T5BiasCurve, as the Live attention page draws)."""
+    from relviz.inspection import T5BiasCurve
+    from relviz.positions import t5_bucket
+
+    extent = check_int("extent", extent, minimum=1, maximum=1 << 16)
+    table = positions.bias_table(stack=stack, layer=layer).float()
+    bidirectional = stack == "encoder"
+    nb, md = positions.config["num_buckets"], positions.config["max_distance"]
+    cfg = t5_config(nb, md, bidirectional)
+    offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
+    buckets = t5_bucket(offsets, num_buckets=nb, max_distance=md, bidirectional=bidirectional)
+    b = buckets.numpy()
+    edges = offsets.numpy()[(b[1:] != b[:-1]).nonzero()[0]] + 0.5
+    far = -torch.arange(0, 4 * md + 1) if not bidirectional else torch.arange(0, 4 * md + 1)
+    far_buckets = t5_bucket(far, num_buckets=nb, max_distance=md, bidirectional=bidirectional).numpy()
+    last_start = int((far_buckets == far_buckets[-1]).nonzero()[0][0])
+    return T5BiasCurve(offsets.numpy(), b, table[buckets].T.numpy(), edges, cfg.max_exact, last_start, nb, md,
+                       bidirectional)
+
+
+def learned_similarity(positions: ModelPositions, n: int):
+    """Cosine between the first ``n`` position vectors (inspection.LearnedPositions; relative_share says
+    how much of it depends on j − i alone)."""
+    from relviz.inspection import LearnedPositions
+
+    table = positions.position_embeddings()
+    n = check_int("n", n, minimum=3, maximum=table.shape[0])
+    table = table[:n].to(torch.float64)                                       # [n, d]
+    norms = table.norm(dim=1)
+    unit = table / norms[:, None].clamp(min=1e-12)
+    return LearnedPositions(norms.numpy(), (unit @ unit.T).numpy().astype("float32"))
+
+
+def check_runnable(directory: Path, *, max_bytes: int | None = None) -> None:
+    """Refuse to run a model above the operator's size limit or without a tokenizer (ValueError says which)."""
+    size, limit = weights_bytes(directory), max_model_bytes() if max_bytes is None else max_bytes
+    if size > limit:
+        raise ValueError(f"this model's weights are {size / 1e6:,.0f} MB; the operator allows running models up to "
+                         f"{limit / 1e6:,.0f} MB here ({MAX_MODEL_MB_ENV})")
+    if not has_tokenizer(directory):
+        raise ValueError(f"no tokenizer files in this model directory (one of {', '.join(TOKENIZER_FILES)})")
+
+
+def load_model(directory: Path, *, max_bytes: int | None = None):
+    """(tokenizer, model) with eager attention, from safetensors only; refuses models above max_bytes."""
+    try:
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError as exc:
+        raise ValueError("running the model needs transformers: pip install 'relviz[hf]'") from exc
+    check_runnable(directory, max_bytes=max_bytes)
+    tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    model = AutoModel.from_pretrained(str(directory), attn_implementation="eager", use_safetensors=True).eval()
+    return tokenizer, model
+
+
+def model_attention(tokenizer, model, text: str, *, max_tokens: int = MAX_TOKENS) -> tuple[list[str], torch.Tensor]:
+    """(tokens, attention [layers, heads, L, L]) of the model's self-attention on ``text`` (the encoder's for
+    encoder-decoder models), at most ``max_tokens`` tokens."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("text must be a non-empty string")
+    max_tokens = check_int("max_tokens", max_tokens, minimum=1, maximum=512)
+    encoded = tokenizer(text, return_tensors="pt", truncation=True, max_length=max_tokens)
+    ids = encoded["input_ids"][:, :max_tokens]
+    with torch.inference_mode():
+        if getattr(model.config, "is_encoder_decoder", False):
+            out = model.get_encoder()(input_ids=ids, output_attentions=True)
+        else:
+            out = model(input_ids=ids, output_attentions=True)
+    attentions = torch.stack([a[0] for a in out.attentions]).float()         # [layers, heads, L, L]
+    return tokenizer.convert_ids_to_tokens(ids[0].tolist()), attentions

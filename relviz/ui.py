@@ -41,6 +41,7 @@ PAGES: list[PageInfo] = [
     PageInfo("pages/absolute.py", "Absolute vs relative", ":material/compare_arrows:"),
     PageInfo("pages/rope.py", "RoPE and its scalings", ":material/360:"),
     PageInfo("pages/attention.py", "Live attention", ":material/visibility:"),
+    PageInfo("pages/your_model.py", "Your model", ":material/model_training:"),
     PageInfo("pages/experiments.py", "Experiments", ":material/science:"),
 ]
 

@@ -1,0 +1,179 @@
+"""Your model: a real Hugging Face checkpoint's position structure, and its own attention on your text.
+
+The operator lists model directories (RELVIZ_MODELS); a visitor picks one of them, never a path.
+Published configs (presets) that need no weights (RoPE, ALiBi) are always listed.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import streamlit as st
+import torch
+
+from relviz import hf, ui
+from relviz.figures.attention import alibi_figure, attention_grid, learned_positions_figure, t5_bias_figure
+from relviz.figures.rope import decay_figure, decay_offsets, ratio_figure, wavelength_figure
+from relviz.figures.toeplitz import toeplitz_heatmap
+from relviz.positions import t5_bias_offsets
+from relviz.rope import decay_bound, load_presets, measured_decay, unscaled, rope_parameters
+
+ui.ensure_app_navigation()
+
+P = "ym"
+LENGTHS = [2 ** k for k in range(8, 21)]
+PRESET_MARK = " (published config)"
+
+
+@st.cache_data(max_entries=4, show_spinner=False, ttl=60)
+def choices(models_setting: str, allow_hub: str) -> dict[str, tuple[str, str]]:
+    """label -> ("dir", target) for the operator's models, ("preset", group/id) for config-only presets."""
+    env = {hf.MODELS_ENV: models_setting, hf.ALLOW_HUB_ENV: allow_hub}
+    out = {name: ("dir", target) for name, target in hf.configured_models(env).items()}
+    presets = load_presets()
+    for group in ("rope", "alibi"):
+        for entry in presets[group]:
+            out[entry["label"] + PRESET_MARK] = ("preset", f"{group}/{entry['id']}")
+    return out
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the checkpoint's position tensors…")
+def positions_of(kind: str, target: str) -> hf.ModelPositions:
+    if kind == "dir":
+        return hf.open_configured(target)
+    group, preset_id = target.split("/", 1)
+    entry = next(e for e in load_presets()[group] if e["id"] == preset_id)
+    return hf.from_config(entry["config"], source=entry["source"])
+
+
+@st.cache_resource(max_entries=2, show_spinner="Loading the model…")
+def runnable(directory: str):
+    return hf.load_model(directory)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def own_attention(directory: str, text: str) -> tuple[list[str], np.ndarray]:
+    tokenizer, model = runnable(directory)
+    tokens, weights = hf.model_attention(tokenizer, model, text)
+    return tokens, weights.numpy()
+
+
+st.title("Your model")
+st.markdown(
+    "A real checkpoint's own position structure, read exactly from its files: T5's learned bucket biases, "
+    "ALiBi's slopes, RoPE's frequencies under the model's scaling rule, or a learned table of absolute "
+    "positions. Only config.json and the position tensors are read (never a pickled `.bin`). Where the "
+    "model has a tokenizer, its own attention on your text sits next to it.")
+ui.sign_convention()
+
+options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))
+label = st.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
+                     help="The server's operator lists the models (RELVIZ_MODELS, see DEPLOY.md); published "
+                          "configs that need no weights are always here.")
+if not any(kind == "dir" for kind, _ in options.values()):
+    st.caption("No model directories are configured on this server (RELVIZ_MODELS): the published configs "
+               "below need none.")
+
+with ui.user_errors():
+    kind, target = options[label]
+    positions = positions_of(kind, target)
+    st.markdown(f"**{positions.model_type}** · scheme **{positions.scheme}** · source: {positions.source}")
+    with st.expander("settings read from config.json", expanded=False):
+        st.json(positions.config)
+        if positions.tensors_read:
+            st.caption("tensors read: " + ", ".join(positions.tensors_read))
+
+    if positions.scheme == "t5":
+        c1, c2, c3 = st.columns(3)
+        stack = c1.radio("stack", positions.stacks, horizontal=True, key=f"{P}_stack", bind="query-params",
+                         help="Encoder: bidirectional buckets; decoder: unidirectional (every future offset is "
+                              "bucket 0).")
+        layers = positions.layers(stack)
+        layer = int(c2.select_slider("layer (its own table)", layers, value=layers[0], key=f"{P}_layer",
+                                     bind="query-params")) if len(layers) > 1 else layers[0]
+        extent = int(c3.slider("offsets shown ±", 16, 512, 160, step=16, key=f"{P}_ext", bind="query-params"))
+        curve = hf.bias_curve(positions, stack=stack, layer=layer, extent=extent)
+        ui.show_figure(t5_bias_figure(curve), key=f"{P}_fig_t5curve")
+        st.caption(f"Each head's learned bias against j − i; dotted lines are bucket edges "
+                   f"({curve.num_buckets} buckets, max_distance {curve.max_distance}: exact up to "
+                   f"|j − i| = {curve.max_exact - 1}, one bucket from {curve.last_start} on). T5 adds it to the raw "
+                   f"q·k logit" + ("; UMT5 has a table in every layer." if len(layers) > 1 else
+                                   ", and block 0's table serves every layer of the stack."))
+        h1, h2 = st.columns(2)
+        head = int(h1.slider("head", 1, positions.config["heads"], 1, key=f"{P}_head", bind="query-params"))
+        length = int(h2.slider("positions L", 8, 256, 64, step=8, key=f"{P}_L", bind="query-params"))
+        per_offset = t5_bias_offsets(positions.bias_table(stack=stack, layer=layer).float(), length, length,
+                                     num_buckets=curve.num_buckets, max_distance=curve.max_distance,
+                                     bidirectional=stack == "encoder")[head - 1].numpy()
+        heat = toeplitz_heatmap(per_offset.astype(np.float32), length, length, value_label="bias",
+                                colorscale="RdBu_r", zmid=0.0, height=460)
+        ui.show_figure(heat.figure, key=f"{P}_fig_t5map")
+        st.caption(f"Head {head}'s bias map: exactly what the model adds to its logits (transformers' "
+                   "compute_bias), constant along each diagonal.")
+
+    elif positions.scheme == "alibi":
+        length = int(st.slider("positions L", 8, 512, 64, step=8, key=f"{P}_L", bind="query-params"))
+        slopes = positions.alibi_slopes().float().numpy()
+        ui.show_figure(alibi_figure(slopes, length), key=f"{P}_fig_alibi")
+        notes = {"mpt": "MPT's slopes are 2^(−alibi_bias_max·h/n₂), h = 1 … n₂ (n₂ the next power of 2); for a head "
+                        "count that is not a power of 2 it keeps slopes 2, 4, 6, … then 1, 3, 5, … up to the head "
+                        "count: not BLOOM's order.",
+                 "falcon": "Falcon rounds the slopes to bfloat16 and divides the bias by √head_dim.",
+                 "bloom": "BLOOM follows Press et al.'s rule (every other slope of 2p beyond a power of 2)."}
+        st.caption(notes[positions.model_type])
+
+    elif positions.scheme == "rope":
+        length = int(st.select_slider("context length L", LENGTHS, value=8192, key=f"{P}_len",
+                                      bind="query-params"))
+        config = positions.rope
+        inv_freq, attention = rope_parameters(config, length, device="cpu")
+        plain = rope_parameters(unscaled(config), device="cpu")[0]
+        rule = config.scaling.rope_type
+        original = config.original_max_position_embeddings if rule != "default" else None
+        r1, r2 = st.columns([3, 2])
+        with r1:
+            ui.show_figure(wavelength_figure(inv_freq.numpy(), plain.numpy(), length=length, original=original,
+                                             rule=rule), key=f"{P}_fig_wave")
+        with r2:
+            if rule != "default":
+                ui.show_figure(ratio_figure(inv_freq.numpy(), plain.numpy(), factor=config.scaling.factor, rule=rule),
+                               key=f"{P}_fig_ratio")
+            st.metric("attention scaling (on cos and sin)", f"{attention:.4f}")
+        offsets = decay_offsets(length)
+        distance = torch.from_numpy(offsets)
+        top = (len(inv_freq) + 1) / 2
+        curves = {"RoFormer bound / its value at 0": decay_bound(inv_freq, distance).numpy() / top,
+                  "measured: q = k (mean score / d)": measured_decay(inv_freq, distance, identical=True).numpy()}
+        ui.show_figure(decay_figure(offsets, curves, length=length, original=original), key=f"{P}_fig_decay")
+        st.caption("The RoPE page explains these views; here they use this model's base, head size and scaling.")
+
+    else:
+        table = positions.position_embeddings()
+        n = int(st.slider("positions compared", 8, min(512, table.shape[0]), min(128, table.shape[0]), step=8,
+                          key=f"{P}_n", bind="query-params"))
+        learned = hf.learned_similarity(positions, n)
+        c_fig, c_txt = st.columns([3, 1])
+        with c_fig:
+            ui.show_figure(learned_positions_figure(learned), key=f"{P}_fig_learned")
+        with c_txt:
+            share = learned.relative_share(n)
+            st.metric("how Toeplitz is it", f"{share:.1%}",
+                      help="Share of the similarity's variance (off the diagonal) that depends on j − i alone: "
+                           "100% means the learned table acts exactly like a relative one.")
+            st.caption("Cosine between the learned position vectors p_i and p_j. A relative scheme would be "
+                       "constant along every diagonal.")
+
+    directory = positions.directory
+    if kind == "dir" and directory is not None:
+        st.subheader("Its own attention on your text")
+        if not hf.has_tokenizer(directory):
+            st.info("This model directory has no tokenizer files, so it cannot be run on text here.")
+        else:
+            text = st.text_input(f"text (at most {hf.MAX_TOKENS} tokens are run)", "The cat sat on the mat.",
+                                 max_chars=400, key=f"{P}_text", bind="query-params")
+            hf.check_runnable(directory)  # every run: the operator's limit may change, the cache would not
+            tokens, weights = own_attention(str(directory), text)
+            st.caption(f"{len(tokens)} tokens: " + " ".join(tokens[:hf.MAX_TOKENS]) +
+                       ". Every layer (rows) and head (columns), eager attention, "
+                       + ("the encoder's self-attention." if positions.scheme == "t5" else "self-attention."))
+            ui.show_figure(attention_grid(weights), key=f"{P}_fig_attention")
