@@ -1,11 +1,14 @@
-"""``python -m relviz checkpoints``: list the available checkpoints (a table, or JSON)."""
+"""``python -m relviz checkpoints``: list the available checkpoints (a table, or JSON); ``--bind``
+binds older pairs (adds the weights' hash to the JSON and the description to the weights)."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 
-from relviz.training.checkpoints import CHECKPOINT_DIR, scan_checkpoints
+from pathlib import Path
+
+from relviz.training.checkpoints import CHECKPOINT_DIR, bind_checkpoint, scan_checkpoints
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -13,6 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"directory to list (default: the shipped checkpoints, {CHECKPOINT_DIR})")
     parser.add_argument("--json", action="store_true",
                         help="print a JSON list: name, scheme, task, train_length, accuracy, ...")
+    parser.add_argument("--bind", action="store_true",
+                        help="bind every pair in --dir written without a weights hash (an older relviz): "
+                             "records the hash in the JSON and the scheme, model and task in the weights "
+                             "(tensors unchanged, checked bit for bit). Only for pairs you trust.")
 
 
 def _params(params: dict) -> str:
@@ -20,6 +27,14 @@ def _params(params: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bind:
+        for json_path in sorted(Path(args.dir).glob("*.json")):
+            try:
+                bound = bind_checkpoint(json_path)
+            except ValueError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            print(f"{'bound' if bound else 'already bound'}: {json_path.stem}")
     scan = scan_checkpoints(args.dir)
     for name, problem in scan.problems.items():
         print(f"warning: skipped {name}: {problem}", file=sys.stderr)

@@ -62,6 +62,17 @@ def broken(saved, tmp_path):
     return tmp_path
 
 
+def _save_bound(directory: Path, tensors: dict) -> None:
+    """Replace tiny's weights with ``tensors`` as a bound pair (metadata and hash agree), so the
+    checks behind the binding (tensor names, shapes, values) are what refuses them."""
+    from relviz.training import checkpoint_files as files
+
+    data = json.loads((directory / "tiny.json").read_text())
+    save_file(tensors, str(directory / "tiny.safetensors"), metadata=files.weights_metadata(data))
+    data[files.HASH_KEY] = files.sha256_file(directory / "tiny.safetensors")
+    (directory / "tiny.json").write_text(json.dumps(data))
+
+
 # ---- training ----------------------------------------------------------------------------
 
 def test_train_smoke_with_progress():
@@ -182,7 +193,7 @@ def test_wrong_tensor_shape(broken):
     path = broken / "tiny.safetensors"
     tensors = load_file(str(path))
     tensors["position.bias"] = torch.zeros(9, 2)
-    save_file(tensors, str(path))
+    _save_bound(broken, tensors)
     with pytest.raises(ValueError, match=r"tiny.safetensors\): tensor 'position.bias' has shape \(9, 2\); "
                                          r"the model the JSON describes needs \(8, 2\)"):
         load_checkpoint("tiny", broken)
@@ -193,7 +204,7 @@ def test_weights_of_another_scheme(broken):
     tensors = load_file(str(path))
     del tensors["position.bias"]
     tensors["position.table"] = torch.zeros(64, 16)
-    save_file(tensors, str(path))
+    _save_bound(broken, tensors)
     with pytest.raises(ValueError, match="do not match a 't5' model as the JSON describes it: missing "
                                          "tensors position.bias; unexpected tensors position.table"):
         load_checkpoint("tiny", broken)
@@ -214,7 +225,7 @@ def test_nan_weights(broken):
     path = broken / "tiny.safetensors"
     tensors = load_file(str(path))
     tensors["head.bias"][0] = float("nan")
-    save_file(tensors, str(path))
+    _save_bound(broken, tensors)
     with pytest.raises(ValueError, match="tensor 'head.bias' holds NaN or infinite values"):
         load_checkpoint("tiny", broken)
 

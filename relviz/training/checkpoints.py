@@ -2,8 +2,11 @@
 
 A checkpoint is two files, ``<dir>/<name>.safetensors`` (weights) and ``<dir>/<name>.json``
 (scheme, model config, task, training settings, measured accuracy, train seconds, relviz
-version). Loading never unpickles anything: safetensors and JSON only, both validated
-against the model the JSON describes; any problem is a ValueError naming the file.
+version), bound to each other: the JSON records the weights' SHA-256 and the weights' metadata
+record the scheme, model and task (relviz.training.checkpoint_files, which also writes the pair
+so that a crash leaves the old pair or the new one). Loading never unpickles anything:
+safetensors and JSON only, both validated against the model the JSON describes and against each
+other; any problem is a ValueError naming the file.
 :func:`list_checkpoints`, :func:`load_checkpoint` and :meth:`Checkpoint.run` are what the
 app calls: list, load by name, run a typed sequence through the model.
 
@@ -17,7 +20,7 @@ import math
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from relviz._checks import resolve_device
 from relviz.model import MAX_LENGTH as MODEL_MAX_LENGTH
 from relviz.model import SCHEMES, ModelConfig, RelvizTransformer, build_model
 from relviz.tasks import TASKS, Task, make_task
+from relviz.training import checkpoint_files as files
 from relviz.training.evaluation import EVAL_SEED, TextRun, eval_samples, evaluate, run_text
 from relviz.training.loop import (
     MAX_BATCH_SIZE, MAX_SEED, MAX_STEPS, SHIPPED_TASK, TrainProgress, TrainResult, freeze, scheme_defaults, train,
@@ -35,7 +39,7 @@ from relviz.training.loop import (
 )
 
 __all__ = ["CHECKPOINT_DIR", "FORMAT", "FORMAT_VERSION", "CheckpointInfo", "Checkpoint", "CheckpointScan",
-           "check_name", "save_checkpoint", "load_checkpoint", "read_checkpoint_info", "list_checkpoints",
+           "check_name", "save_checkpoint", "bind_checkpoint", "load_checkpoint", "read_checkpoint_info", "list_checkpoints",
            "scan_checkpoints", "shipped_name", "train_shipped"]
 
 #: Where the shipped checkpoints live, and the default directory of every function here.
@@ -76,6 +80,10 @@ class CheckpointInfo:
     accuracy: float
     train_seconds: float
     relviz_version: str
+    #: SHA-256 of the weights file the JSON belongs to.
+    weights_sha256: str = ""
+    #: The JSON's description the weights' metadata must repeat (checkpoint_files.BOUND_KEYS).
+    bound: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def scheme(self) -> str:
@@ -107,35 +115,19 @@ def _metadata(result: TrainResult, name: str) -> dict[str, Any]:
 
 
 def save_checkpoint(result: TrainResult, name: str, directory: str | os.PathLike | None = None) -> Path:
-    """Write ``<directory>/<name>.safetensors`` and ``<name>.json``; return the JSON path.
+    """Write ``<directory>/<name>.safetensors`` and ``<name>.json`` as a bound pair; return the JSON path.
 
-    Weights are written first and the JSON last, each through a temporary file and an
-    atomic rename: a checkpoint is listed only once both files are complete.
+    See relviz.training.checkpoint_files: a crash at any moment leaves the old pair or the new
+    pair, and temporary files of an interrupted write are removed by the next one.
     """
-    from safetensors.torch import save_file
-
     if not isinstance(result, TrainResult):
         raise ValueError(f"result must be a TrainResult from train(); got {type(result).__name__}")
     name = check_name(name)
     directory = _directory(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    weights_path, json_path = directory / f"{name}.safetensors", directory / f"{name}.json"
     tensors = {key: value.detach().to("cpu", torch.float32).contiguous()
                for key, value in result.model.state_dict().items()}
-    tmp = weights_path.with_suffix(".safetensors.tmp")
-    save_file(tensors, str(tmp), metadata={"format": FORMAT, "name": name})
-    _make_readable(tmp)
-    os.replace(tmp, weights_path)
-    tmp = json_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(_metadata(result, name), indent=2) + "\n", encoding="utf-8")
-    _make_readable(tmp)
-    os.replace(tmp, json_path)
-    return json_path
-
-
-def _make_readable(path: Path) -> None:
-    """rw-r--r--, like any file in the repo (safetensors creates its files owner-only)."""
-    os.chmod(path, 0o644)
+    return files.write_pair(directory, name, tensors, _metadata(result, name))
 
 
 #: JSON key -> allowed types; numbers accept int too.
@@ -161,10 +153,11 @@ def read_checkpoint_info(json_path: str | os.PathLike) -> CheckpointInfo:
         return ValueError(f"checkpoint {name!r} ({json_path}): {problem}")
 
     try:
-        size = json_path.stat().st_size
+        source = files.resolve_json(json_path) if json_path.exists() else json_path
+        size = source.stat().st_size
         if size > MAX_JSON_BYTES:
             raise fail(f"the JSON file is {size} bytes; a checkpoint's JSON is at most {MAX_JSON_BYTES}")
-        data = json.loads(json_path.read_text(encoding="utf-8"))
+        data = json.loads(source.read_text(encoding="utf-8"))
     except RecursionError as exc:
         raise fail("the JSON file is nested too deeply to be a checkpoint") from exc
     except FileNotFoundError as exc:
@@ -215,7 +208,15 @@ def read_checkpoint_info(json_path: str | os.PathLike) -> CheckpointInfo:
         raise fail(f"'accuracy' must be a fraction from 0 to 1; got {data['accuracy']}")
     if not (math.isfinite(data["train_seconds"]) and data["train_seconds"] >= 0):
         raise fail(f"'train_seconds' must be a finite number >= 0; got {data['train_seconds']}")
+    digest = data.get(files.HASH_KEY)
+    if digest is None:
+        raise fail(f"the JSON records no {files.HASH_KEY!r}, so nothing binds it to its weights (written by "
+                   "an older relviz). If you trust this pair, bind it: python -m relviz checkpoints --bind "
+                   f"--dir {json_path.parent}")
+    if not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+        raise fail(f"{files.HASH_KEY!r} must be 64 lowercase hex digits; got {digest!r:.80}")
     return CheckpointInfo(
+        weights_sha256=digest, bound={key: data[key] for key in files.BOUND_KEYS if key in data},
         name=name, json_path=json_path, weights_path=json_path.with_suffix(".safetensors"),
         model_config=config, task=task, train_length=data["train_length"], steps=data["steps"],
         batch_size=data["batch_size"], lr=float(data["lr"]), seed=data["seed"],
@@ -223,14 +224,10 @@ def read_checkpoint_info(json_path: str | os.PathLike) -> CheckpointInfo:
         relviz_version=data["relviz_version"])
 
 
-def _load_weights(info: CheckpointInfo, model: RelvizTransformer) -> None:
-    """Read the safetensors file (no pickle) and check every tensor against the model."""
-    from safetensors.torch import load_file
-
-    path = info.weights_path
-
-    def fail(problem: str) -> ValueError:
-        return ValueError(f"checkpoint {info.name!r} ({path}): {problem}")
+def _read_weights(path: Path, fail: Callable[[str], ValueError]) -> tuple[bytes, dict[str, torch.Tensor],
+                                                                          dict[str, str] | None]:
+    """The weights file's bytes, tensors and metadata, read once (no pickle)."""
+    from safetensors.torch import load
 
     try:
         size = path.stat().st_size
@@ -240,17 +237,26 @@ def _load_weights(info: CheckpointInfo, model: RelvizTransformer) -> None:
     if size > MAX_WEIGHTS_BYTES:
         raise fail(f"the weights file is {size} bytes; the small model's weights are far below "
                    f"{MAX_WEIGHTS_BYTES}")
+    data = path.read_bytes()
     try:
-        tensors = load_file(str(path), device="cpu")
+        tensors = load(data)
+        header_length = int.from_bytes(data[:8], "little")
+        metadata = json.loads(data[8:8 + header_length]).get("__metadata__")
     except Exception as exc:  # safetensors raises its own error types for corrupt headers/data
         raise fail(f"not a valid safetensors file: {exc}") from exc
+    return data, tensors, metadata
+
+
+def _check_tensors(tensors: dict[str, torch.Tensor], model: RelvizTransformer, scheme: str,
+                   fail: Callable[[str], ValueError]) -> None:
+    """Every tensor the model needs, nothing else, float32, the right shapes, finite."""
     expected = model.state_dict()
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
     if missing or unexpected:
         parts = [f"{what} tensors {', '.join(keys[:6])}{' ...' if len(keys) > 6 else ''}"
                  for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
-        raise fail(f"the weights do not match a {info.scheme!r} model as the JSON describes it: "
+        raise fail(f"the weights do not match a {scheme!r} model as the JSON describes it: "
                    + "; ".join(parts))
     for key, reference in expected.items():
         tensor = tensors[key]
@@ -261,7 +267,61 @@ def _load_weights(info: CheckpointInfo, model: RelvizTransformer) -> None:
             raise fail(f"tensor {key!r} has dtype {tensor.dtype}; expected torch.float32")
         if not torch.isfinite(tensor).all():
             raise fail(f"tensor {key!r} holds NaN or infinite values")
+
+
+def _load_weights(info: CheckpointInfo, model: RelvizTransformer) -> None:
+    """Read the safetensors file (no pickle), check that it is the one the JSON records (hash)
+    and describes (metadata), and check every tensor against the model."""
+    path = info.weights_path
+
+    def fail(problem: str) -> ValueError:
+        return ValueError(f"checkpoint {info.name!r} ({path}): {problem}")
+
+    data, tensors, metadata = _read_weights(path, fail)
+    digest = files.sha256_bytes(data)
+    if digest != info.weights_sha256:
+        raise fail(f"these weights are not the ones the JSON was written with (SHA-256 {digest[:16]}…, the "
+                   f"JSON records {info.weights_sha256[:16]}…): the files were edited, mixed up or left by "
+                   "an interrupted save. Restore the pair or retrain it.")
+    mismatch = files.metadata_mismatch(metadata, info.bound)
+    if mismatch:
+        raise fail(f"the weights do not belong to this JSON: {mismatch}")
+    _check_tensors(tensors, model, info.scheme, fail)
     model.load_state_dict(tensors, strict=True)
+
+
+def bind_checkpoint(json_path: str | os.PathLike) -> bool:
+    """Bind an older checkpoint's pair (no hash, no metadata) in place; False if already bound.
+
+    The weights are validated against the model the JSON describes, rewritten with the metadata
+    (the same tensors, bit for bit: checked after writing) and the hash is added to the JSON,
+    through checkpoint_files.write_pair. Only for pairs you trust: binding asserts they belong
+    together. ``python -m relviz checkpoints --bind``.
+    """
+    json_path = Path(json_path)
+    try:
+        read_checkpoint_info(json_path)
+        return False
+    except ValueError as exc:
+        if files.HASH_KEY not in str(exc):
+            raise
+    data = json.loads(json_path.read_text(encoding="utf-8"))
+    data.pop(files.HASH_KEY, None)
+    weights = json_path.with_suffix(".safetensors")
+
+    def fail(problem: str) -> ValueError:
+        return ValueError(f"checkpoint {json_path.stem!r} ({weights}): {problem}")
+
+    config = ModelConfig.from_dict(data["model"])
+    _, tensors, _ = _read_weights(weights, fail)
+    _check_tensors(tensors, build_model(config, seed=0), config.scheme, fail)
+    files.write_pair(json_path.parent, json_path.stem, tensors, data)
+    _, written, _ = _read_weights(weights, fail)
+    if written.keys() != tensors.keys() or not all(
+            written[key].dtype == tensors[key].dtype and torch.equal(written[key], tensors[key]) for key in tensors):
+        raise fail("the rewritten weights differ from the original ones")
+    read_checkpoint_info(json_path)
+    return True
 
 
 @dataclass
