@@ -112,10 +112,13 @@ def resolve_json(json_path: Path) -> Path:
     was interrupted after its weights were renamed into place (its hash matches them)."""
     pending = json_path.with_name(json_path.stem + PENDING_SUFFIX)
     weights = json_path.with_suffix(WEIGHTS_SUFFIX)
-    if pending.exists() and weights.exists():
+    if pending.is_file() and weights.is_file():
         recorded = _pending_hash(pending)
-        if recorded is not None and recorded == sha256_file(weights):
-            return pending
+        try:
+            if recorded is not None and recorded == sha256_file(weights):
+                return pending
+        except OSError:
+            pass
     return json_path
 
 

@@ -237,7 +237,10 @@ def _read_weights(path: Path, fail: Callable[[str], ValueError]) -> tuple[bytes,
     if size > MAX_WEIGHTS_BYTES:
         raise fail(f"the weights file is {size} bytes; the small model's weights are far below "
                    f"{MAX_WEIGHTS_BYTES}")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise fail(f"cannot read the weights file: {exc.strerror or exc}") from exc
     try:
         tensors = load(data)
         header_length = int.from_bytes(data[:8], "little")
