@@ -3,7 +3,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz.ui import PAGES, checked_link_values, preload_shared_modules, running_app_navigation
+from relviz.ui import (
+    PAGES,
+    checked_link_values,
+    export_format_control,
+    preload_shared_modules,
+    running_app_navigation,
+)
 
 st.set_page_config(page_title="relviz: relative position, visible", page_icon=":material/swap_horiz:", layout="wide")
 preload_shared_modules()
@@ -18,5 +24,6 @@ with st.sidebar:
     st.caption("Sign convention on every page: **relative position = j − i = key − query** "
                "(as in T5, Mesh TensorFlow, tensor2tensor and Shaw et al.). Every control is in "
                "the URL: copy the address bar to share the exact view.")
+    export_format_control()
 with running_app_navigation(), checked_link_values():
     navigation.run()

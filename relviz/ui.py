@@ -48,9 +48,25 @@ PAGES: list[PageInfo] = [
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
                    "Negative: the key lies in the past of the query; positive: in its future.")
 
-#: Plotly's camera button exports PNG at twice the shown size: sharp on a projector.
-PLOTLY_CONFIG = {"displaylogo": False,
-                 "toImageButtonOptions": {"format": "png", "scale": 2}}
+#: What plotly's camera button downloads: PNG at twice the shown size (sharp on a projector) or
+#: SVG (vector, for papers). plotly.js has one image button, so the sidebar picks its format.
+EXPORT_FORMATS = {"PNG": {"format": "png", "scale": 2}, "SVG": {"format": "svg"}}
+EXPORT_KEY = "chart_export"
+
+
+def plotly_config(export: str = "PNG") -> dict:
+    """The chart config: no plotly logo, the camera button in the chosen format (default PNG)."""
+    return {"displaylogo": False, "toImageButtonOptions": dict(EXPORT_FORMATS.get(export, EXPORT_FORMATS["PNG"]))}
+
+
+PLOTLY_CONFIG = plotly_config()
+
+
+def export_format_control() -> None:
+    """The sidebar's choice of the camera button's format, shared by every chart of every page."""
+    st.segmented_control("chart download (camera icon)", list(EXPORT_FORMATS), default="PNG", required=True,
+                         key=EXPORT_KEY, bind="query-params",
+                         help="PNG for slides and the web; SVG (vector) for papers.")
 
 
 _PRELOAD_LOCK = threading.Lock()
@@ -217,8 +233,9 @@ def sign_convention() -> None:
 
 
 def show_figure(figure: go.Figure, *, key: str) -> None:
-    """Draw a plotly figure with the PNG export button; ``key`` keeps it stable across reruns."""
-    st.plotly_chart(figure, key=key, config=PLOTLY_CONFIG, width="stretch")
+    """Draw a plotly figure with the PNG/SVG export button; ``key`` keeps it stable across reruns."""
+    st.plotly_chart(figure, key=key, config=plotly_config(st.session_state.get(EXPORT_KEY) or "PNG"),
+                    width="stretch")
 
 
 def code_for_this_view(code: str, *, note: str = "") -> None:

@@ -145,7 +145,7 @@ def test_the_wheel_declares_the_console_script_and_version(wheel):
     assert "[console_scripts]" in entry_points and "relviz = relviz.__main__:main" in entry_points
     metadata = wheel.read(info.replace("entry_points.txt", "METADATA")).decode()
     assert f"\nVersion: {relviz.__version__}\n" in metadata
-    assert "Requires-Dist: torch~=2.13" in metadata
+    assert "Requires-Dist: torch~=2.13.0" in metadata
     assert "Provides-Extra: hf" in metadata
 
 
@@ -181,3 +181,10 @@ def test_bench_skips_the_app_section_without_a_checkout(monkeypatch, tmp_path):
     result = bench_app.app_section(bench_report.BenchContext(quick=True, log=lambda message: None))
     assert result.rows == [] and "source checkout" in result.notes[0]
     assert "source checkout" in bench_report.format_table(result)
+
+
+def test_torch_stays_on_the_tested_minor_release():
+    """A wider torch range lets pip pick a newer torch, and from the public index its CUDA build."""
+    torch_req = next(r for r in _requirements(PROJECT["dependencies"]) if r.name == "torch")
+    assert torch_req.specifier.contains("2.13.0") and torch_req.specifier.contains("2.13.0+cpu")
+    assert not torch_req.specifier.contains("2.14.0")

@@ -6,6 +6,7 @@ import inspect
 import re
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 import pytest
 import torch
@@ -29,14 +30,23 @@ def test_every_function_is_exported_and_documented_with_one_example():
         assert len(EXAMPLE.findall(doc)) == 1, f"show.{name}: its docstring needs one 'Example: ``show.…``'"
 
 
+@pytest.fixture(scope="module")
+def examples() -> dict[str, object]:
+    """What each function's documented example returns (run once, shared by the tests below)."""
+    out = {}
+    for name in show.__all__:
+        code = EXAMPLE.search(getattr(show, name).__doc__).group(1)
+        assert code.startswith(f"show.{name}("), code
+        out[name] = eval(code, {"show": show})  # noqa: S307 (our own docstring)
+    return out
+
+
 @pytest.mark.parametrize("name", show.__all__)
-def test_the_documented_example_returns_plotly_figures(name):
-    code = EXAMPLE.search(getattr(show, name).__doc__).group(1)
-    assert code.startswith(f"show.{name}(")
-    result = eval(code, {"show": show})  # noqa: S307 (our own docstring)
+def test_the_documented_example_returns_plotly_figures(examples, name):
+    result = examples[name]
     figures = result if isinstance(result, list) else [result]
-    assert figures and all(type(f) is go.Figure for f in figures), code
-    assert all(f.data for f in figures), f"{code}: an empty figure"
+    assert figures and all(type(f) is go.Figure for f in figures), name
+    assert all(f.data for f in figures), f"show.{name}: an empty figure"
 
 
 def test_show_is_reachable_from_a_plain_import():
@@ -96,6 +106,90 @@ def test_attention_draws_the_models_weights():
 def test_bad_arguments_raise_value_error_naming_the_parameter(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# Greyscale print (tests/test_export.py checks the app's SVG/PNG export button).
+
+def _lightness(colour: str) -> float:
+    """CIE L* (0 black .. 100 white) of an 'rgb(...)', 'rgba(...)' or '#rrggbb' colour."""
+    if colour.startswith("#"):
+        rgb = plotly.colors.hex_to_rgb(colour)
+    else:
+        rgb = [float(v) for v in re.findall(r"[\d.]+", colour)[:3]]
+    linear = [(c / 255) / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+    y = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return 116 * (y ** (1 / 3) if y > 216 / 24389 else (24389 / 27 * y + 16) / 116) - 16
+
+
+def _scale_lightness(scale) -> np.ndarray:
+    if isinstance(scale, str):
+        scale = plotly.colors.get_colorscale(scale)
+    return np.array([_lightness(colour) for _, colour in scale])
+
+
+def _monotone(values: np.ndarray, tolerance: float = 1.0) -> bool:
+    steps = np.diff(values)
+    return bool((steps >= -tolerance).all() or (steps <= tolerance).all())
+
+
+def _diverging(values: np.ndarray) -> bool:
+    """Light in the middle, monotone towards both ends."""
+    top = int(np.argmax(values))
+    return 0 < top < len(values) - 1 and _monotone(values[: top + 1]) and _monotone(values[top:])
+
+
+def _signed(figure, n: int) -> bool:
+    """The heatmap's true values (a discrete map's shift undone) have both signs, or its colour
+    range is centred on 0: the sign is what the diverging scale shows."""
+    trace = figure.data[n]
+    if trace.zmid == 0 or (trace.zmin is not None and trace.zmax is not None and trace.zmin == -trace.zmax):
+        return True
+    values = np.asarray(heatmap_values(figure_json(figure), n), dtype=float)
+    return bool(np.nanmin(values) < 0 < np.nanmax(values))
+
+
+#: Heatmaps whose colours are categories, not an ordered scale: figure name -> the z rows they colour.
+CATEGORICAL = {"prediction[0]": slice(1, None)}  # rows 1-2 (target, predicted) carry the status
+
+
+def _categories_apart(figure, n: int, rows: slice, gap: float = 10.0) -> bool:
+    trace = figure.data[n]
+    used = np.unique(np.asarray(heatmap_values(figure_json(figure), n))[rows])
+    bands = len(trace.colorscale) // 2  # one solid band per category
+    grey = sorted(_lightness(trace.colorscale[2 * int(v)][1]) for v in used if 0 <= v < bands)
+    return len(grey) == len(used) and bool((np.diff(grey) >= gap).all())
+
+
+def _figures(examples: dict[str, object]):
+    for name, result in examples.items():
+        for n, figure in enumerate(result if isinstance(result, list) else [result]):
+            yield f"{name}[{n}]", figure
+    yield "skew_steps(distance)", show.skew_steps(L=5, colour_by="distance")
+    yield "skew_steps(source row)", show.skew_steps(L=5, colour_by="source row")
+    yield "position_structure(t5)", show.position_structure("t5-shift")
+
+
+def test_heatmaps_are_legible_in_greyscale(examples):
+    """Every heatmap's colour scale has monotone lightness (CIE L*), so a greyscale print keeps the
+    order of the values; or it is diverging (light in the middle) on data whose sign matters; or
+    it colours categories whose greys stay apart."""
+    checked, problems = 0, []
+    for name, figure in _figures(examples):
+        for n, trace in enumerate(figure.data):
+            if trace.type != "heatmap" or trace.colorscale is None:
+                continue
+            lightness = _scale_lightness(trace.colorscale)
+            checked += 1
+            if _monotone(lightness):
+                continue
+            if _diverging(lightness) and _signed(figure, n):
+                continue
+            if name in CATEGORICAL and _categories_apart(figure, n, CATEGORICAL[name]):
+                continue
+            problems.append(f"{name} trace {trace.name!r}: lightness {np.round(lightness, 0).tolist()}")
+    assert checked >= 20
+    assert problems == []
+
 
 
 # The two library helpers the pages and relviz.show now share.

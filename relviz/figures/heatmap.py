@@ -28,7 +28,13 @@ def compact_ints(values: np.ndarray) -> np.ndarray:
     return values.astype(np.float64)
 
 
-def discrete_colorscale(num_values: int, palette: str = "Turbo") -> list[list]:
+#: The colours of integer maps (indices, buckets, offsets as classes): Viridis, whose lightness rises
+#: steadily, so neighbouring values differ in colour on screen and stay in order in a greyscale print
+#: (a rainbow such as Turbo is dark at both ends and loses the order).
+DISCRETE_PALETTE = "Viridis"
+
+
+def discrete_colorscale(num_values: int, palette: str = DISCRETE_PALETTE) -> list[list]:
     """A stepped colour scale: each integer 0..num_values−1 gets one solid colour band."""
     num_values = max(int(num_values), 1)
     if num_values == 1:
@@ -100,7 +106,7 @@ def matrix_heatmap(
         ticks = list(range(0, count, step))
         trace_args.update(
             zmin=-0.5, zmax=count - 0.5,
-            colorscale=discrete_colorscale(count, colorscale if isinstance(colorscale, str) else "Turbo"),
+            colorscale=discrete_colorscale(count, colorscale if isinstance(colorscale, str) else DISCRETE_PALETTE),
             colorbar=dict(title=dict(text=value_label, side="right"), tickvals=ticks,
                           ticktext=[str(t + lo) for t in ticks], thickness=14),
         )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import discrete_colorscale
+from relviz.figures.heatmap import DISCRETE_PALETTE, discrete_colorscale
 from relviz.figures.toeplitz import (
     HoverField,
     ToeplitzFigure,
@@ -25,7 +25,7 @@ from relviz.positions import offset_range, shaw_clip_offsets
 #: Shaw et al. 2018, Table 2: EN-DE newstest2013 BLEU of the base model by clipping distance k.
 K_ABLATION: tuple[tuple[int, float], ...] = ((0, 12.5), (1, 25.5), (2, 25.8), (4, 25.9), (16, 25.8),
                                              (64, 25.9), (256, 25.8))
-PALETTE = "Turbo"
+PALETTE = DISCRETE_PALETTE
 
 
 @dataclass(frozen=True)
