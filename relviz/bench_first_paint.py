@@ -111,7 +111,10 @@ def _visit(browser, base: str, timeout_s: float = 120.0) -> float:
 
 def measure(rounds: int, log=lambda message: None) -> dict[str, Any]:
     """Cold and warm first paint of both apps over ``rounds`` alternating rounds (seconds)."""
-    from playwright.sync_api import sync_playwright
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:  # unavailable() says so first; this keeps a direct call honest too
+        raise ImportError("first paint needs playwright: pip install -r requirements-dev.txt") from exc
 
     times: dict[str, dict[str, list[float]]] = {app: {"cold": [], "warm": [], "start": []}
                                                 for app in ("relviz", "minimal")}

@@ -4,8 +4,8 @@
   (requirements.txt for the library and the app, requirements-dev.txt for the extras and tools),
   and every pin of requirements.txt is a dependency of the package or of its ``app`` extra.
 - The library (every module of relviz/ except relviz/ui.py, the app's support module) imports
-  only the base dependencies; an extra's package (``app``, ``hf``, ``export``) only inside a
-  function, guarded to say ``pip install 'relviz[...]'`` (the rule of tests/test_requirements.py).
+  only the base dependencies; an extra's package (``app``, ``hf``, ``export``, ``dev``) only inside
+  a function, in try/except ImportError (the rule of tests/test_requirements.py).
   So ``pip install relviz`` without extras gives a working library and command line.
 - The wheel built from this tree holds every file under relviz/ (code and data: checkpoints,
   stored results, whatever is added later) and the ``relviz`` console script.
@@ -99,7 +99,7 @@ def test_the_library_imports_only_base_dependencies():
                 bad.append(f"{where}: not a dependency of the package")
             elif not (imp.in_function and imp.guarded):
                 bad.append(f"{where}: an extra's package; import it inside the function that needs "
-                           "it, in try/except ImportError raising a \"pip install 'relviz[...]'\" message")
+                           "it, in try/except ImportError that raises a \"pip install ...\" message or skips the feature")
     assert bad == []
 
 

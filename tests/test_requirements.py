@@ -14,10 +14,13 @@ The rule:
    package's choice (pandas arrives with streamlit today) and can vanish on that package's
    upgrade, so whatever relviz itself imports, relviz itself pins.
 3. Optional extras (``OPTIONAL`` below: real-model inspection with transformers,
-   huggingface_hub and tokenizers; ray for clusters) are the only exception. Such an import
-   must sit inside a function (never at module level, where it would break ``import relviz``
-   for everyone without the extra) and inside a ``try`` whose ``except ImportError`` (or
-   ``ModuleNotFoundError``) handler raises with a message that says ``pip install ...``.
+   huggingface_hub and tokenizers; ray for clusters; the dev tools playwright and kaleido that
+   a benchmark or an export may use) are the only exception. Such an import must sit inside a
+   function (never at module level, where it would break ``import relviz`` for everyone
+   without the extra) and inside a ``try`` whose ``except ImportError`` (or
+   ``ModuleNotFoundError``) handler deals with the absence: either it raises, and then its
+   message says ``pip install ...``, or it skips the feature (returns a reason, sets a
+   fallback). A handler that only ``pass``-es hides the problem and does not count.
    ``if TYPE_CHECKING:`` imports never run and are ignored.
 """
 from __future__ import annotations
@@ -40,6 +43,8 @@ OPTIONAL = {
     "huggingface_hub": "huggingface-hub",
     "tokenizers": "tokenizers",
     "ray": "ray",
+    "playwright": "playwright",
+    "kaleido": "kaleido",
 }
 
 
@@ -72,7 +77,7 @@ class Import:
     line: int
     top: str          # top-level module name, e.g. "plotly"
     in_function: bool
-    guarded: bool     # inside try/except ImportError whose handler raises "pip install ..."
+    guarded: bool     # inside try/except ImportError whose handler deals with the absence
 
 
 def _module_strings(tree: ast.Module) -> dict[str, str]:
@@ -87,10 +92,13 @@ def _module_strings(tree: ast.Module) -> dict[str, str]:
     return out
 
 
-def _says_pip_install(handler: ast.ExceptHandler, constants: dict[str, str]) -> bool:
-    """The handler raises, and a string in it (or a module constant it names) says pip install."""
-    if not any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+def _handles_absence(handler: ast.ExceptHandler, constants: dict[str, str]) -> bool:
+    """Not a bare ``pass``; and if the handler raises, a string in it (or a module constant it
+    names) says pip install."""
+    if all(isinstance(n, ast.Pass) for n in handler.body):
         return False
+    if not any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+        return True  # the feature is skipped (a reason returned, a fallback set)
     for node in ast.walk(handler):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and "pip install" in node.value:
             return True
@@ -127,7 +135,7 @@ def imports_of(path: Path, root: Path = ROOT) -> list[Import]:
                 visit(child, in_function, guarded)
             return
         if isinstance(node, ast.Try):
-            guards = any(_catches_import_error(h) and _says_pip_install(h, constants)
+            guards = any(_catches_import_error(h) and _handles_absence(h, constants)
                          for h in node.handlers)
             for child in node.body:
                 visit(child, in_function, guarded or guards)
@@ -161,7 +169,7 @@ def violations(imports: list[Import], pinned: set[str],
                            "the function that needs it")
             elif not imp.guarded:
                 bad.append(f"{where} is an optional extra: wrap it in try/except ImportError that "
-                           "raises with a 'pip install ...' message")
+                           "raises with a 'pip install ...' message or skips the feature")
             continue
         candidates = {canonical(d) for d in dists.get(imp.top, [])}
         if not candidates:
@@ -214,6 +222,10 @@ def _check(tmp_path: Path, source: str, pinned: set[str]) -> list[str]:
     ("def f():\n    import transformers\n", set(), ["wrap it in try/except ImportError"]),
     ("def f():\n    try:\n        import transformers\n    except ImportError:\n        pass\n",
      set(), ["wrap it in try/except ImportError"]),
+    ("def f():\n    try:\n        import transformers\n    except ImportError as e:\n"
+     "        raise RuntimeError('no transformers') from e\n", set(), ["wrap it in try/except ImportError"]),
+    ("def f():\n    try:\n        import playwright\n    except ImportError:\n        return 'skipped'\n",
+     set(), []),
     ("def f():\n    try:\n        import transformers\n    except ImportError as e:\n"
      "        raise ImportError('pip install relviz[hf]') from e\n", set(), []),
     ("MSG = 'real models need: pip install transformers'\n"
