@@ -185,7 +185,9 @@ def _relviz_estimate(length: int) -> int:
     return 2 * (4 * ATTN_B * ATTN_H * length * length * 4 + 8 * length * length)
 
 
-def run_subprocess_case(spec: dict[str, Any], ctx: BenchContext) -> dict[str, Any]:
+def run_subprocess_case(spec: dict[str, Any], ctx: BenchContext,
+                        run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> dict[str, Any]:
+    """One attention case in a fresh process; ``run`` starts it (the app passes a bounded runner)."""
     import psutil
     length = spec["L"]
     need = _naive_estimate(spec["method"], length) if spec["impl"] == "naive" else _relviz_estimate(length)
@@ -198,7 +200,7 @@ def run_subprocess_case(spec: dict[str, Any], ctx: BenchContext) -> dict[str, An
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(relviz.__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    proc = run(command, capture_output=True, text=True, env=env, timeout=900)
     if proc.returncode != 0:
         return {"skipped": f"failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}"}
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -41,7 +41,8 @@ def bench_attention(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
         return json.loads(out.read_text())
 
 
-def chunked_case(length: int, chunk: int, repeats: int, log: Callable[[str], None]) -> dict[str, Any]:
+def chunked_case(length: int, chunk: int, repeats: int, log: Callable[[str], None],
+                 run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> dict[str, Any]:
     from relviz.bench import ATTN_B, ATTN_H
 
     import psutil
@@ -53,7 +54,7 @@ def chunked_case(length: int, chunk: int, repeats: int, log: Callable[[str], Non
         return {"skipped": f"skipped: needs ~{fmt_bytes(need)}, {fmt_bytes(available)} available (limit: half)"}
     log(f"cost: chunked L={length} chunk={chunk}")
     spec = json.dumps({"L": length, "chunk": chunk, "repeats": repeats})
-    proc = subprocess.run([sys.executable, "-m", "relviz.chunked", "--case", spec], capture_output=True,
+    proc = run([sys.executable, "-m", "relviz.chunked", "--case", spec], capture_output=True,
                           text=True, env=_repo_env(), timeout=900)
     if proc.returncode != 0:
         return {"skipped": f"failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}"}
