@@ -7,6 +7,7 @@ from relviz.ui import (
     PAGES,
     checked_link_values,
     export_format_control,
+    lecture_mode,
     preload_shared_modules,
     running_app_navigation,
 )
@@ -25,5 +26,6 @@ with st.sidebar:
                "(as in T5, Mesh TensorFlow, tensor2tensor and Shaw et al.). Every control is in "
                "the URL: copy the address bar to share the exact view.")
     export_format_control()
+lecture_mode(navigation.url_path)  # the presenter bar while a tour runs; 'add this view' in the sidebar
 with running_app_navigation(), checked_link_values():
     navigation.run()

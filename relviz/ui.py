@@ -43,6 +43,8 @@ PAGES: list[PageInfo] = [
     PageInfo("pages/attention.py", "Live attention", ":material/visibility:"),
     PageInfo("pages/your_model.py", "Your model", ":material/model_training:"),
     PageInfo("pages/experiments.py", "Experiments", ":material/science:"),
+    PageInfo("pages/check.py", "Check my implementation", ":material/fact_check:"),
+    PageInfo("pages/tour.py", "Lecture mode", ":material/co_present:"),
 ]
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
@@ -509,3 +511,106 @@ def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: st
     """
     matrix_downloads(np.stack([np.asarray(offsets), np.asarray(values)], axis=1), name=name, key=key,
                      csv=lambda: offset_vector_csv(offsets, values, quantity=quantity))
+
+
+# ---------------------------------------------------------------------------------------
+# Lecture mode: the presenter bar every page shows while a tour runs, and collecting views.
+# The tours themselves (data, validation, links) are relviz.tours'.
+
+TOUR_STATE = "_relviz_tour"          # (Tour, step index) while presenting
+DRAFT_STATE = "_relviz_tour_draft"   # list[tours.Step]: the views a teacher collected
+
+
+def _page_name(url_path: str) -> str:
+    """st.navigation's url_path ('' for the default page) -> the page's file stem."""
+    default = next(Path(page.path).stem for page in PAGES if page.default)
+    return url_path or default
+
+
+def go_to_step(tour, index: int) -> None:
+    """Open step ``index`` of ``tour`` exactly: its page with its link values, every other control of
+    that page back at its default (their kept values are forgotten first)."""
+    from relviz.tours import PAGE_PARAMS
+
+    index = min(max(index, 0), len(tour.steps) - 1)
+    step = tour.steps[index]
+    st.session_state[TOUR_STATE] = (tour, index)
+    for key in PAGE_PARAMS[step.page]:
+        st.session_state.pop(key, None)
+    st.session_state.pop(_LINK_CHECKED_KEY, None)
+    # A widget of the page on screen stays bound to its key until the next run, and Streamlit refuses to
+    # set a bound key: release the bindings of the step's keys (the step's page binds them again).
+    from streamlit.runtime.state.session_state_proxy import get_session_state
+
+    with get_session_state().query_params() as qp:
+        for key in PAGE_PARAMS[step.page]:
+            binding = qp.get_binding_for_param(key)
+            if binding is not None:
+                qp.unbind_widget(binding.widget_id)
+    st.switch_page(f"pages/{step.page}.py", query_params=dict(step.params))
+
+
+def current_view(page_name: str):
+    """The view on screen as a tour step (the page and its URL values), or a message why it cannot be one."""
+    from relviz.tours import PAGE_PARAMS, Step, check_step
+
+    if page_name not in PAGE_PARAMS:
+        return None, "This page cannot be a tour step."
+    params = {}
+    for key in PAGE_PARAMS[page_name]:
+        values = st.query_params.get_all(key)
+        if values:
+            params[key] = values if PAGE_PARAMS[page_name][key].kind == "multi" else values[-1]
+    try:
+        return check_step(Step(page_name, params, title=next(
+            (p.title for p in PAGES if Path(p.path).stem == page_name), page_name))), ""
+    except ValueError as error:
+        return None, f"This view cannot be collected: {error}"
+
+
+def lecture_mode(url_path: str) -> None:
+    """Call in app.py before the page runs: the presenter bar while a tour runs, and in the sidebar
+    the button that adds the current view to the teacher's own tour."""
+    page_name = _page_name(url_path)
+    active = st.session_state.get(TOUR_STATE)
+    if active is not None:
+        _presenter_bar(*active, page_name)
+    step, why = current_view(page_name)
+    with st.sidebar:
+        if step is not None:
+            draft = st.session_state.setdefault(DRAFT_STATE, [])
+            if st.button(f"Add this view to my tour ({len(draft)})", key="tour_collect", icon=":material/add:",
+                         help="Collects this page with every control as it is now; edit notes and share the "
+                              "tour on the Lecture mode page.", width="stretch"):
+                draft.append(step)
+                st.toast(f"Added: {step.title} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
+
+
+def _presenter_bar(tour, index: int, page_name: str) -> None:
+    """One compact row above the page (the picture stays on the first screen of a 1280 × 720 projector);
+    the step's note sits at the top of the sidebar."""
+    step = tour.steps[index]
+    last = len(tour.steps) - 1
+    away = page_name != step.page
+    with st.container(border=True, key="tour_bar"):
+        prev_col, text_col, next_col, end_col = st.columns([2.1, 4.6, 2.1, 0.9], vertical_alignment="center")
+        previous = prev_col.button("◀ Back", key="tour_prev", disabled=index == 0, width="stretch",
+                                   shortcut="pageup", help="Previous step (Page Up)")
+        label = f"Step {index + 1}" if away else ("Next ▶" if index < last else "Finish")
+        advance = next_col.button(label, key="tour_next", type="primary", width="stretch", shortcut="pagedown",
+                                  help="Back to this step's view" if away else
+                                  "Next step (Page Down: most presentation clickers send it)")
+        end = end_col.button("End", key="tour_end", width="stretch", help="Leave lecture mode")
+        text_col.markdown(f"**{index + 1} / {len(tour.steps)} · {step.title}**"
+                          + ("  \n:gray[You left this step's page.]" if away else ""))
+    if step.note:
+        with st.sidebar:
+            st.markdown(f"**Presenter note · step {index + 1}**")
+            st.info(step.note, icon=":material/co_present:")
+    if end or (advance and index == last and not away):
+        del st.session_state[TOUR_STATE]
+        st.switch_page("pages/tour.py")
+    if previous:
+        go_to_step(tour, index - 1)
+    if advance:
+        go_to_step(tour, index if away else index + 1)

@@ -1,0 +1,168 @@
+"""Check my implementation: upload or paste the matrix your code produced; see where and why it differs."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import astuple
+
+import pandas as pd
+import streamlit as st
+
+from relviz import ui
+from relviz.check import KINDS, MAX_BYTES, MAX_SIDE, SETTINGS_OF, Settings, check, load_matrix, variant_matrix
+from relviz.figures.check import diff_heatmap
+
+ui.ensure_app_navigation()
+P = "ck"  # query-parameter prefix of this page
+MAX_MB = MAX_BYTES // (1024 * 1024)
+
+#: Ready-made uploads with a known mistake: label -> (kind, cause, shape, settings).
+EXAMPLES = {
+    "T5 map, sign flipped": ("t5", "sign flipped: i − j instead of j − i", (16, 16), Settings()),
+    "T5 map, log in bfloat16": ("t5", "log in bfloat16", (24, 100), Settings()),
+    "Shaw index, no + k": ("shaw", "signed clip, no + k", (10, 10), Settings(k=3)),
+    "'T5' map from the seed notebook": ("t5", "the seed notebook's max_position² table (clipping, not buckets)",
+                                        (10, 15), Settings(k=300)),
+    "ALiBi slopes for 12 heads, naive": ("alibi_slopes", "non-power-of-2 slopes: 2^(−8h/n) for every n", (12,),
+                                         Settings()),
+    "Skew, padded on the right": ("skew", "pad on the right", (8, 8), Settings()),
+}
+
+
+@st.cache_data(max_entries=16, show_spinner="Comparing…")
+def run_check(digest: str, kind: str, fit: bool, settings: tuple, _matrix):
+    """Cached by the upload's SHA-256 and the settings (scalars), never by the array itself."""
+    return check(kind, _matrix, None if fit else Settings(*settings))
+
+
+def example_text(label: str) -> str:
+    kind, cause, shape, settings = EXAMPLES[label]
+    matrix = variant_matrix(kind, cause, shape, settings)
+    return ui.matrix_to_csv(matrix)
+
+
+def load_example() -> None:
+    label = st.session_state.get(f"{P}_example")
+    if label in EXAMPLES:
+        st.session_state[f"{P}_paste"] = example_text(label)
+        st.session_state[f"{P}_kind"] = EXAMPLES[label][0]
+        st.session_state[f"{P}_fit"] = True
+
+
+st.title("Check my implementation")
+st.markdown(
+    "Implemented a relative position scheme yourself? Give relviz the matrix your code produced and it "
+    "compares it **cell by cell** with its reference, lists the first cells that differ, and names the "
+    "likely cause. A cause is named only when relviz has **computed** that mistake for the same settings "
+    "and it reproduces your matrix exactly.")
+ui.sign_convention()
+
+with st.sidebar:
+    st.subheader("What you computed")
+    kind = st.selectbox("matrix kind", list(KINDS), format_func=KINDS.get, key=f"{P}_kind", bind="query-params")
+    fit = st.toggle("find the settings for me", False, key=f"{P}_fit", bind="query-params",
+                    help="Searches a bounded grid (T5: num_buckets 2–128, common max_distances, both directions, "
+                         "both query alignments; Shaw: k up to 512; ALiBi: up to 64 heads).")
+    used = SETTINGS_OF[kind]
+    disabled = fit
+    q_offset = st.number_input("query offset (query i sits at key position offset + i)", -MAX_SIDE, MAX_SIDE, 0,
+                               key=f"{P}_off", bind="query-params", disabled=disabled) if "q_offset" in used else 0
+    k = st.slider("Shaw clipping distance k", 0, 64, 3, key=f"{P}_k", bind="query-params",
+                  disabled=disabled) if "k" in used else 3
+    nb = st.slider("num_buckets", 2, 128, 32, key=f"{P}_nb", bind="query-params",
+                   disabled=disabled) if "num_buckets" in used else 32
+    md = st.slider("max_distance", 1, 1024, 128, key=f"{P}_md", bind="query-params",
+                   disabled=disabled) if "max_distance" in used else 128
+    bidir = st.toggle("bidirectional (encoder)", True, key=f"{P}_bi", bind="query-params",
+                      disabled=disabled) if "bidirectional" in used else True
+    heads = st.slider("heads", 1, 64, 8, key=f"{P}_nh", bind="query-params",
+                      disabled=disabled) if "num_heads" in used else 8
+    if "head" in used:
+        ui.clamp_state(f"{P}_head", 0, heads - 1)
+    head = st.number_input("head (from 0)", 0, heads - 1, 0, key=f"{P}_head", bind="query-params",
+                           disabled=disabled) if "head" in used else 0
+    causal = st.toggle("causal: compare only keys j ≤ i", False, key=f"{P}_causal", bind="query-params",
+                       disabled=disabled) if "causal" in used else False
+    full = st.toggle("compare the garbage upper triangle too", False, key=f"{P}_full", bind="query-params",
+                     help="The skew's cells above the diagonal are not meaningful; a faithful pad/reshape trick "
+                          "still reproduces them exactly.") if "full" in used else False
+
+settings = Settings(q_offset=int(q_offset), k=int(k), num_buckets=int(nb), max_distance=int(md),
+                    bidirectional=bool(bidir), num_heads=int(heads), head=int(head), causal=bool(causal),
+                    full=bool(full))
+
+left, right = st.columns([1, 1])
+with left:
+    upload = st.file_uploader(f".npy or CSV file (at most {MAX_MB} MB, {MAX_SIDE} × {MAX_SIDE})",
+                              type=["npy", "csv", "txt"], key=f"{P}_file", max_upload_size=MAX_MB,
+                              help="np.save(path, tensor.cpu().numpy()) or a CSV with or without a header row. "
+                                   ".npy files are read without pickles.")
+    if kind == "skew":
+        st.caption("Skew: run your skew on `qer = torch.arange(L * L, dtype=torch.float32).reshape(L, L)` and "
+                   "upload the L × L result; each cell then names the QE_rᵀ cell it came from.")
+with right:
+    pasted = st.text_area("…or paste it (CSV, or a printed numpy array / torch tensor)", key=f"{P}_paste",
+                          height=120, max_chars=400_000, placeholder="0,1,2\n-1,0,1\n-2,-1,0")
+    ex_col, btn_col = st.columns([3, 2], vertical_alignment="bottom")
+    ex_col.selectbox("example with a known mistake", list(EXAMPLES), key=f"{P}_example")
+    btn_col.button("load the example", key=f"{P}_load", on_click=load_example, width="stretch")
+
+data, name = None, ""
+if upload is not None:
+    data, name = upload.getvalue(), upload.name
+elif pasted.strip():
+    data, name = pasted.encode("utf-8"), "pasted text"
+
+if data is None:
+    st.info("Upload a file or paste a matrix (or load an example) to check it.", icon=":material/upload_file:")
+    st.stop()
+
+matrix = None
+with ui.user_errors():
+    matrix = load_matrix(data, name=name)
+if matrix is None:
+    st.stop()
+
+result = None
+with ui.user_errors():
+    result = run_check(hashlib.sha256(data).hexdigest(), kind, bool(fit), astuple(settings), matrix)
+if result is None:
+    st.stop()
+
+if result.ok:
+    st.success(result.verdict(), icon=":material/check_circle:")
+else:
+    st.error(result.verdict(), icon=":material/rule:")
+if result.cause:
+    box = st.info if result.cause.harmless else st.warning
+    box(f"**Likely cause: {result.cause.name}.** {result.cause.explanation}"
+        + (" (An equivalent convention, not a bug, if your model uses it throughout.)" if result.cause.harmless
+           else ""), icon=":material/lightbulb:")
+    for other in result.causes[1:]:
+        st.caption(f"Also reproduces your matrix exactly: **{other.name}**. {other.explanation}")
+elif result.closest and not result.ok:
+    st.caption(f"No known mistake reproduces your matrix exactly. Closest: **{result.closest.name}**, which "
+               f"accounts for {result.closest.explains:.0%} of the differing cells.")
+if result.note:
+    st.caption(result.note)
+
+fig_col, table_col = st.columns([3, 2])
+with fig_col:
+    offset = 0 if kind in ("skew", "alibi_slopes") else result.settings.q_offset
+    ui.show_figure(diff_heatmap(result.expected, result.got, result.mismatch, result.compared, q_offset=offset,
+                                title="Your matrix against the reference"), key=f"{P}_fig")
+    st.caption("**Red**: the cell differs from relviz's reference; pale blue: equal; white: not compared. "
+               "Hover a cell for i, j, j − i, expected and got.")
+with table_col:
+    st.markdown(f"#### First mismatches ({result.mismatches} in all)" if result.first else "#### No mismatches")
+    if result.first:
+        st.dataframe(pd.DataFrame([{"i": m.i, "j": m.j, "j − i": m.offset, "expected": m.expected, "got": m.got}
+                                   for m in result.first]), hide_index=True, width="stretch")
+    st.markdown("**Settings compared**" + (" (found by search)" if result.fitted else ""))
+    st.dataframe(pd.DataFrame([{"setting": key, "value": str(value)}
+                               for key, value in result.used_settings().items()] or [{"setting": "—", "value": ""}]),
+                 hide_index=True, width="stretch")
+    st.download_button("Download the reference (CSV)", lambda: ui.matrix_to_csv(result.expected),
+                       file_name=f"relviz_reference_{kind}.csv", mime="text/csv", key=f"{P}_dl",
+                       on_click="ignore")
+st.caption("The same check on the command line: `python -m relviz check FILE --kind "
+           f"{kind} ...` (exit status 1 on a mismatch, `--json` for a report).")

@@ -1,0 +1,335 @@
+"""Lecture mode: guided tours through relviz, each step an exact view (a page and its controls) and a note.
+
+A tour is data: an ordered list of steps, each naming a page and the query parameters that set
+its controls (exactly what a shared link carries), with a short note for the presenter. relviz
+ships one tour ("relative position from Shaw to RoPE"); a teacher collects views into their own
+and shares it as ONE link (the tour encoded as a compact URL-safe string) or a small JSON file.
+
+Everything read from a link or a file is validated strictly before use: bounded size (also after
+decompression), an exact schema, only pages relviz has, only the keys each page binds to the URL,
+and only values those controls accept. A tour that fails any check is refused with a message
+naming what was wrong; nothing in it ever names a file or a server path (a page is a name from a
+fixed list, not a path).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+
+from relviz.training_queue import CAPS
+
+#: Largest tour JSON (bytes) read from a file or decoded from a link.
+MAX_JSON_BYTES = 32_000
+#: Longest encoded tour accepted in a link (browsers and proxies handle URLs up to ~8 kB safely).
+MAX_CODE_CHARS = 6_000
+MAX_STEPS = 40
+MAX_TITLE = 100
+MAX_NOTE = 700
+FORMAT_VERSION = 1
+#: The query parameter that carries an encoded tour on the Lecture mode page.
+TOUR_PARAM = "tour"
+
+
+# ---------------------------------------------------------------------------------------
+# What each page's controls accept (the keys they bind to the URL)
+
+
+@dataclass(frozen=True)
+class Param:
+    """The values one URL-bound control accepts, as link text.
+
+    kind: "int" / "float" (lo..hi), "bool" ("true"/"false"), "choice" (one of choices), "multi"
+    (a list of choices), "text" (matching pattern, at most max_chars). ``dynamic``: the page
+    narrows the range at run time (e.g. the query offset between −q_len and k_len) and clamps a
+    value outside it.
+    """
+
+    kind: str
+    lo: float = 0
+    hi: float = 0
+    choices: tuple[str, ...] = ()
+    pattern: str = ""
+    max_chars: int = 0
+    dynamic: bool = False
+
+    def check(self, key: str, value: object) -> str | list[str]:
+        """The value as link text, or ValueError naming the key and what it accepts."""
+        if self.kind == "multi":
+            items = value if isinstance(value, list) else None
+            if items is None or len(items) > len(self.choices) or not all(isinstance(v, str) for v in items):
+                raise ValueError(f"{key} must be a list of up to {len(self.choices)} of: {', '.join(self.choices)}")
+            for item in items:
+                if item not in self.choices:
+                    raise ValueError(f"{key}: {item[:40]!r} is not one of {', '.join(self.choices)}")
+            return list(items)
+        if not isinstance(value, str) or len(value) > max(64, self.max_chars):
+            raise ValueError(f"{key} must be a short string; got {str(value)[:40]!r}")
+        if self.kind == "bool":
+            if value not in ("true", "false"):
+                raise ValueError(f"{key} must be true or false; got {value[:40]!r}")
+        elif self.kind in ("int", "float"):
+            try:
+                number = int(value) if self.kind == "int" else float(value)
+            except ValueError:
+                raise ValueError(f"{key} must be {'an integer' if self.kind == 'int' else 'a number'} from "
+                                 f"{_fmt(self.lo)} to {_fmt(self.hi)}; got {value[:40]!r}") from None
+            if not (math.isfinite(number) and self.lo <= number <= self.hi):
+                raise ValueError(f"{key} must be from {_fmt(self.lo)} to {_fmt(self.hi)}; got {value[:40]!r}")
+        elif self.kind == "choice":
+            if value not in self.choices:
+                raise ValueError(f"{key} must be one of {', '.join(self.choices)}; got {value[:40]!r}")
+        elif self.kind == "text":
+            if len(value) > self.max_chars or not re.fullmatch(self.pattern, value):
+                raise ValueError(f"{key} must match {self.pattern} (at most {self.max_chars} characters); "
+                                 f"got {value[:40]!r}")
+        return value
+
+
+def _fmt(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def _int(lo: int, hi: int, *, dynamic: bool = False) -> Param:
+    return Param("int", lo, hi, dynamic=dynamic)
+
+
+BOOL = Param("bool")
+_LENGTH = 8192
+
+
+def _length_params(prefix: str) -> dict[str, Param]:
+    """The keys relviz.ui's length and window controls bind (query/key length, offset, window)."""
+    return {f"{prefix}_q": _int(1, _LENGTH), f"{prefix}_k": _int(1, _LENGTH),
+            f"{prefix}_off": _int(-_LENGTH, _LENGTH, dynamic=True), f"{prefix}_ws": _int(16, 512, dynamic=True),
+            f"{prefix}_r0": _int(0, _LENGTH, dynamic=True), f"{prefix}_c0": _int(0, _LENGTH, dynamic=True)}
+
+
+#: page name (the file stem under pages/, the last part of its URL) -> its URL keys.
+PAGE_PARAMS: dict[str, dict[str, Param]] = {
+    "home": {"home_q": _int(0, 6)},
+    "shaw": {**_length_params("sh"), "sh_clip": _int(0, 64),
+             "sh_d": Param("choice", choices=("8", "16", "32", "64", "128", "256", "512", "1024")),
+             "sh_layers": _int(1, 48)},
+    "t5": {**_length_params("t5"), "t5_nb": _int(2, 128), "t5_md": _int(1, 1024), "t5_bi": BOOL, "t5_logx": BOOL,
+           "t5_tab": Param("choice", choices=("Buckets", "Compare with Shaw")), "t5_ck": _int(0, 64)},
+    "skew": {"skew_L": _int(3, 16), "skew_seed": _int(0, 99_999),
+             "skew_colour": Param("choice", choices=("score", "distance", "source row")),
+             "skew_tab": Param("choice", choices=("Causal skew (decoder)", "Bidirectional skew (encoder)")),
+             "skew_dl": Param("choice", choices=("QE_r^T", "padded", "reshaped", "sliced", "masked")),
+             "skew_mL": _int(1, 1_000_000), "skew_mD": _int(1, 65_536), "skew_mH": _int(1, 1024),
+             "skew_mdtype": Param("choice", choices=("fp32", "fp16 / bf16"))},
+    "absolute": {"abs_L": _int(8, 512), "abs_d": _int(4, 512), "abs_proj": BOOL, "abs_heads": _int(1, 32),
+                 "abs_head": _int(1, 32, dynamic=True), "abs_causal": BOOL},
+    "attention": {
+        "at_ck": Param("text", pattern=r"[a-z0-9][a-z0-9_.-]{0,63}", max_chars=64),
+        "at_layer": _int(1, 12, dynamic=True), "at_head": _int(1, 16, dynamic=True),
+        "at_len": _int(1, 256), "at_seed": _int(0, 2**31 - 1),
+        "at_seq": Param("text", pattern=r"[0-9]*", max_chars=256),
+        "at_tsch": Param("choice", choices=("none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope")),
+        "at_tk": _int(0, CAPS.max_clip), "at_tnb": _int(2, CAPS.max_num_buckets),
+        "at_tmd": _int(1, CAPS.max_max_distance), "at_tsd": _int(1, CAPS.max_skew_distances),
+        "at_tml": _int(CAPS.min_length, CAPS.max_max_len),
+        "at_ttask": Param("choice", choices=("shift", "window_max", "absolute")),
+        "at_ts": _int(1, 16), "at_tw": _int(1, 8), "at_tp": _int(0, 31),
+        "at_tl": _int(1, CAPS.max_layers), "at_th": Param("choice", choices=("1", "2", "4")),
+        "at_tsteps": _int(CAPS.min_steps, CAPS.max_steps), "at_tlen": _int(CAPS.min_length, CAPS.max_length),
+        "at_tseed": _int(0, 2**31 - 1)},
+    "experiments": {"ex_thr": Param("float", 0.5, 1.0),
+                    "ex_set": Param("multi", choices=("Shaw k = 4", "Shaw k = 16", "T5 32/128", "T5 8/32", "ALiBi",
+                                                      "sinusoidal (absolute)"))},
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Tours
+
+
+@dataclass(frozen=True)
+class Step:
+    """One view: a page, the link values of its controls (unlisted controls keep their defaults), a note."""
+
+    page: str
+    params: dict[str, str | list[str]] = field(default_factory=dict)
+    title: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Tour:
+    title: str
+    steps: tuple[Step, ...]
+
+
+def _text(name: str, value: object, limit: int) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be text; got {type(value).__name__}")
+    if len(value) > limit:
+        raise ValueError(f"{name} must be at most {limit} characters; got {len(value)}")
+    if any(ord(c) < 32 and c not in "\n\t" or 0x7f <= ord(c) < 0xa0 for c in value):
+        raise ValueError(f"{name} must not contain control characters")
+    return value
+
+
+def check_step(step: Step, number: int = 0) -> Step:
+    """A step whose page is one relviz has and whose every key and value that page's controls accept."""
+    where = f"step {number + 1}"
+    if step.page not in PAGE_PARAMS:
+        raise ValueError(f"{where}: page must be one of {', '.join(PAGE_PARAMS)}; got {str(step.page)[:40]!r}")
+    if not isinstance(step.params, dict):
+        raise ValueError(f"{where}: params must be an object of key: value")
+    accepted = PAGE_PARAMS[step.page]
+    params: dict[str, str | list[str]] = {}
+    for key, value in step.params.items():
+        if key not in accepted:
+            raise ValueError(f"{where}: the {step.page} page has no control {str(key)[:40]!r} (its keys: "
+                             f"{', '.join(accepted)})")
+        params[key] = accepted[key].check(f"{where}: {key}", value)
+    return Step(step.page, params, _text(f"{where}: title", step.title, MAX_TITLE),
+                _text(f"{where}: note", step.note, MAX_NOTE))
+
+
+def check_tour(tour: Tour) -> Tour:
+    title = _text("title", tour.title, MAX_TITLE)
+    if not 1 <= len(tour.steps) <= MAX_STEPS:
+        raise ValueError(f"a tour must have from 1 to {MAX_STEPS} steps; got {len(tour.steps)}")
+    return Tour(title, tuple(check_step(step, n) for n, step in enumerate(tour.steps)))
+
+
+def tour_to_json(tour: Tour) -> dict[str, object]:
+    return {"relviz_tour": FORMAT_VERSION, "title": tour.title,
+            "steps": [{"page": s.page, "params": dict(s.params), "title": s.title, "note": s.note}
+                      for s in tour.steps]}
+
+
+def tour_from_json(data: object) -> Tour:
+    """Build and validate a tour from parsed JSON; refuses any key or value outside the schema."""
+    if not isinstance(data, dict):
+        raise ValueError("a tour file must hold one JSON object")
+    extra = set(data) - {"relviz_tour", "title", "steps"}
+    if extra:
+        raise ValueError(f"unknown tour field(s): {', '.join(sorted(map(str, extra)))[:80]}")
+    if data.get("relviz_tour") != FORMAT_VERSION:
+        raise ValueError(f"not a relviz tour (relviz_tour must be {FORMAT_VERSION})")
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        raise ValueError("steps must be a list")
+    if not 1 <= len(steps) <= MAX_STEPS:
+        raise ValueError(f"a tour must have from 1 to {MAX_STEPS} steps; got {len(steps)}")
+    built = []
+    for number, item in enumerate(steps):
+        if not isinstance(item, dict):
+            raise ValueError(f"step {number + 1} must be an object")
+        extra = set(item) - {"page", "params", "title", "note"}
+        if extra:
+            raise ValueError(f"step {number + 1}: unknown field(s) {', '.join(sorted(map(str, extra)))[:80]}")
+        built.append(Step(item.get("page"), item.get("params", {}), item.get("title", ""), item.get("note", "")))
+    return check_tour(Tour(data.get("title", ""), tuple(built)))
+
+
+def dumps(tour: Tour) -> str:
+    """The tour as a small, readable JSON file."""
+    return json.dumps(tour_to_json(check_tour(tour)), ensure_ascii=False, indent=1)
+
+
+def loads(data: bytes | str) -> Tour:
+    """Read a tour file (JSON, at most MAX_JSON_BYTES), validated; ValueError says what was wrong."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if len(data) > MAX_JSON_BYTES:
+        raise ValueError(f"a tour file must be at most {MAX_JSON_BYTES:,} bytes; got {len(data):,}")
+    try:
+        parsed = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"not a tour file: the JSON does not parse ({str(exc)[:80]})") from None
+    return tour_from_json(parsed)
+
+
+def encode(tour: Tour) -> str:
+    """The tour as one compact URL-safe string (compressed JSON, base64url without padding)."""
+    raw = json.dumps(tour_to_json(check_tour(tour)), ensure_ascii=False, separators=(",", ":")).encode()
+    code = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
+    if len(code) > MAX_CODE_CHARS:
+        raise ValueError(f"the tour is too long for one link ({len(code)} characters, at most {MAX_CODE_CHARS}); "
+                         "shorten the notes, split it, or share it as a file")
+    return code
+
+
+def decode(code: object) -> Tour:
+    """Read a tour from its link string; refuses oversized, malformed or tampered ones with a message."""
+    if not isinstance(code, str) or not code:
+        raise ValueError("the tour link holds no tour")
+    if len(code) > MAX_CODE_CHARS:
+        raise ValueError(f"the tour link is too long ({len(code)} characters, at most {MAX_CODE_CHARS})")
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", code):
+        raise ValueError("the tour link is damaged: it may only hold letters, digits, - and _")
+    try:
+        packed = base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(packed, MAX_JSON_BYTES + 1)
+    except (ValueError, zlib.error):
+        raise ValueError("the tour link is damaged (it does not decode); ask for the link again") from None
+    if len(raw) > MAX_JSON_BYTES or inflater.unconsumed_tail:
+        raise ValueError(f"the tour in the link expands beyond {MAX_JSON_BYTES:,} bytes: refused")
+    return loads(raw)
+
+
+# ---------------------------------------------------------------------------------------
+# The built-in tour
+
+_BUILTIN_STEPS = (
+    Step("home", {"home_q": "2"}, "Relative position is j − i",
+         "Start with one sentence. Each cell is key position − query position. Read the outlined row "
+         "(the query \"sat\"): negative to the left, positive to the right. Then read a diagonal: every "
+         "cell on it holds the same number. That is all a relative scheme sees. (2 min)"),
+    Step("shaw", {"sh_q": "10", "sh_k": "10", "sh_clip": "3"}, "Shaw et al.: clip at ±k",
+         "Shaw et al. (2018) learn 2k + 1 vectors and look one up per cell: clip(j − i, −k, k) + k. With "
+         "k = 3, row 0 reads 3, 4, 5, 6, 6, 6, …: every key farther than 3 shares the end vector. Point at "
+         "the bands beyond the clipping distance. (2 min)"),
+    Step("shaw", {"sh_q": "10", "sh_k": "10", "sh_clip": "0"}, "k = 0: no position at all",
+         "At k = 0 every key reads the same vector: the model loses word order (Table 2: 12.5 BLEU, against "
+         "25.5 at k = 1 and about 25.8 from k = 2 on). A little relative information goes a long way. (1 min)"),
+    Step("t5", {"t5_nb": "32", "t5_md": "128", "t5_bi": "true", "t5_q": "128", "t5_k": "128"},
+         "T5: logarithmic buckets",
+         "T5 stores one scalar per bucket and head, shared by every layer. 32 buckets, bidirectional: 16 per "
+         "direction, of which 8 are exact (|j − i| < 8), then bands that widen logarithmically up to 128. "
+         "Bucket 16 is never used. Hover a band to read its range. (3 min)"),
+    Step("t5", {"t5_nb": "32", "t5_md": "128", "t5_bi": "false", "t5_q": "128", "t5_k": "128"},
+         "T5's decoder: the future is bucket 0",
+         "Unidirectional (the decoder): every future offset falls in bucket 0, and all 32 buckets go to the "
+         "past: 16 exact, 16 logarithmic. The causal mask hides the future anyway. (1 min)"),
+    Step("t5", {"t5_q": "32", "t5_k": "32", "t5_tab": "Compare with Shaw", "t5_ck": "8"}, "Shaw vs T5 side by side",
+         "Both turn j − i into a small table index. Shaw is exact up to k, then flat; T5 is exact near the "
+         "diagonal and coarse but not flat far away. One layer is blind inside a bucket; stacked layers "
+         "can combine short exact offsets into long ones. (2 min)"),
+    Step("skew", {"skew_L": "6", "skew_colour": "source row", "skew_tab": "Causal skew (decoder)"},
+         "The Music Transformer's skew",
+         "Shaw's gather needs an L × L × D tensor. The skew computes Q E_rᵀ once (L × L), pads one zero "
+         "column, reshapes and drops the first row: every cell on or below the diagonal lands where it "
+         "belongs. Colour by source row: the upper triangle came from the wrong rows; only the causal mask "
+         "makes it harmless. (3 min)"),
+    Step("skew", {"skew_L": "6", "skew_tab": "Bidirectional skew (encoder)"}, "An encoder needs the other skew",
+         "Using the causal skew unmasked in an encoder is a real bug in several codebases. The bidirectional "
+         "variant uses 2L − 1 distances and is exact everywhere. (1 min)"),
+    Step("absolute", {"abs_heads": "12", "abs_head": "1", "abs_causal": "true"}, "Absolute encodings and ALiBi",
+         "A sinusoidal encoding's dot products PE_i · PE_j depend only on j − i; a head's projections "
+         "W_Q, W_K blur that. ALiBi drops position vectors altogether: it subtracts slope × distance, one slope per head. "
+         "With 12 heads, note the extra slopes: the first is steeper than every power-of-2 one. (2 min)"),
+    Step("attention", {"at_ck": "t5-shift", "at_layer": "1", "at_head": "1"}, "Live attention: a trained model",
+         "A tiny transformer trained to copy the token s positions back. Its attention lights up the diagonal "
+         "j − i = −s: the relative position it learned. Change the checkpoint to compare schemes. (2 min)"),
+    Step("attention", {"at_ck": "alibi-shift", "at_layer": "1", "at_head": "1"}, "Live attention with ALiBi",
+         "The same task with ALiBi: no position parameters at all, only the distance penalty, and it still "
+         "finds the offset. (1 min)"),
+    Step("attention", {"at_ck": "rope-shift", "at_layer": "1", "at_head": "1"}, "RoPE: rotate, do not add",
+         "RoPE rotates each pair of query and key dimensions by an angle proportional to the position, so "
+         "q_m · k_n depends only on n − m: relative position without any table. (2 min)"),
+    Step("experiments", {}, "What each scheme can measurably do",
+         "Offsets a scheme can tell apart, lengths it runs at beyond training, and what it costs in memory. "
+         "Close with: choose the scheme by what your task needs to distinguish. (2 min)"),
+)
+
+BUILTIN = Tour("Relative position from Shaw to RoPE", _BUILTIN_STEPS)
