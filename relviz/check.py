@@ -37,8 +37,9 @@ KINDS: dict[str, str] = {
     "alibi_slopes": "ALiBi slopes (one per head)",
     "skew": "skew output for qer = arange(L·L).reshape(L, L)",
 }
-#: Largest upload read, in bytes (a 512 × 512 int64 .npy is 2 MiB; its CSV about 3 MiB).
-MAX_BYTES = 4 * 1024 * 1024
+#: Largest upload read, in bytes (a 512 × 512 int64 .npy is 2 MiB; a float CSV of that size under 3 MB).
+#: The server's upload limit (.streamlit/config.toml, server.maxUploadSize) is set to match.
+MAX_BYTES = 3 * 1024 * 1024
 #: Longest side of a checked matrix (the app's full-resolution views stop at 512 per side).
 MAX_SIDE = 512
 #: Most heads the ALiBi settings (and the settings search) consider.

@@ -65,7 +65,7 @@ def test_error_details_are_limited(settings):
 
 
 def test_uploads_and_messages_are_small(settings):
-    assert isinstance(settings.get("server.maxUploadSize"), int) and settings["server.maxUploadSize"] <= 1
+    assert isinstance(settings.get("server.maxUploadSize"), int) and settings["server.maxUploadSize"] <= 3  # relviz.check.MAX_BYTES
     assert isinstance(settings.get("server.maxWidgetStateSize"), int) and settings["server.maxWidgetStateSize"] <= 2
     assert isinstance(settings.get("server.maxMessageSize"), int) and settings["server.maxMessageSize"] <= 100
     size = str(settings.get("server.maxCacheDataSize", "0")).lower()
