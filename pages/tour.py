@@ -69,7 +69,7 @@ if code:
 
 st.header(tour.title)
 start_col, at_col, copy_col = st.columns([2, 1.3, 1.7], vertical_alignment="bottom")
-first = at_col.number_input("start at step", 1, len(tour.steps), 1, key=f"{P}_at")
+first = at_col.number_input("start at step", 1, len(tour.steps), 1, key=f"{P}_at", bind="query-params")
 if start_col.button("▶ Start presenting", key=f"{P}_start", type="primary", width="stretch"):
     ui.go_to_step(tour, int(first) - 1)
 copy_col.button("Copy into my tour to edit", key=f"{P}_adopt", on_click=adopt, args=(tour,), width="stretch")

@@ -44,6 +44,8 @@ MAX_BYTES = 3 * 1024 * 1024
 MAX_SIDE = 512
 #: Most heads the ALiBi settings (and the settings search) consider.
 MAX_HEADS = 256
+#: Largest magnitude of a value read (exact in float64; far beyond any position matrix).
+MAX_VALUE = 2**53
 #: The first this-many mismatches are listed.
 FIRST_MISMATCHES = 20
 #: Float kinds compare with this tolerance (float32 rounding of the same formula passes;
@@ -139,7 +141,7 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$|^-inf$|^nan$|^[
 
 
 def _is_number(text: str) -> bool:
-    return bool(_NUMBER.match(text.strip().replace("−", "-")))
+    return len(text) <= 40 and bool(_NUMBER.match(text.strip().replace("−", "-")))
 
 
 def parse_text(text: str | None, name: str = "text") -> np.ndarray:
@@ -172,7 +174,7 @@ def parse_text(text: str | None, name: str = "text") -> np.ndarray:
                 raise ValueError(f"{name}: row {number}, column {column} is {cell[:40]!r}, not a number")
     if all(re.fullmatch(r"[+-]?\d+", cell.strip().replace("−", "-")) for row in rows for cell in row):
         values = [[int(cell.strip().replace("−", "-")) for cell in row] for row in rows]
-        if all(abs(v) < 2**62 for row in values for v in row):
+        if all(abs(v) <= MAX_VALUE for row in values for v in row):
             return np.array(values, dtype=np.int64)
     return np.array([[float(cell.strip().replace("−", "-")) for cell in row] for row in rows], dtype=np.float64)
 
@@ -212,11 +214,15 @@ def _finish(matrix: np.ndarray, name: str) -> np.ndarray:
                              "numbers: replace masked cells by -inf or leave them out")
         if np.isposinf(matrix).any():
             raise ValueError(f"{name} holds +inf; only -inf (a masked cell) is allowed")
+        finite = matrix[np.isfinite(matrix)]
+        if finite.size and np.abs(finite).max() > MAX_VALUE:
+            raise ValueError(f"{name} holds {np.abs(finite).max():.3g}; values must lie within ±2^53 "
+                             "(no position matrix holds larger numbers)")
         if np.isfinite(matrix).all() and np.all(matrix == np.round(matrix)) and np.abs(matrix).max() < 2**53:
             return matrix.astype(np.int64)  # integers written as floats ("3.0"): compare exactly
         return matrix.astype(np.float64)
-    if matrix.dtype.kind == "u" and matrix.size and int(matrix.max()) >= 2**63:
-        raise ValueError(f"{name} holds values ≥ 2^63; relviz reads int64-sized integers")
+    if matrix.size and (int(matrix.max()) > MAX_VALUE or int(matrix.min()) < -MAX_VALUE):
+        raise ValueError(f"{name} holds integers beyond ±2^53 (no position matrix holds larger numbers)")
     return matrix.astype(np.int64)
 
 

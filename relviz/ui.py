@@ -538,16 +538,19 @@ def go_to_step(tour, index: int) -> None:
     for key in PAGE_PARAMS[step.page]:
         st.session_state.pop(key, None)
     st.session_state.pop(_LINK_CHECKED_KEY, None)
-    # A widget of the page on screen stays bound to its key until the next run, and Streamlit refuses to
-    # set a bound key: release the bindings of the step's keys (the step's page binds them again).
+    _switch_page(f"pages/{step.page}.py", dict(step.params))
+
+
+def _switch_page(path: str, params: dict) -> None:
+    """st.switch_page with exactly ``params`` in the URL. The controls of the page on screen stay bound
+    to their keys until the next run, and Streamlit refuses to set or clear a bound key: release every
+    binding first (the next page binds its own controls again)."""
     from streamlit.runtime.state.session_state_proxy import get_session_state
 
     with get_session_state().query_params() as qp:
-        for key in PAGE_PARAMS[step.page]:
-            binding = qp.get_binding_for_param(key)
-            if binding is not None:
-                qp.unbind_widget(binding.widget_id)
-    st.switch_page(f"pages/{step.page}.py", query_params=dict(step.params))
+        for binding in list(qp._bindings_by_param.values()):
+            qp.unbind_widget(binding.widget_id)
+    st.switch_page(path, query_params=params)
 
 
 def current_view(page_name: str):
@@ -609,7 +612,7 @@ def _presenter_bar(tour, index: int, page_name: str) -> None:
             st.info(step.note, icon=":material/co_present:")
     if end or (advance and index == last and not away):
         del st.session_state[TOUR_STATE]
-        st.switch_page("pages/tour.py")
+        _switch_page("pages/tour.py", {})
     if previous:
         go_to_step(tour, index - 1)
     if advance:

@@ -79,6 +79,9 @@ RUN_TIMEOUT_S = 90
 #: click (the live attention page's Train is clicked once, deliberately, with the smallest settings:
 #: see TRAIN_ONCE). Any other button labelled "Train…" or "Measure…" is skipped too.
 EXPENSIVE_BUTTONS = {"at_train", "ex_lo_go", "ex_le_go", "ex_lc_go"}
+#: Lecture mode's buttons that open another page by design (tests/test_page_tools.py drives them); the
+#: walk skips them with the expensive ones, so that it stays on the page it tests.
+EXPENSIVE_BUTTONS |= {"tour_start", "tour_mine", "tour_next", "tour_prev", "tour_end"}
 EXPENSIVE_LABEL = re.compile(r"^(Train|Measure)\b")
 #: key -> value set before the single Train click (the cheapest run the caps allow).
 TRAIN_ONCE = {"at_tsch": "none", "at_ttask": "shift", "at_ts": 1, "at_tl": 1, "at_tsteps": 10, "at_tlen": 8,

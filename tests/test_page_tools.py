@@ -1,0 +1,168 @@
+"""AppTest of the two teaching tools: Check my implementation and Lecture mode (through app.py)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from plotly_data import decode
+from streamlit.testing.v1 import AppTest
+
+from page_support import run_page
+from relviz import tours, ui
+from relviz.check import SIGN, Settings, variant_matrix
+from relviz.positions import t5_bucket_map
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def csv(matrix: np.ndarray) -> str:
+    return "\n".join(",".join(str(v) for v in row) for row in np.atleast_2d(matrix))
+
+
+# ---------------------------------------------------------------------------------------
+# Check my implementation
+
+
+def test_check_page_asks_for_a_matrix_first():
+    at = run_page("check")
+    assert at.title[0].value == "Check my implementation"
+    assert any("Upload a file or paste" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+
+
+def test_check_page_names_the_cause_and_draws_the_diff():
+    faulty = variant_matrix("t5", SIGN, (12, 12), Settings())
+    at = run_page("check", ck_kind="T5 bucket map")
+    at.text_area(key="ck_paste").set_value(csv(faulty)).run()
+    assert not at.exception
+    assert at.error and "132 of 144 compared cells differ" in at.error[0].value
+    assert any(f"Likely cause: {SIGN}" in w.value for w in at.warning)
+    (chart,) = at.get("plotly_chart")
+    states = decode(json.loads(chart.proto.spec)["data"][0]["z"])
+    np.testing.assert_array_equal(states == 1, faulty != t5_bucket_map(12, 12).numpy())
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["i", "j", "j − i", "expected", "got"]
+    assert table.iloc[0].tolist() == [0, 1, 1, 17, 1]
+
+
+def test_check_page_matches_a_correct_upload_and_uses_the_sidebar_settings():
+    at = run_page("check", ck_kind="T5 bucket map", ck_nb="16", ck_md="64", ck_bi="false")
+    at.text_area(key="ck_paste").set_value(
+        csv(t5_bucket_map(9, 9, num_buckets=16, max_distance=64, bidirectional=False).numpy())).run()
+    assert at.success and "Matches: all 81 compared cells" in at.success[0].value
+    assert not at.warning
+
+
+def test_check_page_examples_load_and_fit():
+    at = run_page("check")
+    at.selectbox(key="ck_example").set_value("T5 map, log in bfloat16").run()
+    at.button(key="ck_load").click().run()
+    assert not at.exception
+    assert at.toggle(key="ck_fit").value is True
+    assert any("Likely cause: log in bfloat16" in w.value for w in at.warning)
+
+
+def test_check_page_refuses_malformed_input_with_a_message():
+    at = run_page("check", ck_kind="T5 bucket map")
+    for junk, message in [("1,2,3\n4,5", "ragged"), ("1,2\nx,4", "not a number"), ("1,nan", "NaN"),
+                          ("[[[1]]]\n" * 3, "differ|compared"), ("<script>alert(1)</script>", "no numbers"),
+                          ("1,2\n3,4", "")]:
+        at.text_area(key="ck_paste").set_value(junk).run()
+        assert not at.exception, junk
+        if message:
+            assert any(re_search(message, e.value) for e in at.error), (junk, [e.value for e in at.error])
+
+
+def re_search(pattern: str, text: str) -> bool:
+    import re
+    return re.search(pattern, text) is not None
+
+
+# ---------------------------------------------------------------------------------------
+# Lecture mode
+
+
+def test_tour_page_lists_the_builtin_tour():
+    at = run_page("tour")
+    assert at.title[0].value == "Lecture mode"
+    assert tours.BUILTIN.title in [h.value for h in at.header]
+    table = at.dataframe[0].value
+    assert len(table) == len(tours.BUILTIN.steps)
+    assert table["what"].tolist() == [step.title for step in tours.BUILTIN.steps]
+
+
+def test_tour_link_opens_that_tour_and_a_damaged_one_is_refused():
+    mine = tours.Tour("My seminar", (tours.Step("t5", {"t5_nb": "16"}, "Sixteen buckets", "say why"),))
+    at = run_page("tour", tour=tours.encode(mine))
+    assert "My seminar" in [h.value for h in at.header]
+    assert at.dataframe[0].value["what"].tolist() == ["Sixteen buckets"]
+    for junk in ("abc$", "A" * 7000, tours.encode(mine)[:-6], "eJwLycgsVgCiRIWS1OISAA"):
+        at = run_page("tour", tour=junk)
+        assert any("This tour link was refused" in e.value for e in at.error), junk
+        assert tours.BUILTIN.title in [h.value for h in at.header]
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    return at
+
+
+def click_bar(at: AppTest, key: str) -> AppTest:
+    """Click a presenter-bar button on the step's page. AppTest runs the page it was last told to
+    (at.switch_page); the app's own st.switch_page changes what is drawn, not that, so point it at
+    the page on screen first."""
+    tour, index = at.session_state[ui.TOUR_STATE]
+    at.switch_page(f"pages/{tour.steps[index].page}.py")
+    at.button(key=key).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_presenting_walks_the_steps_with_the_exact_views():
+    at = _app()
+    at.switch_page("pages/tour.py").run()
+    at.button(key="tour_start").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state[ui.TOUR_STATE][1] == 0
+    assert at.title[0].value.startswith("relviz")  # step 1: the landing page
+    assert any(m.value.startswith(f"**1 / {len(tours.BUILTIN.steps)} · Relative position is j − i**") for m in at.markdown)
+    click_bar(at, "tour_next")                      # step 2: Shaw, k = 3
+    assert "Shaw" in at.title[0].value and at.slider(key="sh_clip").value == 3
+    click_bar(at, "tour_next")                      # step 3: Shaw, k = 0
+    assert at.slider(key="sh_clip").value == 0
+    assert any("Presenter note · step 3" in m.value for m in at.sidebar.markdown)
+    click_bar(at, "tour_next")                      # step 4: T5 at 128 × 128
+    assert at.number_input(key="t5_q").value == 128 and at.toggle(key="t5_bi").value is True
+    click_bar(at, "tour_next")                      # step 5: unidirectional
+    assert at.toggle(key="t5_bi").value is False
+    click_bar(at, "tour_prev")                      # back: bidirectional again, nothing left over
+    assert at.toggle(key="t5_bi").value is True and at.number_input(key="t5_q").value == 128
+    click_bar(at, "tour_end")
+    assert ui.TOUR_STATE not in at.session_state and at.title[0].value == "Lecture mode"
+
+
+def test_a_teacher_collects_views_and_shares_them():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["t5_nb"] = "16"  # AppTest does not write moved controls to the URL; a browser test does
+    at.switch_page("pages/t5.py").run()
+    assert at.slider(key="t5_nb").value == 16
+    at.button(key="tour_collect").click().run()
+    at.query_params.clear()
+    at.switch_page("pages/skew.py").run()
+    at.button(key="tour_collect").click().run()
+    draft = at.session_state[ui.DRAFT_STATE]
+    assert [(s.page, s.params.get("t5_nb")) for s in draft] == [("t5", "16"), ("skew", None)]
+    at.switch_page("pages/tour.py").run()
+    at.text_input(key="tour_title").set_value("Buckets, then the skew").run()
+    at.text_area(key="tour_sn0").set_value("Sixteen buckets: eight per direction.").run()
+    at.button(key="tour_down0").click().run()  # reorder: the skew first
+    assert [s.page for s in at.session_state[ui.DRAFT_STATE]] == ["skew", "t5"]
+    (code_block,) = at.code
+    shared = tours.decode(code_block.value.split(f"{tours.TOUR_PARAM}=")[1])
+    assert shared.title == "Buckets, then the skew"
+    assert [s.page for s in shared.steps] == ["skew", "t5"]
+    assert shared.steps[1].params == {"t5_nb": "16"} and shared.steps[1].note.startswith("Sixteen")
+    at.button(key="tour_del0").click().run()
+    assert [s.page for s in at.session_state[ui.DRAFT_STATE]] == ["t5"]
