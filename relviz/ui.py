@@ -542,14 +542,17 @@ def go_to_step(tour, index: int) -> None:
 
 
 def _switch_page(path: str, params: dict) -> None:
-    """st.switch_page with exactly ``params`` in the URL. The controls of the page on screen stay bound
-    to their keys until the next run, and Streamlit refuses to set or clear a bound key: release every
-    binding first (the next page binds its own controls again)."""
+    """st.switch_page with exactly ``params`` in the URL. A control of the page on screen stays bound to
+    its key until the next run, and Streamlit refuses to set a bound key: release the bindings of the
+    keys being set (the next page binds its own controls again). Other bindings stay: Streamlit clears
+    them during the next page's run, and that is what updates the address bar to the new page."""
     from streamlit.runtime.state.session_state_proxy import get_session_state
 
     with get_session_state().query_params() as qp:
-        for binding in list(qp._bindings_by_param.values()):
-            qp.unbind_widget(binding.widget_id)
+        for key in params:
+            binding = qp.get_binding_for_param(key)
+            if binding is not None:
+                qp.unbind_widget(binding.widget_id)
     st.switch_page(path, query_params=params)
 
 

@@ -1,0 +1,135 @@
+"""Lecture mode and Check my implementation in a real browser (Debian's Chromium via Playwright).
+
+Screenshots at 1440 × 900 and 1280 × 720 (a projector) land in test-artifacts/browser/ to look at.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, wait_for_app
+from relviz import tours
+from relviz.check import SIGN, Settings, variant_matrix
+
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+
+if chromium_path() is None and not os.environ.get("CI"):
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def server():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with app_server() as base, sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield base, chromium
+        chromium.close()
+
+
+def errors_on(page) -> list[str]:
+    return [e.inner_text() for e in page.query_selector_all('[data-testid="stException"]')]
+
+
+def settle(page, ms: int = 1200) -> None:
+    wait_for_app(page)
+    page.wait_for_timeout(ms)
+
+
+def test_a_tour_runs_with_buttons_and_the_clicker_keys(server):
+    """On a projector's 1280 × 720 (the 1440 × 900 screenshots are taken along the way)."""
+    base, chromium = server
+    size = (1280, 720)
+    page = chromium.new_page(viewport={"width": size[0], "height": size[1]})
+    js_errors: list[str] = []
+    page.on("pageerror", lambda error: js_errors.append(str(error)))
+    page.goto(f"{base}/tour")
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / f"tour-{size[0]}.png"))
+    page.get_by_role("button", name="Start presenting").click()
+    settle(page)
+    page.wait_for_selector('h1:has-text("relviz: relative position, visible")', timeout=60000)  # step 1
+    page.get_by_role("button", name="Next").click()
+    settle(page)
+    page.get_by_role("button", name="Next").click()   # step 3: Shaw at k = 0
+    page.wait_for_url("**/shaw?sh_clip=0", timeout=60000)  # the address bar follows the step
+    settle(page, 1000)
+    clip = page.wait_for_selector('input[type="range"][aria-label^="clipping distance k"]', timeout=60000)
+    assert clip.input_value() == "0"
+    page.screenshot(path=str(ARTIFACTS / f"tour-step3-{size[0]}.png"))
+    page.keyboard.press("PageDown")                    # a presentation clicker: step 4, T5 128 × 128
+    page.wait_for_url("**/t5?*t5_q=128*", timeout=60000)
+    settle(page, 2000)
+    page.screenshot(path=str(ARTIFACTS / f"tour-step4-{size[0]}.png"))
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(ARTIFACTS / "tour-step4-1440.png"))
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    # the main picture of the step stays on the first screen under the presenter bar
+    chart = page.query_selector(".js-plotly-plot")
+    assert chart is not None and chart.bounding_box()["y"] < size[1]
+    page.keyboard.press("PageUp")
+    page.wait_for_url("**/shaw?sh_clip=0", timeout=60000)
+    settle(page, 1000)
+    assert errors_on(page) == [] and js_errors == []
+    page.close()
+
+
+def test_a_collected_view_is_shared_as_one_link(server):
+    base, chromium = server
+    page = chromium.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(f"{base}/t5")
+    settle(page)
+    slider = page.wait_for_selector('input[type="range"][aria-label^="num_buckets"]', timeout=60000)
+    slider.focus()
+    for _ in range(4):
+        page.keyboard.press("ArrowLeft")                # num_buckets 32 -> 28
+    page.wait_for_url("**t5_nb=28*", timeout=60000)
+    settle(page)
+    page.get_by_role("button", name="Add this view to my tour").click()
+    settle(page)
+    page.get_by_role("link", name="Lecture mode").click()  # within the session: the collection lives there
+    page.wait_for_selector('[data-testid="stCode"]', timeout=60000)
+    settle(page)
+    link = page.query_selector('[data-testid="stCode"]').inner_text().strip()
+    shared = tours.decode(link.split(f"{tours.TOUR_PARAM}=")[1])
+    assert shared.steps[0].page == "t5" and shared.steps[0].params == {"t5_nb": "28"}
+    page.screenshot(path=str(ARTIFACTS / "tour-own.png"), full_page=True)
+    page.goto(link)                                     # the shared link opens that tour
+    settle(page)
+    assert "My relviz tour" in page.inner_text('[data-testid="stMain"]')
+    page.goto(f"{base}/tour?tour=..%2F..%2Fetc%2Fpasswd")  # a hostile link: refused, with a message
+    settle(page)
+    assert "This tour link was refused" in page.inner_text('[data-testid="stMain"]')
+    assert errors_on(page) == []
+    page.close()
+
+
+def test_check_page_upload_shows_the_diff_and_the_cause(server, tmp_path):
+    base, chromium = server
+    size = (1440, 900)
+    path = tmp_path / "flipped.npy"
+    np.save(path, variant_matrix("t5", SIGN, (12, 12), Settings()))
+    page = chromium.new_page(viewport={"width": size[0], "height": size[1]})
+    page.goto(f"{base}/check?ck_kind=T5+bucket+map")
+    settle(page)
+    page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(path))
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+    settle(page, 2000)
+    text = page.inner_text('[data-testid="stMain"]')
+    assert "132 of 144 compared cells differ" in text and f"Likely cause: {SIGN}" in text
+    page.screenshot(path=str(ARTIFACTS / f"check-{size[0]}.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(ARTIFACTS / "check-1280.png"))
+    pickled = tmp_path / "model.npy"
+    pickled.write_bytes(b"\x80\x04\x95" + b"\x00" * 40)  # a pickle named .npy
+    page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(pickled))
+    settle(page, 2000)
+    assert "never unpickles" in page.inner_text('[data-testid="stMain"]')
+    assert errors_on(page) == []
+    page.close()
