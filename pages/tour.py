@@ -53,7 +53,7 @@ def adopt(tour: tours.Tour) -> None:
 st.title("Lecture mode")
 st.markdown(
     "A **tour** is an ordered list of views, each a page with every control set, plus a short note for you. "
-    "Start one and a bar at the top of every page shows the step, its note and big **◀ Previous** / "
+    "Start one and a bar at the top of every page shows the step, its note and big **◀ Back** / "
     "**Next ▶** buttons (**Page Up / Page Down** work too: most presentation clickers send them).")
 
 # ---- which tour: a shared link, else the built-in one --------------------------------------
