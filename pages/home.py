@@ -22,6 +22,10 @@ ANSWERS = {
                          "turn distance into a penalty?",
     "pages/attention.py": "Where does a small transformer trained with each scheme look, and what did it learn?",
     "pages/experiments.py": "What can each scheme measurably do: tell offsets apart, run longer than it was trained, fit in memory?",
+    "pages/rope.py": "How do RoPE's rotations make the score depend on j − i alone, and how do its scalings "
+                     "stretch a model to longer contexts?",
+    "pages/your_model.py": "What position structure does a real checkpoint hold (T5 buckets, ALiBi slopes, "
+                           "RoPE scaling), and where does it attend on your text?",
     "pages/check.py": "Does the matrix my own code produced match the reference, and if not, which mistake made it?",
     "pages/tour.py": "How do I present this in a lecture, step by step, or share my own sequence of views?",
 }

@@ -157,7 +157,7 @@ def parse_text(text: str | None, name: str = "text") -> np.ndarray:
     else:
         lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
         rows = [_split(line) for line in lines]
-        if rows and not all(_is_number(cell) for cell in rows[0]):
+        if len(rows) > 1 and not all(_is_number(cell) for cell in rows[0]):
             rows = _drop_header(rows)
     if not rows:
         raise ValueError(f"{name} holds no numbers")

@@ -108,6 +108,13 @@ def _length_params(prefix: str) -> dict[str, Param]:
             f"{prefix}_r0": _int(0, _LENGTH, dynamic=True), f"{prefix}_c0": _int(0, _LENGTH, dynamic=True)}
 
 
+def _choices(*values: object) -> Param:
+    return Param("choice", choices=tuple(str(v) for v in values))
+
+
+#: Keys the app binds on every page (the sidebar's chart export format).
+COMMON_PARAMS: dict[str, Param] = {"chart_export": _choices("PNG", "SVG")}
+
 #: page name (the file stem under pages/, the last part of its URL) -> its URL keys.
 PAGE_PARAMS: dict[str, dict[str, Param]] = {
     "home": {"home_q": _int(0, 6)},
@@ -115,7 +122,7 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
              "sh_d": Param("choice", choices=("8", "16", "32", "64", "128", "256", "512", "1024")),
              "sh_layers": _int(1, 48)},
     "t5": {**_length_params("t5"), "t5_nb": _int(2, 128), "t5_md": _int(1, 1024), "t5_bi": BOOL, "t5_logx": BOOL,
-           "t5_tab": Param("choice", choices=("Buckets", "Compare with Shaw")), "t5_ck": _int(0, 64)},
+           "t5_tab": _choices("Buckets", "Precision & references", "Compare with Shaw"), "t5_ck": _int(0, 64)},
     "skew": {"skew_L": _int(3, 16), "skew_seed": _int(0, 99_999),
              "skew_colour": Param("choice", choices=("score", "distance", "source row")),
              "skew_tab": Param("choice", choices=("Causal skew (decoder)", "Bidirectional skew (encoder)")),
@@ -124,6 +131,15 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
              "skew_mdtype": Param("choice", choices=("fp32", "fp16 / bf16"))},
     "absolute": {"abs_L": _int(8, 512), "abs_d": _int(4, 512), "abs_proj": BOOL, "abs_heads": _int(1, 32),
                  "abs_head": _int(1, 32, dynamic=True), "abs_causal": BOOL},
+    "rope": {"rp_preset": Param("text", pattern=r"[A-Za-z0-9 .()_+-]{1,60}", max_chars=60),
+             "rp_len": _choices(*(2 ** k for k in range(8, 21))), "rp_dim": _choices(16, 32, 64, 96, 128, 256),
+             "rp_base": _choices(100, 500, 1000, 10000, 50000, 100000, 500000, 1000000, 10000000),
+             "rp_rule": _choices("default", "linear", "dynamic", "yarn", "llama3"),
+             "rp_orig": _choices(*(2 ** k for k in range(9, 18))),
+             "rp_factor": _choices(1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0),
+             "rp_low": _choices(0.5, 1.0, 2.0), "rp_high": _choices(1.0, 2.0, 4.0, 8.0),
+             "rp_bf": _choices(4, 8, 16, 32, 64), "rp_bs": _choices(0.25, 0.5, 1, 2, 4),
+             "rp_L": _int(8, 256), "rp_same": BOOL, "rp_seed": _int(0, 9999)},
     "attention": {
         "at_ck": Param("text", pattern=r"[a-z0-9][a-z0-9_.-]{0,63}", max_chars=64),
         "at_layer": _int(1, 12, dynamic=True), "at_head": _int(1, 16, dynamic=True),
@@ -142,6 +158,8 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
                     "ex_set": Param("multi", choices=("Shaw k = 4", "Shaw k = 16", "T5 32/128", "T5 8/32", "ALiBi",
                                                       "sinusoidal (absolute)"))},
 }
+for _keys in PAGE_PARAMS.values():
+    _keys.update(COMMON_PARAMS)
 
 
 # ---------------------------------------------------------------------------------------
@@ -318,15 +336,20 @@ _BUILTIN_STEPS = (
          "A sinusoidal encoding's dot products PE_i · PE_j depend only on j − i; a head's projections "
          "W_Q, W_K blur that. ALiBi drops position vectors altogether: it subtracts slope × distance, one slope per head. "
          "With 12 heads, note the extra slopes: the first is steeper than every power-of-2 one. (2 min)"),
+    Step("rope", {"rp_preset": "custom", "rp_len": "8192", "rp_L": "48"}, "RoPE: rotate, do not add",
+         "RoPE rotates each pair of query and key dimensions by an angle m·θ_i, θ_i = base^(−2i/d). The dot "
+         "product q_m · k_n then depends only on n − m: section 2's score matrix is Toeplitz without any "
+         "table. Fast pairs turn many times inside the context, slow ones barely once. (2 min)"),
+    Step("rope", {"rp_preset": "Llama-3.1 8B", "rp_len": "131072"}, "Longer contexts: scaling RoPE",
+         "Llama-3.1 stretches an 8192-token training context to 131072: it keeps the high-frequency pairs, "
+         "divides the low-frequency ones by 8 and blends in between. Linear, dynamic NTK and YaRN are the "
+         "other rules; compare which pairs still fit inside the original context. (2 min)"),
     Step("attention", {"at_ck": "t5-shift", "at_layer": "1", "at_head": "1"}, "Live attention: a trained model",
          "A tiny transformer trained to copy the token s positions back. Its attention lights up the diagonal "
          "j − i = −s: the relative position it learned. Change the checkpoint to compare schemes. (2 min)"),
-    Step("attention", {"at_ck": "alibi-shift", "at_layer": "1", "at_head": "1"}, "Live attention with ALiBi",
-         "The same task with ALiBi: no position parameters at all, only the distance penalty, and it still "
-         "finds the offset. (1 min)"),
-    Step("attention", {"at_ck": "rope-shift", "at_layer": "1", "at_head": "1"}, "RoPE: rotate, do not add",
-         "RoPE rotates each pair of query and key dimensions by an angle proportional to the position, so "
-         "q_m · k_n depends only on n − m: relative position without any table. (2 min)"),
+    Step("attention", {"at_ck": "rope-shift", "at_layer": "1", "at_head": "1"}, "Live attention with RoPE",
+         "The same task with RoPE: no position table, only rotations, and the trained heads still find the "
+         "offset. Switch back to t5-shift to compare the two. (1 min)"),
     Step("experiments", {}, "What each scheme can measurably do",
          "Offsets a scheme can tell apart, lengths it runs at beyond training, and what it costs in memory. "
          "Close with: choose the scheme by what your task needs to distinguish. (2 min)"),

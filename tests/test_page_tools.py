@@ -66,7 +66,7 @@ def test_check_page_examples_load_and_fit():
 def test_check_page_refuses_malformed_input_with_a_message():
     at = run_page("check", ck_kind="T5 bucket map")
     for junk, message in [("1,2,3\n4,5", "ragged"), ("1,2\nx,4", "not a number"), ("1,nan", "NaN"),
-                          ("[[[1]]]\n" * 3, "differ|compared"), ("<script>alert(1)</script>", "no numbers"),
+                          ("[[[1]]]\n" * 3, "differ|compared"), ("<script>alert(1)</script>", "not a number"),
                           ("1,2\n3,4", "")]:
         at.text_area(key="ck_paste").set_value(junk).run()
         assert not at.exception, junk
