@@ -144,12 +144,7 @@ def slope_rule(heads: int) -> tuple[int, str]:
 
 
 st.title("Absolute vs relative")
-st.markdown(
-    "An **absolute** encoding gives every position its own vector and adds it to the token: the model must "
-    "*learn* to compare positions. A **relative** scheme hands the attention score the offset j − i directly. "
-    "The sinusoidal encoding sits in between: its vectors are absolute, but their dot products depend only on "
-    "the offset.")
-ui.sign_convention()
+ui.sign_convention(compact=True)
 
 c1, c2, c3 = st.columns(3)
 length = int(c1.slider("positions L", 8, MAX_LENGTH, 128, step=8, key="abs_L", bind="query-params"))
@@ -160,7 +155,6 @@ projected = c3.toggle("through a random head (W_Q, W_K)", value=False,
                       help="Score (PE_i W_Q)·(PE_j W_K) / √64 with random Gaussian W_Q, W_K: what one head "
                            "of an untrained model sees of the positions alone.")
 
-st.subheader("The sinusoidal encoding and what its dot products say")
 with ui.user_errors():
     pe = encoding(length, d_model)
     sim, deviation = similarity(length, d_model, projected)
@@ -196,6 +190,11 @@ with ui.user_errors():
                    "turns it into a penalty (below).")
         ui.matrix_downloads(rel, name=f"relative_L{length}", key="abs_dl_rel")
 
+    st.markdown(
+        "An **absolute** encoding gives every position its own vector and adds it to the token: the model must "
+        "*learn* to compare positions. A **relative** scheme hands the attention score the offset j − i "
+        "directly. The sinusoidal encoding sits in between: its vectors are absolute, but their dot products "
+        "depend only on the offset.")
     ui.code_for_this_view(sinusoidal_snippet(length, d_model, projected),
                           note="pe is the encoding, result the middle picture.")
 

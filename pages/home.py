@@ -46,7 +46,7 @@ st.markdown(
     "which comes first. An *absolute* encoding stamps each token with its position. A *relative* scheme "
     "gives the attention score the **offset between the two tokens, j − i**, instead: \"the key two "
     "tokens back\" means the same thing anywhere in the sentence.")
-ui.sign_convention()
+ui.sign_convention(compact=True)
 
 left, right = st.columns([1.25, 1])
 with right:

@@ -44,11 +44,7 @@ def ablation(k: int):
 
 
 st.title("Relative index & Shaw clipping")
-st.markdown(
-    "Every query *i* looks at every key *j*. A relative scheme does not ask *where* the key is, only "
-    "**how far and in which direction**: the offset j − i. Shaw et al. (2018) clip that offset to ±k and "
-    "use it to pick one of **2k + 1 learned vectors**, added to the key (a^K) and to the value (a^V).")
-ui.sign_convention()
+ui.sign_convention(compact=True)
 
 with st.sidebar:
     st.subheader("Lengths")
@@ -105,6 +101,10 @@ if q_offset:
     st.caption(f"Rows are labelled by the query's position among the keys, i = {q_offset} + row, so that "
                "j − i is exactly the offset each cell uses.")
 
+st.markdown(
+    "Every query *i* looks at every key *j*. A relative scheme does not ask *where* the key is, only "
+    "**how far and in which direction**: the offset j − i. Shaw et al. (2018) clip that offset to ±k and "
+    "use it to pick one of **2k + 1 learned vectors**, added to the key (a^K) and to the value (a^V).")
 ui.code_for_this_view(shaw_snippet(q_len, k_len, k, q_offset),
                       note="result is the lookup index above (the whole matrix, not only the window).")
 

@@ -61,13 +61,7 @@ def fmt(x: float) -> str:
 
 
 st.title("The skew, step by step")
-st.markdown(
-    "Relative attention needs, for every query i and key j, the score **q_i · e(j − i)**: the query "
-    "against the learned vector of their distance. Shaw et al. gather an e(j − i) for every (i, j): an "
-    "L × L × D tensor. The Music Transformer (Huang et al. 2018) computes **Q E_rᵀ** once, one score per "
-    "query and *distance*, then moves every score to its (i, j) cell with a pad, a reshape and a slice: "
-    "no gather, only L × D extra memory. Below, every cell is labelled with the distance its score stands for.")
-ui.sign_convention()
+ui.sign_convention(compact=True)
 
 left, middle, right = st.columns([1, 1, 1.4])
 length = left.slider("sequence length L", MIN_L, MAX_L, DEFAULT_L, key="skew_L", bind="query-params")
@@ -134,6 +128,12 @@ with causal_tab:
                 "distance. Transformer-XL's `_rel_shift` is the same trick (pad, view, drop a row) and has "
                 "the same garbage above the diagonal; reusing it in a non-causal model is a known bug in "
                 "several codebases. An encoder needs the **2L − 1 distances** of the next tab.")
+        st.markdown(
+            "Relative attention needs, for every query i and key j, the score **q_i · e(j − i)**: the query "
+            "against the learned vector of their distance. Shaw et al. gather an e(j − i) for every (i, j): an "
+            "L × L × D tensor. The Music Transformer (Huang et al. 2018) computes **Q E_rᵀ** once, one score per "
+            "query and *distance*, then moves every score to its (i, j) cell with a pad, a reshape and a slice: "
+            "no gather, only L × D extra memory. Every cell is labelled with the distance its score stands for.")
         ui.code_for_this_view(skew_snippet(length, seed, bidirectional=False, dim=DEMO_DIM),
                               note="result is step 4 (S_rel before the mask); masked is step 5.")
         names = {"QE_r^T": "qer", "padded": "padded", "reshaped": "reshaped", "sliced": "skewed",

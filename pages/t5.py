@@ -97,12 +97,7 @@ def use_nearest_valid(nb: int, md: int, bidir: bool) -> None:
 
 
 st.title("T5 relative position buckets")
-st.markdown(
-    "T5 does not learn a vector per offset. It sorts each offset j − i into one of **num_buckets** buckets "
-    "and learns **one scalar per bucket and head**, added to the attention logit. Short distances get a "
-    "bucket each; longer ones share buckets whose width grows logarithmically, up to max_distance; "
-    "everything beyond shares the last bucket.")
-ui.sign_convention()
+ui.sign_convention(compact=True)
 
 with st.sidebar:
     st.subheader("Buckets")
@@ -167,6 +162,11 @@ with tab_map:
                        if bidir else
                        " The red dotted line stays at bucket 0: every future offset shares it."))
 
+            st.markdown(
+                "T5 does not learn a vector per offset. It sorts each offset j − i into one of **num_buckets** "
+                "buckets and learns **one scalar per bucket and head**, added to the attention logit. Short "
+                "distances get a bucket each; longer ones share buckets whose width grows logarithmically, up "
+                "to max_distance; everything beyond shares the last bucket.")
             ui.code_for_this_view(t5_snippet(nb, md, bidir, q_len, k_len, q_offset),
                                   note="result is the bucket map above (the whole matrix, not only the window); "
                                        "score_mod adds T5's learned bias in FlexAttention.")

@@ -230,8 +230,14 @@ def checked_link_values() -> Iterator[None]:
                          icon=":material/link_off:")
 
 
-def sign_convention() -> None:
-    st.info(SIGN_CONVENTION, icon=":material/swap_horiz:")
+SIGN_CONVENTION_SHORT = ("**Sign convention:** relative position = **j − i** = key − query "
+                         "(negative: the key lies in the query's past).")
+
+
+def sign_convention(*, compact: bool = False) -> None:
+    """The sign-convention note; ``compact`` is one line, so the page's main picture fits on a
+    1280 × 720 projector screen."""
+    st.info(SIGN_CONVENTION_SHORT if compact else SIGN_CONVENTION, icon=":material/swap_horiz:")
 
 
 def show_figure(figure: go.Figure, *, key: str) -> None:

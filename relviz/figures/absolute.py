@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import matrix_heatmap
+from relviz.figures.heatmap import matrix_heatmap, readable
 
 #: Colours for the slope chart: slopes of the nearest lower power of 2, and the ones taken from 2p.
 FROM_P_COLOUR = "#1f77b4"
@@ -18,6 +18,7 @@ FROM_2P_COLOUR = "#ff7f0e"
 NAIVE_COLOUR = "#7f7f7f"
 
 
+@readable
 def relative_intro_figure(tokens: list[str], *, query: int, height: int = 400) -> go.Figure:
     """The landing page's picture: j − i for a short sentence, every cell labelled, one query row outlined."""
     n = len(tokens)
@@ -41,6 +42,7 @@ def relative_intro_figure(tokens: list[str], *, query: int, height: int = 400) -
     return figure
 
 
+@readable
 def encoding_figure(pe: np.ndarray, *, height: int = 430) -> go.Figure:
     """Positions × dimensions heatmap of a sinusoidal encoding (values in [−1, 1])."""
     positions, dims = pe.shape
@@ -51,6 +53,7 @@ def encoding_figure(pe: np.ndarray, *, height: int = 430) -> go.Figure:
     return figure
 
 
+@readable
 def similarity_figure(similarity: np.ndarray, relative: np.ndarray, *, value_label: str,
                       diverging: bool = False, height: int = 430) -> go.Figure:
     """Position × position similarity heatmap, hover: i, j, |j − i| and the similarity.
@@ -78,6 +81,7 @@ def similarity_figure(similarity: np.ndarray, relative: np.ndarray, *, value_lab
     return figure
 
 
+@readable
 def relative_figure(relative: np.ndarray, *, height: int = 430) -> go.Figure:
     """The relative index j − i (continuous diverging colours: at up to 1023 values a stepped scale blurs)."""
     q_len, k_len = relative.shape
@@ -88,6 +92,7 @@ def relative_figure(relative: np.ndarray, *, height: int = 430) -> go.Figure:
     return figure
 
 
+@readable
 def offset_curve_figure(offsets: np.ndarray, values: np.ndarray, *, projected: np.ndarray | None = None,
                         height: int = 300) -> go.Figure:
     """Similarity as a function of j − i (the closed form), optionally with the projected head's range."""
@@ -111,6 +116,7 @@ def offset_curve_figure(offsets: np.ndarray, values: np.ndarray, *, projected: n
     return figure
 
 
+@readable
 def alibi_bias_figure(bias: np.ndarray, relative: np.ndarray, *, head: int, slope: float,
                       causal: bool, height: int = 430) -> go.Figure:
     """One head's ALiBi bias; with ``causal`` the masked cells (j > i) are blank (NaN, no hover).
@@ -127,6 +133,7 @@ def alibi_bias_figure(bias: np.ndarray, relative: np.ndarray, *, head: int, slop
     return figure
 
 
+@readable
 def alibi_slopes_figure(slopes: np.ndarray, *, from_p: int, naive: np.ndarray | None = None,
                         selected: int | None = None, height: int = 330) -> go.Figure:
     """Slopes per head on a log2 axis, coloured by where they come from (p or every other slope of 2p)."""
@@ -158,6 +165,7 @@ def alibi_slopes_figure(slopes: np.ndarray, *, from_p: int, naive: np.ndarray | 
     return figure
 
 
+@readable
 def alibi_lines_figure(slopes: np.ndarray, length: int, *, selected: int, height: int = 330) -> go.Figure:
     """Every head's bias −m_h·(i − j) against the distance i − j (grey), the selected head in red.
 

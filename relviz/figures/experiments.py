@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from relviz.figures.heatmap import readable
 from relviz.experiments import (
     IMPLEMENTATIONS,
     Setting,
@@ -69,6 +70,7 @@ def setting_colours(settings: list[dict[str, Any]]) -> dict[str, str]:
 # 1. Offset resolution
 
 
+@readable
 def offset_overview(section: dict[str, Any], threshold: float, *, height: int = 380) -> go.Figure:
     """Mean accuracy per (setting, s), one panel per layer count; ✓ marks cells ≥ threshold."""
     layers = section["setup"]["layers"]
@@ -104,6 +106,7 @@ def offset_overview(section: dict[str, Any], threshold: float, *, height: int = 
     return fig
 
 
+@readable
 def offset_detail(section: dict[str, Any], setting_ids: list[str], *, live: list[dict[str, Any]] | None = None,
                   live_label: str = "live", height: int = 640) -> go.Figure:
     """Accuracy against s for the chosen settings (solid: fewest layers, dashed: most), with
@@ -191,6 +194,7 @@ def offset_detail(section: dict[str, Any], setting_ids: list[str], *, live: list
 # 2. Length extrapolation
 
 
+@readable
 def extrapolation_figure(section: dict[str, Any], *, live: list[dict[str, Any]] | None = None,
                          live_label: str = "live", height: int = 460) -> go.Figure:
     """Accuracy against evaluation length (1× … 8× the training length), one line per scheme
@@ -246,6 +250,7 @@ def extrapolation_figure(section: dict[str, Any], *, live: list[dict[str, Any]] 
 # 3. Cost: the memory wall and forward time
 
 
+@readable
 def memory_wall_figure(section: dict[str, Any], *, live: list[dict[str, Any]] | None = None,
                        height: int = 600) -> go.Figure:
     """Peak memory against L (log–log): measured Δpeak per implementation (markers), the
@@ -327,6 +332,7 @@ def _log_length_axis(fig: go.Figure, lo: float, hi: float) -> None:
                      ticktext=[f"{p // 1024}k" if p >= 8192 else str(p) for p in powers])
 
 
+@readable
 def time_figure(section: dict[str, Any], *, live: list[dict[str, Any]] | None = None,
                 height: int = 470) -> go.Figure:
     """Median forward time against L per implementation (log–log); skipped cases are listed on hover."""
@@ -354,6 +360,7 @@ def time_figure(section: dict[str, Any], *, live: list[dict[str, Any]] | None = 
     return fig
 
 
+@readable
 def shaw_reference_figure(table: dict[int, float], *, height: int = 260) -> go.Figure:
     """Shaw et al.'s Table 2: BLEU against the clipping distance k (published, not measured here)."""
     ks = sorted(table)

@@ -6,7 +6,8 @@ sends more than ``views.DISPLAY_MAX`` cells per side.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import plotly.colors
@@ -15,6 +16,33 @@ import plotly.graph_objects as go
 #: Axis titles shared by every query × key matrix.
 KEY_AXIS = "key position j"
 QUERY_AXIS = "query position i"
+
+
+#: Font sizes (px) that a projector at 1280 × 720 still shows readably at the back of a room.
+READABLE_FONT = 15
+READABLE_TITLE = 17
+
+
+def readable(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
+    """Decorator for figure builders: applies :func:`make_readable` to the figure built."""
+    @functools.wraps(builder)
+    def build(*args, **kwargs) -> go.Figure:
+        return make_readable(builder(*args, **kwargs))
+    return build
+
+
+def make_readable(figure: go.Figure) -> go.Figure:
+    """Text at READABLE_FONT px, titles at READABLE_TITLE px, axis ticks and titles set explicitly
+    (Streamlit's chart theme would otherwise draw them at 12 px, unreadable on a projector).
+    Explicit larger sizes are kept. Changes and returns ``figure``."""
+    if (figure.layout.font.size or 0) < READABLE_FONT:
+        figure.layout.font.size = READABLE_FONT
+    if figure.layout.title.text and (figure.layout.title.font.size or 0) < READABLE_TITLE:
+        figure.layout.title.font.size = READABLE_TITLE
+    figure.update_xaxes(tickfont_size=READABLE_FONT - 1, title_font_size=READABLE_FONT)
+    figure.update_yaxes(tickfont_size=READABLE_FONT - 1, title_font_size=READABLE_FONT)
+    figure.layout.legend.font.size = max(figure.layout.legend.font.size or 0, READABLE_FONT - 1)
+    return figure
 
 
 def compact_ints(values: np.ndarray) -> np.ndarray:
@@ -140,11 +168,13 @@ def matrix_heatmap(
     trace = dict(type="heatmap", z=z_colour, x=np.asarray(x), y=np.asarray(y),
                  hovertemplate="<br>".join(lines) + "<extra></extra>", **trace_args)
     layout: dict = dict(
-        height=height, margin=dict(l=60, r=10, t=40 if title else 10, b=50),
-        xaxis=dict(title=dict(text=x_title), side="bottom", constrain="domain"),
-        yaxis=dict(title=dict(text=y_title), autorange="reversed"),
+        height=height, margin=dict(l=60, r=10, t=40 if title else 10, b=50), font=dict(size=READABLE_FONT),
+        xaxis=dict(title=dict(text=x_title, font=dict(size=READABLE_FONT)), side="bottom", constrain="domain",
+                   tickfont=dict(size=READABLE_FONT - 1)),
+        yaxis=dict(title=dict(text=y_title, font=dict(size=READABLE_FONT)), autorange="reversed",
+                   tickfont=dict(size=READABLE_FONT - 1)),
     )
     if title:
-        layout["title"] = dict(text=title, x=0, xanchor="left")
+        layout["title"] = dict(text=title, x=0, xanchor="left", font=dict(size=READABLE_TITLE))
     figure = go.Figure({"data": [trace], "layout": layout}, _validate=validate)
     return figure

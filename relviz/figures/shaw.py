@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import DISCRETE_PALETTE, discrete_colorscale
+from relviz.figures.heatmap import DISCRETE_PALETTE, discrete_colorscale, readable
 from relviz.figures.toeplitz import (
     HoverField,
     ToeplitzFigure,
@@ -86,6 +86,7 @@ def diagonal_counts(q_len: int, k_len: int) -> np.ndarray:
     return np.minimum.reduce([t + 1, np.full_like(t, q_len), np.full_like(t, k_len), q_len + k_len - 1 - t])
 
 
+@readable
 def embedding_strip(values: ShawOffsets, q_len: int, k_len: int, *, height: int = 170) -> go.Figure:
     """The 2k + 1 rows of the table w (for a^K and a^V alike), coloured like the lookup index.
 
@@ -117,6 +118,7 @@ def embedding_strip(values: ShawOffsets, q_len: int, k_len: int, *, height: int 
     return figure
 
 
+@readable
 def k_ablation_figure(k: int, *, height: int = 300) -> go.Figure:
     """Shaw et al.'s Table 2 as bars on a categorical k axis, the current k marked."""
     labels = [str(kk) for kk, _ in K_ABLATION]

@@ -17,6 +17,7 @@ import plotly.colors
 import plotly.graph_objects as go
 import torch
 
+from relviz.figures.heatmap import readable
 from relviz.skew import skew, skew_bidirectional, skew_source_index, skew_steps
 
 #: Width of the random query and distance vectors of the demo.
@@ -296,6 +297,7 @@ def trusted_figure(data: list[dict], layout: dict) -> go.Figure:
     return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
+@readable
 def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0, length: int,
                 x_title: str = "column", y_title: str = "row", height: int | None = None,
                 show_scale: bool = True, width_budget: int = 240) -> go.Figure:
@@ -385,6 +387,7 @@ def unmasked_error(demo: DemoInputs) -> np.ndarray:
     return (skew(demo.qer) - naive_reference(demo, bidirectional=True)).abs().numpy().astype(np.float32)
 
 
+@readable
 def unmasked_error_figure(error: np.ndarray, *, height: int = 330) -> go.Figure:
     """The error of the unmasked causal skew: a picture of why an encoder must not use it."""
     length = error.shape[0]

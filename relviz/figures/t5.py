@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from relviz.figures.heatmap import readable
 from relviz.figures.shaw import PALETTE, diagonal_counts
 from relviz.figures.toeplitz import (
     HoverField,
@@ -72,7 +73,7 @@ def bucket_map(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0, 
     return toeplitz_heatmap(
         values.bucket, q_len, k_len, value_label="bucket", q_offset=q_offset, window=window,
         discrete_range=(0, values.num_buckets - 1), colorscale=PALETTE, hover=hover, height=height,
-        title=title or f"T5 bucket ({values.num_buckets} buckets, max_distance {values.max_distance}, {label})")
+        title=title or f"T5 bucket: {values.num_buckets} / {values.max_distance}, {label}")
 
 
 def bucket_overview(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0,
@@ -98,6 +99,7 @@ def regions(num_buckets: int, max_distance: int, bidirectional: bool) -> Regions
                    config.max_distance)
 
 
+@readable
 def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, log_x: bool = False,
                  longest: int | None = None, height: int = 400) -> go.Figure:
     """Bucket versus distance |j − i|, one step line per direction, regions shaded and marked."""
@@ -148,7 +150,7 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
                             xanchor="left", xshift=4, font=dict(size=12), **note))
     shapes.append(dict(type="line", xref="x", yref="paper", x0=reg.last_start, x1=reg.last_start, y0=0, y1=1,
                        line=dict(color="#555", dash="dot", width=1.5)))
-    annotations.append(dict(x=at(reg.last_start), y=0.12, text=f"last bucket from n = {reg.last_start}",
+    annotations.append(dict(x=at(reg.last_start), y=0.22, text=f"last bucket from n = {reg.last_start}",
                             xanchor="right", xshift=-4, font=dict(size=12), **note))
     xaxis = dict(title=dict(text="distance n = |j − i|" + (" (log scale; n = 0 → bucket 0)" if log_x else ""),
                             standoff=4),
@@ -209,6 +211,7 @@ def ranges_rows(values: T5Offsets, q_len: int, k_len: int) -> list[dict]:
 # Precision and references: which offsets move with the arithmetic
 
 
+@readable
 def precision_figure(num_buckets: int, max_distance: int, bidirectional: bool, *,
                      changes: list, edges: list, max_offset: int, height: int = 380) -> go.Figure:
     """Bucket of every offset j − i in float32 (the line), with the offsets whose bucket moves in
@@ -249,6 +252,7 @@ def precision_figure(num_buckets: int, max_distance: int, bidirectional: bool, *
 # Pictures for the usual confusions
 
 
+@readable
 def bucket_budget_figure(num_buckets: int, max_distance: int, bidirectional: bool, *,
                          height: int = 190) -> go.Figure:
     """Where the num_buckets go: per direction, max_exact exact buckets then the logarithmic ones
@@ -279,6 +283,7 @@ def bucket_budget_figure(num_buckets: int, max_distance: int, bidirectional: boo
         xaxis=dict(title=dict(text="bucket"), range=[-0.5, num_buckets - 0.5]), yaxis=dict(visible=False)))
 
 
+@readable
 def sharing_figure(layers: int = 6, *, height: int = 200) -> go.Figure:
     """Which bias table each layer reads: T5 (one table, shared) against UMT5 (one per layer)."""
     z = np.array([np.zeros(layers), np.arange(1, layers + 1)], dtype=np.float32)
@@ -292,6 +297,7 @@ def sharing_figure(layers: int = 6, *, height: int = 200) -> go.Figure:
         yaxis=dict(autorange="reversed")))
 
 
+@readable
 def composition_figure(num_buckets: int, max_distance: int, bidirectional: bool, *, depth: int = 3,
                        height: int = 230) -> go.Figure:
     """Distances one layer tells apart (its own bucket) against what stacked layers can resolve:
@@ -320,6 +326,7 @@ def composition_figure(num_buckets: int, max_distance: int, bidirectional: bool,
         xaxis=dict(title=dict(text="distance into the past n = i − j")), yaxis=dict(autorange="reversed")))
 
 
+@readable
 def seed_table_figure(max_position: int, *, height: int = 200) -> go.Figure:
     """The seed notebook's "T5" encoder: offsets clipped to ±max_position index a table of
     max_position² rows, of which only 2·max_position + 1 are ever read (Shaw clipping, not T5 buckets)."""
