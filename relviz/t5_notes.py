@@ -211,3 +211,40 @@ def _ranges_text(values: tuple[int, ...]) -> str:
         else:
             runs.append([v, v])
     return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
+
+
+@dataclass(frozen=True)
+class TrainingCoverage:
+    """Which buckets offsets longer than training fall into: buckets that also hold a seen offset
+    (their bias was trained by those) and buckets that hold none (their bias was trained by nothing)."""
+
+    train_length: int
+    shared_with_seen: tuple[int, ...]
+    never_seen: tuple[int, ...]
+
+    def sentence(self) -> str:
+        parts = [f"Grey: offsets longer than any seen in training (|j − i| ≥ {self.train_length})."]
+        if self.shared_with_seen:
+            parts.append(f"Those in bucket{'s' if len(self.shared_with_seen) > 1 else ''} "
+                         f"{_ranges_text(self.shared_with_seen)} reuse the bias that the seen offsets sharing "
+                         "the bucket shaped.")
+        if self.never_seen:
+            parts.append(f"Bucket{'s' if len(self.never_seen) > 1 else ''} {_ranges_text(self.never_seen)} "
+                         f"hold{'' if len(self.never_seen) > 1 else 's'} no seen offset at all: "
+                         f"{'their' if len(self.never_seen) > 1 else 'its'} bias was shaped by nothing and keeps "
+                         "its initial value (apart from any weight decay).")
+        return " ".join(parts)
+
+
+def t5_training_coverage(num_buckets: int, max_distance: int, bidirectional: bool, *, train_length: int,
+                         extent: int) -> TrainingCoverage:
+    """For offsets within ±extent: the buckets of the unseen ones (|j − i| ≥ train_length), split by
+    whether a seen offset (|j − i| < train_length) shares them. Unidirectional (a causal model):
+    only j − i ≤ 0, the future being masked."""
+    t5_config(num_buckets, max_distance, bidirectional)
+    offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
+    buckets = t5_bucket(offsets, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional)
+    seen_mask = offsets.abs() < train_length
+    seen = set(buckets[seen_mask].tolist())
+    unseen = set(buckets[~seen_mask].tolist())
+    return TrainingCoverage(train_length, tuple(sorted(unseen & seen)), tuple(sorted(unseen - seen)))

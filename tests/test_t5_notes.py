@@ -128,3 +128,31 @@ def test_unidirectional_max_exact_note_does_not_mention_a_halving():
     assert "halving" not in note.text and "max_exact = 16" in note.text and "32 // 2" in note.text
     bidir = next(n for n in t5_notes(32, 128, True).notes if n.kind == "max_exact")
     assert "after the halving" in bidir.text and "16 // 2" in bidir.text
+
+
+def test_training_coverage_of_buckets():
+    """Bidirectional 32/128 at train length 32: |j − i| ≤ 31 seen, so buckets 0…11 and 17…27 hold seen
+    offsets; 12…15 and 28…31 hold none and were shaped by nothing (the edge at 32 is a bucket edge)."""
+    from relviz.t5_notes import t5_training_coverage
+
+    coverage = t5_training_coverage(32, 128, True, train_length=32, extent=200)
+    assert coverage.never_seen == (12, 13, 14, 15, 28, 29, 30, 31)
+    assert coverage.shared_with_seen == ()
+    text = coverage.sentence()
+    assert "shaped by nothing" in text and "12–15, 28–31" in text
+    # causal 32/128 at train length 20: bucket of distances 19…? holds both seen and unseen offsets
+    coverage = t5_training_coverage(32, 128, False, train_length=20, extent=300)
+    buckets = t5_bucket(-torch.arange(0, 301), num_buckets=32, max_distance=128, bidirectional=False)
+    seen, unseen = set(buckets[:20].tolist()), set(buckets[20:].tolist())
+    assert set(coverage.never_seen) == unseen - seen and set(coverage.shared_with_seen) == unseen & seen
+    assert coverage.shared_with_seen and "reuse the bias" in coverage.sentence()
+
+
+def test_live_attention_t5_caption_says_unseen_buckets_were_shaped_by_nothing():
+    from relviz.figures.attention import parameter_panels
+    from relviz.model import ModelConfig, build_model
+
+    model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
+    (_, caption), = parameter_panels(model, length=200, train_length=32)
+    assert "shaped only by the shorter offsets" not in caption
+    assert "shaped by nothing" in caption

@@ -29,6 +29,7 @@ from relviz.inspection import (
     t5_bias_curve,
 )
 from relviz.model import RelvizTransformer
+from relviz.t5_notes import t5_training_coverage
 
 #: One colour per head (Okabe–Ito: distinguishable with colour-vision deficiencies).
 HEAD_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
@@ -485,8 +486,10 @@ def parameter_panels(model: RelvizTransformer, *, length: int, train_length: int
                  f"**The classic T5 curve.** One learned scalar per bucket and head, shared by every layer, added "
                  f"to the logit. Flat steps: offsets in one bucket share a bias (dotted lines: bucket edges; shaded: "
                  f"the exact buckets |j − i| < {curve.max_exact}; the last bucket begins at distance "
-                 f"{curve.last_start}, before max_distance {curve.max_distance}). Grey: offsets the model never "
-                 "saw in training keep buckets whose bias was shaped only by the shorter offsets sharing them.")]
+                 f"{curve.last_start}, before max_distance {curve.max_distance}). "
+                 + t5_training_coverage(curve.num_buckets, curve.max_distance, curve.bidirectional,
+                                        train_length=train_length,
+                                        extent=int(np.abs(curve.offsets).max())).sentence())]
     if scheme in ("shaw", "skew"):
         tables = relative_tables(model)
         name = tables.name
