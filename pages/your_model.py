@@ -99,6 +99,10 @@ with ui.user_errors():
                    f"|j − i| = {curve.max_exact - 1}, one bucket from {curve.last_start} on). T5 adds it to the raw "
                    f"q·k logit" + ("; UMT5 has a table in every layer." if len(layers) > 1 else
                                    ", and block 0's table serves every layer of the stack."))
+        if positions.model_type == "longt5" and stack == "encoder":
+            st.caption(f"LongT5's encoder attends block-locally: a token sees keys within ±"
+                       f"{positions.config['local_radius']} (local_radius) only, so only that band of the map below "
+                       f"is used ({positions.config['encoder_attention_type']} attention).")
         h1, h2 = st.columns(2)
         head = int(h1.slider("head", 1, positions.config["heads"], 1, key=f"{P}_head", bind="query-params"))
         length = int(h2.slider("positions L", 8, 256, 64, step=8, key=f"{P}_L", bind="query-params"))

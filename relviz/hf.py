@@ -8,7 +8,7 @@ code. transformers is not needed; the tests compare every result with what trans
 
 Families (config ``model_type``):
 
-- T5 (t5, mt5, umt5): ``relative_attention_bias`` [num_buckets, heads], in block 0 of the encoder
+- T5 (t5, mt5, umt5, longt5): ``relative_attention_bias`` [num_buckets, heads], in block 0 of the encoder
   and of the decoder (UMT5: in every layer), added to the raw q·k logits (Raffel et al. 2020);
 - ALiBi (bloom, mpt, falcon with ``alibi``): no weights, slopes from the head count, built the
   way each model's code builds them (Press et al. 2022; MPT's and Falcon's variants differ);
@@ -35,7 +35,7 @@ from relviz.rope import RopeConfig, rope_config_from_hf, rope_parameters
 
 __all__ = ["ModelPositions", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES", "MAX_CONFIG_BYTES"]
 
-T5_TYPES = ("t5", "mt5", "umt5")
+T5_TYPES = ("t5", "mt5", "umt5", "longt5")
 ALIBI_TYPES = ("bloom", "mpt", "falcon")
 ROPE_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "olmo",
               "stablelm")
@@ -195,6 +195,17 @@ class ModelPositions:
         return t5_bias(table, q_len, k_len, num_buckets=self.config["num_buckets"],
                        max_distance=self.config["max_distance"], bidirectional=stack == "encoder")
 
+    def local_block_bias(self, *, layer: int = 0) -> torch.Tensor:
+        """LongT5's encoder bias for one block [H, block_length, 3·block_length]: queries of a block against
+        keys of that block and its two neighbours (transformers' LongT5 ``compute_bias(block_len)``); the
+        local mask then keeps |j − i| ≤ local_radius. (The transient-global side bias is not read.)"""
+        if self.model_type != "longt5":
+            raise ValueError(f"local_block_bias is LongT5's; this model is {self.model_type}")
+        block = self.config["block_length"]
+        table = self.bias_table(stack="encoder", layer=layer).float()
+        return t5_bias(table, block, 3 * block, num_buckets=self.config["num_buckets"],
+                       max_distance=self.config["max_distance"], bidirectional=True, q_offset=block)
+
     # ALiBi family
     def alibi_slopes(self) -> torch.Tensor:
         """[H] the slopes as the model's own code builds them (dtype as it uses them)."""
@@ -272,9 +283,12 @@ def _t5(model_type: str, config: dict[str, Any], tensors: _Tensors) -> tuple[dic
     decoder_layers = int(config.get("num_decoder_layers") or encoder_layers)
     per_layer = model_type == "umt5"
     tables: dict[tuple[str, int], torch.Tensor] = {}
+    # LongT5's encoder attends block-locally (LocalSelfAttention / TransientGlobalSelfAttention).
+    kinds = ("SelfAttention", "LocalSelfAttention", "TransientGlobalSelfAttention")
     for stack, count in (("encoder", encoder_layers), ("decoder", decoder_layers)):
         for layer in range(count if per_layer else 1):
-            name = tensors.find(f"{stack}.block.{layer}.layer.0.SelfAttention.relative_attention_bias.weight")
+            name = next((n for kind in kinds if (n := tensors.find(
+                f"{stack}.block.{layer}.layer.0.{kind}.relative_attention_bias.weight")) is not None), None)
             if name is None:
                 continue
             table = tensors.get(name)
@@ -287,6 +301,10 @@ def _t5(model_type: str, config: dict[str, Any], tensors: _Tensors) -> tuple[dic
                          "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight)")
     settings = {"num_buckets": num_buckets, "max_distance": max_distance, "heads": heads,
                 "encoder_layers": encoder_layers, "decoder_layers": decoder_layers, "per_layer_tables": per_layer}
+    if model_type == "longt5":
+        radius = int(config.get("local_radius", 127))
+        settings.update(encoder_attention_type=config.get("encoder_attention_type", "local"), local_radius=radius,
+                        block_length=radius + 1)
     return settings, tables
 
 

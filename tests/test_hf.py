@@ -150,7 +150,7 @@ def test_pickles_are_refused_naming_the_file(tmp_path):
 
 def test_unknown_model_type_lists_what_is_supported(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlnet"}))
-    with pytest.raises(ValueError, match=r"'xlnet' is not supported. Supported: t5: t5, mt5, umt5; alibi: bloom"):
+    with pytest.raises(ValueError, match=r"'xlnet' is not supported. Supported: t5: t5, mt5, umt5, longt5; alibi: bloom"):
         inspect(tmp_path)
     assert set(SUPPORTED.values()) == {"t5", "alibi", "rope", "learned"}
 
@@ -227,3 +227,20 @@ def test_command_line_prints_each_family(tmp_path, capsys):
     assert summary["config"]["rope_type"] == "linear" and summary["rope_inv_freq"][0] == 0.5
     assert main(["inspect", str(tmp_path / "missing"), "--no-hub"]) == 2
     assert "is not a model directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("attention", ["local", "transient-global"])
+def test_longt5_block_bias_and_decoder_bias_equal_compute_bias(attention, tmp_path):
+    from transformers import LongT5Config, LongT5Model
+
+    config = LongT5Config(vocab_size=32, d_model=16, d_kv=4, d_ff=8, num_heads=2, num_layers=1, num_decoder_layers=1,
+                          relative_attention_num_buckets=8, relative_attention_max_distance=20, local_radius=5,
+                          global_block_size=4, encoder_attention_type=attention)
+    model = save(LongT5Model(config).eval(), tmp_path)
+    positions = inspect(tmp_path)
+    assert positions.config["block_length"] == 6 and positions.config["encoder_attention_type"] == attention
+    layer = model.encoder.block[0].layer[0]
+    local = layer.LocalSelfAttention if attention == "local" else layer.TransientGlobalSelfAttention
+    assert torch.equal(positions.local_block_bias(), local.compute_bias(6)[0, 0])
+    expected = model.decoder.block[0].layer[0].SelfAttention.compute_bias(9, 9)[0]
+    assert torch.equal(positions.bias(9, 9, stack="decoder"), expected)
