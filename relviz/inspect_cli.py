@@ -16,11 +16,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print JSON: model_type, scheme, config, and the small tables (T5 bias tables "
                              "[buckets, heads] per stack, ALiBi slopes, RoPE inv_freq)")
     parser.add_argument("--no-hub", action="store_true", help="treat PATH as a local directory only")
+    parser.add_argument("--time", type=int, default=0, metavar="N",
+                        help="also run inspect N times and print the median time and the memory it added "
+                             "(after the import of torch, which dominates a cold command)")
 
 
 def _rows(values: list[float], per_line: int = 8) -> str:
     return "\n".join("    " + "  ".join(f"{v:.6g}" for v in values[k:k + per_line])
                      for k in range(0, len(values), per_line))
+
+
+def _time(path: str, repeat: int, allow_hub: bool) -> None:
+    import statistics
+    import time
+
+    import psutil
+
+    process = psutil.Process()
+    before = process.memory_info().rss
+    seconds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        inspect(path, allow_hub=allow_hub)
+        seconds.append(time.perf_counter() - start)
+    grown = (process.memory_info().rss - before) / 1e6
+    print(f"inspect: median {statistics.median(seconds) * 1e3:.2f} ms, min {min(seconds) * 1e3:.2f} ms over "
+          f"{repeat} runs; resident memory +{grown:.1f} MB", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.time > 0:
+        _time(args.path, args.time, not args.no_hub)
     summary = positions.to_json()
     if args.json:
         print(json.dumps(summary, indent=1))

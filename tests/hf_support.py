@@ -43,3 +43,36 @@ def tiny_gpt2_with_tokenizer(directory: Path) -> Path:
     model.save_pretrained(directory)
     save_tokenizer(directory)
     return directory
+
+
+def write_large_t5_checkpoint(directory: Path, *, d_model: int = 1024, layers: int = 12) -> int:
+    """A T5-shaped, 2-shard safetensors checkpoint of zeros with real tensor names (~1.3 GB at the
+    defaults), to time ``relviz inspect`` on a large directory; returns its size in bytes. Not a test
+    fixture: the closing note's measurement, ``python -c "from hf_support import ...; ..."``."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    heads, ff, vocab = d_model // 64, 4 * d_model, 32128
+    (directory / "config.json").write_text(json.dumps({
+        "model_type": "t5", "d_model": d_model, "d_kv": 64, "d_ff": ff, "num_heads": heads, "num_layers": layers,
+        "num_decoder_layers": layers, "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128,
+        "vocab_size": vocab}))
+    tensors = {"shared.weight": torch.zeros(vocab, d_model)}
+    for stack, ff_layer in (("encoder", 1), ("decoder", 2)):
+        for i in range(layers):
+            for n in "qkvo":
+                tensors[f"{stack}.block.{i}.layer.0.SelfAttention.{n}.weight"] = torch.zeros(d_model, d_model)
+            tensors[f"{stack}.block.{i}.layer.{ff_layer}.DenseReluDense.wi.weight"] = torch.zeros(ff, d_model)
+            tensors[f"{stack}.block.{i}.layer.{ff_layer}.DenseReluDense.wo.weight"] = torch.zeros(d_model, ff)
+        tensors[f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"] = torch.randn(32, heads)
+    names = sorted(tensors)
+    weight_map = {}
+    for k, part in enumerate((names[:len(names) // 2], names[len(names) // 2:])):
+        shard = f"model-0000{k + 1}-of-00002.safetensors"
+        save_file({n: tensors[n] for n in part}, str(directory / shard))
+        weight_map.update({n: shard for n in part})
+    (directory / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return sum(p.stat().st_size for p in directory.glob("*.safetensors"))

@@ -225,6 +225,8 @@ def test_command_line_prints_each_family(tmp_path, capsys):
     assert main(["inspect", str(tmp_path / "llama"), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["config"]["rope_type"] == "linear" and summary["rope_inv_freq"][0] == 0.5
+    assert main(["inspect", str(tmp_path / "bloom"), "--time", "2"]) == 0
+    assert "inspect: median" in capsys.readouterr().err
     assert main(["inspect", str(tmp_path / "missing"), "--no-hub"]) == 2
     assert "is not a model directory" in capsys.readouterr().err
 
