@@ -19,6 +19,7 @@ preload_shared_modules()
 # automatic navigation (on a fresh server it would first list the pages/ folder's file names).
 pages = [st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in PAGES]
 navigation = st.navigation(pages, position="hidden")
+lecture_mode(navigation.url_path)  # the presenter bar and note while a tour runs; 'add this view' in the sidebar
 with st.sidebar:
     for page in pages:
         st.page_link(page)
@@ -26,6 +27,5 @@ with st.sidebar:
                "(as in T5, Mesh TensorFlow, tensor2tensor and Shaw et al.). Every control is in "
                "the URL: copy the address bar to share the exact view.")
     export_format_control()
-lecture_mode(navigation.url_path)  # the presenter bar while a tour runs; 'add this view' in the sidebar
 with running_app_navigation(), checked_link_values():
     navigation.run()

@@ -112,57 +112,55 @@ if upload is not None:
 elif pasted.strip():
     data, name = pasted.encode("utf-8"), "pasted text"
 
-if data is None:
-    st.info("Upload a file or paste a matrix (or load an example) to check it.", icon=":material/upload_file:")
-    st.stop()
+def checked(data: bytes | None, name: str):
+    """The verdict for the upload, or None with the reason shown (no st.stop(): the app's link notice
+    is drawn after the page, and a stopped page would lose it)."""
+    if data is None:
+        st.info("Upload a file or paste a matrix (or load an example) to check it.", icon=":material/upload_file:")
+        return None
+    with ui.user_errors():
+        matrix = load_matrix(data, name=name)
+        return run_check(hashlib.sha256(data).hexdigest(), kind, bool(fit), astuple(settings), matrix)
+    return None
 
-matrix = None
-with ui.user_errors():
-    matrix = load_matrix(data, name=name)
-if matrix is None:
-    st.stop()
 
-result = None
-with ui.user_errors():
-    result = run_check(hashlib.sha256(data).hexdigest(), kind, bool(fit), astuple(settings), matrix)
-if result is None:
-    st.stop()
+result = checked(data, name)
+if result is not None:
+    if result.ok:
+        st.success(result.verdict(), icon=":material/check_circle:")
+    else:
+        st.error(result.verdict(), icon=":material/rule:")
+    if result.cause:
+        box = st.info if result.cause.harmless else st.warning
+        box(f"**Likely cause: {result.cause.name}.** {result.cause.explanation}"
+            + (" (An equivalent convention, not a bug, if your model uses it throughout.)" if result.cause.harmless
+               else ""), icon=":material/lightbulb:")
+        for other in result.causes[1:]:
+            st.caption(f"Also reproduces your matrix exactly: **{other.name}**. {other.explanation}")
+    elif result.closest and not result.ok:
+        st.caption(f"No known mistake reproduces your matrix exactly. Closest: **{result.closest.name}**, which "
+                   f"accounts for {result.closest.explains:.0%} of the differing cells.")
+    if result.note:
+        st.caption(result.note)
 
-if result.ok:
-    st.success(result.verdict(), icon=":material/check_circle:")
-else:
-    st.error(result.verdict(), icon=":material/rule:")
-if result.cause:
-    box = st.info if result.cause.harmless else st.warning
-    box(f"**Likely cause: {result.cause.name}.** {result.cause.explanation}"
-        + (" (An equivalent convention, not a bug, if your model uses it throughout.)" if result.cause.harmless
-           else ""), icon=":material/lightbulb:")
-    for other in result.causes[1:]:
-        st.caption(f"Also reproduces your matrix exactly: **{other.name}**. {other.explanation}")
-elif result.closest and not result.ok:
-    st.caption(f"No known mistake reproduces your matrix exactly. Closest: **{result.closest.name}**, which "
-               f"accounts for {result.closest.explains:.0%} of the differing cells.")
-if result.note:
-    st.caption(result.note)
-
-fig_col, table_col = st.columns([3, 2])
-with fig_col:
-    offset = 0 if kind in ("skew", "alibi_slopes") else result.settings.q_offset
-    ui.show_figure(diff_heatmap(result.expected, result.got, result.mismatch, result.compared, q_offset=offset,
-                                title="Your matrix against the reference"), key=f"{P}_fig")
-    st.caption("**Red**: the cell differs from relviz's reference; pale blue: equal; white: not compared. "
-               "Hover a cell for i, j, j − i, expected and got.")
-with table_col:
-    st.markdown(f"#### First mismatches ({result.mismatches} in all)" if result.first else "#### No mismatches")
-    if result.first:
-        st.dataframe(pd.DataFrame([{"i": m.i, "j": m.j, "j − i": m.offset, "expected": m.expected, "got": m.got}
-                                   for m in result.first]), hide_index=True, width="stretch")
-    st.markdown("**Settings compared**" + (" (found by search)" if result.fitted else ""))
-    st.dataframe(pd.DataFrame([{"setting": key, "value": str(value)}
-                               for key, value in result.used_settings().items()] or [{"setting": "—", "value": ""}]),
-                 hide_index=True, width="stretch")
-    st.download_button("Download the reference (CSV)", lambda: ui.matrix_to_csv(result.expected),
-                       file_name=f"relviz_reference_{kind}.csv", mime="text/csv", key=f"{P}_dl",
-                       on_click="ignore")
+    fig_col, table_col = st.columns([3, 2])
+    with fig_col:
+        offset = 0 if kind in ("skew", "alibi_slopes") else result.settings.q_offset
+        ui.show_figure(diff_heatmap(result.expected, result.got, result.mismatch, result.compared, q_offset=offset,
+                                    title="Your matrix against the reference"), key=f"{P}_fig")
+        st.caption("**Red**: the cell differs from relviz's reference; pale blue: equal; white: not compared. "
+                   "Hover a cell for i, j, j − i, expected and got.")
+    with table_col:
+        st.markdown(f"#### First mismatches ({result.mismatches} in all)" if result.first else "#### No mismatches")
+        if result.first:
+            st.dataframe(pd.DataFrame([{"i": m.i, "j": m.j, "j − i": m.offset, "expected": m.expected, "got": m.got}
+                                       for m in result.first]), hide_index=True, width="stretch")
+        st.markdown("**Settings compared**" + (" (found by search)" if result.fitted else ""))
+        st.dataframe(pd.DataFrame([{"setting": key, "value": str(value)}
+                                   for key, value in result.used_settings().items()] or [{"setting": "—", "value": ""}]),
+                     hide_index=True, width="stretch")
+        st.download_button("Download the reference (CSV)", lambda: ui.matrix_to_csv(result.expected),
+                           file_name=f"relviz_reference_{kind}.csv", mime="text/csv", key=f"{P}_dl",
+                           on_click="ignore")
 st.caption("The same check on the command line: `python -m relviz check FILE --kind "
            f"{kind} ...` (exit status 1 on a mismatch, `--json` for a report).")

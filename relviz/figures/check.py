@@ -36,6 +36,6 @@ def diff_heatmap(expected: np.ndarray, got: np.ndarray, mismatch: np.ndarray, co
         height=height, margin=dict(l=60, r=10, t=40 if title else 10, b=50),
         title=dict(text=title) if title else None,
         xaxis=dict(title=dict(text=KEY_AXIS), constrain="domain"),
-        yaxis=dict(title=dict(text=QUERY_AXIS), autorange="reversed", scaleanchor="x" if rows > 1 else None),
+        yaxis=dict(title=dict(text=QUERY_AXIS), autorange="reversed"),
         font=dict(size=14))
     return figure
