@@ -33,6 +33,7 @@ from relviz.absolute import (
 from relviz.figures import absolute as absolute_figures
 from relviz.figures import attention as attention_figures
 from relviz.figures import experiments as experiment_figures
+from relviz.figures import rope as rope_figures
 from relviz.figures import shaw as shaw_figures
 from relviz.figures import skew as skew_figures
 from relviz.figures import t5 as t5_figures
@@ -45,7 +46,7 @@ __all__ = [
     "relative_intro", "relative_index", "shaw_clipped", "shaw_index", "shaw_table", "shaw_overview",
     "shaw_k_ablation", "t5_buckets", "t5_overview", "t5_bucket_curve", "skew_steps",
     "sinusoidal_encoding_map", "sinusoidal_similarity_map", "sinusoidal_offset_curve", "alibi_bias",
-    "alibi_slopes", "alibi_lines", "prediction", "attention", "attention_head", "position_structure",
+    "alibi_slopes", "alibi_lines", "rope_wavelengths", "rope_frequency_ratio", "prediction", "attention", "attention_head", "position_structure",
     "attention_by_offset", "learned_parameters", "offset_resolution", "offset_resolution_detail", "shaw_reference",
     "length_extrapolation", "memory_wall", "forward_time",
 ]
@@ -289,6 +290,48 @@ def alibi_lines(length: int = 32, heads: int = 8, *, head: int = 1) -> go.Figure
     Example: ``show.alibi_lines(64, heads=8, head=8)``
     """
     return absolute_figures.alibi_lines_figure(_alibi_slopes(heads, device=CPU).numpy(), length, selected=head)
+
+
+# ---------------------------------------------------------------------------------------
+# RoPE and its scalings (published models' settings, computed as transformers computes them)
+
+
+def _rope(preset: str, length: int | None) -> tuple[Any, int, np.ndarray, np.ndarray]:
+    from relviz.rope import rope_parameters, rope_presets, unscaled
+
+    presets = rope_presets()
+    if preset not in presets:
+        raise ValueError(f"preset must be one of {sorted(presets)}; got {preset!r}")
+    config = presets[preset][1]
+    length = config.max_position_embeddings if length is None else length
+    inv_freq = rope_parameters(config, length, device=CPU)[0].numpy()
+    plain = rope_parameters(unscaled(config), device=CPU)[0].numpy()
+    return config, length, inv_freq, plain
+
+
+def rope_wavelengths(preset: str = "llama-3.1-8b", length: int | None = None) -> go.Figure:
+    """Wavelength 2π/θ_i of every rotary pair of a published model's RoPE, scaled and unscaled,
+    against the context ``length`` (default: the model's max_position_embeddings).
+
+    Example: ``show.rope_wavelengths("llama-3.1-8b", length=32768)``
+    """
+    config, length, inv_freq, plain = _rope(preset, length)
+    rule = config.scaling.rope_type
+    original = config.original_max_position_embeddings if rule != "default" else None
+    return rope_figures.wavelength_figure(inv_freq, plain, length=length, original=original, rule=rule)
+
+
+def rope_frequency_ratio(preset: str = "llama-3.1-8b", length: int | None = None) -> go.Figure:
+    """θ_scaled / θ per rotary pair under the model's scaling rule: 1 = kept, 1/factor = interpolated.
+
+    Raises ValueError for a model without a scaling rule.
+    Example: ``show.rope_frequency_ratio("phi-3-vision-128k")``
+    """
+    config, length, inv_freq, plain = _rope(preset, length)
+    rule = config.scaling.rope_type
+    if rule == "default":
+        raise ValueError(f"preset {preset!r} has no RoPE scaling rule (rope_type default)")
+    return rope_figures.ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=rule)
 
 
 # ---------------------------------------------------------------------------------------
