@@ -207,6 +207,14 @@ if not options:
              "or train your own below.", icon=":material/error:")
 
 
+requested = st.query_params.get(f"{P}_ck")
+if requested and options and requested not in options:
+    shown = DEFAULT_MODEL if DEFAULT_MODEL in options else options[0]
+    st.warning(f"This link asks for the checkpoint `{requested[:80].replace('`', '')}`, which is not here: a model "
+               "trained in the app lives only in the browser session that trained it (the last three), so a link "
+               f"from another browser session cannot bring it back. Showing **{shown}** instead; train it again at "
+               "the bottom of the page with the same settings to reproduce it.", icon=":material/link_off:")
+
 with st.sidebar:
     st.subheader("Model")
     name = st.selectbox("checkpoint", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
