@@ -245,7 +245,7 @@ if active is not None:
 
     # --- the input ----------------------------------------------------------------------------
     st.subheader("Input")
-    c_text, c_len, c_seed, c_rand = st.columns([6, 3, 2, 2], vertical_alignment="bottom")
+    c_text, c_len, c_seed, c_rand = st.columns([5, 3, 1.6, 2.6], vertical_alignment="bottom")  # "random example" fits at 1280 px
     length = int(c_len.slider("length", 1, MAX_TEXT, DEFAULT_LENGTH, key=f"{P}_len", bind="query-params",
                               on_change=on_length,
                               help=f"Longer than training ({active.train_length}) to watch extrapolation; up to "

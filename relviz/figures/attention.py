@@ -311,13 +311,19 @@ def offset_profile_figure(profile: OffsetProfile, *, causal: bool, answer_offset
     keep = profile.offsets <= 0 if causal else np.ones_like(profile.offsets, dtype=bool)
     x = profile.offsets[keep]
     counts = profile.counts[keep]
-    gap = 0.06
-    width = (1 - gap * (n_layers - 1)) / n_layers
+    # At most three panels side by side (six in a row squeezed titles and labels into each other).
+    cols = min(n_layers, 3)
+    rows = -(-n_layers // cols)
+    gap_x, gap_y = 0.07, 0.32 / rows
+    width = (1 - gap_x * (cols - 1)) / cols
+    panel_height = (1 - gap_y * (rows - 1)) / rows
     data, layout, shapes, annotations = [], {}, [], []
     top = float(mean[..., keep].max()) if mean.size else 1.0
     for layer in range(n_layers):
         suffix = "" if layer == 0 else str(layer + 1)
-        x0 = layer * (width + gap)
+        row, col = divmod(layer, cols)
+        x0 = col * (width + gap_x)
+        y1 = 1 - row * (panel_height + gap_y)
         for head in range(n_heads):
             data.append(dict(
                 type="scatter", mode="lines+markers", x=x, y=mean[layer, head, keep].astype(np.float32),
@@ -327,22 +333,28 @@ def offset_profile_figure(profile: OffsetProfile, *, causal: bool, answer_offset
                 hovertemplate=(f"layer {layer + 1}, head {head + 1}<br>j − i = %{{x}}<br>mean weight = %{{y:.3f}}"
                                "<br>over %{customdata} cells<extra></extra>")))
         layout[f"xaxis{suffix}"] = dict(domain=[x0, x0 + width], anchor=f"y{suffix}",
-                                        title=dict(text=f"layer {layer + 1}: offset j − i"), zeroline=False)
+                                        title=dict(text="j − i", standoff=2), zeroline=False)
         layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", range=[0, top * 1.08 + 1e-9],
-                                        title=dict(text="mean attention weight") if layer == 0 else None)
+                                        domain=[max(y1 - panel_height, 0.0), y1],
+                                        title=dict(text="mean weight") if col == 0 else None)
+        annotations.append(dict(x=x0, y=y1, xref="paper", yref="paper", text=f"layer {layer + 1}",
+                                showarrow=False, xanchor="left", yanchor="bottom", font=dict(size=14)))
         if answer_offset is not None and x.min() <= answer_offset <= x.max():
             shapes.append(dict(type="line", xref=f"x{suffix}", yref=f"y{suffix} domain", x0=answer_offset,
                                x1=answer_offset, y0=0, y1=1, line=dict(color="black", dash="dash", width=1.5)))
-            annotations.append(dict(x=answer_offset, y=1, xref=f"x{suffix}", yref=f"y{suffix} domain",
-                                    text=f"answer: j − i = {answer_offset}", showarrow=False, xanchor="right",
-                                    yanchor="top", font=dict(size=12)))
+            if layer == 0:  # once: the dashed line in every panel is the same offset
+                annotations.append(dict(x=answer_offset, y=1, xref="x", yref="y domain",
+                                        text=f"answer: j − i = {answer_offset}", showarrow=False, xanchor="right",
+                                        yanchor="top", font=dict(size=12)))
         if window is not None:
             shapes.append(dict(type="rect", xref=f"x{suffix}", yref=f"y{suffix} domain", x0=window[0] - 0.5,
                                x1=window[1] + 0.5, y0=0, y1=1, fillcolor="rgba(0,0,0,0.08)", line=dict(width=0),
                                layer="below"))
-    layout.update(height=360, margin=dict(l=60, r=10, t=40, b=50), shapes=shapes, annotations=annotations,
+    height = 90 + 250 * rows
+    plot_px = height - 60 - 110
+    layout.update(height=height + 40, margin=dict(l=60, r=10, t=60, b=110), shapes=shapes, annotations=annotations,
                   title=dict(text="mean attention by offset j − i", x=0, xanchor="left"),
-                  legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
+                  legend=dict(orientation="h", y=-70 / plot_px, x=0, xanchor="left", yanchor="top"),
                   hovermode="closest")
     return _figure(data, layout, validate)
 
