@@ -119,6 +119,7 @@ def test_check_page_upload_shows_the_diff_and_the_cause(server, tmp_path):
     settle(page)
     page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(path))
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+    page.wait_for_selector('text=Likely cause', timeout=60000)
     settle(page, 2000)
     text = page.inner_text('[data-testid="stMain"]')
     assert "132 of 144 compared cells differ" in text and f"Likely cause: {SIGN}" in text
@@ -129,7 +130,6 @@ def test_check_page_upload_shows_the_diff_and_the_cause(server, tmp_path):
     pickled = tmp_path / "model.npy"
     pickled.write_bytes(b"\x80\x04\x95" + b"\x00" * 40)  # a pickle named .npy
     page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(pickled))
-    settle(page, 2000)
-    assert "never unpickles" in page.inner_text('[data-testid="stMain"]')
+    page.wait_for_selector('[data-testid="stAlertContentError"]:has-text("never unpickles")', timeout=60000)
     assert errors_on(page) == []
     page.close()
