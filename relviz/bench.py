@@ -327,6 +327,8 @@ SECTIONS: list[Section] = [
             lambda ctx: importlib.import_module("relviz.bench_versus").model_section(ctx)),
     Section("app", "App rerun time and figure sizes",
             lambda ctx: importlib.import_module("relviz.bench_app").app_section(ctx)),
+    Section("slider", "Slider -> charts settled in Chromium at each large page's largest setting",
+            lambda ctx: importlib.import_module("relviz.bench_slider").slider_section(ctx)),
     Section("first_paint", "First paint in Chromium vs a minimal Streamlit + Plotly app",
             lambda ctx: importlib.import_module("relviz.bench_first_paint").first_paint_section(ctx)),
 ]

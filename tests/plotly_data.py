@@ -58,12 +58,15 @@ def find(figures: list[dict], title_part: str) -> dict:
 
 
 def heatmap_values(figure, n: int = 0) -> np.ndarray:
-    """The true values of a heatmap: undoes a discrete shift (z sent as value − lo).
+    """The true values of a heatmap: undoes a discrete shift (z sent as value − lo). A large window
+    drawn as an image trace: see :func:`image_values`.
 
     A discrete heatmap's colour range is [−0.5, count − 0.5] when z was shifted to start at 0;
     its colorbar ticktext carries the true labels, so lo = int(ticktext[0]) − tickvals[0].
     """
     t = trace(figure, n)
+    if t.get("type") == "image":
+        return image_values(t)
     z = decode(t["z"]).astype(np.int64) if np.issubdtype(decode(t["z"]).dtype, np.integer) else decode(t["z"])
     bar = t.get("colorbar", {})
     if "ticktext" in bar and "tickvals" in bar and bar["ticktext"]:
@@ -79,3 +82,36 @@ def customdata_field(figure, label: str, n: int = 0) -> np.ndarray:
     data = decode(t["customdata"])
     return data[..., order.index(label)].astype(np.int64) if np.issubdtype(data.dtype, np.integer) \
         else data[..., order.index(label)]
+
+
+def image_values(t: dict) -> np.ndarray:
+    """The true values of an image trace (a large window drawn as a palette PNG).
+
+    Discrete values are in the picture itself, exactly: value = palette index + lo. Continuous
+    values travel in the hover data; the picture holds their 256-level colour index, checked here
+    against those values (so a picture that does not show its values fails every caller).
+    """
+    from relviz.figures.toeplitz import decode_image_indices
+
+    indices = decode_image_indices(t["source"]).astype(np.int64)
+    info = t["meta"]["image"]
+    label = info["value"]                       # the hover field that holds the value the picture shows
+    if info["kind"] == "discrete":
+        return indices + info["lo"]
+    order = t["meta"]["customdata"]
+    values = decode(t["customdata"])[..., order.index(label)].astype(np.float64)
+    span = info["zmax"] - info["zmin"]
+    expected = np.rint((values - info["zmin"]) / span * 255) if span > 0 else np.zeros(values.shape)
+    assert np.array_equal(indices, np.clip(expected, 0, 255)), "the picture's colours do not match its values"
+    return values
+
+
+def cell_positions(figure, axis: str, n: int = 0) -> np.ndarray:
+    """The x (columns) or y (rows) coordinate of every cell of a heatmap or image trace."""
+    t = trace(figure, n)
+    if t.get("type") != "image":
+        return decode(t[axis])
+    from relviz.figures.toeplitz import decode_image_indices
+
+    rows, cols = decode_image_indices(t["source"]).shape
+    return t[f"{axis}0"] + t.get(f"d{axis}", 1) * np.arange(cols if axis == "x" else rows)

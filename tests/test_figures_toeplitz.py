@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plotly_data import customdata_field, decode, figure_json, heatmap_values, trace
+from plotly_data import cell_positions, customdata_field, decode, figure_json, heatmap_values, trace
 from relviz.figures.toeplitz import (
     FIGURE_BUDGET,
+    IMAGE_MIN_CELLS,
     OVERVIEW_MAX,
     HoverField,
     _encode,
@@ -90,7 +91,7 @@ def test_window_is_the_exact_slice_and_its_hover_offsets_are_right(row0, col0):
     expected = t5_bucket(torch.from_numpy(j - i), num_buckets=32, max_distance=128).numpy()
     assert np.array_equal(heatmap_values(spec), expected)
     assert np.array_equal(customdata_field(spec, "j − i"), j - i)
-    assert decode(trace(spec)["x"])[0] == window.col0 and decode(trace(spec)["y"])[0] == q_offset + window.row0
+    assert cell_positions(spec, "x")[0] == window.col0 and cell_positions(spec, "y")[0] == q_offset + window.row0
 
 
 @pytest.mark.parametrize("row0, col0", [(0, 0), (600, 0), (300, 0), (0, 4000), (4000, 0), (2000, 2300)])
@@ -115,7 +116,7 @@ def test_every_figure_stays_under_three_megabytes_at_8192_with_window_512(row0, 
             assert len(made.figure.to_json()) <= 3_000_000
             spec = figure_json(made.figure)
             shown = (customdata_field(spec, "j − i") if "j − i" in trace(spec)["meta"]["customdata"]
-                     else decode(trace(spec)["z"]))  # the relative matrix carries j − i as its value
+                     else heatmap_values(spec))  # the relative matrix carries j − i as its value
             assert np.array_equal(shown, expected_offsets)
     buckets = t5_per_offset(L, L, num_buckets=128, max_distance=1024)
     first = np.array([offsets[buckets == b].min() if (buckets == b).any() else 0 for b in range(128)])[buckets]
@@ -124,6 +125,48 @@ def test_every_figure_stays_under_three_megabytes_at_8192_with_window_512(row0, 
                             hover=[HoverField("first", first, group="range"), HoverField("last", last, group="range")])
     assert len(made.figure.to_json()) <= 3_000_000
     assert made.dropped in ((), ("first", "last"))  # a range is kept or left out whole
+
+
+@pytest.mark.parametrize("size", [127, 128, 512])
+def test_large_windows_are_lossless_palette_images_with_exact_hover(size):
+    """From IMAGE_MIN_CELLS cells a window is a palette PNG: decoding it gives back every index exactly,
+    and the hover data still carry j − i and the value for every cell; smaller ones stay heatmaps."""
+    L, k = 4096, 64
+    offsets = offsets_per_offset(L, L, 7)
+    window = fit_window(L, L, row0=1000, col0=950, size=size)
+    made = toeplitz_heatmap(np.clip(offsets, -k, k) + k, L, L, value_label="index", q_offset=7, window=window,
+                            discrete_range=(0, 2 * k), hover=[HoverField("clipped offset", np.clip(offsets, -k, k))])
+    spec = figure_json(made.figure)
+    t = trace(spec)
+    i = 7 + np.arange(window.row0, window.row0 + window.rows)[:, None]
+    j = np.arange(window.col0, window.col0 + window.cols)[None, :]
+    expected = np.clip(j - i, -k, k) + k
+    assert t["type"] == ("image" if window.cells >= IMAGE_MIN_CELLS else "heatmap")
+    assert np.array_equal(heatmap_values(spec), expected)            # image: the PNG's palette indices + lo
+    assert np.array_equal(customdata_field(spec, "j − i"), j - i)
+    assert np.array_equal(customdata_field(spec, "clipped offset"), expected - k)
+    if t["type"] == "image":
+        assert t["source"].startswith("data:image/png;base64,")
+        assert np.array_equal(customdata_field(spec, "index"), expected)
+        for line in ("i = %{y}", "j = %{x}", "j − i = %{customdata", "index = %{customdata"):
+            assert line in t["hovertemplate"]
+        bar = trace(spec, 1)                                           # the invisible colour-bar carrier
+        assert bar["type"] == "heatmap" and bar["opacity"] == 0 and bar["hoverinfo"] == "skip"
+        assert bar["colorbar"]["ticktext"][0] == "0"
+        assert len(made.figure.to_json()) <= 3_000_000
+
+
+def test_a_continuous_large_window_is_an_image_whose_colours_follow_its_exact_values():
+    L = 2048
+    offsets = offsets_per_offset(L, L)
+    score = np.cos(offsets / 7.0).astype(np.float32)
+    made = toeplitz_heatmap(score, L, L, value_label="score", colorscale="RdBu_r", zmid=0.0,
+                            window=fit_window(L, L, row0=100, col0=900, size=256))
+    spec = figure_json(made.figure)
+    assert trace(spec)["type"] == "image"
+    i, j = np.arange(100, 356)[:, None], np.arange(900, 1156)[None, :]
+    # image_values checks that every pixel's colour level is the exact value's level
+    assert np.array_equal(heatmap_values(spec), np.cos((j - i) / 7.0).astype(np.float32))
 
 
 def test_hover_fields_are_dropped_only_when_over_budget_and_are_reported():

@@ -20,7 +20,7 @@ def check_map(at: AppTest, q_len, k_len, nb, md, bidir, q_offset, title="T5 buck
     figure = find(charts(at), title)
     t = trace(figure)
     row0, col0 = t["meta"]["row0"], t["meta"]["col0"]
-    rows, cols = decode(t["z"]).shape
+    rows, cols = heatmap_values(figure).shape
     i = q_offset + np.arange(row0, row0 + rows)[:, None]
     j = np.arange(col0, col0 + cols)[None, :]
     expected = t5_bucket(torch.from_numpy(j - i), num_buckets=nb, max_distance=md, bidirectional=bidir).numpy()

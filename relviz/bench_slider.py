@@ -1,0 +1,145 @@
+"""Bench section ``slider``: key press -> charts settled, in Chromium, at each large-matrix page's largest setting.
+
+A real server (loopback, a free port) and Debian's Chromium: the page is opened through a link that
+sets its largest setting (8192 × 8192, window 512 × 512), the "window: first query row" slider gets
+the keyboard focus, and each round presses an arrow key (one step, alternating left and right). A
+round's time runs from the key press to the moment every chart has drawn its new data: the page's
+charts report ``plotly_afterplot`` after their data changed and nothing more redraws for 0.6 s.
+
+- ``settled``: key press -> last chart redrawn (what the visitor waits for);
+- ``server``: key press -> the rerun's first new chart data arrived in the page (the server's share
+  plus transport); ``browser`` = settled − server: plotly decoding and drawing.
+
+Needs Playwright and Chromium (requirements-dev.txt, Debian's chromium). Not measured with ``--quick``.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_S = 0.300
+
+#: page path, query string of its largest setting, label of the slider the arrow keys move
+CASES = [
+    ("t5", "t5_q=8192&t5_k=8192&t5_ws=512&t5_r0=2048&t5_c0=2048", "window: first query row"),
+    ("shaw", "sh_q=8192&sh_k=8192&sh_ws=512&sh_r0=2048&sh_c0=2048&sh_clip=64", "window: first query row"),
+    ("rope", "rp_L=256", "positions shown"),
+]
+
+#: Installed once the page is drawn: every chart div records when its data last changed and when
+#: it last finished drawing.
+WATCH_JS = """() => {
+  window.__relviz = {changed: 0, drawn: 0, first: 0};
+  const seen = new WeakMap();
+  const hook = (div, known) => {
+    if (seen.has(div) || !div.on) return;
+    seen.set(div, known ? div.data : null);     // a chart mounted later: its first drawing is new data
+    div.on('plotly_afterplot', () => {
+      const now = performance.now();
+      if (div.data !== seen.get(div)) {
+        seen.set(div, div.data);
+        window.__relviz.changed = now;
+        if (!window.__relviz.first) window.__relviz.first = now;
+      }
+      window.__relviz.drawn = now;
+    });
+  };
+  document.querySelectorAll('.js-plotly-plot').forEach(div => hook(div, true));
+  new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach(div => hook(div, false)))
+    .observe(document.body, {childList: true, subtree: true});
+  return true;
+}"""
+
+
+def unavailable() -> str | None:
+    from relviz.bench_first_paint import unavailable as first_paint_unavailable
+    reason = first_paint_unavailable()
+    return reason.replace("first paint", "slider") if reason else None
+
+
+def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tuple[float, float]:
+    """Press ``key`` on the focused slider; (settled, first new data) in seconds after the press."""
+    start = page.evaluate("() => { Object.assign(window.__relviz, {changed: 0, drawn: 0, first: 0}); "
+                          "return performance.now(); }")
+    page.keyboard.press(key)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+        state = page.evaluate("""() => ({changed: window.__relviz.changed, drawn: window.__relviz.drawn,
+            now: performance.now(), running: !!document.querySelector('[data-testid="stStatusWidget"]')})""")
+        if state["changed"] and not state["running"] and state["now"] - state["drawn"] >= quiet_ms:
+            first = page.evaluate("() => window.__relviz.first")
+            return (state["drawn"] - start) / 1e3, (first - start) / 1e3
+    raise RuntimeError(f"the charts did not settle within {timeout_s:.0f} s after {key}")
+
+
+def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    from relviz.bench_first_paint import _server
+
+    rows = []
+    with _server(REPO / "app.py", REPO) as (base, _), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            for page_name, query, label in CASES:
+                log(f"slider: {page_name}")
+                context = browser.new_context(viewport={"width": 1440, "height": 900})
+                page = context.new_page()
+                page.goto(f"{base}/{page_name}?{query}")
+                page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
+                                       "!document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                                       timeout=180_000)
+                page.wait_for_timeout(3000)
+                page.evaluate(WATCH_JS)
+                slider = page.get_by_role("slider", name=label)
+                slider.focus()
+                _round(page, "ArrowLeft")                             # warm the caches both positions use
+                _round(page, "ArrowRight")
+                settled, server = [], []
+                for n in range(rounds):
+                    total, first = _round(page, "ArrowLeft" if n % 2 == 0 else "ArrowRight")
+                    settled.append(total)
+                    server.append(first)
+                rows.append({"page": page_name, "setting": query.replace("&", " "),
+                             "settled_s": statistics.median(settled), "first_data_s": statistics.median(server),
+                             "browser_s": statistics.median(t - f for t, f in zip(settled, server)),
+                             "all_s": [round(t, 3) for t in settled]})
+                context.close()
+        finally:
+            browser.close()
+    return rows
+
+
+def slider_section(ctx):
+    from relviz.bench_report import Column, SectionResult, Target, ms
+
+    title = "Slider -> charts settled in Chromium, each large-matrix page at its largest setting"
+    reason = unavailable()
+    columns = [Column("page", "page"), Column("setting", "setting"), Column("settled_s", "settled ms", ms),
+               Column("first_data_s", "first chart redrawn ms", ms), Column("browser_s", "rest of the drawing ms", ms)]
+    if reason:
+        return SectionResult(name="slider", title=title, columns=columns, rows=[], notes=[reason])
+    if ctx.quick:
+        return SectionResult(name="slider", title=title, columns=columns,
+                             rows=[{"page": "not measured with --quick"}],
+                             targets=[Target(f"slider -> settled ≤ {TARGET_S * 1e3:.0f} ms median", None,
+                                             "run without --quick")])
+    rounds = 9
+    rows = measure(rounds, ctx.log)
+    worst = max(rows, key=lambda r: r["settled_s"])
+    return SectionResult(
+        name="slider", title=title, columns=columns, rows=rows,
+        targets=[Target(f"slider -> settled ≤ {TARGET_S * 1e3:.0f} ms median on every page",
+                        worst["settled_s"] <= TARGET_S,
+                        ", ".join(f"{r['page']} {r['settled_s'] * 1e3:.0f} ms" for r in rows))],
+        notes=[f"median of {rounds} arrow-key presses on 'window: first query row' (one step each), "
+               "viewport 1440 × 900; settled = the last plotly_afterplot after the new data, with 0.6 s of quiet "
+               "after it. 'first chart redrawn' = the first chart showing new data."])
