@@ -79,7 +79,10 @@ def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tupl
 def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
     import shutil
 
-    from playwright.sync_api import sync_playwright
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        raise RuntimeError("the slider bench needs playwright: pip install -r requirements-dev.txt") from exc
 
     from relviz.bench_first_paint import _server
 
