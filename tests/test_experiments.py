@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import re
 
 import pytest
@@ -341,3 +342,51 @@ def test_the_shipped_results_come_from_the_full_plan():
     assert offset["shifts"] == list(ex.FULL_PLAN.shifts) and offset["seeds"] == list(ex.FULL_PLAN.seeds)
     assert [s["id"] for s in data["experiments"]["offset_resolution"]["settings"]] == \
         [s.id for s in ex.FULL_PLAN.offset_settings]
+
+
+def _square(spec):
+    import torch
+    return {"accuracy": 1.0, "steps": spec["n"] * spec["n"], "seconds": 0.0, "threads": torch.get_num_threads()}
+
+
+def test_run_jobs_on_joblib_processes_keeps_job_order_and_one_thread_each():
+    from relviz.experiments.pool import run_jobs
+    jobs = [(_square, {"n": n}, f"job {n}") for n in range(6)]
+    lines = []
+    results = run_jobs(jobs, 2, lines.append)
+    assert [r["steps"] for r in results] == [n * n for n in range(6)]
+    assert all(r["threads"] == 1 for r in results)
+    assert len(lines) == 6 and all(line.startswith("[") for line in lines)
+
+
+def test_run_jobs_on_a_local_ray_instance(monkeypatch):
+    """--ray ADDRESS: the same jobs through joblib's Ray backend (Ray is an optional extra)."""
+    ray = pytest.importorskip("ray", reason="Ray is optional: pip install 'ray[default]'")
+    from relviz.experiments.pool import run_jobs
+    monkeypatch.setenv("RAY_raylet_start_wait_time_s", "300")   # a busy machine starts the raylet slowly
+    from pathlib import Path
+    here = Path(__file__).resolve().parent        # the workers import relviz and this module like a cluster would
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": f"{here.parent}{os.pathsep}{here}"}})
+    try:
+        address = ray.get_runtime_context().gcs_address
+        jobs = [(_square, {"n": n}, f"job {n}") for n in range(4)]
+        results = run_jobs(jobs, 2, lambda line: None, ray_address=address)
+        assert [r["steps"] for r in results] == [0, 1, 4, 9]
+    finally:
+        ray.shutdown()
+
+
+def test_ray_without_ray_installed_says_what_to_install(monkeypatch):
+    import builtins
+
+    from relviz.experiments.pool import run_jobs
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(ValueError, match="pip install 'ray"):
+        run_jobs([(_square, {"n": 1}, "x")], 2, lambda line: None, ray_address="auto")

@@ -1,4 +1,4 @@
-"""python -m relviz experiments [--quick] [--out PATH] [--only NAME] [--workers N]."""
+"""python -m relviz experiments [--quick] [--out PATH] [--only NAME] [--workers N] [--full-grid] [--ray ADDRESS]."""
 from __future__ import annotations
 
 import argparse
@@ -26,11 +26,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run only this experiment (repeatable): " + ", ".join(EXPERIMENTS)
                              + " (or offset, length); the other sections of an existing --out file are kept")
     parser.add_argument("--workers", type=int, default=2,
-                        help="training processes, one torch thread each (default 2)")
+                        help="training processes, one torch thread each (default 2); with --ray, jobs at a time")
+    parser.add_argument("--full-grid", action="store_true",
+                        help="every offset 1..40 and 10 seeds (a cluster-sized run; the shipped file uses "
+                             "13 offsets and 3 seeds)")
+    parser.add_argument("--ray", metavar="ADDRESS", default=None,
+                        help="run the trainings on this Ray cluster (e.g. ray://head:10001 or auto); needs "
+                             "pip install 'ray[default]' here and on the cluster")
 
 
 def run(args: argparse.Namespace) -> int:
     plan = QUICK_PLAN if args.quick else FULL_PLAN
+    if args.full_grid:
+        plan = plan.replace(shifts=tuple(range(1, 41)), seeds=tuple(range(10)))
     only = [_ALIASES.get(n, n) for n in args.only] if args.only else None
     out = Path(args.out)
     previous = None
@@ -44,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ... {message}", file=sys.stderr, flush=True)
 
     try:
-        data = run_experiments(plan, only=only, workers=args.workers, log=log, previous=previous)
+        data = run_experiments(plan, only=only, workers=args.workers, log=log, previous=previous,
+                               ray_address=args.ray)
         validate_results(data, str(out))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

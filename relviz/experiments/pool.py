@@ -1,12 +1,12 @@
 """The job pool: (function, spec, label) jobs in worker processes, plain dicts in and out.
 
-Trainings run in worker processes (multiprocessing, spawn), one torch thread each: for this
-tiny model one thread per process is several times faster than one process with several.
+Locally the jobs run on joblib's loky processes (workers exit when this process dies: no orphans
+left computing after Ctrl-C or a kill); given a Ray address they run on that cluster through
+joblib's Ray backend, the same code path. One torch thread per job: for this tiny model one
+thread per process is several times faster than one process with several.
 """
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
 from collections.abc import Callable
 from typing import Any
 
@@ -16,25 +16,34 @@ import torch
 Job = tuple[Callable[[dict[str, Any]], dict[str, Any]], dict[str, Any], str]
 
 
-def _init_worker() -> None:
+def _run_job(index: int, fn: Callable[[dict[str, Any]], dict[str, Any]],
+             spec: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     torch.set_num_threads(1)
-    try:  # Linux: a worker dies with the runner (no orphans left computing after Ctrl-C or kill)
-        import ctypes
-        import signal
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    return index, fn(spec)
 
 
-def run_jobs(jobs: list[Job], workers: int,
-              log: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Run (function, spec, label) jobs, ``workers`` processes at a time (1: in this process).
+def _ray_backend(address: str) -> None:
+    """Connect to the Ray cluster at ``address`` and register joblib's Ray backend (Ray is optional)."""
+    try:
+        import ray
+        from ray.util.joblib import register_ray
+    except ImportError as exc:
+        raise ValueError("--ray needs Ray on this machine and the cluster: pip install 'ray[default]'") from exc
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=False)
+    register_ray()
+
+
+def run_jobs(jobs: list[Job], workers: int, log: Callable[[str], None], *,
+             ray_address: str | None = None) -> list[dict[str, Any]]:
+    """Run (function, spec, label) jobs, ``workers`` at a time (1 and no Ray: in this process).
 
     Results come back in job order. The costliest jobs should come first (better packing).
+    With ``ray_address`` the jobs run on that Ray cluster, ``workers`` at a time.
     """
     results: list[dict[str, Any] | None] = [None] * len(jobs)
     total = len(jobs)
-    if workers <= 1:
+    if workers <= 1 and ray_address is None:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
@@ -44,21 +53,21 @@ def run_jobs(jobs: list[Job], workers: int,
         finally:
             torch.set_num_threads(threads)
         return results  # type: ignore[return-value]
-    context = multiprocessing.get_context("spawn")
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                                  initializer=_init_worker)
-    try:
-        futures = {pool.submit(fn, spec): index for index, (fn, spec, _) in enumerate(jobs)}
-        for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-            index = futures[future]
-            results[index] = future.result()
-            log(f"[{done}/{total}] {jobs[index][2]}: {_job_summary(results[index])}")
-    except BaseException:
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
+    from joblib import Parallel, delayed, parallel_config
+
+    if ray_address is not None:
+        _ray_backend(ray_address)
+        config = dict(backend="ray", n_jobs=workers)
+        order = "list"                         # joblib's Ray backend returns a list only (logged at the end)
+    else:
+        config = dict(backend="loky", n_jobs=workers, inner_max_num_threads=1)
+        order = "generator_unordered"          # each result logged as soon as it is done
+    with parallel_config(**config):
+        outputs = Parallel(return_as=order)(
+            delayed(_run_job)(index, fn, spec) for index, (fn, spec, _) in enumerate(jobs))
+        for done, (index, result) in enumerate(outputs, start=1):
+            results[index] = result
+            log(f"[{done}/{total}] {jobs[index][2]}: {_job_summary(result)}")
     return results  # type: ignore[return-value]
 
 

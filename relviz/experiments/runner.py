@@ -27,8 +27,10 @@ def _load_average() -> list[float] | None:
 
 def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None, workers: int = 2,
                     log: Callable[[str], None] = lambda message: None,
-                    previous: dict[str, Any] | None = None) -> dict[str, Any]:
+                    previous: dict[str, Any] | None = None, ray_address: str | None = None) -> dict[str, Any]:
     """Run the selected experiments (default: all) and return the results document.
+
+    ``ray_address``: train on that Ray cluster instead of local processes (pool.run_jobs).
 
     ``previous``: an already validated results document whose other experiments are kept
     (``--only`` updates one section of an existing file).
@@ -57,7 +59,7 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
         # costliest first: more layers, more steps, longer sequences
         order = sorted(range(len(jobs)), key=lambda i: -_job_cost(jobs[i][1], plan))
         t0 = time.perf_counter()
-        outputs_sorted = run_jobs([jobs[i] for i in order], workers, log)
+        outputs_sorted = run_jobs([jobs[i] for i in order], workers, log, ray_address=ray_address)
         train_seconds = time.perf_counter() - t0
         outputs: list[dict[str, Any]] = [None] * len(jobs)  # type: ignore[list-item]
         for position, i in enumerate(order):
@@ -85,6 +87,7 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
         "machine": {"cpu_count": os.cpu_count() or 1, "memory_total_bytes": psutil.virtual_memory().total,
                     "platform": platform.platform()},
         "run": {"experiments": names, "workers": workers, "threads_per_worker": 1,
+                "engine": f"ray ({ray_address})" if ray_address else ("joblib loky" if workers > 1 else "in process"),
                 "wall_seconds": round(time.perf_counter() - wall0, 1),
                 "cpu_seconds": round(_cpu_seconds() - cpu0, 1),
                 "training_job_cpu_seconds": round(job_cpu, 1) if jobs else None,
