@@ -339,7 +339,8 @@ _BUILTIN_STEPS = (
     Step("rope", {"rp_preset": "custom", "rp_len": "8192", "rp_L": "48"}, "RoPE: rotate, do not add",
          "RoPE rotates each pair of query and key dimensions by an angle m·θ_i, θ_i = base^(−2i/d). The dot "
          "product q_m · k_n then depends only on n − m: section 2's score matrix is Toeplitz without any "
-         "table. Fast pairs turn many times inside the context, slow ones barely once. (2 min)"),
+         "table. Fast pairs turn many times inside the context; at base 10000 the slowest do not complete "
+         "one turn in 8192 tokens. (2 min)"),
     Step("rope", {"rp_preset": "Llama-3.1 8B", "rp_len": "131072"}, "Longer contexts: scaling RoPE",
          "Llama-3.1 stretches an 8192-token training context to 131072: it keeps the high-frequency pairs, "
          "divides the low-frequency ones by 8 and blends in between. Linear, dynamic NTK and YaRN are the "
