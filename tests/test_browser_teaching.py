@@ -1,0 +1,64 @@
+"""Teaching views in a real browser at projector size (1280 × 720): the main picture of each teaching
+page is on the first screen, the T5 precision tab draws from a link, and the code block opens."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, wait_for_app
+
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+
+if chromium_path() is None and not os.environ.get("CI"):
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
+                allow_module_level=True)
+
+TEACHING = ["", "shaw", "t5", "skew", "absolute"]
+
+
+@pytest.fixture(scope="module")
+def projector():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with app_server() as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        yield base, page
+        browser.close()
+
+
+def _open(page, url: str) -> None:
+    page.goto(url)
+    wait_for_app(page)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+    page.wait_for_timeout(800)
+
+
+@pytest.mark.parametrize("path", TEACHING, ids=[p or "home" for p in TEACHING])
+def test_main_picture_is_on_the_first_screen_at_1280x720(projector, path):
+    base, page = projector
+    _open(page, f"{base}/{path}")
+    box = page.locator(".js-plotly-plot").first.bounding_box()
+    page.screenshot(path=str(ARTIFACTS / f"projector_{path or 'home'}.png"))
+    assert box is not None and box["y"] < 720
+    visible = min(box["y"] + box["height"], 720) - max(box["y"], 0)
+    assert visible >= 0.6 * box["height"], box
+
+
+def test_t5_precision_tab_from_a_link(projector):
+    base, page = projector
+    _open(page, f"{base}/t5?t5_nb=34&t5_md=27&t5_tab=Precision+%26+references")
+    assert page.get_by_text("T5 buckets in float32, bfloat16 and float16").count() >= 1
+    assert page.get_by_text("Mesh TensorFlow ≠ Hugging Face (relviz): 2 offsets").count() == 1
+    assert not page.query_selector_all('[data-testid="stException"]')
+
+
+def test_code_for_this_view_opens_with_the_exact_settings(projector):
+    base, page = projector
+    _open(page, f"{base}/shaw?sh_clip=5")
+    page.get_by_text("Code for this view (PyTorch)").first.click()
+    page.wait_for_timeout(800)
+    code = page.locator('[data-testid="stCode"]').first.inner_text()
+    assert "shaw_clip_index(10, 10, k=5, q_offset=0" in code
