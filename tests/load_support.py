@@ -6,8 +6,20 @@ every session move one slider of its page several times at the same moment. Each
 checks that its own view follows its own moves (the slider shows the value it set, the URL
 carries it, the chart redrew) and nothing else: a value another session set would show up as a
 mismatch. Meanwhile a thread samples the server's resident memory (psutil) and its
-``active_sessions`` gauge. Everything is bounded: a fixed number of sessions and moves, per-action
-timeouts, and a hard deadline for the whole run.
+``active_sessions`` gauge, and a probe measures the server alone, without a browser: every few
+seconds a fresh websocket session runs the landing page (tests/cold_start_support.py), so a slow
+answer is the server's, not the browsers' rendering. While the sessions move, one more visitor
+opens the landing page in a fresh browser context: its time to the first drawn chart is the
+figure a newcomer meets on a loaded server.
+
+Memory: ``warm_rss`` is read after every page was opened once (websocket sessions, before the
+browsers start: the modules and caches every page loads), ``peak_rss`` during the run,
+``rest_rss`` after every browser closed and the server dropped their sessions.
+
+Everything is bounded: a fixed number of sessions and moves and per-action timeouts. The run's
+deadline is a stall deadline, not a wall clock: it fails only when neither a session nor the
+server probe made progress for ``stall_s`` seconds (a stuck server), or at a hard cap far above
+any merely slow run (``deadline_s``).
 
 Run directly for a manual look: python tests/load_support.py [SESSIONS]
 """
@@ -29,6 +41,7 @@ from pathlib import Path
 import psutil
 
 from browser_support import CHROMIUM_ARGS, PLOT_STATE_JS, REPO, app_server, chromium_path, page_url
+from cold_start_support import open_session as open_socket_session
 
 #: The slider each page's sessions move (by its widget key); a page not listed uses its first slider.
 SLIDERS = {"home": "home_q", "shaw": "sh_clip", "t5": "t5_nb", "skew": "skew_L", "absolute": "abs_heads", "rope": "rp_L",
@@ -44,6 +57,16 @@ BACKGROUND_ARGS = ["--disable-background-timer-throttling", "--disable-renderer-
 OPENING_AT_ONCE = 4
 #: Browser contexts (cookie jars) the sessions are spread over.
 CONTEXTS = 4
+#: The heaviest settings of each page, as a shared link sets them (RELVIZ_LOAD_HEAVY in tests/test_load.py):
+#: the longest matrices with the largest exact window, the longest text, the most positions.
+HEAVIEST = {"shaw": "sh_q=8192&sh_k=8192&sh_ws=512", "t5": "t5_q=8192&t5_k=8192&t5_ws=512",
+            "absolute": "abs_L=8192&abs_d=512&abs_heads=32", "skew": "skew_L=16", "attention": "at_len=256",
+            "rope": "rp_len=1048576&rp_L=256"}
+#: Seconds between two server probes (a websocket session of the landing page, no browser).
+PROBE_EVERY_S = 3.0
+#: A title and a Plotly chart holding data: the first chart has been drawn.
+FIRST_CHART_JS = """() => !!document.querySelector('h1') && Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .some(div => div.data && div.data.length > 0)"""
 
 READY_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]')
     && document.querySelectorAll('[data-testid="stMainBlockContainer"] *').length > 5"""
@@ -205,12 +228,13 @@ async def _wait_ready(page, timeout_ms: int = ACTION_TIMEOUT_MS) -> None:
     await page.wait_for_function(READY_JS, timeout=timeout_ms)
 
 
-async def open_session(context, base: str, info, report: SessionReport):
+async def open_session(context, base: str, info, report: SessionReport, query: str = ""):
     """A new tab (its own websocket: its own Streamlit session) on ``info``'s page, ready to move."""
     page = await context.new_page()
     page.on("pageerror", lambda error: report.errors.append(f"javascript: {error}"[:300]))
     started = time.perf_counter()
-    await page.goto(page_url(base, info.path, info.default), timeout=ACTION_TIMEOUT_MS)
+    url = page_url(base, info.path, info.default) + (f"?{query}" if query else "")
+    await page.goto(url, timeout=ACTION_TIMEOUT_MS)
     await _wait_ready(page)
     name = Path(info.path).stem
     key = SLIDERS.get(name)
@@ -284,7 +308,9 @@ async def check_own_view(page, report: SessionReport) -> None:
     report.errors += [f"error box: {text}" for text in await page.evaluate(ERRORS_JS)]
 
 
-async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_s: float) -> list[SessionReport]:
+async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_s: float, stall_s: float,
+                       extra: dict, queries: dict[str, str] | None = None) -> list[SessionReport]:
+    """Run the sessions; ``extra`` receives the probe's answers and the fresh visitor's figure."""
     from playwright.async_api import async_playwright
 
     plan = [(i, pages[i % len(pages)]) for i in range(sessions)]
@@ -306,7 +332,8 @@ async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_
             async with gate:
                 try:
                     context = contexts[(i // len(pages)) % len(contexts)]
-                    opened[i] = await open_session(context, base, info, reports[i])
+                    opened[i] = await open_session(context, base, info, reports[i],
+                                                   (queries or {}).get(Path(info.path).stem, ""))
                 except PageUnavailable as error:
                     reports[i].unavailable = str(error)
                 except Exception as error:  # noqa: BLE001 - reported per session
@@ -330,42 +357,114 @@ async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_
             except Exception as error:  # noqa: BLE001
                 reports[i].problems.append(f"final check failed: {type(error).__name__}: {error}"[:400])
 
-        async def everything():
-            await asyncio.gather(*(opener(i, info) for i, info in plan))
-            # every session is open and connected: now all of them move at the same moment
-            await asyncio.gather(*(mover(i) for i in range(sessions)))
-            await asyncio.gather(*(checker(i) for i in range(sessions)))
+        progress = [0]  # bumped by every finished open, move, check and probe answer
 
+        def counted(coroutine_function):
+            async def run(*args):
+                await coroutine_function(*args)
+                progress[0] += 1
+            return run
+
+        async def fresh_visitor():
+            """One newcomer while every session moves: navigation -> first chart drawn, in seconds."""
+            context = await browser.new_context(viewport={"width": 1440, "height": 900})
+            try:
+                page = await context.new_page()
+                started = time.perf_counter()
+                await page.goto(base + "/", wait_until="commit", timeout=ACTION_TIMEOUT_MS)
+                await page.wait_for_function(FIRST_CHART_JS, timeout=ACTION_TIMEOUT_MS, polling=50)
+                extra["fresh_visitor_first_chart_s"] = round(time.perf_counter() - started, 2)
+            except Exception as error:  # noqa: BLE001 - reported, not fatal
+                extra["fresh_visitor_first_chart_s"] = f"failed: {type(error).__name__}"
+            finally:
+                await context.close()
+
+        async def probe(stop: asyncio.Event):
+            while not stop.is_set():
+                answer = await open_socket_session(base, "home", timeout_s=ACTION_TIMEOUT_MS / 1000)
+                extra["probe"].append(None if answer.failure or answer.exceptions else round(answer.seconds, 3))
+                progress[0] += 1
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=PROBE_EVERY_S)
+                except TimeoutError:
+                    pass
+
+        async def everything():
+            await asyncio.gather(*(counted(opener)(i, info) for i, info in plan))
+            # every session is open and connected: now all of them move at the same moment, and a
+            # newcomer arrives
+            await asyncio.gather(fresh_visitor(), *(counted(mover)(i) for i in range(sessions)))
+            await asyncio.gather(*(counted(checker)(i) for i in range(sessions)))
+
+        stop = asyncio.Event()
+        prober = asyncio.create_task(probe(stop))
+        work = asyncio.create_task(everything())
+        started, seen, last_progress = time.perf_counter(), -1, time.perf_counter()
         try:
-            await asyncio.wait_for(everything(), timeout=deadline_s)
-        except TimeoutError:
-            for report in reports:
-                if report.expected is None or report.shown is None:
-                    report.problems.append(f"not finished within the {deadline_s:.0f} s deadline")
+            while not work.done():
+                await asyncio.wait([work], timeout=5)
+                if progress[0] != seen:
+                    seen, last_progress = progress[0], time.perf_counter()
+                stalled = time.perf_counter() - last_progress > stall_s
+                if stalled or time.perf_counter() - started > deadline_s:
+                    work.cancel()
+                    why = (f"no session and no server probe made progress for {stall_s:.0f} s" if stalled
+                           else f"not finished within the hard cap of {deadline_s:.0f} s")
+                    for report in reports:
+                        if report.expected is None or report.shown is None:
+                            report.problems.append(why)
+                    break
         finally:
+            stop.set()
+            await asyncio.gather(prober, return_exceptions=True)
+            if not work.done():
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
             await browser.close()
     return reports
 
 
-def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 240.0, pages=None) -> dict:
+async def _open_every_page(base: str, pages) -> None:
+    """Each page once, over a websocket (no browser): what every page imports and caches is loaded."""
+    for info in pages:
+        await open_socket_session(base, Path(info.path).stem, timeout_s=ACTION_TIMEOUT_MS / 1000)
+
+
+def _rest_rss(sampler, base: str, process, timeout_s: float = 60.0) -> int | None:
+    """The server's RSS once it holds no session (the browsers closed), or after ``timeout_s``."""
+    if not process.is_running():
+        return None
+    for _ in range(int(timeout_s)):
+        if active_sessions(base) == 0:
+            break
+        time.sleep(1)
+    return sampler.rss()
+
+
+def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, stall_s: float = 180.0,
+             pages=None, queries: dict[str, str] | None = None) -> dict:
     """Start a server, run the sessions against it, return the figures (see the module docstring)."""
     from relviz.ui import PAGES
 
     pages = list(pages or PAGES)
     started = time.perf_counter()
+    extra: dict = {"probe": []}
     with app_server() as base:
         port = urllib.parse.urlsplit(base).port
         process = server_process(port)
         sampler = Sampler(process, base)
         baseline_rss = sampler.rss()
+        asyncio.run(_open_every_page(base, pages))
+        warm_rss = sampler.rss()
         sampler.start()
         try:
-            reports = asyncio.run(run_sessions(base, pages, sessions=sessions, moves=moves,
-                                               deadline_s=deadline_s - (time.perf_counter() - started) - 10))
+            reports = asyncio.run(run_sessions(base, pages, sessions=sessions, moves=moves, deadline_s=deadline_s,
+                                               stall_s=stall_s, extra=extra, queries=queries))
         finally:
             sampler.count_cpu()
             sampler.stop()
             end_rss = sampler.rss() if process.is_running() else None
+            rest_rss = _rest_rss(sampler, base, process)
     times = [move.seconds for report in reports for move in report.moves]
     slowest = max(((move.seconds, report.page, report.slider) for report in reports for move in report.moves),
                   default=(None, None, None))
@@ -381,6 +480,14 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 240.0, p
         "median_response_s": round(statistics.median(times), 3) if times else None,
         "slowest_open_s": round(max((r.open_seconds for r in reports), default=0.0), 2),
         "baseline_rss_mb": round(baseline_rss / 2**20, 1),
+        "warm_rss_mb": round(warm_rss / 2**20, 1),
+        "rest_rss_mb": round(rest_rss / 2**20, 1) if rest_rss else None,
+        "probe_answers": len([t for t in extra["probe"] if t is not None]),
+        "probe_failures": len([t for t in extra["probe"] if t is None]),
+        "probe_median_s": round(statistics.median([t for t in extra["probe"] if t is not None]), 3)
+        if any(t is not None for t in extra["probe"]) else None,
+        "probe_max_s": max((t for t in extra["probe"] if t is not None), default=None),
+        "fresh_visitor_first_chart_s": extra.get("fresh_visitor_first_chart_s"),
         "peak_rss_mb": round(sampler.peak_rss / 2**20, 1),
         "end_rss_mb": round(end_rss / 2**20, 1) if end_rss else None,
         "rss_samples": len(sampler.samples),

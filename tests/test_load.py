@@ -6,7 +6,8 @@ another session), no error box and no JavaScript error, and the server's memory 
 Timings are reported (printed with -s, and in test-artifacts/load.json), not asserted, beyond a
 sanity bound: every response arrived within the per-action timeout.
 
-Tune with RELVIZ_LOAD_SESSIONS (default 24, at least 20) and RELVIZ_LOAD_MOVES (default 3).
+Tune with RELVIZ_LOAD_SESSIONS (default 24, at least 20; at least 10 with RELVIZ_LOAD_HEAVY=1, which opens
+every page at its heaviest settings, load_support.HEAVIEST) and RELVIZ_LOAD_MOVES (default 3).
 """
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ import os
 import pytest
 
 from browser_support import REPO, chromium_path
-from load_support import ACTION_TIMEOUT_MS, run_load
+from load_support import ACTION_TIMEOUT_MS, HEAVIEST, run_load
 
-ARTIFACT = REPO / "test-artifacts" / "load.json"
-SESSIONS = max(20, int(os.environ.get("RELVIZ_LOAD_SESSIONS", "24")))
+ARTIFACT = REPO / "test-artifacts" / ("load-heavy.json" if os.environ.get("RELVIZ_LOAD_HEAVY") == "1" else "load.json")
+HEAVY = os.environ.get("RELVIZ_LOAD_HEAVY") == "1"
+SESSIONS = max(10 if HEAVY else 20, int(os.environ.get("RELVIZ_LOAD_SESSIONS", "24")))
 MOVES = max(1, int(os.environ.get("RELVIZ_LOAD_MOVES", "3")))
-#: The whole run (server start, sessions, shutdown) stops by itself within this many seconds.
-DEADLINE_S = 240.0
+#: The run fails as stuck only when nothing progressed for this long (no session and no server probe);
+#: a merely slow machine keeps going, up to the hard cap below (a safety net, far above any slow run).
+STALL_S = 180.0
+DEADLINE_S = 1800.0
 #: Far above what the app needs (its caches are bounded; see test_cache_bounds): a leak, or an
 #: unbounded cache filling up under 24 users, would cross it.
 RSS_BOUND_MB = 3072
@@ -34,14 +38,18 @@ if chromium_path() is None and not os.environ.get("CI"):
 
 @pytest.fixture(scope="module")
 def figures():
-    result = run_load(sessions=SESSIONS, moves=MOVES, deadline_s=DEADLINE_S)
+    result = run_load(sessions=SESSIONS, moves=MOVES, deadline_s=DEADLINE_S, stall_s=STALL_S,
+                      queries=HEAVIEST if HEAVY else None)
     ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
     ARTIFACT.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"\n[load] {result['sessions']} sessions ({result['pages']}), server gauge peak "
           f"{result['sessions_held_max_server_gauge']} active sessions; {result['moves_done']} slider moves; "
           f"slowest response {result['slowest_response_s']} s ({result['slowest_response_where']}), median "
-          f"{result['median_response_s']} s, slowest page open {result['slowest_open_s']} s; server RSS "
-          f"{result['baseline_rss_mb']} MB at rest, peak {result['peak_rss_mb']} MB, end {result['end_rss_mb']} MB; "
+          f"{result['median_response_s']} s, slowest page open {result['slowest_open_s']} s; server alone (probe): "
+          f"median {result['probe_median_s']} s, slowest {result['probe_max_s']} s over {result['probe_answers']} "
+          f"answers; a fresh visitor's first chart {result['fresh_visitor_first_chart_s']} s; server RSS "
+          f"{result['baseline_rss_mb']} MB started, {result['warm_rss_mb']} MB after every page once, peak "
+          f"{result['peak_rss_mb']} MB, {result['rest_rss_mb']} MB after the sessions closed; "
           f"CPU: server {result['server_cpu_s']} s, Chromium {result['browser_cpu_s']} s on {result['machine_cpus']} "
           f"cores (load average at the end {result['load_average_at_end']}); "
           f"{result['seconds']} s in all; {len(result['failures'])} failed sessions, "
@@ -57,7 +65,7 @@ def test_every_session_sees_only_its_own_moves(figures):
     # A page that shows an error instead of its controls (e.g. a results file not generated yet)
     # cannot be moved: it is reported, and the other sessions must still number at least 20.
     assert figures["sessions_completed"] + len(unavailable) == SESSIONS
-    assert figures["sessions_completed"] >= 20, f"only {figures['sessions_completed']} sessions moved sliders; " \
+    assert figures["sessions_completed"] >= min(SESSIONS, 20), f"only {figures['sessions_completed']} sessions moved sliders; " \
         f"unavailable: {sorted(set(unavailable.values()))}"
     assert figures["moves_done"] == figures["sessions_completed"] * MOVES
 
@@ -71,6 +79,12 @@ def test_the_sessions_were_held_at_the_same_time(figures):
 def test_server_memory_stays_bounded(figures):
     assert figures["rss_samples"] > 0
     assert figures["peak_rss_mb"] < RSS_BOUND_MB, f"server peak RSS {figures['peak_rss_mb']} MB"
+
+
+def test_the_server_alone_kept_answering(figures):
+    """Server-side responsiveness, apart from the browsers' rendering: every probe (a websocket session
+    of the landing page, no browser) got its page. Its times are reported, not asserted."""
+    assert figures["probe_answers"] > 0 and figures["probe_failures"] == 0, figures
 
 
 def test_every_response_arrived(figures):
