@@ -97,13 +97,12 @@ def stat_key(path: Path) -> tuple[str, float, int]:
     return str(path), st_.st_mtime, st_.st_size
 
 
-st.title("Experiments: what each scheme can and cannot do")
-st.markdown(
-    "The other pages show what each scheme *computes*. This one shows what that does to a model: small "
-    "transformers trained on **shift-by-s** (output the token s places back, so the answer sits at "
-    "**j − i = −s**), measured over several seeds. Every number here comes from "
-    "`python -m relviz experiments`; the text under each chart is generated from those numbers.")
-ui.sign_convention()
+st.title("Experiments")
+ui.sign_convention(compact=True)
+INTRO = ("What each scheme can and cannot do. The other pages show what each scheme *computes*; this one shows "
+         "what that does to a model: small transformers trained on **shift-by-s** (output the token s places "
+         "back, so the answer sits at **j − i = −s**), measured over several seeds. Every number here comes from "
+         "`python -m relviz experiments`; the text under each chart is generated from those numbers.")
 
 path = results_path()
 try:
@@ -130,9 +129,9 @@ def run_line(info: dict, created: str) -> str:
 
 runs = [(r, r.get("created", results["created"])) for r in results.get("earlier_runs", [])]
 runs.append((results["run"], results["created"]))
-st.caption(f"relviz {results['relviz_version']}, torch {results['torch_version']} · "
-           + " · ".join(run_line(info, created) for info, created in runs)
-           + (" · **quick run: not meaningful**" if results["quick"] else ""))
+PROVENANCE = (f"relviz {results['relviz_version']}, torch {results['torch_version']} · "
+              + " · ".join(run_line(info, created) for info, created in runs)
+              + (" · **quick run: not meaningful**" if results["quick"] else ""))
 experiments = results["experiments"]
 
 
@@ -182,22 +181,26 @@ def cell_problem(work: int, what: str) -> str | None:
 # ---------------------------------------------------------------------------------------
 # 1. Offset resolution
 
-st.header("1 · Offset resolution", anchor="offset-resolution")
+st.subheader("1 · Offset resolution", anchor="offset-resolution")
 if "offset_resolution" not in experiments:
+    st.markdown(INTRO)
+    st.caption(PROVENANCE)
     st.info("This results file has no offset-resolution experiment (run `python -m relviz experiments --only offset`).")
 else:
     section = experiments["offset_resolution"]
     settings = {s["id"]: s for s in section["settings"]}
     labels = {sid: s["label"] for sid, s in settings.items()}
+    threshold = float(st.slider("accuracy that counts as \"resolved\"", 0.5, 1.0, 0.9, 0.05, key=f"{P}_thr",
+                                bind="query-params", format="%.2f",
+                                help="Cells at or above it get a ✓; the text below counts them."))
+    ui.show_figure(overview_fig(*key, threshold), key=f"{P}_fig_overview")
+    st.markdown(INTRO)  # below the main picture, so the picture is on a projector's first screen
+    st.caption(PROVENANCE)
     st.markdown(
         "A single attention layer finds \"the token s back\" only if its position term can single out the "
         "offset −s. **Shaw** has one embedding per offset up to k, then every farther key reads the same one; "
         "**T5** gives each offset a bucket, and far offsets share one. A second layer can compose: copy a "
         "token one step, then look a few steps further back.")
-    threshold = float(st.slider("accuracy that counts as \"resolved\"", 0.5, 1.0, 0.9, 0.05, key=f"{P}_thr",
-                                bind="query-params", format="%.2f",
-                                help="Cells at or above it get a ✓; the text below counts them."))
-    ui.show_figure(overview_fig(*key, threshold), key=f"{P}_fig_overview")
     reading(ex.offset_reading(section, threshold))
 
     left, right = st.columns([3, 1])
@@ -276,7 +279,7 @@ else:
 # ---------------------------------------------------------------------------------------
 # 2. Length extrapolation
 
-st.header("2 · Length extrapolation: train short, test long", anchor="length-extrapolation")
+st.subheader("2 · Length extrapolation: train short, test long", anchor="length-extrapolation")
 if "length_extrapolation" not in experiments:
     st.info("This results file has no length-extrapolation experiment "
             "(run `python -m relviz experiments --only length`).")
@@ -338,7 +341,7 @@ else:
 # ---------------------------------------------------------------------------------------
 # 3. Cost
 
-st.header("3 · Cost: the memory wall", anchor="cost")
+st.subheader("3 · Cost: the memory wall", anchor="cost")
 if "cost" not in experiments:
     st.info("This results file has no cost experiment (run `python -m relviz experiments --only cost`).")
 else:
