@@ -10,6 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from relviz import _serial_imports
+
+_serial_imports.install()  # a fresh app server's sessions import relviz at once (see the module)
+
 __all__ = ["default_device", "show", "__version__"]
 __version__ = "0.1.0"
 

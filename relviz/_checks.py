@@ -6,8 +6,10 @@ which parameter was wrong, what it was, and what is allowed.
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # imported where used: check_int/check_bool serve torch-free modules too
+    import torch
 
 
 def check_int(name: str, value: object, *, minimum: int | None = None,
@@ -39,6 +41,8 @@ def check_bool(name: str, value: object) -> bool:
 
 def resolve_device(device: torch.device | str | None) -> torch.device:
     """None means the default device (CUDA when available); anything else must name a real device."""
+    import torch
+
     if device is None:
         return default_device()
     try:
@@ -59,12 +63,16 @@ def resolve_device(device: torch.device | str | None) -> torch.device:
 
 def default_device() -> torch.device:
     """CUDA when available, else CPU: the device every core function uses unless told otherwise."""
+    import torch
+
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 
 
 def check_tensor(name: str, value: object, *, ndim: int | None = None,
                  min_ndim: int | None = None, floating: bool = False) -> torch.Tensor:
     """Refuse non-tensors and wrong ranks with a message, before torch fails deep inside."""
+    import torch
+
     if not isinstance(value, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor; got {type(value).__name__}")
     if ndim is not None and value.dim() != ndim:

@@ -20,7 +20,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 
-from relviz.training_queue import CAPS
+from relviz.training_caps import CAPS  # plain numbers: no torch for a tour link
 
 #: Largest tour JSON (bytes) read from a file or decoded from a link.
 MAX_JSON_BYTES = 32_000
