@@ -239,7 +239,10 @@ async def open_session(context, base: str, info, report: SessionReport, query: s
     name = Path(info.path).stem
     key = SLIDERS.get(name)
     if key is None:
-        await page.wait_for_selector('[data-testid="stSlider"] input[type="range"]', timeout=ACTION_TIMEOUT_MS)
+        try:
+            await page.wait_for_selector('[data-testid="stSlider"] input[type="range"]', timeout=UNAVAILABLE_AFTER_MS)
+        except Exception:  # noqa: BLE001 - a page without any slider (the checker, the tour editor): nothing to move
+            raise PageUnavailable(f"{name}: the page has no slider to move") from None
         keys = await page.evaluate(SLIDER_KEYS_JS)
         if not keys:
             raise RuntimeError(f"{name}: no keyed slider on the page")
