@@ -20,25 +20,19 @@ from relviz.figures.attention import (
     structure_heatmap,
 )
 from relviz.inspection import (
+    LiveModel,
     mean_attention_by_offset,
     offset_findings,
+    parameter_views,
     position_structure,
     random_text,
     resize_text,
     run_view,
 )
-from relviz.model import SCHEMES, SCHEME_SUMMARIES
+from relviz.schemes import REGISTRY, get_scheme
 from relviz.tasks import DIGITS, TASKS
 from relviz.training import load_checkpoint, scan_checkpoints
-from relviz.training_queue import (
-    CAPS,
-    SessionTrainings,
-    TrainingBusy,
-    TrainingRequest,
-    TrainingTimeout,
-    check_request,
-    run_training,
-)
+from relviz.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
 
 P = "at"  # query-parameter prefix of this page
 
@@ -48,6 +42,7 @@ ui.ensure_app_navigation()
 MAX_TEXT = 256
 DEFAULT_LENGTH = 32
 DEFAULT_MODEL = "t5-shift"
+DEFAULT_SCHEME = "t5"
 SEED_MAX = 2**31 - 1
 #: Task parameter controls of the training form: key, label, min, max, default.
 TASK_CONTROLS = {"shift": ("s", f"{P}_ts", "shift s (answer at j − i = −s)", 1, 16, 5),
@@ -62,7 +57,7 @@ TASK_CONTROLS = {"shift": ("s", f"{P}_ts", "shift s (answer at j − i = −s)",
 @st.cache_data(max_entries=1, ttl=600, show_spinner=False)
 def shipped_listing() -> tuple[list[str], dict[str, str]]:
     """Names of the valid shipped checkpoints (in the schemes' order), and why any others are not listed."""
-    order = {scheme: n for n, scheme in enumerate(SCHEMES)}
+    order = {scheme: n for n, scheme in enumerate(REGISTRY)}
     scan = scan_checkpoints()
     infos = sorted(scan.checkpoints, key=lambda info: (order.get(info.scheme, 99), info.name))
     return [info.name for info in infos], dict(scan.problems)
@@ -74,26 +69,11 @@ def shipped_checkpoint(name: str):
     return load_checkpoint(name)
 
 
-class Active:
-    """The model the page shows, whatever its origin."""
-
-    def __init__(self, key: str, name: str, model, task, train_length: int, accuracy: float, steps: int,
-                 origin: str) -> None:
-        self.key, self.name, self.model, self.task = key, name, model, task
-        self.train_length, self.accuracy, self.steps, self.origin = train_length, accuracy, steps, origin
-        self.config = model.config
-        self.scheme = model.config.scheme
-
-
-def active_model(name: str, trainings: SessionTrainings) -> Active:
+def active_model(name: str, trainings: SessionTrainings) -> LiveModel:
     trained = trainings.get(name)
     if trained is not None:
-        return Active(trained.key, name, trained.model, trained.task, trained.train_length, trained.accuracy,
-                      trained.request.steps, "trained in this session")
-    checkpoint = shipped_checkpoint(name)
-    info = checkpoint.info
-    return Active(f"shipped:{name}", name, checkpoint.model, info.task, info.train_length, info.accuracy,
-                  info.steps, "shipped checkpoint")
+        return LiveModel.from_trained(trained)
+    return LiveModel.from_checkpoint(name, shipped_checkpoint(name))
 
 
 # ---------------------------------------------------------------------------------------
@@ -154,7 +134,8 @@ def profile_and_findings(key: str, text: str, _model, _task):
 @st.cache_resource(max_entries=16, show_spinner=False)
 def parameter_figures(key: str, length: int, train_length: int, layer: int, _model):
     """The scheme's learned position parameters: [(figure, caption), ...]."""
-    return parameter_panels(_model, length=length, train_length=train_length, layer=layer, validate=False)
+    views = parameter_views(_model, length=length, train_length=train_length, layer=layer)
+    return parameter_panels(views, train_length=train_length, validate=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -237,7 +218,7 @@ if active is not None:
     params = ", ".join(f"{k} = {v}" for k, v in config.scheme_params().items())
     st.markdown(
         f"**{active.name}** ({active.origin}) · scheme **{active.scheme}**{f' ({params})' if params else ''}: "
-        f"{SCHEME_SUMMARIES[active.scheme]}.  \n"
+        f"{get_scheme(active.scheme).summary}.  \n"
         f"Task **{task.describe()}**: {task.summary}  \n"
         f"{config.n_layers} layers × {config.n_heads} heads, {'causal' if config.causal else 'bidirectional'}; "
         f"trained {active.steps} steps at length **{active.train_length}**; accuracy on held-out sequences at that "
@@ -331,9 +312,7 @@ if active is not None:
                 st.caption(current_structure.explanation
                            + (" Blank: future keys, masked." if current_structure.masked_future else ""))
             else:
-                st.info("Scheme **none**: the model gets no position information at all. A causal model still knows "
-                        "how many tokens it can see, and nothing more: it cannot tell which one is 5 back.",
-                        icon=":material/info:")
+                st.info(get_scheme(active.scheme).no_structure, icon=":material/info:")
         st.markdown("**Export** the weights shown (researchers: exact float32).")
         a, b = st.columns([2, 1])
         with a:
@@ -372,12 +351,7 @@ if active is not None:
     length_for_params = view.length if view is not None else active.train_length
     figures = parameter_figures(active.key, length_for_params, active.train_length, layer, active.model)
     if not figures:
-        st.info({"none": "Scheme none has no position parameters.",
-                 "sinusoidal": "Sinusoidal positions are fixed sin/cos vectors: nothing about position is learned. "
-                               "Their dot product (the structure beside the close-up) depends only on j − i.",
-                 "rope": "RoPE has no position parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of "
-                         "dimensions. The structure beside the close-up shows what the rotation does to q · k."
-                 }.get(active.scheme, "No learned position parameters."), icon=":material/info:")
+        st.info(get_scheme(active.scheme).no_parameters, icon=":material/info:")
     else:
         if len(figures) == 1:
             (fig, caption), = figures
@@ -399,22 +373,13 @@ def training_request() -> TrainingRequest:
     """The training controls, drawn in the current container."""
     c1, c2, c3 = st.columns(3)
     with c1:
-        scheme = st.selectbox("scheme", list(SCHEMES), index=list(SCHEMES).index("t5"), key=f"{P}_tsch",
-                              bind="query-params", help="; ".join(f"{k}: {v}" for k, v in SCHEME_SUMMARIES.items()))
-        clip = num_buckets = max_distance = distances = max_len = None
-        if scheme == "shaw":
-            clip = st.slider("Shaw clipping distance k", 0, CAPS.max_clip, 8, key=f"{P}_tk", bind="query-params")
-        elif scheme == "t5":
-            num_buckets = st.slider("T5 num_buckets", 2, CAPS.max_num_buckets, 32, key=f"{P}_tnb",
-                                    bind="query-params")
-            max_distance = st.slider("T5 max_distance", 1, CAPS.max_max_distance, 128, key=f"{P}_tmd",
-                                     bind="query-params")
-        elif scheme == "skew":
-            distances = st.slider("skew: distances in E_r", 1, CAPS.max_skew_distances, 32, key=f"{P}_tsd",
-                                  bind="query-params")
-        elif scheme == "learned":
-            max_len = st.slider("learned: max_len (positions with a vector)", CAPS.min_length, CAPS.max_max_len, 64,
-                                key=f"{P}_tml", bind="query-params")
+        names = list(REGISTRY)
+        scheme = st.selectbox("scheme", names, index=names.index(DEFAULT_SCHEME), key=f"{P}_tsch",
+                              bind="query-params", help="; ".join(f"{k}: {v.summary}" for k, v in REGISTRY.items()))
+        # The scheme's own parameters, each a slider over the range its module declares for the app.
+        scheme_params = {param.name: st.slider(param.label or param.help, *param.slider_range, param.default,
+                                               key=f"{P}_t_{param.name}", bind="query-params")
+                         for param in scheme_caps(get_scheme(scheme))}
     with c2:
         task_name = st.selectbox("task", list(TASKS), key=f"{P}_ttask", bind="query-params",
                                  help="; ".join(f"{k}: {cls.summary}" for k, cls in TASKS.items()))
@@ -429,15 +394,9 @@ def training_request() -> TrainingRequest:
         length = st.slider("training length", CAPS.min_length, CAPS.max_length, 24, key=f"{P}_tlen",
                            bind="query-params")
         seed = st.number_input("training seed", 0, SEED_MAX, 0, key=f"{P}_tseed", bind="query-params")
-    defaults = TrainingRequest()
     return TrainingRequest(
         scheme=scheme, task=task_name, task_params={field: int(task_value)}, n_layers=int(layers),
-        n_heads=int(heads), steps=int(steps), length=int(length), seed=int(seed),
-        clip=int(clip) if clip is not None else defaults.clip,
-        num_buckets=int(num_buckets) if num_buckets is not None else defaults.num_buckets,
-        max_distance=int(max_distance) if max_distance is not None else defaults.max_distance,
-        skew_distances=int(distances) if distances is not None else defaults.skew_distances,
-        max_len=int(max_len) if max_len is not None else defaults.max_len)
+        n_heads=int(heads), steps=int(steps), length=int(length), seed=int(seed), scheme_params=scheme_params)
 
 
 st.divider()
@@ -461,13 +420,9 @@ st.caption(f"steps × length × layers = {request.work:,} of at most {CAPS.max_w
 if problem:
     st.error(problem, icon=":material/block:")
 if st.button("Train", key=f"{P}_train", type="primary", icon=":material/model_training:", disabled=problem is not None):
-    bar = st.progress(0.0, text="starting…")
-    try:
-        trained = run_training(request, trainings, progress=lambda p: bar.progress(p.fraction, text=p.text))
-    except (ValueError, TrainingBusy, TrainingTimeout) as error:
-        bar.empty()
-        st.error(str(error), icon=":material/block:")
-    else:
+    result = ui.run_guarded(lambda report: train_request(request, lambda p: report(p.fraction, p.text)))
+    if result is not None:
+        trained = trainings.add(request, result)
         dropped = f" (dropped the oldest: {', '.join(trainings.dropped)})" if trainings.dropped else ""
         st.session_state[f"{P}_pick"] = trained.name
         st.session_state[f"{P}_done"] = (

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "experiments": ("relviz.experiments.cli", "run the experiments (offset resolution, length extrapolation, cost)"),
     "check": ("relviz.check_cli", "compare a matrix your code produced with relviz's reference; name the cause"),
     "inspect": ("relviz.inspect_cli", "a Hugging Face checkpoint's position structure (T5, ALiBi, RoPE, learned)"),
+    "schemes": ("relviz.schemes_cli", "list the position schemes, their parameters and defaults"),
 }
 
 

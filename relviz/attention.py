@@ -32,10 +32,10 @@ import torch
 
 from relviz._checks import check_bool, check_int, check_tensor
 from relviz.positions import MAX_ABS_OFFSET, alibi_bias_offsets, shaw_clip_index, t5_bias_offsets, t5_config
-from relviz.skew import skew
+from relviz.skew import distance_table, skew
 
 __all__ = ["BACKENDS", "offset_bias_attention", "shaw_attention", "t5_attention", "skew_attention",
-           "alibi_attention"]
+           "alibi_attention", "softmax_output"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -125,6 +125,10 @@ def _softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
         logits = logits.masked_fill_(future, float("-inf"))
     weights = torch.softmax(logits, dim=-1)
     return _check_finite_output(torch.matmul(weights, v)), weights
+
+
+#: The shared last step (refuse non-finite logits, mask, softmax, weight v), for the model's schemes.
+softmax_output = _softmax_output
 
 
 # ---------------------------------------------------------------------------------------
@@ -399,11 +403,7 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
             f"e_r must have shape [M, D] with M >= 1 and D = {dim} (q's last dimension); "
             f"got {tuple(e_r.shape)}")
     e_r = _check_table("e_r", e_r, q, e_r.shape[0], dim, "M, D")
-    rows = e_r.shape[0]
-    if rows >= length:
-        table = e_r[rows - length:]                                    # distances −(L−1)..0
-    else:
-        table = torch.cat([e_r[:1].expand(length - rows, dim), e_r])   # far distances -> e_r[0]
+    table = distance_table(e_r, length)                                # distances −(L−1)..0
 
     scaled = q * scale
     qer = torch.matmul(scaled, table.transpose(0, 1))                  # [B, H, L, L], column = distance + L − 1

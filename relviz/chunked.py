@@ -29,16 +29,9 @@ from typing import Any
 import torch
 
 from relviz._checks import check_int, check_tensor
+from relviz.skew import distance_table
 
-__all__ = ["chunked_skew_attention", "chunked_extra_bytes", "run_case"]
-
-
-def _table(e_r: torch.Tensor, length: int) -> torch.Tensor:
-    """skew_attention's distance table for length L: row m is distance m − (L − 1)."""
-    rows, dim = e_r.shape
-    if rows >= length:
-        return e_r[rows - length:]
-    return torch.cat([e_r[:1].expand(length - rows, dim), e_r])      # far distances -> e_r[0]
+__all__ = ["chunked_skew_attention", "chunked_extra_bytes", "chunked_bytes", "run_case"]
 
 
 def chunked_skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch.Tensor, *,
@@ -64,7 +57,7 @@ def chunked_skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number; got {scale!r}")
 
-    table = _table(e_r, length)                                      # [L, D]
+    table = distance_table(e_r, length)                              # [L, D]
     q = q * scale
     out = torch.empty_like(v)
     for start in range(0, length, chunk):
@@ -88,6 +81,13 @@ def chunked_extra_bytes(length: int, *, chunk: int, batch: int, heads: int, dtyp
     """The chunked path's largest temporaries: ~3 tensors of [B, H, chunk, L] (relative
     logits, logits, weights) — chunk · L · H, against L² · H for whole-sequence attention."""
     return 3 * batch * heads * min(chunk, length) * length * dtype_bytes
+
+
+def chunked_bytes(length: float, *, chunk: int, batch: int, heads: int, dim: int, dtype_bytes: int = 4) -> float:
+    """The chunked forward's working set: its temporaries (:func:`chunked_extra_bytes`) plus q, k,
+    v and the output ([B, H, L, D] each). Linear in L."""
+    return (chunked_extra_bytes(length, chunk=chunk, batch=batch, heads=heads, dtype_bytes=dtype_bytes)
+            + 4 * batch * heads * length * dim * dtype_bytes)
 
 
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,23 @@ from dataclasses import dataclass
 
 from relviz._checks import check_int
 
-__all__ = ["RelativeTermBytes", "relative_term_bytes", "format_bytes"]
+__all__ = ["RelativeTermBytes", "relative_term_bytes", "naive_gather_bytes", "skew_table_bytes",
+           "attention_matrix_bytes", "format_bytes"]
+
+
+def naive_gather_bytes(length: float, dim: int, tables: int = 1, dtype_bytes: int = 4) -> float:
+    """The naive path's gathered L × L × D table(s), R[i, j] = e_(j − i) (Shaw needs two: K and V)."""
+    return tables * length * length * dim * dtype_bytes
+
+
+def skew_table_bytes(length: float, dim: int, dtype_bytes: int = 4) -> float:
+    """The skew's distance table: L × D."""
+    return length * dim * dtype_bytes
+
+
+def attention_matrix_bytes(length: float, batch: int, heads: int, dtype_bytes: int = 4) -> float:
+    """One [B, H, L, L] tensor (logits or weights): every whole-sequence implementation holds it."""
+    return batch * heads * length * length * dtype_bytes
 
 
 @dataclass(frozen=True)
@@ -54,10 +70,10 @@ def relative_term_bytes(length: int, dim: int, heads: int, dtype_bytes: int = 4)
     head_dim = dim // heads
     return RelativeTermBytes(
         length=length, dim=dim, heads=heads, dtype_bytes=dtype_bytes,
-        shaw_per_layer=length * length * dim * dtype_bytes,
-        skew_per_layer=length * dim * dtype_bytes,
-        shaw_per_head=length * length * head_dim * dtype_bytes,
-        skew_per_head=length * head_dim * dtype_bytes,
+        shaw_per_layer=naive_gather_bytes(length, dim, dtype_bytes=dtype_bytes),
+        skew_per_layer=skew_table_bytes(length, dim, dtype_bytes),
+        shaw_per_head=naive_gather_bytes(length, head_dim, dtype_bytes=dtype_bytes),
+        skew_per_head=skew_table_bytes(length, head_dim, dtype_bytes),
     )
 
 

@@ -11,6 +11,7 @@ memory and no gather. This module holds:
 - ``skew_steps`` / ``skew_source_index``: every intermediate tensor, and where each of its
   cells came from, for the teaching page;
 - ``skew_bidirectional``: the unmasked variant with 2L − 1 distances, exact everywhere;
+- ``distance_table``: the L rows of a learned table E_r [M, D] that a length-L sequence uses;
 - ``gather_relative``: the naive gather that the two tricks are proven and measured against.
 
 Sign convention: relative position = key index − query index (j − i).
@@ -31,8 +32,21 @@ __all__ = [
     "skew_steps",
     "skew_source_index",
     "skew_bidirectional",
+    "distance_table",
     "gather_relative",
 ]
+
+
+def distance_table(e_r: torch.Tensor, length: int) -> torch.Tensor:
+    """The rows of E_r [M, D] (row m is distance m − (M − 1)) for distances −(L − 1)..0: [L, D].
+
+    M ≥ L: the last L rows. M < L: distances beyond the table use its farthest row e_r[0]
+    (the table is padded at the front by repeating it; tensor2tensor zero-pads instead).
+    """
+    rows, dim = e_r.shape
+    if rows >= length:
+        return e_r[rows - length:]
+    return torch.cat([e_r[:1].expand(length - rows, dim), e_r])      # far distances -> e_r[0]
 
 
 @dataclass(frozen=True)

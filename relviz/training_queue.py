@@ -26,6 +26,7 @@ calls :func:`run_training` with a progress callback.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 import uuid
@@ -36,16 +37,17 @@ from typing import Any
 
 import torch
 
-from relviz.model import SCHEMES, ModelConfig
+from relviz.model import ModelConfig
+from relviz.schemes import Param, Scheme, get_scheme
 from relviz.training_caps import CAPS, TrainingCaps
 from relviz.tasks import TASKS, Task, make_task
 from relviz.training.loop import TrainProgress, TrainResult, train
 
 __all__ = [
     "TrainingCaps", "CAPS", "TrainingRequest", "CapExceeded", "TrainingBusy", "TrainingTimeout",
-    "check_request", "parameter_count", "TrainingGate", "GATE", "single_thread", "TrainedModel", "SessionTrainings",
-    "RunLedger", "LEDGER",
-    "run_training", "guarded_run", "check_work",
+    "check_request", "scheme_caps", "parameter_count", "TrainingGate", "GATE", "single_thread", "TrainedModel",
+    "SessionTrainings", "RunLedger", "LEDGER",
+    "run_training", "train_request", "guarded_run", "check_work",
 ]
 
 
@@ -65,7 +67,8 @@ class TrainingTimeout(RuntimeError):
 
 @dataclass(frozen=True)
 class TrainingRequest:
-    """What the page's "train your own" controls ask for. Unused scheme parameters are ignored."""
+    """What the page's "train your own" controls ask for. ``scheme_params``: the scheme's own
+    parameters (relviz.schemes); a missing one takes the scheme's default."""
 
     scheme: str = "t5"
     task: str = "shift"
@@ -75,28 +78,29 @@ class TrainingRequest:
     steps: int = 300
     length: int = 24
     seed: int = 0
-    clip: int = 8
-    num_buckets: int = 32
-    max_distance: int = 128
-    skew_distances: int = 32
-    max_len: int = 64
+    scheme_params: dict[str, int | float] = field(default_factory=dict)
 
     @property
     def work(self) -> int:
         return int(self.steps) * int(self.length) * int(self.n_layers)
 
+    def scheme_values(self) -> dict[str, int | float]:
+        """Every parameter of the scheme: the requested value, else the scheme's default."""
+        return {p.name: self.scheme_params.get(p.name, p.default) for p in get_scheme(self.scheme).params}
+
     def describe(self) -> str:
-        params = {"shaw": f"k={self.clip}", "t5": f"{self.num_buckets} buckets, max_distance {self.max_distance}",
-                  "skew": f"{self.skew_distances} distances", "learned": f"max_len {self.max_len}"}
-        scheme = self.scheme + (f" ({params[self.scheme]})" if self.scheme in params else "")
+        cls = get_scheme(self.scheme)
+        scheme = self.scheme + (f" ({cls.describe_params(self.scheme_values())})" if cls.params else "")
         task_args = ", ".join(f"{k}={v}" for k, v in self.task_params.items())
         return (f"{scheme} · {self.task}({task_args}) · {self.n_layers} layer{'s' * (self.n_layers != 1)}, "
                 f"{self.n_heads} head{'s' * (self.n_heads != 1)} · {self.steps} steps at length {self.length}")
 
 
-def _cap(name: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CapExceeded(f"{name} must be an integer from {lo} to {hi}; got {value!r}")
+def _cap(name: str, value: Any, lo: int | float, hi: int | float, kind: type = int) -> int | float:
+    ok = isinstance(value, int) if kind is int else isinstance(value, (int, float)) and math.isfinite(value)
+    if isinstance(value, bool) or not ok:
+        raise CapExceeded(f"{name} must be {'an integer' if kind is int else 'a number'} from {lo} to {hi}; "
+                          f"got {value!r}")
     if not lo <= value <= hi:
         raise CapExceeded(f"{name} must be from {lo} to {hi} for training in the app; got {value}")
     return value
@@ -110,8 +114,7 @@ def check_request(request: TrainingRequest, caps: TrainingCaps = CAPS) -> tuple[
     """
     if not isinstance(request, TrainingRequest):
         raise ValueError(f"request must be a TrainingRequest; got {type(request).__name__}")
-    if request.scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {request.scheme!r}; known schemes: {', '.join(SCHEMES)}")
+    scheme = get_scheme(request.scheme)
     if request.task not in TASKS:
         raise ValueError(f"unknown task {request.task!r}; known tasks: {', '.join(TASKS)}")
     _cap("layers", request.n_layers, 1, caps.max_layers)
@@ -123,34 +126,34 @@ def check_request(request: TrainingRequest, caps: TrainingCaps = CAPS) -> tuple[
         _cap(f"task parameter {name}", value, 0, caps.max_task_param)
     if caps.d_model % request.n_heads:
         raise CapExceeded(f"heads must divide d_model = {caps.d_model}; got {request.n_heads} heads")
-    scheme_caps = {"shaw": ("clip", "Shaw k", 0, caps.max_clip),
-                   "t5": ("num_buckets", "num_buckets", 2, caps.max_num_buckets),
-                   "skew": ("skew_distances", "skew distances", 1, caps.max_skew_distances),
-                   "learned": ("max_len", "max_len", 1, caps.max_max_len)}
-    if request.scheme in scheme_caps:
-        attr, label, lo, hi = scheme_caps[request.scheme]
-        _cap(label, getattr(request, attr), lo, hi)
-    if request.scheme == "t5":
-        _cap("max_distance", request.max_distance, 1, caps.max_max_distance)
+    unknown = sorted(set(request.scheme_params) - {p.name for p in scheme.params})
+    if unknown:
+        raise ValueError(f"scheme {scheme.name} has no parameter {', '.join(unknown)}; its parameters: "
+                         f"{', '.join(p.name for p in scheme.params) or 'none'}")
+    values = request.scheme_values()
+    for param in scheme_caps(scheme):
+        _cap(param.name, values[param.name], *param.slider_range, kind=param.kind)
     if request.work > caps.max_work:
         raise CapExceeded(
             f"this run is too large for the app: steps × length × layers = {request.steps} × {request.length} × "
             f"{request.n_layers} = {request.work:,}, the cap is {caps.max_work:,} (about half a minute of one "
             "CPU core). Lower the steps, the training length or the layers.")
     config = ModelConfig(d_model=caps.d_model, n_layers=request.n_layers, n_heads=request.n_heads,
-                         d_ff=4 * caps.d_model, scheme=request.scheme, clip=request.clip,
-                         num_buckets=request.num_buckets, max_distance=request.max_distance,
-                         skew_distances=request.skew_distances, max_len=request.max_len)
+                         d_ff=4 * caps.d_model, scheme=request.scheme, **values)
     task = make_task(request.task, **request.task_params)
-    if request.scheme == "learned" and request.length > request.max_len:
-        raise ValueError(f"max_len must be at least the training length {request.length} for the learned "
-                         f"scheme (it has no embedding beyond position max_len − 1); got max_len={request.max_len}")
+    scheme.check_length_for(config, request.length)
     task.check_length(request.length)
     parameters = parameter_count(config)
     if parameters > caps.max_parameters:
         raise CapExceeded(f"this model has {parameters:,} parameters; the app trains at most "
                           f"{caps.max_parameters:,}")
     return config, task
+
+
+def scheme_caps(scheme: type[Scheme]) -> list[Param]:
+    """The scheme's parameters the app lets a visitor set, each bounded by its declared app range
+    (parameters without one keep their default in the app)."""
+    return [param for param in scheme.params if param.in_app]
 
 
 def parameter_count(config: ModelConfig) -> int:
@@ -406,7 +409,7 @@ def run_training(request: TrainingRequest, session: SessionTrainings, *,
     (no free slot: nothing was started) or TrainingTimeout. Anything ``progress`` raises (the
     app's rerun when the user moves a control) stops the run and frees the slot.
     """
-    config, task = check_request(request, caps)
+    check_request(request, caps)
 
     with guarded_run(session, gate=gate, caps=caps) as check_time:
         def report(update: TrainProgress) -> None:
@@ -414,9 +417,17 @@ def run_training(request: TrainingRequest, session: SessionTrainings, *,
             if progress is not None:
                 progress(update)
 
-        result = train(config, task, steps=request.steps, length=request.length, seed=request.seed,
-                       progress=report, device="cpu")
+        result = train_request(request, report, caps=caps)
     return session.add(request, result)
+
+
+def train_request(request: TrainingRequest, progress: Callable[[TrainProgress], Any] | None = None, *,
+                  caps: TrainingCaps = CAPS) -> TrainResult:
+    """Check the request against the caps and train it, on the CPU, with no guard: call it inside
+    :func:`guarded_run` (as :func:`run_training` and the app's ``ui.run_guarded`` do)."""
+    config, task = check_request(request, caps)
+    return train(config, task, steps=request.steps, length=request.length, seed=request.seed,
+                 progress=progress, device="cpu")
 
 
 @contextlib.contextmanager

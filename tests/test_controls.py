@@ -428,7 +428,7 @@ SCENARIOS: dict[str, list[Scenario]] = {
                                                                  ("rp_preset", "Phi-3-vision 128k (LongRoPE)")]),
     ],
     "pages/attention.py": [
-        Scenario("invalid T5 training setting", [("at_tsch", "t5"), ("at_tnb", 64), ("at_tmd", 1)], ("max_distance",)),
+        Scenario("invalid T5 training setting", [("at_tsch", "t5"), ("at_t_num_buckets", 64), ("at_t_max_distance", 1)], ("max_distance",)),
         Scenario("too much work", [("at_tsch", "none"), ("at_tsteps", 800), ("at_tlen", 48), ("at_tl", 3)], ("steps",)),
         Scenario("sequence beyond the page's limit", [("at_seq", "1" * 300)], ("256",)),
         Scenario("letters in the sequence", [("at_seq", "12ab")], ("allowed",)),

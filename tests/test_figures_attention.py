@@ -9,28 +9,17 @@ import pytest
 from plotly_data import decode
 from relviz.figures.attention import (
     GRID_SIDE,
-    alibi_figure,
     attention_grid,
     attention_heatmap,
     colour_rows,
     colour_top,
-    learned_positions_figure,
     offset_profile_figure,
+    parameter_panels,
     prediction_strip,
-    relative_table_figure,
     structure_heatmap,
-    t5_bias_figure,
+    view_figure,
 )
-from relviz.inspection import (
-    alibi_parameters,
-    learned_positions,
-    mean_attention_by_offset,
-    position_structure,
-    random_text,
-    relative_tables,
-    run_view,
-    t5_bias_curve,
-)
+from relviz.inspection import mean_attention_by_offset, parameter_views, position_structure, random_text, run_view
 from relviz.model import SCHEMES, ModelConfig, build_model
 from relviz.tasks import make_task
 
@@ -50,14 +39,7 @@ def test_every_figure_builds_validated(scheme):
                offset_profile_figure(mean_attention_by_offset(view.weights), causal=True, answer_offset=-2)]
     if structure is not None:
         figures.append(structure_heatmap(structure, head=1))
-    if scheme == "t5":
-        figures.append(t5_bias_figure(t5_bias_curve(model, extent=40), train_length=12))
-    if scheme in ("shaw", "skew"):
-        figures.append(relative_table_figure(relative_tables(model), train_length=4))
-    if scheme == "alibi":
-        figures.append(alibi_figure(alibi_parameters(model), 20))
-    if scheme == "learned":
-        figures.append(learned_positions_figure(learned_positions(model), train_length=12))
+    figures += [view_figure(v, train_length=12) for v in parameter_views(model, length=20, train_length=12)]
     for figure in figures:
         assert spec(figure)["data"]
     close = spec(figures[2])["data"][0]
@@ -104,10 +86,8 @@ def test_prediction_strip_marks_errors_and_the_training_length():
     ("sinusoidal", 0, ""),
 ])
 def test_parameter_panels_per_scheme(scheme, count, phrase):
-    from relviz.figures.attention import parameter_panels
-
     model = build_model(ModelConfig(scheme=scheme), seed=0).eval()
-    panels = parameter_panels(model, length=40, train_length=32, layer=1)
+    panels = parameter_panels(parameter_views(model, length=40, train_length=32, layer=1), train_length=32)
     assert len(panels) == count
     if panels:
         assert phrase in " ".join(caption for _, caption in panels)

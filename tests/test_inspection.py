@@ -8,22 +8,21 @@ import pytest
 import torch
 
 from relviz.attention import skew_attention
+from relviz.absolute import sinusoidal_encoding
 from relviz.inspection import (
-    alibi_parameters,
     column_attention,
-    learned_positions,
     mean_attention_by_offset,
     offset_findings,
+    parameter_views,
     peak_offsets,
     position_structure,
     random_text,
-    relative_tables,
     resize_text,
     run_view,
-    skew_rows,
-    t5_bias_curve,
 )
-from relviz.model import SCHEMES, ModelConfig, build_model, sinusoidal_positions
+from relviz.model import SCHEMES, ModelConfig, build_model
+from relviz.schemes.skew import skew_rows
+from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms, most_distinct, relative_share
 from relviz.positions import alibi_bias, alibi_slopes, shaw_clip_index, t5_bucket, t5_bucket_map
 from relviz.tasks import make_task
 from relviz.training import load_checkpoint
@@ -164,7 +163,7 @@ def test_structure_skew_marks_future_cells():
 
 def test_structure_sinusoidal_is_the_dot_product_of_the_position_vectors():
     s = position_structure(model("sinusoidal"), 20)
-    table = sinusoidal_positions(20, 64).double()
+    table = sinusoidal_encoding(20, 64, dtype=torch.float64, device="cpu")
     expected = (table @ table.T / 32).numpy()
     assert np.allclose(s.values[0], expected, atol=1e-5)
     assert s.toeplitz
@@ -203,43 +202,43 @@ def test_structure_none_and_every_scheme_runs():
 
 def test_t5_bias_curve_follows_the_buckets_and_marks_the_edges():
     m = model("t5")
-    curve = t5_bias_curve(m, extent=140)
-    assert curve.offsets[0] == -140 and curve.offsets[-1] == 0
+    curve = m.position.bias_curve(140)
+    assert curve.offsets[0] == -140 and curve.offsets[-1] == 0 and curve.steps and curve.learned
     buckets = t5_bucket(torch.from_numpy(curve.offsets), bidirectional=False).numpy()
-    assert np.array_equal(curve.buckets, buckets)
+    assert np.array_equal(curve.hover["bucket"], buckets)
     table = m.position.bias.detach().numpy()
     assert np.allclose(curve.bias, table[buckets].T)
-    assert curve.last_start == 113  # unidirectional 32/128 (FACTS.md)
+    assert "begins at distance 113" in curve.caption  # unidirectional 32/128: the last bucket starts at 113
     changes = {int(e + 0.5) for e in curve.edges}
     assert all(buckets[list(curve.offsets).index(c)] != buckets[list(curve.offsets).index(c - 1)] for c in changes)
     assert len(changes) == len(set(buckets)) - 1
-    bi = t5_bias_curve(model("t5", causal=False), extent=140)
-    assert bi.last_start == 91 and bi.offsets[-1] == 140
-    with pytest.raises(ValueError, match="t5"):
-        t5_bias_curve(model("shaw"), extent=5)
+    bi = model("t5", causal=False).position.bias_curve(140)
+    assert "begins at distance 91" in bi.caption and bi.offsets[-1] == 140
 
 
-def test_relative_tables_shaw_and_skew():
+def test_vector_table_views_shaw_and_skew():
     m = model("shaw", clip=4)
-    tables = relative_tables(m)
-    assert tables.offsets.tolist() == list(range(-4, 5))
-    assert np.allclose(tables.norms[1], m.position.rel_k[1].detach().norm(dim=1).numpy())
-    assert np.allclose(tables.value_norms[0], m.position.rel_v[0].detach().norm(dim=1).numpy())
-    assert tables.used.tolist() == [True] * 5 + [False] * 4
-    assert np.allclose(np.diagonal(tables.cosine, axis1=1, axis2=2), 1.0)
-    skew = relative_tables(model("skew", skew_distances=6))
-    assert skew.offsets.tolist() == [-5, -4, -3, -2, -1, 0] and skew.value_norms is None
-    with pytest.raises(ValueError):
-        relative_tables(model("t5"))
+    norms, cosine = parameter_views(m, length=20, train_length=8, layer=1)
+    assert isinstance(norms, VectorNorms) and isinstance(cosine, SimilarityMatrix)
+    assert norms.offsets.tolist() == list(range(-4, 5))
+    assert np.allclose(norms.norms[1], m.position.rel_k[1].detach().norm(dim=1).numpy())
+    assert norms.second[0] == "a^V"
+    assert np.allclose(norms.second[1][0], m.position.rel_v[0].detach().norm(dim=1).numpy())
+    assert norms.used.tolist() == [True] * 5 + [False] * 4
+    assert np.allclose(np.diagonal(cosine.cosine), 1.0, atol=1e-6) and "layer 2" in cosine.title
+    skew, _ = parameter_views(model("skew", skew_distances=6), length=20, train_length=8, layer=0)
+    assert skew.offsets.tolist() == [-5, -4, -3, -2, -1, 0] and skew.second is None
 
 
-def test_alibi_and_learned_parameters():
-    assert np.allclose(alibi_parameters(model("alibi", n_heads=8, d_model=64)),
-                       alibi_slopes(8, device="cpu").numpy())
-    positions = learned_positions(model("learned", max_len=12))
-    assert positions.cosine.shape == (12, 12) and positions.norms.shape == (12,)
-    with pytest.raises(ValueError):
-        alibi_parameters(model("rope"))
+def test_alibi_and_learned_views():
+    alibi, = parameter_views(model("alibi", n_heads=8, d_model=64), length=10, train_length=8)
+    slopes = alibi_slopes(8, device="cpu").numpy()
+    assert isinstance(alibi, BiasCurve) and not alibi.learned
+    assert np.allclose(alibi.bias, -slopes[:, None] * np.abs(alibi.offsets)[None, :])
+    assert alibi.head_labels[0] == f"head 1: slope {slopes[0]:.4g}"
+    learned, = parameter_views(model("learned", max_len=12), length=10, train_length=8)
+    assert isinstance(learned, SimilarityMatrix) and learned.cosine.shape == (12, 12) and learned.outline == 8
+    assert parameter_views(model("rope"), length=10, train_length=8) == []
 
 
 # ---------------------------------------------------------------------------------------
@@ -296,13 +295,17 @@ def test_most_distinct_offset_and_relative_share():
         table = torch.ones(7, 16)
         table[1] = -1.0  # offset −2 points the other way
         m.position.rel_k[0].copy_(table + 0.01 * torch.randn(7, 16))
-    assert relative_tables(m).most_distinct(0) == -2
+    norms, cosine = parameter_views(m, length=10, train_length=8, layer=0)
+    assert most_distinct(cosine.cosine, cosine.labels, norms.used) == -2
+    assert "j − i = -2" in cosine.caption
     learned = model("learned", max_len=12)
     with torch.no_grad():  # a table whose similarity depends on j − i only: rotating 2-d vectors
         angles = torch.arange(12.0)[:, None] * torch.tensor([0.3, 1.1])
         learned.position.table.copy_(torch.cat([angles.cos(), angles.sin()], dim=1).repeat(1, 16))
-    assert learned_positions(learned).relative_share(12) == pytest.approx(1.0, abs=1e-6)
-    assert learned_positions(model("learned", max_len=40)).relative_share(40) < 0.5
+    cosine = parameter_views(learned, length=12, train_length=12)[0].cosine
+    assert relative_share(cosine, 12) == pytest.approx(1.0, abs=1e-6)
+    random = parameter_views(model("learned", max_len=40), length=12, train_length=40)[0].cosine
+    assert relative_share(random, 40) < 0.5
 
 
 def test_window_findings_compare_with_an_even_spread():

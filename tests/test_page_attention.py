@@ -177,7 +177,7 @@ def test_in_app_training_adds_a_model_to_the_picker():
     at = run()
     before = at.selectbox(key="at_ck").options
     at.selectbox(key="at_tsch").set_value("shaw").run()
-    at.slider(key="at_tk").set_value(3)
+    at.slider(key="at_t_clip").set_value(3)
     at.slider(key="at_ts").set_value(2)
     at.slider(key="at_tl").set_value(1)
     at.slider(key="at_tsteps").set_value(CAPS.min_steps)
@@ -223,7 +223,7 @@ def test_training_caps_and_busy_server_give_clear_messages():
 
 
 def test_invalid_t5_setting_in_the_training_form():
-    at = run(at_tnb=4, at_tmd=1)
+    at = run(at_t_num_buckets=4, at_t_max_distance=1)
     assert "max_distance must be greater than max_exact" in error_text(at)
     assert at.button(key="at_train").disabled
     assert find(charts(at), "attention of every layer and head")

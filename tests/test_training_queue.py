@@ -41,8 +41,8 @@ def test_the_default_request_is_within_the_caps():
     ({"steps": CAPS.max_steps + 1}, "steps must be from"),
     ({"length": CAPS.max_length + 1}, "training length must be from"),
     ({"steps": 800, "length": 48, "n_layers": 3}, "steps × length × layers = 800 × 48 × 3"),
-    ({"scheme": "shaw", "clip": CAPS.max_clip + 1}, "Shaw k must be from"),
-    ({"scheme": "t5", "num_buckets": CAPS.max_num_buckets + 1}, "num_buckets must be from"),
+    ({"scheme": "shaw", "scheme_params": {"clip": 33}}, "clip must be from 0 to 32 for training in the app"),
+    ({"scheme": "t5", "scheme_params": {"num_buckets": 65}}, "num_buckets must be from 2 to 64 for training in the app"),
     ({"task_params": {"s": CAPS.max_task_param + 1}}, "task parameter s"),
     ({"steps": True}, "steps must be an integer"),
 ])
@@ -54,9 +54,11 @@ def test_caps_refuse_with_a_message_naming_the_cap(changes, message):
 
 def test_library_validation_still_applies():
     with pytest.raises(ValueError, match="max_distance must be greater than max_exact"):
-        check_request(TrainingRequest(num_buckets=4, max_distance=2))
-    with pytest.raises(ValueError, match="max_len must be at least the training length"):
-        check_request(TrainingRequest(scheme="learned", max_len=16, length=24))
+        check_request(TrainingRequest(scheme_params={"num_buckets": 4, "max_distance": 2}))
+    with pytest.raises(ValueError, match=r"positions 0..15 only \(max_len=16\); a sequence of length 24"):
+        check_request(TrainingRequest(scheme="learned", scheme_params={"max_len": 16}, length=24))
+    with pytest.raises(ValueError, match="scheme shaw has no parameter num_buckets; its parameters: clip"):
+        check_request(TrainingRequest(scheme="shaw", scheme_params={"num_buckets": 4}))
     with pytest.raises(ValueError, match="length must be at least"):
         check_request(TrainingRequest(task="absolute", task_params={"p": 20}, length=16))
     with pytest.raises(ValueError, match="unknown scheme"):
@@ -210,7 +212,7 @@ def test_check_work_refuses_a_cell_over_the_cap():
 
 
 def test_parameter_count_is_the_built_models():
-    config, _ = check_request(TrainingRequest(scheme="shaw", n_layers=3, clip=32))
+    config, _ = check_request(TrainingRequest(scheme="shaw", n_layers=3, scheme_params={"clip": 32}))
     assert parameter_count(config) == build_model(config).num_parameters()
 
 

@@ -25,6 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=list(EXPERIMENTS) + list(_ALIASES),
                         help="run only this experiment (repeatable): " + ", ".join(EXPERIMENTS)
                              + " (or offset, length); the other sections of an existing --out file are kept")
+    parser.add_argument("--settings", action="append", metavar="ID",
+                        help="with --only offset or length: run only this setting (repeatable, by id, e.g. kerple) "
+                             "and add it to that section of the existing --out file; the other settings are kept "
+                             "as they were measured, and the file records which settings this run measured")
     parser.add_argument("--workers", type=int, default=2,
                         help="training processes, one torch thread each (default 2); with --ray, jobs at a time")
     parser.add_argument("--full-grid", action="store_true",
@@ -52,8 +56,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ... {message}", file=sys.stderr, flush=True)
 
     try:
+        if args.settings and not only:
+            raise ValueError("--settings needs --only offset or --only length")
         data = run_experiments(plan, only=only, workers=args.workers, log=log, previous=previous,
-                               ray_address=args.ray)
+                               ray_address=args.ray, settings=args.settings)
         validate_results(data, str(out))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -17,7 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from relviz.chunked import chunked_bytes
 from relviz.experiments.plan import EXPERIMENTS, Plan
+from relviz.memory import attention_matrix_bytes, naive_gather_bytes, skew_table_bytes
+
+__all__ = ["bench_attention", "chunked_case", "cost_row", "run_cost", "wall_length", "fmt_bytes",
+           # the byte formulas, from relviz.memory and relviz.chunked (one formula each)
+           "naive_gather_bytes", "skew_table_bytes", "attention_matrix_bytes", "chunked_bytes"]
 
 
 def _repo_env() -> dict[str, str]:
@@ -108,27 +114,6 @@ def run_cost(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
         "rows": rows,
         "seconds": round(time.perf_counter() - start, 1),
     }
-
-
-def naive_gather_bytes(length: float, dim: int, tables: int = 1, dtype_bytes: int = 4) -> float:
-    """The naive path's gathered L × L × D table(s) (Shaw needs two: K and V)."""
-    return tables * length * length * dim * dtype_bytes
-
-
-def skew_table_bytes(length: float, dim: int, dtype_bytes: int = 4) -> float:
-    """The skew's distance table: L × D."""
-    return length * dim * dtype_bytes
-
-
-def attention_matrix_bytes(length: float, batch: int, heads: int, dtype_bytes: int = 4) -> float:
-    """One [B, H, L, L] tensor (logits or weights): every whole-sequence implementation holds it."""
-    return batch * heads * length * length * dtype_bytes
-
-
-def chunked_bytes(length: float, *, chunk: int, batch: int, heads: int, dim: int, dtype_bytes: int = 4) -> float:
-    """The chunked forward's working set: 3 [B, H, chunk, L] temporaries plus q, k, v and the
-    output ([B, H, L, D] each). Linear in L."""
-    return (3 * batch * heads * min(chunk, length) * length + 4 * batch * heads * length * dim) * dtype_bytes
 
 
 def wall_length(bytes_of: Callable[[float], float], memory: float) -> float:

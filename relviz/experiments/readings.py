@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import torch
-
 from relviz.experiments.cost import attention_matrix_bytes, chunked_bytes, fmt_bytes, naive_gather_bytes, skew_table_bytes, wall_length
 from relviz.experiments.plan import IMPLEMENTATIONS, Setting
-from relviz.positions import t5_bucket
+from relviz.schemes import get_scheme
 
 
 def settings_of(section: dict[str, Any]) -> list[Setting]:
@@ -37,14 +35,8 @@ def reach(values: list[float], shifts: list[int], threshold: float) -> int:
 
 def exact_shifts(setting: Setting, shifts: Iterable[int]) -> list[int] | None:
     """The s whose offset −s one layer can single out by position alone, or None for schemes
-    without a per-offset table. Shaw: s < k (offset −k is already the clipped end embedding,
-    shared with every farther offset); T5: s alone in its (causal, unidirectional) bucket."""
-    shifts = list(shifts)
-    if setting.scheme == "shaw":
-        return [s for s in shifts if s < setting.params["clip"]]
-    if setting.scheme == "t5":
-        return [s for s in shifts if bucket_width(setting, s) == 1]
-    return None
+    without a per-offset table (the scheme's module says which: Shaw s < k, T5 a bucket of its own)."""
+    return get_scheme(setting.scheme).exact_shifts(setting.params, list(shifts))
 
 
 def bucket_starts(setting: Setting, shifts: Iterable[int]) -> tuple[list[int], list[int]]:
@@ -60,37 +52,14 @@ def bucket_starts(setting: Setting, shifts: Iterable[int]) -> tuple[list[int], l
 
 
 def bucket_width(setting: Setting, s: int) -> int:
-    """How many offsets share offset −s's T5 bucket (causal model: unidirectional buckets)."""
-    nb, md = setting.params["num_buckets"], setting.params["max_distance"]
-    lo, hi = max(1, s - 4 * md), s + 4 * md
-    offsets = torch.arange(-hi, -lo + 1)
-    buckets = t5_bucket(offsets, num_buckets=nb, max_distance=md, bidirectional=False)
-    own = int(t5_bucket(-s, num_buckets=nb, max_distance=md, bidirectional=False))
-    return int((buckets == own).sum())
+    """How many offsets share offset −s's bucket (schemes with buckets: T5)."""
+    return get_scheme(setting.scheme).bucket_width(setting.params, s)
 
 
 def bucket_segments(setting: Setting, max_s: int) -> list[tuple[int, int, str]]:
     """The offsets s = 1..max_s (answer at j − i = −s) grouped the way one layer sees them:
     (first s, last s, label) per T5 bucket, or Shaw's exact range and its clipped tail."""
-    if setting.scheme == "shaw":
-        k = setting.params["clip"]
-        segments = [(s, s, f"offset −{s}: its own embedding") for s in range(1, min(k, max_s + 1))]
-        if max_s >= k:
-            segments.append((k, max_s, f"offsets ≤ −{k}: all read the end embedding −{k} (clipped)"))
-        return segments
-    if setting.scheme == "t5":
-        nb, md = setting.params["num_buckets"], setting.params["max_distance"]
-        buckets = t5_bucket(-torch.arange(1, max_s + 1), num_buckets=nb, max_distance=md,
-                            bidirectional=False).tolist()
-        segments, start = [], 1
-        for s in range(2, max_s + 2):
-            if s == max_s + 1 or buckets[s - 1] != buckets[start - 1]:
-                b = buckets[start - 1]
-                rng = f"−{start}" if start == s - 1 else f"−{s - 1}…−{start}"
-                segments.append((start, s - 1, f"bucket {b}: offsets {rng}"))
-                start = s
-        return segments
-    return []
+    return get_scheme(setting.scheme).offset_segments(setting.params, max_s)
 
 
 def _pct(x: float | None) -> str:
@@ -126,14 +95,10 @@ def offset_reading(section: dict[str, Any], threshold: float = 0.9) -> list[str]
         inside = [v for s, v in zip(shifts, row) if s in exact]
         outside = [(v, s) for s, v in zip(shifts, row) if s not in exact]
         if inside and outside:
-            if setting.scheme == "shaw":  # quote the measured range, not the one k implies
-                k, first_out = setting.params["clip"], min(s for _, s in outside)
-                where = f"s ≤ {max(exact)}"
-                beyond = f"from s = {first_out} on (every offset from −{k} back shares the end embedding)"
-            else:
-                where, beyond = f"where −s has a bucket of its own (s ≤ {max(exact)})", "where it shares one"
-            parts.append(f"{setting.label} {_pct(_mean(inside))} {'for ' if setting.scheme == 'shaw' else ''}"
-                         f"{where} against {_pct(_mean([v for v, _ in outside]))} {beyond}")
+            where, beyond = get_scheme(setting.scheme).exact_range_phrase(
+                setting.params, exact, min(s for _, s in outside))
+            parts.append(f"{setting.label} {_pct(_mean(inside))} {where} against "
+                         f"{_pct(_mean([v for v, _ in outside]))} {beyond}")
     layer_word = f"{one} layer" + ("s" if one > 1 else "")
     first = (f"With {layer_word} (mean of {n_seeds} seeds): " + "; ".join(parts) + "; chance is about 10%."
              if parts else f"With {layer_word}, no setting in this file has both exact and shared offsets.")
@@ -154,7 +119,7 @@ def offset_reading(section: dict[str, Any], threshold: float = 0.9) -> list[str]
               + ("grows: " + ", ".join(moves) if moves else "changes for no setting") + ".")
     third_parts = []
     for setting, r2 in zip(settings, rows2):
-        if setting.scheme != "t5":
+        if not get_scheme(setting.scheme).bucketed:
             continue
         starts, inside = bucket_starts(setting, shifts)
         if starts and inside:

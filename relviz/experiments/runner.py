@@ -27,13 +27,16 @@ def _load_average() -> list[float] | None:
 
 def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None, workers: int = 2,
                     log: Callable[[str], None] = lambda message: None,
-                    previous: dict[str, Any] | None = None, ray_address: str | None = None) -> dict[str, Any]:
+                    previous: dict[str, Any] | None = None, ray_address: str | None = None,
+                    settings: Iterable[str] | None = None) -> dict[str, Any]:
     """Run the selected experiments (default: all) and return the results document.
 
     ``ray_address``: train on that Ray cluster instead of local processes (pool.run_jobs).
 
     ``previous``: an already validated results document whose other experiments are kept
-    (``--only`` updates one section of an existing file).
+    (``--only`` updates one section of an existing file). ``settings``: run only the settings
+    with these ids and add them to ``previous``'s sections, whose other settings are kept as
+    they were measured (the document's ``run`` records which settings this run measured).
     """
     import psutil
 
@@ -42,6 +45,10 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
     if unknown:
         raise ValueError(f"unknown experiment {', '.join(unknown)}; known: {', '.join(EXPERIMENTS)}")
     workers = check_int("workers", workers, minimum=1, maximum=64)
+    quick = plan != FULL_PLAN or bool(previous and previous.get("quick"))
+    settings = list(settings) if settings else None
+    if settings:
+        plan = _only_settings(plan, names, settings, previous)
     wall0, load0 = time.perf_counter(), _load_average()
     cpu0 = _cpu_seconds()
     job_cpu = 0.0
@@ -70,6 +77,8 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
             seconds[name] = round(train_seconds * share, 1)
             build = offset_section if name == "offset_resolution" else extrapolation_section
             sections[name] = build(plan, outputs[a:b], seconds[name])
+            if settings:
+                sections[name] = _merge_settings(previous["experiments"][name], sections[name])
     if "cost" in names:
         sections["cost"] = run_cost(plan, log)
         seconds["cost"] = sections["cost"]["seconds"]
@@ -83,7 +92,7 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
     return {
         "format": FORMAT, "format_version": FORMAT_VERSION, "relviz_version": __version__,
         "torch_version": torch.__version__, "created": created,
-        "quick": plan != FULL_PLAN or bool(previous and previous.get("quick")),
+        "quick": quick,
         "machine": {"cpu_count": os.cpu_count() or 1, "memory_total_bytes": psutil.virtual_memory().total,
                     "platform": platform.platform()},
         "run": {"experiments": names, "workers": workers, "threads_per_worker": 1,
@@ -92,10 +101,50 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
                 "cpu_seconds": round(_cpu_seconds() - cpu0, 1),
                 "training_job_cpu_seconds": round(job_cpu, 1) if jobs else None,
                 "load_average_start": load0, "load_average_end": _load_average(),
-                "seconds_per_experiment": seconds},
+                "seconds_per_experiment": seconds} | ({"settings": settings} if settings else {}),
         "earlier_runs": earlier,
         "experiments": ordered,
     }
+
+
+#: Setup keys that must agree for new settings to join a section measured earlier.
+_SAME_SETUP = ("task", "task_params", "layers", "train_length", "factors", "seeds", "model", "shifts", "counted")
+
+
+def _only_settings(plan: Plan, names: list[str], ids: list[str], previous: dict[str, Any] | None) -> Plan:
+    """The plan restricted to the settings ``ids`` (which must be in the plan), checked against ``previous``."""
+    if previous is None:
+        raise ValueError("adding settings needs an existing results file to add them to")
+    if "cost" in names:
+        raise ValueError("settings apply to the training experiments only (offset_resolution, length_extrapolation)")
+    changes = {}
+    for name, attr in (("offset_resolution", "offset_settings"), ("length_extrapolation", "extrap_settings")):
+        if name not in names:
+            continue
+        if name not in previous["experiments"]:
+            raise ValueError(f"the results file has no {name} section to add settings to")
+        known = {s.id: s for s in getattr(plan, attr)}
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise ValueError(f"unknown setting {', '.join(unknown)} for {name}; known: {', '.join(known)}")
+        changes[attr] = tuple(known[i] for i in ids)
+    return plan.replace(**changes)
+
+
+def _merge_settings(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``old`` with ``new``'s settings added (or replaced, for an id measured again)."""
+    for key in _SAME_SETUP:
+        if old["setup"].get(key) != new["setup"].get(key):
+            raise ValueError(f"cannot add settings to a section measured with another setup: {key} is "
+                             f"{old['setup'].get(key)!r} there and {new['setup'].get(key)!r} now")
+    ids = {s["id"] for s in new["settings"]}
+    merged = dict(old)
+    merged["settings"] = [s for s in old["settings"] if s["id"] not in ids] + new["settings"]
+    merged["results"] = [r for r in old["results"] if r["setting"] not in ids] + new["results"]
+    if "steps_taken" in old["setup"]:
+        merged["setup"] = dict(old["setup"], steps_taken=old["setup"]["steps_taken"] | new["setup"]["steps_taken"])
+    merged["seconds"] = round(old["seconds"] + new["seconds"], 1)
+    return merged
 
 
 def _cpu_seconds() -> float:

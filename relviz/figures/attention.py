@@ -1,8 +1,9 @@
 """Figures of the live attention page: prediction strip, attention heatmaps (a grid of every
 layer and head, and one head up close), the scheme's position structure, mean attention by
-offset, and each scheme's learned position parameters.
+offset, and each scheme's position parameters (drawn by the kind of data: a bias curve, vector
+norms, a similarity matrix; never by scheme name).
 
-Payload (DESIGN.md): weights travel as float32, hover fields in the smallest exact type; a
+Payload: weights travel as float32, hover fields in the smallest exact type; a
 grid above ``GRID_SIDE`` cells per side is mean-pooled (and says so), the close-up is exact.
 Every figure is built from plain dicts; ``validate=False`` skips plotly's per-property
 validation (the page's rerun time), tests build with it on.
@@ -16,20 +17,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, matrix_heatmap
-from relviz.inspection import (
-    LearnedPositions,
-    OffsetProfile,
-    PositionStructure,
-    RelativeTables,
-    RunView,
-    T5BiasCurve,
-    alibi_parameters,
-    learned_positions,
-    relative_tables,
-    t5_bias_curve,
-)
-from relviz.model import RelvizTransformer
-from relviz.t5_notes import t5_training_coverage
+from relviz.inspection import OffsetProfile, RunView
+from relviz.schemes.views import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms, View
 
 #: One colour per head (Okabe–Ito: distinguishable with colour-vision deficiencies).
 HEAD_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
@@ -368,53 +357,61 @@ def _unseen_band(xref: str, lo: float, hi: float) -> dict:
                 line=dict(width=0), layer="below")
 
 
-def t5_bias_figure(curve: T5BiasCurve, *, train_length: int | None = None, validate: bool = True) -> go.Figure:
-    """The learned bias of every head against j − i (steps at bucket edges, dotted lines)."""
+def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, validate: bool = True) -> go.Figure:
+    """A bias per head against j − i: steps with dotted edges (buckets) or smooth lines, an
+    optional shaded band, and grey where the offsets were never seen in training."""
     data = []
+    custom, lines = _hover_data(curve.hover, (len(curve.offsets),))
     for head in range(curve.bias.shape[0]):
-        data.append(dict(type="scatter", mode="lines", x=curve.offsets, y=curve.bias[head], line_shape="hvh",
-                         name=f"head {head + 1}", line=dict(color=head_colour(head), width=2.5),
-                         customdata=compact_ints(curve.buckets),
-                         hovertemplate=(f"head {head + 1}<br>j − i = %{{x}}<br>bucket %{{customdata}}<br>"
-                                        "bias = %{y:.3f}<extra></extra>")))
+        label = curve.head_labels[head] if curve.head_labels else f"head {head + 1}"
+        trace = dict(type="scatter", mode="lines", x=curve.offsets, y=curve.bias[head].astype(np.float32),
+                     name=label, line=dict(color=head_colour(head), width=2.5),
+                     hovertemplate="<br>".join([f"head {head + 1}", "j − i = %{x}"] + lines + ["bias = %{y:.3f}"])
+                     + "<extra></extra>")
+        if curve.steps:
+            trace["line_shape"] = "hvh"
+        if custom is not None:
+            trace["customdata"] = custom
+        data.append(trace)
     shapes = [dict(type="line", xref="x", yref="paper", x0=e, x1=e, y0=0, y1=1,
-                   line=dict(color="rgba(0,0,0,0.25)", width=1, dash="dot")) for e in curve.edges]
+                   line=dict(color="rgba(0,0,0,0.25)", width=1, dash="dot")) for e in (curve.edges if curve.edges
+                                                                                      is not None else [])]
     annotations = []
-    if train_length is not None and -(train_length - 1) > curve.offsets.min():
+    if curve.learned and train_length is not None and -(train_length - 1) > curve.offsets.min():
         shapes.append(_unseen_band("x", float(curve.offsets.min()) - 0.5, -(train_length - 1) - 0.5))
         annotations.append(dict(x=-(train_length - 1) - 0.5, y=1, xref="x", yref="paper", xanchor="right",
                                 yanchor="top", showarrow=False,
                                 text=f"never seen in training (|j − i| ≥ {train_length}) ", font=dict(size=12)))
-    exact = curve.max_exact
-    shapes.append(dict(type="rect", xref="x", yref="paper", x0=-(exact - 0.5), y0=0, y1=1,
-                       x1=(exact - 0.5) if curve.bidirectional else 0.5,
-                       fillcolor="rgba(46, 134, 171, 0.10)", line=dict(width=0), layer="below"))
-    annotations.append(dict(x=0, y=0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
-                            text=f"exact: |j − i| < {exact}", font=dict(size=12)))
+    if curve.band is not None:
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=curve.band[0], x1=curve.band[1], y0=0, y1=1,
+                           fillcolor="rgba(46, 134, 171, 0.10)", line=dict(width=0), layer="below"))
+        annotations.append(dict(x=0, y=0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
+                                text=curve.band_label, font=dict(size=12)))
     layout = dict(height=420, margin=dict(l=60, r=10, t=40, b=80), shapes=shapes, annotations=annotations,
-                  title=dict(text="T5: learned bias per head vs offset (dotted: bucket edges)", x=0, xanchor="left"),
+                  title=dict(text=curve.title, x=0, xanchor="left"),
                   xaxis=dict(title=dict(text="offset j − i"), zeroline=False),
                   yaxis=dict(title=dict(text="bias added to the logit")),
                   legend=dict(orientation="h", y=-0.25, x=0))   # below: the long title fills the top
     return _figure(data, layout, validate)
 
 
-def relative_table_figure(tables: RelativeTables, *, train_length: int | None = None,
-                          validate: bool = True) -> go.Figure:
-    """Norm of each learned relative vector against the offset it stands for, one line per layer."""
+def vector_norms_figure(tables: VectorNorms, *, train_length: int | None = None,
+                        validate: bool = True) -> go.Figure:
+    """Norm of each learned relative vector against the offset it stands for, one line per layer
+    (a second table, e.g. Shaw's a^V, dashed)."""
     data = []
-    dashes = ["solid", "dash", "dot"]
     for layer in range(tables.norms.shape[0]):
+        colour = HEAD_COLOURS[layer % len(HEAD_COLOURS)]
         data.append(dict(type="scatter", mode="lines+markers", x=tables.offsets,
                          y=tables.norms[layer].astype(np.float32), name=f"layer {layer + 1}: ‖{tables.name}‖",
-                         line=dict(color=HEAD_COLOURS[layer % len(HEAD_COLOURS)], dash=dashes[0]),
+                         line=dict(color=colour, dash="solid"),
                          hovertemplate=f"layer {layer + 1}<br>j − i = %{{x}}<br>‖{tables.name}‖ = %{{y:.3f}}"
                                        "<extra></extra>"))
-        if tables.value_norms is not None:
-            data.append(dict(type="scatter", mode="lines", x=tables.offsets,
-                             y=tables.value_norms[layer].astype(np.float32), name=f"layer {layer + 1}: ‖a^V‖",
-                             line=dict(color=HEAD_COLOURS[layer % len(HEAD_COLOURS)], dash=dashes[1]),
-                             hovertemplate=f"layer {layer + 1}<br>j − i = %{{x}}<br>‖a^V‖ = %{{y:.3f}}"
+        if tables.second is not None:
+            name, norms = tables.second
+            data.append(dict(type="scatter", mode="lines", x=tables.offsets, y=norms[layer].astype(np.float32),
+                             name=f"layer {layer + 1}: ‖{name}‖", line=dict(color=colour, dash="dash"),
+                             hovertemplate=f"layer {layer + 1}<br>j − i = %{{x}}<br>‖{name}‖ = %{{y:.3f}}"
                                            "<extra></extra>"))
     shapes, annotations = [], []
     unused = tables.offsets[~tables.used]
@@ -426,10 +423,8 @@ def relative_table_figure(tables: RelativeTables, *, train_length: int | None = 
         shapes.append(_unseen_band("x", float(tables.offsets.min()) - 0.5, -(train_length - 1) - 0.5))
         annotations.append(dict(x=-(train_length - 1) - 0.5, y=1, xref="x", yref="paper", xanchor="right",
                                 yanchor="top", showarrow=False, text="never seen in training ", font=dict(size=12)))
-    what = "Shaw: norm of a^K (solid) and a^V (dashed)" if tables.scheme == "shaw" else \
-        "Music Transformer: norm of each E_r row"
     layout = dict(height=380, margin=dict(l=60, r=10, t=40, b=50), shapes=shapes, annotations=annotations,
-                  title=dict(text=f"{what} per offset", x=0, xanchor="left"),
+                  title=dict(text=tables.title, x=0, xanchor="left"),
                   xaxis=dict(title=dict(text="offset j − i the vector stands for")),
                   yaxis=dict(title=dict(text="vector norm"), rangemode="tozero"),
                   legend=dict(orientation="h", y=-0.25, x=0))
@@ -449,33 +444,16 @@ def cosine_heatmap(cosine: np.ndarray, labels: np.ndarray, *, title: str, axis: 
     return _figure([trace], layout, validate)
 
 
-def alibi_figure(slopes: np.ndarray, length: int, *, causal: bool = True, validate: bool = True) -> go.Figure:
-    """ALiBi's bias −slope · |j − i| per head against the offset (fixed slopes, in the legend)."""
-    offsets = np.arange(-(length - 1), 1 if causal else length)
-    data = [dict(type="scatter", mode="lines", x=offsets, y=(-float(s) * np.abs(offsets)).astype(np.float32),
-                 name=f"head {h + 1}: slope {float(s):.4g}", line=dict(color=head_colour(h), width=2.5),
-                 hovertemplate=f"head {h + 1}<br>j − i = %{{x}}<br>bias = %{{y:.3f}}<extra></extra>")
-            for h, s in enumerate(np.asarray(slopes))]
-    layout = dict(height=380, margin=dict(l=60, r=10, t=40, b=50),
-                  title=dict(text="ALiBi: bias −slope · |j − i| per head (fixed, not learned)", x=0,
-                             xanchor="left"),
-                  xaxis=dict(title=dict(text="offset j − i")), yaxis=dict(title=dict(text="bias added to the logit")),
-                  legend=dict(orientation="h", y=-0.25, x=0))
-    return _figure(data, layout, validate)
-
-
-def learned_positions_figure(positions: LearnedPositions, *, train_length: int | None = None,
-                             validate: bool = True) -> go.Figure:
-    """Cosine similarity between the learned absolute position vectors; the trained range outlined."""
-    n = positions.cosine.shape[0]
-    figure = cosine_heatmap(positions.cosine, np.arange(n), axis="position",
-                            title="learned absolute: cosine between position vectors p_i, p_j", height=420,
-                            validate=validate)
-    if train_length is not None and train_length < n:
-        figure.add_shape(type="rect", x0=-0.5, y0=-0.5, x1=train_length - 0.5, y1=train_length - 0.5,
-                         line=dict(color="black", width=2))
-        figure.add_annotation(x=train_length - 0.5, y=train_length - 0.5, text=" trained positions",
-                              showarrow=False, xanchor="left", yanchor="bottom")
+def similarity_figure(matrix: SimilarityMatrix, *, validate: bool = True) -> go.Figure:
+    """A similarity matrix; its outlined block (e.g. the trained positions) framed in black."""
+    outlined = matrix.outline is not None
+    figure = cosine_heatmap(matrix.cosine, matrix.labels, axis=matrix.axis, title=matrix.title,
+                            height=420 if outlined else 380, validate=validate)
+    if outlined:
+        n = matrix.outline
+        figure.add_shape(type="rect", x0=-0.5, y0=-0.5, x1=n - 0.5, y1=n - 0.5, line=dict(color="black", width=2))
+        figure.add_annotation(x=n - 0.5, y=n - 0.5, text=matrix.outline_label, showarrow=False, xanchor="left",
+                              yanchor="bottom")
     return figure
 
 
@@ -483,62 +461,17 @@ def learned_positions_figure(positions: LearnedPositions, *, train_length: int |
 # Every position-parameter picture of a model, with its caption
 
 
-def parameter_panels(model: RelvizTransformer, *, length: int, train_length: int, layer: int = 0,
-                     validate: bool = True) -> list[tuple[go.Figure, str]]:
-    """The scheme's position parameters, each figure with its caption (markdown, computed from the data).
+def view_figure(view: View, *, train_length: int | None = None, validate: bool = True) -> go.Figure:
+    """The figure of one parameter view, chosen by the kind of data."""
+    if isinstance(view, BiasCurve):
+        return bias_curve_figure(view, train_length=train_length, validate=validate)
+    if isinstance(view, VectorNorms):
+        return vector_norms_figure(view, train_length=train_length, validate=validate)
+    if isinstance(view, SimilarityMatrix):
+        return similarity_figure(view, validate=validate)
+    raise ValueError(f"no figure for a parameter view of kind {type(view).__name__}")
 
-    T5: the bias per head against the offset; Shaw / skew: the vector norms per offset and the
-    cosine between the vectors of ``layer``; ALiBi: its fixed slopes; learned absolute: the
-    cosine between position vectors. Schemes without position parameters: an empty list.
-    """
-    scheme = model.config.scheme
-    if scheme == "t5":
-        curve = t5_bias_curve(model, extent=max(length - 1, model.config.max_distance + 8))
-        return [(t5_bias_figure(curve, train_length=train_length, validate=validate),
-                 f"**The classic T5 curve.** One learned scalar per bucket and head, shared by every layer, added "
-                 f"to the logit. Flat steps: offsets in one bucket share a bias (dotted lines: bucket edges; shaded: "
-                 f"the exact buckets |j − i| < {curve.max_exact}; the last bucket begins at distance "
-                 f"{curve.last_start}, before max_distance {curve.max_distance}). "
-                 + t5_training_coverage(curve.num_buckets, curve.max_distance, curve.bidirectional,
-                                        train_length=train_length,
-                                        extent=int(np.abs(curve.offsets).max())).sentence())]
-    if scheme in ("shaw", "skew"):
-        tables = relative_tables(model)
-        name = tables.name
-        norms = (relative_table_figure(tables, train_length=train_length, validate=validate),
-                 f"**Norm of each learned vector {name} against its offset**, per layer. An unusual norm can mark an "
-                 "offset the layer singles out; the similarity map beside it usually shows that more clearly. "
-                 + ("Shaw's table has 2k + 1 rows per layer (a^K added to keys, a^V to values), shared by the heads; "
-                    "in a causal model the rows for future offsets are never read, so they stay at their random "
-                    "start (shrunk by weight decay)." if scheme == "shaw" else
-                    "E_r has one row per distance 0…M − 1 per layer, shared by the heads; the skew puts "
-                    "q_i · E_r[m] into every cell at that distance."))
-        layer = min(layer, tables.cosine.shape[0] - 1)
-        cosine = (cosine_heatmap(tables.cosine[layer], tables.offsets, axis="offset j − i",
-                                 title=f"layer {layer + 1}: cosine between the {name} vectors", validate=validate),
-                  f"**Similarity between the vectors of layer {layer + 1}** (the layer of the close-up). Offsets whose "
-                  "vectors point the same way look alike to the layer; a row unlike all others is an offset the "
-                  f"layer can tell apart. Here the most distinct is **j − i = {tables.most_distinct(layer)}**"
-                  + (" (unused future rows left out)." if not tables.used.all() else "."))
-        return [norms, cosine]
-    if scheme == "alibi":
-        return [(alibi_figure(alibi_parameters(model), length, causal=model.config.causal, validate=validate),
-                 "**ALiBi's slopes are fixed**, a geometric sequence set by the number of heads: nothing about "
-                 "position is learned. Each head subtracts a straight line from its logits; a steep head looks only "
-                 "at the last few tokens, a flat one far back. It cannot prefer offset −s over −s + 1, so a shift "
-                 "task must be solved from the content: compare its accuracy.")]
-    if scheme == "learned":
-        positions = learned_positions(model)
-        trained = min(train_length, model.config.max_len)
-        share = positions.relative_share(trained) if trained >= 3 else None
-        return [(learned_positions_figure(positions, train_length=train_length, validate=validate),
-                 f"**Cosine between the learned absolute position vectors** (all {model.config.max_len}). Nothing "
-                 "forces their similarity to depend on j − i only"
-                 + ("" if share is None else
-                    f". Inside the outlined trained positions **{share:.0%}** of its variation is explained by j − i "
-                    "alone (stripes parallel to the diagonal)"
-                    + (": an absolute table that learned a relative habit" if share >= 0.5 else
-                       ": the relative part is there, but the table stays largely absolute"))
-                 + ". Beyond the training length nothing was trained (random), and beyond max_len there is no "
-                   "vector at all.")]
-    return []
+
+def parameter_panels(views: list[View], *, train_length: int, validate: bool = True) -> list[tuple[go.Figure, str]]:
+    """(figure, caption) of each of a scheme's parameter views (the caption is the view's own)."""
+    return [(view_figure(view, train_length=train_length, validate=validate), view.caption) for view in views]

@@ -150,21 +150,15 @@ def offset_detail(section: dict[str, Any], setting_ids: list[str], *, live: list
             row=1, col=1)
     fig.add_hline(y=CHANCE, line=dict(color="grey", dash="dot", width=1), row=1, col=1,
                   annotation_text="chance (10 tokens)", annotation_position="bottom right")
-    # bucket edges and Shaw's k on the accuracy axis too
+    # the edges of every shared group (T5's buckets, Shaw's clipped tail from k on) on the accuracy
+    # axis too; exact one-offset groups would only clutter
     for sid in strips:
         colour = colours[sid]
-        setting = settings[sid]
-        segments = bucket_segments(setting, max_s)
-        if setting.scheme == "shaw":
-            k = setting.params["clip"]
-            if k <= max_s:
-                fig.add_vline(x=k - 0.5, line=dict(color=colour, dash="dot", width=1.5), row=1, col=1,
-                              annotation_text=f"k = {k}", annotation_position="top")
-        else:  # the edges of every shared bucket (exact one-offset buckets would only clutter)
-            for previous, (first, last, _) in zip(segments, segments[1:]):
-                if last > first or previous[1] > previous[0]:
-                    fig.add_vline(x=first - 0.5, line=dict(color=colour, dash="dot", width=1), opacity=0.6,
-                                  row=1, col=1)
+        segments = bucket_segments(settings[sid], max_s)
+        for previous, (first, last, _) in zip(segments, segments[1:]):
+            if last > first or previous[1] > previous[0]:
+                fig.add_vline(x=first - 0.5, line=dict(color=colour, dash="dot", width=1), opacity=0.6,
+                              row=1, col=1)
     # the strips: one row per setting, one bar per group of offsets one layer cannot tell apart
     for row_index, sid in enumerate(strips):
         colour = colours[sid]

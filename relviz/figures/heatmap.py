@@ -1,6 +1,6 @@
 """The one heatmap builder every page uses: readable colours, axis titles, hover on every cell.
 
-Payload rules (DESIGN.md): colour values travel as float32 or unsigned integers (never
+Payload rules: colour values travel as float32 or unsigned integers (never
 signed int64), hover fields as the smallest integer type that holds them, and no view
 sends more than ``views.DISPLAY_MAX`` cells per side.
 """
@@ -43,6 +43,12 @@ def make_readable(figure: go.Figure) -> go.Figure:
     figure.update_yaxes(tickfont_size=READABLE_FONT - 1, title_font_size=READABLE_FONT)
     figure.layout.legend.font.size = max(figure.layout.legend.font.size or 0, READABLE_FONT - 1)
     return figure
+
+
+def diagonal_counts(q_len: int, k_len: int) -> np.ndarray:
+    """How many cells each diagonal (entry t of a per-offset vector, offset −(q_len − 1) first) has."""
+    t = np.arange(q_len + k_len - 1)
+    return np.minimum.reduce([t + 1, np.full_like(t, q_len), np.full_like(t, k_len), q_len + k_len - 1 - t])
 
 
 def compact_ints(values: np.ndarray) -> np.ndarray:

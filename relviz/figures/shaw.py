@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import DISCRETE_PALETTE, discrete_colorscale, readable
+from relviz.figures.heatmap import DISCRETE_PALETTE, diagonal_counts, discrete_colorscale, readable
 from relviz.figures.toeplitz import (
     HoverField,
     ToeplitzFigure,
@@ -79,11 +79,6 @@ def shaw_overview(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
                              window=window, value_range=(0, 2 * values.k), colorscale=PALETTE,
                              title="overview of the lookup index (block means)", height=height)
 
-
-def diagonal_counts(q_len: int, k_len: int) -> np.ndarray:
-    """How many cells each diagonal (entry t of a per-offset vector) has."""
-    t = np.arange(q_len + k_len - 1)
-    return np.minimum.reduce([t + 1, np.full_like(t, q_len), np.full_like(t, k_len), q_len + k_len - 1 - t])
 
 
 @readable

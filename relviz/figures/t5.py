@@ -12,8 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from relviz.figures.heatmap import readable
-from relviz.figures.shaw import PALETTE, diagonal_counts
+from relviz.figures.heatmap import DISCRETE_PALETTE as PALETTE
+from relviz.figures.heatmap import diagonal_counts, readable
 from relviz.figures.toeplitz import (
     HoverField,
     ToeplitzFigure,

@@ -10,19 +10,10 @@ import torch
 
 from relviz._checks import check_int
 from relviz.model import SCHEMES, ModelConfig
+from relviz.schemes import all_params, get_scheme, param_owner
 from relviz.tasks import DEFAULT_TASK, TASKS, Task, make_task, task_param_specs
 from relviz.training.checkpoints import CHECKPOINT_DIR, check_name, read_checkpoint_info, save_checkpoint, train_shipped
 from relviz.training.loop import DEFAULT_TRAINING, SCHEME_DEFAULTS, TrainProgress, scheme_defaults, train
-
-
-_SCHEME_FLAGS: dict[str, tuple[str, type, str]] = {
-    "max_len": ("--max-len", int, "learned: number of absolute positions"),
-    "clip": ("--clip", int, "shaw: clipping distance k"),
-    "num_buckets": ("--num-buckets", int, "t5: number of buckets"),
-    "max_distance": ("--max-distance", int, "t5: max_distance"),
-    "skew_distances": ("--skew-distances", int, "skew: rows of E_r (distances)"),
-    "rope_base": ("--rope-base", float, "rope: base of the rotation frequencies"),
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,11 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default settings below) into --out; options other than --out, --threads, "
                              "--quiet and --json are ignored")
     parser.add_argument("--scheme", choices=list(SCHEMES), default="t5", help="position scheme (default t5)")
-    for param, (flag, kind, help_text) in _SCHEME_FLAGS.items():
-        parser.add_argument(flag, type=kind, default=None, dest=param, metavar=param.split("_")[-1].upper(),
-                            help=f"{help_text} (default {getattr(defaults, param)})")
+    for param in all_params():
+        parser.add_argument(param.flag, type=param.kind, default=None, dest=param.name,
+                            metavar=param.name.split("_")[-1].upper(),
+                            help=f"{param.help} (default {param.default}; {param.range_text()})")
     parser.add_argument("--bidirectional", action="store_true",
-                        help="let queries attend to future keys too (not for skew); default: causal")
+                        help="let queries attend to future keys too (not for the causal-only schemes: "
+                             + ", ".join(n for n in SCHEMES if get_scheme(n).causal_only) + "); default: causal")
     for flag, field_name, help_text in (("--d-model", "d_model", "model width"),
                                         ("--layers", "n_layers", "number of layers"),
                                         ("--heads", "n_heads", "attention heads"),
@@ -120,14 +113,13 @@ def _task_from_args(args: argparse.Namespace) -> Task:
 
 def _config_from_args(args: argparse.Namespace, task: Task) -> ModelConfig:
     values: dict[str, Any] = {}
-    for param, (flag, _, _) in _SCHEME_FLAGS.items():
-        value = getattr(args, param)
+    for param in all_params():
+        value = getattr(args, param.name)
         if value is None:
             continue
-        if param not in SCHEMES[args.scheme]:
-            owner = next(s for s, ps in SCHEMES.items() if param in ps)
-            raise ValueError(f"{flag} applies to scheme {owner}, not {args.scheme}")
-        values[param] = value
+        if param_owner(param.name) != args.scheme:
+            raise ValueError(f"{param.flag} applies to scheme {param_owner(param.name)}, not {args.scheme}")
+        values[param.name] = value
     model_fields, _ = _with_defaults(args)
     return ModelConfig(vocab_size=task.vocab_size, scheme=args.scheme, causal=not args.bidirectional,
                        **model_fields, **values)

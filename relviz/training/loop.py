@@ -16,7 +16,8 @@ import torch
 import torch.nn.functional as F
 
 from relviz._checks import check_int, resolve_device
-from relviz.model import SCHEMES, ModelConfig, RelvizTransformer, build_model
+from relviz.model import ModelConfig, RelvizTransformer, build_model
+from relviz.schemes import REGISTRY, get_scheme
 from relviz.tasks import DEFAULT_TASK, Task
 from relviz.training.evaluation import EVAL_SEED, check_pair, evaluate
 
@@ -29,21 +30,15 @@ DEFAULT_TRAINING: dict[str, Any] = {"steps": 1000, "batch_size": 32, "length": 3
 #: The task every shipped checkpoint is trained on.
 SHIPPED_TASK: dict[str, Any] = {"name": DEFAULT_TASK, "params": {"s": 5}}
 #: Where a scheme's defaults depart from ModelConfig's and DEFAULT_TRAINING (the shipped
-#: checkpoints and `python -m relviz train --scheme S` use them). ALiBi's penalty only grows
-#: with distance, so no head can single out offset −5 by position alone: the model composes
-#: it over layers. Measured on shift-by-5, one thread: 2 layers 72 %, 3 layers 84–91 %,
-#: 4 layers 92–97.6 %, 5 layers 98.4 %, 6 narrow layers (d_ff 64, lr 1e-2) 99.6 % in 42 s
-#: (relviz/checkpoints/README.md has the settings of each).
+#: checkpoints and `python -m relviz train --scheme S` use them): each scheme declares its own
+#: (``Scheme.training_defaults``, with the measurements that chose them).
 SCHEME_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
-    "alibi": {"model": {"n_layers": 6, "d_ff": 64}, "training": {"lr": 1e-2}},
-}
+    name: cls.training_defaults for name, cls in REGISTRY.items() if cls.training_defaults}
 
 
 def scheme_defaults(scheme: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(ModelConfig fields, train() arguments) a scheme trains with by default."""
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; known schemes: {', '.join(SCHEMES)}")
-    departures = SCHEME_DEFAULTS.get(scheme, {})
+    departures = get_scheme(scheme).training_defaults
     model = {name: getattr(ModelConfig(), name) for name in ("d_model", "n_layers", "n_heads", "d_ff")}
     return model | departures.get("model", {}), DEFAULT_TRAINING | departures.get("training", {})
 #: What train() accepts; a checkpoint's JSON must describe a run within them.

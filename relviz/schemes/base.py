@@ -1,0 +1,247 @@
+"""The one interface every position scheme implements, and the parameters it declares.
+
+A scheme is a subclass of :class:`Scheme` in its own module of ``relviz/schemes/``. The class
+attributes say what the scheme is (name, one-line summary, parameters, causal-only, training
+defaults); an instance is the ``nn.Module`` that gives one model its positions: it adds
+absolute positions to the embeddings (:meth:`Scheme.embed`) and/or does one layer's attention
+(:meth:`Scheme.attend`), and it shows what it learned (:meth:`Scheme.structure`,
+:meth:`Scheme.parameter_views`) as plain data the figures draw by kind.
+
+A :class:`Param` is declared once and gives everything else: the ModelConfig field, its
+validation, the ``python -m relviz train`` flag and help, the app's slider range.
+
+Sign convention everywhere: relative position = key index − query index (j − i).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from relviz.attention import softmax_output
+from relviz.positions import expand_toeplitz
+from relviz.schemes.views import PositionStructure, View
+
+if TYPE_CHECKING:
+    from relviz.model import ModelConfig
+
+__all__ = ["MAX_LENGTH", "Param", "Scheme", "Attention", "dot_product_attention", "expand_offsets", "detached"]
+
+#: Longest sequence a model accepts: the attention weights it returns take
+#: n_layers · B · H · L² floats (L = 4096, 2 layers, 4 heads: 537 MB per sequence).
+MAX_LENGTH = 4096
+
+#: (output [B, H, L, D_head], weights [B, H, L, L]), as every relviz.attention function returns.
+Attention = tuple[torch.Tensor, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One scheme parameter: a ModelConfig field, a CLI flag and an app slider, declared once.
+
+    ``minimum`` / ``maximum`` bound what the library accepts (``exclusive_minimum``: the value
+    must be strictly greater); ``app_min`` / ``app_max`` bound the app's "train your own"
+    slider (defaults: the library's bounds).
+    """
+
+    name: str
+    kind: type          # int or float
+    default: int | float
+    help: str
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    exclusive_minimum: bool = False
+    app_min: int | float | None = None
+    app_max: int | float | None = None
+    label: str | None = None      # the app's slider label (default: the help text)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def in_app(self) -> bool:
+        """Whether the app's "train your own" form has a slider for it."""
+        return (self.app_max if self.app_max is not None else self.maximum) is not None and \
+            (self.app_min if self.app_min is not None else self.minimum) is not None
+
+    @property
+    def slider_range(self) -> tuple[int | float, int | float]:
+        lo = self.app_min if self.app_min is not None else self.minimum
+        hi = self.app_max if self.app_max is not None else self.maximum
+        if lo is None or hi is None:
+            raise ValueError(f"parameter {self.name} needs app_min and app_max to have a slider")
+        return lo, hi
+
+    def range_text(self) -> str:
+        low = "" if self.minimum is None else (f"> {self.minimum}" if self.exclusive_minimum else f">= {self.minimum}")
+        high = "" if self.maximum is None else f"<= {self.maximum}"
+        return " and ".join(part for part in (low, high) if part) or "any"
+
+    def check(self, value: object) -> int | float:
+        """The value as this parameter's type, or ValueError naming it and the allowed range."""
+        if self.kind is int:
+            ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+        if ok:
+            value = self.kind(value)
+            ok = ((self.minimum is None or (value > self.minimum if self.exclusive_minimum else value >= self.minimum))
+                  and (self.maximum is None or value <= self.maximum))
+        if not ok:
+            what = "an integer" if self.kind is int else "a finite number"
+            raise ValueError(f"{self.name} must be {what} {self.range_text()}; got {value!r}")
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``python -m relviz schemes --json`` lists."""
+        return {"name": self.name, "type": self.kind.__name__, "default": self.default, "minimum": self.minimum,
+                "maximum": self.maximum, "exclusive_minimum": self.exclusive_minimum, "flag": self.flag,
+                "help": self.help, "app_range": list(self.slider_range) if self.in_app else None}
+
+
+def dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
+                          scale: float | None = None, bias: torch.Tensor | None = None) -> Attention:
+    """softmax(scale · q kᵀ + bias) v for [B, H, L, D] inputs -> (output, weights [B, H, L, L]).
+
+    Written out (not F.scaled_dot_product_attention) because the app needs the weights.
+    Causal: keys j > i get −inf, hence weight exactly 0. ``bias``: [H, L, L] or broadcastable.
+    """
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    logits = torch.matmul(q * scale, k.transpose(-2, -1))                     # [B, H, L, L]
+    if bias is not None:
+        logits = logits + bias
+    return softmax_output(logits, v, causal)   # refuses non-finite logits
+
+
+def expand_offsets(per_offset: np.ndarray, length: int) -> np.ndarray:
+    """Per-offset values [..., 2L − 1] (offset −(L − 1) first) -> [..., L, L], entry (i, j) = j − i
+    (relviz.positions.expand_toeplitz, for numpy arrays)."""
+    return np.ascontiguousarray(expand_toeplitz(torch.from_numpy(np.asarray(per_offset)), length, length).numpy())
+
+
+class Scheme(nn.Module):
+    """Base class of every position scheme: plain attention, nothing added.
+
+    Subclasses set the class attributes and override what their scheme changes. The registry
+    (:mod:`relviz.schemes`) finds every subclass with a ``name`` in the package's modules.
+    """
+
+    #: The scheme's name: ModelConfig.scheme, ``--scheme NAME``, checkpoint JSON.
+    name: ClassVar[str] = ""
+    #: One line for the app and the CLI.
+    summary: ClassVar[str] = ""
+    #: Parameters the config holds for this scheme (flat ModelConfig fields; names unique across schemes).
+    params: ClassVar[tuple[Param, ...]] = ()
+    #: "relative", "absolute" (positions added to the input) or "none": what the page's findings say.
+    family: ClassVar[str] = "relative"
+    #: Only defined for causal attention.
+    causal_only: ClassVar[bool] = False
+    #: Why (the error message's reason), when causal_only.
+    causal_reason: ClassVar[str] = ""
+    #: Position in listings (the app's picker, ``python -m relviz schemes``).
+    order: ClassVar[float] = 100.0
+    #: Where the shipped checkpoint / CLI defaults depart from ModelConfig's and the training
+    #: defaults: {"model": {...}, "training": {...}}.
+    training_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: What the page says when the scheme has no position structure to draw.
+    no_structure: ClassVar[str] = "This scheme gives attention no position structure to draw."
+    #: What the page says when the scheme has no parameter views.
+    no_parameters: ClassVar[str] = "This scheme learns no position parameters."
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+
+    # -- configuration (class level: known before building anything) ---------------------
+
+    @classmethod
+    def check_config(cls, config: ModelConfig, active: bool) -> dict[str, Any]:
+        """Cross-field checks, after each Param has been checked; returns normalised parameter
+        values to store. Runs for every scheme (``active``: the config uses this one), so a
+        config stays valid whichever scheme it is switched to."""
+        return {}
+
+    @classmethod
+    def num_parameters(cls, config: ModelConfig) -> int:
+        """Learned parameters of this scheme in a model with ``config`` (before building it)."""
+        return 0
+
+    @classmethod
+    def describe_params(cls, values: dict[str, Any]) -> str:
+        """Short text for the parameters, e.g. 'k = 8' (the app's request summary)."""
+        return ", ".join(f"{p.name} = {values[p.name]}" for p in cls.params)
+
+    @classmethod
+    def info(cls) -> dict[str, Any]:
+        """What ``python -m relviz schemes --json`` lists."""
+        return {"name": cls.name, "summary": cls.summary, "causal_only": cls.causal_only,
+                "parameters": [p.to_dict() for p in cls.params], "training_defaults": cls.training_defaults,
+                "module": cls.__module__}
+
+    # -- what the experiments read (offsets −1..−max_s of a causal model, answer of shift-by-s) --
+
+    #: Whether the offset study compares the nearest offset of a shared group with its inside (T5 buckets).
+    bucketed: ClassVar[bool] = False
+
+    @classmethod
+    def offset_segments(cls, params: dict[str, Any], max_s: int) -> list[tuple[int, int, str]]:
+        """The offsets s = 1..max_s (answer at j − i = −s) grouped the way one layer sees them:
+        (first s, last s, label) per group; [] for schemes without a per-offset table."""
+        return []
+
+    @classmethod
+    def exact_shifts(cls, params: dict[str, Any], shifts: list[int]) -> list[int] | None:
+        """The s whose offset −s one layer can single out by position alone; None for schemes
+        without a per-offset table."""
+        return None
+
+    @classmethod
+    def exact_range_phrase(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
+        """(where the exact range is, what lies beyond) in the offset study's first sentence."""
+        return f"where −s has a bucket of its own (s ≤ {max(exact)})", "where it shares one"
+
+    # -- the model -------------------------------------------------------------------------
+
+    @classmethod
+    def check_length_for(cls, config: ModelConfig, length: int) -> None:
+        """Raise ValueError, saying why, if a model with ``config`` cannot run at this length
+        (known before building it: the app's training guard asks)."""
+
+    def check_length(self, length: int) -> None:
+        """Raise ValueError, saying why, if the scheme cannot run at this sequence length."""
+        type(self).check_length_for(self.config, length)
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """Token embeddings [B, L, D] -> input of the first block (absolute schemes add here)."""
+        return x
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
+        """Layer ``layer``'s attention on [B, H, L, D_head] -> (output, weights [B, H, L, L])."""
+        return dot_product_attention(q, k, v, causal=self.config.causal)
+
+    # -- what the app shows ----------------------------------------------------------------
+
+    def structure(self, length: int) -> PositionStructure | None:
+        """The scheme's own quantity for every (query i, key j) at ``length`` (None: nothing to show)."""
+        return None
+
+    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
+        """The learned (or fixed) position parameters, as data the figures draw by kind."""
+        return []
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def offsets_shown(self, length: int) -> np.ndarray:
+        """Offsets a per-offset view covers: −(L − 1)..0 causal, −(L − 1)..L − 1 bidirectional."""
+        return np.arange(-(length - 1), 1 if self.config.causal else length)
+
+
+def detached(t: torch.Tensor) -> np.ndarray:
+    """A parameter as a float32 numpy array on the CPU."""
+    return t.detach().to("cpu", torch.float32).numpy()

@@ -1,0 +1,76 @@
+"""``learned``: one learned vector per absolute position 0..max_len − 1 (GPT-2, BERT)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import nn
+
+from relviz.schemes.base import MAX_LENGTH, Param, Scheme
+from relviz.schemes.views import PositionStructure, SimilarityMatrix, View, norms_and_cosine, relative_share
+
+if TYPE_CHECKING:
+    from relviz.model import ModelConfig
+
+
+class LearnedAbsolute(Scheme):
+    """A table [max_len, D] added to the token embeddings; nothing exists beyond max_len."""
+
+    name = "learned"
+    summary = "one learned vector per absolute position, up to max_len (absolute)"
+    order = 2
+    family = "absolute"
+    params = (Param("max_len", int, 64, "learned: number of absolute positions", minimum=1, maximum=MAX_LENGTH,
+                    app_min=8, app_max=256, label="learned: max_len (positions with a vector)"),)
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.table = nn.Parameter(torch.randn(config.max_len, config.d_model) * 0.02)   # [max_len, D]
+
+    @classmethod
+    def num_parameters(cls, config: ModelConfig) -> int:
+        return config.max_len * config.d_model
+
+    @classmethod
+    def check_length_for(cls, config: ModelConfig, length: int) -> None:
+        if length > config.max_len:
+            raise ValueError(
+                f"scheme 'learned' has position embeddings for positions 0..{config.max_len - 1} "
+                f"only (max_len={config.max_len}); a sequence of length {length} needs "
+                f"positions up to {length - 1}, which have no embedding. Relative schemes have no "
+                "such limit.")
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table[: x.shape[1]]
+
+    def _cosine(self) -> np.ndarray:
+        _, cosine = norms_and_cosine([self.table])
+        return cosine[0].astype(np.float32)                                      # [max_len, max_len]
+
+    def structure(self, length: int) -> PositionStructure:
+        self.check_length(length)
+        cosine = self._cosine()[:length, :length]
+        return PositionStructure(
+            self.name, "learned absolute: cos(p_i, p_j) of the learned position vectors", "cos(p_i, p_j)",
+            np.ascontiguousarray(cosine)[None], None,
+            f"One learned vector per absolute position (0…{self.config.max_len - 1}). Their similarity is not "
+            "forced to depend on j − i; if it looks banded, training made it so.", self.config.causal, False)
+
+    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
+        max_len = self.config.max_len
+        cosine = self._cosine()
+        trained = min(train_length, max_len)
+        share = relative_share(cosine, trained) if trained >= 3 else None
+        caption = (f"**Cosine between the learned absolute position vectors** (all {max_len}). Nothing "
+                   "forces their similarity to depend on j − i only"
+                   + ("" if share is None else
+                      f". Inside the outlined trained positions **{share:.0%}** of its variation is explained by "
+                      "j − i alone (stripes parallel to the diagonal)"
+                      + (": an absolute table that learned a relative habit" if share >= 0.5 else
+                         ": the relative part is there, but the table stays largely absolute"))
+                   + ". Beyond the training length nothing was trained (random), and beyond max_len there is no "
+                     "vector at all.")
+        return [SimilarityMatrix("learned absolute: cosine between position vectors p_i, p_j", caption, "position",
+                                 np.arange(max_len), cosine, outline=train_length if train_length < max_len else None,
+                                 outline_label=" trained positions")]

@@ -1,0 +1,66 @@
+"""``rope``: Su et al., RoFormer: q and k rotated by angles proportional to their positions,
+so q_i · k_j depends on i and j only through j − i ("rotate half" layout of GPT-NeoX/Llama)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from relviz.schemes.base import Attention, Param, Scheme, dot_product_attention, expand_offsets
+from relviz.schemes.views import PositionStructure
+
+if TYPE_CHECKING:
+    from relviz.model import ModelConfig
+
+
+def rope_rotate(x: torch.Tensor, *, base: float = 10000.0) -> torch.Tensor:
+    """Rotary embedding of x [B, H, L, D] (D even): pair (p, p + D/2) of position t is rotated
+    by the angle t · base^(−2p / D).
+
+    Then q_i · k_j depends on i and j only through j − i: the rotation by t_i on one side and
+    t_j on the other leaves a rotation by (j − i).
+    """
+    length, dim = x.shape[-2], x.shape[-1]
+    half = dim // 2
+    inv_freq = base ** (-torch.arange(half, device=x.device, dtype=torch.float32) * 2 / dim)     # [D/2]
+    angles = torch.arange(length, device=x.device, dtype=torch.float32)[:, None] * inv_freq[None, :]  # [L, D/2]
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+class Rope(Scheme):
+    """No parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of dimensions."""
+
+    name = "rope"
+    summary = "RoPE: q and k rotated by angles proportional to position, so q · k sees only j − i"
+    order = 7
+    params = (Param("rope_base", float, 10000.0, "rope: base of the rotation frequencies", minimum=1,
+                    exclusive_minimum=True),)
+    no_parameters = ("RoPE has no position parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of "
+                     "dimensions. The structure beside the close-up shows what the rotation does to q · k.")
+
+    @classmethod
+    def check_config(cls, config: ModelConfig, active: bool) -> dict[str, Any]:
+        if active and config.head_dim % 2:
+            raise ValueError(f"scheme 'rope' rotates pairs of dimensions: d_model / n_heads must "
+                             f"be even; got {config.head_dim}")
+        return {}
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
+        base = self.config.rope_base
+        return dot_product_attention(rope_rotate(q, base=base), rope_rotate(k, base=base), v,
+                                     causal=self.config.causal)
+
+    def structure(self, length: int) -> PositionStructure:
+        dim = self.config.head_dim
+        theta = self.config.rope_base ** (-np.arange(dim // 2) * 2.0 / dim)
+        offsets = np.arange(-(length - 1), length)
+        per_offset = np.cos(offsets[:, None] * theta[None, :]).mean(axis=1)
+        return PositionStructure(
+            self.name, "RoPE: mean cos((j − i) · θ_p) over the rotation pairs", "mean cos((j−i)θ)",
+            expand_offsets(per_offset, length)[None].astype(np.float32), None,
+            "q and k are rotated by angles proportional to their positions, so q_i · k_j sees only the "
+            "difference: pair p turns by (j − i) · θ_p. Shown: how much an unchanged vector still agrees with "
+            "itself after that relative turn, averaged over the pairs. Nothing learned.", self.config.causal, True)

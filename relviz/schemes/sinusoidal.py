@@ -1,0 +1,46 @@
+"""``sinusoidal``: Vaswani et al.'s fixed sin/cos vectors added to the token embeddings."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from relviz.absolute import sinusoidal_encoding
+from relviz.schemes.base import Scheme, expand_offsets
+from relviz.schemes.views import PositionStructure
+
+if TYPE_CHECKING:
+    from relviz.model import ModelConfig
+
+
+class Sinusoidal(Scheme):
+    """Fixed absolute vectors, computed for any length (no parameters)."""
+
+    name = "sinusoidal"
+    summary = "fixed sin/cos vectors added to the token embeddings (absolute)"
+    order = 1
+    family = "absolute"
+    no_parameters = ("Sinusoidal positions are fixed sin/cos vectors: nothing about position is learned. "
+                     "Their dot product (the structure beside the close-up) depends only on j − i.")
+
+    @classmethod
+    def check_config(cls, config: ModelConfig, active: bool) -> dict[str, Any]:
+        if active and config.d_model % 2:
+            raise ValueError(f"scheme 'sinusoidal' pairs sin and cos: d_model must be even; got {config.d_model}")
+        return {}
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        table = sinusoidal_encoding(x.shape[1], x.shape[2], dtype=x.dtype, device=x.device)   # [L, D]
+        return x + table
+
+    def structure(self, length: int) -> PositionStructure:
+        dim = self.config.d_model
+        table = sinusoidal_encoding(length, dim, dtype=torch.float64, device="cpu").numpy()    # [L, D]
+        offsets = np.abs(np.arange(-(length - 1), length))
+        per_offset = (table[offsets] @ table[0]) / (dim / 2)
+        return PositionStructure(
+            self.name, "sinusoidal: p_i · p_j / (d/2)", "p_i·p_j/(d/2)",
+            expand_offsets(per_offset, length)[None].astype(np.float32), None,
+            "Absolute vectors, yet their dot product depends only on j − i (a sum of cos(ω · (j − i))). Nothing "
+            "learned: the model has to turn this into the offset it needs.", self.config.causal, True)

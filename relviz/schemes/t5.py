@@ -1,0 +1,131 @@
+"""``t5``: Raffel et al. 2020: a learned scalar per (bucket of j − i, head), one table shared
+by every layer, added to the attention logit. Buckets: exact for small |j − i|, then
+logarithmic up to max_distance (Hugging Face ``T5Attention._relative_position_bucket``)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from relviz.attention import t5_attention
+from relviz.positions import MAX_ABS_OFFSET, t5_bucket, t5_bucket_map, t5_config
+from relviz.schemes.base import Attention, Param, Scheme, detached
+from relviz.schemes.views import BiasCurve, PositionStructure, View
+
+if TYPE_CHECKING:
+    from relviz.model import ModelConfig
+
+
+class T5(Scheme):
+    """One bias table [num_buckets, H] computed once and reused by every layer.
+
+    The bucketing is bidirectional exactly when the model is (as in T5's encoder/decoder).
+    The scores keep relviz's 1/sqrt(D_head) scale; the bias is added unscaled.
+    """
+
+    name = "t5"
+    summary = "T5: a learned scalar per (bucket of j − i, head), one table shared by all layers"
+    order = 4
+    params = (Param("num_buckets", int, 32, "t5: number of buckets", minimum=1, maximum=4096, app_min=2,
+                    app_max=64, label="T5 num_buckets"),
+              Param("max_distance", int, 128, "t5: max_distance", minimum=1, maximum=MAX_ABS_OFFSET, app_max=512,
+                    label="T5 max_distance"))
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.bias = nn.Parameter(torch.randn(config.num_buckets, config.n_heads) * 0.02)   # [buckets, H]
+
+    @classmethod
+    def check_config(cls, config: ModelConfig, active: bool) -> dict[str, Any]:
+        t5 = t5_config(config.num_buckets, config.max_distance, not config.causal)
+        return {"num_buckets": t5.num_buckets, "max_distance": t5.max_distance}
+
+    @classmethod
+    def num_parameters(cls, config: ModelConfig) -> int:
+        return config.num_buckets * config.n_heads
+
+    @classmethod
+    def describe_params(cls, values: dict) -> str:
+        return f"{values['num_buckets']} buckets, max_distance {values['max_distance']}"
+
+    bucketed = True
+
+    @classmethod
+    def offset_segments(cls, params: dict, max_s: int) -> list[tuple[int, int, str]]:
+        """One segment per (causal, unidirectional) bucket."""
+        nb, md = params["num_buckets"], params["max_distance"]
+        buckets = t5_bucket(-torch.arange(1, max_s + 1), num_buckets=nb, max_distance=md,
+                            bidirectional=False).tolist()
+        segments, start = [], 1
+        for s in range(2, max_s + 2):
+            if s == max_s + 1 or buckets[s - 1] != buckets[start - 1]:
+                b = buckets[start - 1]
+                rng = f"−{start}" if start == s - 1 else f"−{s - 1}…−{start}"
+                segments.append((start, s - 1, f"bucket {b}: offsets {rng}"))
+                start = s
+        return segments
+
+    @classmethod
+    def bucket_width(cls, params: dict, s: int) -> int:
+        """How many offsets share offset −s's bucket (causal model: unidirectional buckets)."""
+        nb, md = params["num_buckets"], params["max_distance"]
+        lo, hi = max(1, s - 4 * md), s + 4 * md
+        buckets = t5_bucket(torch.arange(-hi, -lo + 1), num_buckets=nb, max_distance=md, bidirectional=False)
+        own = int(t5_bucket(-s, num_buckets=nb, max_distance=md, bidirectional=False))
+        return int((buckets == own).sum())
+
+    @classmethod
+    def exact_shifts(cls, params: dict, shifts: list[int]) -> list[int]:
+        """s alone in its bucket."""
+        return [s for s in shifts if cls.bucket_width(params, s) == 1]
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
+        return t5_attention(q, k, v, self.bias, num_buckets=self.config.num_buckets,
+                            max_distance=self.config.max_distance, bidirectional=not self.config.causal,
+                            causal=self.config.causal, need_weights=True)
+
+    def structure(self, length: int) -> PositionStructure:
+        config, causal = self.config, self.config.causal
+        buckets = t5_bucket_map(length, num_buckets=config.num_buckets, max_distance=config.max_distance,
+                                bidirectional=not causal, device="cpu").numpy()        # [L, L]
+        bias = np.ascontiguousarray(detached(self.bias).T[:, buckets])                  # [H, L, L]
+        cfg = t5_config(config.num_buckets, config.max_distance, not causal)
+        return PositionStructure(
+            self.name, f"T5 bucket of j − i ({config.num_buckets} buckets, max_distance {config.max_distance})",
+            "bucket", buckets[None], (0, config.num_buckets - 1),
+            f"Each offset j − i falls into a bucket; the model learned one bias per bucket and head (in the hover: "
+            f"this head's). Exact buckets for |j − i| < {cfg.max_exact}, then logarithmic bands."
+            + (" Causal: every future offset falls in bucket 0 (and is masked anyway)." if causal else ""),
+            causal, True, {"learned bias (this head)": bias})
+
+    def bias_curve(self, extent: int) -> BiasCurve:
+        """Bias of every head at offsets −extent..0 (causal) or −extent..extent (bidirectional)."""
+        config = self.config
+        bidirectional = not config.causal
+        nb, md = config.num_buckets, config.max_distance
+        cfg = t5_config(nb, md, bidirectional)
+        offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
+        buckets = t5_bucket(offsets, num_buckets=nb, max_distance=md, bidirectional=bidirectional)
+        bias = detached(self.bias)[buckets.numpy()].T                                    # [H, n]
+        b = buckets.numpy()
+        edges = offsets.numpy()[np.flatnonzero(b[1:] != b[:-1])] + 0.5
+        far = torch.arange(0, 4 * md + 1)
+        far_buckets = t5_bucket(far if bidirectional else -far, num_buckets=nb, max_distance=md,
+                                bidirectional=bidirectional).numpy()
+        last_start = int(np.flatnonzero(far_buckets == far_buckets[-1])[0])
+        exact = cfg.max_exact
+        return BiasCurve(
+            "T5: learned bias per head vs offset (dotted: bucket edges)",
+            f"**The classic T5 curve.** One learned scalar per bucket and head, shared by every layer, added "
+            f"to the logit. Flat steps: offsets in one bucket share a bias (dotted lines: bucket edges; shaded: "
+            f"the exact buckets |j − i| < {exact}; the last bucket begins at distance "
+            f"{last_start}, before max_distance {md}). Grey: offsets the model never "
+            "saw in training keep buckets whose bias was shaped only by the shorter offsets sharing them.",
+            offsets.numpy(), np.ascontiguousarray(bias, dtype=np.float32), learned=True, steps=True, edges=edges,
+            band=(-(exact - 0.5), (exact - 0.5) if bidirectional else 0.5), band_label=f"exact: |j − i| < {exact}",
+            hover={"bucket": b})
+
+    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
+        return [self.bias_curve(max(length - 1, self.config.max_distance + 8))]

@@ -1,0 +1,206 @@
+"""relviz.schemes: the registry, the one-declaration parameters, and the promise that a new
+scheme is one new file (a throwaway scheme in a temporary copy of the package)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from relviz.__main__ import main
+from relviz.model import ModelConfig
+from relviz.schemes import REGISTRY, get_scheme
+from relviz.schemes.base import Param
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_schemes_command_lists_every_scheme_with_its_parameters(capsys):
+    assert main(["schemes", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [s["name"] for s in listed] == ["none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope"]
+    shaw = next(s for s in listed if s["name"] == "shaw")
+    assert shaw["parameters"] == [{"name": "clip", "type": "int", "default": 8, "minimum": 0, "maximum": 4096,
+                                   "exclusive_minimum": False, "flag": "--clip",
+                                   "help": "shaw: clipping distance k", "app_range": [0, 32]}]
+    assert {s["name"] for s in listed if s["causal_only"]} == {"skew"}
+    assert main(["schemes"]) == 0
+    assert "--skew-distances int (default 32" in capsys.readouterr().out
+
+
+def test_a_param_is_validated_in_one_place():
+    base = Param("rope_base", float, 10000.0, "rope base", minimum=1, exclusive_minimum=True)
+    assert base.check(10) == 10.0 and isinstance(base.check(10), float)
+    for bad in (1, 0.5, float("nan"), True, "2"):
+        with pytest.raises(ValueError, match="rope_base must be a finite number > 1"):
+            base.check(bad)
+    with pytest.raises(ValueError, match="clip must be an integer >= 0 and <= 4096; got -1"):
+        ModelConfig(clip=-1)
+    with pytest.raises(ValueError, match="skew_distances must be an integer"):
+        ModelConfig(scheme="skew", skew_distances=1.5)
+
+
+def test_registry_refuses_unknown_names():
+    with pytest.raises(ValueError, match="unknown scheme 'xpos'; known schemes: none, sinusoidal"):
+        get_scheme("xpos")
+
+
+# ---------------------------------------------------------------------------------------
+# A new scheme is one new file
+
+THROWAWAY = '''
+"""``throwaway``: a test scheme — one learned slope per head times |j − i|, plus a width parameter."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from relviz.positions import relative_positions
+from relviz.schemes.base import Param, Scheme, detached, dot_product_attention
+from relviz.schemes.views import BiasCurve, PositionStructure
+
+
+class Throwaway(Scheme):
+    name = "throwaway"
+    summary = "a throwaway test scheme: a learned slope per head times |j − i|"
+    order = 50
+    params = (Param("throwaway_width", int, 3, "throwaway: a width", minimum=1, maximum=9, app_max=5,
+                    label="throwaway width"),)
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.slope = nn.Parameter(torch.full((config.n_heads, config.throwaway_width), -0.1))
+
+    @classmethod
+    def num_parameters(cls, config):
+        return config.n_heads * config.throwaway_width
+
+    def _bias(self, length, device="cpu"):
+        distance = relative_positions(length, device=device).abs().float()
+        return self.slope.sum(-1)[:, None, None] * distance
+
+    def attend(self, layer, q, k, v):
+        return dot_product_attention(q, k, v, causal=self.config.causal, bias=self._bias(q.shape[-2], q.device))
+
+    def structure(self, length):
+        with torch.no_grad():
+            values = detached(self._bias(length))
+        return PositionStructure(self.name, "THROWAWAY STRUCTURE", "throwaway bias", values, None,
+                                 "a throwaway explanation", self.config.causal, True)
+
+    def parameter_views(self, *, length, train_length, layer):
+        offsets = np.arange(-(length - 1), 1)
+        with torch.no_grad():
+            bias = detached(self.slope.sum(-1))[:, None] * np.abs(offsets)[None, :]
+        return [BiasCurve("THROWAWAY CURVE", "THROWAWAY CAPTION", offsets, bias.astype(np.float32), learned=True)]
+'''
+
+PROBE = '''
+import contextlib, io, json, sys
+import torch
+from pathlib import Path
+from relviz.__main__ import main
+
+out = {}
+buffer = io.StringIO()
+with contextlib.redirect_stdout(buffer):
+    main(["schemes", "--json"])
+out["listed"] = json.loads(buffer.getvalue())
+buffer = io.StringIO()
+with contextlib.redirect_stdout(buffer):
+    try:
+        main(["train", "--help"])
+    except SystemExit:
+        pass
+out["train_help"] = buffer.getvalue()
+out["train_exit"] = main(["train", "--scheme", "throwaway", "--throwaway-width", "4", "--steps", "3", "--length", "8",
+                          "--batch-size", "2", "--layers", "1", "--d-model", "16", "--heads", "2", "--d-ff", "16",
+                          "--quiet", "--out", "relviz/checkpoints", "--name", "throwaway-shift"])
+
+from relviz.model import ModelConfig, build_model
+from relviz.training import load_checkpoint, train, save_checkpoint, CHECKPOINT_DIR
+from relviz.tasks import make_task
+config = ModelConfig(scheme="throwaway", throwaway_width=2, d_model=16, n_heads=2, d_ff=16, n_layers=1)
+out["config"] = config.to_dict()
+out["num_parameters"] = [config.num_parameters(), build_model(config).num_parameters()]
+result = train(config, make_task("shift", s=2), steps=2, batch_size=2, length=8)
+save_checkpoint(result, "roundtrip", "scratch")
+loaded = load_checkpoint("roundtrip", "scratch")
+out["roundtrip"] = all(torch.equal(a, b) for a, b in zip(result.model.state_dict().values(),
+                                                        loaded.model.state_dict().values()))
+out["loaded_config"] = loaded.info.model_config == config
+shipped = load_checkpoint("throwaway-shift")
+out["shipped_width"] = shipped.model.config.throwaway_width
+
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file("pages/attention.py", default_timeout=60)
+at.query_params["at_ck"] = "throwaway-shift"
+at.query_params["at_tsch"] = "throwaway"
+at.run()
+out["exceptions"] = [e.value for e in at.exception]
+out["errors"] = [e.value for e in at.error]
+out["picker"] = list(at.selectbox(key="at_ck").options)
+out["scheme_options"] = list(at.selectbox(key="at_tsch").options)
+out["sliders"] = {s.key: [s.min, s.max, s.value] for s in at.slider}
+out["charts"] = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "") for c in at.get("plotly_chart")]
+out["markdown"] = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+print("RESULT " + json.dumps(out))
+'''
+
+
+def test_a_new_scheme_is_one_new_file(tmp_path):
+    """Copy the package, add one file, touch nothing else: the scheme is everywhere."""
+    copy = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "relviz", copy / "relviz", ignore=ignore)
+    shutil.copytree(REPO / "pages", copy / "pages", ignore=ignore)
+    shutil.copy(REPO / "app.py", copy / "app.py")
+    (copy / "relviz" / "schemes" / "throwaway.py").write_text(textwrap.dedent(THROWAWAY), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(copy))
+    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=copy, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    # the CLI: listed, with its parameter, and `train --scheme throwaway --throwaway-width` works
+    listed = {s["name"]: s for s in out["listed"]}
+    assert list(listed)[-1] == "throwaway" and len(listed) == len(REGISTRY) + 1
+    assert listed["throwaway"]["parameters"][0]["flag"] == "--throwaway-width"
+    assert "--throwaway-width" in out["train_help"] and "throwaway" in out["train_help"]
+    assert out["train_exit"] == 0
+    # ModelConfig and the checkpoint round trip
+    assert out["config"]["throwaway_width"] == 2 and out["config"]["scheme"] == "throwaway"
+    assert out["num_parameters"][0] == out["num_parameters"][1]
+    assert out["roundtrip"] and out["loaded_config"] and out["shipped_width"] == 4
+    # the Live attention page: picker, structure, parameter panel, the training form's slider
+    assert not out["exceptions"], out["exceptions"]
+    assert not out["errors"], out["errors"]
+    assert "throwaway-shift" in out["picker"] and "throwaway" in out["scheme_options"]
+    assert out["sliders"]["at_t_throwaway_width"] == [1, 5, 3]
+    assert any("THROWAWAY STRUCTURE" in title for title in out["charts"]), out["charts"]
+    assert any("THROWAWAY CURVE" in title for title in out["charts"]), out["charts"]
+    assert "THROWAWAY CAPTION" in out["markdown"] and "a throwaway test scheme" in out["markdown"]
+    # and nothing outside the new file changed in the copy
+    assert not (copy / "relviz" / "schemes" / "throwaway.py").read_text().count("pages/")
+
+
+def test_no_code_outside_the_schemes_package_switches_on_a_scheme_name():
+    """The registry's promise, checked on the source: no `scheme == "t5"`-style tests outside relviz/schemes."""
+    import re
+
+    names = "|".join(REGISTRY)
+    pattern = re.compile(rf"""(scheme|\.name)\s*(==|!=|in)\s*\(?\s*["']({names})["']""")
+    offenders = []
+    for path in list((REPO / "relviz").rglob("*.py")) + list((REPO / "pages").rglob("*.py")) + [REPO / "app.py"]:
+        if "schemes" in path.relative_to(REPO).parts[:2]:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line):
+                offenders.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
