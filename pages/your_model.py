@@ -12,11 +12,14 @@ import streamlit as st
 import torch
 
 from relviz import hf, ui
-from relviz.figures.attention import alibi_figure, attention_grid, learned_positions_figure, t5_bias_figure
+from relviz.figures.attention import attention_grid, bias_curve_figure, similarity_figure
 from relviz.figures.rope import decay_figure, decay_offsets, ratio_figure, wavelength_figure
 from relviz.figures.toeplitz import toeplitz_heatmap
-from relviz.positions import t5_bias_offsets
+from relviz.positions import t5_bias_offsets, t5_config
 from relviz.rope import decay_bound, load_presets, measured_decay, unscaled, rope_parameters
+from relviz.schemes.alibi import bias_lines
+from relviz.schemes.views import relative_share
+from relviz.t5_notes import last_bucket_start
 
 ui.ensure_app_navigation()
 
@@ -93,10 +96,12 @@ with ui.user_errors():
                                      bind="query-params")) if len(layers) > 1 else layers[0]
         extent = int(c3.slider("offsets shown ±", 16, 512, 160, step=16, key=f"{P}_ext", bind="query-params"))
         curve = hf.bias_curve(positions, stack=stack, layer=layer, extent=extent)
-        ui.show_figure(t5_bias_figure(curve), key=f"{P}_fig_t5curve")
+        nb, md = positions.config["num_buckets"], positions.config["max_distance"]
+        ui.show_figure(bias_curve_figure(curve), key=f"{P}_fig_t5curve")
         st.caption(f"Each head's learned bias against j − i; dotted lines are bucket edges "
-                   f"({curve.num_buckets} buckets, max_distance {curve.max_distance}: exact up to "
-                   f"|j − i| = {curve.max_exact - 1}, one bucket from {curve.last_start} on). T5 adds it to the raw "
+                   f"({nb} buckets, max_distance {md}: exact up to "
+                   f"|j − i| = {t5_config(nb, md, stack == 'encoder').max_exact - 1}, one bucket from "
+                   f"{last_bucket_start(nb, md, stack == 'encoder')} on). T5 adds it to the raw "
                    f"q·k logit" + ("; UMT5 has a table in every layer." if len(layers) > 1 else
                                    ", and block 0's table serves every layer of the stack."))
         if positions.model_type == "longt5" and stack == "encoder":
@@ -107,7 +112,7 @@ with ui.user_errors():
         head = int(h1.slider("head", 1, positions.config["heads"], 1, key=f"{P}_head", bind="query-params"))
         length = int(h2.slider("positions L", 8, 256, 64, step=8, key=f"{P}_L", bind="query-params"))
         per_offset = t5_bias_offsets(positions.bias_table(stack=stack, layer=layer).float(), length, length,
-                                     num_buckets=curve.num_buckets, max_distance=curve.max_distance,
+                                     num_buckets=nb, max_distance=md,
                                      bidirectional=stack == "encoder")[head - 1].numpy()
         heat = toeplitz_heatmap(per_offset.astype(np.float32), length, length, value_label="bias",
                                 colorscale="RdBu_r", zmid=0.0, height=460)
@@ -118,7 +123,7 @@ with ui.user_errors():
     elif positions.scheme == "alibi":
         length = int(st.slider("positions L", 8, 512, 64, step=8, key=f"{P}_L", bind="query-params"))
         slopes = positions.alibi_slopes().float().numpy()
-        ui.show_figure(alibi_figure(slopes, length), key=f"{P}_fig_alibi")
+        ui.show_figure(bias_curve_figure(bias_lines(slopes, np.arange(-(length - 1), 1))), key=f"{P}_fig_alibi")
         notes = {"mpt": "MPT's slopes are 2^(−alibi_bias_max·h/n₂), h = 1 … n₂ (n₂ the next power of 2); for a head "
                         "count that is not a power of 2 it keeps slopes 2, 4, 6, … then 1, 3, 5, … up to the head "
                         "count: not BLOOM's order.",
@@ -158,9 +163,9 @@ with ui.user_errors():
         learned = hf.learned_similarity(positions, n)
         c_fig, c_txt = st.columns([3, 1])
         with c_fig:
-            ui.show_figure(learned_positions_figure(learned), key=f"{P}_fig_learned")
+            ui.show_figure(similarity_figure(learned), key=f"{P}_fig_learned")
         with c_txt:
-            share = learned.relative_share(n)
+            share = relative_share(learned.cosine, n)
             st.metric("how Toeplitz is it", f"{share:.1%}",
                       help="Share of the similarity's variance (off the diagonal) that depends on j − i alone: "
                            "100% means the learned table acts exactly like a relative one.")

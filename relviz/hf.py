@@ -486,37 +486,26 @@ def max_model_bytes(env: dict[str, str] | None = None) -> int:
 
 
 def bias_curve(positions: ModelPositions, *, stack: str = "encoder", layer: int = 0, extent: int = 160):
-    """The learned bias of every head against j − i (inspection.T5BiasCurve, as the Live attention page draws)."""
-    from relviz.inspection import T5BiasCurve
-    from relviz.positions import t5_bucket
+    """The learned bias of every head against j − i (relviz.schemes.BiasCurve, as the Live attention page
+    draws it for a relviz T5 model)."""
+    from relviz.schemes.t5 import bias_curve as t5_curve
 
     extent = check_int("extent", extent, minimum=1, maximum=1 << 16)
-    table = positions.bias_table(stack=stack, layer=layer).float()
-    bidirectional = stack == "encoder"
-    nb, md = positions.config["num_buckets"], positions.config["max_distance"]
-    cfg = t5_config(nb, md, bidirectional)
-    offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
-    buckets = t5_bucket(offsets, num_buckets=nb, max_distance=md, bidirectional=bidirectional)
-    b = buckets.numpy()
-    edges = offsets.numpy()[(b[1:] != b[:-1]).nonzero()[0]] + 0.5
-    far = -torch.arange(0, 4 * md + 1) if not bidirectional else torch.arange(0, 4 * md + 1)
-    far_buckets = t5_bucket(far, num_buckets=nb, max_distance=md, bidirectional=bidirectional).numpy()
-    last_start = int((far_buckets == far_buckets[-1]).nonzero()[0][0])
-    return T5BiasCurve(offsets.numpy(), b, table[buckets].T.numpy(), edges, cfg.max_exact, last_start, nb, md,
-                       bidirectional)
+    table = positions.bias_table(stack=stack, layer=layer).float().numpy()
+    return t5_curve(table, num_buckets=positions.config["num_buckets"], max_distance=positions.config["max_distance"],
+                    bidirectional=stack == "encoder", extent=extent)
 
 
 def learned_similarity(positions: ModelPositions, n: int):
-    """Cosine between the first ``n`` position vectors (inspection.LearnedPositions; relative_share says
-    how much of it depends on j − i alone)."""
-    from relviz.inspection import LearnedPositions
+    """Cosine between the first ``n`` position vectors (relviz.schemes.SimilarityMatrix;
+    relviz.schemes.views.relative_share says how much of it depends on j − i alone)."""
+    from relviz.schemes.views import SimilarityMatrix, norms_and_cosine
 
     table = positions.position_embeddings()
     n = check_int("n", n, minimum=3, maximum=table.shape[0])
-    table = table[:n].to(torch.float64)                                       # [n, d]
-    norms = table.norm(dim=1)
-    unit = table / norms[:, None].clamp(min=1e-12)
-    return LearnedPositions(norms.numpy(), (unit @ unit.T).numpy().astype("float32"))
+    _, cosine = norms_and_cosine([table[:n]])                                   # [1, n, n]
+    return SimilarityMatrix("learned absolute: cosine between position vectors p_i, p_j", "", "position",
+                            torch.arange(n).numpy(), cosine[0].astype("float32"))
 
 
 def check_runnable(directory: Path, *, max_bytes: int | None = None) -> None:

@@ -436,8 +436,10 @@ def learned_parameters(checkpoint: str = "t5-shift", *, length: int | None = Non
     loaded = _checkpoint(checkpoint)
     _check_count("layer", layer, loaded.model.config.n_layers)
     train_length = loaded.info.train_length
-    panels = attention_figures.parameter_panels(loaded.model, length=length or train_length,
-                                                train_length=train_length, layer=layer - 1)
+    from relviz.inspection import parameter_views
+
+    views = parameter_views(loaded.model, length=length or train_length, train_length=train_length, layer=layer - 1)
+    panels = attention_figures.parameter_panels(views, train_length=train_length)
     return [figure for figure, _caption in panels]
 
 

@@ -37,14 +37,18 @@ class Alibi(Scheme):
             + "). Far keys fade smoothly; no offset can be singled out.", self.config.causal, True)
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        slopes = self.slopes()
-        offsets = self.offsets_shown(length)
-        bias = (-slopes[:, None] * np.abs(offsets)[None, :]).astype(np.float32)          # [H, n]
-        return [BiasCurve(
-            "ALiBi: bias −slope · |j − i| per head (fixed, not learned)",
-            "**ALiBi's slopes are fixed**, a geometric sequence set by the number of heads: nothing about "
-            "position is learned. Each head subtracts a straight line from its logits; a steep head looks only "
-            "at the last few tokens, a flat one far back. It cannot prefer offset −s over −s + 1, so a shift "
-            "task must be solved from the content: compare its accuracy.",
-            offsets, bias, learned=False,
-            head_labels=tuple(f"head {h + 1}: slope {float(s):.4g}" for h, s in enumerate(slopes)))]
+        return [bias_lines(self.slopes(), self.offsets_shown(length))]
+
+
+def bias_lines(slopes: np.ndarray, offsets: np.ndarray) -> BiasCurve:
+    """ALiBi's bias −slope · |j − i| per head at ``offsets`` (also what relviz.hf draws for a real model)."""
+    slopes = np.asarray(slopes, dtype=np.float64)
+    bias = (-slopes[:, None] * np.abs(offsets)[None, :]).astype(np.float32)             # [H, n]
+    return BiasCurve(
+        "ALiBi: bias −slope · |j − i| per head (fixed, not learned)",
+        "**ALiBi's slopes are fixed**, a geometric sequence set by the number of heads: nothing about "
+        "position is learned. Each head subtracts a straight line from its logits; a steep head looks only "
+        "at the last few tokens, a flat one far back. It cannot prefer offset −s over −s + 1, so a shift "
+        "task must be solved from the content: compare its accuracy.",
+        np.asarray(offsets), bias, learned=False,
+        head_labels=tuple(f"head {h + 1}: slope {float(s):.4g}" for h, s in enumerate(slopes)))

@@ -13,6 +13,7 @@ from relviz.attention import t5_attention
 from relviz.positions import MAX_ABS_OFFSET, t5_bucket, t5_bucket_map, t5_config
 from relviz.schemes.base import Attention, Param, Scheme, detached
 from relviz.schemes.views import BiasCurve, PositionStructure, View
+from relviz.t5_notes import last_bucket_start
 
 if TYPE_CHECKING:
     from relviz.model import ModelConfig
@@ -103,29 +104,31 @@ class T5(Scheme):
     def bias_curve(self, extent: int) -> BiasCurve:
         """Bias of every head at offsets −extent..0 (causal) or −extent..extent (bidirectional)."""
         config = self.config
-        bidirectional = not config.causal
-        nb, md = config.num_buckets, config.max_distance
-        cfg = t5_config(nb, md, bidirectional)
-        offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
-        buckets = t5_bucket(offsets, num_buckets=nb, max_distance=md, bidirectional=bidirectional)
-        bias = detached(self.bias)[buckets.numpy()].T                                    # [H, n]
-        b = buckets.numpy()
-        edges = offsets.numpy()[np.flatnonzero(b[1:] != b[:-1])] + 0.5
-        far = torch.arange(0, 4 * md + 1)
-        far_buckets = t5_bucket(far if bidirectional else -far, num_buckets=nb, max_distance=md,
-                                bidirectional=bidirectional).numpy()
-        last_start = int(np.flatnonzero(far_buckets == far_buckets[-1])[0])
-        exact = cfg.max_exact
-        return BiasCurve(
-            "T5: learned bias per head vs offset (dotted: bucket edges)",
-            f"**The classic T5 curve.** One learned scalar per bucket and head, shared by every layer, added "
-            f"to the logit. Flat steps: offsets in one bucket share a bias (dotted lines: bucket edges; shaded: "
-            f"the exact buckets |j − i| < {exact}; the last bucket begins at distance "
-            f"{last_start}, before max_distance {md}). Grey: offsets the model never "
-            "saw in training keep buckets whose bias was shaped only by the shorter offsets sharing them.",
-            offsets.numpy(), np.ascontiguousarray(bias, dtype=np.float32), learned=True, steps=True, edges=edges,
-            band=(-(exact - 0.5), (exact - 0.5) if bidirectional else 0.5), band_label=f"exact: |j − i| < {exact}",
-            hover={"bucket": b})
+        return bias_curve(detached(self.bias), num_buckets=config.num_buckets, max_distance=config.max_distance,
+                          bidirectional=not config.causal, extent=extent)
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         return [self.bias_curve(max(length - 1, self.config.max_distance + 8))]
+
+
+def bias_curve(table: np.ndarray, *, num_buckets: int, max_distance: int, bidirectional: bool,
+               extent: int) -> BiasCurve:
+    """A T5 bias table [num_buckets, H] as a curve per head against the offset j − i (−extent..0
+    causal, −extent..extent bidirectional), with its bucket edges and exact band. Also what
+    relviz.hf draws for a real checkpoint's table."""
+    nb, md = num_buckets, max_distance
+    exact = t5_config(nb, md, bidirectional).max_exact
+    offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
+    b = t5_bucket(offsets, num_buckets=nb, max_distance=md, bidirectional=bidirectional).numpy()
+    edges = offsets.numpy()[np.flatnonzero(b[1:] != b[:-1])] + 0.5
+    last_start = last_bucket_start(nb, md, bidirectional)
+    return BiasCurve(
+        "T5: learned bias per head vs offset (dotted: bucket edges)",
+        f"**The classic T5 curve.** One learned scalar per bucket and head, shared by every layer, added "
+        f"to the logit. Flat steps: offsets in one bucket share a bias (dotted lines: bucket edges; shaded: "
+        f"the exact buckets |j − i| < {exact}; the last bucket begins at distance "
+        f"{last_start}, before max_distance {md}). Grey: offsets the model never "
+        "saw in training keep buckets whose bias was shaped only by the shorter offsets sharing them.",
+        offsets.numpy(), np.ascontiguousarray(np.asarray(table, dtype=np.float32)[b].T), learned=True, steps=True,
+        edges=edges, band=(-(exact - 0.5), (exact - 0.5) if bidirectional else 0.5),
+        band_label=f"exact: |j − i| < {exact}", hover={"bucket": b})
