@@ -146,7 +146,7 @@ def test_skew_rows_are_the_rows_skew_attention_uses(length, distances):
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, length, 8, generator=gen) for _ in range(3))
     e_r = torch.randn(distances, 8, generator=gen)
-    _, weights = skew_attention(q, k, v, e_r)
+    _, weights = skew_attention(q, k, v, e_r, need_weights=True)
     scale = 1 / math.sqrt(8)
     index = torch.from_numpy(np.maximum(rows, 0))
     relative = torch.einsum("bhid,ijd->bhij", q, e_r[index])
