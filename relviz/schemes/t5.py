@@ -3,6 +3,7 @@ by every layer, added to the attention logit. Buckets: exact for small |j − i|
 logarithmic up to max_distance (Hugging Face ``T5Attention._relative_position_bucket``)."""
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from relviz.attention import t5_attention
 from relviz.positions import MAX_ABS_OFFSET, t5_bucket, t5_bucket_map, t5_config
 from relviz.schemes.base import Attention, Param, Scheme, detached
 from relviz.schemes.views import BiasCurve, PositionStructure, View
-from relviz.t5_notes import last_bucket_start
+from relviz.t5_notes import last_bucket_start, t5_training_coverage
 
 if TYPE_CHECKING:
     from relviz.model import ModelConfig
@@ -108,7 +109,10 @@ class T5(Scheme):
                           bidirectional=not config.causal, extent=extent)
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        return [self.bias_curve(max(length - 1, self.config.max_distance + 8))]
+        curve = self.bias_curve(max(length - 1, self.config.max_distance + 8))
+        coverage = t5_training_coverage(self.config.num_buckets, self.config.max_distance, not self.config.causal,
+                                        train_length=train_length, extent=int(np.abs(curve.offsets).max()))
+        return [dataclasses.replace(curve, caption=curve.caption + " " + coverage.sentence())]
 
 
 def bias_curve(table: np.ndarray, *, num_buckets: int, max_distance: int, bidirectional: bool,
@@ -127,8 +131,7 @@ def bias_curve(table: np.ndarray, *, num_buckets: int, max_distance: int, bidire
         f"**The classic T5 curve.** One learned scalar per bucket and head, shared by every layer, added "
         f"to the logit. Flat steps: offsets in one bucket share a bias (dotted lines: bucket edges; shaded: "
         f"the exact buckets |j − i| < {exact}; the last bucket begins at distance "
-        f"{last_start}, before max_distance {md}). Grey: offsets the model never "
-        "saw in training keep buckets whose bias was shaped only by the shorter offsets sharing them.",
+        f"{last_start}, before max_distance {md}).",
         offsets.numpy(), np.ascontiguousarray(np.asarray(table, dtype=np.float32)[b].T), learned=True, steps=True,
         edges=edges, band=(-(exact - 0.5), (exact - 0.5) if bidirectional else 0.5),
         band_label=f"exact: |j − i| < {exact}", hover={"bucket": b})
