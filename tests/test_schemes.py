@@ -23,14 +23,15 @@ REPO = Path(__file__).resolve().parents[1]
 def test_schemes_command_lists_every_scheme_with_its_parameters(capsys):
     assert main(["schemes", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert [s["name"] for s in listed] == ["none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope"]
+    assert [s["name"] for s in listed] == ["none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope",
+                                           "kerple", "fire"]
     shaw = next(s for s in listed if s["name"] == "shaw")
     assert shaw["parameters"] == [{"name": "clip", "type": "int", "default": 8, "minimum": 0, "maximum": 4096,
                                    "exclusive_minimum": False, "flag": "--clip",
                                    "help": "shaw: clipping distance k", "app_range": [0, 32]}]
-    assert {s["name"] for s in listed if s["causal_only"]} == {"skew"}
+    assert {s["name"] for s in listed if s["causal_only"]} == {"skew", "fire"}
     assert main(["schemes"]) == 0
-    assert "--skew-distances int (default 32" in capsys.readouterr().out
+    assert "--fire-hidden int (default 32" in capsys.readouterr().out
 
 
 def test_a_param_is_validated_in_one_place():

@@ -77,6 +77,8 @@ EXTRAPOLATION_SETTINGS: tuple[Setting, ...] = (
     Setting("skew", "skew (32 distances)", "skew", {"skew_distances": 32}),
     Setting("alibi", "ALiBi", "alibi", {}),
     Setting("rope", "RoPE", "rope", {}),
+    Setting("kerple", "KERPLE (log)", "kerple", {}),
+    Setting("fire", "FIRE", "fire", {"fire_hidden": 32}),
 )
 
 #: Attention implementations of the cost experiment: id -> label.

@@ -1,0 +1,91 @@
+"""``kerple``: KERPLE, logarithmic variant (Chi et al. 2022, "KERPLE: Kernelized Relative
+Positional Embedding for Length Extrapolation").
+
+Each head adds −r1 · log(1 + r2 · |j − i|) to its attention logits, with r1, r2 > 0 learned per
+head (a conditionally positive definite kernel of the distance, shifted into a bias). ALiBi is
+the fixed straight-line cousin; the logarithm penalises far keys less and less.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from relviz.positions import expand_toeplitz, offset_range
+from relviz.schemes.base import Attention, Scheme, detached, dot_product_attention, expand_offsets
+from relviz.schemes.views import BiasCurve, PositionStructure, View
+
+if TYPE_CHECKING:
+    from relviz.model import ModelConfig
+
+#: softplus⁻¹(1): the raw value whose softplus is 1 (r1 and r2 start at 1 in every head).
+_ONE = float(np.log(np.expm1(1.0)))
+
+
+class Kerple(Scheme):
+    """Per-head r1, r2 (kept positive through a softplus), one pair shared by every layer."""
+
+    name = "kerple"
+    summary = "KERPLE (log): a learned per-head bias −r1 · log(1 + r2 · |j − i|), r1, r2 > 0"
+    order = 8
+    # Like ALiBi, the bias only falls with distance, so no head singles out offset −5 by position
+    # alone: the model composes it over layers. The same settings as ALiBi's (6 narrow layers).
+    training_defaults = {"model": {"n_layers": 6, "d_ff": 64}, "training": {"lr": 1e-2}}
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.raw_r1 = nn.Parameter(torch.full((config.n_heads,), _ONE))   # [H]
+        self.raw_r2 = nn.Parameter(torch.full((config.n_heads,), _ONE))   # [H]
+
+    @classmethod
+    def num_parameters(cls, config: ModelConfig) -> int:
+        return 2 * config.n_heads
+
+    def coefficients(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(r1, r2), each [H], both > 0."""
+        return F.softplus(self.raw_r1), F.softplus(self.raw_r2)
+
+    def bias_per_offset(self, offsets: torch.Tensor) -> torch.Tensor:
+        """−r1 · log(1 + r2 · |offset|) for offsets [n] -> [H, n]."""
+        r1, r2 = self.coefficients()
+        distance = offsets.abs().to(r1.dtype)
+        return -r1[:, None] * torch.log1p(r2[:, None] * distance[None, :])
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
+        length = q.shape[-2]
+        per_offset = self.bias_per_offset(offset_range(length, device=q.device))  # [H, 2L − 1], per offset
+        bias = expand_toeplitz(per_offset, length, length).to(q.dtype)             # [H, L, L]
+        return dot_product_attention(q, k, v, causal=self.config.causal, bias=bias)
+
+    def _per_offset(self, length: int) -> np.ndarray:
+        with torch.no_grad():
+            return detached(self.bias_per_offset(offset_range(length, device="cpu")))   # [H, 2L − 1]
+
+    def structure(self, length: int) -> PositionStructure:
+        r1, r2 = (detached(r) for r in self.coefficients())
+        return PositionStructure(
+            self.name, "KERPLE bias −r1 · log(1 + r2 · |j − i|)", "KERPLE bias",
+            expand_offsets(self._per_offset(length), length), None,
+            "A learned penalty per head that grows with the logarithm of the distance (r1 = "
+            + ", ".join(f"{x:.3g}" for x in r1) + "; r2 = " + ", ".join(f"{x:.3g}" for x in r2)
+            + "). Like ALiBi it only falls with distance, so no single offset can be singled out.",
+            self.config.causal, True)
+
+    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
+        offsets = self.offsets_shown(length)
+        per_offset = self._per_offset(length)[:, offsets + length - 1]
+        r1, r2 = (detached(r) for r in self.coefficients())
+        steep = int(np.argmin(per_offset[:, 0]))
+        return [BiasCurve(
+            "KERPLE: learned bias −r1 · log(1 + r2 · |j − i|) per head",
+            "**KERPLE's learned curves.** Two numbers per head, shared by every layer: r1 scales the penalty, "
+            "r2 sets how fast the logarithm bends. The curves are concave: the step from 1 to 2 keys back costs "
+            f"more than the step from 20 to 21. Steepest here: head {steep + 1} (r1 = {r1[steep]:.3g}, "
+            f"r2 = {r2[steep]:.3g}), {per_offset[steep, 0]:.2f} at j − i = {int(offsets[0])}. The formula "
+            "is defined at every distance, so longer inputs extend the curve; grey: distances never seen in "
+            "training.",
+            offsets, per_offset.astype(np.float32), learned=True,
+            head_labels=tuple(f"head {h + 1}: r1 {a:.3g}, r2 {b:.3g}" for h, (a, b) in enumerate(zip(r1, r2))))]
