@@ -145,10 +145,12 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
         "at_layer": _int(1, 12, dynamic=True), "at_head": _int(1, 16, dynamic=True),
         "at_len": _int(1, 256), "at_seed": _int(0, 2**31 - 1),
         "at_seq": Param("text", pattern=r"[0-9]*", max_chars=256),
-        "at_tsch": Param("choice", choices=("none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope")),
-        "at_tk": _int(0, CAPS.max_clip), "at_tnb": _int(2, CAPS.max_num_buckets),
-        "at_tmd": _int(1, CAPS.max_max_distance), "at_tsd": _int(1, CAPS.max_skew_distances),
-        "at_tml": _int(CAPS.min_length, CAPS.max_max_len),
+        # The scheme registry's names and each scheme's app parameters (relviz.schemes; copied here because
+        # a tour link is read without importing torch; tests/test_schemes.py checks they agree).
+        "at_tsch": Param("choice", choices=("none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope",
+                                            "kerple", "fire")),
+        "at_t_max_len": _int(8, 256), "at_t_clip": _int(0, 32), "at_t_num_buckets": _int(2, 64),
+        "at_t_max_distance": _int(1, 512), "at_t_skew_distances": _int(1, 128), "at_t_fire_hidden": _int(4, 64),
         "at_ttask": Param("choice", choices=("shift", "window_max", "absolute")),
         "at_ts": _int(1, 16), "at_tw": _int(1, 8), "at_tp": _int(0, 31),
         "at_tl": _int(1, CAPS.max_layers), "at_th": Param("choice", choices=("1", "2", "4")),

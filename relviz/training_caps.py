@@ -38,12 +38,7 @@ class TrainingCaps:
     max_trainings_per_server: int = 120
     #: The quota window (seconds): a run counts against both budgets for this long.
     quota_window_s: float = 3600.0
-    # scheme parameters
-    max_clip: int = 32
-    max_num_buckets: int = 64
-    max_max_distance: int = 512
-    max_skew_distances: int = 128
-    max_max_len: int = 256
+    # scheme parameters: each scheme declares its own app range (relviz.schemes, Param.app_min/app_max)
     max_task_param: int = 32
 
     def describe(self) -> str:

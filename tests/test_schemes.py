@@ -212,3 +212,14 @@ def test_no_code_outside_the_schemes_package_switches_on_a_scheme_name():
                 offenders.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
 
+
+
+def test_tour_links_know_every_scheme_and_its_app_parameters():
+    """relviz.tours copies the registry's names and app ranges (it must not import torch): they agree."""
+    from relviz.tours import PAGE_PARAMS
+    from relviz.training_queue import scheme_caps
+
+    params = PAGE_PARAMS["attention"]
+    assert params["at_tsch"].choices == tuple(REGISTRY)
+    declared = {f"at_t_{p.name}": p.slider_range for s in REGISTRY.values() for p in scheme_caps(s)}
+    assert {k: (v.lo, v.hi) for k, v in params.items() if k.startswith("at_t_")} == declared
