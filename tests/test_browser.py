@@ -124,6 +124,11 @@ def test_first_request_of_a_fresh_server_may_be_a_deep_link(browser):
         wait_for_app(page)
         # app.py draws the navigation as page links (the folder's automatic navigation is off)
         page.wait_for_selector('[data-testid="stSidebar"] [data-testid="stPageLink"]', timeout=60000)
+        # the links arrive one by one: read the sidebar once the first and the last are drawn
+        page.wait_for_function("""() => {
+            const text = document.querySelector('[data-testid="stSidebar"]')?.innerText || '';
+            return text.includes('Start here') && text.includes('T5 buckets') && text.includes('Lecture mode');
+        }""", timeout=60000)
         navigation = page.inner_text('[data-testid="stSidebar"]')
         assert page.locator('[data-testid="stSidebarNav"]').count() == 0  # no file names, ever
         page.screenshot(path=str(ARTIFACTS / "deep-link-first.png"), full_page=True)

@@ -150,9 +150,11 @@ def test_training_coverage_of_buckets():
 
 def test_live_attention_t5_caption_says_unseen_buckets_were_shaped_by_nothing():
     from relviz.figures.attention import parameter_panels
+    from relviz.inspection import parameter_views
     from relviz.model import ModelConfig, build_model
 
     model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
-    (_, caption), = parameter_panels(model, length=200, train_length=32)
+    views = parameter_views(model, length=200, train_length=32)
+    (_, caption), = parameter_panels(views, train_length=32)
     assert "shaped only by the shorter offsets" not in caption
     assert "shaped by nothing" in caption
