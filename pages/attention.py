@@ -416,7 +416,8 @@ try:
 except ValueError as error:
     problem = str(error)
 st.caption(f"steps × length × layers = {request.work:,} of at most {CAPS.max_work:,} · {trainings.runs_left} of "
-           f"{CAPS.max_trainings_per_session} runs left in this session · limits: {CAPS.describe()}.")
+           f"{CAPS.max_trainings_per_session} runs left for you (counted per visitor over the last hour, not per tab) "
+           f"· limits: {CAPS.describe()}.")
 if problem:
     st.error(problem, icon=":material/block:")
 if st.button("Train", key=f"{P}_train", type="primary", icon=":material/model_training:", disabled=problem is not None):
