@@ -172,8 +172,7 @@ def cell_problem(work: int, what: str) -> str | None:
         problem = str(error)
     size = f"steps × length × layers = {work:,} of at most {CAPS.max_cell_work:,} · " if work else ""
     st.caption(f"{size}{trainings.runs_left} of {CAPS.max_trainings_per_session} runs left for you "
-               f"(counted per visitor over the last hour, not per tab) "
-               f"(shared with Live attention) · one training or measurement at a time on this server.")
+               f"(counted per visitor over the last hour, not per tab; shared with Live attention) · one training or measurement at a time on this server.")
     if problem:
         st.error(problem, icon=":material/block:")
     return problem
