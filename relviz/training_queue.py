@@ -312,23 +312,24 @@ class RunLedger:
                         f"{max(1, round(wait / 60))} min.")
         return None
 
+    def _refuse_now(self, visitor: str, address: str | None) -> float:
+        """Prune, then raise CapExceeded if ``visitor`` may not start a run; the time checked. Hold the lock."""
+        now = self._clock()
+        self._prune(now)
+        refusal = self._refusal(visitor, address, now)
+        if refusal:
+            raise CapExceeded(refusal)
+        return now
+
     def check(self, visitor: str, address: str | None = None) -> None:
         """Raise CapExceeded (saying when the next run is possible) if ``visitor`` may not start a run."""
         with self._lock:
-            now = self._clock()
-            self._prune(now)
-            refusal = self._refusal(visitor, address, now)
-        if refusal:
-            raise CapExceeded(refusal)
+            self._refuse_now(visitor, address)
 
     def record(self, visitor: str, address: str | None = None) -> None:
         """Count a run for ``visitor``, its address and the server, or raise CapExceeded (atomically)."""
         with self._lock:
-            now = self._clock()
-            self._prune(now)
-            refusal = self._refusal(visitor, address, now)
-            if refusal:
-                raise CapExceeded(refusal)
+            now = self._refuse_now(visitor, address)
             for key in [visitor] + ([_ADDRESS + address] if address is not None else []):
                 self._visitors.setdefault(key, []).append(now)
                 self._visitors.move_to_end(key)
