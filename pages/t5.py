@@ -21,6 +21,7 @@ from relviz.figures.t5 import (
 from relviz.figures.toeplitz import Window, needs_window
 from relviz.positions import t5_nearest_valid
 from relviz.precision import mesh_tf_edges, precision_changes
+from relviz.rope import load_presets
 from relviz.snippets import t5_snippet
 from relviz.t5_notes import t5_notes
 
@@ -105,6 +106,11 @@ with st.sidebar:
     md = int(st.slider("max_distance", 1, 1024, 128, key=f"{P}_md", bind="query-params"))
     bidir = bool(st.toggle("bidirectional (encoder)", True, key=f"{P}_bi", bind="query-params",
                            help="Off: unidirectional, as in T5's decoder."))
+    st.caption("Published: " + "; ".join(
+        f"{e['label']} {e['config']['relative_attention_num_buckets']} / "
+        f"{e['config']['relative_attention_max_distance']}, {e['config']['num_heads']} heads"
+        + (f", encoder sees ±{e['config']['local_radius']} only" if "local_radius" in e["config"] else "")
+        for e in load_presets()["t5"]) + " (num_buckets / max_distance, from each config.json).")
     st.subheader("Lengths")
     q_len, k_len, q_offset = ui.length_controls(P, q_default=32, k_default=32)
     large = needs_window(q_len, k_len)

@@ -69,10 +69,19 @@ def test_score_matrix_is_the_toeplitz_expansion_of_the_per_offset_scores():
     assert any("Checked" in s.value for s in at.success)
 
 
-@pytest.mark.parametrize("preset", ["Phi-3-vision 128k (LongRoPE)", "Qwen2.5 7B Instruct", "Gemma 2 9B"])
+@pytest.mark.parametrize("preset", ["Qwen2.5 7B Instruct", "Gemma 2 9B"])
 def test_every_preset_draws_at_the_longest_length(preset):
     at = run_page("rope", rp_preset=preset, rp_len=1048576)
     assert not at.error and len(charts(at)) >= 3
+
+
+def test_phi3_mini_preset_uses_its_own_long_factors_past_the_original_length():
+    at = run_page("rope", rp_preset="Phi-3-mini 128k (LongRoPE)", rp_len=1048576)
+    assert not at.error
+    assert any("microsoft/Phi-3-mini-128k-instruct" in c.value for c in at.caption)
+    ratio = decode(charts(at)[1]["data"][0]["y"])
+    long_factor = rope_presets()["phi-3-mini-128k"][1].scaling.long_factor
+    assert np.allclose(ratio, 1 / np.array(long_factor, dtype=np.float32), rtol=1e-6)
 
 
 def test_dynamic_ntk_depends_on_the_length():

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, heatmap_values, trace
 from relviz.positions import shaw_clip_index, t5_bucket, t5_bucket_map, t5_bucket_ranges
+from relviz.rope import load_presets
 
 
 def run(**params) -> AppTest:
@@ -235,3 +236,12 @@ def test_compare_tab_shows_the_seed_notebook_table():
     at = run(t5_tab="Compare with Shaw", t5_ck="8")
     seed = find(charts(at), "max_position² = 64 rows")
     assert seed["data"][0]["x"] == [17] and seed["data"][1]["x"] == [47]
+
+
+def test_sidebar_lists_the_published_bucket_settings():
+    at = run()
+    text = " ".join(c.value for c in at.sidebar.caption)
+    for entry in load_presets()["t5"]:
+        c = entry["config"]
+        assert f"{entry['label']} {c['relative_attention_num_buckets']} / {c['relative_attention_max_distance']}" in text
+    assert "LongT5 TGlobal base 32 / 128, 12 heads, encoder sees ±127 only" in text

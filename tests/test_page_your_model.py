@@ -7,6 +7,7 @@ import torch
 
 from page_support import run_page
 from plotly_data import decode, figure_json
+from relviz.rope import load_presets
 
 pytest.importorskip("transformers", reason="the tiny models are built with transformers (pip install 'relviz[hf]')")
 from hf_support import tiny_gpt2_with_tokenizer, tiny_t5_with_tokenizer  # noqa: E402
@@ -64,6 +65,9 @@ def test_published_configs_need_no_weights(monkeypatch):
     assert any("No model directories are configured" in c.value for c in at.caption)
     names = [t["name"] for t in charts(at)[0]["data"]]
     assert len(names) == 16 and names[0] == "head 1: slope 0.7071"            # 2^(−8/16)
+    published = {e["label"] + " (published config)" for g in ("rope", "alibi") for e in load_presets()[g]}
+    assert published <= set(at.selectbox(key="ym_model").options)
+    assert "Phi-3-mini 128k (LongRoPE) (published config)" in published
 
 
 def test_a_path_in_the_link_is_not_an_option(listed):

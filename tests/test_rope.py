@@ -287,8 +287,13 @@ def test_presets_read_and_match_the_published_settings():
     assert "meta-llama/Llama-3.1-8B" in source
     assert (llama31.head_dim, llama31.base, llama31.scaling.rope_type, llama31.scaling.factor) == (128, 500000.0, "llama3", 8.0)
     assert llama31.original_max_position_embeddings == 8192
-    _, phi3, _ = presets["phi-3-vision-128k"]
-    assert phi3.scaling.rope_type == "longrope" and len(phi3.scaling.long_factor) == phi3.pairs == 48
+    for phi3_id in ("phi-3-mini-128k", "phi-3-vision-128k"):
+        _, phi3, _ = presets[phi3_id]
+        assert phi3.scaling.rope_type == "longrope" and len(phi3.scaling.long_factor) == phi3.pairs == 48
+        assert phi3.original_max_position_embeddings == 4096 and phi3.max_position_embeddings == 131072
+    # Phi-3-mini's June 2024 lists differ from the first release's (which Phi-3-vision kept)
+    assert presets["phi-3-mini-128k"][1].scaling.long_factor[0] == 1.0700000524520874
+    assert presets["phi-3-vision-128k"][1].scaling.long_factor[0] == 1.0299999713897705
     assert presets["qwen2.5-7b-instruct"][1].base == 1e6
     every = load_presets()
     assert all(entry["source"] and entry["model_id"] in entry["source"]
@@ -296,13 +301,14 @@ def test_presets_read_and_match_the_published_settings():
 
 
 @needs_transformers
-def test_phi3_su_preset_equals_transformers():
-    """The LongRoPE preset against transformers' Phi-3, short and long factors.
+@pytest.mark.parametrize("preset_id", ["phi-3-mini-128k", "phi-3-vision-128k"])
+def test_phi3_presets_equal_transformers(preset_id):
+    """The LongRoPE presets against transformers' Phi-3, short and long factors.
 
     transformers 5 refuses the published ``"type": "su"`` spelling (KeyError: it validates before it
     copies original_max_position_embeddings in), so transformers gets ``rope_type: longrope``.
     """
-    entry = next(e for e in load_presets()["rope"] if e["id"] == "phi-3-vision-128k")
+    entry = next(e for e in load_presets()["rope"] if e["id"] == preset_id)
     config = dict(entry["config"], num_hidden_layers=1, intermediate_size=8, vocab_size=16)
     scaling = {k: v for k, v in config["rope_scaling"].items() if k != "type"}
     config["rope_scaling"] = dict(scaling, rope_type="longrope")
