@@ -7,9 +7,12 @@ and shares it as ONE link (the tour encoded as a compact URL-safe string) or a s
 
 Everything read from a link or a file is validated strictly before use: bounded size (also after
 decompression), an exact schema, only pages relviz has, only the keys each page binds to the URL,
-and only values those controls accept. A tour that fails any check is refused with a message
-naming what was wrong; nothing in it ever names a file or a server path (a page is a name from a
-fixed list, not a path).
+and only values those controls accept. The Live attention page's scheme and its scheme's own
+training parameters come from the scheme registry, which needs torch: a tour checks them by shape
+(a short lower-case name, a finite number), and the page's own link check drops, with a notice, a
+value its control does not take. A tour that fails any check is refused with a message naming what
+was wrong; nothing in it ever names a file or a server path (a page is a name from a fixed list,
+not a path).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import json
 import math
 import re
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from relviz.training_caps import CAPS  # plain numbers: no torch for a tour link
@@ -145,12 +149,10 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
         "at_layer": _int(1, 12, dynamic=True), "at_head": _int(1, 16, dynamic=True),
         "at_len": _int(1, 256), "at_seed": _int(0, 2**31 - 1),
         "at_seq": Param("text", pattern=r"[0-9]*", max_chars=256),
-        # The scheme registry's names and each scheme's app parameters (relviz.schemes; copied here because
-        # a tour link is read without importing torch; tests/test_schemes.py checks they agree).
-        "at_tsch": Param("choice", choices=("none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope",
-                                            "kerple", "fire")),
-        "at_t_max_len": _int(8, 256), "at_t_clip": _int(0, 32), "at_t_num_buckets": _int(2, 64),
-        "at_t_max_distance": _int(1, 512), "at_t_skew_distances": _int(1, 128), "at_t_fire_hidden": _int(4, 64),
+        # The scheme and its own parameters (at_t_<param>, see PAGE_KEY_FAMILIES) come from the scheme
+        # registry, which needs torch; a tour reads them by shape, and the page's link check
+        # (relviz.ui.checked_link_values) refuses a name or value its control does not take.
+        "at_tsch": Param("text", pattern=r"[a-z][a-z0-9_]{0,31}", max_chars=32),
         "at_ttask": Param("choice", choices=("shift", "window_max", "absolute")),
         "at_ts": _int(1, 16), "at_tw": _int(1, 8), "at_tp": _int(0, 31),
         "at_tl": _int(1, CAPS.max_layers), "at_th": Param("choice", choices=("1", "2", "4")),
@@ -162,6 +164,30 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
 }
 for _keys in PAGE_PARAMS.values():
     _keys.update(COMMON_PARAMS)
+
+#: page name -> (key pattern, what such a key accepts) for keys a page makes from data it loads at run time:
+#: the attention page's training form binds one slider at_t_<param> per parameter its scheme declares.
+#: Any finite number is taken here; the slider's own range is the page's to check.
+PAGE_KEY_FAMILIES: dict[str, tuple[str, Param]] = {
+    "attention": (r"at_t_[a-z][a-z0-9_]{0,39}", Param("float", -1e9, 1e9, dynamic=True)),
+}
+
+
+def page_param(page: str, key: object) -> Param | None:
+    """What ``key`` accepts on ``page`` (a fixed key or one of the page's key families), or None."""
+    fixed = PAGE_PARAMS.get(page, {})
+    if isinstance(key, str) and key in fixed:
+        return fixed[key]
+    family = PAGE_KEY_FAMILIES.get(page)
+    if family is not None and isinstance(key, str) and re.fullmatch(family[0], key):
+        return family[1]
+    return None
+
+
+def page_keys(page: str, present: Iterable[str]) -> list[str]:
+    """The page's fixed keys, then those of ``present`` (e.g. the URL's or the session's) in its key families."""
+    fixed = list(PAGE_PARAMS.get(page, {}))
+    return fixed + [key for key in present if key not in fixed and page_param(page, key) is not None]
 
 
 # ---------------------------------------------------------------------------------------
@@ -201,13 +227,14 @@ def check_step(step: Step, number: int = 0) -> Step:
         raise ValueError(f"{where}: page must be one of {', '.join(PAGE_PARAMS)}; got {str(step.page)[:40]!r}")
     if not isinstance(step.params, dict):
         raise ValueError(f"{where}: params must be an object of key: value")
-    accepted = PAGE_PARAMS[step.page]
     params: dict[str, str | list[str]] = {}
     for key, value in step.params.items():
-        if key not in accepted:
+        accepted = page_param(step.page, key)
+        if accepted is None:
+            family = PAGE_KEY_FAMILIES.get(step.page)
             raise ValueError(f"{where}: the {step.page} page has no control {str(key)[:40]!r} (its keys: "
-                             f"{', '.join(accepted)})")
-        params[key] = accepted[key].check(f"{where}: {key}", value)
+                             f"{', '.join(PAGE_PARAMS[step.page])}{f', {family[0]}' if family else ''})")
+        params[key] = accepted.check(f"{where}: {key}", value)
     return Step(step.page, params, _text(f"{where}: title", step.title, MAX_TITLE),
                 _text(f"{where}: note", step.note, MAX_NOTE))
 

@@ -536,12 +536,12 @@ def _page_name(url_path: str) -> str:
 def go_to_step(tour, index: int) -> None:
     """Open step ``index`` of ``tour`` exactly: its page with its link values, every other control of
     that page back at its default (their kept values are forgotten first)."""
-    from relviz.tours import PAGE_PARAMS
+    from relviz.tours import page_keys
 
     index = min(max(index, 0), len(tour.steps) - 1)
     step = tour.steps[index]
     st.session_state[TOUR_STATE] = (tour, index)
-    for key in PAGE_PARAMS[step.page]:
+    for key in page_keys(step.page, [key for key in st.session_state if isinstance(key, str)]):
         st.session_state.pop(key, None)
     st.session_state.pop(_LINK_CHECKED_KEY, None)
     _switch_page(f"pages/{step.page}.py", dict(step.params))
@@ -564,15 +564,15 @@ def _switch_page(path: str, params: dict) -> None:
 
 def current_view(page_name: str):
     """The view on screen as a tour step (the page and its URL values), or a message why it cannot be one."""
-    from relviz.tours import PAGE_PARAMS, Step, check_step
+    from relviz.tours import PAGE_PARAMS, Step, check_step, page_keys, page_param
 
     if page_name not in PAGE_PARAMS:
         return None, "This page cannot be a tour step."
     params = {}
-    for key in PAGE_PARAMS[page_name]:
+    for key in page_keys(page_name, st.query_params.keys()):
         values = st.query_params.get_all(key)
         if values:
-            params[key] = values if PAGE_PARAMS[page_name][key].kind == "multi" else values[-1]
+            params[key] = values if page_param(page_name, key).kind == "multi" else values[-1]
     try:
         return check_step(Step(page_name, params, title=next(
             (p.title for p in PAGES if Path(p.path).stem == page_name), page_name))), ""

@@ -12,6 +12,7 @@ from page_support import run_page
 from relviz import tours, ui
 from relviz.check import SIGN, Settings, variant_matrix
 from relviz.positions import t5_bucket_map
+from relviz.schemes import get_scheme
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -166,3 +167,26 @@ def test_a_teacher_collects_views_and_shares_them():
     assert shared.steps[1].params == {"t5_nb": "16"} and shared.steps[1].note.startswith("Sixteen")
     at.button(key="tour_del0").click().run()
     assert [s.page for s in at.session_state[ui.DRAFT_STATE]] == ["t5"]
+
+
+def test_a_schemes_own_parameter_is_collected_and_presented():
+    """The attention page's at_t_<param> keys come from the scheme registry, not from relviz.tours: a
+    collected view keeps them, presenting it sets the slider even after the teacher moved it, and a
+    step without the key puts the slider back at its default."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"at_tsch": "shaw", "at_t_clip": "5"})
+    at.switch_page("pages/attention.py").run()
+    assert at.slider(key="at_t_clip").value == 5
+    at.button(key="tour_collect").click().run()
+    (step,) = at.session_state[ui.DRAFT_STATE]
+    assert step.params["at_tsch"] == "shaw" and step.params["at_t_clip"] == "5"
+    at.slider(key="at_t_clip").set_value(7).run()
+    at.query_params.clear()
+    at.query_params["tour"] = tours.encode(tours.Tour("mine", (step, tours.Step("attention", {"at_tsch": "shaw"}))))
+    at.switch_page("pages/tour.py").run()
+    at.button(key="tour_start").click().run()
+    at.switch_page("pages/attention.py").run()
+    assert not at.exception, at.exception
+    assert at.slider(key="at_t_clip").value == 5
+    click_bar(at, "tour_next")
+    assert at.slider(key="at_t_clip").value == get_scheme("shaw").params[0].default

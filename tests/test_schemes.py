@@ -139,11 +139,20 @@ out["loaded_config"] = loaded.info.model_config == config
 shipped = load_checkpoint("throwaway-shift")
 out["shipped_width"] = shipped.model.config.throwaway_width
 
+# a tour step carrying the scheme and its app parameter (relviz.tours is not edited), opened as a link
+from relviz import tours
+step = tours.check_step(tours.Step("attention", {"at_ck": "throwaway-shift", "at_tsch": "throwaway",
+                                                 "at_t_throwaway_width": "4"}))
+out["tour_params"] = tours.decode(tours.encode(tours.Tour("t", (step,)))).steps[0].params
+
 from streamlit.testing.v1 import AppTest
-at = AppTest.from_file("pages/attention.py", default_timeout=60)
-at.query_params["at_ck"] = "throwaway-shift"
-at.query_params["at_tsch"] = "throwaway"
-at.run()
+def open_link(params):
+    at = AppTest.from_file(str(Path.cwd() / "app.py"), default_timeout=60)
+    at.switch_page("pages/attention.py")
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+at = open_link(step.params)
 out["exceptions"] = [e.value for e in at.exception]
 out["errors"] = [e.value for e in at.error]
 out["picker"] = list(at.selectbox(key="at_ck").options)
@@ -151,6 +160,13 @@ out["scheme_options"] = list(at.selectbox(key="at_tsch").options)
 out["sliders"] = {s.key: [s.min, s.max, s.value] for s in at.slider}
 out["charts"] = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "") for c in at.get("plotly_chart")]
 out["markdown"] = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+out["warnings"] = [w.value for w in at.warning]
+# a value the tour takes by shape but the slider does not: the page's own link check refuses it
+step = tours.check_step(tours.Step("attention", {"at_tsch": "throwaway", "at_t_throwaway_width": "9"}))
+at = open_link(step.params)
+out["outside_warnings"] = [w.value for w in at.warning]
+out["outside_exceptions"] = [e.value for e in at.exception]
+out["outside_slider"] = at.slider(key="at_t_throwaway_width").value
 print("RESULT " + json.dumps(out))
 '''
 
@@ -182,10 +198,17 @@ def test_a_new_scheme_is_one_new_file(tmp_path):
     assert not out["exceptions"], out["exceptions"]
     assert not out["errors"], out["errors"]
     assert "throwaway-shift" in out["picker"] and "throwaway" in out["scheme_options"]
-    assert out["sliders"]["at_t_throwaway_width"] == [1, 5, 3]
+    assert out["sliders"]["at_t_throwaway_width"] == [1, 5, 4]  # the tour link's value, taken
+    assert not [w for w in out["warnings"] if "Ignored in the link" in w], out["warnings"]
     assert any("THROWAWAY STRUCTURE" in title for title in out["charts"]), out["charts"]
     assert any("THROWAWAY CURVE" in title for title in out["charts"]), out["charts"]
     assert "THROWAWAY CAPTION" in out["markdown"] and "a throwaway test scheme" in out["markdown"]
+    # lecture mode: a tour step with the scheme's parameter validates and survives its link
+    assert out["tour_params"] == {"at_ck": "throwaway-shift", "at_tsch": "throwaway", "at_t_throwaway_width": "4"}
+    # and a value outside the slider's range is dropped by the page with a notice naming it
+    assert not out["outside_exceptions"] and out["outside_slider"] == 3
+    assert any("Ignored in the link" in w and "at_t_throwaway_width=9" in w for w in out["outside_warnings"]), \
+        out["outside_warnings"]
     # and nothing outside the new file changed in the copy
     assert not (copy / "relviz" / "schemes" / "throwaway.py").read_text().count("pages/")
 
@@ -213,13 +236,15 @@ def test_no_code_outside_the_schemes_package_switches_on_a_scheme_name():
     assert not offenders, "\n".join(offenders)
 
 
-
-def test_tour_links_know_every_scheme_and_its_app_parameters():
-    """relviz.tours copies the registry's names and app ranges (it must not import torch): they agree."""
-    from relviz.tours import PAGE_PARAMS
+def test_tour_links_take_every_scheme_and_its_app_parameters():
+    """relviz.tours reads the attention page's scheme keys by shape (it holds no copy of the registry):
+    every scheme's name and each app parameter at both ends of its slider make a valid tour step."""
+    from relviz.tours import Step, check_step, decode, encode, Tour
     from relviz.training_queue import scheme_caps
 
-    params = PAGE_PARAMS["attention"]
-    assert params["at_tsch"].choices == tuple(REGISTRY)
-    declared = {f"at_t_{p.name}": p.slider_range for s in REGISTRY.values() for p in scheme_caps(s)}
-    assert {k: (v.lo, v.hi) for k, v in params.items() if k.startswith("at_t_")} == declared
+    for name, scheme in REGISTRY.items():
+        for end in (0, 1):
+            params = {"at_tsch": name, **{f"at_t_{p.name}": str(p.slider_range[end]) for p in scheme_caps(scheme)}}
+            step = check_step(Step("attention", params))
+            assert step.params == params
+            assert decode(encode(Tour("t", (step,)))).steps[0].params == params

@@ -61,6 +61,19 @@ def _file(*steps, **top) -> bytes:
     (_file(_step("attention", at_ck="../secret")), "must match"),
     (_file(_step("experiments", ex_set=["ALiBi", "rm -rf"])), "not one of"),
     (_file(_step("experiments", ex_set="ALiBi")), "list"),
+    # the attention page's per-scheme keys are taken by shape: a bounded name, a finite number
+    (_file(_step("attention", at_tsch="../alibi")), "must match"),
+    (_file(_step("attention", at_tsch="a" * 33)), "must match"),
+    (_file(_step("attention", **{"at_t_../x": "1"})), "has no control"),
+    (_file(_step("attention", **{"at_t_" + "a" * 41: "1"})), "has no control"),
+    (_file(_step("attention", **{"at_T_clip": "1"})), "has no control"),
+    (_file(_step("t5", at_t_clip="1")), "has no control"),
+    (_file(_step("attention", at_t_clip="inf")), "from -1000000000 to 1000000000"),
+    (_file(_step("attention", at_t_clip="nan")), "from -1000000000 to 1000000000"),
+    (_file(_step("attention", at_t_clip="1e999")), "from -1000000000 to 1000000000"),
+    (_file(_step("attention", at_t_clip="4; rm")), "a number"),
+    (_file(_step("attention", at_t_clip=4)), "short string"),
+    (_file(_step("attention", at_t_clip="9" * 65)), "short string"),
     (_file(*[_step()] * (tours.MAX_STEPS + 1)), "from 1 to"),
     (_file(), "from 1 to"),
     (_file(dict(_step(), note="x" * (tours.MAX_NOTE + 1))), "at most"),
@@ -123,10 +136,9 @@ def test_schema_lists_every_url_control_of_the_page(app, page):
     """Every control a page binds to the URL is in PAGE_PARAMS with the same range or options."""
     app.switch_page(f"pages/{page}.py").run()
     assert not app.exception, app.exception
-    schema = PAGE_PARAMS[page]
     for key, element in bound_controls(app).items():
-        assert key in schema, f"{page}: control {key} is missing from relviz.tours.PAGE_PARAMS"
-        param = schema[key]
+        param = tours.page_param(page, key)
+        assert param is not None, f"{page}: control {key} is missing from relviz.tours.PAGE_PARAMS"
         if isinstance(element, list):  # tabs
             assert param.choices == tuple(element), key
         elif param.kind in ("int", "float") and not param.dynamic and isinstance(element, (Slider, NumberInput)):
