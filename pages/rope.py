@@ -5,20 +5,18 @@ import math
 
 import numpy as np
 import streamlit as st
-import torch
 
 from relviz import ui
-from relviz.figures.rope import decay_figure, decay_offsets, ratio_figure, wavelength_figure
-from relviz.figures.toeplitz import toeplitz_heatmap
+from relviz.figures.rope import decay_figure, ratio_figure, score_figure, wavelength_figure
 from relviz.rope import (
+    ContentScores,
+    DecayCurves,
     RopeConfig,
     RopeScaling,
-    decay_bound,
-    measured_decay,
+    content_scores,
+    decay_curves,
     rope_parameters,
     rope_presets,
-    rotate,
-    score_matrix,
     unscaled,
 )
 
@@ -83,37 +81,14 @@ def frequencies(key: tuple, length: int) -> tuple[np.ndarray, np.ndarray, float]
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def scores(key: tuple, length: int, window: int, same: bool, seed: int) -> tuple[np.ndarray, float]:
-    """(per-offset scores of the window × window matrix, max |brute force − Toeplitz|) for random q, k."""
-    config = config_of(key)
-    inv_freq, scaling = rope_parameters(config, length, device=CPU)
-    generator = torch.Generator().manual_seed(seed)
-    q = torch.randn(config.head_dim, dtype=torch.float64, generator=generator)
-    k = q.clone() if same else torch.randn(config.head_dim, dtype=torch.float64, generator=generator)
-    q, k = q / q.norm(), k / k.norm()  # unit vectors: the unrotated score is their cosine
-    _, per_offset = score_matrix(q, k, inv_freq, window, attention_scaling=scaling)
-    positions = torch.arange(window)
-    brute = rotate(q.expand(window, -1).clone(), positions, inv_freq, attention_scaling=scaling) @ \
-        rotate(k.expand(window, -1).clone(), positions, inv_freq, attention_scaling=scaling).T  # [W, W]
-    i, j = torch.meshgrid(positions, positions, indexing="ij")
-    spread = float((brute - per_offset[j - i + window - 1]).abs().max())
-    return per_offset.numpy().astype(np.float32), spread
+def scores(key: tuple, length: int, window: int, same: bool, seed: int) -> ContentScores:
+    """The window × window scores of random unit q, k, per offset, checked against brute-force rotation."""
+    return content_scores(config_of(key), length, window, same=same, seed=seed)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def decay(key: tuple, length: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    config = config_of(key)
-    offsets = decay_offsets(length)
-    distance = torch.from_numpy(offsets)
-    inv_freq, _ = rope_parameters(config, length, device=CPU)
-    plain = rope_parameters(unscaled(config), device=CPU)[0]
-    top = (len(inv_freq) + 1) / 2  # the bound at distance 0: mean of |S_j| = j over j = 1..P
-    curves = {"RoFormer bound / its value at 0": decay_bound(inv_freq, distance).numpy() / top}
-    if config.scaling.rope_type != "default":
-        curves["RoFormer bound / its value at 0, unscaled θ"] = decay_bound(plain, distance).numpy() / top
-    curves["measured: q = k (mean score / d)"] = measured_decay(inv_freq, distance, identical=True).numpy()
-    curves["measured: independent q, k (mean |score| / d)"] = measured_decay(inv_freq, distance).numpy()
-    return offsets, curves
+def decay(key: tuple, length: int) -> DecayCurves:
+    return decay_curves(config_of(key), length)
 
 
 st.title("RoPE and its scalings")
@@ -208,25 +183,23 @@ with ui.user_errors():
     same = t2.toggle("same content q = k", value=True, key=f"{P}_same", bind="query-params",
                      help="The same vector at every position (q for queries, k for keys).")
     seed = int(t3.number_input("seed", 0, 9999, 0, key=f"{P}_seed", bind="query-params"))
-    per_offset, spread = scores(key, length, window, same, seed)
-    heat = toeplitz_heatmap(per_offset, window, window, value_label="score", colorscale="RdBu_r", zmid=0.0,
-                            title="", height=460)
+    content = scores(key, length, window, same, seed)
     col_s, col_t = st.columns([3, 2])
     with col_s:
-        ui.show_figure(heat.figure, key=f"{P}_fig_scores")
+        ui.show_figure(score_figure(content), key=f"{P}_fig_scores")
     with col_t:
         st.markdown(
             "Every query position carries the same unit vector q, every key position the same k; only the "
             "rotation differs. The score (R_i q)·(R_j k) is then Σ_pairs A·cos((j − i)θ) + B·sin((j − i)θ): "
             "**constant along each diagonal**. relviz computes it once per offset (2L − 1 values) and expands.")
         st.success(f"Checked: rotating q and k at every position and multiplying gives the same matrix up to "
-                   f"{spread:.1e} (float32 cos/sin, as in transformers).", icon=":material/check_circle:")
+                   f"{content.spread:.1e} (float32 cos/sin, as in transformers).", icon=":material/check_circle:")
         if attention != 1.0:
             st.caption(f"Scores include the attention scaling² = {attention ** 2:.4f}.")
 
     st.subheader("3 · The long-term decay, at this length")
-    offsets, curves = decay(key, length)
-    ui.show_figure(decay_figure(offsets, curves, length=length, original=original if rule != "default" else None),
+    curves = decay(key, length)
+    ui.show_figure(decay_figure(curves, length=length, original=original if rule != "default" else None),
                    key=f"{P}_fig_decay")
     st.caption(
         "RoFormer §3.4.3 bounds |q·k| by max|h_{k+1} − h_k| · (1/P)·Σ_j |S_j|, S_j = Σ_{k<j} e^{i(j−i)θ_k}; the "
@@ -234,6 +207,6 @@ with ui.user_errors():
         "ripples) as the distance grows. For q = k the "
         "mean score starts at 1 and dephases; for independent q, k the mean |score| stays flat — the decay is "
         "about *aligned* content. Scaling slows the rotation, so the bound decays later (compare the dotted, "
-        f"unscaled curve). Drawn at {len(offsets)} distances: every one up to 64, then log-spaced.")
-    ui.offset_vector_downloads(np.arange(-(window - 1), window), per_offset,
+        f"unscaled curve). Drawn at {len(curves.distances)} distances: every one up to 64, then log-spaced.")
+    ui.offset_vector_downloads(np.arange(-(window - 1), window), content.per_offset.numpy().astype(np.float32),
                                name=f"rope_scores_{preset}_L{window}", key=f"{P}_dl", quantity="score")

@@ -9,14 +9,13 @@ import os
 
 import numpy as np
 import streamlit as st
-import torch
 
 from relviz import hf, ui
 from relviz.figures.attention import attention_grid, bias_curve_figure, similarity_figure
-from relviz.figures.rope import decay_figure, decay_offsets, ratio_figure, wavelength_figure
+from relviz.figures.rope import decay_figure, ratio_figure, wavelength_figure
 from relviz.figures.toeplitz import toeplitz_heatmap
 from relviz.positions import t5_bias_offsets, t5_config
-from relviz.rope import decay_bound, load_presets, measured_decay, unscaled, rope_parameters
+from relviz.rope import decay_curves, load_presets, rope_parameters, unscaled
 from relviz.schemes.alibi import bias_lines
 from relviz.schemes.views import relative_share
 from relviz.t5_notes import last_bucket_start
@@ -148,12 +147,8 @@ with ui.user_errors():
                 ui.show_figure(ratio_figure(inv_freq.numpy(), plain.numpy(), factor=config.scaling.factor, rule=rule),
                                key=f"{P}_fig_ratio")
             st.metric("attention scaling (on cos and sin)", f"{attention:.4f}")
-        offsets = decay_offsets(length)
-        distance = torch.from_numpy(offsets)
-        top = (len(inv_freq) + 1) / 2
-        curves = {"RoFormer bound / its value at 0": decay_bound(inv_freq, distance).numpy() / top,
-                  "measured: q = k (mean score / d)": measured_decay(inv_freq, distance, identical=True).numpy()}
-        ui.show_figure(decay_figure(offsets, curves, length=length, original=original), key=f"{P}_fig_decay")
+        ui.show_figure(decay_figure(decay_curves(config, length), length=length, original=original),
+                       key=f"{P}_fig_decay")
         st.caption("The RoPE page explains these views; here they use this model's base, head size and scaling.")
 
     else:

@@ -46,7 +46,8 @@ __all__ = [
     "relative_intro", "relative_index", "shaw_clipped", "shaw_index", "shaw_table", "shaw_overview",
     "shaw_k_ablation", "t5_buckets", "t5_overview", "t5_bucket_curve", "skew_steps",
     "sinusoidal_encoding_map", "sinusoidal_similarity_map", "sinusoidal_offset_curve", "alibi_bias",
-    "alibi_slopes", "alibi_lines", "rope_wavelengths", "rope_frequency_ratio", "prediction", "attention", "attention_head", "position_structure",
+    "alibi_slopes", "alibi_lines", "rope_wavelengths", "rope_frequency_ratio", "rope_scores", "rope_decay",
+    "prediction", "attention", "attention_head", "position_structure",
     "attention_by_offset", "learned_parameters", "offset_resolution", "offset_resolution_detail", "shaw_reference",
     "length_extrapolation", "memory_wall", "forward_time",
 ]
@@ -332,6 +333,34 @@ def rope_frequency_ratio(preset: str = "llama-3.1-8b", length: int | None = None
     if rule == "default":
         raise ValueError(f"preset {preset!r} has no RoPE scaling rule (rope_type default)")
     return rope_figures.ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=rule)
+
+
+def rope_scores(preset: str = "llama-3.1-8b", length: int | None = None, *, window: int = 48,
+                same: bool = True, seed: int = 0) -> go.Figure:
+    """The window × window score matrix of random unit q, k under a published model's RoPE at ``length``
+    positions: constant along every diagonal (Toeplitz), computed per offset as the RoPE page does
+    (``relviz.rope.content_scores`` also gives its distance from brute-force rotation).
+
+    Example: ``show.rope_scores("phi-3-mini-128k", length=131072, window=32, same=False)``
+    """
+    from relviz.rope import content_scores
+
+    config, length, _, _ = _rope(preset, length)
+    return rope_figures.score_figure(content_scores(config, length, window, same=same, seed=seed))
+
+
+def rope_decay(preset: str = "llama-3.1-8b", length: int | None = None) -> go.Figure:
+    """RoPE's long-term decay under a published model's settings at ``length`` positions: the RoFormer
+    bound (scaled and unscaled θ) and the measured mean score for identical and independent q, k.
+
+    Example: ``show.rope_decay("llama-3.1-8b", length=131072)``
+    """
+    from relviz.rope import decay_curves
+
+    config, length, _, _ = _rope(preset, length)
+    rule = config.scaling.rope_type
+    original = config.original_max_position_embeddings if rule != "default" else None
+    return rope_figures.decay_figure(decay_curves(config, length), length=length, original=original)
 
 
 # ---------------------------------------------------------------------------------------

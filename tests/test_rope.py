@@ -19,13 +19,18 @@ from hypothesis import strategies as st
 from relviz.rope import (
     RopeConfig,
     RopeScaling,
+    content_scores,
     decay_bound,
+    decay_curves,
+    decay_distances,
     load_presets,
     measured_decay,
+    random_content,
     rope_config_from_hf,
     rope_parameters,
     rope_presets,
     rotate,
+    rotated_scores,
     score_matrix,
     score_per_offset,
     turns_in_context,
@@ -237,6 +242,55 @@ def test_measured_decay_identical_starts_at_one_random_stays_flat():
     assert same[0].item() == pytest.approx(1.0, abs=0.05) and same[1:].abs().max() < 0.3
     independent = measured_decay(inv_freq, offsets, samples=512)
     assert (independent.max() - independent.min()) < 0.15 * independent.mean()
+
+
+@pytest.mark.parametrize("preset, length, same", [("llama-3.1-8b", 131072, True), ("phi-3-mini-128k", 8192, False),
+                                                   ("gemma-2-9b", 4096, False)])
+def test_content_scores_are_toeplitz_and_equal_brute_force_rotation(preset, length, same):
+    config = rope_presets()[preset][1]
+    scores = content_scores(config, length, 40, same=same, seed=7)
+    assert scores.per_offset.shape == (79,) and scores.window == 40
+    inv_freq, scaling = rope_parameters(config, length, device="cpu")
+    q, k = random_content(config.head_dim, same=same, seed=7)
+    assert torch.equal(q, k) == same and q.norm().item() == pytest.approx(1.0)
+    brute = rotated_scores(q, k, inv_freq, 40, attention_scaling=scaling)            # rotate at every position
+    assert (brute - scores.matrix()).abs().max().item() == pytest.approx(scores.spread, abs=0)
+    assert scores.spread < 1e-5                                                         # float32 cos/sin
+    matrix = scores.matrix()
+    for offset in (-39, -3, 0, 5, 39):
+        assert torch.unique(torch.diagonal(matrix, offset)).numel() == 1
+    if same:
+        assert scores.per_offset[39].item() == pytest.approx(scaling ** 2)              # cos = 1 at j − i = 0
+
+
+def test_decay_curves_start_at_one_and_mark_the_unscaled_bound_only_with_a_rule():
+    llama31 = rope_presets()["llama-3.1-8b"][1]
+    curves = decay_curves(llama31, 131072, points=50)
+    assert torch.equal(curves.distances, decay_distances(131072, 50))
+    assert curves.distances[:64].tolist() == list(range(1, 65)) and curves.distances[-1].item() == 131071
+    assert bool((curves.distances.diff() > 0).all())
+    for values in (curves.bound, curves.bound_unscaled, curves.identical, curves.independent):
+        assert values.shape == curves.distances.shape
+    assert 0.9 < curves.bound[0].item() <= 1.0 and curves.identical[0].item() == pytest.approx(1.0, abs=0.05)
+    # Llama-3.1's low frequencies are divided by 8: its bound decays later than the unscaled one.
+    assert curves.bound[-200:].mean() > curves.bound_unscaled[-200:].mean()
+    plain = decay_curves(rope_presets()["qwen2.5-7b-instruct"][1], 64)
+    assert plain.bound_unscaled is None and plain.distances.tolist() == list(range(1, 64))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: content_scores(RopeConfig(), 4096, 0), "window must be an integer"),
+    (lambda: content_scores(RopeConfig(), 4096, 2000), "window must be an integer"),
+    (lambda: content_scores("llama", 4096, 8), "config must be a RopeConfig"),
+    (lambda: random_content(64, seed=-1), "seed must be an integer"),
+    (lambda: random_content(1), "head_dim must be an integer"),
+    (lambda: decay_distances(0), "length must be an integer"),
+    (lambda: decay_distances(4096, points=1), "points must be an integer"),
+    (lambda: decay_curves(RopeConfig(), 10 ** 9), "length must be an integer"),
+])
+def test_page_computations_refuse_bad_input_naming_the_parameter(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
 
 
 def test_llama31_preset_numbers():

@@ -214,3 +214,19 @@ def test_geometric_slopes_match_the_reference_only_for_powers_of_two():
 def test_unknown_experiment_settings_are_refused():
     with pytest.raises(ValueError, match="settings must be ids from"):
         show.offset_resolution_detail(("shaw-k99",))
+
+
+def test_rope_scores_and_decay_draw_the_library_numbers():
+    from relviz.rope import content_scores, decay_curves, rope_presets
+
+    config = rope_presets()["phi-3-mini-128k"][1]
+    fig = show.rope_scores("phi-3-mini-128k", length=131072, window=16, same=False, seed=2)
+    expected = content_scores(config, 131072, 16, same=False, seed=2).matrix().numpy().astype(np.float32)
+    np.testing.assert_array_equal(heatmap_values(figure_json(fig)), expected)
+    decay = show.rope_decay("phi-3-mini-128k", length=65536)
+    curves = decay_curves(config, 65536)
+    np.testing.assert_array_equal(np.asarray(decay.data[0].x), curves.distances.numpy())
+    np.testing.assert_array_equal(np.asarray(decay.data[0].y), curves.bound.numpy())
+    assert [t.name for t in decay.data][1] == "RoFormer bound / its value at 0, unscaled θ"
+    with pytest.raises(ValueError, match="preset must be one of"):
+        show.rope_scores("gpt-5")

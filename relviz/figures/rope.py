@@ -1,6 +1,7 @@
 """Figures of RoPE: wavelengths against the context, what a scaling rule does per pair, the decay.
 
-The score matrix itself is a Toeplitz matrix and is drawn by figures.toeplitz.toeplitz_heatmap.
+The score matrix itself is a Toeplitz matrix: ``score_figure`` draws a ContentScores with
+figures.toeplitz.toeplitz_heatmap.
 """
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
+
+from relviz.figures.toeplitz import toeplitz_heatmap
+from relviz.rope import ContentScores, DecayCurves
 
 PLAIN_COLOUR = "#9e9e9e"
 SCALED_COLOUR = "#1f77b4"
@@ -83,12 +87,23 @@ def ratio_figure(inv_freq: np.ndarray, plain: np.ndarray, *, factor: float | Non
     return figure
 
 
-def decay_figure(offsets: np.ndarray, curves: dict[str, np.ndarray], *, length: int,
-                 original: int | None = None, height: int = 380) -> go.Figure:
+def decay_lines(curves: DecayCurves) -> dict[str, np.ndarray]:
+    """The curves of a DecayCurves under their legend names (the unscaled bound only with a scaling rule)."""
+    lines = {"RoFormer bound / its value at 0": curves.bound.numpy()}
+    if curves.bound_unscaled is not None:
+        lines["RoFormer bound / its value at 0, unscaled θ"] = curves.bound_unscaled.numpy()
+    lines["measured: q = k (mean score / d)"] = curves.identical.numpy()
+    lines["measured: independent q, k (mean |score| / d)"] = curves.independent.numpy()
+    return lines
+
+
+def decay_figure(curves: DecayCurves, *, length: int, original: int | None = None,
+                 height: int = 380) -> go.Figure:
     """Score or bound against |j − i| (log x axis): one line per curve, the context marked."""
     palette = ["#1f77b4", "#9e9e9e", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"]
+    offsets = curves.distances.numpy()
     figure = go.Figure()
-    for k, (name, values) in enumerate(curves.items()):
+    for k, (name, values) in enumerate(decay_lines(curves).items()):
         dash = "dot" if "unscaled" in name else "solid"
         figure.add_trace(go.Scatter(
             x=offsets, y=values, mode="lines", name=name, line=dict(color=palette[k % len(palette)], dash=dash),
@@ -105,10 +120,8 @@ def decay_figure(offsets: np.ndarray, curves: dict[str, np.ndarray], *, length: 
     return figure
 
 
-def decay_offsets(length: int, points: int = 600) -> np.ndarray:
-    """Integer distances 1 … length − 1 (a log axis has no 0): every one up to 64, then log-spaced."""
-    dense = np.arange(1, min(max(length, 2), 65))
-    if length <= 65:
-        return dense
-    sparse = np.unique(np.geomspace(65, length - 1, points).round().astype(np.int64))
-    return np.concatenate([dense, sparse])
+def score_figure(scores: ContentScores, *, height: int = 460) -> go.Figure:
+    """The W × W score matrix of fixed content (hover i, j, j − i, score), drawn from its per-offset scores."""
+    w = scores.window
+    return toeplitz_heatmap(scores.per_offset.numpy().astype(np.float32), w, w, value_label="score",
+                            colorscale="RdBu_r", zmid=0.0, title="", height=height).figure
