@@ -45,7 +45,8 @@ class ColdSession:
         return self.navigation[0] if self.navigation else []
 
 
-def _read(message: ForwardMsg, session: ColdSession) -> None:
+def read_message(message: ForwardMsg, session: ColdSession) -> None:
+    """Record in ``session`` what ``message`` shows a visitor (navigation, links, errors, titles, the end)."""
     kind = message.WhichOneof("type")
     if kind == "navigation" and message.navigation.position != message.navigation.HIDDEN:
         session.navigation.append([page.page_name for page in message.navigation.app_pages])
@@ -85,7 +86,7 @@ async def open_session(base: str, page: str, query: str = "", timeout_s: float =
             async with asyncio.timeout(timeout_s):
                 while not session.finished.startswith("FINISHED"):
                     data = await socket.recv()
-                    _read(ForwardMsg.FromString(data), session)
+                    read_message(ForwardMsg.FromString(data), session)
     except Exception as error:  # noqa: BLE001 - a refused, dropped or hung session is the finding
         session.failure = f"{type(error).__name__}: {error}"[:300]
     session.seconds = time.perf_counter() - started

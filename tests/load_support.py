@@ -1,20 +1,27 @@
-"""Many users at once: real Chromium sessions against one relviz server, and the server's memory.
+"""Many users at once: sessions against one relviz server, and the server's memory.
 
-``run_load`` opens ``sessions`` browser contexts (one browser; each context has its own cookies,
-hence its own Streamlit session) spread over the app's pages, holds them all open, then lets
-every session move one slider of its page several times at the same moment. Each session
-checks that its own view follows its own moves (the slider shows the value it set, the URL
-carries it, the chart redrew) and nothing else: a value another session set would show up as a
-mismatch. Meanwhile a thread samples the server's resident memory (psutil) and its
+``run_load`` opens ``sessions`` Streamlit sessions spread over the app's pages, holds them all
+open, then lets every session move one slider of its page several times at the same moment. The
+first ``browsers`` sessions are Chromium tabs (one browser, a few contexts with their own
+cookies); the others are websocket sessions (``SocketSession``): they send what a tab sends after
+a drag and read what the server answers, without rendering, so 24 sessions cost the server's CPU
+and not 24 tabs' (on 2 cores the tabs used to starve the server they were measuring). Each session
+checks that its own view follows its own moves and nothing else: a tab checks the slider, the URL
+and a redrawn chart; a websocket session checks that each run finished without an exception or
+error box and sent changed charts, and that a final rerun with no change still draws the charts
+of its own last move (another session's value would draw others). Meanwhile a thread samples the server's resident memory (psutil) and its
 ``active_sessions`` gauge, and a probe measures the server alone, without a browser: every few
 seconds a fresh websocket session runs the landing page (tests/cold_start_support.py), so a slow
-answer is the server's, not the browsers' rendering. While the sessions move, one more visitor
-opens the landing page in a fresh browser context: its time to the first drawn chart is the
-figure a newcomer meets on a loaded server.
+answer is the server's, not the browsers' rendering; the websocket sessions' move times are the
+server's too. While the sessions move, one more visitor opens the landing page in a fresh
+Chromium context: its time to the first drawn chart is the figure a newcomer meets on a loaded
+server, and the websocket sessions keep moving until it has it (``load_moves``), so the server is
+busy the whole time it waits.
 
 Memory: ``warm_rss`` is read after every page was opened once (websocket sessions, before the
 browsers start: the modules and caches every page loads), ``peak_rss`` during the run,
-``rest_rss`` after every browser closed and the server dropped their sessions.
+``rest_rss`` after every browser closed and the server dropped their sessions. Beside them, what
+Streamlit's caches hold (``cache_sizes``: st.cache_data's bytes, st.cache_resource's entries).
 
 Everything is bounded: a fixed number of sessions and moves and per-action timeouts. The run's
 deadline is a stall deadline, not a wall clock: it fails only when neither a session nor the
@@ -26,6 +33,7 @@ Run directly for a manual look: python tests/load_support.py [SESSIONS]
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import http.client
 import json
 import math
@@ -41,7 +49,8 @@ from pathlib import Path
 import psutil
 
 from browser_support import CHROMIUM_ARGS, PLOT_STATE_JS, REPO, app_server, chromium_path, page_url
-from cold_start_support import open_session as open_socket_session
+from cold_start_support import ColdSession, read_message
+from cold_start_support import open_session as first_visit
 
 #: The slider each page's sessions move (by its widget key); a page not listed uses its first slider.
 SLIDERS = {"home": "home_q", "shaw": "sh_clip", "t5": "t5_nb", "skew": "skew_L", "absolute": "abs_heads", "rope": "rp_L",
@@ -65,8 +74,10 @@ CONTEXTS = 4
 #: The heaviest settings of each page, as a shared link sets them (RELVIZ_LOAD_HEAVY in tests/test_load.py):
 #: the longest matrices with the largest exact window, the longest text, the most positions.
 HEAVIEST = {"shaw": "sh_q=8192&sh_k=8192&sh_ws=512", "t5": "t5_q=8192&t5_k=8192&t5_ws=512",
-            "absolute": "abs_L=8192&abs_d=512&abs_heads=32", "skew": "skew_L=16", "attention": "at_len=256",
+            "absolute": "abs_L=512&abs_d=512&abs_heads=32", "skew": "skew_L=16", "attention": "at_len=256",
             "rope": "rp_len=1048576&rp_L=256"}
+#: At most this many further moves per websocket session while a newcomer waits for its first chart.
+KEEP_LOADING_MOVES = 40
 #: Seconds between two server probes (a websocket session of the landing page, no browser).
 PROBE_EVERY_S = 3.0
 #: A title and a Plotly chart holding data: the first chart has been drawn.
@@ -98,18 +109,36 @@ def server_process(port: int) -> psutil.Process:
     raise RuntimeError(f"no streamlit process for port {port} among this process's children")
 
 
-def active_sessions(base: str) -> int | None:
-    """Streamlit's active_sessions gauge from /_stcore/metrics (None if unavailable)."""
+def _metrics(base: str, family: str) -> str | None:
+    """One family of /_stcore/metrics as text (asking for one family keeps the cache sizing out)."""
     host, port = urllib.parse.urlsplit(base).hostname, urllib.parse.urlsplit(base).port
     try:
-        connection = http.client.HTTPConnection(host, port, timeout=5)
-        connection.request("GET", "/_stcore/metrics")
+        connection = http.client.HTTPConnection(host, port, timeout=30)
+        connection.request("GET", f"/_stcore/metrics?families={family}")
         text = connection.getresponse().read().decode()
         connection.close()
     except OSError:
         return None
-    match = re.search(r"^active_sessions (\d+)", text, re.MULTILINE)
+    return text
+
+
+def active_sessions(base: str) -> int | None:
+    """Streamlit's active_sessions gauge from /_stcore/metrics (None if unavailable)."""
+    text = _metrics(base, "active_sessions")
+    match = re.search(r"^active_sessions (\d+)", text or "", re.MULTILINE)
     return int(match.group(1)) if match else None
+
+
+def cache_sizes(base: str) -> dict[str, float]:
+    """What Streamlit's caches hold: st.cache_data in MB (its pickled entries, what
+    server.maxCacheDataSize caps) and the number of st.cache_resource entries (Streamlit sizes those
+    only with server.enableExpensiveMemoryStats; relviz bounds them by max_entries)."""
+    text = _metrics(base, "cache_memory_bytes") or ""
+    data = sum(float(m.group(1)) for m in re.finditer(r'^cache_memory_bytes\{cache_type="st_cache_data"[^}]*\} (\S+)',
+                                                          text, re.MULTILINE))
+    resource = sum(float(m.group(1)) for m in re.finditer(
+        r'^cache_memory_bytes\{cache_type="st_cache_resource"[^}]*\} (\S+)', text, re.MULTILINE))
+    return {"cache_data_mb": round(data / 2**20, 1), "cache_resource_entries": int(resource)}
 
 
 class Sampler(threading.Thread):
@@ -201,6 +230,9 @@ class SessionReport:
     errors: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     unavailable: str = ""
+    client: str = "browser"  # or "websocket" (SocketSession: the server's side of a tab, no rendering)
+    final_charts: tuple[str, ...] = ()
+    load_moves: list[Move] = field(default_factory=list)  # websocket moves after the counted ones
 
     @property
     def ok(self) -> bool:
@@ -316,21 +348,174 @@ async def check_own_view(page, report: SessionReport) -> None:
     report.errors += [f"error box: {text}" for text in await page.evaluate(ERRORS_JS)]
 
 
+# ---------------------------------------------------------------------------------------
+# One websocket session: what a browser tab sends and receives, without the browser
+
+
+class SocketSession:
+    """A Streamlit session driven over its websocket the way a tab drives it (no browser, no rendering).
+
+    It opens a page as a deep link, then moves a slider by sending the rerun a browser sends after a
+    drag (the slider's new value as its widget state). What it checks is what the server owes a tab:
+    the run finished, it drew no exception box and no error, and the charts it sent changed; at the
+    end, a rerun without any widget change still draws the charts of this session's own last move
+    (state from another session would draw other charts). The address bar is the browser's job
+    (Streamlit's frontend writes bound values into the URL), so this session keeps its link's query.
+    """
+
+    #: Runs finished by every SocketSession so far (the load a newcomer met).
+    runs_finished = 0
+
+    def __init__(self, base: str, page: str, query: str) -> None:
+        self.url = base.replace("http://", "ws://", 1) + "/_stcore/stream"
+        self.page, self.query = page, query
+        self.page_hash = ""
+        self.sliders: dict[str, object] = {}  # query_param_key -> Slider proto
+        self.charts: tuple[str, ...] = ()     # digests of the plotly charts of the last run, in order
+        self.socket = None
+
+    async def connect(self) -> None:
+        import websockets
+
+        self.socket = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None,
+                                               open_timeout=ACTION_TIMEOUT_MS / 1000)
+
+    async def close(self) -> None:
+        if self.socket is not None:
+            await self.socket.close()
+
+    async def run(self, widget=None) -> ColdSession:
+        """One script run (the first visit, or a rerun with ``widget``, a WidgetState, changed)."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        request = BackMsg()
+        request.rerun_script.query_string = self.query
+        request.rerun_script.page_name = self.page
+        request.rerun_script.page_script_hash = self.page_hash
+        if widget is not None:
+            request.rerun_script.widget_states.widgets.append(widget)
+        seen = ColdSession(self.page, self.query)
+        charts: list[str] = []
+        started = time.perf_counter()
+        await self.socket.send(request.SerializeToString())
+        async with asyncio.timeout(ACTION_TIMEOUT_MS / 1000):
+            while not seen.finished.startswith("FINISHED"):
+                message = ForwardMsg.FromString(await self.socket.recv())
+                read_message(message, seen)
+                kind = message.WhichOneof("type")
+                if kind == "navigation":
+                    self.page_hash = message.navigation.page_script_hash
+                elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
+                    element = message.delta.new_element
+                    if element.WhichOneof("type") == "plotly_chart":
+                        charts.append(chart_digest(element.plotly_chart.spec))
+                    elif element.WhichOneof("type") == "slider" and element.slider.query_param_key:
+                        self.sliders[element.slider.query_param_key] = element.slider
+        seen.seconds = time.perf_counter() - started
+        self.charts = tuple(charts)
+        SocketSession.runs_finished += 1
+        return seen
+
+
+def chart_digest(spec: str) -> str:
+    """A chart's content, whatever the order of its JSON keys (a figure from st.cache_data is an
+    unpickled copy whose keys may come in another order than the freshly drawn one's)."""
+    return hashlib.sha1(json.dumps(json.loads(spec), sort_keys=True).encode()).hexdigest()
+
+
+def _socket_problems(seen: ColdSession, what: str) -> list[str]:
+    problems = [f"{what}: exception box {text}" for text in seen.exceptions]
+    problems += [f"{what}: error box {text}" for text in seen.errors]
+    if seen.finished != "FINISHED_SUCCESSFULLY":
+        problems.append(f"{what}: the run ended {seen.finished}")
+    return problems
+
+
+async def open_socket_session(base: str, info, report: SessionReport, query: str = "") -> SocketSession:
+    """A websocket session on ``info``'s page, opened as a deep link, with the slider it will move."""
+    name = Path(info.path).stem
+    session = SocketSession(base, name, query)
+    await session.connect()
+    seen = await session.run()
+    report.open_seconds = seen.seconds
+    report.errors += _socket_problems(seen, "open")
+    key = SLIDERS.get(name) or next((k for k, s in session.sliders.items()
+                                     if s.data_type in (s.INT, s.FLOAT) and not s.options), None)
+    if key not in session.sliders:
+        await session.close()
+        raise PageUnavailable(f"{name}: no slider {key}; the page says: {(seen.errors or ['nothing'])[0][:200]}")
+    if not session.charts:
+        report.problems.append("open: no chart drawn")
+    report.slider = key
+    return session
+
+
+async def move_socket_slider(session: SocketSession, report: SessionReport, local: int, moves: int,
+                             keep_loading: asyncio.Event | None = None) -> None:
+    """Move the session's slider ``moves`` times, as a drag does; each run must redraw the charts.
+    Then, until ``keep_loading`` is set (a newcomer got its first chart) and for at most
+    KEEP_LOADING_MOVES, keep moving one step at a time (reported apart, as ``load_moves``): the
+    newcomer's figure is then measured on a server that is busy the whole time."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    slider = session.sliders[report.slider]
+    linked = urllib.parse.parse_qs(session.query).get(report.slider)
+    value = _number(linked[-1]) if linked else _number(str(slider.default[0]))
+    report.start_value = value
+    targets = _targets(value, slider.min, slider.max, slider.step, local, moves)
+    direction = 1
+    while targets or (keep_loading is not None and not keep_loading.is_set()
+                      and len(report.load_moves) < KEEP_LOADING_MOVES):
+        if targets:
+            target = targets.pop(0)
+        else:  # one step further, turning at the ends
+            if not slider.min <= value + direction * slider.step <= slider.max:
+                direction = -direction
+            target = value + direction * slider.step
+        before = session.charts
+        state = WidgetState(id=slider.id)
+        state.double_array_value.data.append(target)
+        seen = await session.run(state)
+        problems = _socket_problems(seen, f"move to {target:g}")
+        if not problems and session.charts == before:
+            problems.append(f"move to {target:g}: no chart changed")
+        (report.moves if len(report.moves) < moves else report.load_moves).append(Move(target, round(seen.seconds, 3)))
+        if problems:
+            report.problems += problems
+            return
+        value = target
+    report.expected = value
+    report.final_charts = session.charts
+
+
+async def check_socket_view(session: SocketSession, report: SessionReport) -> None:
+    """After everyone moved: a rerun with no widget change draws this session's own last charts."""
+    seen = await session.run()
+    report.errors += _socket_problems(seen, "final check")
+    report.shown = report.expected if session.charts == report.final_charts else None
+    if session.charts != report.final_charts:
+        report.problems.append(f"final check: the charts differ from this session's after its last move "
+                               f"({report.slider}={report.expected:g})")
+
+
 async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_s: float, stall_s: float,
-                       extra: dict, queries: dict[str, str] | None = None) -> list[SessionReport]:
-    """Run the sessions; ``extra`` receives the probe's answers and the fresh visitor's figure."""
+                       extra: dict, queries: dict[str, str] | None = None, browsers: int = 3) -> list[SessionReport]:
+    """Run the sessions: the first ``browsers`` in Chromium tabs, the others as websocket sessions;
+    ``extra`` receives the probe's answers and the fresh visitor's figure."""
     from playwright.async_api import async_playwright
 
     plan = [(i, pages[i % len(pages)]) for i in range(sessions)]
     local_index = {i: sum(1 for j, p in plan[:i] if p.path == info.path) for i, info in plan}
-    reports = [SessionReport(i, Path(info.path).stem) for i, info in plan]
+    reports = [SessionReport(i, Path(info.path).stem, client="browser" if i < browsers else "websocket")
+               for i, info in plan]
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=chromium_path(),
                                                    args=CHROMIUM_ARGS + BACKGROUND_ARGS)
         # A few browser contexts (separate cookie jars), each with one tab per page: two sessions of
         # the same page never share a context, and tabs of one context share the HTTP cache.
         contexts = [await browser.new_context(viewport={"width": 1024, "height": 720})
-                    for _ in range(min(CONTEXTS, sessions))]
+                    for _ in range(max(1, min(CONTEXTS, browsers)))]
         for context in contexts:  # a busy 2-core machine may need far longer than Playwright's 30 s
             context.set_default_timeout(ACTION_TIMEOUT_MS)
         opened: list = [None] * sessions
@@ -339,9 +524,12 @@ async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_
         async def opener(i, info):
             async with gate:
                 try:
-                    context = contexts[(i // len(pages)) % len(contexts)]
-                    opened[i] = await open_session(context, base, info, reports[i],
-                                                   (queries or {}).get(Path(info.path).stem, ""))
+                    query = (queries or {}).get(Path(info.path).stem, "")
+                    if reports[i].client == "websocket":
+                        opened[i] = await open_socket_session(base, info, reports[i], query)
+                    else:
+                        context = contexts[(i // len(pages)) % len(contexts)]
+                        opened[i] = await open_session(context, base, info, reports[i], query)
                 except PageUnavailable as error:
                     reports[i].unavailable = str(error)
                 except Exception as error:  # noqa: BLE001 - reported per session
@@ -352,7 +540,10 @@ async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_
                 return
             page = opened[i]
             try:
-                await move_slider(page, reports[i], local_index[i], moves)
+                if reports[i].client == "websocket":
+                    await move_socket_slider(page, reports[i], local_index[i], moves, newcomer_done)
+                else:
+                    await move_slider(page, reports[i], local_index[i], moves)
             except Exception as error:  # noqa: BLE001
                 reports[i].problems.append(f"move {len(reports[i].moves) + 1} failed: {type(error).__name__}: "
                                            f"{error}"[:400])
@@ -361,7 +552,10 @@ async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_
             if opened[i] is None or reports[i].expected is None:
                 return
             try:
-                await check_own_view(opened[i], reports[i])
+                if reports[i].client == "websocket":
+                    await check_socket_view(opened[i], reports[i])
+                else:
+                    await check_own_view(opened[i], reports[i])
             except Exception as error:  # noqa: BLE001
                 reports[i].problems.append(f"final check failed: {type(error).__name__}: {error}"[:400])
 
@@ -373,9 +567,13 @@ async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_
                 progress[0] += 1
             return run
 
+        newcomer_done = asyncio.Event()
+
         async def fresh_visitor():
-            """One newcomer while every session moves: navigation -> first chart drawn, in seconds."""
+            """One newcomer (a real Chromium tab) while every session moves: navigation -> first chart
+            drawn, in seconds, and how many websocket runs the server answered meanwhile."""
             context = await browser.new_context(viewport={"width": 1440, "height": 900})
+            runs_before = SocketSession.runs_finished
             try:
                 page = await context.new_page()
                 started = time.perf_counter()
@@ -385,11 +583,13 @@ async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_
             except Exception as error:  # noqa: BLE001 - reported, not fatal
                 extra["fresh_visitor_first_chart_s"] = f"failed: {type(error).__name__}"
             finally:
+                extra["runs_answered_while_fresh_visitor_waited"] = SocketSession.runs_finished - runs_before
+                newcomer_done.set()
                 await context.close()
 
         async def probe(stop: asyncio.Event):
             while not stop.is_set():
-                answer = await open_socket_session(base, "home", timeout_s=ACTION_TIMEOUT_MS / 1000)
+                answer = await first_visit(base, "home", timeout_s=ACTION_TIMEOUT_MS / 1000)
                 extra["probe"].append(None if answer.failure or answer.exceptions else round(answer.seconds, 3))
                 progress[0] += 1
                 try:
@@ -428,14 +628,18 @@ async def run_sessions(base: str, pages, *, sessions: int, moves: int, deadline_
             if not work.done():
                 work.cancel()
                 await asyncio.gather(work, return_exceptions=True)
+            await asyncio.gather(*(session.close() for session in opened if isinstance(session, SocketSession)),
+                                 return_exceptions=True)
             await browser.close()
     return reports
 
 
-async def _open_every_page(base: str, pages) -> None:
-    """Each page once, over a websocket (no browser): what every page imports and caches is loaded."""
+async def _open_every_page(base: str, pages, queries: dict[str, str] | None) -> None:
+    """Each page once (at the run's settings), over a websocket (no browser): what every page imports
+    and caches is loaded."""
     for info in pages:
-        await open_socket_session(base, Path(info.path).stem, timeout_s=ACTION_TIMEOUT_MS / 1000)
+        name = Path(info.path).stem
+        await first_visit(base, name, (queries or {}).get(name, ""), timeout_s=ACTION_TIMEOUT_MS / 1000)
 
 
 def _rest_rss(sampler, base: str, process, timeout_s: float = 60.0) -> int | None:
@@ -450,7 +654,7 @@ def _rest_rss(sampler, base: str, process, timeout_s: float = 60.0) -> int | Non
 
 
 def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, stall_s: float = 180.0,
-             pages=None, queries: dict[str, str] | None = None) -> dict:
+             pages=None, queries: dict[str, str] | None = None, browsers: int = 3) -> dict:
     """Start a server, run the sessions against it, return the figures (see the module docstring)."""
     from relviz.ui import PAGES
 
@@ -459,21 +663,26 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, 
     extra: dict = {"probe": []}
     with app_server() as base:
         port = urllib.parse.urlsplit(base).port
+        log_path = REPO / "test-artifacts" / f"server-{port}.log"
         process = server_process(port)
         sampler = Sampler(process, base)
         baseline_rss = sampler.rss()
-        asyncio.run(_open_every_page(base, pages))
-        warm_rss = sampler.rss()
+        asyncio.run(_open_every_page(base, pages, queries))
+        warm_rss, warm_caches = sampler.rss(), cache_sizes(base)
         sampler.start()
         try:
             reports = asyncio.run(run_sessions(base, pages, sessions=sessions, moves=moves, deadline_s=deadline_s,
-                                               stall_s=stall_s, extra=extra, queries=queries))
+                                               stall_s=stall_s, extra=extra, queries=queries,
+                                               browsers=browsers))
         finally:
             sampler.count_cpu()
             sampler.stop()
             end_rss = sampler.rss() if process.is_running() else None
             rest_rss = _rest_rss(sampler, base, process)
+            rest_caches = cache_sizes(base) if process.is_running() else {}
     times = [move.seconds for report in reports for move in report.moves]
+    by_client = {client: [move.seconds for report in reports if report.client == client
+                          for move in report.moves + report.load_moves] for client in ("websocket", "browser")}
     slowest = max(((move.seconds, report.page, report.slider) for report in reports for move in report.moves),
                   default=(None, None, None))
     return {
@@ -487,15 +696,27 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, 
         "slowest_response_where": f"{slowest[1]} ({slowest[2]})" if slowest[1] else None,
         "median_response_s": round(statistics.median(times), 3) if times else None,
         "slowest_open_s": round(max((r.open_seconds for r in reports), default=0.0), 2),
+        "browser_sessions": sum(1 for r in reports if r.client == "browser"),
+        "websocket_sessions": sum(1 for r in reports if r.client == "websocket"),
+        # a websocket session's move is the server's time alone (the run, no rendering); a browser's
+        # adds its tab's rendering on the same cores
+        "server_move_median_s": round(statistics.median(by_client["websocket"]), 3) if by_client["websocket"] else None,
+        "server_move_max_s": max(by_client["websocket"], default=None),
+        "browser_move_median_s": round(statistics.median(by_client["browser"]), 3) if by_client["browser"] else None,
+        "browser_move_max_s": max(by_client["browser"], default=None),
         "baseline_rss_mb": round(baseline_rss / 2**20, 1),
         "warm_rss_mb": round(warm_rss / 2**20, 1),
         "rest_rss_mb": round(rest_rss / 2**20, 1) if rest_rss else None,
+        "warm_caches": warm_caches,
+        "rest_caches": rest_caches,
         "probe_answers": len([t for t in extra["probe"] if t is not None]),
         "probe_failures": len([t for t in extra["probe"] if t is None]),
         "probe_median_s": round(statistics.median([t for t in extra["probe"] if t is not None]), 3)
         if any(t is not None for t in extra["probe"]) else None,
         "probe_max_s": max((t for t in extra["probe"] if t is not None), default=None),
         "fresh_visitor_first_chart_s": extra.get("fresh_visitor_first_chart_s"),
+        "runs_answered_while_fresh_visitor_waited": extra.get("runs_answered_while_fresh_visitor_waited"),
+        "load_moves_done": sum(len(r.load_moves) for r in reports),
         "peak_rss_mb": round(sampler.peak_rss / 2**20, 1),
         "end_rss_mb": round(end_rss / 2**20, 1) if end_rss else None,
         "rss_samples": len(sampler.samples),
@@ -504,9 +725,10 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, 
         "machine_cpus": psutil.cpu_count(),
         "load_average_at_end": [round(x, 2) for x in psutil.getloadavg()],
         "seconds": round(time.perf_counter() - started, 1),
+        "server_log": str(log_path),
         "pages": {Path(p.path).stem: sum(1 for r in reports if r.page == Path(p.path).stem) for p in pages},
         "failures": [asdict(r) for r in reports if not r.ok and not r.unavailable],
-        "sessions_detail": [{"index": r.index, "page": r.page, "slider": r.slider, "start": r.start_value,
+        "sessions_detail": [{"index": r.index, "page": r.page, "client": r.client, "slider": r.slider, "start": r.start_value,
                              "set": [m.target for m in r.moves], "shown": r.shown, "url": r.url_value,
                              "move_seconds": [m.seconds for m in r.moves], "open_seconds": round(r.open_seconds, 2)}
                             for r in reports],
