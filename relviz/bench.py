@@ -33,7 +33,8 @@ from typing import Any, Callable
 import torch
 
 import relviz
-from relviz.bench_report import BenchContext, Column, Section, SectionResult, Target, format_table, time_calls
+from relviz.bench_report import (BenchContext, Column, Section, SectionResult, Target, format_table, proc_status,
+                                 reset_peak_rss, time_calls)
 from relviz.bench_report import bytes_text as _bytes
 from relviz.bench_report import mb as _mb
 from relviz.bench_report import ms as _ms
@@ -96,29 +97,6 @@ def t5_section(ctx: BenchContext) -> SectionResult:
 ATTN_B, ATTN_H, ATTN_D = 1, 8, 64
 
 
-def _proc_status(key: str) -> int | None:
-    """A memory figure from /proc/self/status, in bytes (None where there is no /proc)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_peak_rss() -> bool:
-    """Reset VmHWM to the current RSS (Linux: write 5 to /proc/self/clear_refs)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-        return True
-    except OSError:
-        return False
-
-
-
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     """One attention case, meant to run alone in a fresh process (see ``_case_main``)."""
     from relviz.attention import shaw_attention, skew_attention
@@ -156,15 +134,15 @@ def measure_forward(fn: Callable[[], torch.Tensor], repeats: int) -> dict[str, A
     The peak counter is reset after the inputs exist, so the delta is what the forward adds.
     The first, untimed call warms up and gives the checksum that proves implementations agree.
     """
-    reset = _reset_peak_rss()
-    baseline_rss = _proc_status("VmRSS")
-    baseline_hwm = _proc_status("VmHWM")
+    reset = reset_peak_rss()
+    baseline_rss = proc_status("VmRSS")
+    baseline_hwm = proc_status("VmHWM")
     with torch.inference_mode():
         output = fn()
         checksum = [float(output.double().sum()), float(output.double().norm())]
         del output
         times = time_calls(fn, repeats=repeats, warmup=0)
-    peak = _proc_status("VmHWM")
+    peak = proc_status("VmHWM")
     result = {"forward_s": statistics.median(times), "times_s": times, "checksum": checksum,
               "hwm_reset": reset, "baseline_bytes": baseline_hwm, "baseline_rss_bytes": baseline_rss,
               "peak_bytes": peak}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from relviz.memory import format_bytes
@@ -120,3 +121,36 @@ def time_calls(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> list[flo
         times.append(time.perf_counter() - start)
     return times
 
+
+def time_in_turns(calls: Mapping[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
+    """Wall-clock seconds of each call in each of ``rounds`` rounds; within a round the calls take turns,
+    so a change of machine load hits every implementation alike. No warm-up: call each once first."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def proc_status(key: str) -> int | None:
+    """A memory figure of this process from /proc/self/status (VmRSS, VmHWM…), in bytes; None without /proc."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def reset_peak_rss() -> bool:
+    """Reset VmHWM to the current RSS (Linux: write 5 to /proc/self/clear_refs); False where it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        return True
+    except OSError:
+        return False

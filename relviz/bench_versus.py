@@ -28,10 +28,13 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from relviz.bench_report import BenchContext, Column, SectionResult, Target, mb, ms, ratio
+from relviz.bench_report import (BenchContext, Column, SectionResult, Target, mb, ms, proc_status,
+                                 reset_peak_rss, time_in_turns)
 
 B, H, D = 1, 8, 64
 FUNCTIONS = ("t5", "alibi", "skew", "shaw", "shaw_kv")
+#: The model section's schemes with --quick (every scheme otherwise): no position, a learned bias, a vector table.
+QUICK_MODEL_SCHEMES = ("none", "t5", "shaw")
 IMPLS = ("relviz", "sdpa_prebuilt", "flex", "weights")
 TIME_TARGET = 1.2
 
@@ -150,17 +153,6 @@ def _impl_call(function: str, impl: str, x: dict[str, Any]) -> Callable[[], torc
     return _flex_call(function, x)
 
 
-def _proc_kib(key: str) -> int | None:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def run_time_case(spec: dict[str, Any]) -> dict[str, Any]:
     """All implementations of one (function, L), timed in turns in this process."""
     function, length, rounds = spec["function"], spec["L"], spec["rounds"]
@@ -178,12 +170,7 @@ def run_time_case(spec: dict[str, Any]) -> dict[str, Any]:
         reference = outputs["weights"]
         max_error = {impl: float((out - reference).abs().max()) for impl, out in outputs.items()}
         del outputs
-        times: dict[str, list[float]] = {impl: [] for impl in calls}
-        for _ in range(rounds):
-            for impl, call in calls.items():
-                start = time.perf_counter()
-                call()
-                times[impl].append(time.perf_counter() - start)
+        times = time_in_turns(calls, rounds)
     steady = {impl: statistics.median(t) for impl, t in times.items()}
     return {"median_s": steady, "times_s": times, "max_error": max_error,
             "first_call_s": compile_s}
@@ -200,11 +187,10 @@ def run_memory_case(spec: dict[str, Any]) -> dict[str, Any]:
         call = _impl_call(function, impl, x)
         if impl == "flex":
             call()                                                   # compile first: its memory is not the kernel's
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-        before = _proc_kib("VmHWM")
+        reset_peak_rss()
+        before = proc_status("VmHWM")
         call()
-        after = _proc_kib("VmHWM")
+        after = proc_status("VmHWM")
     return {"delta_bytes": after - before}
 
 
@@ -362,12 +348,7 @@ def t5_bias_section(ctx: BenchContext) -> SectionResult:
         with torch.inference_mode():
             ours = calls["relviz"]()
             identical = {name: bool(torch.equal(call(), ours)) for name, call in calls.items()}
-            times: dict[str, list[float]] = {name: [] for name in calls}
-            for _ in range(rounds):
-                for name, call in calls.items():
-                    start = time.perf_counter()
-                    call()
-                    times[name].append(time.perf_counter() - start)
+            times = time_in_turns(calls, rounds)
         med = {name: statistics.median(t) for name, t in times.items()}
         row = {"L": length, "load": load_average(), "identical": all(identical.values())}
         for name, seconds in med.items():
@@ -431,26 +412,22 @@ def _plain_sdpa(model: torch.nn.Module) -> torch.nn.Module:
 
 def model_section(ctx: BenchContext) -> SectionResult:
     from relviz.model import SCHEMES, ModelConfig, build_model
+    from relviz.schemes import get_scheme
     batch, length = (2, 32) if ctx.quick else (8, 256)
     rounds = 1 if ctx.quick else 7
     rows = []
     tokens = torch.randint(0, 10, (batch, length), generator=torch.Generator().manual_seed(0))
-    for scheme in ("none", "t5", "shaw") if ctx.quick else SCHEMES:
+    for scheme in QUICK_MODEL_SCHEMES if ctx.quick else SCHEMES:
         ctx.log(f"model: {scheme} (load {load_average()})")
         config = ModelConfig(scheme=scheme, max_len=max(64, length), skew_distances=32)
         ours = _train_step_call(build_model(config, seed=0), tokens)
         plain = _train_step_call(_plain_sdpa(build_model(config, seed=0)), tokens)
         ours(), plain()                                                    # warm-up
-        times: dict[str, list[float]] = {"relviz": [], "sdpa": []}
-        for _ in range(rounds):
-            for name, call in (("relviz", ours), ("sdpa", plain)):
-                start = time.perf_counter()
-                call()
-                times[name].append(time.perf_counter() - start)
+        times = time_in_turns({"relviz": ours, "sdpa": plain}, rounds)
         med = {name: statistics.median(t) for name, t in times.items()}
         rows.append({"scheme": scheme, "relviz_s": med["relviz"], "sdpa_s": med["sdpa"],
                      "ratio": med["relviz"] / med["sdpa"], "load": load_average()})
-    relative = [r for r in rows if r["scheme"] in ("shaw", "t5", "skew", "alibi", "rope")]
+    relative = [r for r in rows if get_scheme(r["scheme"]).family == "relative"]
     worst = max(relative, key=lambda r: r["ratio"]) if relative else None
     targets = [Target(f"relative schemes' train step ≤ 1.3× the same model with fused SDPA (B{batch}×L{length})",
                       None if worst is None or ctx.quick else worst["ratio"] <= 1.3,
