@@ -139,6 +139,15 @@ out["loaded_config"] = loaded.info.model_config == config
 shipped = load_checkpoint("throwaway-shift")
 out["shipped_width"] = shipped.model.config.throwaway_width
 
+# the in-app training guard: the parameter within its app range passes, beyond it is refused by name
+from relviz.training_queue import TrainingRequest, check_request
+guarded, _ = check_request(TrainingRequest(scheme="throwaway", scheme_params={"throwaway_width": 5}))
+out["guarded_width"] = guarded.throwaway_width
+try:
+    check_request(TrainingRequest(scheme="throwaway", scheme_params={"throwaway_width": 6}))
+except ValueError as error:
+    out["guard_refusal"] = str(error)
+
 # a tour step carrying the scheme and its app parameter (relviz.tours is not edited), opened as a link
 from relviz import tours
 step = tours.check_step(tours.Step("attention", {"at_ck": "throwaway-shift", "at_tsch": "throwaway",
@@ -196,6 +205,9 @@ def test_a_new_scheme_is_one_new_file(tmp_path):
     assert out["config"]["throwaway_width"] == 2 and out["config"]["scheme"] == "throwaway"
     assert out["num_parameters"][0] == out["num_parameters"][1]
     assert out["roundtrip"] and out["loaded_config"] and out["shipped_width"] == 4
+    # the training guard: bounded by the app range the scheme declares (1..5, the library allows 9)
+    assert out["guarded_width"] == 5
+    assert out["guard_refusal"] == "throwaway_width must be from 1 to 5 for training in the app; got 6"
     # the Live attention page: picker, structure, parameter panel, the training form's slider
     assert not out["exceptions"], out["exceptions"]
     assert not out["errors"], out["errors"]
