@@ -1,8 +1,9 @@
 """Live attention: a small transformer trained with each scheme, run on a sequence you choose.
 
-Prediction against target, every layer's and head's attention (hover: the scheme's own
-index for the cell), the scheme's position structure beside one head, mean attention by
-offset, the learned position parameters, and training your own model in the session.
+First screen: the sequence, and one head's attention beside the scheme's position structure
+(hover: the scheme's own index for the cell). Below: prediction against target, the model's
+description, every layer's and head's attention, mean attention by offset, the learned position
+parameters, and training your own model in the session.
 """
 from __future__ import annotations
 
@@ -170,13 +171,6 @@ if f"{P}_pick" in st.session_state:  # a model trained in the last run: select i
     st.session_state[f"{P}_ck"] = st.session_state.pop(f"{P}_pick")
 
 st.title("Live attention")
-st.markdown(
-    "A small transformer (2 layers, 4 heads, d_model 64, causal) was trained with **each position scheme** on the "
-    "same task (ALiBi needed 6 layers: its penalty cannot single out one offset, so the model composes it from "
-    "layer to layer; with 2 it reaches 72%). Pick one, give it a sequence, and see what it predicts and **where "
-    "every head looks**, next to the position structure its scheme gave it. Then train your own at the bottom of "
-    "the page.")
-ui.sign_convention()
 
 shipped, problems = shipped_listing()
 options = shipped + trainings.names()
@@ -215,17 +209,13 @@ if active is not None:
                                         key=f"{P}_head", bind="query-params") or 1) - 1
         layer, head = min(layer, config.n_layers - 1), min(head, config.n_heads - 1)
 
-    params = ", ".join(f"{k} = {v}" for k, v in config.scheme_params().items())
-    st.markdown(
-        f"**{active.name}** ({active.origin}) · scheme **{active.scheme}**{f' ({params})' if params else ''}: "
-        f"{get_scheme(active.scheme).summary}.  \n"
-        f"Task **{task.describe()}**: {task.summary}  \n"
-        f"{config.n_layers} layers × {config.n_heads} heads, {'causal' if config.causal else 'bidirectional'}; "
-        f"trained {active.steps} steps at length **{active.train_length}**; accuracy on held-out sequences at that "
-        f"length: **{active.accuracy:.1%}**.")
+    # One line on top; the intro and the model's full description follow the main picture, so the
+    # picture is on the first screen of a 1280 × 720 projector.
+    st.markdown(f"**{active.name}** · scheme **{active.scheme}** · task **{task.describe()}** · "
+                f"{active.accuracy:.1%} at its training length {active.train_length} · pick model, layer and head "
+                "in the sidebar")
 
     # --- the input ----------------------------------------------------------------------------
-    st.subheader("Input")
     c_text, c_len, c_seed, c_rand = st.columns([5, 3, 1.6, 2.6], vertical_alignment="bottom")  # "random example" fits at 1280 px
     length = int(c_len.slider("length", 1, MAX_TEXT, DEFAULT_LENGTH, key=f"{P}_len", bind="query-params",
                               on_change=on_length,
@@ -248,14 +238,46 @@ if active is not None:
 
     # --- the sequence through the model -------------------------------------------------------
     view = None
-    st.subheader("Prediction against target")
     if len(text) > MAX_TEXT:
         st.error(f"The sequence has {len(text)} tokens; this page draws at most {MAX_TEXT} (the attention of every "
                  "layer and head). Shorten it, or set the length slider.", icon=":material/error:")
     else:
         with ui.user_errors():
             view = run(active.key, text, active.model, task)
+
+    structure_error = None
+    try:
+        struct_length = view.length if view is not None else length
+        current_structure = structure(active.key, struct_length, active.model)
+    except ValueError as error:
+        current_structure, structure_error = None, str(error)
+
+    # --- the main picture: one head's weights beside the scheme's position structure ------------
     if view is not None:
+        st.subheader(f"Layer {layer + 1}, head {head + 1} beside the scheme's position structure")
+        left, right = st.columns(2)
+        with left:
+            ui.show_figure(head_figure(active.key, text, layer, head, active.train_length, active.model, task),
+                           key=f"{P}_fig_head")
+            st.caption("Exact weights of the chosen head (pick layer and head in the sidebar)."
+                       + (f" Dotted lines: the training length {active.train_length}." if view.length >
+                          active.train_length else ""))
+        with right:
+            if current_structure is not None:
+                ui.show_figure(structure_figure(active.key, view.length, head, active.model), key=f"{P}_fig_struct")
+                st.caption(current_structure.explanation
+                           + (" Blank: future keys, masked." if current_structure.masked_future else ""))
+            else:
+                st.info(get_scheme(active.scheme).no_structure, icon=":material/info:")
+    elif structure_error is None and current_structure is not None:
+        st.subheader("The scheme's position structure")
+        left, right = st.columns(2)
+        with left:
+            ui.show_figure(structure_figure(active.key, struct_length, head, active.model), key=f"{P}_fig_struct")
+        right.caption(f"At length {struct_length} (the length slider). " + current_structure.explanation)
+
+    if view is not None:
+        st.subheader("Prediction against target")
         ui.show_figure(strip_figure(active.key, text, active.train_length, active.model, task), key=f"{P}_fig_strip")
         errors = view.errors
         if view.accuracy is None:
@@ -276,14 +298,25 @@ if active is not None:
         st.caption("Rows: your input, the task's answer (· where none counts yet), the model's prediction. "
                    "Blue: correct; orange: wrong; grey: no answer counts at that position. Hover for details.")
 
-    # --- attention: grid, close-up and the scheme's structure ---------------------------------
-    structure_error = None
-    try:
-        struct_length = view.length if view is not None else length
-        current_structure = structure(active.key, struct_length, active.model)
-    except ValueError as error:
-        current_structure, structure_error = None, str(error)
+    # --- about the models and this one --------------------------------------------------------
+    st.subheader("About this model")
+    st.markdown(
+        "A small transformer (2 layers, 4 heads, d_model 64, causal) was trained with **each position scheme** on the "
+        "same task (ALiBi needed 6 layers: its penalty cannot single out one offset, so the model composes it from "
+        "layer to layer; with 2 it reaches 72%). Pick one in the sidebar, give it a sequence, and see what it "
+        "predicts and **where every head looks**, next to the position structure its scheme gave it. Then train "
+        "your own at the bottom of the page.")
+    params = ", ".join(f"{k} = {v}" for k, v in config.scheme_params().items())
+    st.markdown(
+        f"**{active.name}** ({active.origin}) · scheme **{active.scheme}**{f' ({params})' if params else ''}: "
+        f"{get_scheme(active.scheme).summary}.  \n"
+        f"Task **{task.describe()}**: {task.summary}  \n"
+        f"{config.n_layers} layers × {config.n_heads} heads, {'causal' if config.causal else 'bidirectional'}; "
+        f"trained {active.steps} steps at length **{active.train_length}**; accuracy on held-out sequences at that "
+        f"length: **{active.accuracy:.1%}**.")
+    ui.sign_convention()
 
+    # --- every layer and head, export, mean by offset -----------------------------------------
     if view is not None:
         st.subheader("Attention of every layer and head")
         ui.show_figure(grid_figure(active.key, text, active.model, task), key=f"{P}_fig_grid")
@@ -296,23 +329,8 @@ if active is not None:
             "colour). Hover for the exact weight, j − i"
             + (f" and the scheme's {current_structure.label}" if current_structure is not None else "") + ". "
             + (f"**Downsampled:** each cell is the mean of a {block} × {block} block (hover gives its ranges); the "
-               "close-up below is exact." if block > 1 else "A diagonal stripe = one fixed offset j − i."))
+               "close-up above is exact." if block > 1 else "A diagonal stripe = one fixed offset j − i."))
 
-        st.subheader(f"Layer {layer + 1}, head {head + 1} up close, beside the scheme's position structure")
-        left, right = st.columns(2)
-        with left:
-            ui.show_figure(head_figure(active.key, text, layer, head, active.train_length, active.model, task),
-                           key=f"{P}_fig_head")
-            st.caption("Exact weights of the chosen head (pick layer and head in the sidebar)."
-                       + (f" Dotted lines: the training length {active.train_length}." if view.length >
-                          active.train_length else ""))
-        with right:
-            if current_structure is not None:
-                ui.show_figure(structure_figure(active.key, view.length, head, active.model), key=f"{P}_fig_struct")
-                st.caption(current_structure.explanation
-                           + (" Blank: future keys, masked." if current_structure.masked_future else ""))
-            else:
-                st.info(get_scheme(active.scheme).no_structure, icon=":material/info:")
         st.markdown("**Export** the weights shown (researchers: exact float32).")
         a, b = st.columns([2, 1])
         with a:
@@ -339,12 +357,6 @@ if active is not None:
                     st.success(finding.text, icon=":material/lightbulb:")
                 else:
                     st.info(finding.text, icon=":material/info:")
-    elif structure_error is None and current_structure is not None:
-        st.subheader("The scheme's position structure")
-        left, right = st.columns(2)
-        with left:
-            ui.show_figure(structure_figure(active.key, struct_length, head, active.model), key=f"{P}_fig_struct")
-        right.caption(f"At length {struct_length} (the length slider). " + current_structure.explanation)
 
     # --- learned position parameters ----------------------------------------------------------
     st.subheader("Learned position parameters")

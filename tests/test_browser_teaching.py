@@ -14,7 +14,10 @@ if chromium_path() is None and not os.environ.get("CI"):
     pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
                 allow_module_level=True)
 
-TEACHING = ["", "shaw", "t5", "skew", "absolute"]
+#: Pages whose main picture leads the page. Live attention's is the chosen head beside its scheme's
+#: position structure. Check and Lecture mode are tool pages (a form first, the picture follows an upload
+#: or a step), so they are not listed.
+TEACHING = ["", "shaw", "t5", "skew", "absolute", "attention", "experiments"]
 
 
 @pytest.fixture(scope="module")

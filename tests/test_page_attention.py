@@ -31,6 +31,11 @@ def weights_of(name: str, text: str) -> np.ndarray:
     return torch.stack(run_.attentions).numpy()
 
 
+def strip_of(at: AppTest) -> dict:
+    """The prediction strip (rows input, target, predicted)."""
+    return next(f for f in charts(at) if list(trace(f).get("y") or []) == ["input", "target", "predicted"])
+
+
 def error_text(at: AppTest) -> str:
     return " ".join(e.value for e in at.error)
 
@@ -67,8 +72,9 @@ def test_every_shipped_scheme_renders_the_model_s_own_weights(scheme):
         assert np.array_equal(decode(t["z"]), expected[layer, head])
     # prediction strip, profile, and (except for none) the structure beside the close-up
     assert find(figures, "mean attention by offset")
-    strip = figures[0]
-    assert decode(trace(strip)["z"]).shape == (3, 32)
+    assert decode(trace(strip_of(at))["z"]).shape == (3, 32)
+    # the first picture on the page is the close-up (the main picture, on the first screen)
+    assert title(figures[0]) == "layer 2, head 3: attention weights"
     titles = [title(f) for f in figures]
     if scheme == "none":
         assert any("no position information" in i.value for i in at.info)
@@ -119,13 +125,12 @@ def test_random_example_button_and_length_control():
     at.slider(key="at_len").set_value(40).run()
     text = at.text_input(key="at_seq").value
     assert len(text) == 40 and text[:32] == random_text(32, 1)
-    strip = charts(at)[0]
-    assert decode(trace(strip)["z"]).shape == (3, 40)
+    assert decode(trace(strip_of(at))["z"]).shape == (3, 40)
     # beyond the training length: the strip marks it, the summary splits the accuracy
     assert "beyond it" in " ".join(m.value for m in at.markdown)
     at.text_input(key="at_seq").set_value("0123456789").run()
     assert "has **10** tokens" in " ".join(c.value for c in at.caption)
-    assert decode(trace(charts(at)[0])["z"]).shape == (3, 10)
+    assert decode(trace(strip_of(at))["z"]).shape == (3, 10)
     at.slider(key="at_len").set_value(12).run()
     assert at.text_input(key="at_seq").value[:10] == "0123456789"
     assert len(at.text_input(key="at_seq").value) == 12
@@ -134,7 +139,7 @@ def test_random_example_button_and_length_control():
 def test_a_link_with_length_and_seed_opens_that_random_example():
     at = run(at_len=40, at_seed=3)
     assert at.text_input(key="at_seq").value == random_text(40, 3)
-    assert decode(trace(charts(at)[0])["z"]).shape == (3, 40)
+    assert decode(trace(strip_of(at))["z"]).shape == (3, 40)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, matrix_heatmap
+from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, matrix_heatmap, readable_layout
 from relviz.inspection import OffsetProfile, RunView
 from relviz.schemes.views import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms, View
 
@@ -54,7 +54,7 @@ def head_colour(head: int) -> str:
 
 
 def _figure(data: list[dict], layout: dict, validate: bool) -> go.Figure:
-    return go.Figure({"data": data, "layout": layout}, _validate=validate)
+    return go.Figure({"data": data, "layout": readable_layout(layout)}, _validate=validate)
 
 
 def _hover_data(fields: Mapping[str, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray | None, list[str]]:
@@ -322,7 +322,7 @@ def offset_profile_figure(profile: OffsetProfile, *, causal: bool, answer_offset
                 hovertemplate=(f"layer {layer + 1}, head {head + 1}<br>j − i = %{{x}}<br>mean weight = %{{y:.3f}}"
                                "<br>over %{customdata} cells<extra></extra>")))
         layout[f"xaxis{suffix}"] = dict(domain=[x0, x0 + width], anchor=f"y{suffix}",
-                                        title=dict(text="j − i", standoff=2), zeroline=False)
+                                        title=dict(text="j − i", standoff=12), automargin=True, zeroline=False)
         layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", range=[0, top * 1.08 + 1e-9],
                                         domain=[max(y1 - panel_height, 0.0), y1],
                                         title=dict(text="mean weight") if col == 0 else None)

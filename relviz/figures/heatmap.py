@@ -45,6 +45,29 @@ def make_readable(figure: go.Figure) -> go.Figure:
     return figure
 
 
+def readable_layout(layout: dict) -> dict:
+    """:func:`make_readable` for a layout still held as a dict (figures built with ``_validate=False``,
+    whose properties cannot be set afterwards). Explicit larger sizes are kept. Changes and returns ``layout``."""
+    def at_least(holder: dict, size: int) -> None:
+        font = holder.setdefault("font", {})
+        font["size"] = max(font.get("size") or 0, size)
+
+    at_least(layout, READABLE_FONT)
+    title = layout.get("title")
+    if isinstance(title, dict) and title.get("text"):
+        at_least(title, READABLE_TITLE)
+    for key, axis in layout.items():
+        if key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
+            axis.setdefault("tickfont", {})["size"] = READABLE_FONT - 1
+            axis_title = axis.get("title")
+            if isinstance(axis_title, str):
+                axis["title"] = axis_title = {"text": axis_title}
+            if isinstance(axis_title, dict):
+                axis_title.setdefault("font", {})["size"] = READABLE_FONT
+    at_least(layout.setdefault("legend", {}), READABLE_FONT - 1)
+    return layout
+
+
 def diagonal_counts(q_len: int, k_len: int) -> np.ndarray:
     """How many cells each diagonal (entry t of a per-offset vector, offset −(q_len − 1) first) has."""
     t = np.arange(q_len + k_len - 1)
