@@ -14,6 +14,7 @@ Sign convention: relative position = key index − query index (j − i).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import re
@@ -56,6 +57,14 @@ RTOL, ATOL = 1e-5, 1e-6
 FIT_NUM_BUCKETS = range(2, 129)
 FIT_MAX_DISTANCES = (8, 16, 20, 24, 32, 48, 50, 64, 100, 128, 200, 256, 500, 512, 1000, 1024)
 FIT_MAX_K = 512
+#: The settings search's work bound: candidates evaluated (one reference or named mistake built for one
+#: setting, on the first row and column or on every cell) and the cells they cover. Every valid upload's
+#: settings are found within it: the longest reference pass (a non-square T5 map reaching bucket 62:
+#: 3,012 settings; ALiBi's 2,080 (head count, head) pairs share 64 distinct slopes per q_offset) needs
+#: fewer than FIT_MAX_EVALUATIONS, and at most 3,012 × 1,023 cells. Named mistakes are searched in the
+#: work left, closest settings first.
+FIT_MAX_EVALUATIONS = 6000
+FIT_MAX_CELLS = 8_000_000
 
 
 # ---------------------------------------------------------------------------------------
@@ -362,6 +371,12 @@ def _shaw(n: np.ndarray, k: int) -> np.ndarray:
 
 
 def _slopes(num_heads: int) -> np.ndarray:
+    """ALiBi's slopes as float64 (a copy of the cached ones: the settings search asks for them per head)."""
+    return _cached_slopes(num_heads).copy()
+
+
+@functools.lru_cache(maxsize=MAX_HEADS)
+def _cached_slopes(num_heads: int) -> np.ndarray:
     return alibi_slopes(num_heads, device="cpu").double().numpy()
 
 
@@ -873,47 +888,119 @@ def fit_candidates(kind: str, got: np.ndarray) -> list[Settings]:
             for num_heads in range(1, 65) for head in range(num_heads)]
 
 
-def fit(kind: str, got: np.ndarray) -> CheckResult:
+@dataclass
+class FitWork:
+    """What one settings search evaluated; it stops (``capped``) at FIT_MAX_EVALUATIONS or FIT_MAX_CELLS."""
+
+    evaluations: int = 0
+    cells: int = 0
+    capped: bool = False
+
+    def spend(self, cells: int, count: int = 1) -> bool:
+        """Account for ``count`` evaluations over ``cells`` cells; False (and capped) once over the bound."""
+        if self.evaluations + count > FIT_MAX_EVALUATIONS or self.cells + cells > FIT_MAX_CELLS:
+            self.capped = True
+            return False
+        self.evaluations += count
+        self.cells += cells
+        return True
+
+
+def exact_fit_possible(kind: str, got: np.ndarray) -> bool:
+    """Whether any setting's reference or named mistake could equal ``got``: each is a function of the
+    offset alone (a Toeplitz matrix), and the index kinds hold integers. A corrupted or random upload
+    fails this in one O(q_len · k_len) pass, so the search skips confirming candidates on every cell.
+    A causal ALiBi check compares only j − i ≤ q_offset, so only that part has to be Toeplitz."""
+    if got.ndim != 2 or min(got.shape) < 1:
+        return True
+    values = got.astype(np.float64)
+    if kind in ("relative", "shaw", "t5"):
+        with np.errstate(invalid="ignore"):
+            if not (np.isfinite(values).all() and (values == np.round(values)).all()):
+                return False
+    a, b = values[1:, 1:], values[:-1, :-1]  # (i, j) and (i − 1, j − 1): the same offset
+    with np.errstate(invalid="ignore"):
+        # 3× the comparison's tolerance: two cells each within tolerance of one reference value
+        same = np.isclose(a, b, rtol=3 * RTOL, atol=3 * ATOL) | (a == b)
+    if same.all():
+        return True
+    if kind != "alibi":
+        return False
+    q_len, k_len = got.shape
+    lowest = min(0, k_len - q_len)  # the smallest q_offset the search tries
+    later = (np.arange(1, k_len)[None, :] - np.arange(1, q_len)[:, None]) > lowest
+    return bool((same | later).all())
+
+
+def fit(kind: str, got: np.ndarray, *, work: FitWork | None = None) -> CheckResult:
     """Find the settings on the bounded grid that explain ``got`` best, then compare with them.
 
     Order of preference: settings where the reference matches exactly; else settings where a named
     mistake matches exactly; else the settings whose reference agrees with most cells. Candidates are
     scored on the first row and column (every offset of a Toeplitz matrix: q_len + k_len − 1 cells),
-    and confirmed on every cell.
+    and confirmed on every cell. The work is bounded (``work`` counts it, FitWork's caps stop it): an
+    upload no setting can match exactly (:func:`exact_fit_possible`) gets no confirmations and no search
+    for named mistakes, and the first exact fit ends the search.
     """
     kind = check_kind(kind)
     got = np.asarray(got)
     shape = tuple(got.shape)
     validate_settings(kind, Settings(), shape)
+    work = work if work is not None else FitWork()
     if kind in ("skew", "alibi_slopes"):
+        work.spend(0, 0)
         return compare(kind, got, Settings(), fitted=True)
     candidates = fit_candidates(kind, got) or [Settings()]
     border_grid = _grid(kind, shape, border=True)
     border = _border(got)
+    full_cost = int(np.prod(shape)) * (1 + len(VARIANTS[kind]))  # a confirmation, with its causes
+    possible = exact_fit_possible(kind, got)
     best: tuple[float, Settings] | None = None
     cache: dict[tuple, np.ndarray] = {}
+    scores: list[float] = []
     for s in candidates:
         key = _toeplitz_key(kind, s)
         if key not in cache:
+            if not work.spend(border.size):
+                break
             cache[key] = REFERENCES[kind](border_grid, s)
         agree = _equal(cache[key], border) | _masked(kind, border_grid, s)
         score = float(agree.mean())
+        scores.append(score)
+        if best is None or score > best[0]:
+            best = (score, s)
         if score == 1.0:
+            if not possible:
+                break  # every offset agrees: nothing scores higher, and no setting matches every cell
+            if not work.spend(full_cost, 1 + len(VARIANTS[kind])):
+                break
             result = compare(kind, got, s, fitted=True)
             if result.ok:
                 return result
-        if best is None or score > best[0]:
-            best = (score, s)
-    for s in candidates:
-        if kind == "alibi" and s.causal:
-            continue  # the same slope unmasked is a candidate too; a mask adds no mistake of its own
-        for _, built in _variants(kind, border_grid, s, got):
-            if _equal(built, border).all():
-                result = compare(kind, got, s, fitted=True)
-                if result.cause:
-                    return result
+    if possible and not work.capped:
+        # Closest settings first (most named mistakes change few offsets); ties keep the defaults first.
+        order = sorted(range(len(scores)), key=lambda n: -scores[n])
+        for s in (candidates[n] for n in order):
+            if kind == "alibi" and s.causal:
+                continue  # the same slope unmasked is a candidate too; a mask adds no mistake of its own
+            for _, built in _variants(kind, border_grid, s, got):
+                if not work.spend(border.size):
+                    break
+                if _equal(built, border).all():
+                    if not work.spend(full_cost, 1 + len(VARIANTS[kind])):
+                        break
+                    result = compare(kind, got, s, fitted=True)
+                    if result.cause:
+                        return result
+                    break
+            if work.capped:
                 break
-    return compare(kind, got, best[1] if best else candidates[0], fitted=True)
+    result = compare(kind, got, best[1] if best else candidates[0], fitted=True)
+    if work.capped:
+        note = (f"The settings search stopped at its work bound ({work.evaluations:,} candidates evaluated): "
+                "these are the best settings found by then. Give the settings to check against them exactly.")
+        result = replace(result, note=(result.note + " " + note).strip())
+    return result
 
 
 def _masked(kind: str, grid: Grid, s: Settings) -> np.ndarray:
@@ -929,6 +1016,9 @@ def _border(matrix: np.ndarray) -> np.ndarray:
 
 
 def _toeplitz_key(kind: str, s: Settings) -> tuple:
+    """Settings with the same key have the same reference (ALiBi: many head counts share a slope)."""
+    if kind == "alibi":
+        return s.q_offset, _alibi_slope(s)
     return tuple(getattr(s, name) for name in SETTINGS_OF[kind] if name != "causal")
 
 

@@ -155,6 +155,83 @@ def test_fit_recovers_settings_and_causes():
     assert last.ok and last.settings.q_offset == 6
 
 
+class _Counted:
+    """Counts what the settings search really builds: references, named mistakes, full comparisons."""
+
+    def __init__(self, monkeypatch, kind: str):
+        self.references = self.variants = self.compares = 0
+        reference_of, variants_of, compare_of = C.REFERENCES[kind], C._variants, C.compare
+
+        def counted_reference(*args):
+            self.references += 1
+            return reference_of(*args)
+
+        def counted_variants(*args):
+            for item in variants_of(*args):
+                self.variants += 1
+                yield item
+
+        def counted_compare(*args, **kwargs):
+            self.compares += 1
+            return compare_of(*args, **kwargs)
+
+        monkeypatch.setitem(C.REFERENCES, kind, counted_reference)
+        monkeypatch.setattr(C, "_variants", counted_variants)
+        monkeypatch.setattr(C, "compare", counted_compare)
+
+
+def _toeplitz(values: np.ndarray, q_len: int, k_len: int) -> np.ndarray:
+    return values[np.arange(k_len)[None, :] - np.arange(q_len)[:, None] + q_len - 1]
+
+
+def test_settings_search_is_bounded_by_work_on_the_worst_input(monkeypatch):
+    # Worst case: a non-square matrix that is Toeplitz (so an exact fit cannot be ruled out) with T5-like
+    # values reaching bucket 61 (the widest num_buckets range), but no setting or named mistake fits.
+    rng = np.random.default_rng(0)
+    junk = _toeplitz(rng.integers(0, 62, 6 + 9 - 1), 6, 9)
+    monkeypatch.setattr(C, "FIT_MAX_EVALUATIONS", 400)  # the real bound, reached faster
+    counted = _Counted(monkeypatch, "t5")
+    work = C.FitWork()
+    result = C.fit("t5", junk, work=work)
+    built = counted.references + counted.variants
+    assert work.capped and work.evaluations <= C.FIT_MAX_EVALUATIONS
+    assert built <= C.FIT_MAX_EVALUATIONS + 1 + len(C.VARIANTS["t5"])  # + the final comparison's own
+    assert counted.compares <= 2 and not result.ok and "work bound" in result.note
+    # Without the bound this input built every reference and every named mistake of ~3,000 settings.
+    assert len(C.fit_candidates("t5", junk)) * len(C.VARIANTS["t5"]) > 4 * C.FIT_MAX_EVALUATIONS
+
+
+def test_settings_search_rejects_a_non_toeplitz_upload_before_building_mistakes(monkeypatch):
+    junk = np.random.default_rng(1).integers(0, 64, (40, 40))
+    assert not C.exact_fit_possible("t5", junk)
+    counted = _Counted(monkeypatch, "t5")
+    work = C.FitWork()
+    result = C.fit("t5", junk, work=work)
+    assert counted.variants <= 2 * len(C.VARIANTS["t5"])  # the final comparison's own (seed table: 2 sizes)
+    assert counted.compares == 1 and not work.capped and not result.ok  # only the final comparison
+    assert counted.references - 1 == work.evaluations <= len(C.fit_candidates("t5", junk))  # − the final one
+    assert not C.exact_fit_possible("shaw", np.full((3, 3), 0.5))  # an index holds integers
+
+
+def _causal_alibi() -> np.ndarray:
+    bias = alibi_bias(5, 8, num_heads=64, q_offset=3)[63].numpy()  # head 63 of 64: slope 2^−8
+    return np.where(np.arange(8)[None, :] > np.arange(5)[:, None] + 3, -np.inf, bias)
+
+
+@pytest.mark.parametrize("kind, matrix, found", [
+    # Among the last settings each search reaches: q_offset = k_len − q_len, causal / unidirectional.
+    ("alibi", _causal_alibi(), dict(q_offset=3, causal=True)),
+    ("t5", t5_bucket_map(70, 75, num_buckets=64, max_distance=1024, bidirectional=False, q_offset=5).numpy(),
+     dict(q_offset=5, bidirectional=False)),
+])
+def test_settings_search_stays_exact_for_valid_uploads_within_its_bound(kind, matrix, found):
+    work = C.FitWork()
+    result = C.fit(kind, matrix, work=work)
+    assert result.ok and not work.capped and work.evaluations > 100  # a long search, still inside the bound
+    assert np.array_equal(result.expected[result.compared], matrix[result.compared])
+    assert {name: getattr(result.settings, name) for name in found} == found
+
+
 # ---------------------------------------------------------------------------------------
 # Reading files
 
