@@ -65,7 +65,7 @@ with right:
 
 with left:
     ui.show_figure(picture(query), key="home_fig")
-    ui.code_for_this_view(home_snippet(len(TOKENS)), note="result is the matrix of j − i above.")
+    ui.code_for_this_view(home_snippet(len(TOKENS)), note="result is the matrix of j − i above.", key="home_code")
 
 st.subheader("The way through")
 st.caption("In learning order; each page also stands on its own. Every control is in the URL, so a copied "

@@ -88,8 +88,8 @@ for column, item, caption, name in zip(cols, (relative, clipped, lookup), captio
         st.caption(caption)
 dropped = sorted({label for item in (relative, clipped, lookup) for label in item.dropped})
 if dropped:
-    st.caption(f"At {window.rows} × {window.cols} cells some hovers leave out {', '.join(dropped)} to keep each "
-               f"figure under 3 MB; a smaller window brings {'it' if len(dropped) == 1 else 'them'} back "
+    st.caption(f"At {window.rows} × {window.cols} cells some hovers leave out {', '.join(dropped)} so that "
+               f"moving the window stays quick; a smaller window brings {'it' if len(dropped) == 1 else 'them'} back "
                "(clipped offset = index − k).")
 if k >= longest > 0:
     st.caption(f"**k = {k} ≥ {longest}, the longest offset of this matrix: nothing is clipped.** Every offset "

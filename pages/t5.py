@@ -154,7 +154,7 @@ with tab_map:
                       "stops them at this matrix's edge).")
                 if fig_map.dropped:
                     st.caption(f"At {window.rows} × {window.cols} cells the hover leaves out the bucket's range "
-                               "to keep the figure under 3 MB: see the table below, or choose a smaller window.")
+                               "so that moving the window stays quick: see the table below, or choose a smaller window.")
             with right:
                 ui.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
                 st.caption(

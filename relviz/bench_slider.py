@@ -2,13 +2,18 @@
 
 A real server (loopback, a free port) and Debian's Chromium: the page is opened through a link that
 sets its largest setting (8192 × 8192, window 512 × 512), the "window: first query row" slider gets
-the keyboard focus, and each round presses an arrow key (one step, alternating left and right). A
-round's time runs from the key press to the moment every chart has drawn its new data: the page's
-charts report ``plotly_afterplot`` after their data changed and nothing more redraws for 0.6 s.
+the keyboard focus, and each round presses the right arrow key: one step to a window position not
+shown before, as a visitor sweeping the window sees it (the server computes it afresh, and the data
+travel: neither Streamlit's message cache nor st.cache_data can answer a new position). A round's time
+runs from the key press to the moment every chart has drawn its new data: the page's charts report
+``plotly_afterplot`` after their data changed and nothing more redraws for 0.6 s.
 
 - ``settled``: key press -> last chart redrawn (what the visitor waits for);
 - ``server``: key press -> the rerun's first new chart data arrived in the page (the server's share
   plus transport); ``browser`` = settled − server: plotly decoding and drawing.
+- ``bytes``: what the websocket brought for the move. It does not depend on machine load, and the
+  browser's share grows with it (Streamlit parses a changed chart's JSON, re-themes it through a
+  string copy and parses it again, then plotly draws it anew).
 
 Needs Playwright and Chromium (requirements-dev.txt, Debian's chromium). Not measured with ``--quick``.
 """
@@ -22,12 +27,30 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 TARGET_S = 0.300
 
-#: page path, query string of its largest setting, label of the slider the arrow keys move
+#: page path, query string of its largest setting, label of the slider the arrow keys move, the key
+#: that moves it to a value not shown before (RoPE's slider starts at its maximum)
 CASES = [
-    ("t5", "t5_q=8192&t5_k=8192&t5_ws=512&t5_r0=2048&t5_c0=2048", "window: first query row"),
-    ("shaw", "sh_q=8192&sh_k=8192&sh_ws=512&sh_r0=2048&sh_c0=2048&sh_clip=64", "window: first query row"),
-    ("rope", "rp_L=256", "positions shown"),
+    ("t5", "t5_q=8192&t5_k=8192&t5_ws=512&t5_r0=2048&t5_c0=2048", "window: first query row", "ArrowRight"),
+    ("shaw", "sh_q=8192&sh_k=8192&sh_ws=512&sh_r0=2048&sh_c0=2048&sh_clip=64", "window: first query row",
+     "ArrowRight"),
+    ("rope", "rp_L=256", "positions shown", "ArrowLeft"),
 ]
+
+#: Installed before the page loads: counts the bytes each websocket message brings.
+COUNT_BYTES_JS = """(() => {
+  window.__relvizBytes = 0;
+  const Native = window.WebSocket;
+  window.WebSocket = function (...args) {
+    const socket = new Native(...args);
+    socket.addEventListener('message', event => {
+      const data = event.data;
+      window.__relvizBytes += data.byteLength ?? data.size ?? data.length ?? 0;
+    });
+    return socket;
+  };
+  window.WebSocket.prototype = Native.prototype;
+  Object.assign(window.WebSocket, Native);
+})();"""
 
 #: Installed once the page is drawn: every chart div records when its data last changed and when
 #: it last finished drawing.
@@ -60,10 +83,11 @@ def unavailable() -> str | None:
     return reason.replace("first paint", "slider") if reason else None
 
 
-def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tuple[float, float]:
-    """Press ``key`` on the focused slider; (settled, first new data) in seconds after the press."""
+def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tuple[float, float, int]:
+    """Press ``key`` on the focused slider; (settled, first new data) in seconds after the press, and
+    the bytes the websocket brought."""
     start = page.evaluate("() => { Object.assign(window.__relviz, {changed: 0, drawn: 0, first: 0}); "
-                          "return performance.now(); }")
+                          "window.__relvizBytes = 0; return performance.now(); }")
     page.keyboard.press(key)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -71,8 +95,8 @@ def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tupl
         state = page.evaluate("""() => ({changed: window.__relviz.changed, drawn: window.__relviz.drawn,
             now: performance.now(), running: !!document.querySelector('[data-testid="stStatusWidget"]')})""")
         if state["changed"] and not state["running"] and state["now"] - state["drawn"] >= quiet_ms:
-            first = page.evaluate("() => window.__relviz.first")
-            return (state["drawn"] - start) / 1e3, (first - start) / 1e3
+            first, received = page.evaluate("() => [window.__relviz.first, window.__relvizBytes]")
+            return (state["drawn"] - start) / 1e3, (first - start) / 1e3, int(received)
     raise RuntimeError(f"the charts did not settle within {timeout_s:.0f} s after {key}")
 
 
@@ -92,10 +116,11 @@ def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
             executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         try:
-            for page_name, query, label in CASES:
+            for page_name, query, label, key in CASES:
                 log(f"slider: {page_name}")
                 context = browser.new_context(viewport={"width": 1440, "height": 900})
                 page = context.new_page()
+                page.add_init_script(COUNT_BYTES_JS)
                 page.goto(f"{base}/{page_name}?{query}")
                 page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
                                        "!document.querySelector('[data-testid=\"stStatusWidget\"]')",
@@ -104,16 +129,17 @@ def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
                 page.evaluate(WATCH_JS)
                 slider = page.get_by_role("slider", name=label)
                 slider.focus()
-                _round(page, "ArrowLeft")                             # warm the caches both positions use
-                _round(page, "ArrowRight")
-                settled, server = [], []
-                for n in range(rounds):
-                    total, first = _round(page, "ArrowLeft" if n % 2 == 0 else "ArrowRight")
+                _round(page, key)                                     # the first move warms the code paths
+                settled, server, received = [], [], []
+                for _ in range(rounds):                               # each press: a position not seen before
+                    total, first, size = _round(page, key)
                     settled.append(total)
                     server.append(first)
+                    received.append(size)
                 rows.append({"page": page_name, "setting": query.replace("&", " "),
                              "settled_s": statistics.median(settled), "first_data_s": statistics.median(server),
                              "browser_s": statistics.median(t - f for t, f in zip(settled, server)),
+                             "bytes": statistics.median(received),
                              "all_s": [round(t, 3) for t in settled]})
                 context.close()
         finally:
@@ -127,7 +153,8 @@ def slider_section(ctx):
     title = "Slider -> charts settled in Chromium, each large-matrix page at its largest setting"
     reason = unavailable()
     columns = [Column("page", "page"), Column("setting", "setting"), Column("settled_s", "settled ms", ms),
-               Column("first_data_s", "first chart redrawn ms", ms), Column("browser_s", "rest of the drawing ms", ms)]
+               Column("first_data_s", "first chart redrawn ms", ms), Column("browser_s", "rest of the drawing ms", ms),
+               Column("bytes", "MB per move", lambda b: f"{b / 1e6:.2f}")]
     if reason:
         return SectionResult(name="slider", title=title, columns=columns, rows=[], notes=[reason])
     if ctx.quick:
@@ -143,6 +170,7 @@ def slider_section(ctx):
         targets=[Target(f"slider -> settled ≤ {TARGET_S * 1e3:.0f} ms median on every page",
                         worst["settled_s"] <= TARGET_S,
                         ", ".join(f"{r['page']} {r['settled_s'] * 1e3:.0f} ms" for r in rows))],
-        notes=[f"median of {rounds} arrow-key presses on 'window: first query row' (one step each), "
+        notes=[f"median of {rounds} arrow-key presses on the page's slider, each to a value not shown before "
+               "(one step each; RoPE: 'positions shown' down from 256); MB per move: what the websocket brought (does not depend on load), "
                "viewport 1440 × 900; settled = the last plotly_afterplot after the new data, with 0.6 s of quiet "
                "after it. 'first chart redrawn' = the first chart showing new data."])

@@ -246,9 +246,18 @@ def show_figure(figure: go.Figure, *, key: str) -> None:
                     width="stretch")
 
 
-def code_for_this_view(code: str, *, note: str = "") -> None:
-    """A collapsed 'Code for this view' block: PyTorch that reproduces the picture above (relviz.snippets)."""
-    with st.expander("Code for this view (PyTorch)", icon=":material/code:"):
+def code_for_this_view(code: str, *, note: str = "", key: str | None = None) -> None:
+    """A collapsed 'Code for this view' block: PyTorch that reproduces the picture above (relviz.snippets).
+
+    With ``key`` the block is lazy: its code is sent only once the visitor opens it. A closed
+    st.code still makes the browser fetch and compile Streamlit's syntax highlighter (1.5 MB of
+    JavaScript) before the page settles, which the landing page's first paint cannot afford.
+    """
+    expander = st.expander("Code for this view (PyTorch)", icon=":material/code:",
+                           **({"key": key, "on_change": "rerun"} if key else {}))
+    if key and not expander.open:
+        return
+    with expander:
         if note:
             st.caption(note)
         st.code(code, language="python")

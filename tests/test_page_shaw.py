@@ -130,10 +130,10 @@ def test_large_lengths_show_an_exact_overview_and_window_under_three_megabytes()
     assert (t["meta"]["row0"], t["meta"]["col0"]) == (4000, 3800)
     assert t["type"] == "image" and heatmap_values(index_fig).shape == (512, 512)  # large windows are images
     overview = trace(find(charts(at), "overview"))
-    assert decode(overview["z"]).shape == (256, 256) and overview["meta"]["block"] == 32
+    assert decode(overview["z"]).shape == (128, 128) and overview["meta"]["block"] == 64
     for element in at.get("plotly_chart"):
         assert len(element.proto.spec) <= 3_000_000
-    assert any("32 × 32" in m.value for m in at.markdown)  # says what a downsampled cell means
+    assert any("64 × 64" in m.value for m in at.markdown)  # says what a downsampled cell means
     assert any("per-offset vector" in m.value for m in at.markdown)
     assert len(at.get("download_button")) == 4
     at.button(key="sh_centre").click().run()

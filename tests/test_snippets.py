@@ -82,6 +82,9 @@ def test_home_page_snippet_reproduces_the_relative_matrix():
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=30).run()  # home links into app.py's pages
     assert not at.exception
+    assert not [c for c in at.code if "result =" in c.value], "the landing page sends its code only when opened"
+    at.session_state["home_code"] = True  # the visitor opens "Code for this view"
+    at.run()
     result = _run_code(_code(at))["result"].numpy()
     np.testing.assert_array_equal(result, heatmap_values(charts(at)[0]))
 

@@ -33,10 +33,16 @@ import plotly.io as pio
 from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, matrix_heatmap
 from relviz.views import DISPLAY_MAX, PooledView, display_block, toeplitz_pooled, toeplitz_window
 
-#: The most cells per side the pooled overview sends (it sits beside the window, as an overview).
-OVERVIEW_MAX = 256
+#: The most cells per side the pooled overview sends (it sits beside the window, as an overview, in
+#: half the page: ~450 px). Every move of the window redraws it (its rectangle moves), and Streamlit
+#: re-reads a changed figure whole: 128 per side keeps that under 0.4 MB (256 took 1.26 MB).
+OVERVIEW_MAX = 128
 #: The most characters of JSON one figure may take (the app's target is 3 MB per figure).
 FIGURE_BUDGET = 2_900_000
+#: The budget of a window drawn as an image. A slider move redraws the window, and the browser's
+#: work grows with the figure's size (Streamlit parses, re-themes and re-parses the whole JSON of a
+#: changed chart), so optional hover fields are left out sooner; i, j, j − i and the value stay.
+IMAGE_BUDGET = 1_000_000
 #: Label of the offset field every hover shows.
 OFFSET_LABEL = "j − i"
 #: Windows of at least this many cells are drawn as an image (see _image_figure), smaller ones as
@@ -256,6 +262,7 @@ def toeplitz_heatmap(
                                                                x0=int(x[0]), y0=int(y[0]))
     if image:
         figure = image
+        budget = min(budget, IMAGE_BUDGET)
     trace = figure.data[0]
     integer_values = np.issubdtype(values.dtype, np.integer)
     # An image holds colours: the value itself travels in the hover data.
