@@ -263,6 +263,17 @@ def test_content_scores_are_toeplitz_and_equal_brute_force_rotation(preset, leng
         assert scores.per_offset[39].item() == pytest.approx(scaling ** 2)              # cos = 1 at j − i = 0
 
 
+def test_every_preset_computes_the_pages_views_at_the_longest_length():
+    longest = 1 << 20
+    for preset_id, (_, config, _) in rope_presets().items():
+        inv_freq, scaling = rope_parameters(config, longest, device="cpu")
+        assert inv_freq.shape == (config.pairs,) and bool(torch.isfinite(inv_freq).all()) and scaling > 0
+        scores = content_scores(config, longest, 16)
+        assert scores.spread < 1e-5, preset_id
+        curves = decay_curves(config, longest, points=64)
+        assert all(bool(torch.isfinite(c).all()) for c in (curves.bound, curves.identical, curves.independent))
+
+
 def test_decay_curves_start_at_one_and_mark_the_unscaled_bound_only_with_a_rule():
     llama31 = rope_presets()["llama-3.1-8b"][1]
     curves = decay_curves(llama31, 131072, points=50)
