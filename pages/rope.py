@@ -98,7 +98,7 @@ st.markdown(
     "Rotating both and taking the dot product leaves only the *difference* of the angles, so q_m · k_n "
     "depends on n − m alone. Nearly every current LLM uses it, and stretches it past its training length "
     "with a **scaling rule**. Every number here is computed the way Hugging Face transformers computes it.")
-ui.sign_convention()
+ui.sign_convention(compact=True)
 
 preset_map = presets()
 by_label = {label: preset_id for preset_id, (label, _, _) in preset_map.items()}
@@ -191,11 +191,14 @@ with ui.user_errors():
         st.markdown(
             "Every query position carries the same unit vector q, every key position the same k; only the "
             "rotation differs. The score (R_i q)·(R_j k) is then Σ_pairs A·cos((j − i)θ) + B·sin((j − i)θ): "
-            "**constant along each diagonal**. relviz computes it once per offset (2L − 1 values) and expands.")
+            "**constant along each diagonal**. relviz computes it once per offset (2W − 1 values for W positions "
+            "shown) and expands.")
         st.success(f"Checked: rotating q and k at every position and multiplying gives the same matrix up to "
                    f"{content.spread:.1e} (float32 cos/sin, as in transformers).", icon=":material/check_circle:")
         if attention != 1.0:
             st.caption(f"Scores include the attention scaling² = {attention ** 2:.4f}.")
+        ui.offset_vector_downloads(np.arange(-(window - 1), window), content.per_offset.numpy().astype(np.float32),
+                                   name=f"rope_scores_{preset}_L{window}", key=f"{P}_dl", quantity="score")
 
     st.subheader("3 · The long-term decay, at this length")
     curves = decay(key, length)
@@ -206,7 +209,8 @@ with ui.user_errors():
         "blue curve is that relative bound divided by its value at distance 0, (P + 1)/2: it falls (with "
         "ripples) as the distance grows. For q = k the "
         "mean score starts at 1 and dephases; for independent q, k the mean |score| stays flat — the decay is "
-        "about *aligned* content. Scaling slows the rotation, so the bound decays later (compare the dotted, "
-        f"unscaled curve). Drawn at {len(curves.distances)} distances: every one up to 64, then log-spaced.")
-    ui.offset_vector_downloads(np.arange(-(window - 1), window), content.per_offset.numpy().astype(np.float32),
-                               name=f"rope_scores_{preset}_L{window}", key=f"{P}_dl", quantity="score")
+        "about *aligned* content."
+        + (" Scaling slows the pairs it touches, so the bound decays later wherever those pairs matter "
+           "(compare the dotted, unscaled curve; rules that keep the fast pairs barely change short distances)."
+           if rule != "default" else "")
+        + f" Drawn at {len(curves.distances)} distances: every one up to 64, then log-spaced.")

@@ -66,7 +66,7 @@ st.markdown(
     "ALiBi's slopes, RoPE's frequencies under the model's scaling rule, or a learned table of absolute "
     "positions. Only config.json and the position tensors are read (never a pickled `.bin`). Where the "
     "model has a tokenizer, its own attention on your text sits next to it.")
-ui.sign_convention()
+ui.sign_convention(compact=True)
 
 options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))
 label = st.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
@@ -79,7 +79,8 @@ if not any(kind == "dir" for kind, _ in options.values()):
 with ui.user_errors():
     kind, target = options[label]
     positions = positions_of(kind, target)
-    st.markdown(f"**{positions.model_type}** · scheme **{positions.scheme}** · source: {positions.source}")
+    st.markdown(f"**{positions.model_type}** · scheme **{positions.scheme}**")
+    st.caption(f"Source: {positions.source}")
     with st.expander("settings read from config.json", expanded=False):
         st.json(positions.config)
         if positions.tensors_read:
@@ -178,6 +179,6 @@ with ui.user_errors():
             hf.check_runnable(directory)  # every run: the operator's limit may change, the cache would not
             tokens, weights = own_attention(str(directory), text)
             st.caption(f"{len(tokens)} tokens: " + " ".join(tokens[:hf.MAX_TOKENS]) +
-                       ". Every layer (rows) and head (columns), eager attention, "
+                       " — every layer (rows) and head (columns), eager attention, "
                        + ("the encoder's self-attention." if positions.scheme == "t5" else "self-attention."))
             ui.show_figure(attention_grid(weights), key=f"{P}_fig_attention")

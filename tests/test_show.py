@@ -228,5 +228,11 @@ def test_rope_scores_and_decay_draw_the_library_numbers():
     np.testing.assert_array_equal(np.asarray(decay.data[0].x), curves.distances.numpy())
     np.testing.assert_array_equal(np.asarray(decay.data[0].y), curves.bound.numpy())
     assert [t.name for t in decay.data][1] == "RoFormer bound / its value at 0, unscaled θ"
+    # On a log axis plotly reads annotation x as log10(x): the context labels sit at their lines and the
+    # axis ends at the context (a vline annotation at x = 65536 once stretched it to 10^65536).
+    import math
+    assert decay.layout.xaxis.range[1] == pytest.approx(math.log10(65536) + 0.02)
+    assert sorted(a.x for a in decay.layout.annotations) == pytest.approx([math.log10(4096), math.log10(65536)])
+    assert sorted(a.text.strip() for a in decay.layout.annotations) == ["context 65,536", "original 4,096"]
     with pytest.raises(ValueError, match="preset must be one of"):
         show.rope_scores("gpt-5")

@@ -60,7 +60,7 @@ def wavelength_figure(inv_freq: np.ndarray, plain: np.ndarray, *, length: int, o
                    yanchor="top" if original > length else "bottom")
     figure.update_yaxes(type="log", title_text="wavelength 2π/θ_i (positions)")
     figure.update_xaxes(title_text="dimension pair i")
-    figure.update_layout(height=height, margin=dict(l=60, r=10, t=10, b=45),
+    figure.update_layout(height=height, margin=dict(l=60, r=10, t=10, b=45), showlegend=True,
                          legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
     return figure
 
@@ -97,23 +97,36 @@ def decay_lines(curves: DecayCurves) -> dict[str, np.ndarray]:
     return lines
 
 
+#: One colour per kind of decay curve, whatever curves a figure has.
+DECAY_COLOURS = {"RoFormer bound / its value at 0": SCALED_COLOUR,
+                 "RoFormer bound / its value at 0, unscaled θ": PLAIN_COLOUR,
+                 "measured: q = k (mean score / d)": "#ff7f0e",
+                 "measured: independent q, k (mean |score| / d)": TURN_COLOUR}
+
+
+def _log_vline(figure: go.Figure, x: float, text: str, *, dash: str, colour: str, yanchor: str) -> None:
+    """A labelled vertical line on a log x axis (plotly's vline annotation takes x as log10(x) there,
+    which stretched the axis to 10^length)."""
+    figure.add_vline(x=x, line=dict(dash=dash, color=colour, width=1.5))
+    figure.add_annotation(x=math.log10(x), xref="x", xanchor="right", y=1 if yanchor == "top" else 0, yref="paper",
+                          yanchor=yanchor, text=text, showarrow=False, font=dict(size=11, color=colour))
+
+
 def decay_figure(curves: DecayCurves, *, length: int, original: int | None = None,
                  height: int = 380) -> go.Figure:
     """Score or bound against |j − i| (log x axis): one line per curve, the context marked."""
-    palette = ["#1f77b4", "#9e9e9e", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"]
     offsets = curves.distances.numpy()
     figure = go.Figure()
-    for k, (name, values) in enumerate(decay_lines(curves).items()):
+    for name, values in decay_lines(curves).items():
         dash = "dot" if "unscaled" in name else "solid"
         figure.add_trace(go.Scatter(
-            x=offsets, y=values, mode="lines", name=name, line=dict(color=palette[k % len(palette)], dash=dash),
+            x=offsets, y=values, mode="lines", name=name, line=dict(color=DECAY_COLOURS[name], dash=dash),
             hovertemplate="|j − i| = %{x}<br>" + name.split(":")[0] + " = %{y:.4g}<extra></extra>"))
-    figure.add_vline(x=length, line=dict(dash="dash", color="#444"),
-                     annotation=dict(text=f"context {length:,}"), annotation_position="top left")
+    _log_vline(figure, length, f"context {length:,} ", dash="dash", colour="#444", yanchor="top")
     if original is not None and original != length:
-        figure.add_vline(x=original, line=dict(dash="dot", color="#8c564b"),
-                         annotation=dict(text=f"original {original:,}"), annotation_position="bottom left")
-    figure.update_xaxes(type="log", title_text="relative distance |j − i| (log axis)")
+        _log_vline(figure, original, f"original {original:,} ", dash="dot", colour="#8c564b", yanchor="bottom")
+    figure.update_xaxes(type="log", title_text="relative distance |j − i| (log axis)",
+                        range=[0, math.log10(max(length, original or 0, 2)) + 0.02])
     figure.update_yaxes(title_text="relative to distance 0")
     figure.update_layout(height=height, margin=dict(l=60, r=10, t=10, b=45),
                          legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
