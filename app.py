@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from relviz.allocator import start_trimming
 from relviz.ui import (
     PAGES,
     checked_link_values,
@@ -14,6 +15,7 @@ from relviz.ui import (
 
 st.set_page_config(page_title="relviz: relative position, visible", page_icon=":material/swap_horiz:", layout="wide")
 preload_shared_modules()
+start_trimming()  # fewer malloc arenas and a periodic malloc_trim: freed memory goes back to the system
 
 # The sidebar's page links are drawn here, not by st.navigation: config.toml hides Streamlit's
 # automatic navigation (on a fresh server it would first list the pages/ folder's file names).

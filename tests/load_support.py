@@ -20,7 +20,8 @@ busy the whole time it waits.
 
 Memory: ``warm_rss`` is read after every page was opened once (websocket sessions, before the
 browsers start: the modules and caches every page loads), ``peak_rss`` during the run,
-``rest_rss`` after every browser closed and the server dropped their sessions. Beside them, what
+``closed_rss`` when every session closed and the server dropped them, ``rest_rss`` one allocator-trim
+period later (relviz.allocator). Beside them, what
 Streamlit's caches hold (``cache_sizes``: st.cache_data's bytes, st.cache_resource's entries).
 
 Everything is bounded: a fixed number of sessions and moves and per-action timeouts. The run's
@@ -359,8 +360,10 @@ class SocketSession:
     drag (the slider's new value as its widget state). What it checks is what the server owes a tab:
     the run finished, it drew no exception box and no error, and the charts it sent changed; at the
     end, a rerun without any widget change still draws the charts of this session's own last move
-    (state from another session would draw other charts). The address bar is the browser's job
-    (Streamlit's frontend writes bound values into the URL), so this session keeps its link's query.
+    (state from another session would draw other charts). Like a tab's address bar (Streamlit's
+    frontend writes a bound widget's value into the URL and leaves it out at its default), its
+    query string follows its moves and goes with every rerun: a stale link value would be seeded
+    back into the widget.
     """
 
     #: Runs finished by every SocketSession so far (the load a newcomer met).
@@ -373,6 +376,13 @@ class SocketSession:
         self.sliders: dict[str, object] = {}  # query_param_key -> Slider proto
         self.charts: tuple[str, ...] = ()     # digests of the plotly charts of the last run, in order
         self.socket = None
+
+    def set_query_value(self, key: str, value: float, *, default: float) -> None:
+        """What the frontend does to the address bar after a bound widget changed."""
+        params = [(k, v) for k, v in urllib.parse.parse_qsl(self.query, keep_blank_values=True) if k != key]
+        if not math.isclose(value, default, abs_tol=1e-9):
+            params.append((key, f"{value:g}"))
+        self.query = urllib.parse.urlencode(params)
 
     async def connect(self) -> None:
         import websockets
@@ -485,6 +495,7 @@ async def move_socket_slider(session: SocketSession, report: SessionReport, loca
             report.problems += problems
             return
         value = target
+        session.set_query_value(report.slider, target, default=slider.default[0])
     report.expected = value
     report.final_charts = session.charts
 
@@ -642,15 +653,20 @@ async def _open_every_page(base: str, pages, queries: dict[str, str] | None) -> 
         await first_visit(base, name, (queries or {}).get(name, ""), timeout_s=ACTION_TIMEOUT_MS / 1000)
 
 
-def _rest_rss(sampler, base: str, process, timeout_s: float = 60.0) -> int | None:
-    """The server's RSS once it holds no session (the browsers closed), or after ``timeout_s``."""
+def _rest_rss(sampler, base: str, process, timeout_s: float = 60.0) -> tuple[int | None, int | None]:
+    """The server's RSS once it holds no session (the browsers closed, or after ``timeout_s``), and
+    again after one period of its allocator trim (relviz.allocator: freed pages go back then)."""
+    from relviz.allocator import TRIM_EVERY_S
+
     if not process.is_running():
-        return None
+        return None, None
     for _ in range(int(timeout_s)):
         if active_sessions(base) == 0:
             break
         time.sleep(1)
-    return sampler.rss()
+    at_close = sampler.rss()
+    time.sleep(TRIM_EVERY_S + 1)
+    return at_close, sampler.rss()
 
 
 def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, stall_s: float = 180.0,
@@ -678,7 +694,7 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, 
             sampler.count_cpu()
             sampler.stop()
             end_rss = sampler.rss() if process.is_running() else None
-            rest_rss = _rest_rss(sampler, base, process)
+            closed_rss, rest_rss = _rest_rss(sampler, base, process)
             rest_caches = cache_sizes(base) if process.is_running() else {}
     times = [move.seconds for report in reports for move in report.moves]
     by_client = {client: [move.seconds for report in reports if report.client == client
@@ -706,6 +722,7 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, 
         "browser_move_max_s": max(by_client["browser"], default=None),
         "baseline_rss_mb": round(baseline_rss / 2**20, 1),
         "warm_rss_mb": round(warm_rss / 2**20, 1),
+        "closed_rss_mb": round(closed_rss / 2**20, 1) if closed_rss else None,
         "rest_rss_mb": round(rest_rss / 2**20, 1) if rest_rss else None,
         "warm_caches": warm_caches,
         "rest_caches": rest_caches,
