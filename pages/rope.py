@@ -92,12 +92,6 @@ def decay(key: tuple, length: int) -> DecayCurves:
 
 
 st.title("RoPE and its scalings")
-st.markdown(
-    "**Rotary position embedding** (Su et al., RoFormer) rotates every pair of dimensions of q and k by an "
-    "angle proportional to the position: pair i at position m turns by m·θ_i, with θ_i = base^(−2i/d). "
-    "Rotating both and taking the dot product leaves only the *difference* of the angles, so q_m · k_n "
-    "depends on n − m alone. Nearly every current LLM uses it, and stretches it past its training length "
-    "with a **scaling rule**. Every number here is computed the way Hugging Face transformers computes it.")
 ui.sign_convention(compact=True)
 
 preset_map = presets()
@@ -140,23 +134,10 @@ else:
 with ui.user_errors():
     config = config_of(key)
     rule = config.scaling.rope_type
-    if preset != CUSTOM:
-        label, _, source = preset_map[preset]
-        st.caption(f"**{label}** — head dim {config.head_dim}, rotary dims {config.rotary_dim}, base "
-                   f"{config.base:,g}, max_position_embeddings {config.max_position_embeddings:,}, rule "
-                   f"**{rule}**. Source: {source}.")
     inv_freq, plain, attention = frequencies(key, length)
     original = config.original_max_position_embeddings
-    st.info(f"**{rule}** — {RULE_TEXT[rule]}", icon=":material/info:")
 
     st.subheader("1 · The rotation: which pairs turn inside the context")
-    wave = 2 * math.pi / inv_freq.astype(np.float64)
-    turning = int((wave <= length - 1).sum())
-    m1, m2, m3 = st.columns(3)
-    m1.metric("pairs that complete a turn in L", f"{turning} of {len(inv_freq)}")
-    m2.metric("longest wavelength", f"{wave.max():,.0f} positions")
-    m3.metric("attention scaling (on cos and sin)", f"{attention:.4f}",
-              help="Logits are multiplied by its square. yarn and longrope only; 1 for the other rules.")
     col_w, col_r = st.columns([3, 2])
     with col_w:
         ui.show_figure(wavelength_figure(inv_freq, plain, length=length,
@@ -176,6 +157,26 @@ with ui.user_errors():
                            key=f"{P}_fig_ratio")
             st.caption("θ_scaled / θ per pair at this length: 1 = kept (extrapolated), 1/factor = "
                        "interpolated (positions squeezed into the trained range).")
+
+    wave = 2 * math.pi / inv_freq.astype(np.float64)
+    turning = int((wave <= length - 1).sum())
+    m1, m2, m3 = st.columns(3)
+    m1.metric("pairs that complete a turn in L", f"{turning} of {len(inv_freq)}")
+    m2.metric("longest wavelength", f"{wave.max():,.0f} positions")
+    m3.metric("attention scaling (on cos and sin)", f"{attention:.4f}",
+              help="Logits are multiplied by its square. yarn and longrope only; 1 for the other rules.")
+    st.info(f"**{rule}** — {RULE_TEXT[rule]}", icon=":material/info:")
+    if preset != CUSTOM:
+        label, _, source = preset_map[preset]
+        st.caption(f"**{label}** — head dim {config.head_dim}, rotary dims {config.rotary_dim}, base "
+                   f"{config.base:,g}, max_position_embeddings {config.max_position_embeddings:,}, rule "
+                   f"**{rule}**. Source: {source}.")
+    st.markdown(
+        "**Rotary position embedding** (Su et al., RoFormer) rotates every pair of dimensions of q and k by an "
+        "angle proportional to the position: pair i at position m turns by m·θ_i, with θ_i = base^(−2i/d). "
+        "Rotating both and taking the dot product leaves only the *difference* of the angles, so q_m · k_n "
+        "depends on n − m alone. Nearly every current LLM uses it, and stretches it past its training length "
+        "with a **scaling rule**. Every number here is computed the way Hugging Face transformers computes it.")
 
     st.subheader("2 · Why RoPE is relative: the score matrix is Toeplitz")
     t1, t2, t3 = st.columns(3)

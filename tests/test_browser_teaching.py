@@ -17,7 +17,7 @@ if chromium_path() is None and not os.environ.get("CI"):
 #: Pages whose main picture leads the page. Live attention's is the chosen head beside its scheme's
 #: position structure. Check and Lecture mode are tool pages (a form first, the picture follows an upload
 #: or a step), so they are not listed.
-TEACHING = ["", "shaw", "t5", "skew", "absolute", "attention", "experiments"]
+TEACHING = ["", "shaw", "t5", "skew", "absolute", "attention", "experiments", "rope"]
 
 
 @pytest.fixture(scope="module")
