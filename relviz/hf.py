@@ -170,7 +170,9 @@ class ModelPositions:
     # T5 family
     @property
     def stacks(self) -> list[str]:
-        return sorted({stack for stack, _ in self._tables})
+        """The stacks with bias tables, encoder first (T5's bidirectional side, then the decoder)."""
+        present = {stack for stack, _ in self._tables}
+        return [stack for stack in ("encoder", "decoder") if stack in present]
 
     def layers(self, stack: str) -> list[int]:
         return sorted(layer for s, layer in self._tables if s == stack)

@@ -37,6 +37,7 @@ def test_t5_bias_map_is_what_the_model_adds(listed):
     at = run_page("your_model", timeout=120, ym_model="tiny-t5", ym_stack="decoder", ym_head=2, ym_L=24)
     assert not at.error
     assert at.selectbox(key="ym_model").options[:2] == ["tiny-t5", "gpt"]   # the missing directory is not listed
+    assert at.radio(key="ym_stack").options == ["encoder", "decoder"]       # the bidirectional side first
     heat = next(f for f in charts(at) if f["data"][0]["type"] == "heatmap")
     z = decode(heat["data"][0]["z"])
     model = T5Model.from_pretrained(str(listed[0]))
