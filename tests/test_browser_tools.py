@@ -79,6 +79,36 @@ def test_a_tour_runs_with_buttons_and_the_clicker_keys(server):
     page.close()
 
 
+def test_step_1_in_a_fresh_browser_session_settles_the_address_bar_on_its_page(server):
+    """A fresh browser context that arrived on another page: the tour's step 1 (the start page, every
+    control at its default) ends with the address bar on '/', and so does Back from step 2. Streamlit
+    writes the step's query string onto the old path first (tour?home_q=2), then the new path: the
+    test waits for the settled address, not a snapshot."""
+    base, chromium = server
+    context = chromium.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(f"{base}/shaw?sh_clip=7")
+    settle(page)
+    page.get_by_role("link", name="Lecture mode").click()
+    page.wait_for_url("**/tour", timeout=60000)
+    settle(page)
+    page.get_by_role("button", name="Start presenting").click()
+    page.wait_for_selector('h1:has-text("relviz: relative position, visible")', timeout=60000)
+    page.wait_for_function("() => location.pathname === '/' && !location.search.includes('sh_')", timeout=30000)
+    settle(page)
+    assert page.evaluate("location.pathname") == "/"
+    page.get_by_role("button", name="Next").click()
+    page.wait_for_url("**/shaw*", timeout=60000)
+    settle(page)
+    page.get_by_role("button", name="Back").click()
+    page.wait_for_selector('h1:has-text("relviz: relative position, visible")', timeout=60000)
+    page.wait_for_function("() => location.pathname === '/'", timeout=30000)
+    settle(page)
+    assert page.evaluate("location.pathname + location.search") in ("/", "/?home_q=2")
+    assert errors_on(page) == []
+    context.close()
+
+
 def test_a_collected_view_is_shared_as_one_link(server):
     base, chromium = server
     page = chromium.new_page(viewport={"width": 1440, "height": 900})
