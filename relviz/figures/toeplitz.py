@@ -281,10 +281,16 @@ def toeplitz_heatmap(
     kept = list(fields)
     dropped: list[str] = []
     while True:
-        encoded = _encode([(f.label, cells(f.per_offset)) for f in kept])
         optional = [f for f in kept if not f.required]
-        if base_chars + encoded.chars + 400 <= budget or not optional:
-            break
+        # base64 takes at least 4/3 characters per byte: a set of fields whose smallest exact dtype
+        # already overflows the budget is left without encoding it (a slider move pays for each encoding).
+        smallest = min(_exact_dtypes([np.asarray(f.per_offset) for f in kept]), key=lambda t: t.itemsize) \
+            if kept else None
+        too_big = smallest is not None and base_chars + window.cells * len(kept) * smallest.itemsize * 4 // 3 > budget
+        if not (too_big and optional):
+            encoded = _encode([(f.label, cells(f.per_offset)) for f in kept])
+            if base_chars + encoded.chars + 400 <= budget or not optional:
+                break
         last = optional[-1]
         leaving = [f for f in kept if not f.required and (f is last or (last.group and f.group == last.group))]
         dropped.extend(f.label for f in leaving)
