@@ -111,8 +111,10 @@ if preset == CUSTOM:
     base = float(c2.select_slider("base", BASES, value=10000, key=f"{P}_base", bind="query-params"))
     rule = c3.selectbox("scaling rule", CUSTOM_RULES, key=f"{P}_rule", bind="query-params",
                         help="LongRoPE needs a factor per pair: pick the Phi-3 preset to see it.")
-    original = int(c4.select_slider("original context (training length)", ORIGINALS, value=4096,
-                                    key=f"{P}_orig", bind="query-params"))
+    original = 4096  # plain RoPE has no training length in its formula: the control shows with a rule
+    if rule != "default":
+        original = int(c4.select_slider("original context (training length)", ORIGINALS, value=4096,
+                                        key=f"{P}_orig", bind="query-params"))
     factor = low = high = beta_fast = beta_slow = 1.0
     if rule != "default":
         d1, d2, d3 = st.columns(3)

@@ -26,6 +26,7 @@ def test_default_page_shows_rotation_scores_and_decay():
     assert len(charts(at)) == 3                 # no scaling rule: no ratio chart
     assert metric(at, "pairs that complete a turn").endswith("of 64")
     assert metric(at, "attention scaling") == "1.0000"
+    assert not [w for w in at.select_slider if w.key == "rp_orig"]   # no rule: no training length to set
 
 
 def test_llama31_preset_shows_its_source_and_exact_frequency_ratio():
