@@ -35,7 +35,7 @@ from relviz.positions import MAX_ABS_OFFSET, alibi_bias_offsets, shaw_clip_index
 from relviz.skew import distance_table, skew
 
 __all__ = ["BACKENDS", "offset_bias_attention", "shaw_attention", "t5_attention", "skew_attention",
-           "alibi_attention", "softmax_output"]
+           "alibi_attention", "softmax_output", "fused_output"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -162,6 +162,10 @@ def _check_fused_output(output: torch.Tensor) -> torch.Tensor:
             f"the attention output is not finite: q, k and v must hold finite values, and scale · q · k "
             f"must fit in {str(output.dtype).removeprefix('torch.')}; lower the scale or the inputs' magnitude")
     return output
+
+
+#: The fused path's last step (refuse a non-finite output), for the model's schemes.
+fused_output = _check_fused_output
 
 
 def _causal_offsets(per_offset: torch.Tensor, length: int, causal: bool) -> torch.Tensor:

@@ -11,7 +11,10 @@ self-attention, pre-LayerNorm GELU MLP] → LayerNorm → linear head. The schem
 attention, so the blocks do not know which scheme they run.
 
 ``forward`` returns the attention weights of every layer instead of storing them on the
-module: one cached model serves many app users at once under ``torch.inference_mode()``.
+module: one cached model serves many app users at once under ``torch.inference_mode()``. It
+computes them only when asked (``need_weights=True``, where the app draws them); otherwise every
+layer takes the scheme's fused path (scaled_dot_product_attention), which training, evaluation
+and the experiments use.
 
 Sign convention everywhere: relative position = key index − query index (j − i).
 """
@@ -156,12 +159,12 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
         self.out = nn.Linear(config.d_model, config.d_model)
 
-    def forward(self, x: torch.Tensor, layer: int, position: Scheme,
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, layer: int, position: Scheme, shared: Any, need_weights: bool,
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
         batch, length, width = x.shape
         q, k, v = (t.view(batch, length, self.n_heads, -1).transpose(1, 2)
                    for t in self.qkv(x).chunk(3, dim=-1))                   # [B, H, L, D_head]
-        output, weights = position.attend(layer, q, k, v)
+        output, weights = position.attend(layer, q, k, v, shared=shared, need_weights=need_weights)
         return self.out(output.transpose(1, 2).reshape(batch, length, width)), weights
 
 
@@ -176,18 +179,20 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(config.d_model, config.d_ff), nn.GELU(),
                                  nn.Linear(config.d_ff, config.d_model))
 
-    def forward(self, x: torch.Tensor, layer: int, position: Scheme,
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, weights = self.attn(self.ln_attn(x), layer, position)
+    def forward(self, x: torch.Tensor, layer: int, position: Scheme, shared: Any, need_weights: bool,
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        attended, weights = self.attn(self.ln_attn(x), layer, position, shared, need_weights)
         x = x + attended
         return x + self.mlp(self.ln_mlp(x)), weights
 
 
 class RelvizTransformer(nn.Module):
-    """The small transformer: ``forward(tokens [B, L]) -> (logits [B, L, vocab], attentions)``.
+    """The small transformer: ``forward(tokens [B, L], need_weights=False) -> (logits [B, L, vocab],
+    attentions)``.
 
     ``attentions`` is a list with one [B, H, L, L] tensor per layer (rows sum to 1; causal
-    models have exact zeros above the diagonal).
+    models have exact zeros above the diagonal) with ``need_weights=True``, else None (every
+    layer took the fused path).
     """
 
     def __init__(self, config: ModelConfig) -> None:
@@ -207,7 +212,8 @@ class RelvizTransformer(nn.Module):
         self.position.check_length(length)
         return length
 
-    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def forward(self, tokens: torch.Tensor, *, need_weights: bool = False,
+                ) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.long:
             raise ValueError("tokens must be a LongTensor of shape [B, L]; got "
                              + (f"{tokens.dtype} {tuple(tokens.shape)}" if isinstance(tokens, torch.Tensor)
@@ -218,12 +224,14 @@ class RelvizTransformer(nn.Module):
         if int(tokens.min()) < 0 or int(tokens.max()) >= self.config.vocab_size:
             raise ValueError(f"tokens must be ids from 0 to {self.config.vocab_size - 1}; got values "
                              f"from {int(tokens.min())} to {int(tokens.max())}")
+        need_weights = check_bool("need_weights", need_weights)
         x = self.position.embed(self.embed(tokens))
+        shared = self.position.prepare(tokens.shape[1], x)            # once per forward, for every layer
         attentions = []
         for layer, block in enumerate(self.blocks):
-            x, weights = block(x, layer, self.position)
+            x, weights = block(x, layer, self.position, shared, need_weights)
             attentions.append(weights)
-        return self.head(self.ln_final(x)), attentions
+        return self.head(self.ln_final(x)), (attentions if need_weights else None)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

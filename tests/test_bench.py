@@ -102,5 +102,8 @@ def test_versus_sections_put_the_alternative_beside_relviz(quick_run) -> None:
     for row in sections["t5bias"]["rows"]:
         assert row["identical"] is True and row["relviz_s"] > 0 and row["before_ratio"] > 0
     assert {r["scheme"] for r in sections["model"]["rows"]} >= {"none", "t5", "shaw"}
+    for row in sections["model"]["rows"]:   # relviz beside the same model written for SDPA, and the floor
+        assert row["relviz_s"] > 0 and row["sdpa_s"] > 0 and row["floor_s"] > 0 and row["ratio"] > 0
+        assert row["logits_diff"] <= 1e-4 or row["scheme"] == "shaw"
     for section in ("fused", "t5bias", "model"):
         assert any("load average" in note for note in sections[section]["notes"])

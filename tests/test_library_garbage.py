@@ -850,7 +850,7 @@ def test_model_config_and_build_model(fields, seed, length):
     if refused(model):
         return
     tokens = torch.randint(0, config.vocab_size, (2, length), generator=torch.Generator().manual_seed(0))
-    run = outcome(("sequence length", "max_len", "tokens"), model, tokens)
+    run = outcome(("sequence length", "max_len", "tokens"), model, tokens, need_weights=True)
     if refused(run):
         assert config.scheme == "learned" and length > config.max_len
         return
@@ -924,7 +924,7 @@ def check_loaded(checkpoint, data: dict) -> None:
     info = checkpoint.info
     assert info.model_config == ModelConfig.from_dict(data["model"])
     assert 0.0 <= info.accuracy <= 1.0 and info.train_length >= 1
-    logits, attentions = checkpoint.model(torch.zeros(1, 6, dtype=torch.long))
+    logits, attentions = checkpoint.model(torch.zeros(1, 6, dtype=torch.long), need_weights=True)
     assert torch.isfinite(logits).all() and all(not torch.isnan(w).any() for w in attentions)
     assert not any(p.requires_grad for p in checkpoint.model.parameters())
 

@@ -26,7 +26,7 @@ def test_forward_shapes_and_attention_rows(scheme, causal):
     model = build_model(ModelConfig(scheme=scheme, causal=causal, n_layers=3, **SMALL), seed=0).eval()
     tokens = _tokens(3, 11)
     with torch.inference_mode():
-        logits, attentions = model(tokens)
+        logits, attentions = model(tokens, need_weights=True)
     assert logits.shape == (3, 11, 10)
     assert len(attentions) == 3
     for weights in attentions:
@@ -128,12 +128,12 @@ def test_forward_stores_nothing_and_serves_threads():
     before = {k: set(v) if isinstance(v, dict) else v for k, v in vars(model).items()}
     inputs = [_tokens(1, 5 + i, seed=i) for i in range(6)]
     with torch.inference_mode():
-        expected = [model(x) for x in inputs]
+        expected = [model(x, need_weights=True) for x in inputs]
     results: dict[int, tuple] = {}
 
     def worker(i: int) -> None:
         with torch.inference_mode():
-            results[i] = model(inputs[i])
+            results[i] = model(inputs[i], need_weights=True)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
     for t in threads:
@@ -151,9 +151,17 @@ def test_forward_stores_nothing_and_serves_threads():
 def test_dot_product_attention_matches_torch():
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 3, 7, 8, generator=g) for _ in range(3))
+    bias = torch.randn(3, 7, 7, generator=g)
     for causal in (True, False):
-        out, weights = dot_product_attention(q, k, v, causal=causal)
-        assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, is_causal=causal), atol=1e-5)
+        expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        out, weights = dot_product_attention(q, k, v, causal=causal, need_weights=True)
+        assert torch.allclose(out, expected, atol=1e-5) and weights.shape == (2, 3, 7, 7)
+        fused, none = dot_product_attention(q, k, v, causal=causal)
+        assert none is None and torch.allclose(fused, expected, atol=1e-5)
+        # with a bias: the fused path folds the causal mask into it
+        out, _ = dot_product_attention(q, k, v, causal=causal, bias=bias, need_weights=True)
+        fused, _ = dot_product_attention(q, k, v, causal=causal, bias=bias)
+        assert torch.allclose(fused, out, atol=1e-5)
 
 
 def test_rope_scores_depend_only_on_offset():
@@ -189,3 +197,35 @@ def test_a_config_over_the_parameter_limit_is_refused_before_allocating():
     with pytest.raises(ValueError, match="parameters"):
         ModelConfig(d_model=4096, d_ff=8192, n_layers=2)   # ~270 M parameters
     ModelConfig(d_model=512, d_ff=2048, n_layers=8)          # ~25 M: allowed
+
+
+@pytest.mark.parametrize("scheme, causal", [(s, True) for s in SCHEMES] + [(s, False) for s in BIDIRECTIONAL])
+def test_fused_forward_equals_the_weights_path_gradients_included(scheme, causal):
+    """Training and evaluation run the fused path (need_weights=False); the app draws the weights
+    path. Same logits and the same gradient for every parameter, to float32 rounding."""
+    model = build_model(ModelConfig(scheme=scheme, causal=causal, clip=3, skew_distances=5, **SMALL), seed=2)
+    tokens = _tokens(2, 13, seed=4)
+    grads = {}
+    for need_weights in (False, True):
+        model.zero_grad(set_to_none=True)
+        logits, attentions = model(tokens, need_weights=need_weights)
+        assert (attentions is None) != need_weights
+        (logits * torch.linspace(-1, 1, logits.numel()).view_as(logits)).sum().backward()
+        grads[need_weights] = (logits.detach(), {n: p.grad for n, p in model.named_parameters()})
+    (fused, fused_grads), (exact, exact_grads) = grads[False], grads[True]
+    assert torch.allclose(fused, exact, atol=1e-5, rtol=1e-5)
+    for name, grad in exact_grads.items():
+        assert grad is not None and torch.allclose(fused_grads[name], grad, atol=1e-5, rtol=1e-4), name
+
+
+def test_a_shared_position_term_is_built_once_per_forward(monkeypatch):
+    """T5's, ALiBi's and KERPLE's bias per offset (and RoPE's angles) serve every layer of one forward."""
+    for scheme in ("t5", "alibi", "kerple", "rope"):
+        model = build_model(ModelConfig(scheme=scheme, n_layers=3, **SMALL), seed=0)
+        calls = []
+        prepare = type(model.position).prepare
+        monkeypatch.setattr(type(model.position), "prepare",
+                            lambda self, length, like: calls.append(length) or prepare(self, length, like))
+        model(_tokens(1, 9))
+        model(_tokens(1, 9), need_weights=True)
+        assert calls == [9, 9], scheme

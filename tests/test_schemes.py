@@ -86,8 +86,9 @@ class Throwaway(Scheme):
         distance = relative_positions(length, device=device).abs().float()
         return self.slope.sum(-1)[:, None, None] * distance
 
-    def attend(self, layer, q, k, v):
-        return dot_product_attention(q, k, v, causal=self.config.causal, bias=self._bias(q.shape[-2], q.device))
+    def attend(self, layer, q, k, v, *, shared=None, need_weights=False):
+        return dot_product_attention(q, k, v, causal=self.config.causal, bias=self._bias(q.shape[-2], q.device),
+                                     need_weights=need_weights)
 
     def structure(self, length):
         with torch.no_grad():

@@ -108,8 +108,8 @@ def test_every_scheme_trains_saves_loads_and_runs(scheme, tmp_path):
     assert checkpoint.info.scheme == scheme and checkpoint.info.accuracy == result.accuracy
     tokens = torch.randint(0, 10, (2, 12), generator=torch.Generator().manual_seed(5))
     with torch.inference_mode():
-        want_logits, want_attn = result.model(tokens)
-        got_logits, got_attn = checkpoint.model(tokens)
+        want_logits, want_attn = result.model(tokens, need_weights=True)
+        got_logits, got_attn = checkpoint.model(tokens, need_weights=True)
     assert torch.equal(got_logits, want_logits)
     assert all(torch.equal(x, y) for x, y in zip(got_attn, want_attn))
     run = checkpoint.run("0123456789")

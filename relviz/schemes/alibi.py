@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from relviz.attention import alibi_attention
-from relviz.positions import alibi_bias, alibi_slopes
+from relviz.attention import offset_bias_attention
+from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes
 from relviz.schemes.base import Attention, Scheme
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 
@@ -22,8 +22,14 @@ class Alibi(Scheme):
     # 84–91 %, 4 layers 92–97.6 %, 5 layers 98.4 %, 6 narrow layers (d_ff 64, lr 1e-2) 99.6 % in 42 s.
     training_defaults = {"model": {"n_layers": 6, "d_ff": 64}, "training": {"lr": 1e-2}}
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
-        return alibi_attention(q, k, v, causal=self.config.causal, need_weights=True)
+    def prepare(self, length: int, like: torch.Tensor) -> torch.Tensor:
+        """The bias per offset [H, 2L − 1], once per forward (the same for every layer)."""
+        return alibi_bias_offsets(length, num_heads=self.config.n_heads, device=like.device).to(like.dtype)
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+               shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
+        per_offset = self.prepare(q.shape[-2], q) if shared is None else shared
+        return offset_bias_attention(q, k, v, per_offset, causal=self.config.causal, need_weights=need_weights)
 
     def slopes(self) -> np.ndarray:
         return alibi_slopes(self.config.n_heads, device="cpu").numpy()

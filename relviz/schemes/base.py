@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from relviz.attention import softmax_output
+from relviz.attention import fused_output, softmax_output
 from relviz.positions import expand_toeplitz
 from relviz.schemes.views import PositionStructure, View
 
@@ -36,8 +36,9 @@ __all__ = ["MAX_LENGTH", "Param", "Scheme", "Attention", "dot_product_attention"
 #: n_layers · B · H · L² floats (L = 4096, 2 layers, 4 heads: 537 MB per sequence).
 MAX_LENGTH = 4096
 
-#: (output [B, H, L, D_head], weights [B, H, L, L]), as every relviz.attention function returns.
-Attention = tuple[torch.Tensor, torch.Tensor]
+#: (output [B, H, L, D_head], weights [B, H, L, L] or None), as every relviz.attention function returns:
+#: weights only when asked for (need_weights=True), None on the fused path.
+Attention = tuple[torch.Tensor, torch.Tensor | None]
 
 
 @dataclass(frozen=True)
@@ -106,12 +107,25 @@ class Param:
 
 
 def dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
-                          scale: float | None = None, bias: torch.Tensor | None = None) -> Attention:
-    """softmax(scale · q kᵀ + bias) v for [B, H, L, D] inputs -> (output, weights [B, H, L, L]).
+                          scale: float | None = None, bias: torch.Tensor | None = None,
+                          need_weights: bool = False) -> Attention:
+    """softmax(scale · q kᵀ + bias) v for [B, H, L, D] inputs -> (output, weights [B, H, L, L] or None).
 
-    Written out (not F.scaled_dot_product_attention) because the app needs the weights.
-    Causal: keys j > i get −inf, hence weight exactly 0. ``bias``: [H, L, L] or broadcastable.
+    need_weights=False (training, evaluation): F.scaled_dot_product_attention, the fused kernel,
+    with the causal mask folded into the bias. need_weights=True (the app draws the weights):
+    written out, so the weights exist. Causal: keys j > i get −inf, hence weight exactly 0.
+    ``bias``: [H, L, L] or broadcastable.
     """
+    if not need_weights:
+        if bias is not None and causal:
+            length = q.shape[-2]
+            future = torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1)
+            bias = bias.masked_fill(future, float("-inf"))
+        if bias is not None and bias.dim() < 4:
+            bias = bias.expand(*(1,) * (4 - bias.dim()), *bias.shape)   # 4-D: torch's fused CPU kernel takes it
+        output = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=bias, is_causal=causal and bias is None, scale=scale)
+        return fused_output(output), None
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     logits = torch.matmul(q * scale, k.transpose(-2, -1))                     # [B, H, L, L]
     if bias is not None:
@@ -221,9 +235,21 @@ class Scheme(nn.Module):
         """Token embeddings [B, L, D] -> input of the first block (absolute schemes add here)."""
         return x
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
-        """Layer ``layer``'s attention on [B, H, L, D_head] -> (output, weights [B, H, L, L])."""
-        return dot_product_attention(q, k, v, causal=self.config.causal)
+    def prepare(self, length: int, like: torch.Tensor) -> Any:
+        """What every layer's attention shares within one forward, built once per forward (a bias
+        per offset from a table every layer uses, rotation angles); None when nothing is shared.
+        ``like``: the embeddings [B, L, D_model] (their device and dtype)."""
+        return None
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, shared: Any = None,
+               need_weights: bool = False) -> Attention:
+        """Layer ``layer``'s attention on [B, H, L, D_head] -> (output, weights [B, H, L, L] or None).
+
+        ``shared``: this forward's :meth:`prepare` (None: built here). need_weights=False takes
+        the fused path (training, evaluation, experiments); True the exact weights path the app
+        draws. Both give the same output to float rounding.
+        """
+        return dot_product_attention(q, k, v, causal=self.config.causal, need_weights=need_weights)
 
     # -- what the app shows ----------------------------------------------------------------
 

@@ -86,9 +86,10 @@ class Fire(Scheme):
     def describe_params(cls, values: dict) -> str:
         return f"MLP width {values['fire_hidden']}"
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, shared: None = None,
+               need_weights: bool = False) -> Attention:
         bias = self.layers[layer](q.shape[-2]).to(q.dtype)                          # [H, L, L]
-        return dot_product_attention(q, k, v, causal=True, bias=bias)
+        return dot_product_attention(q, k, v, causal=True, bias=bias, need_weights=need_weights)
 
     def _bias(self, layer: int, length: int) -> np.ndarray:
         with torch.no_grad():

@@ -14,8 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from relviz.positions import expand_toeplitz, offset_range
-from relviz.schemes.base import Attention, Scheme, detached, dot_product_attention, expand_offsets
+from relviz.attention import offset_bias_attention
+from relviz.positions import offset_range
+from relviz.schemes.base import Attention, Scheme, detached, expand_offsets
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 
 if TYPE_CHECKING:
@@ -54,11 +55,14 @@ class Kerple(Scheme):
         distance = offsets.abs().to(r1.dtype)
         return -r1[:, None] * torch.log1p(r2[:, None] * distance[None, :])
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
-        length = q.shape[-2]
-        per_offset = self.bias_per_offset(offset_range(length, device=q.device))  # [H, 2L − 1], per offset
-        bias = expand_toeplitz(per_offset, length, length).to(q.dtype)             # [H, L, L]
-        return dot_product_attention(q, k, v, causal=self.config.causal, bias=bias)
+    def prepare(self, length: int, like: torch.Tensor) -> torch.Tensor:
+        """The bias per offset [H, 2L − 1], once per forward: every layer shares r1 and r2."""
+        return self.bias_per_offset(offset_range(length, device=like.device)).to(like.dtype)
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+               shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
+        per_offset = self.prepare(q.shape[-2], q) if shared is None else shared
+        return offset_bias_attention(q, k, v, per_offset, causal=self.config.causal, need_weights=need_weights)
 
     def _per_offset(self, length: int) -> np.ndarray:
         with torch.no_grad():

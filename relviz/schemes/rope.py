@@ -14,18 +14,26 @@ if TYPE_CHECKING:
     from relviz.model import ModelConfig
 
 
-def rope_rotate(x: torch.Tensor, *, base: float = 10000.0) -> torch.Tensor:
+def rope_angles(length: int, dim: int, *, base: float = 10000.0, device: torch.device | str = "cpu",
+                dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cos, sin) of the angle t · base^(−2p / D) for positions t < length and pairs p < D/2: [L, D/2] each."""
+    half = dim // 2
+    inv_freq = base ** (-torch.arange(half, device=device, dtype=torch.float32) * 2 / dim)        # [D/2]
+    angles = torch.arange(length, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]  # [L, D/2]
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def rope_rotate(x: torch.Tensor, *, base: float = 10000.0,
+                angles: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """Rotary embedding of x [B, H, L, D] (D even): pair (p, p + D/2) of position t is rotated
-    by the angle t · base^(−2p / D).
+    by the angle t · base^(−2p / D) (``angles``: :func:`rope_angles`, when already computed).
 
     Then q_i · k_j depends on i and j only through j − i: the rotation by t_i on one side and
     t_j on the other leaves a rotation by (j − i).
     """
     length, dim = x.shape[-2], x.shape[-1]
     half = dim // 2
-    inv_freq = base ** (-torch.arange(half, device=x.device, dtype=torch.float32) * 2 / dim)     # [D/2]
-    angles = torch.arange(length, device=x.device, dtype=torch.float32)[:, None] * inv_freq[None, :]  # [L, D/2]
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    cos, sin = rope_angles(length, dim, base=base, device=x.device, dtype=x.dtype) if angles is None else angles
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
@@ -48,10 +56,16 @@ class Rope(Scheme):
                              f"be even; got {config.head_dim}")
         return {}
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
-        base = self.config.rope_base
-        return dot_product_attention(rope_rotate(q, base=base), rope_rotate(k, base=base), v,
-                                     causal=self.config.causal)
+    def prepare(self, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rotation's (cos, sin) [L, D_head/2], once per forward (the same for every layer)."""
+        return rope_angles(length, self.config.head_dim, base=self.config.rope_base, device=like.device,
+                           dtype=like.dtype)
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+               shared: tuple[torch.Tensor, torch.Tensor] | None = None, need_weights: bool = False) -> Attention:
+        angles = self.prepare(q.shape[-2], q) if shared is None else shared
+        return dot_product_attention(rope_rotate(q, angles=angles), rope_rotate(k, angles=angles), v,
+                                     causal=self.config.causal, need_weights=need_weights)
 
     def structure(self, length: int) -> PositionStructure:
         dim = self.config.head_dim

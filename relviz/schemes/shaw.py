@@ -63,9 +63,10 @@ class Shaw(Scheme):
         return (f"for s ≤ {max(exact)}", f"from s = {first_out} on (every offset from −{params['clip']} back shares "
                                          "the end embedding)")
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, shared: None = None,
+               need_weights: bool = False) -> Attention:
         return shaw_attention(q, k, v, self.rel_k[layer], self.rel_v[layer], clip=self.config.clip,
-                              causal=self.config.causal, need_weights=True)
+                              causal=self.config.causal, need_weights=need_weights)
 
     def structure(self, length: int) -> PositionStructure:
         k = self.config.clip

@@ -57,8 +57,9 @@ class Skew(Scheme):
     def describe_params(cls, values: dict) -> str:
         return f"{values['skew_distances']} distances"
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
-        return skew_attention(q, k, v, self.e_r[layer], need_weights=True)
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, shared: None = None,
+               need_weights: bool = False) -> Attention:
+        return skew_attention(q, k, v, self.e_r[layer], need_weights=need_weights)
 
     def structure(self, length: int) -> PositionStructure:
         m = self.config.skew_distances

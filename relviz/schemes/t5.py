@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from relviz.attention import t5_attention
-from relviz.positions import MAX_ABS_OFFSET, t5_bucket, t5_bucket_map, t5_config
+from relviz.attention import offset_bias_attention
+from relviz.positions import MAX_ABS_OFFSET, t5_bias_offsets, t5_bucket, t5_bucket_map, t5_config
 from relviz.schemes.base import Attention, Param, Scheme, detached
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 from relviz.t5_notes import last_bucket_start, t5_training_coverage
@@ -83,10 +83,16 @@ class T5(Scheme):
         """s alone in its bucket."""
         return [s for s in shifts if cls.bucket_width(params, s) == 1]
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Attention:
-        return t5_attention(q, k, v, self.bias, num_buckets=self.config.num_buckets,
-                            max_distance=self.config.max_distance, bidirectional=not self.config.causal,
-                            causal=self.config.causal, need_weights=True)
+    def prepare(self, length: int, like: torch.Tensor) -> torch.Tensor:
+        """The bias per offset [H, 2L − 1], once per forward: every layer shares the table."""
+        return t5_bias_offsets(self.bias, length, num_buckets=self.config.num_buckets,
+                               max_distance=self.config.max_distance,
+                               bidirectional=not self.config.causal).to(like.dtype)
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+               shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
+        per_offset = self.prepare(q.shape[-2], q) if shared is None else shared
+        return offset_bias_attention(q, k, v, per_offset, causal=self.config.causal, need_weights=need_weights)
 
     def structure(self, length: int) -> PositionStructure:
         config, causal = self.config, self.config.causal

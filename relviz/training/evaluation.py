@@ -105,7 +105,7 @@ def run_text(model: RelvizTransformer, task: Task, text: str) -> TextRun:
     model.check_length(tokens.numel())
     device = next(model.parameters()).device
     with torch.inference_mode():
-        logits, attentions = model(tokens.to(device)[None])
+        logits, attentions = model(tokens.to(device)[None], need_weights=True)
     logits = logits[0].cpu()
     predictions = logits.argmax(-1)
     targets, mask = task.targets(tokens)
