@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from functools import partial
 
 import torch
 
@@ -233,6 +234,30 @@ def _fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset
     return _check_fused_output(_sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale))
 
 
+#: Queries per chunk on the fused skew and Shaw paths (relviz.chunked measured 128–512 alike).
+FUSED_CHUNK = 256
+
+
+def _chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias, *, causal: bool,
+                  scale: float) -> torch.Tensor:
+    """scaled_dot_product_attention ``FUSED_CHUNK`` queries at a time, for a bias that depends on q.
+
+    ``chunk_bias(start, stop, keys)`` builds the bias of queries start..stop − 1 over keys
+    0..keys − 1, with −inf on masked keys: [B, H, stop − start, keys]. Causal: a chunk needs only
+    keys 0..stop − 1, so future blocks are never computed (about half the work), and no bias is
+    ever larger than [B, H, chunk, L].
+    """
+    length = q.shape[-2]
+    outputs = []
+    for start in range(0, length, FUSED_CHUNK):
+        stop = min(start + FUSED_CHUNK, length)
+        keys = stop if causal else length
+        outputs.append(torch.nn.functional.scaled_dot_product_attention(
+            q[..., start:stop, :], k[..., :keys, :], v[..., :keys, :], attn_mask=chunk_bias(start, stop, keys),
+            scale=scale))
+    return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-2)      # [B, H, L, D]
+
+
 def _future(length: int, device: torch.device) -> torch.Tensor:
     return torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
 
@@ -319,15 +344,19 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
                 score = score + rel_logits[b, h, q_idx, column]
                 return torch.where(kv_idx <= q_idx, score, float("-inf")) if causal else score
             return _check_fused_output(_flex(q, k, v, score_mod, scale, (rel_k,))), None
-        index = shaw_clip_index(length, k=used, device=q.device)
-        if causal:
-            index = index.clamp(max=used)
-        bias = torch.gather(rel_logits, -1, index.expand(batch, heads, length, length))  # [B, H, L, L]
-        del rel_logits
-        if causal:
-            bias = bias.masked_fill_(_future(length, q.device), float("-inf"))
-        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
-        return _check_fused_output(out), None
+        if causal:   # one more column, −inf, for the future keys: the gather masks them too
+            rel_logits = torch.cat([rel_logits, rel_logits.new_full((*rel_logits.shape[:-1], 1), float("-inf"))],
+                                   dim=-1)                                       # [B, H, L, size + 1]
+        offsets = torch.arange(length, device=q.device)
+
+        def chunk_bias(start: int, stop: int, keys: int) -> torch.Tensor:
+            relative = offsets[None, :keys] - offsets[start:stop, None]          # [chunk, keys], j − i
+            index = relative.clamp(-used, 0 if causal else used) + used
+            if causal:
+                index = index.masked_fill_(relative > 0, size)                    # the −inf column
+            return torch.gather(rel_logits[..., start:stop, :], -1,
+                                index.expand(batch, heads, stop - start, keys))   # [B, H, chunk, keys]
+        return _check_fused_output(_chunked_sdpa(q, k, v, chunk_bias, causal=causal, scale=scale)), None
 
     index = shaw_clip_index(length, k=used, device=q.device)          # [L, L], values 0..2·used
     if causal:
@@ -376,6 +405,27 @@ def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: 
 # Music Transformer
 
 
+def _skew_chunk_bias(scaled: torch.Tensor, table: torch.Tensor, start: int, stop: int, keys: int) -> torch.Tensor:
+    """Queries start..stop − 1 of the causal skew bias, keys 0..stop − 1, −inf above the diagonal:
+    a strided view of q·E_rᵀ, the skew without its copy.
+
+    qer = q_chunk · [E_r rows for distances −(stop − 1)..0; a zero row]ᵀ is [B, H, n, stop + 1]
+    (column c: distance c − (stop − 1); column stop: the pad). Read with row stride stop instead
+    of stop + 1 from column stop − 1 − start, entry (i, j) lands on distance j − i for j ≤ i, on the
+    pad for j = i + 1, and for j ≥ i + 2 on the next row's distances beyond its own query (keys
+    before 0). Those and the pad are set to −inf: the view is then exactly the masked bias.
+    """
+    length, dim = table.shape
+    extended = torch.cat([table[length - stop:], table.new_zeros(1, dim)])        # [stop + 1, D]
+    qer = torch.matmul(scaled[..., start:stop, :], extended.transpose(0, 1))      # [B, H, n, stop + 1]
+    rows = torch.arange(start, stop, device=qer.device)[:, None]
+    columns = torch.arange(stop + 1, device=qer.device)[None, :]
+    qer = qer.masked_fill_((columns == stop) | (columns < stop - 1 - rows), float("-inf"))
+    batch, heads, n, width = qer.shape
+    return qer.as_strided((batch, heads, n, stop), (heads * n * width, n * width, stop, 1),
+                          qer.storage_offset() + stop - 1 - start)
+
+
 def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch.Tensor, *,
                    scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -410,22 +460,18 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
     table = distance_table(e_r, length)                                # distances −(L−1)..0
 
     scaled = q * scale
-    qer = torch.matmul(scaled, table.transpose(0, 1))                  # [B, H, L, L], column = distance + L − 1
     if not need_weights:
         _check_finite_tables(e_r)
         if backend == "flex":
+            qer = torch.matmul(scaled, table.transpose(0, 1))          # [B, H, L, L], column = distance + L − 1
+
             def score_mod(score, b, h, q_idx, kv_idx):
                 score = score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
                 return torch.where(kv_idx <= q_idx, score, float("-inf"))
             return _check_fused_output(_flex(q, k, v, score_mod, scale, (e_r,))), None
-        # skew() pads into a fresh tensor, so masking its view in place touches nothing shared
-        bias = skew(qer)
-        del qer
-        bias = bias.masked_fill_(_future(length, q.device), float("-inf"))
-        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
-        return _check_fused_output(out), None
-    relative = skew(qer)                                               # exact for j ≤ i
-    del qer
+        return _check_fused_output(_chunked_sdpa(q, k, v, partial(_skew_chunk_bias, scaled, table),
+                                                 causal=True, scale=scale)), None
+    relative = skew(torch.matmul(scaled, table.transpose(0, 1)))      # exact for j ≤ i (column = distance + L − 1)
     logits = _plus_scores(relative, scaled, k)                         # [B, H, L, L]
     del relative
     return _softmax_output(logits, v, causal=True)                     # the mask hides j > i

@@ -600,6 +600,43 @@ def test_fused_t5_and_alibi_never_build_the_l_by_l_bias() -> None:
         assert recorder.largest < heads * length * length * 4 / 2, (recorder.op, recorder.largest)
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 4])
+def test_fused_skew_and_shaw_in_query_chunks_match_the_weights_path(chunk: int, monkeypatch) -> None:
+    """Several query chunks (each seeing only keys up to its last query when causal), and the skew
+    bias as a strided view of q·E_rᵀ: same output and gradients as the weights path."""
+    monkeypatch.setattr(attention_module, "FUSED_CHUNK", chunk)
+    gen = torch.Generator().manual_seed(chunk)
+    q, k, v = (torch.randn(2, 3, 10, 5, generator=gen, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    tables = {"skew": torch.randn(4, 5, generator=gen, dtype=torch.float64, requires_grad=True),
+              "skew_long": torch.randn(13, 5, generator=gen, dtype=torch.float64, requires_grad=True),
+              "shaw": torch.randn(7, 5, generator=gen, dtype=torch.float64, requires_grad=True)}
+    calls = [(tables["skew"], lambda w: fused.skew_attention(q, k, v, tables["skew"], need_weights=w)),
+             (tables["skew_long"], lambda w: fused.skew_attention(q, k, v, tables["skew_long"], need_weights=w))]
+    for causal in (True, False):
+        calls.append((tables["shaw"], lambda w, c=causal: fused.shaw_attention(q, k, v, tables["shaw"], clip=3,
+                                                                                 causal=c, need_weights=w)))
+    for table, call in calls:
+        (exact, _), (out, _) = call(True), call(False)
+        torch.testing.assert_close(out, exact, rtol=1e-10, atol=1e-10)
+        for a, b in zip(torch.autograd.grad(out.sum(), (q, k, v, table)),
+                        torch.autograd.grad(exact.sum(), (q, k, v, table))):
+            torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
+
+
+def test_fused_skew_and_shaw_hold_no_bias_larger_than_one_chunk(monkeypatch) -> None:
+    monkeypatch.setattr(attention_module, "FUSED_CHUNK", 32)
+    length, heads = 256, 4
+    q, k, v = _qkv(length, seed=3, batch=1, heads=heads, dim=8, dtype=torch.float32)
+    for call in (lambda: fused.skew_attention(q, k, v, torch.randn(length, 8)),
+                 lambda: fused.shaw_attention(q, k, v, torch.randn(129, 8), clip=64, causal=True)):
+        recorder = _LargestTensor()
+        with recorder:
+            out, weights = call()
+        # a chunk's bias [H, 32, L + 1], or Shaw's per-index logits [H, L, 2·clip + 2]; never [H, L, L]
+        largest = heads * max(32 * (length + 1), length * 130) * 4
+        assert weights is None and recorder.largest <= largest, (recorder.op, recorder.largest)
+
+
 def test_offset_bias_attention_is_t5_with_the_per_offset_bias() -> None:
     from relviz.positions import t5_bias, t5_bias_offsets
     q, k, v = _qkv(9, seed=4)
