@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import threading
 
@@ -27,8 +28,10 @@ _LOCK = threading.Lock()
 _TRIMMER: threading.Thread | None = None
 
 
+@functools.cache
 def _libc():
-    """glibc, or None (musl, macOS, Windows have no mallopt/malloc_trim of this kind)."""
+    """glibc, or None (musl, macOS, Windows have no mallopt/malloc_trim of this kind). Looked up once:
+    find_library runs ldconfig in a subprocess."""
     name = ctypes.util.find_library("c")
     if name is None:
         return None
