@@ -177,21 +177,50 @@ def _causal_offsets(per_offset: torch.Tensor, length: int, causal: bool) -> torc
     return per_offset.masked_fill(future, float("-inf"))
 
 
+#: Queries per chunk on the fused paths whose bias depends on q (skew, Shaw) or that are causal
+#: (128–512 measured alike).
+FUSED_CHUNK = 256
+
+
+def _chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias, *, causal: bool,
+                  scale: float, reverse: bool = False) -> torch.Tensor:
+    """scaled_dot_product_attention ``FUSED_CHUNK`` queries at a time.
+
+    ``chunk_bias(start, stop, keys)`` gives the bias of queries start..stop − 1 over keys
+    0..keys − 1, with −inf on masked keys: [B or 1, H, stop − start, keys] (``reverse``: its rows
+    run from query stop − 1 down to start). Causal: a chunk needs only keys 0..stop − 1, so
+    future blocks are never computed (about half the work), and no bias is ever larger than
+    [B, H, chunk, L].
+    """
+    length = q.shape[-2]
+    outputs = []
+    for start in range(0, length, FUSED_CHUNK):
+        stop = min(start + FUSED_CHUNK, length)
+        keys = stop if causal else length
+        queries = q[..., start:stop, :]
+        out = torch.nn.functional.scaled_dot_product_attention(
+            queries.flip(-2) if reverse else queries, k[..., :keys, :], v[..., :keys, :],
+            attn_mask=chunk_bias(start, stop, keys), scale=scale)
+        outputs.append(out.flip(-2) if reverse else out)
+    return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-2)      # [B, H, L, D]
+
+
 def _sdpa_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor,
-                  scale: float) -> torch.Tensor:
+                  scale: float, causal: bool) -> torch.Tensor:
     """SDPA with a Toeplitz bias given per offset, without ever building the [H, L, L] bias.
 
     bias[i, j] = per_offset[j − i + L − 1]. The unfold view V[r, j] = per_offset[r + j] is that
     bias with its rows in reverse order (r = L − 1 − i); a Toeplitz matrix needs a negative row
     stride, which torch has not, so the queries are reversed instead (an L × D copy, not L × L).
+    In query chunks (:func:`_chunked_sdpa`): causal, no chunk computes its future keys.
     """
     length = q.shape[-2]
-    # [1, H, L, L] view, row r = query L − 1 − r. Four dimensions: a 3-D mask sends torch's CPU
-    # dispatch to the unfused math kernel.
-    reversed_rows = per_offset.unfold(-1, length, 1)[None]
-    out = torch.nn.functional.scaled_dot_product_attention(q.flip(-2), k, v, attn_mask=reversed_rows,
-                                                           scale=scale)
-    return out.flip(-2)
+
+    def reversed_rows(start: int, stop: int, keys: int) -> torch.Tensor:
+        # queries stop − 1 down to start over keys 0..keys − 1: entry (r, j) = per_offset[j − (stop − 1 − r) + L − 1].
+        # Four dimensions: a 3-D mask sends torch's CPU dispatch to the unfused math kernel.
+        return per_offset[..., length - stop:].unfold(-1, keys, 1)[None, :, :stop - start]
+    return _chunked_sdpa(q, k, v, reversed_rows, causal=causal, scale=scale, reverse=True)
 
 
 _COMPILED_FLEX = None
@@ -231,31 +260,7 @@ def _fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset
             score = score + per_offset[h, kv_idx - q_idx + length - 1]
             return torch.where(kv_idx <= q_idx, score, float("-inf")) if causal else score
         return _check_fused_output(_flex(q, k, v, score_mod, scale, (per_offset,)))
-    return _check_fused_output(_sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale))
-
-
-#: Queries per chunk on the fused skew and Shaw paths (relviz.chunked measured 128–512 alike).
-FUSED_CHUNK = 256
-
-
-def _chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias, *, causal: bool,
-                  scale: float) -> torch.Tensor:
-    """scaled_dot_product_attention ``FUSED_CHUNK`` queries at a time, for a bias that depends on q.
-
-    ``chunk_bias(start, stop, keys)`` builds the bias of queries start..stop − 1 over keys
-    0..keys − 1, with −inf on masked keys: [B, H, stop − start, keys]. Causal: a chunk needs only
-    keys 0..stop − 1, so future blocks are never computed (about half the work), and no bias is
-    ever larger than [B, H, chunk, L].
-    """
-    length = q.shape[-2]
-    outputs = []
-    for start in range(0, length, FUSED_CHUNK):
-        stop = min(start + FUSED_CHUNK, length)
-        keys = stop if causal else length
-        outputs.append(torch.nn.functional.scaled_dot_product_attention(
-            q[..., start:stop, :], k[..., :keys, :], v[..., :keys, :], attn_mask=chunk_bias(start, stop, keys),
-            scale=scale))
-    return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-2)      # [B, H, L, D]
+    return _check_fused_output(_sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale, causal))
 
 
 def _future(length: int, device: torch.device) -> torch.Tensor:

@@ -286,6 +286,11 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                "([1, H, L, L] for T5/ALiBi; [B, H, L, L] for skew/Shaw, whose relative term depends on q), "
                "its construction not timed. flex: torch.compile(flex_attention) with the relative term in a "
                "score_mod and causality as a block mask; 'flex compile s' is its first call (compile included).",
+               "relviz fused: SDPA in chunks of 256 queries (relviz.attention.FUSED_CHUNK); a causal chunk "
+               "attends only to keys up to its last query, which SDPA with a prebuilt bias cannot (torch "
+               "refuses is_causal together with attn_mask), so relviz skips about half the blocks. Its bias is "
+               "built inside the timing: per offset for T5/ALiBi (a view, never [H, L, L]); for skew and Shaw "
+               "q·E_rᵀ / q·a_Kᵀ per chunk, which the prebuilt alternative gets for free.",
                "shaw: key table only (clip 64); shaw_kv: key and value tables — the a^V term needs every "
                "attention weight, so no fused kernel exists and relviz's default runs the weights path "
                "without returning the weights.",
