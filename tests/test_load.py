@@ -32,9 +32,12 @@ BROWSERS = min(SESSIONS, max(1, int(os.environ.get("RELVIZ_LOAD_BROWSERS", "3"))
 #: a merely slow machine keeps going, up to the hard cap below (a safety net, far above any slow run).
 STALL_S = 180.0
 DEADLINE_S = 1800.0
-#: Far above what the app needs (its caches are bounded; see test_cache_bounds): a leak, or an
-#: unbounded cache filling up under 24 users, would cross it.
-RSS_BOUND_MB = 3072
+#: What the server may reach: the modules (~0.55 GB at the heaviest settings), every cache full
+#: (st.cache_data 256 MB by server.maxCacheDataSize, st.cache_resource ~0.1 GB: tests/cache_sizes.py),
+#: freed memory glibc keeps (0.1-0.3 GB) and the runs in flight; docs/DEPLOY.md, "Caches and memory".
+#: Measured peaks: 0.41 GB (24 sessions), 0.67-0.78 GB (10 at the heaviest settings). A leak, or a
+#: cache without a bound, crosses it.
+RSS_BOUND_MB = 1536
 
 if chromium_path() is None and not os.environ.get("CI"):
     pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
