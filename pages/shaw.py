@@ -92,10 +92,12 @@ if dropped:
                f"moving the window stays quick; a smaller window brings {'it' if len(dropped) == 1 else 'them'} back "
                "(clipped offset = index − k).")
 if k >= longest > 0:
+    lowest, highest = (str(int(v)).replace("-", "−") for v in (values.offset.min(), values.offset.max()))
     st.caption(f"**k = {k} ≥ {longest}, the longest offset of this matrix: nothing is clipped.** Every offset "
                f"keeps its own table row, so the clipped matrix equals j − i. The colours span the whole table "
-               f"(−{k} … {k}) and this matrix uses only {2 * longest + 1} of its {2 * k + 1} rows, the middle "
-               "ones: neighbouring values get nearly the same colour, and the heatmaps look uniform. Hover shows "
+               f"(−{k} … {k}) and this matrix uses only {values.offset.size} of its {2 * k + 1} rows, those of "
+               f"offsets {lowest} … {highest}: "
+               "neighbouring values get nearly the same colour, and the heatmaps look uniform. Hover shows "
                "each value; a longer sequence or a smaller k brings the flat corners back.")
 if q_offset:
     st.caption(f"Rows are labelled by the query's position among the keys, i = {q_offset} + row, so that "

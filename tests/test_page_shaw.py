@@ -195,3 +195,6 @@ def test_k_at_least_the_longest_offset_says_nothing_is_clipped():
     assert "nothing is clipped" in text and "19 of its 129" in text
     short = " ".join(c.value for c in run(sh_clip="5").caption)
     assert "nothing is clipped" not in short
+    # keys all in the past (query offset 10): offsets −19 … −1 use 19 rows, not 2 · 19 + 1
+    past = " ".join(c.value for c in run(sh_clip="64", sh_off="10").caption)
+    assert "k = 64 ≥ 19" in past and "19 of its 129 rows, those of offsets −19 … −1" in past
