@@ -93,3 +93,17 @@ def test_parameter_panels_per_scheme(scheme, count, phrase):
         assert phrase in " ".join(caption for _, caption in panels)
         for figure, _ in panels:
             assert spec(figure)["data"]
+
+
+def test_short_sequences_get_one_tick_per_position_not_fractions():
+    """At length 1–7 plotly's automatic ticks label −0.5, 0, 0.5 (positions and offsets that do not exist)."""
+    from relviz.figures.attention import attention_grid, attention_heatmap
+
+    for length in (1, 3, 7):
+        weights = np.full((length, length), 1.0 / length, dtype=np.float32)
+        figure = attention_heatmap(weights, layer=0, head=0)
+        assert (figure.layout.xaxis.dtick, figure.layout.yaxis.dtick) == (1, 1)
+        grid = attention_grid(np.broadcast_to(weights, (2, 2, length, length)).copy())
+        assert all(getattr(grid.layout, f"{a}axis{n}").dtick == 1 for a in "xy" for n in ("", "2", "3", "4"))
+    long = attention_heatmap(np.full((32, 32), 1 / 32, dtype=np.float32), layer=0, head=0)
+    assert long.layout.xaxis.dtick is None  # plotly's own ticks (0, 10, 20, 30)

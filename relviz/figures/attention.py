@@ -16,7 +16,8 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, matrix_heatmap, readable_layout
+from relviz.figures.heatmap import (KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, matrix_heatmap,
+                                   readable_layout, whole_number_ticks)
 from relviz.inspection import OffsetProfile, RunView
 from relviz.schemes.views import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms, View
 
@@ -54,7 +55,7 @@ def head_colour(head: int) -> str:
 
 
 def _figure(data: list[dict], layout: dict, validate: bool) -> go.Figure:
-    return go.Figure({"data": data, "layout": readable_layout(layout)}, _validate=validate)
+    return go.Figure({"data": data, "layout": whole_number_ticks(data, readable_layout(layout))}, _validate=validate)
 
 
 def _hover_data(fields: Mapping[str, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray | None, list[str]]:

@@ -68,6 +68,28 @@ def readable_layout(layout: dict) -> dict:
     return layout
 
 
+#: An axis over at most this many whole-number positions gets a tick at each one (plotly's automatic
+#: ticks would label −0.5, 0, 0.5: positions and offsets that do not exist).
+WHOLE_TICKS_SPAN = 6
+
+
+def whole_number_ticks(data: Sequence[dict], layout: dict) -> dict:
+    """Give each axis whose traces sit on a short run of whole numbers one tick per number.
+    Changes and returns ``layout`` (a dict: figures built with ``_validate=False`` included)."""
+    for trace in data:
+        for letter in ("x", "y"):
+            values = trace.get(letter)
+            if values is None or isinstance(values, dict):
+                continue
+            values = np.asarray(values)
+            if values.size == 0 or values.dtype.kind not in "iuf" or not np.all(np.isfinite(values)) \
+                    or not np.array_equal(values, np.round(values)) or np.ptp(values) > WHOLE_TICKS_SPAN:
+                continue
+            name = letter + "axis" + str(trace.get(letter + "axis", letter))[1:]
+            layout.setdefault(name, {}).update(tick0=0, dtick=1)
+    return layout
+
+
 def diagonal_counts(q_len: int, k_len: int) -> np.ndarray:
     """How many cells each diagonal (entry t of a per-offset vector, offset −(q_len − 1) first) has."""
     t = np.arange(q_len + k_len - 1)
@@ -205,5 +227,5 @@ def matrix_heatmap(
     )
     if title:
         layout["title"] = dict(text=title, x=0, xanchor="left", font=dict(size=READABLE_TITLE))
-    figure = go.Figure({"data": [trace], "layout": layout}, _validate=validate)
+    figure = go.Figure({"data": [trace], "layout": whole_number_ticks([trace], layout)}, _validate=validate)
     return figure
