@@ -1,8 +1,10 @@
 """Query-chunked relative attention: the memory wall moved from L² to chunk · L.
 
-:func:`relviz.attention.skew_attention` never builds Shaw's L × L × D table, but it still
-holds the [B, H, L, L] logits and weights (and returns the weights, which the app draws).
-For long sequences that L² · H term becomes the wall. Processing the queries ``chunk`` at a
+:func:`relviz.attention.skew_attention` never builds Shaw's L × L × D table, but its weights
+path (need_weights=True) still holds the [B, H, L, L] logits and weights (and returns the
+weights, which the app draws). For long sequences that L² · H term becomes the wall. (Its
+fused default runs scaled_dot_product_attention in query chunks too; this module keeps the
+softmax written out, so the memory-wall chart can show each step.) Processing the queries ``chunk`` at a
 time needs only [B, H, chunk, L] of logits at once: peak extra memory grows as
 chunk · L · H instead of L² · H, for the same result.
 
