@@ -110,7 +110,7 @@ with st.sidebar:
         f"{e['label']} {e['config']['relative_attention_num_buckets']} / "
         f"{e['config']['relative_attention_max_distance']}, {e['config']['num_heads']} heads"
         + (f", encoder sees ±{e['config']['local_radius']} only" if "local_radius" in e["config"] else "")
-        for e in load_presets()["t5"]) + " (num_buckets / max_distance, from each config.json).")
+        for e in load_presets()["t5"]) + " (num_buckets / max_distance, from each model's config.json or paper).")
     st.subheader("Lengths")
     q_len, k_len, q_offset = ui.length_controls(P, q_default=32, k_default=32)
     large = needs_window(q_len, k_len)
