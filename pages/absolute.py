@@ -196,7 +196,7 @@ with ui.user_errors():
         "directly. The sinusoidal encoding sits in between: its vectors are absolute, but their dot products "
         "depend only on the offset.")
     ui.code_for_this_view(sinusoidal_snippet(length, d_model, projected),
-                          note="pe is the encoding, result the middle picture.")
+                          note="pe is the encoding, result the middle picture.", key="abs_code_pe")
 
     curve_col, check_col = st.columns([2, 1])
     with curve_col:
@@ -239,7 +239,8 @@ with ui.user_errors():
                    "diagonal: masked by the causal mask." if causal else
                    "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
         ui.code_for_this_view(alibi_snippet(length, heads, head, causal),
-                              note="result is the bias above; score_mod adds every head's bias in FlexAttention.")
+                              note="result is the bias above; score_mod adds every head's bias in FlexAttention.",
+                              key="abs_code_alibi")
         ui.matrix_downloads(np.where(rel > 0, np.nan, bias) if causal else bias,
                             name=f"alibi_L{length}_heads{heads}_head{head}", key="abs_dl_alibi")
     with right:

@@ -108,7 +108,8 @@ st.markdown(
     "**how far and in which direction**: the offset j − i. Shaw et al. (2018) clip that offset to ±k and "
     "use it to pick one of **2k + 1 learned vectors**, added to the key (a^K) and to the value (a^V).")
 ui.code_for_this_view(shaw_snippet(q_len, k_len, k, q_offset),
-                      note="result is the lookup index above (the whole matrix, not only the window).")
+                      note="result is the lookup index above (the whole matrix, not only the window).",
+                      key=f"{P}_code")
 
 ui.show_figure(strip, key=f"{P}_fig_strip")
 st.caption(

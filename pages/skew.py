@@ -135,7 +135,7 @@ with causal_tab:
             "query and *distance*, then moves every score to its (i, j) cell with a pad, a reshape and a slice: "
             "no gather, only L × D extra memory. Every cell is labelled with the distance its score stands for.")
         ui.code_for_this_view(skew_snippet(length, seed, bidirectional=False, dim=DEMO_DIM),
-                              note="result is step 4 (S_rel before the mask); masked is step 5.")
+                              note="result is step 4 (S_rel before the mask); masked is step 5.", key="skew_code_causal")
         names = {"QE_r^T": "qer", "padded": "padded", "reshaped": "reshaped", "sliced": "skewed",
                  "masked": "masked"}
         dl_choice, dl_buttons, dl_note = st.columns([1, 1, 1], vertical_alignment="bottom")
@@ -181,7 +181,7 @@ with bidirectional_tab:
                  key="skew_fig_bi_result", x_title="key j", y_title="query i", width_budget=380, **common)
         with bottom[0]:
             ui.code_for_this_view(skew_snippet(length, seed, bidirectional=True, dim=DEMO_DIM),
-                                  note="result is step 3, S_rel.")
+                                  note="result is step 3, S_rel.", key="skew_code_bidir")
         with bottom[1]:
             st.markdown("**The bug this tab avoids**")
             ui.show_figure(unmasked_error_figure(unmasked_error(demo_inputs(length, seed))),

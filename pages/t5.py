@@ -175,7 +175,8 @@ with tab_map:
                 "to max_distance; everything beyond shares the last bucket.")
             ui.code_for_this_view(t5_snippet(nb, md, bidir, q_len, k_len, q_offset),
                                   note="result is the bucket map above (the whole matrix, not only the window); "
-                                       "score_mod adds T5's learned bias in FlexAttention.")
+                                       "score_mod adds T5's learned bias in FlexAttention.",
+                                  key=f"{P}_code")
 
             left, right = st.columns([5, 4])
             with left:
@@ -275,7 +276,8 @@ with tab_precision:
                 "result = {name: offsets[t5_bucket_in_dtype(offsets, dtype, **settings) != float32]\n"
                 "          for name, dtype in ((\"bfloat16\", torch.bfloat16), (\"float16\", torch.float16))}\n"
                 "mesh_tf = t5_bucket_mesh_tf(offsets, **settings)   # Mesh TensorFlow's reciprocals\n"
-                "edges = mesh_tf_edges(**settings)                  # offset, HF, Mesh TF, exact\n")
+                "edges = mesh_tf_edges(**settings)                  # offset, HF, Mesh TF, exact\n",
+                key=f"{P}_code_precision")
         else:
             st.info("The precision view appears once the setting is valid.", icon=":material/info:")
 

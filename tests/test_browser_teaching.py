@@ -61,7 +61,8 @@ def test_t5_precision_tab_from_a_link(projector):
 def test_code_for_this_view_opens_with_the_exact_settings(projector):
     base, page = projector
     _open(page, f"{base}/shaw?sh_clip=5")
+    assert page.locator('[data-testid="stCode"]').count() == 0  # lazy: no code until opened
     page.get_by_text("Code for this view (PyTorch)").first.click()
-    page.wait_for_timeout(800)
+    page.wait_for_selector('[data-testid="stCode"]', timeout=60_000)  # the expander reruns to send it
     code = page.locator('[data-testid="stCode"]').first.inner_text()
     assert "shaw_clip_index(10, 10, k=5, q_offset=0" in code

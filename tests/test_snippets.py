@@ -10,6 +10,19 @@ from plotly_data import charts, decode, find, heatmap_values
 from relviz import snippets
 
 
+def _open_code(at, *keys: str):
+    """Open the page's lazy "Code for this view" expanders (``keys``), as a visitor would, and rerun.
+
+    Closed, they send no code: the test first checks that, so the page's first paint stays free of
+    Streamlit's syntax highlighter."""
+    assert not [c for c in at.code if "result =" in c.value], "a closed 'Code for this view' sends no code"
+    for key in keys:
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def _code(at) -> str:
     blocks = [c.value for c in at.code if "result =" in c.value]
     assert len(blocks) == 1, "one 'Code for this view' block per view"
@@ -23,13 +36,14 @@ def _run_code(code: str) -> dict:
 
 
 def test_shaw_page_snippet_reproduces_the_lookup_index():
-    at = run_page("shaw", sh_q="7", sh_k="12", sh_off="3", sh_clip="2")
+    at = _open_code(run_page("shaw", sh_q="7", sh_k="12", sh_off="3", sh_clip="2"), "sh_code")
     result = _run_code(_code(at))["result"].numpy()
     np.testing.assert_array_equal(result, heatmap_values(find(charts(at), "lookup index:")))
 
 
 def test_t5_page_snippet_reproduces_the_map_and_its_score_mod_is_t5_attention():
-    at = run_page("t5", t5_nb="20", t5_md="40", t5_bi="false", t5_q="6", t5_k="9", t5_off="2")
+    at = _open_code(run_page("t5", t5_nb="20", t5_md="40", t5_bi="false", t5_q="6", t5_k="9", t5_off="2"),
+                    "t5_code")
     ns = _run_code(_code(at))
     np.testing.assert_array_equal(ns["result"].numpy(), heatmap_values(find(charts(at), "T5 bucket")))
     # the score_mod adds table[bucket(j - i), h] to the raw q·k
@@ -45,7 +59,7 @@ def test_skew_page_snippet_reproduces_the_result(tab):
     params = dict(skew_L="7", skew_seed="5")
     if tab:
         params["skew_tab"] = tab
-    at = run_page("skew", **params)
+    at = _open_code(run_page("skew", **params), "skew_code_bidir" if tab else "skew_code_causal")
     blocks = [c.value for c in at.code if "result =" in c.value]
     ns = _run_code(blocks[0])
     figures = charts(at)
@@ -59,7 +73,7 @@ def test_absolute_page_snippets_reproduce_the_similarity_and_the_alibi_bias(proj
     params = dict(abs_L="24", abs_d="16", abs_heads="6", abs_head="5")
     if projected:
         params["abs_proj"] = "true"
-    at = run_page("absolute", **params)
+    at = _open_code(run_page("absolute", **params), "abs_code_pe", "abs_code_alibi")
     blocks = [c.value for c in at.code if "result =" in c.value]
     assert len(blocks) == 2
     figures = charts(at)
@@ -82,9 +96,7 @@ def test_home_page_snippet_reproduces_the_relative_matrix():
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=30).run()  # home links into app.py's pages
     assert not at.exception
-    assert not [c for c in at.code if "result =" in c.value], "the landing page sends its code only when opened"
-    at.session_state["home_code"] = True  # the visitor opens "Code for this view"
-    at.run()
+    _open_code(at, "home_code")
     result = _run_code(_code(at))["result"].numpy()
     np.testing.assert_array_equal(result, heatmap_values(charts(at)[0]))
 
