@@ -294,6 +294,23 @@ def offset_bias_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per
 # Shaw et al. 2018
 
 
+def _causal_index_sums(weights: torch.Tensor, used: int) -> torch.Tensor:
+    """Causal Shaw's weight per relative index [B, H, L, used + 1] from the band alone.
+
+    Index r ≥ 1 (offset r − used, within the clip) has exactly one key, j = i + r − used: a
+    diagonal of the weights, gathered (L · used values, not a scatter over L · L). Index 0 holds
+    every farther key, whose weights sum to 1 minus the band's (each row sums to 1; future keys
+    have weight 0). Same values as the scatter to float rounding, and the same gradient: the
+    softmax's backward ignores a constant added to every weight's gradient.
+    """
+    batch, heads, length, _ = weights.shape
+    rows = torch.arange(length, device=weights.device)[:, None]
+    keys = rows - torch.arange(used - 1, -1, -1, device=weights.device)[None, :]     # [L, used], j for r = 1..used
+    band = torch.gather(weights, -1, keys.clamp(min=0).expand(batch, heads, length, used))
+    band = band.masked_fill(keys < 0, 0.0)                                           # no key before position 0
+    return torch.cat([1 - band.sum(-1, keepdim=True), band], dim=-1)
+
+
 def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor,
                    rel_v: torch.Tensor | None = None, *, clip: int, causal: bool = False,
                    scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
@@ -375,7 +392,10 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     del logits
     if rel_v is not None:
         # Σ_j w_ij rel_v[idx_ij] = Σ_r (Σ_{j: idx_ij = r} w_ij) rel_v[r]
-        per_index = weights.new_zeros(batch, heads, length, size).scatter_add_(-1, index, weights)
+        if causal and not need_weights:
+            per_index = _causal_index_sums(weights, used)
+        else:
+            per_index = weights.new_zeros(batch, heads, length, size).scatter_add_(-1, index, weights)
         output = _check_finite_output(output + torch.matmul(per_index, rel_v[rows]))
     return output, (weights if need_weights else None)
 
