@@ -60,31 +60,35 @@ def own_attention(directory: str, text: str) -> tuple[list[str], np.ndarray]:
     return tokens, weights.numpy()
 
 
-st.title("Your model")
-st.markdown(
-    "A real checkpoint's own position structure, read exactly from its files: T5's learned bucket biases, "
-    "ALiBi's slopes, RoPE's frequencies under the model's scaling rule, or a learned table of absolute "
-    "positions. Only config.json and the position tensors are read (never a pickled `.bin`). Where the "
-    "model has a tokenizer, its own attention on your text sits next to it.")
-ui.sign_convention(compact=True)
-
-options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))
-label = st.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
-                     help="The server's operator lists the models (RELVIZ_MODELS, see DEPLOY.md); published "
-                          "configs that need no weights are always here.")
-if not any(kind == "dir" for kind, _ in options.values()):
-    st.caption("No model directories are configured on this server (RELVIZ_MODELS): the published configs "
-               "below need none.")
-
-with ui.user_errors():
-    kind, target = options[label]
-    positions = positions_of(kind, target)
-    st.markdown(f"**{positions.model_type}** · scheme **{positions.scheme}**")
-    st.caption(f"Source: {positions.source}")
+def describe(positions: hf.ModelPositions, *, any_directory: bool) -> None:
+    """What was read and from where, under the picture."""
+    st.caption(f"**{positions.model_type}** · scheme **{positions.scheme}** · Source: {positions.source}")
     with st.expander("settings read from config.json", expanded=False):
         st.json(positions.config)
         if positions.tensors_read:
             st.caption("tensors read: " + ", ".join(positions.tensors_read))
+    if not any_directory:
+        st.caption("No model directories are configured on this server (RELVIZ_MODELS): the published configs "
+                   "in the list need none.")
+
+
+st.title("Your model")
+st.markdown(
+    "A real checkpoint's own position structure, read exactly from config.json and its position tensors (never "
+    "a pickled `.bin`): T5's learned bucket biases, ALiBi's slopes, RoPE's frequencies under its scaling rule, "
+    "or a learned absolute table.")
+ui.sign_convention(compact=True)
+
+options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))
+# One row: the picker beside the scheme's main control (length), so the picture starts on the first screen.
+c_model, c_control = st.columns([3, 2])
+label = c_model.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
+                          help="The server's operator lists the models (RELVIZ_MODELS, see DEPLOY.md); published "
+                               "configs that need no weights are always here.")
+
+with ui.user_errors():
+    kind, target = options[label]
+    positions = positions_of(kind, target)
 
     if positions.scheme == "t5":
         c1, c2, c3 = st.columns(3)
@@ -121,7 +125,7 @@ with ui.user_errors():
                    "compute_bias), constant along each diagonal.")
 
     elif positions.scheme == "alibi":
-        length = int(st.slider("positions L", 8, 512, 64, step=8, key=f"{P}_L", bind="query-params"))
+        length = int(c_control.slider("positions L", 8, 512, 64, step=8, key=f"{P}_L", bind="query-params"))
         slopes = positions.alibi_slopes().float().numpy()
         ui.show_figure(bias_curve_figure(bias_lines(slopes, np.arange(-(length - 1), 1))), key=f"{P}_fig_alibi")
         notes = {"mpt": "MPT's slopes are 2^(−alibi_bias_max·h/n₂), h = 1 … n₂ (n₂ the next power of 2); for a head "
@@ -132,7 +136,7 @@ with ui.user_errors():
         st.caption(notes[positions.model_type])
 
     elif positions.scheme == "rope":
-        length = int(st.select_slider("context length L", LENGTHS, value=8192, key=f"{P}_len",
+        length = int(c_control.select_slider("context length L", LENGTHS, value=8192, key=f"{P}_len",
                                       bind="query-params"))
         config = positions.rope
         inv_freq, attention = rope_parameters(config, length, device="cpu")
@@ -154,7 +158,7 @@ with ui.user_errors():
 
     else:
         table = positions.position_embeddings()
-        n = int(st.slider("positions compared", 8, min(512, table.shape[0]), min(128, table.shape[0]), step=8,
+        n = int(c_control.slider("positions compared", 8, min(512, table.shape[0]), min(128, table.shape[0]), step=8,
                           key=f"{P}_n", bind="query-params"))
         learned = hf.learned_similarity(positions, n)
         c_fig, c_txt = st.columns([3, 1])
@@ -167,6 +171,8 @@ with ui.user_errors():
                            "100% means the learned table acts exactly like a relative one.")
             st.caption("Cosine between the learned position vectors p_i and p_j. A relative scheme would be "
                        "constant along every diagonal.")
+
+    describe(positions, any_directory=any(k == "dir" for k, _ in options.values()))
 
     directory = positions.directory
     if kind == "dir" and directory is not None:

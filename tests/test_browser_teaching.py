@@ -15,9 +15,10 @@ if chromium_path() is None and not os.environ.get("CI"):
                 allow_module_level=True)
 
 #: Pages whose main picture leads the page. Live attention's is the chosen head beside its scheme's
-#: position structure. Check and Lecture mode are tool pages (a form first, the picture follows an upload
-#: or a step), so they are not listed.
-TEACHING = ["", "shaw", "t5", "skew", "absolute", "attention", "experiments", "rope"]
+#: position structure; Your model's is its default model's (a published config's) position structure,
+#: under one row holding the picker and the length control. Check and Lecture mode are tool pages (a
+#: form first, the picture follows an upload or a step), so they are not listed.
+TEACHING = ["", "shaw", "t5", "skew", "absolute", "attention", "experiments", "rope", "your_model"]
 
 
 @pytest.fixture(scope="module")
