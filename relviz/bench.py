@@ -323,6 +323,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", action="append", choices=names, metavar="SECTION",
                         help=f"run only this section (repeatable); one of: {', '.join(names)}")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    parser.add_argument("--no-flex", action="store_true",
+                        help="leave out the compiled FlexAttention column of the fused section "
+                             "(it compiles once per case, 15-50 s each on CPU)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -331,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
     def log(message: str) -> None:
         print(f"  ... {message}", file=sys.stderr, flush=True)
 
-    ctx = BenchContext(quick=bool(args.quick), log=log)
+    ctx = BenchContext(quick=bool(args.quick), log=log, flex=not args.no_flex)
     import psutil
     header = {
         "relviz_version": relviz.__version__,

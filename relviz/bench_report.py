@@ -62,6 +62,8 @@ class SectionResult:
 class BenchContext:
     quick: bool
     log: Callable[[str], None]
+    #: time torch.compile(flex_attention) beside relviz (each case compiles for 15-50 s on CPU)
+    flex: bool = True
 
 
 @dataclass

@@ -212,7 +212,7 @@ def fused_section(ctx: BenchContext) -> SectionResult:
     lengths = [128] if ctx.quick else [512, 1024, 2048, 4096]
     rounds = 2 if ctx.quick else 5
     # --quick is a smoke run: no FlexAttention (its compile takes ~15-50 s per case on CPU)
-    impls = [impl for impl in IMPLS if not (ctx.quick and impl == "flex")]
+    impls = [impl for impl in IMPLS if not ((ctx.quick or not ctx.flex) and impl == "flex")]
     rows = []
     for function in FUNCTIONS:
         for length in lengths:

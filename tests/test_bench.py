@@ -107,3 +107,25 @@ def test_versus_sections_put_the_alternative_beside_relviz(quick_run) -> None:
         assert row["logits_diff"] <= 1e-4 or row["scheme"] == "shaw"
     for section in ("fused", "t5bias", "model"):
         assert any("load average" in note for note in sections[section]["notes"])
+
+
+def test_no_flex_leaves_the_compiled_flex_column_out_of_the_fused_section(monkeypatch):
+    """--no-flex: the full fused section asks its subprocesses for every implementation but flex."""
+    import argparse
+
+    from relviz import bench, bench_versus
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    asked: list[list[str]] = []
+
+    def fake_subprocess(kind, spec, ctx):
+        asked.append(list(spec["impls"]))
+        return {"error": "not run"}
+
+    monkeypatch.setattr(bench_versus, "_subprocess", fake_subprocess)
+    for argv, with_flex in ((["--no-flex"], False), ([], True)):
+        args = parser.parse_args(argv)
+        asked.clear()
+        bench_versus.fused_section(bench.BenchContext(quick=False, log=lambda m: None, flex=not args.no_flex))
+        assert asked and all(("flex" in impls) is with_flex for impls in asked)
+        assert all("relviz" in impls and "sdpa_prebuilt" in impls for impls in asked)
