@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from relviz import hf, ui
-from relviz.figures.attention import attention_grid, bias_curve_figure, similarity_figure
+from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
 from relviz.figures.rope import decay_figure, ratio_figure, wavelength_figure
 from relviz.figures.toeplitz import toeplitz_heatmap
 from relviz.positions import t5_bias_offsets, t5_config
@@ -187,4 +187,8 @@ with ui.user_errors():
             st.caption(f"{len(tokens)} tokens: " + " ".join(tokens[:hf.MAX_TOKENS]) +
                        " — every layer (rows) and head (columns), eager attention, "
                        + ("the encoder's self-attention." if positions.scheme == "t5" else "self-attention."))
-            ui.show_figure(attention_grid(weights), key=f"{P}_fig_attention")
+            ui.show_figure(attention_grid(weights, tokens=tokens, shared_scale=True), key=f"{P}_fig_attention")
+            st.caption(f"One colour scale for every head, up to the largest weight from row "
+                       f"{colour_rows(len(tokens))} on (the first rows see few keys, so a causal model's weights "
+                       "there are large by necessity: they show in the top colour). Hover for i, j, j − i and "
+                       "the exact weight.")

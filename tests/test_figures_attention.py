@@ -69,6 +69,19 @@ def test_grid_pools_long_sequences_by_block_means():
     assert "mean-pooled 3×3" in figure["layout"]["title"]["text"]
 
 
+def test_grid_token_labels_and_shared_scale():
+    rng = np.random.default_rng(1)
+    weights = rng.random((1, 2, 40, 40)).astype(np.float32)
+    tokens = [f"tok{k}" for k in range(39)] + ["a_very_long_token"]
+    figure = spec(attention_grid(weights, tokens=tokens, shared_scale=True, titled=False))
+    assert figure["layout"]["xaxis"]["tickvals"] == list(range(0, 40, 3))    # at most 16 labels
+    assert figure["layout"]["yaxis"]["ticktext"][:2] == ["tok0", "tok3"]
+    assert figure["layout"]["coloraxis"]["cmax"] == pytest.approx(float(weights[..., 5:, :].max()))
+    assert "title" not in figure["layout"] or not figure["layout"]["title"].get("text")
+    with pytest.raises(ValueError, match="tokens"):
+        attention_grid(weights, tokens=tokens[:3])
+
+
 def test_prediction_strip_marks_errors_and_the_training_length():
     model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
     view = run_view(model, make_task("shift", s=2), "0123456789")

@@ -56,6 +56,11 @@ def test_own_attention_of_every_layer_and_head(listed):
     tokenizer, model = hf.load_model(listed[1])
     _, weights = hf.model_attention(tokenizer, model, "the cat sat on the mat")
     assert np.allclose(decode(heatmaps[0]["z"]), weights[0, 0].numpy(), atol=1e-6)
+    tokens = tokenizer.convert_ids_to_tokens(tokenizer("the cat sat on the mat")["input_ids"])
+    assert grid["layout"]["xaxis3"]["ticktext"] == tokens and grid["layout"]["yaxis"]["ticktext"] == tokens
+    assert all(t["coloraxis"] == "coloraxis" for t in heatmaps)             # one scale, one colour bar
+    assert grid["layout"]["coloraxis"]["cmax"] == pytest.approx(float(weights[..., 1:, :].max()), rel=1e-6)
+    assert "j − i = " in heatmaps[0]["hovertemplate"]
     assert any("how Toeplitz" in m.label for m in at.metric)
 
 

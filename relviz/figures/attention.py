@@ -11,7 +11,7 @@ validation (the page's rerun time), tests build with it on.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -25,6 +25,8 @@ from relviz.schemes.views import BiasCurve, PositionStructure, SimilarityMatrix,
 HEAD_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
 #: The most cells per side of each head in the grid; longer sequences are mean-pooled.
 GRID_SIDE = 64
+#: The most token labels per axis in the grid (more would overlap at a head's size).
+TOKEN_TICKS = 16
 #: Prediction strip colours: not counted, correct, wrong, input (with its characters), input (hover only).
 STRIP_COLOURS = ["#e3e3e3", "#9ecae1", "#f16913", "#ffffff", "#f4f4f4"]
 #: The strip writes the characters in its cells up to this many positions.
@@ -163,18 +165,27 @@ def _pool(weights: np.ndarray, block: int) -> np.ndarray:
     return np.nanmean(blocks, axis=(-3, -1)).astype(np.float32)
 
 
+def _tick_text(token: str, limit: int = 10) -> str:
+    """A token as an axis label: its text, cut to ``limit`` characters."""
+    return token if len(token) <= limit else token[:limit - 1] + "…"
+
+
 def grid_block(length: int) -> int:
     """Cells per side of one displayed grid cell (1 = exact)."""
     return max(1, math.ceil(length / GRID_SIDE))
 
 
 def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None = None,
+                   tokens: Sequence[str] | None = None, shared_scale: bool = False, titled: bool = True,
                    validate: bool = True) -> go.Figure:
     """Every layer (rows) and head (columns) as small heatmaps, each with its own colour range.
 
     Up to GRID_SIDE positions every cell is exact, with the full hover (i, j, j − i, the
     scheme's value, weight). Longer sequences are mean-pooled to at most GRID_SIDE cells per
     side; hover then gives the block's ranges of i and j and its mean weight.
+    ``tokens`` (one per position) label the axes in place of numbers (at most TOKEN_TICKS of
+    them, evenly spaced); ``shared_scale`` gives every head one colour range with a colour bar,
+    so heads compare by colour. ``titled=False`` leaves the title to the page's heading.
     """
     weights = np.asarray(weights, dtype=np.float32)
     n_layers, n_heads, length, _ = weights.shape
@@ -187,6 +198,14 @@ def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None =
     shown = _pool(weights, block) if block > 1 else weights
     side = shown.shape[-1]
     starts = np.arange(side) * block
+    top = colour_top(weights)  # the shared range: every head's largest weight from row colour_rows(L) on
+    ticks: dict = {}
+    if tokens is not None and block == 1:
+        if len(tokens) != length:
+            raise ValueError(f"tokens must have one entry per position ({length}), got {len(tokens)}")
+        shown_at = starts[::-(-length // TOKEN_TICKS)]
+        ticks = dict(tickmode="array", tickvals=shown_at.tolist(),
+                     ticktext=[_tick_text(tokens[k]) for k in shown_at])
     for layer in range(n_layers):
         for head in range(n_heads):
             n = layer * n_heads + head + 1
@@ -195,8 +214,9 @@ def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None =
             y1 = 1 - layer * (height + gap_y)
             z = shown[layer, head]
             trace = dict(type="heatmap", z=z, x=starts, y=starts, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
-                         colorscale=ATTENTION_SCALE, showscale=False, zmin=0.0, zmax=colour_top(z),
                          name=f"layer {layer + 1}, head {head + 1}")
+            trace.update(dict(coloraxis="coloraxis") if shared_scale else
+                         dict(colorscale=ATTENTION_SCALE, showscale=False, zmin=0.0, zmax=colour_top(z)))
             if block == 1:
                 fields: dict[str, np.ndarray] = {"j − i": _offsets(length)}
                 if structure is not None:
@@ -219,17 +239,24 @@ def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None =
             data.append(trace)
             layout[f"xaxis{suffix}"] = dict(domain=[x0, x0 + width], anchor=f"y{suffix}", showgrid=False,
                                             constrain="domain", ticks="", showticklabels=layer == n_layers - 1,
-                                            title=dict(text="key j") if layer == n_layers - 1 else None)
+                                            title=dict(text="key j") if layer == n_layers - 1 else None, **ticks)
             layout[f"yaxis{suffix}"] = dict(domain=[y1 - height, y1], anchor=f"x{suffix}", autorange="reversed",
                                             showgrid=False, scaleanchor=f"x{suffix}", constrain="domain",
                                             showticklabels=head == 0,
-                                            title=dict(text="query i") if head == 0 else None)
+                                            title=dict(text="query i") if head == 0 else None, **ticks)
             annotations.append(dict(text=f"<b>layer {layer + 1}</b>, head {head + 1}", x=x0 + width / 2, y=y1,
                                     xref="paper", yref="paper", xanchor="center", yanchor="bottom",
                                     showarrow=False, font=dict(size=13)))
     title = "attention of every layer and head" + (f" (mean-pooled {block}×{block})" if block > 1 else "")
-    layout.update(height=40 + 250 * n_layers, margin=dict(l=60, r=10, t=50, b=40), annotations=annotations,
-                  title=dict(text=title, x=0, xanchor="left", y=0.995, yanchor="top"), plot_bgcolor="white")
+    height_px = 40 + 250 * n_layers
+    layout.update(height=height_px, margin=dict(l=60, r=10, t=50 if titled else 30, b=40), annotations=annotations,
+                  plot_bgcolor="white")
+    if titled:
+        layout["title"] = dict(text=title, x=0, xanchor="left", y=0.995, yanchor="top")
+    if shared_scale:
+        layout["coloraxis"] = dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=top,
+                                   colorbar=dict(title=dict(text="weight"), len=min(1.0, 320 / height_px),
+                                                 y=1.0, yanchor="top"))
     return _figure(data, layout, validate)
 
 
