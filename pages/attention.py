@@ -98,7 +98,7 @@ def structure(key: str, length: int, _model):
 @st.cache_resource(max_entries=12, show_spinner=False)
 def grid_figure(key: str, text: str, _model, _task):
     return attention_grid(run(key, text, _model, _task).weights, structure=structure(key, len(text), _model),
-                          validate=False)
+                          titled=False, validate=False)  # the section heading names it
 
 
 @st.cache_resource(max_entries=24, show_spinner=False)

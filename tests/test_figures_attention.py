@@ -82,6 +82,14 @@ def test_grid_token_labels_and_shared_scale():
         attention_grid(weights, tokens=tokens[:3])
 
 
+def test_t5_exact_band_label_sits_above_the_plot():
+    """Inside the plot the label ran across the curves; above it, no curve can reach it."""
+    model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
+    figures = [spec(f) for f, _ in parameter_panels(parameter_views(model, length=64, train_length=32), train_length=32)]
+    labels = [a for f in figures for a in f["layout"].get("annotations", []) if a.get("text", "").startswith("exact:")]
+    assert labels and all(a["yref"] == "paper" and a["y"] == 1 and a["yanchor"] == "bottom" for a in labels)
+
+
 def test_prediction_strip_marks_errors_and_the_training_length():
     model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
     view = run_view(model, make_task("shift", s=2), "0123456789")

@@ -413,10 +413,16 @@ def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, vali
     if curve.band is not None:
         shapes.append(dict(type="rect", xref="x", yref="paper", x0=curve.band[0], x1=curve.band[1], y0=0, y1=1,
                            fillcolor="rgba(46, 134, 171, 0.10)", line=dict(width=0), layer="below"))
-        annotations.append(dict(x=0, y=0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
-                                text=curve.band_label, font=dict(size=12)))
-    layout = dict(height=420, margin=dict(l=60, r=10, t=40, b=80), shapes=shapes, annotations=annotations,
-                  title=dict(text=curve.title, x=0, xanchor="left"),
+        # The band's label sits just above the plot, over the band, where no curve can run through it;
+        # it grows from the band's edge toward the middle of the plot, so it stays inside the figure.
+        right = sum(curve.band) / 2 > (float(curve.offsets.min()) + float(curve.offsets.max())) / 2
+        annotations.append(dict(x=curve.band[1] if right else curve.band[0], y=1.0, xref="x", yref="paper",
+                                xanchor="right" if right else "left", yanchor="bottom", xshift=-2 if right else 2,
+                                yshift=2, showarrow=False, text=curve.band_label,
+                                font=dict(size=13, color="#333"), bgcolor="rgba(46, 134, 171, 0.30)"))
+    top = 64 if curve.band is not None else 40
+    layout = dict(height=420 + top - 40, margin=dict(l=60, r=10, t=top, b=80), shapes=shapes,
+                  annotations=annotations, title=dict(text=curve.title, x=0, xanchor="left", y=0.99, yanchor="top"),
                   xaxis=dict(title=dict(text="offset j − i"), zeroline=False),
                   yaxis=dict(title=dict(text="bias added to the logit")),
                   legend=dict(orientation="h", y=-0.25, x=0))   # below: the long title fills the top
