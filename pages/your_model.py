@@ -91,14 +91,14 @@ with ui.user_errors():
     positions = positions_of(kind, target)
 
     if positions.scheme == "t5":
-        c1, c2, c3 = st.columns(3)
+        c1, c3 = c_control.columns(2)  # beside the picker; a per-layer table (UMT5) adds a row below
         stack = c1.radio("stack", positions.stacks, horizontal=True, key=f"{P}_stack", bind="query-params",
                          help="Encoder: bidirectional buckets; decoder: unidirectional (every future offset is "
                               "bucket 0).")
-        layers = positions.layers(stack)
-        layer = int(c2.select_slider("layer (its own table)", layers, value=layers[0], key=f"{P}_layer",
-                                     bind="query-params")) if len(layers) > 1 else layers[0]
         extent = int(c3.slider("offsets shown ±", 16, 512, 160, step=16, key=f"{P}_ext", bind="query-params"))
+        layers = positions.layers(stack)
+        layer = int(st.select_slider("layer (its own table)", layers, value=layers[0], key=f"{P}_layer",
+                                     bind="query-params")) if len(layers) > 1 else layers[0]
         curve = hf.bias_curve(positions, stack=stack, layer=layer, extent=extent)
         nb, md = positions.config["num_buckets"], positions.config["max_distance"]
         ui.show_figure(bias_curve_figure(curve), key=f"{P}_fig_t5curve")
