@@ -79,6 +79,13 @@ def test_a_tour_runs_with_buttons_and_the_clicker_keys(server):
     page.close()
 
 
+def arrive_on_start_page(page, address_settled: str) -> None:
+    """Wait for the start page's title, then for the address bar to satisfy ``address_settled`` (JS)."""
+    page.wait_for_selector('h1:has-text("relviz: relative position, visible")', timeout=60000)
+    page.wait_for_function(f"() => {address_settled}", timeout=30000)
+    settle(page)
+
+
 def test_step_1_in_a_fresh_browser_session_settles_the_address_bar_on_its_page(server):
     """A fresh browser context that arrived on another page: the tour's step 1 (the start page, every
     control at its default) ends with the address bar on '/', and so does Back from step 2. Streamlit
@@ -93,17 +100,13 @@ def test_step_1_in_a_fresh_browser_session_settles_the_address_bar_on_its_page(s
     page.wait_for_url("**/tour", timeout=60000)
     settle(page)
     page.get_by_role("button", name="Start presenting").click()
-    page.wait_for_selector('h1:has-text("relviz: relative position, visible")', timeout=60000)
-    page.wait_for_function("() => location.pathname === '/' && !location.search.includes('sh_')", timeout=30000)
-    settle(page)
+    arrive_on_start_page(page, "location.pathname === '/' && !location.search.includes('sh_')")
     assert page.evaluate("location.pathname") == "/"
     page.get_by_role("button", name="Next").click()
     page.wait_for_url("**/shaw*", timeout=60000)
     settle(page)
     page.get_by_role("button", name="Back").click()
-    page.wait_for_selector('h1:has-text("relviz: relative position, visible")', timeout=60000)
-    page.wait_for_function("() => location.pathname === '/'", timeout=30000)
-    settle(page)
+    arrive_on_start_page(page, "location.pathname === '/'")
     assert page.evaluate("location.pathname + location.search") in ("/", "/?home_q=2")
     assert errors_on(page) == []
     context.close()
