@@ -91,6 +91,40 @@ def decay(key: tuple, length: int) -> DecayCurves:
     return decay_curves(config_of(key), length)
 
 
+# Figures, cached by the same scalars (as pages/absolute.py does): a figure is read-only once built
+# (st.plotly_chart copies it), so a rerun that moves one control rebuilds only the figure it changes.
+FIGURE_CACHE = dict(max_entries=8, show_spinner=False)
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def wavelength_fig(key: tuple, length: int):
+    config = config_of(key)
+    inv_freq, plain, _ = frequencies(key, length)
+    rule = config.scaling.rope_type
+    return wavelength_figure(inv_freq, plain, length=length, rule=rule,
+                             original=config.original_max_position_embeddings if rule != "default" else None)
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def ratio_fig(key: tuple, length: int):
+    config = config_of(key)
+    inv_freq, plain, _ = frequencies(key, length)
+    return ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=config.scaling.rope_type)
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def score_fig(key: tuple, length: int, window: int, same: bool, seed: int):
+    return score_figure(scores(key, length, window, same, seed))
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def decay_fig(key: tuple, length: int):
+    config = config_of(key)
+    rule = config.scaling.rope_type
+    return decay_figure(decay(key, length), length=length,
+                        original=config.original_max_position_embeddings if rule != "default" else None)
+
+
 st.title("RoPE and its scalings")
 ui.sign_convention(compact=True)
 
@@ -136,15 +170,12 @@ else:
 with ui.user_errors():
     config = config_of(key)
     rule = config.scaling.rope_type
-    inv_freq, plain, attention = frequencies(key, length)
-    original = config.original_max_position_embeddings
+    inv_freq, _, attention = frequencies(key, length)
 
     st.subheader("1 · The rotation: which pairs turn inside the context")
     col_w, col_r = st.columns([3, 2])
     with col_w:
-        ui.show_figure(wavelength_figure(inv_freq, plain, length=length,
-                                         original=original if rule != "default" else None, rule=rule),
-                       key=f"{P}_fig_wave")
+        ui.show_figure(wavelength_fig(key, length), key=f"{P}_fig_wave")
         st.caption("Pair i rotates by m·θ_i at position m, a full turn every 2π/θ_i positions. Early pairs "
                    "turn many times (fine, local position); the last pairs sweep only a fraction of the circle "
                    "over the whole context (coarse, long-range). A pair that never completed a turn in "
@@ -155,8 +186,7 @@ with ui.user_errors():
             st.markdown("**No scaling rule.** Pick one (custom) or a scaled model to see what it does to "
                         "each pair's frequency.")
         else:
-            ui.show_figure(ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=rule),
-                           key=f"{P}_fig_ratio")
+            ui.show_figure(ratio_fig(key, length), key=f"{P}_fig_ratio")
             st.caption("θ_scaled / θ per pair at this length: 1 = kept (extrapolated), 1/factor = "
                        "interpolated (positions squeezed into the trained range).")
 
@@ -189,7 +219,7 @@ with ui.user_errors():
     content = scores(key, length, window, same, seed)
     col_s, col_t = st.columns([3, 2])
     with col_s:
-        ui.show_figure(score_figure(content), key=f"{P}_fig_scores")
+        ui.show_figure(score_fig(key, length, window, same, seed), key=f"{P}_fig_scores")
     with col_t:
         st.markdown(
             "Every query position carries the same unit vector q, every key position the same k; only the "
@@ -205,8 +235,7 @@ with ui.user_errors():
 
     st.subheader("3 · The long-term decay, at this length")
     curves = decay(key, length)
-    ui.show_figure(decay_figure(curves, length=length, original=original if rule != "default" else None),
-                   key=f"{P}_fig_decay")
+    ui.show_figure(decay_fig(key, length), key=f"{P}_fig_decay")
     st.caption(
         "RoFormer §3.4.3 bounds |q·k| by max|h_{k+1} − h_k| · (1/P)·Σ_j |S_j|, S_j = Σ_{k<j} e^{i(j−i)θ_k}; the "
         "blue curve is that relative bound divided by its value at distance 0, (P + 1)/2: it falls (with "

@@ -48,6 +48,24 @@ def positions_of(kind: str, target: str) -> hf.ModelPositions:
     return hf.from_config(entry["config"], source=entry["source"])
 
 
+# The RoPE figures, cached by scalars (as pages/rope.py does): a figure is read-only once built
+# (st.plotly_chart copies it), so a rerun that leaves the model and L alone (typing text below)
+# rebuilds neither the figures nor the decay curves.
+@st.cache_resource(max_entries=8, show_spinner=False)
+def rope_figs(kind: str, target: str, length: int):
+    """(wavelength figure, ratio figure or None without a scaling rule, decay figure, attention scaling)."""
+    config = positions_of(kind, target).rope
+    inv_freq, attention = rope_parameters(config, length, device="cpu")
+    plain = rope_parameters(unscaled(config), device="cpu")[0].numpy()
+    inv_freq = inv_freq.numpy()
+    rule = config.scaling.rope_type
+    original = config.original_max_position_embeddings if rule != "default" else None
+    wave = wavelength_figure(inv_freq, plain, length=length, original=original, rule=rule)
+    ratio = ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=rule) if rule != "default" else None
+    decay = decay_figure(decay_curves(config, length), length=length, original=original)
+    return wave, ratio, decay, attention
+
+
 @st.cache_resource(max_entries=2, show_spinner="Loading the model…")
 def runnable(directory: str):
     return hf.load_model(directory)
@@ -138,22 +156,15 @@ with ui.user_errors():
     elif positions.scheme == "rope":
         length = int(c_control.select_slider("context length L", LENGTHS, value=8192, key=f"{P}_len",
                                       bind="query-params"))
-        config = positions.rope
-        inv_freq, attention = rope_parameters(config, length, device="cpu")
-        plain = rope_parameters(unscaled(config), device="cpu")[0]
-        rule = config.scaling.rope_type
-        original = config.original_max_position_embeddings if rule != "default" else None
+        wave, ratio, decay, attention = rope_figs(kind, target, length)
         r1, r2 = st.columns([3, 2])
         with r1:
-            ui.show_figure(wavelength_figure(inv_freq.numpy(), plain.numpy(), length=length, original=original,
-                                             rule=rule), key=f"{P}_fig_wave")
+            ui.show_figure(wave, key=f"{P}_fig_wave")
         with r2:
-            if rule != "default":
-                ui.show_figure(ratio_figure(inv_freq.numpy(), plain.numpy(), factor=config.scaling.factor, rule=rule),
-                               key=f"{P}_fig_ratio")
+            if ratio is not None:
+                ui.show_figure(ratio, key=f"{P}_fig_ratio")
             st.metric("attention scaling (on cos and sin)", f"{attention:.4f}")
-        ui.show_figure(decay_figure(decay_curves(config, length), length=length, original=original),
-                       key=f"{P}_fig_decay")
+        ui.show_figure(decay, key=f"{P}_fig_decay")
         st.caption("The RoPE page explains these views; here they use this model's base, head size and scaling.")
 
     else:

@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from relviz._checks import check_int, check_tensor, resolve_device
+from relviz.positions import expand_toeplitz
 
 __all__ = [
     "ROPE_TYPES", "RopeConfig", "RopeScaling", "rope_config_from_hf", "rope_parameters", "rope_inv_freq",
@@ -529,9 +530,7 @@ class ContentScores:
 
     def matrix(self) -> torch.Tensor:
         """[W, W] the score matrix, expanded from the per-offset scores."""
-        w = self.window
-        i, j = torch.meshgrid(torch.arange(w), torch.arange(w), indexing="ij")   # [W, W] each
-        return self.per_offset[j - i + w - 1]
+        return expand_toeplitz(self.per_offset, self.window, self.window)
 
 
 def content_scores(config: RopeConfig, length: int, window: int, *, same: bool = True,
@@ -544,9 +543,9 @@ def content_scores(config: RopeConfig, length: int, window: int, *, same: bool =
     inv_freq, scaling = rope_parameters(config, length, device="cpu")
     q, k = random_content(config.head_dim, same=same, seed=seed)
     _, per_offset = score_matrix(q, k, inv_freq, window, attention_scaling=scaling)              # [2W − 1]
-    result = ContentScores(per_offset, 0.0, scaling)
     brute = rotated_scores(q, k, inv_freq, window, attention_scaling=scaling)                     # [W, W]
-    return replace(result, spread=float((brute - result.matrix()).abs().max()))
+    spread = float((brute - expand_toeplitz(per_offset, window, window)).abs().max())
+    return ContentScores(per_offset, spread, scaling)
 
 
 def decay_distances(length: int, points: int = 600) -> torch.Tensor:
