@@ -65,6 +65,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def launch_chromium(playwright):
+    """Debian's Chromium, headless, as every browser bench section runs it."""
+    return playwright.chromium.launch(
+        executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
+        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+
+
 @contextlib.contextmanager
 def _server(script: Path, cwd: Path, timeout_s: float = 120.0) -> Iterator[tuple[str, float]]:
     """A fresh headless server for ``script``; yields (base URL, seconds until healthy)."""
@@ -121,9 +128,7 @@ def measure(rounds: int, log=lambda message: None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         minimal = Path(tmp) / "minimal_app.py"
         minimal.write_text(MINIMAL_APP)
-        browser = playwright.chromium.launch(
-            executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
-            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = launch_chromium(playwright)
         try:
             for round_ in range(rounds):
                 order = [("relviz", REPO / "app.py", REPO), ("minimal", minimal, Path(tmp))]

@@ -108,20 +108,16 @@ def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tupl
 
 
 def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
-    import shutil
-
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
         raise RuntimeError("the slider bench needs playwright: pip install -r requirements-dev.txt") from exc
 
-    from relviz.bench_first_paint import _server
+    from relviz.bench_first_paint import _server, launch_chromium
 
     rows = []
     with _server(REPO / "app.py", REPO) as (base, _), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
-            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = launch_chromium(playwright)
         try:
             for page_name, query, label, key in CASES:
                 log(f"slider: {page_name}")

@@ -498,9 +498,7 @@ def _user_sdpa(model: torch.nn.Module) -> tuple[torch.nn.Module, str]:
     position, config = model.position, model.config
     writer = writers.get(type(position))
     if writer is None:                                           # no relative term: absolute or none
-        model.position.attend = lambda layer, q, k, v, *, shared=None, need_weights=False: (
-            F.scaled_dot_product_attention(q, k, v, is_causal=config.causal), None)
-        return model, ""
+        return _plain_sdpa(model), ""
     position.attend = writer(position, config, config.causal)
     return model, "key term only: SDPA cannot add Shaw's a^V value term" if writer is _shaw_user else ""
 
