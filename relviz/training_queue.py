@@ -410,7 +410,7 @@ def run_training(request: TrainingRequest, session: SessionTrainings, *,
     (no free slot: nothing was started) or TrainingTimeout. Anything ``progress`` raises (the
     app's rerun when the user moves a control) stops the run and frees the slot.
     """
-    check_request(request, caps)
+    config, task = check_request(request, caps)
 
     with guarded_run(session, gate=gate, caps=caps) as check_time:
         def report(update: TrainProgress) -> None:
@@ -418,15 +418,22 @@ def run_training(request: TrainingRequest, session: SessionTrainings, *,
             if progress is not None:
                 progress(update)
 
-        result = train_request(request, report, caps=caps)
+        result = _train_checked(request, config, task, report)
     return session.add(request, result)
 
 
 def train_request(request: TrainingRequest, progress: Callable[[TrainProgress], Any] | None = None, *,
                   caps: TrainingCaps = CAPS) -> TrainResult:
     """Check the request against the caps and train it, on the CPU, with no guard: call it inside
-    :func:`guarded_run` (as :func:`run_training` and the app's ``ui.run_guarded`` do)."""
+    :func:`guarded_run` (as the app's ``ui.run_guarded`` does; :func:`run_training` checks before taking
+    its slot and trains the checked pair)."""
     config, task = check_request(request, caps)
+    return _train_checked(request, config, task, progress)
+
+
+def _train_checked(request: TrainingRequest, config: ModelConfig, task: Task,
+                   progress: Callable[[TrainProgress], Any] | None) -> TrainResult:
+    """Train ``request`` with the (config, task) :func:`check_request` returned for it, on the CPU."""
     return train(config, task, steps=request.steps, length=request.length, seed=request.seed,
                  progress=progress, device="cpu")
 

@@ -47,15 +47,17 @@ class FireBias(nn.Module):
     def threshold(self) -> torch.Tensor:
         return F.softplus(self.raw_threshold)
 
-    def forward(self, length: int) -> torch.Tensor:
-        """The bias [H, L, L] for queries 0..L − 1 and keys 0..L − 1 (future keys: distance 0, masked later)."""
+    def forward(self, length: int, first_query: int = 0) -> torch.Tensor:
+        """The bias [H, L − first_query, L] for queries first_query..L − 1 and keys 0..L − 1 (future
+        keys: distance 0, masked later)."""
         device = self.raw_c.device
         position = torch.arange(length, device=device, dtype=torch.float32)
-        distance = (position[:, None] - position[None, :]).clamp(min=0)             # [L, L], i − j
+        query = position[first_query:]                                               # [n]
+        distance = (query[:, None] - position[None, :]).clamp(min=0)                 # [n, L], i − j
         psi = torch.log1p(self.c * distance)                                         # ψ(i − j)
-        norm = torch.log1p(self.c * torch.maximum(self.threshold, position))         # [L], ψ(max(L, i))
-        x = (psi / norm[:, None])[..., None]                                         # [L, L, 1]
-        return self.mlp(x).permute(2, 0, 1)                                          # [H, L, L]
+        norm = torch.log1p(self.c * torch.maximum(self.threshold, query))            # [n], ψ(max(L, i))
+        x = (psi / norm[:, None])[..., None]                                         # [n, L, 1]
+        return self.mlp(x).permute(2, 0, 1)                                          # [H, n, L]
 
 
 class Fire(Scheme):
@@ -91,9 +93,9 @@ class Fire(Scheme):
         bias = self.layers[layer](q.shape[-2]).to(q.dtype)                          # [H, L, L]
         return dot_product_attention(q, k, v, causal=True, bias=bias, need_weights=need_weights)
 
-    def _bias(self, layer: int, length: int) -> np.ndarray:
+    def _bias(self, layer: int, length: int, first_query: int = 0) -> np.ndarray:
         with torch.no_grad():
-            return detached(self.layers[layer](length))                             # [H, L, L]
+            return detached(self.layers[layer](length, first_query))                # [H, L − first_query, L]
 
     def structure(self, length: int) -> PositionStructure:
         first = self.layers[0]
@@ -108,7 +110,7 @@ class Fire(Scheme):
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         layer = min(layer, len(self.layers) - 1)
         fire = self.layers[layer]
-        bias = self._bias(layer, length)[:, length - 1, :]                          # [H, L], the last query
+        bias = self._bias(layer, length, length - 1)[:, 0, :]                       # [H, L], the last query only
         offsets = np.arange(length) - (length - 1)                                  # j − i of keys 0..L − 1
         return [BiasCurve(
             f"FIRE, layer {layer + 1}: learned bias per head vs offset, for the last query i = {length - 1}",
