@@ -36,7 +36,7 @@ from relviz.positions import MAX_ABS_OFFSET, alibi_bias_offsets, shaw_clip_index
 from relviz.skew import distance_table, skew
 
 __all__ = ["BACKENDS", "offset_bias_attention", "shaw_attention", "t5_attention", "skew_attention",
-           "alibi_attention", "softmax_output", "fused_output"]
+           "alibi_attention", "softmax_output", "fused_output", "future_mask"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -263,7 +263,8 @@ def _fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset
     return _check_fused_output(_sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale, causal))
 
 
-def _future(length: int, device: torch.device) -> torch.Tensor:
+def future_mask(length: int, device: torch.device) -> torch.Tensor:
+    """[L, L] bool, True where key j lies after query i (the cells a causal model masks)."""
     return torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from relviz.attention import _future, fused_output, softmax_output
+from relviz.attention import fused_output, future_mask, softmax_output
 from relviz.positions import expand_toeplitz
 from relviz.schemes.views import PositionStructure, View
 
@@ -118,7 +118,7 @@ def dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, 
     """
     if not need_weights:
         if bias is not None and causal:
-            bias = bias.masked_fill(_future(q.shape[-2], q.device), float("-inf"))
+            bias = bias.masked_fill(future_mask(q.shape[-2], q.device), float("-inf"))
         if bias is not None and bias.dim() < 4:
             bias = bias.expand(*(1,) * (4 - bias.dim()), *bias.shape)   # 4-D: torch's fused CPU kernel takes it
         output = torch.nn.functional.scaled_dot_product_attention(
