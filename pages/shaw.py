@@ -74,8 +74,9 @@ longest = int(abs(values.offset).max())
 captions = [
     "**j − i** grows by one per step right and shrinks by one per step down: the matrix depends only on "
     "the diagonal (it is Toeplitz), so it is computed once per diagonal, never per cell.",
-    (f"**Clipped to ±{k}**: inside the band |j − i| ≤ {k} every diagonal keeps its own value; outside it the "
-     f"two corners are flat. A single layer cannot tell offset {k + 1} from offset {k + 100}.") if k else
+    (f"**Clipped to ±{k}**: inside |j − i| < {k} every diagonal keeps a value of its own; the diagonals ±{k} "
+     f"share theirs with everything beyond, so the two corners are flat. A single layer cannot tell offset "
+     f"{k} from offset {k + 100}.") if k else
     "**Clipped to 0**: every offset becomes 0, so every pair reads the same vector: the relative term carries "
     "no position information at all (the paper's k = 0 row).",
     (f"**Lookup index** = clipped + {k}, in 0…{2 * k}: the row of the table each pair (i, j) reads. "

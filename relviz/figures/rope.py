@@ -50,7 +50,7 @@ def wavelength_figure(inv_freq: np.ndarray, plain: np.ndarray, *, length: int, o
     colours = np.where(wave <= length - 1, TURN_COLOUR, NO_TURN_COLOUR)
     figure.add_trace(go.Scatter(
         x=pairs, y=wave, mode="markers", marker=dict(color=colours.tolist(), size=7),
-        name=f"{rule}: green = at least one full turn in {length:,} positions, red = never",
+        name=f"{rule}: green = at least one full turn in {length:,} positions, red = less than one turn",
         customdata=np.stack([inv_freq, turns], -1),
         hovertemplate="pair i = %{x}<br>θ = %{customdata[0]:.4g} rad/position<br>wavelength = %{y:.4g} "
                       "positions<br>turns in the context = %{customdata[1]:.3g}<extra></extra>"))
