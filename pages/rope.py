@@ -114,7 +114,7 @@ def ratio_fig(key: tuple, length: int):
 
 @st.cache_resource(**FIGURE_CACHE)
 def score_fig(key: tuple, length: int, window: int, same: bool, seed: int):
-    return score_figure(scores(key, length, window, same, seed))
+    return score_figure(scores(key, length, window, same, seed), browser=True)
 
 
 @st.cache_resource(**FIGURE_CACHE)
@@ -219,7 +219,7 @@ with ui.user_errors():
     content = scores(key, length, window, same, seed)
     col_s, col_t = st.columns([3, 2])
     with col_s:
-        ui.show_figure(score_fig(key, length, window, same, seed), key=f"{P}_fig_scores")
+        ui.show_toeplitz(score_fig(key, length, window, same, seed), key=f"{P}_fig_scores", name="rope_scores")
     with col_t:
         st.markdown(
             "Every query position carries the same unit vector q, every key position the same k; only the "

@@ -23,7 +23,8 @@ P = "sh"  # query-parameter prefix of this page
 @st.cache_data(max_entries=24, show_spinner=False)
 def matrices(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
     values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
-    return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols))
+    return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
+                         browser=True)
 
 
 @st.cache_data(max_entries=24, show_spinner=False)
@@ -85,7 +86,7 @@ captions = [
 ]
 for column, item, caption, name in zip(cols, (relative, clipped, lookup), captions, ("relative", "clipped", "index")):
     with column:
-        ui.show_figure(item.figure, key=f"{P}_fig_{name}")
+        ui.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
         st.caption(caption)
 dropped = sorted({label for item in (relative, clipped, lookup) for label in item.dropped})
 if dropped:

@@ -44,7 +44,7 @@ def map_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: 
                row0: int, col0: int, rows: int, cols: int, height: int = 470):
     values = offsets(q_len, k_len, nb, md, bidir, q_offset)
     return bucket_map(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
-                      height=height)
+                      height=height, browser=True)
 
 
 @st.cache_data(max_entries=24, show_spinner=False)
@@ -69,7 +69,7 @@ def ranges_table(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset
 def shaw_index_figure(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
     values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
     return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
-                         height=470)[2]
+                         height=470, browser=True)[2]
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -143,7 +143,7 @@ with tab_map:
                                  window.cols)
             left, right = st.columns(2)
             with left:
-                ui.show_figure(fig_map.figure, key=f"{P}_fig_map")
+                ui.show_toeplitz(fig_map, key=f"{P}_fig_map", name="t5_buckets_window")
                 st.caption(
                     f"**The bucket map.** Near the diagonal every offset has its own colour (exact buckets, "
                     f"|j − i| < {info.max_exact}); farther out, bands widen logarithmically"
@@ -292,7 +292,7 @@ with tab_compare:
         left, right = st.columns(2)
         with left:
             shaw = shaw_index_figure(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
-            ui.show_figure(shaw.figure, key=f"{P}_fig_cmp_shaw")
+            ui.show_toeplitz(shaw, key=f"{P}_fig_cmp_shaw", name="shaw_index_window")
             st.caption(
                 f"**Shaw, k = {k}:** {2 * k + 1} table rows. Exact inside |j − i| ≤ {k}, then a hard cut: every "
                 f"key farther than {k} reads the same end row. The tables hold vectors (size d), one pair per "
@@ -307,7 +307,7 @@ with tab_compare:
             if info.valid:
                 t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
                                     window.cols)
-                ui.show_figure(t5_fig.figure, key=f"{P}_fig_cmp_t5")
+                ui.show_toeplitz(t5_fig, key=f"{P}_fig_cmp_t5", name="t5_buckets_window")
                 st.caption(
                     f"**T5, {nb} buckets:** exact up to |j − i| < {info.max_exact}, then logarithmic bands up to "
                     f"{info.last_start}, then one last bucket. Far offsets are coarse but not all equal. The table "

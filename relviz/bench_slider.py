@@ -5,8 +5,9 @@ sets its largest setting (8192 × 8192, window 512 × 512), the "window: first q
 the keyboard focus, and each round presses the right arrow key: one step to a window position not
 shown before, as a visitor sweeping the window sees it (the server computes it afresh, and the data
 travel: neither Streamlit's message cache nor st.cache_data can answer a new position). A round's time
-runs from the key press to the moment every chart has drawn its new data: the page's charts report
-``plotly_afterplot`` after their data changed and nothing more redraws for 0.6 s.
+runs from the key press to the moment every chart has drawn its new data: the page's plotly charts report
+``plotly_afterplot`` and relviz's canvas component (relviz/components/toeplitz_canvas.js) dispatches
+``relviz:drawn`` after their data changed, and nothing more redraws for 0.6 s.
 
 - ``settled``: key press -> last chart redrawn (what the visitor waits for);
 - ``server``: key press -> the rerun's first new chart data arrived in the page (the server's share
@@ -70,6 +71,15 @@ WATCH_JS = """() => {
       window.__relviz.drawn = now;
     });
   };
+  // relviz's canvas component (large Toeplitz windows, overviews) announces each drawing itself
+  window.addEventListener('relviz:drawn', event => {
+    const now = performance.now();
+    if (event.detail && event.detail.changed) {
+      window.__relviz.changed = now;
+      if (!window.__relviz.first) window.__relviz.first = now;
+    }
+    window.__relviz.drawn = now;
+  });
   document.querySelectorAll('.js-plotly-plot').forEach(div => hook(div, true));
   new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach(div => hook(div, false)))
     .observe(document.body, {childList: true, subtree: true});
@@ -175,5 +185,5 @@ def slider_section(ctx):
                         ", ".join(f"{r['page']} {r['settled_s'] * 1e3:.0f} ms" for r in rows))],
         notes=[f"median of {rounds} arrow-key presses on the page's slider, each to a value not shown before "
                "(one step each; RoPE: 'positions shown' down from 256); MB per move: what the websocket brought (does not depend on load), "
-               "viewport 1440 × 900; settled = the last plotly_afterplot after the new data, with 0.6 s of quiet "
-               "after it. 'first chart redrawn' = the first chart showing new data."])
+               "viewport 1440 × 900; settled = the last plotly_afterplot or canvas drawing (relviz:drawn) after the "
+               "new data, with 0.6 s of quiet after it. 'first chart redrawn' = the first chart showing new data."])

@@ -246,6 +246,30 @@ def show_figure(figure: go.Figure, *, key: str) -> None:
                     width="stretch")
 
 
+_CANVAS = "relviz_toeplitz_canvas"
+_canvas_component = None
+
+
+def _toeplitz_canvas():
+    """The canvas component (relviz/components/toeplitz_canvas.js), registered once per process."""
+    global _canvas_component
+    if _canvas_component is None:
+        from relviz.components import toeplitz_canvas_js
+        _canvas_component = st.components.v2.component(_CANVAS, js=toeplitz_canvas_js())
+    return _canvas_component
+
+
+def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
+    """Draw what figures.toeplitz.toeplitz_view (or toeplitz_overview_image) returned: a plotly figure
+    as :func:`show_figure` does, a picture described by its per-offset data (``.payload()``) with the
+    canvas component, which draws it and computes the hover in the browser. ``name``: the PNG's file name."""
+    payload = getattr(view, "payload", None)
+    if payload is None:
+        show_figure(view.figure, key=key)
+        return
+    _toeplitz_canvas()(key=key, data=payload() | {"name": name}, width="stretch", height="content")
+
+
 def code_for_this_view(code: str, *, note: str = "", key: str | None = None) -> None:
     """A collapsed 'Code for this view' block: PyTorch that reproduces the picture above (relviz.snippets).
 

@@ -34,17 +34,66 @@ def figure_json(figure) -> dict:
     return json.loads(figure.to_json())
 
 
+CANVAS = "relviz_toeplitz_canvas"
+
+
+def canvases(at) -> list[dict]:
+    """Every picture relviz's canvas component draws (relviz.ui.show_toeplitz), as the JSON it receives."""
+    return [json.loads(element.proto.json) for element in at.get("bidi_component")
+            if element.proto.component_name == CANVAS]
+
+
 def charts(at) -> list[dict]:
-    """Every plotly chart of an AppTest run, as JSON dicts, in page order."""
-    return [figure_json(element) for element in at.get("plotly_chart")]
+    """Every plotly chart of an AppTest run, as JSON dicts, in page order, then every canvas picture's data
+    (:func:`canvases`: large Toeplitz windows, drawn in the browser; the helpers below read both)."""
+    return [figure_json(element) for element in at.get("plotly_chart")] + canvases(at)
+
+
+def is_canvas(figure) -> bool:
+    return isinstance(figure, dict) and "kind" in figure and "data" not in figure
 
 
 def trace(figure, n: int = 0) -> dict:
+    if is_canvas(figure):  # its geometry where a plotly trace keeps it (meta), and its kind as the type
+        meta = {key: figure.get(key) for key in ("row0", "col0", "q_offset", "block")}
+        meta["customdata"] = ["j − i"] + [f["label"] for f in figure.get("fields", [])]
+        return {"type": "canvas", "meta": meta}
     spec = figure if isinstance(figure, dict) else figure_json(figure)
     return spec["data"][n]
 
 
+def canvas_field(payload: dict, label: str) -> np.ndarray:
+    """A canvas window's field as a [rows, cols] matrix: cell (r, c) holds entry c − r + rows − 1 of the
+    per-offset slice. "j − i" comes from the geometry (the browser computes it the same way)."""
+    rows, cols = payload["rows"], payload["cols"]
+    r, c = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    if label == "j − i" and all(f["label"] != label for f in payload["fields"]):
+        return (payload["col0"] + c) - (payload["q_offset"] + payload["row0"] + r)
+    field = next(f for f in payload["fields"] if f["label"] == label)
+    return np.asarray(field["values"])[c - r + rows - 1]
+
+
+def canvas_values(payload: dict) -> np.ndarray:
+    """The values a canvas window shows (field 0), checked against its colours (pixel = value − lo for
+    discrete values, the 256-level index for continuous ones), so a picture that does not show its values
+    fails every caller."""
+    values = canvas_field(payload, payload["fields"][0]["label"])
+    rows, cols = payload["rows"], payload["cols"]
+    r, c = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    pixels = np.asarray(payload["pixels"])[c - r + rows - 1]
+    colour = payload["colour"]
+    if colour["kind"] == "discrete":
+        assert np.array_equal(pixels, values - colour["lo"]), "the picture's colours do not match its values"
+        return values
+    span = colour["zmax"] - colour["zmin"]
+    expected = np.rint((values.astype(np.float64) - colour["zmin"]) / span * 255) if span > 0 else 0 * values
+    assert np.array_equal(pixels, np.clip(expected, 0, 255)), "the picture's colours do not match its values"
+    return values
+
+
 def title(figure) -> str:
+    if is_canvas(figure):
+        return figure.get("title", "")
     spec = figure if isinstance(figure, dict) else figure_json(figure)
     text = spec.get("layout", {}).get("title")
     return (text or {}).get("text", "") if isinstance(text, dict) else str(text or "")
@@ -64,6 +113,8 @@ def heatmap_values(figure, n: int = 0) -> np.ndarray:
     A discrete heatmap's colour range is [−0.5, count − 0.5] when z was shifted to start at 0;
     its colorbar ticktext carries the true labels, so lo = int(ticktext[0]) − tickvals[0].
     """
+    if is_canvas(figure):
+        return canvas_values(figure)
     t = trace(figure, n)
     if t.get("type") == "image":
         return image_values(t)
@@ -77,6 +128,8 @@ def heatmap_values(figure, n: int = 0) -> np.ndarray:
 
 def customdata_field(figure, label: str, n: int = 0) -> np.ndarray:
     """One hover field of a heatmap, by label (the trace's meta lists customdata's fields in order)."""
+    if is_canvas(figure):
+        return canvas_field(figure, label)
     t = trace(figure, n)
     order = t["meta"]["customdata"]
     data = decode(t["customdata"])
@@ -107,7 +160,10 @@ def image_values(t: dict) -> np.ndarray:
 
 
 def cell_positions(figure, axis: str, n: int = 0) -> np.ndarray:
-    """The x (columns) or y (rows) coordinate of every cell of a heatmap or image trace."""
+    """The x (columns) or y (rows) coordinate of every cell of a heatmap, image trace or canvas window."""
+    if is_canvas(figure):
+        return figure["col0"] + np.arange(figure["cols"]) if axis == "x" else \
+            figure["q_offset"] + figure["row0"] + np.arange(figure["rows"])
     t = trace(figure, n)
     if t.get("type") != "image":
         return decode(t[axis])

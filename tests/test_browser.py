@@ -134,3 +134,56 @@ def test_first_request_of_a_fresh_server_may_be_a_deep_link(browser):
         page.screenshot(path=str(ARTIFACTS / "deep-link-first.png"), full_page=True)
         page.close()
     assert "Start here" in navigation and "T5 buckets" in navigation, navigation
+
+
+def _hover_cell(page, canvas, row: int, col: int) -> str:
+    """Move the mouse to the middle of cell (row, col) of a canvas picture; the tooltip's text."""
+    import json
+
+    plot = json.loads(canvas.evaluate("c => c.parentElement.dataset.plot"))
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + plot["x0"] + (col + 0.5) * plot["cell"],
+                    box["y"] + plot["y0"] + (row + 0.5) * plot["cell"])
+    tip = canvas.evaluate_handle("c => c.parentElement.querySelector('.relviz-tooltip')").as_element()
+    page.wait_for_function("t => t.style.display === 'block'", arg=tip, timeout=10000)
+    return tip.inner_text()
+
+
+def test_large_t5_window_is_drawn_in_the_browser_with_exact_hover_and_redraws_on_a_slider_move(browser_page):
+    """The canvas window (relviz/components/toeplitz_canvas.js): the tooltip of a chosen cell shows its
+    exact i, j, j − i, bucket and bucket range, computed in the browser; a slider move redraws it."""
+    import torch
+
+    from relviz.positions import t5_bucket, t5_bucket_ranges
+
+    base, page, js_errors = browser_page
+    # 160 × 160: large enough to be drawn on the canvas, cells a few pixels wide so a mouse can pick one
+    page.goto(page_url(base, "pages/t5.py", False) + "?t5_q=8192&t5_k=8192&t5_ws=160&t5_r0=2048&t5_c0=2048"
+              "&t5_nb=32&t5_md=128&t5_bi=true")
+    wait_for_app(page)
+    canvas = page.locator('.relviz-toeplitz[data-kind="window"] canvas').first
+    canvas.wait_for(timeout=60000)
+    canvas.scroll_into_view_if_needed()
+    ranges = {r.bucket: r for r in t5_bucket_ranges(num_buckets=32, max_distance=128, bidirectional=True,
+                                                    max_offset=8191)}
+
+    def expected(i: int, j: int) -> str:
+        bucket = int(t5_bucket(torch.tensor([j - i]), num_buckets=32, max_distance=128, bidirectional=True)[0])
+        r = ranges[bucket]
+        first = max(r.first, -8191) if r.open_low else r.first
+        last = min(r.last, 8191) if r.open_high else r.last
+        minus = lambda v: str(v).replace("-", "−")  # noqa: E731
+        return "\n".join([f"i = {i}", f"j = {j}", f"j − i = {minus(j - i)}", f"bucket = {bucket}",
+                          f"bucket holds j − i = {minus(first)} … {minus(last)}"])
+
+    for row, col in ((10, 150), (150, 10), (80, 80), (0, 159), (159, 0)):
+        assert _hover_cell(page, canvas, row, col) == expected(2048 + row, 2048 + col)
+    page.screenshot(path=str(ARTIFACTS / "t5-canvas-hover.png"))
+    draws = int(canvas.evaluate("c => c.parentElement.dataset.draws"))
+    page.get_by_role("slider", name="window: first query row").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("([c, n]) => Number(c.parentElement.dataset.draws) > n",
+                           arg=[canvas.element_handle(), draws], timeout=60000)
+    wait_for_app(page)
+    assert _hover_cell(page, canvas, 10, 150) == expected(2049 + 10, 2048 + 150)
+    assert js_errors == [], js_errors

@@ -246,3 +246,79 @@ def test_window_geometry():
     col0 = diagonal_col0(8192, 8192, q_offset=0, row0=1000, rows=256, cols=256)
     assert col0 == 1000  # j − i = 0 runs through the window's centre
     assert diagonal_col0(8192, 8192, q_offset=0, row0=8000, rows=192, cols=256) == 8192 - 256
+
+
+# ---------------------------------------------------------------------------------------
+# Windows drawn in the browser (ToeplitzImage): per-offset slices instead of per-cell data
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), q_len=st.integers(1, 600), k_len=st.integers(1, 600), q_offset=st.integers(-50, 50))
+def test_browser_window_slices_reproduce_the_window_and_every_hover_field(data, q_len, k_len, q_offset):
+    from relviz.figures.toeplitz import toeplitz_image
+    from relviz.views import toeplitz_window
+
+    rows, cols = data.draw(st.integers(1, min(q_len, 512))), data.draw(st.integers(1, min(k_len, 512)))
+    row0, col0 = data.draw(st.integers(0, q_len - rows)), data.draw(st.integers(0, k_len - cols))
+    window = fit_window(q_len, k_len, row0=row0, col0=col0, size=max(rows, cols))
+    window = type(window)(row0, col0, rows, cols)
+    values = t5_per_offset(q_len, k_len, q_offset, num_buckets=32, max_distance=128, bidirectional=True)
+    extra = np.arange(q_len + k_len - 1, dtype=np.int64) * 3 - 7
+    image = toeplitz_image(values, q_len, k_len, value_label="bucket", q_offset=q_offset, window=window,
+                           hover=[HoverField("extra", extra)], discrete_range=(0, 31))
+    expected = toeplitz_window(values, q_len, k_len, row0=row0, col0=col0, rows=rows, cols=cols)
+    assert np.array_equal(image.values, expected)
+    payload = image.payload()
+    from plotly_data import canvas_field, canvas_values
+    assert np.array_equal(canvas_values(payload), expected)           # colours and values agree too
+    assert np.array_equal(canvas_field(payload, "extra"),
+                          toeplitz_window(extra, q_len, k_len, row0=row0, col0=col0, rows=rows, cols=cols))
+    i = q_offset + np.arange(row0, row0 + rows)[:, None]
+    j = np.arange(col0, col0 + cols)[None, :]
+    assert np.array_equal(canvas_field(payload, "j − i"), j - i)
+    assert all(len(f["values"]) == rows + cols - 1 for f in payload["fields"])
+    assert len(payload["pixels"]) == rows + cols - 1
+
+
+def test_browser_window_payload_grows_with_rows_plus_cols_not_their_product():
+    import json
+
+    from relviz.figures.toeplitz import toeplitz_image
+
+    sizes = {}
+    for size in (128, 256, 512):
+        values = t5_per_offset(8192, 8192, num_buckets=128, max_distance=1024, bidirectional=True)
+        first = HoverField("first", values * 2 - 100, group="range", line="range {}")
+        last = HoverField("last", values * 2 + 100, group="range", line="… {}")
+        image = toeplitz_image(values, 8192, 8192, value_label="bucket", hover=[first, last],
+                               window=fit_window(8192, 8192, row0=3000, col0=3100, size=size),
+                               discrete_range=(0, 127))
+        sizes[size] = len(json.dumps(image.payload()))
+        assert image.dropped == ()                      # hover is complete at every size
+    assert sizes[512] < 40_000                          # a 512² window: tens of KB, not MB
+    # doubling the side doubles the per-offset part only (a 4× growth would mean per-cell data)
+    assert sizes[512] - sizes[256] < 2.3 * (sizes[256] - sizes[128])
+
+
+def test_browser_window_hover_lines_follow_the_plotly_hover():
+    from relviz.figures.toeplitz import toeplitz_image, toeplitz_view, ToeplitzImage
+
+    q, k = 300, 300
+    offsets = offsets_per_offset(q, k)
+    index = np.clip(offsets, -4, 4) + 4
+    window = fit_window(q, k, size=200)
+    lookup = toeplitz_image(index, q, k, value_label="index", discrete_range=(0, 8), window=window,
+                            hover=[HoverField("clipped offset", index - 4)], value_last=True)
+    assert lookup.lines == ("i = {i}", "j = {j}", "j − i = {d}", "clipped offset = {1}", "index = {0}")
+    relative = toeplitz_image(offsets, q, k, value_label="j − i", colorscale="RdBu", zmid=0, window=window,
+                              hover=[HoverField("index", index)])
+    assert relative.lines == ("i = {i}", "j = {j}", "j − i = {d}", "index = {1}")  # j − i is not shown twice
+    assert relative.colour["kind"] == "continuous" and relative.colour["zmin"] == -relative.colour["zmax"]
+    # what the app draws: small windows stay plotly heatmaps (cell labels, every cell a trace point)
+    assert isinstance(toeplitz_view(index, q, k, value_label="index", window=window, discrete_range=(0, 8)),
+                      ToeplitzImage)
+    small = fit_window(q, k, size=64)
+    assert not isinstance(toeplitz_view(index, q, k, value_label="index", window=small, discrete_range=(0, 8)),
+                          ToeplitzImage)
+    # more than 256 discrete colours cannot be exact in the palette: the plotly heatmap draws it
+    assert toeplitz_image(offsets, q, k, value_label="j − i", discrete_range=(-299, 299), window=window) is None

@@ -52,6 +52,15 @@ def test_yarn_shows_its_attention_factor():
     assert metric(at, "attention scaling") == f"{0.1 * math.log(8.0) + 1:.4f}"
 
 
+def _linear_scores(window: int) -> torch.Tensor:
+    """Per-offset scores of the pages' linear-scaling setting below (seed 5, 32 dims), by rotating q and k."""
+    config = RopeConfig(head_dim=32, max_position_embeddings=4096, scaling=RopeScaling("linear", factor=2.0))
+    inv_freq = rope_parameters(config, 8192, device="cpu")[0]
+    generator = torch.Generator().manual_seed(5)
+    q, k = torch.randn(2, 32, dtype=torch.float64, generator=generator)
+    return score_matrix(q / q.norm(), k / k.norm(), inv_freq, window)[1]
+
+
 def test_score_matrix_is_the_toeplitz_expansion_of_the_per_offset_scores():
     window = 24
     at = run_page("rope", rp_rule="linear", rp_factor=2.0, rp_L=window, rp_same=False, rp_seed=5, rp_dim=32)
@@ -61,11 +70,7 @@ def test_score_matrix_is_the_toeplitz_expansion_of_the_per_offset_scores():
     for offset in range(-(window - 1), window):
         diagonal = np.diagonal(z, offset)
         assert np.ptp(diagonal) == 0, offset  # constant along every diagonal j − i
-    config = RopeConfig(head_dim=32, max_position_embeddings=4096, scaling=RopeScaling("linear", factor=2.0))
-    inv_freq = rope_parameters(config, 8192, device="cpu")[0]
-    generator = torch.Generator().manual_seed(5)
-    q, k = torch.randn(2, 32, dtype=torch.float64, generator=generator)
-    _, expected = score_matrix(q / q.norm(), k / k.norm(), inv_freq, window)
+    expected = _linear_scores(window)
     assert np.allclose(z[0, :], expected.numpy()[window - 1:], atol=1e-6)   # row i = 0: offsets 0 … L − 1
     assert any("Checked" in s.value for s in at.success)
 
@@ -100,3 +105,20 @@ def test_invalid_llama3_factors_show_an_error_not_a_traceback():
 def test_junk_in_the_link_falls_back_to_defaults():
     at = run_page("rope", rp_preset="../../etc/passwd", rp_len="1e999", rp_base="abc")
     assert not at.error and len(charts(at)) == 3
+
+
+def test_largest_score_matrix_is_drawn_in_the_browser_from_its_per_offset_scores():
+    """At 256 positions the score matrix travels as its 2W − 1 per-offset scores (a canvas picture),
+    which are the rotated scores, every cell exact."""
+    from plotly_data import canvases, heatmap_values
+
+    window = 256
+    at = run_page("rope", rp_rule="linear", rp_factor=2.0, rp_L=window, rp_same=False, rp_seed=5, rp_dim=32)
+    (picture,) = [c for c in canvases(at) if c["value_label"] == "score"]
+    assert (picture["rows"], picture["cols"]) == (window, window)
+    assert len(picture["fields"][0]["values"]) == 2 * window - 1
+    z = heatmap_values(picture).astype(np.float64)   # checks the colours follow the values too
+    expected = _linear_scores(window)
+    assert np.allclose(z[0, :], expected.numpy()[window - 1:], atol=1e-6)   # row i = 0: offsets 0 … L − 1
+    assert np.allclose(z[:, 0], expected.numpy()[window - 1::-1], atol=1e-6)  # column j = 0: offsets 0 … −(L − 1)
+    assert picture["lines"] == ["i = {i}", "j = {j}", "j − i = {d}", "score = {0}"]

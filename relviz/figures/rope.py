@@ -10,7 +10,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.toeplitz import toeplitz_heatmap
+from relviz.figures.toeplitz import ToeplitzImage, toeplitz_heatmap, toeplitz_view
 from relviz.rope import ContentScores, DecayCurves
 
 PLAIN_COLOUR = "#9e9e9e"
@@ -133,8 +133,13 @@ def decay_figure(curves: DecayCurves, *, length: int, original: int | None = Non
     return figure
 
 
-def score_figure(scores: ContentScores, *, height: int = 460) -> go.Figure:
-    """The W × W score matrix of fixed content (hover i, j, j − i, score), drawn from its per-offset scores."""
+def score_figure(scores: ContentScores, *, height: int = 460, browser: bool = False) -> go.Figure | ToeplitzImage:
+    """The W × W score matrix of fixed content (hover i, j, j − i, score), drawn from its per-offset scores.
+
+    ``browser=True``: a large matrix comes back as a ToeplitzImage (drawn in the browser, relviz.ui)."""
     w = scores.window
-    return toeplitz_heatmap(scores.per_offset.numpy().astype(np.float32), w, w, value_label="score",
-                            colorscale="RdBu_r", zmid=0.0, title="", height=height).figure
+    options = dict(value_label="score", colorscale="RdBu_r", zmid=0.0, title="", height=height)
+    per_offset = scores.per_offset.numpy().astype(np.float32)
+    if browser:
+        return toeplitz_view(per_offset, w, w, **options)
+    return toeplitz_heatmap(per_offset, w, w, **options).figure

@@ -15,10 +15,12 @@ from relviz.figures.heatmap import DISCRETE_PALETTE, diagonal_counts, discrete_c
 from relviz.figures.toeplitz import (
     HoverField,
     ToeplitzFigure,
+    ToeplitzImage,
     ToeplitzOverview,
     Window,
     toeplitz_heatmap,
     toeplitz_overview,
+    toeplitz_view,
 )
 from relviz.positions import offset_range, shaw_clip_offsets
 
@@ -55,20 +57,24 @@ def vectors_text(count: int) -> str:
 
 
 def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int = 0,
-                  window: Window | None = None, height: int = 400) -> tuple[ToeplitzFigure, ...]:
-    """Relative j − i, clipped offset, lookup index: same window, same hover fields everywhere."""
+                  window: Window | None = None, height: int = 400,
+                  browser: bool = False) -> tuple[ToeplitzFigure | ToeplitzImage, ...]:
+    """Relative j − i, clipped offset, lookup index: same window, same hover fields everywhere.
+
+    ``browser=True``: large windows come back as ToeplitzImages (drawn in the browser, relviz.ui)."""
     k = values.k
     clipped = HoverField("clipped offset", values.clipped)
     index = HoverField("index", values.index)
     common = dict(q_offset=q_offset, window=window, height=height)
-    relative = toeplitz_heatmap(values.offset, q_len, k_len, value_label="j − i", colorscale="RdBu",
-                                zmid=0, hover=[clipped, index], title="relative position j − i", **common)
-    clip = toeplitz_heatmap(values.clipped, q_len, k_len, value_label="clipped offset",
-                            discrete_range=(-k, k), colorscale=PALETTE, hover=[index],
-                            title=f"clipped: {clip_formula(k)}", **common)
-    lookup = toeplitz_heatmap(values.index, q_len, k_len, value_label="index", discrete_range=(0, 2 * k),
-                              colorscale=PALETTE, hover=[clipped], value_last=True,
-                              title=f"lookup index: {clip_formula(k)} + {k}", **common)
+    build = toeplitz_view if browser else toeplitz_heatmap
+    relative = build(values.offset, q_len, k_len, value_label="j − i", colorscale="RdBu",
+                     zmid=0, hover=[clipped, index], title="relative position j − i", **common)
+    clip = build(values.clipped, q_len, k_len, value_label="clipped offset",
+                 discrete_range=(-k, k), colorscale=PALETTE, hover=[index],
+                 title=f"clipped: {clip_formula(k)}", **common)
+    lookup = build(values.index, q_len, k_len, value_label="index", discrete_range=(0, 2 * k),
+                   colorscale=PALETTE, hover=[clipped], value_last=True,
+                   title=f"lookup index: {clip_formula(k)} + {k}", **common)
     return relative, clip, lookup
 
 

@@ -17,10 +17,12 @@ from relviz.figures.heatmap import diagonal_counts, readable
 from relviz.figures.toeplitz import (
     HoverField,
     ToeplitzFigure,
+    ToeplitzImage,
     ToeplitzOverview,
     Window,
     toeplitz_heatmap,
     toeplitz_overview,
+    toeplitz_view,
 )
 from relviz.positions import BucketRange, offset_range, t5_bucket, t5_bucket_ranges, t5_config
 from relviz.t5_notes import last_bucket_start
@@ -59,8 +61,10 @@ def t5_offsets(q_len: int, k_len: int, *, num_buckets: int, max_distance: int, b
 
 
 def bucket_map(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0, window: Window | None = None,
-               height: int = 430, title: str | None = None) -> ToeplitzFigure:
-    """The bucket of every cell, discrete colours; hover adds the bucket's range of j − i."""
+               height: int = 430, title: str | None = None, browser: bool = False) -> ToeplitzFigure | ToeplitzImage:
+    """The bucket of every cell, discrete colours; hover adds the bucket's range of j − i.
+
+    ``browser=True``: a large window comes back as a ToeplitzImage (drawn in the browser, relviz.ui)."""
     # An end bucket goes on forever: its hover range stops at this matrix's edge, not at ±extent.
     lowest, highest = int(values.offset.min()), int(values.offset.max())
     first = np.array([(max(r.first, lowest) if r.open_low else r.first) if r.used else 0
@@ -70,7 +74,8 @@ def bucket_map(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0, 
     hover = [HoverField("bucket first j − i", first, group="range", line="bucket holds j − i = {}"),
              HoverField("bucket last j − i", last, group="range", line="… {}")]
     label = ("bidirectional" if values.bidirectional else "unidirectional")
-    return toeplitz_heatmap(
+    build = toeplitz_view if browser else toeplitz_heatmap
+    return build(
         values.bucket, q_len, k_len, value_label="bucket", q_offset=q_offset, window=window,
         discrete_range=(0, values.num_buckets - 1), colorscale=PALETTE, hover=hover, height=height,
         title=title or f"T5 bucket: {values.num_buckets} / {values.max_distance}, {label}")

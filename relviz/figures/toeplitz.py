@@ -30,7 +30,16 @@ import plotly.colors
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, matrix_heatmap
+from relviz.figures.heatmap import (
+    DISCRETE_PALETTE,
+    KEY_AXIS,
+    QUERY_AXIS,
+    READABLE_FONT,
+    READABLE_TITLE,
+    _tick_step,
+    discrete_colorscale,
+    matrix_heatmap,
+)
 from relviz.views import DISPLAY_MAX, PooledView, display_block, toeplitz_pooled, toeplitz_window
 
 #: The most cells per side the pooled overview sends (it sits beside the window, as an overview, in
@@ -203,6 +212,20 @@ def _unshifted_z(trace: go.Heatmap, values: np.ndarray, discrete_range: tuple[in
     return False
 
 
+def _checked(per_offset: np.ndarray, q_len: int, k_len: int, window: Window | None) -> tuple[np.ndarray, Window]:
+    """The per-offset vector as an array and the window to show (default: the whole matrix if it fits the
+    display, else the first DISPLAY_MAX × DISPLAY_MAX cells); ValueError for a wrong length or window."""
+    per_offset = np.asarray(per_offset)
+    if per_offset.shape != (q_len + k_len - 1,):
+        raise ValueError(f"per_offset must have q_len + k_len - 1 = {q_len + k_len - 1} values; "
+                         f"got shape {per_offset.shape}")
+    if window is None:
+        window = fit_window(q_len, k_len) if needs_window(q_len, k_len) else full_window(q_len, k_len)
+    if max(window.rows, window.cols) > DISPLAY_MAX:
+        raise ValueError(f"a window shows at most {DISPLAY_MAX} cells per side; got {window.rows} × {window.cols}")
+    return per_offset, window
+
+
 @dataclass(frozen=True)
 class ToeplitzFigure:
     """A heatmap of (a window of) a Toeplitz matrix and what it shows."""
@@ -236,17 +259,7 @@ def toeplitz_heatmap(
     itself. Hover on every cell: i, j, j − i, the value, then ``hover`` fields in order
     (``value_last=True``: the value after them).
     """
-    per_offset = np.asarray(per_offset)
-    if per_offset.shape != (q_len + k_len - 1,):
-        raise ValueError(f"per_offset must have q_len + k_len - 1 = {q_len + k_len - 1} values; "
-                         f"got shape {per_offset.shape}")
-    if window is None:
-        if needs_window(q_len, k_len):
-            window = fit_window(q_len, k_len)
-        else:
-            window = full_window(q_len, k_len)
-    if max(window.rows, window.cols) > DISPLAY_MAX:
-        raise ValueError(f"a window shows at most {DISPLAY_MAX} cells per side; got {window.rows} × {window.cols}")
+    per_offset, window = _checked(per_offset, q_len, k_len, window)
 
     def cells(vector: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(toeplitz_window(np.asarray(vector), q_len, k_len, row0=window.row0,
@@ -321,6 +334,163 @@ def toeplitz_heatmap(
         meta["image"] = trace.meta["image"] | {"value": OFFSET_LABEL if value_is_offset else value_label}
     trace.meta = meta
     return ToeplitzFigure(figure, values, window, tuple(dropped))
+
+
+# ---------------------------------------------------------------------------------------
+# Large windows drawn in the browser
+
+
+def _hex_palette(colours: Sequence[tuple[int, int, int]]) -> str:
+    """Colours as one string of 6-digit hex triples (the compact form the canvas component reads)."""
+    return "".join(f"{r:02x}{g:02x}{b:02x}" for r, g, b in colours)
+
+
+def _json_numbers(values: np.ndarray) -> list:
+    """Plain Python numbers for JSON: integers stay integers, floats keep float32's exact value."""
+    values = np.asarray(values)
+    if np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_:
+        return values.astype(np.int64).tolist()
+    return [float(v) for v in values.astype(np.float64)]
+
+
+@dataclass(frozen=True)
+class ToeplitzImage:
+    """A large window of a Toeplitz matrix described by its per-offset slices, for the browser to draw.
+
+    Every cell of the window, and every hover field, is a function of the offset: cell (r, c) of
+    the window holds ``strip[c − r + rows − 1]``, so the window travels as rows + cols − 1 values per
+    field instead of rows · cols (relviz.ui.show_toeplitz draws it on a canvas and computes the hover
+    in the browser). The app uses it where :func:`toeplitz_heatmap` would send a plotly image.
+    """
+
+    window: Window
+    q_offset: int
+    strip: np.ndarray                     # the window's slice of the per-offset vector, rows + cols − 1
+    pixels: np.ndarray                    # colour index of each entry of strip (uint8)
+    palette: tuple[tuple[int, int, int], ...]
+    colour: dict                          # {"kind": "discrete", lo, tickvals, ticktext} or continuous zmin/zmax
+    fields: tuple[tuple[str, str, np.ndarray], ...]  # (label, format "d"/".4g", per-offset slice); 0: the value
+    lines: tuple[str, ...]                # hover lines: {i}, {j}, {d} = j − i, {n} = field n
+    value_label: str
+    title: str = ""
+    height: int = 430
+    x_title: str = KEY_AXIS
+    y_title: str = QUERY_AXIS
+    dropped: tuple[str, ...] = field(default=())  # never any: hover is computed per offset in the browser
+
+    @property
+    def values(self) -> np.ndarray:
+        """The exact values shown, [rows, cols] (a view of the strip)."""
+        w = self.window
+        windows = np.lib.stride_tricks.sliding_window_view(self.strip, w.cols)
+        return windows[::-1, :]
+
+    def payload(self) -> dict:
+        """The JSON the canvas component reads: O(rows + cols) numbers, never one per cell."""
+        w = self.window
+        return {
+            "kind": "window", "row0": w.row0, "col0": w.col0, "rows": w.rows, "cols": w.cols,
+            "q_offset": self.q_offset, "pixels": self.pixels.astype(np.int64).tolist(),
+            "palette": _hex_palette(self.palette), "colour": self.colour,
+            "fields": [{"label": label, "format": fmt, "values": _json_numbers(values)}
+                       for label, fmt, values in self.fields],
+            "lines": list(self.lines), "value_label": self.value_label, "title": self.title,
+            "height": self.height, "x_title": self.x_title, "y_title": self.y_title,
+            "font": READABLE_FONT, "title_font": READABLE_TITLE,
+        }
+
+
+def _image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, colorscale: str | list,
+                   zmid: float | None) -> tuple[np.ndarray, list[tuple[int, int, int]], dict] | None:
+    """(colour index per offset, palette, colour-bar description), as :func:`_image_figure` colours a
+    window; None when a discrete range needs more than 256 colours."""
+    if discrete_range is not None:
+        lo, hi = discrete_range
+        count = hi - lo + 1
+        if count > 256:
+            return None
+        palette_name = colorscale if isinstance(colorscale, str) else DISCRETE_PALETTE
+        scale = discrete_colorscale(count, palette_name)
+        palette = [_rgb(scale[2 * v][1]) for v in range(count)] if count > 1 else [_rgb(scale[0][1])]
+        step = _tick_step(count - 1)
+        ticks = [v for v in range(lo, hi + 1) if v % step == 0]  # round numbers of the true values
+        colour = {"kind": "discrete", "lo": int(lo), "hi": int(hi), "tickvals": ticks,
+                  "ticktext": [str(v).replace("-", "−") for v in ticks]}
+        return (strip.astype(np.int64) - lo).astype(np.uint8), palette, colour
+    zmin, zmax = (float(strip.min()), float(strip.max())) if strip.size else (0.0, 1.0)
+    if zmid is not None:
+        half = max(zmax - zmid, zmid - zmin)
+        zmin, zmax = zmid - half, zmid + half
+    scale = plotly.colors.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale
+    palette = [_rgb(c) for c in plotly.colors.sample_colorscale([list(p) for p in scale],
+                                                                list(np.linspace(0.0, 1.0, 256)))]
+    span = zmax - zmin
+    levels = np.rint((strip.astype(np.float64) - zmin) / span * 255) if span > 0 else np.zeros(strip.shape)
+    return np.clip(levels, 0, 255).astype(np.uint8), palette, {"kind": "continuous", "zmin": zmin, "zmax": zmax}
+
+
+def toeplitz_image(
+    per_offset: np.ndarray,
+    q_len: int,
+    k_len: int,
+    *,
+    value_label: str,
+    q_offset: int = 0,
+    window: Window | None = None,
+    hover: Sequence[HoverField] = (),
+    discrete_range: tuple[int, int] | None = None,
+    colorscale: str | list = "Viridis",
+    zmid: float | None = None,
+    title: str = "",
+    height: int = 430,
+    value_last: bool = False,
+) -> ToeplitzImage | None:
+    """The window as a :class:`ToeplitzImage` (same arguments and hover as :func:`toeplitz_heatmap`);
+    None when its colours do not fit 256 levels exactly (then draw it with toeplitz_heatmap)."""
+    per_offset, window = _checked(per_offset, q_len, k_len, window)
+    toeplitz_window(per_offset, q_len, k_len, row0=window.row0, col0=window.col0, rows=window.rows,
+                    cols=window.cols)  # checks the window lies inside the matrix
+    first = window.col0 - (window.row0 + window.rows - 1) + q_len - 1  # offset index of the bottom-left cell
+    part = slice(first, first + window.rows + window.cols - 1)
+    strip = np.ascontiguousarray(per_offset[part])
+    colours = _image_colours(strip, discrete_range, colorscale, zmid)
+    if colours is None:
+        return None
+    pixels, palette, colour = colours
+    integer = np.issubdtype(strip.dtype, np.integer)
+    fields: list[tuple[str, str, np.ndarray]] = [(value_label, "d" if integer else ".4g", strip)]
+    lines = ["i = {i}", "j = {j}", f"{OFFSET_LABEL} = {{d}}"]
+    value_is_offset = value_label == OFFSET_LABEL and np.array_equal(per_offset,
+                                                                     offsets_per_offset(q_len, k_len, q_offset))
+    value_line = [] if value_is_offset else [f"{value_label} = {{0}}"]
+    if not value_last:
+        lines += value_line
+    for f in hover:
+        values = np.ascontiguousarray(np.asarray(f.per_offset)[part])
+        fmt = f.fmt.lstrip(":") or ("d" if np.issubdtype(values.dtype, np.integer) else ".4g")
+        fields.append((f.label, fmt, values))
+        text = (f.line or f"{f.label} = {{}}").replace("{}", f"{{{len(fields) - 1}}}")
+        if text.startswith("…") and len(lines) > 2:
+            lines[-1] += " " + text
+        else:
+            lines.append(text)
+    if value_last:
+        lines += value_line
+    return ToeplitzImage(window, q_offset, strip, pixels, tuple(palette), colour, tuple(fields), tuple(lines),
+                         value_label, title, height)
+
+
+def toeplitz_view(per_offset: np.ndarray, q_len: int, k_len: int, **options) -> ToeplitzFigure | ToeplitzImage:
+    """What the app draws: a :class:`ToeplitzImage` for a window of at least IMAGE_MIN_CELLS cells whose
+    colours fit 256 levels (drawn in the browser from its per-offset slices), else the plotly heatmap.
+
+    Takes :func:`toeplitz_heatmap`'s arguments; only one of the two is built."""
+    _, window = _checked(per_offset, q_len, k_len, options.get("window"))
+    if window.cells >= IMAGE_MIN_CELLS:
+        image = toeplitz_image(per_offset, q_len, k_len, **{k: v for k, v in options.items() if k != "budget"})
+        if image is not None:
+            return image
+    return toeplitz_heatmap(per_offset, q_len, k_len, **options)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,18 @@
+"""Browser-side drawing code shipped with relviz (package data, read by relviz.ui).
+
+``toeplitz_canvas.js``: a Streamlit component (st.components.v2) that draws a window of a Toeplitz
+matrix, or its pooled overview, on a canvas from per-offset values, with hover computed in the
+browser. A slider move then sends O(rows + cols) numbers instead of one hover record per cell.
+"""
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@cache
+def toeplitz_canvas_js() -> str:
+    """The component's JavaScript module (its default export draws; see the file's header)."""
+    return (HERE / "toeplitz_canvas.js").read_text(encoding="utf-8")

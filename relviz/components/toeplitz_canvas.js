@@ -1,0 +1,389 @@
+// relviz's Toeplitz canvas: draws a window of a Toeplitz matrix (or a pooled overview) from its
+// per-offset values, in the browser, and computes the hover there.
+//
+// Streamlit (st.components.v2) calls the default export on mount and again whenever the data change,
+// with the same parentElement (a shadow root): the drawing state lives on that element. Every text a
+// visitor sees is set with textContent, never parsed as HTML. After each drawing the root carries
+// data-draws (a counter) and the window receives a "relviz:drawn" event (the slider bench listens).
+//
+// data.kind == "window": cell (r, c) of the window holds entry c − r + rows − 1 of each per-offset
+//   slice (pixels: colour index; fields[n].values: hover field n).
+// data.kind == "overview": the whole q_len × k_len matrix pooled in blocks of `block`; each block's
+//   mean, min and max come from the per-offset vector (a block's offsets form one contiguous range).
+
+const FONT = "'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
+const STATES = new WeakMap();
+
+function palette(hex) {
+  const out = new Uint8Array(hex.length / 2);
+  for (let k = 0; k < out.length; k++) out[k] = parseInt(hex.substr(2 * k, 2), 16);
+  return out; // r, g, b, r, g, b, ...
+}
+
+function minus(text) {
+  return String(text).replace(/-/g, "\u2212");
+}
+
+function format(value, fmt) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "NaN";
+  if (fmt === "d") return minus(Math.round(value).toString());
+  const digits = /\.(\d+)g/.exec(fmt);
+  return minus(Number(value).toPrecision(digits ? Number(digits[1]) : 4));
+}
+
+// A 1-2-5 step that puts at most `most` ticks on `span` integer units (never below 1).
+function integerStep(span, most) {
+  let step = 1;
+  const mult = [2, 2.5, 2];
+  for (let k = 0; span / step > most; k++) step = Math.round(step * mult[k % 3]);
+  return step;
+}
+
+function niceStep(span, most) {
+  const raw = span / Math.max(most, 1);
+  const base = Math.pow(10, Math.floor(Math.log10(raw)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * base >= raw) return m * base;
+  return 10 * base;
+}
+
+function build(parent) {
+  const root = document.createElement("div");
+  root.className = "relviz-toeplitz";
+  root.style.cssText = "position:relative;width:100%;font-family:" + FONT;
+  const canvas = document.createElement("canvas");
+  canvas.style.cssText = "display:block;cursor:crosshair";
+  const tip = document.createElement("div");
+  tip.className = "relviz-tooltip";
+  tip.setAttribute("role", "tooltip");
+  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:rgba(255,255,255,0.96);" +
+    "color:#262730;border:1px solid #555;border-radius:3px;padding:4px 7px;font-size:13px;line-height:1.35;" +
+    "white-space:nowrap;z-index:10;box-shadow:0 1px 4px rgba(0,0,0,0.2)";
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "relviz-download";
+  button.textContent = "\u2913 PNG";
+  button.title = "Download this picture as PNG (twice the size shown). It is drawn on a canvas, so PNG only: " +
+    "for the exact numbers use the window and per-offset downloads below.";
+  button.style.cssText = "position:absolute;top:2px;right:2px;font-size:12px;padding:1px 6px;opacity:0.75;" +
+    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer";
+  root.append(canvas, tip, button);
+  parent.appendChild(root);
+  const state = {root, canvas, tip, button, data: null, layout: null, draws: 0, signature: ""};
+  button.addEventListener("click", () => download(state));
+  canvas.addEventListener("mousemove", event => hover(state, event));
+  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  let width = 0;
+  new ResizeObserver(() => {
+    const now = Math.round(root.getBoundingClientRect().width);
+    if (now && now !== width && state.data) { width = now; draw(state, false); }
+  }).observe(root);
+  return state;
+}
+
+// --- Geometry: the picture, its cells, and what each cell holds -----------------------------------
+
+function grid(data) {
+  if (data.kind === "overview") {
+    const b = data.block;
+    return {rows: Math.ceil(data.q_len / b), cols: Math.ceil(data.k_len / b)};
+  }
+  return {rows: data.rows, cols: data.cols};
+}
+
+// Overview: mean, min, max of block (R, C) from the per-offset vector (entry t: offset t − (q_len − 1)).
+function blockStats(data, R, C) {
+  const b = data.block, v = data.values, q = data.q_len;
+  const r0 = R * b, r1 = Math.min(r0 + b, data.q_len), c0 = C * b, c1 = Math.min(c0 + b, data.k_len);
+  let sum = 0, lo = Infinity, hi = -Infinity;
+  for (let d = c0 - (r1 - 1); d <= c1 - 1 - r0; d++) {
+    const count = Math.min(c1 - 1, r1 - 1 + d) - Math.max(c0, r0 + d) + 1; // cells of this diagonal in the block
+    const x = v[d + q - 1];
+    sum += count * x;
+    if (x < lo) lo = x;
+    if (x > hi) hi = x;
+  }
+  return {mean: sum / ((r1 - r0) * (c1 - c0)), min: lo, max: hi, r0, r1, c0, c1};
+}
+
+function overviewLevels(data) {
+  const {rows, cols} = grid(data);
+  const levels = new Uint8Array(rows * cols);
+  const span = data.colour.zmax - data.colour.zmin;
+  for (let R = 0; R < rows; R++) {
+    for (let C = 0; C < cols; C++) {
+      const m = blockStats(data, R, C).mean;
+      const level = span > 0 ? Math.round((m - data.colour.zmin) / span * 255) : 0;
+      levels[R * cols + C] = Math.max(0, Math.min(255, level));
+    }
+  }
+  return levels;
+}
+
+function bitmap(state) {
+  const data = state.data;
+  const {rows, cols} = grid(data);
+  const rgb = palette(data.palette);
+  const image = new ImageData(cols, rows);
+  const px = image.data;
+  const levels = data.kind === "overview" ? overviewLevels(data) : null;
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      const k = levels ? levels[r * cols + c] : data.pixels[c - r + rows - 1];
+      const o = 4 * (r * cols + c);
+      px[o] = rgb[3 * k]; px[o + 1] = rgb[3 * k + 1]; px[o + 2] = rgb[3 * k + 2]; px[o + 3] = 255;
+    }
+  }
+  const off = document.createElement("canvas");
+  off.width = cols; off.height = rows;
+  off.getContext("2d").putImageData(image, 0, 0);
+  return off;
+}
+
+// --- Layout ---------------------------------------------------------------------------------------
+
+function axisTicks(first, count, lengthPx, shift, block) {
+  // Integer ticks on indices first..first+count−1 (block > 1: ticks at block starts, labelled first + k·block).
+  const most = Math.max(2, Math.floor(lengthPx / 55));
+  const step = integerStep(Math.max(count - 1, 1) * block, most);
+  const ticks = [];
+  if (block > 1) {
+    const every = Math.max(1, Math.ceil(count / Math.min(8, most)));
+    for (let k = 0; k < count; k += every) ticks.push({at: k, label: String(k * block + shift)});
+    return ticks;
+  }
+  const start = Math.ceil(first / step) * step;
+  for (let v = start; v <= first + count - 1; v += step) ticks.push({at: v - first, label: minus(String(v + shift))});
+  return ticks;
+}
+
+function layout(state, ctx, width) {
+  const data = state.data;
+  const {rows, cols} = grid(data);
+  const font = data.font || 15;
+  const height = data.height || 430;
+  ctx.font = (font - 1) + "px " + FONT;
+  const rowFirst = data.kind === "overview" ? 0 : data.q_offset + data.row0;
+  const colFirst = data.kind === "overview" ? 0 : data.col0;
+  const lastRow = data.kind === "overview" ? data.q_len - 1 + data.q_offset : rowFirst + rows - 1;
+  const yLabelWidth = Math.max(ctx.measureText(minus(String(lastRow))).width, ctx.measureText(minus(String(rowFirst))).width);
+  const top = data.title ? 40 : 12;
+  const left = 8 + font + 8 + yLabelWidth + 6;
+  const bottom = 6 + font + 8 + font + 10;
+  // colour bar: gap, bar, tick labels, rotated title
+  const barLabels = colourBarTicks(data).map(t => ctx.measureText(t.label).width);
+  const barWidth = 14;
+  const right = 14 + barWidth + 5 + Math.max(20, ...barLabels) + 8 + font + 6;
+  const areaW = Math.max(40, width - left - right), areaH = Math.max(40, height - top - bottom);
+  const cell = Math.min(areaW / cols, areaH / rows);
+  const w = cell * cols, h = cell * rows;
+  const x0 = left, y0 = top;
+  return {width, height, font, rows, cols, cell, x0, y0, w, h, rowFirst, colFirst, barWidth,
+          barX: x0 + w + 14, barY: y0, barH: h};
+}
+
+function colourBarTicks(data) {
+  const c = data.colour;
+  if (c.kind === "discrete") {
+    const n = c.hi - c.lo + 1;
+    return c.tickvals.map((v, k) => ({frac: (v - c.lo + 0.5) / n, label: c.ticktext[k]}));
+  }
+  const span = c.zmax - c.zmin;
+  if (!(span > 0)) return [{frac: 0.5, label: format(c.zmin, ".3g")}];
+  const step = niceStep(span, 6);
+  const ticks = [];
+  for (let v = Math.ceil(c.zmin / step) * step; v <= c.zmax + step * 1e-9; v += step) {
+    const rounded = Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12));
+    ticks.push({frac: (rounded - c.zmin) / span, label: minus(String(rounded))});
+  }
+  return ticks;
+}
+
+// --- Drawing --------------------------------------------------------------------------------------
+
+function paint(state, ctx, L, scale, forExport) {
+  const data = state.data;
+  const text = forExport ? "#262730" : (getComputedStyle(state.root).color || "#262730");
+  ctx.save();
+  ctx.scale(scale, scale);
+  if (forExport) { ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, L.width, L.height); }
+  else ctx.clearRect(0, 0, L.width, L.height);
+  ctx.fillStyle = text;
+  ctx.strokeStyle = text;
+  if (data.title) {
+    ctx.font = "600 " + (data.title_font || 17) + "px " + FONT;
+    ctx.textAlign = "left"; ctx.textBaseline = "middle";
+    ctx.fillText(data.title, 6, 20);
+  }
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(state.bitmap, L.x0, L.y0, L.w, L.h);
+  if (data.kind === "overview" && data.window) drawWindow(ctx, L, data);
+  // axes: key axis at the bottom, query 0 on top; ticks and axis titles muted, as in the app's plotly charts
+  ctx.globalAlpha = 0.75;
+  ctx.font = (L.font - 1) + "px " + FONT;
+  ctx.lineWidth = 1;
+  const block = data.kind === "overview" ? data.block : 1;
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  for (const t of axisTicks(L.colFirst, L.cols, L.w, 0, block)) {
+    const x = L.x0 + (t.at + 0.5) * L.cell;
+    ctx.beginPath(); ctx.moveTo(x, L.y0 + L.h); ctx.lineTo(x, L.y0 + L.h + 4); ctx.stroke();
+    ctx.fillText(t.label, x, L.y0 + L.h + 6);
+  }
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  const rowShift = data.kind === "overview" ? data.q_offset : 0;
+  for (const t of axisTicks(L.rowFirst, L.rows, L.h, rowShift, block)) {
+    const y = L.y0 + (t.at + 0.5) * L.cell;
+    ctx.beginPath(); ctx.moveTo(L.x0 - 4, y); ctx.lineTo(L.x0, y); ctx.stroke();
+    ctx.fillText(t.label, L.x0 - 6, y);
+  }
+  ctx.font = L.font + "px " + FONT;
+  ctx.textAlign = "center"; ctx.textBaseline = "bottom";
+  ctx.fillText(data.x_title, L.x0 + L.w / 2, L.y0 + L.h + 6 + L.font + 8 + L.font);
+  ctx.save();
+  ctx.translate(8 + L.font / 2, L.y0 + L.h / 2); ctx.rotate(-Math.PI / 2);
+  ctx.textBaseline = "middle"; ctx.fillText(data.y_title, 0, 0);
+  ctx.restore();
+  ctx.globalAlpha = 1;
+  drawColourBar(ctx, L, data, text);
+  ctx.restore();
+}
+
+function drawWindow(ctx, L, data) {
+  const w = data.window, b = data.block;
+  const x = L.x0 + w.col0 / b * L.cell, y = L.y0 + w.row0 / b * L.cell;
+  const ww = w.cols / b * L.cell, hh = w.rows / b * L.cell;
+  ctx.save();
+  ctx.strokeStyle = "#ffffff"; ctx.lineWidth = 3; ctx.setLineDash([]);
+  ctx.strokeRect(x, y, ww, hh);
+  ctx.strokeStyle = "#000000"; ctx.lineWidth = 1.5; ctx.setLineDash([2, 3]);
+  ctx.strokeRect(x, y, ww, hh);
+  ctx.restore();
+}
+
+function drawColourBar(ctx, L, data, text) {
+  const rgb = palette(data.palette);
+  const n = rgb.length / 3;
+  const c = data.colour;
+  for (let k = 0; k < n; k++) {
+    // discrete: one band per value (lowest at the bottom); continuous: 256 levels
+    const y1 = L.barY + L.barH * (1 - k / n), y0 = L.barY + L.barH * (1 - (k + 1) / n);
+    ctx.fillStyle = "rgb(" + rgb[3 * k] + "," + rgb[3 * k + 1] + "," + rgb[3 * k + 2] + ")";
+    ctx.fillRect(L.barX, Math.floor(y0), L.barWidth, Math.ceil(y1) - Math.floor(y0));
+  }
+  ctx.fillStyle = text;
+  ctx.font = (L.font - 1) + "px " + FONT;
+  ctx.textAlign = "left"; ctx.textBaseline = "middle";
+  let widest = 0;
+  for (const t of colourBarTicks(data)) {
+    const y = L.barY + L.barH * (1 - t.frac);
+    ctx.fillText(t.label, L.barX + L.barWidth + 5, y);
+    widest = Math.max(widest, ctx.measureText(t.label).width);
+  }
+  ctx.font = L.font + "px " + FONT;
+  ctx.save();
+  ctx.translate(L.barX + L.barWidth + 5 + Math.max(20, widest) + 8 + L.font / 2, L.barY + L.barH / 2);
+  ctx.rotate(Math.PI / 2); ctx.textAlign = "center"; ctx.textBaseline = "middle";
+  ctx.fillText(c.title || data.value_label, 0, 0);
+  ctx.restore();
+}
+
+function draw(state, fresh) {
+  const data = state.data;
+  if (fresh) state.bitmap = bitmap(state);
+  const width = Math.max(200, Math.round(state.root.getBoundingClientRect().width) || 600);
+  const ctx = state.canvas.getContext("2d");
+  const L = layout(state, ctx, width);
+  const dpr = window.devicePixelRatio || 1;
+  state.canvas.width = Math.round(L.width * dpr);
+  state.canvas.height = Math.round(L.height * dpr);
+  state.canvas.style.width = L.width + "px";
+  state.canvas.style.height = L.height + "px";
+  state.layout = L;
+  paint(state, ctx, L, dpr, false);
+}
+
+function download(state) {
+  if (!state.layout) return;
+  const L = state.layout;
+  const out = document.createElement("canvas");
+  out.width = 2 * L.width; out.height = 2 * L.height;
+  paint(state, out.getContext("2d"), L, 2, true);
+  out.toBlob(blob => {
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = (state.data.name || "relviz") + ".png";
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }, "image/png");
+}
+
+// --- Hover ----------------------------------------------------------------------------------------
+
+function hoverLines(data, r, c) {
+  if (data.kind === "overview") {
+    const s = blockStats(data, r, c);
+    const range = (a, b) => (b - a > 1 ? minus(a) + "\u2013" + minus(b - 1) : minus(a));
+    const q = data.q_offset;
+    return [
+      "i = " + range(s.r0 + q, s.r1 + q),
+      "j = " + range(s.c0, s.c1),
+      "j \u2212 i = " + format(s.c0 - (q + s.r1 - 1), "d") + " \u2026 " + format(s.c1 - 1 - (q + s.r0), "d"),
+      data.value_label + ": mean " + format(s.mean, ".4g") + ", min " + format(s.min, data.format) +
+        ", max " + format(s.max, data.format),
+      "block " + data.block + " \u00d7 " + data.block,
+    ];
+  }
+  const i = data.q_offset + data.row0 + r, j = data.col0 + c, t = c - r + data.rows - 1;
+  return data.lines.map(line => line.replace(/\{(\w+)\}/g, (_, name) => {
+    if (name === "i") return minus(i);
+    if (name === "j") return minus(j);
+    if (name === "d") return minus(j - i);
+    const f = data.fields[Number(name)];
+    return f ? format(f.values[t], f.format) : "";
+  }));
+}
+
+function hover(state, event) {
+  const L = state.layout;
+  if (!L) return;
+  const box = state.canvas.getBoundingClientRect();
+  const x = event.clientX - box.left, y = event.clientY - box.top;
+  const c = Math.floor((x - L.x0) / L.cell), r = Math.floor((y - L.y0) / L.cell);
+  if (c < 0 || r < 0 || c >= L.cols || r >= L.rows) { state.tip.style.display = "none"; return; }
+  const tip = state.tip;
+  tip.replaceChildren(...hoverLines(state.data, r, c).map(line => {
+    const div = document.createElement("div");
+    div.textContent = line;
+    return div;
+  }));
+  tip.dataset.row = String(r);
+  tip.dataset.col = String(c);
+  tip.style.display = "block";
+  const flip = x + 16 + tip.offsetWidth > L.width;
+  tip.style.left = (flip ? x - 12 - tip.offsetWidth : x + 14) + "px";
+  tip.style.top = Math.max(0, Math.min(y + 12, L.height - tip.offsetHeight)) + "px";
+}
+
+export default function (component) {
+  const {data, parentElement} = component;
+  if (!data) return;
+  let state = STATES.get(parentElement);
+  if (!state) {
+    state = build(parentElement);
+    STATES.set(parentElement, state);
+  }
+  const signature = JSON.stringify(data);
+  const changed = signature !== state.signature;
+  state.signature = signature;
+  state.data = data;
+  draw(state, true);
+  state.tip.style.display = "none";
+  state.draws += 1;
+  state.root.dataset.draws = String(state.draws);
+  state.root.dataset.kind = data.kind;
+  const L = state.layout; // where the cells are, in CSS px of the canvas (tests hover a chosen cell)
+  state.root.dataset.plot = JSON.stringify({x0: L.x0, y0: L.y0, cell: L.cell, rows: L.rows, cols: L.cols});
+  window.dispatchEvent(new CustomEvent("relviz:drawn", {detail: {kind: data.kind, changed}}));
+}
