@@ -363,6 +363,15 @@ def test_run_jobs_on_joblib_processes_keeps_job_order_and_one_thread_each():
     assert len(lines) == 6 and all(line.startswith("[") for line in lines)
 
 
+def test_cpu_time_counts_the_worker_processes():
+    """With joblib workers the run's CPU time includes theirs (they outlive the run, so the
+    parent's children times never see them): at least the trainings' own CPU."""
+    plan = TINY.replace(seeds=(0,), max_steps=(40, 40))
+    run = ex.run_experiments(plan, only=["offset_resolution"], workers=2)["run"]
+    assert run["engine"] == "joblib loky" and run["training_job_cpu_seconds"] > 0.5
+    assert run["cpu_seconds"] >= run["training_job_cpu_seconds"]
+
+
 def test_run_jobs_on_a_local_ray_instance(monkeypatch):
     """--ray ADDRESS: the same jobs through joblib's Ray backend (Ray is an optional extra)."""
     ray = pytest.importorskip("ray", reason="Ray is optional: pip install 'ray[default]'")

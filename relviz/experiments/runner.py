@@ -50,8 +50,9 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
     if settings:
         plan = _only_settings(plan, names, settings, previous)
     wall0, load0 = time.perf_counter(), _load_average()
-    cpu0 = _cpu_seconds()
-    job_cpu = 0.0
+    own0 = _own_cpu_seconds()
+    job_cpu = 0.0       # the training jobs' own CPU time, measured in whichever process ran them
+    outside_cpu = 0.0   # CPU of work outside this process: the jobs in worker processes, the bench subprocesses
     sections: dict[str, Any] = dict(previous["experiments"]) if previous else {}
     seconds: dict[str, float] = {}
 
@@ -72,6 +73,8 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
         for position, i in enumerate(order):
             outputs[i] = outputs_sorted[position]
         job_cpu = sum(r["cpu_seconds"] for r in outputs)
+        if workers > 1 or ray_address is not None:  # run_jobs ran them in worker processes
+            outside_cpu += job_cpu
         for name, (a, b) in spans.items():
             share = sum(r["seconds"] for r in outputs[a:b]) / max(1e-9, sum(r["seconds"] for r in outputs))
             seconds[name] = round(train_seconds * share, 1)
@@ -80,7 +83,9 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
             if settings:
                 sections[name] = _merge_settings(previous["experiments"][name], sections[name])
     if "cost" in names:
+        children0 = _children_cpu_seconds()
         sections["cost"] = run_cost(plan, log)
+        outside_cpu += _children_cpu_seconds() - children0
         seconds["cost"] = sections["cost"]["seconds"]
 
     ordered = {name: sections[name] for name in EXPERIMENTS if name in sections}
@@ -98,7 +103,7 @@ def run_experiments(plan: Plan = FULL_PLAN, *, only: Iterable[str] | None = None
         "run": {"experiments": names, "workers": workers, "threads_per_worker": 1,
                 "engine": f"ray ({ray_address})" if ray_address else ("joblib loky" if workers > 1 else "in process"),
                 "wall_seconds": round(time.perf_counter() - wall0, 1),
-                "cpu_seconds": round(_cpu_seconds() - cpu0, 1),
+                "cpu_seconds": round(_own_cpu_seconds() - own0 + outside_cpu, 1),
                 "training_job_cpu_seconds": round(job_cpu, 1) if jobs else None,
                 "load_average_start": load0, "load_average_end": _load_average(),
                 "seconds_per_experiment": seconds} | ({"settings": settings} if settings else {}),
@@ -147,10 +152,20 @@ def _merge_settings(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _cpu_seconds() -> float:
-    """CPU time of this process and its finished children (the workers, the bench processes)."""
+def _own_cpu_seconds() -> float:
+    """CPU time of this process alone."""
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    return t.user + t.system
+
+
+def _children_cpu_seconds() -> float:
+    """CPU time of this process's finished, waited-for children (the bench subprocesses).
+
+    Not used for the trainings: joblib's loky workers (and Ray's) outlive the run, so their CPU never
+    shows here; each job measures its own instead.
+    """
+    t = os.times()
+    return t.children_user + t.children_system
 
 
 def _job_cost(spec: dict[str, Any], plan: Plan) -> float:
