@@ -150,7 +150,7 @@ c1, c2, c3 = st.columns(3)
 length = int(c1.slider("positions L", 8, MAX_LENGTH, 128, step=8, key="abs_L", bind="query-params"))
 d_model = int(c2.slider("d_model", 4, 512, 128, step=4, key="abs_d", bind="query-params",
                         help="Width of the encoding: d_model / 2 sin/cos pairs, one per frequency."))
-projected = c3.toggle("through a random head (W_Q, W_K)", value=False,
+projected = c3.toggle("through a random head", value=False,
                       key="abs_proj", bind="query-params",
                       help="Score (PE_i W_Q)·(PE_j W_K) / √64 with random Gaussian W_Q, W_K: what one head "
                            "of an untrained model sees of the positions alone.")

@@ -21,6 +21,14 @@ if chromium_path() is None and not os.environ.get("CI"):
 TEACHING = ["", "shaw", "t5", "skew", "absolute", "attention", "experiments", "rope", "your_model"]
 
 
+#: Every text in the main area that the browser cuts off with an ellipsis (a widget label too long
+#: for its column, say): [text, full width, shown width].
+CUT_TEXT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] *'))
+  .filter(e => getComputedStyle(e).textOverflow === 'ellipsis' && e.textContent.trim()
+               && e.scrollWidth > e.clientWidth + 1)
+  .map(e => [e.textContent.slice(0, 80), e.scrollWidth, e.clientWidth])"""
+
+
 @pytest.fixture(scope="module")
 def projector():
     from playwright.sync_api import sync_playwright
@@ -49,6 +57,7 @@ def test_main_picture_is_on_the_first_screen_at_1280x720(projector, path):
     assert box is not None and box["y"] < 720
     visible = min(box["y"] + box["height"], 720) - max(box["y"], 0)
     assert visible >= 0.6 * box["height"], box
+    assert page.evaluate(CUT_TEXT_JS) == [], "text cut off with an ellipsis at 1280 × 720"
 
 
 def test_t5_precision_tab_from_a_link(projector):
