@@ -28,6 +28,24 @@ CUT_TEXT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMai
                && e.scrollWidth > e.clientWidth + 1)
   .map(e => [e.textContent.slice(0, 80), e.scrollWidth, e.clientWidth])"""
 
+#: Every note (plotly annotation) that runs left or right out of its chart's plot area, over the axis
+#: labels or the margin: [chart index, text, px past the left edge (< 0), px before the right edge (< 0)].
+NOTES_OUTSIDE_JS = """() => {
+  const out = [];
+  document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').forEach((plot, k) => {
+    const areas = Array.from(plot.querySelectorAll('.nsewdrag')).map(e => e.getBoundingClientRect())
+      .filter(r => r.width);
+    if (!areas.length) return;
+    const left = Math.min(...areas.map(r => r.left)), right = Math.max(...areas.map(r => r.right));
+    plot.querySelectorAll('.annotation').forEach(a => {
+      const r = a.getBoundingClientRect();
+      if (r.width && (r.left < left - 1 || r.right > right + 1))
+        out.push([k, a.textContent.slice(0, 60), Math.round(r.left - left), Math.round(right - r.right)]);
+    });
+  });
+  return out;
+}"""
+
 
 @pytest.fixture(scope="module")
 def projector():
@@ -58,6 +76,7 @@ def test_main_picture_is_on_the_first_screen_at_1280x720(projector, path):
     visible = min(box["y"] + box["height"], 720) - max(box["y"], 0)
     assert visible >= 0.6 * box["height"], box
     assert page.evaluate(CUT_TEXT_JS) == [], "text cut off with an ellipsis at 1280 × 720"
+    assert page.evaluate(NOTES_OUTSIDE_JS) == [], "a chart's note runs out of its plot area"
 
 
 def test_t5_precision_tab_from_a_link(projector):

@@ -133,6 +133,12 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
     def at(x: float) -> float:  # annotation x in axis units (log10 on a log axis)
         return float(np.log10(x)) if log_x else x
 
+    def roomier_side(x: float) -> dict:
+        """A line's note goes on the side of the plot with more room: in a narrow column a note left of
+        n = 91 (32 / 128) ran over the y axis's tick labels, one right of a line near the end off the plot."""
+        right = (at(x) - at(lo)) / (at(hi) - at(lo)) < 0.5
+        return dict(xanchor="left", xshift=4) if right else dict(xanchor="right", xshift=-4)
+
     note = dict(showarrow=False, yref="paper", bgcolor="rgba(255,255,255,0.75)")
     shapes, annotations = [], []
     # Region labels sit just above the plot, over their band, where no line can run through them; a
@@ -152,11 +158,11 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
     shapes.append(dict(type="line", xref="x", yref="paper", x0=reg.max_distance, x1=reg.max_distance, y0=0, y1=1,
                        line=dict(color="black", dash="dash", width=1.5)))
     annotations.append(dict(x=at(reg.max_distance), y=0.02, text=f"max_distance = {reg.max_distance}",
-                            xanchor="left", xshift=4, font=dict(size=12), **note))
+                            font=dict(size=12), **note, **roomier_side(reg.max_distance)))
     shapes.append(dict(type="line", xref="x", yref="paper", x0=reg.last_start, x1=reg.last_start, y0=0, y1=1,
                        line=dict(color="#555", dash="dot", width=1.5)))
     annotations.append(dict(x=at(reg.last_start), y=0.22, text=f"last bucket from n = {reg.last_start}",
-                            xanchor="right", xshift=-4, font=dict(size=12), **note))
+                            font=dict(size=12), **note, **roomier_side(reg.last_start)))
     xaxis = dict(title=dict(text="distance n = |j − i|" + (" (log scale; n = 0 → bucket 0)" if log_x else ""),
                             standoff=4),
                  type="log" if log_x else "linear",
