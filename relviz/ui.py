@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,23 +73,54 @@ def export_format_control() -> None:
 
 
 _PRELOAD_LOCK = threading.Lock()
+_PLOTLY_GET_MODULE: Callable | None = None  # plotly's own lookup, once _safe_plotly_lookups replaced it
+
+
+def _complete_module(name: str, should_load: bool = True):
+    """plotly's optional-import lookup (``_plotly_utils.optional_imports.get_module``), except that a
+    module another thread is still importing counts as absent: Python marks it with
+    ``__spec__._initializing`` (the flag behind its "partially initialized module" error)."""
+    if should_load:
+        return _PLOTLY_GET_MODULE(name, should_load)
+    module = sys.modules.get(name)
+    return None if getattr(getattr(module, "__spec__", None), "_initializing", False) else module
+
+
+def _safe_plotly_lookups() -> None:
+    """Point every plotly module's ``get_module`` at ``_complete_module``.
+
+    Plotly looks pandas and numpy up in sys.modules without importing them (``get_module("pandas",
+    should_load=False)``); while one session's page is still importing pandas, another session's
+    figure then meets a half-initialised module ("partially initialized module 'pandas' has no
+    attribute 'Series'"). A module being imported holds no object of a figure yet, so plotly may
+    treat it as absent until the import is done.
+    """
+    import _plotly_utils.optional_imports as optional_imports
+
+    global _PLOTLY_GET_MODULE
+    if _PLOTLY_GET_MODULE is not None:
+        return
+    _PLOTLY_GET_MODULE = optional_imports.get_module
+    # optional_imports itself included: plotly modules imported later bind the safe lookup
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] in ("plotly", "_plotly_utils") and \
+                getattr(module, "get_module", None) is _PLOTLY_GET_MODULE:
+            module.get_module = _complete_module
 
 
 def preload_shared_modules() -> None:
-    """Import the modules several pages share before any page runs (app.py calls it first).
+    """Make the modules every page shares ready before any page runs (app.py calls it first).
 
-    Plotly looks pandas up in sys.modules without importing it (``get_module("pandas",
-    should_load=False)``); while one session's page is still importing pandas, another
-    session's figure then meets a half-initialised module ("partially initialized module
-    'pandas' has no attribute 'Series'"). Importing pandas here, before navigation, makes
-    every session wait for the whole import (Python's import lock) before any page draws.
-    The lock serialises the first imports of a fresh server, so two sessions never import
-    these modules' dependencies in opposite orders. torch is not imported here: only the
-    pages that compute with it load it.
+    plotly's figure code is imported and its optional-import lookups made thread-safe
+    (``_safe_plotly_lookups``), so a page importing pandas never breaks another session's
+    figure. The lock serialises the first imports of a fresh server, so two sessions never
+    import these modules' dependencies in opposite orders. Neither pandas nor torch is imported
+    here: only the pages that use them load them, and the landing page uses neither.
     """
     with _PRELOAD_LOCK:
-        import pandas  # noqa: F401
         import plotly.graph_objects  # noqa: F401
+
+        _safe_plotly_lookups()
 
 
 _APP_RUN = threading.local()
