@@ -53,15 +53,16 @@ with right:
     query = int(st.slider("query i (the outlined row)", 0, len(TOKENS) - 1, DEFAULT_QUERY, key="home_q",
                           bind="query-params"))
     keys = ", ".join(f"*“{token}”* {_signed(j - query)}" for j, token in enumerate(TOKENS))
-    st.markdown(f"**Read one row.** The outlined row is the query *“{TOKENS[query]}”*. Each key is labelled "
-                f"by where it sits relative to it: {keys}. Negative keys lie before the query, positive after.")
-    st.markdown("**Read a diagonal.** Every diagonal holds one number: the matrix depends only on j − i "
-                "(it is *Toeplitz*). So a relative scheme needs one parameter per offset, 2L − 1 of them, "
-                "not one per cell; and a model trained on these offsets can meet a longer sentence and "
-                "still recognise \"one token back\".")
-    st.markdown("The schemes differ in what they do with j − i: look it up in a table (Shaw et al.), group "
-                "it into buckets (T5), multiply a query by one vector per distance (Music Transformer), "
-                "or subtract a penalty proportional to it (ALiBi).")
+    st.markdown(
+        f"**Read one row.** The outlined row is the query *“{TOKENS[query]}”*. Each key is labelled by where "
+        f"it sits relative to it: {keys}. Negative keys lie before the query, positive after.\n\n"
+        "**Read a diagonal.** Every diagonal holds one number: the matrix depends only on j − i (it is "
+        "*Toeplitz*). So a relative scheme needs one parameter per offset, 2L − 1 of them, not one per cell; "
+        "and a model trained on these offsets can meet a longer sentence and still recognise \"one token "
+        "back\".\n\n"
+        "The schemes differ in what they do with j − i: look it up in a table (Shaw et al.), group it into "
+        "buckets (T5), multiply a query by one vector per distance (Music Transformer), or subtract a "
+        "penalty proportional to it (ALiBi).")
 
 with left:
     ui.show_figure(picture(query), key="home_fig")
@@ -71,7 +72,6 @@ st.subheader("The way through")
 st.caption("In learning order; each page also stands on its own. Every control is in the URL, so a copied "
            "link opens the exact view.")
 for number, page in enumerate((p for p in ui.PAGES if not p.default), start=1):
-    link, answer = st.columns([1, 2.2], vertical_alignment="center")
-    with link:
-        st.page_link(page.path, label=f"{number}. {page.title}", icon=page.icon)
-    answer.markdown(ANSWERS.get(page.path, ""))
+    with st.container(gap=None):  # the link directly above what its page answers (no columns: fewer elements)
+        st.page_link(page.path, label=f"**{number}. {page.title}**", icon=page.icon)
+        st.caption(ANSWERS.get(page.path, ""))

@@ -28,11 +28,11 @@ def test_a_link_per_page_in_learning_order():
     others = [page for page in PAGES if not page.default]
     assert len(links) == len(others)
     for number, (link, page) in enumerate(zip(links, others), start=1):
-        assert link.label == f"{number}. {page.title}"
+        assert link.label == f"**{number}. {page.title}**"
         assert link.page == Path(page.path).stem  # st.Page's URL path for pages/<stem>.py
-    # one line per page saying what it answers
-    answers = [m.value for m in at.markdown if m.value.endswith("?")]
-    assert len(answers) >= len(others)
+    # below each link, one line saying what its page answers
+    answers = [c.value for c in at.caption if c.value.endswith("?")]
+    assert len(answers) == len(others)
 
 
 def test_the_picture_is_the_relative_index_with_labels():
