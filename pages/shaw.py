@@ -30,7 +30,7 @@ def matrices(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int
 @st.cache_data(max_entries=24, show_spinner=False)
 def overview(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
     values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
-    return shaw_overview(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols))
+    return shaw_overview(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols), browser=True)
 
 
 @st.cache_data(max_entries=24, show_spinner=False)
@@ -65,8 +65,8 @@ relative, clipped, lookup = matrices(q_len, k_len, k, q_offset, window.row0, win
 
 if large:
     summary = overview(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
-    ui.pooled_overview(summary.figure, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
-                       block=summary.pooled.block, quantity="index", key=f"{P}_fig_overview",
+    ui.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+                       block=summary.block, quantity="index", key=f"{P}_fig_overview",
                        note="Blocks are pooled, never skipped, so the thin band |j − i| ≤ k stays visible as "
                             "a blend instead of vanishing between samples.")
 
@@ -88,11 +88,6 @@ for column, item, caption, name in zip(cols, (relative, clipped, lookup), captio
     with column:
         ui.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
         st.caption(caption)
-dropped = sorted({label for item in (relative, clipped, lookup) for label in item.dropped})
-if dropped:
-    st.caption(f"At {window.rows} × {window.cols} cells some hovers leave out {', '.join(dropped)} so that "
-               f"moving the window stays quick; a smaller window brings {'it' if len(dropped) == 1 else 'them'} back "
-               "(clipped offset = index − k).")
 if k >= longest > 0:
     lowest, highest = (str(int(v)).replace("-", "−") for v in (values.offset.min(), values.offset.max()))
     st.caption(f"**k = {k} ≥ {longest}, the longest offset of this matrix: nothing is clipped.** Every offset "

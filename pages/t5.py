@@ -51,7 +51,8 @@ def map_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: 
 def overview_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int,
                     row0: int, col0: int, rows: int, cols: int):
     values = offsets(q_len, k_len, nb, md, bidir, q_offset)
-    return bucket_overview(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols))
+    return bucket_overview(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
+                           browser=True)
 
 
 @st.cache_data(max_entries=24, show_spinner=False)
@@ -135,8 +136,8 @@ with tab_map:
             if large:
                 summary = overview_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0,
                                           window.rows, window.cols)
-                ui.pooled_overview(summary.figure, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
-                                   block=summary.pooled.block, quantity="bucket", key=f"{P}_fig_overview",
+                ui.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+                                   block=summary.block, quantity="bucket", key=f"{P}_fig_overview",
                                    note="Pooling keeps every bucket edge (a block that straddles one shows a "
                                         "blend); it never skips offsets.")
             fig_map = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
@@ -152,9 +153,6 @@ with tab_map:
                        "; the whole upper triangle (future keys) is bucket 0.")
                     + " Hover shows the bucket's range of j − i (the two end buckets go on forever; hover "
                       "stops them at this matrix's edge).")
-                if fig_map.dropped:
-                    st.caption(f"At {window.rows} × {window.cols} cells the hover leaves out the bucket's range "
-                               "so that moving the window stays quick: see the table below, or choose a smaller window.")
             with right:
                 ui.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
                 st.caption(

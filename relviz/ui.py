@@ -292,7 +292,7 @@ def _toeplitz_canvas():
 
 
 def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
-    """Draw what figures.toeplitz.toeplitz_view (or toeplitz_overview_image) returned: a plotly figure
+    """Draw what figures.toeplitz.toeplitz_view (or an overview builder) returned: a plotly figure
     as :func:`show_figure` does, a picture described by its per-offset data (``.payload()``) with the
     canvas component, which draws it and computes the hover in the browser. ``name``: the PNG's file name."""
     payload = getattr(view, "payload", None)
@@ -500,14 +500,15 @@ def _centre_window(col_key: str, col0: int) -> None:
     st.session_state[col_key] = col0
 
 
-def pooled_overview(figure: go.Figure, *, q_len: int, k_len: int, q_offset: int, window, block: int,
+def pooled_overview(view, *, q_len: int, k_len: int, q_offset: int, window, block: int,
                     quantity: str, note: str, key: str) -> None:
-    """The large-matrix panel of the Shaw and T5 pages: the pooled overview beside what it shows and
-    which exact window the full-resolution figures below hold (``window``: figures.toeplitz.Window)."""
+    """The large-matrix panel of the Shaw and T5 pages: the pooled overview (figures.toeplitz's
+    ToeplitzOverview or ToeplitzOverviewImage) beside what it shows and which exact window the
+    full-resolution figures below hold (``window``: figures.toeplitz.Window)."""
     st.markdown(f"#### The matrix is {q_len} × {k_len}: too large to draw cell by cell")
     left, right = st.columns(2)
     with left:
-        show_figure(figure, key=key)
+        show_toeplitz(view, key=key, name=f"{quantity}_overview_{q_len}x{k_len}")
     with right:
         st.markdown(
             f"**Downsampled overview (left).** Each cell stands for a block of {block} × {block} entries, "

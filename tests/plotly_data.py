@@ -73,6 +73,12 @@ def canvas_field(payload: dict, label: str) -> np.ndarray:
     return np.asarray(field["values"])[c - r + rows - 1]
 
 
+def overview_vector(payload: dict) -> np.ndarray:
+    """The per-offset vector a canvas overview carries (as runs of equal values)."""
+    runs = payload["runs"]
+    return np.repeat(np.asarray(runs["values"]), np.asarray(runs["lengths"]))
+
+
 def canvas_values(payload: dict) -> np.ndarray:
     """The values a canvas window shows (field 0), checked against its colours (pixel = value − lo for
     discrete values, the 256-level index for continuous ones), so a picture that does not show its values

@@ -187,3 +187,45 @@ def test_large_t5_window_is_drawn_in_the_browser_with_exact_hover_and_redraws_on
     wait_for_app(page)
     assert _hover_cell(page, canvas, 10, 150) == expected(2049 + 10, 2048 + 150)
     assert js_errors == [], js_errors
+
+
+def test_pooled_overview_is_pooled_in_the_browser_with_exact_block_hover_and_the_window_marked(browser_page):
+    """The overview's blocks (mean colour; hover ranges, exact mean, min, max) are computed in the browser
+    from the per-offset vector; checked here against the full matrix for blocks at the edges and inside."""
+    from relviz.positions import t5_bucket_map
+    from relviz.views import display_block
+
+    base, page, js_errors = browser_page
+    q_len, k_len, q_offset = 1300, 1500, -40
+    page.goto(page_url(base, "pages/t5.py", False) + f"?t5_q={q_len}&t5_k={k_len}&t5_off={q_offset}&t5_nb=24"
+              "&t5_md=300&t5_ws=256&t5_r0=500&t5_c0=600")
+    wait_for_app(page)
+    canvas = page.locator('.relviz-toeplitz[data-kind="overview"] canvas').first
+    canvas.wait_for(timeout=60000)
+    canvas.scroll_into_view_if_needed()
+    full = t5_bucket_map(q_len, k_len, num_buckets=24, max_distance=300, q_offset=q_offset, device="cpu").numpy()
+    block = display_block(q_len, k_len, 128)
+    minus = lambda v: str(v).replace("-", "−")  # noqa: E731
+    span = lambda a, b: f"{minus(a)}–{minus(b - 1)}" if b - a > 1 else minus(a)  # noqa: E731
+    rows, cols = -(-q_len // block), -(-k_len // block)
+    for a, b in ((0, 0), (rows - 1, cols - 1), (40, 45), (rows - 1, 0), (10, cols - 1)):
+        r0, r1, c0, c1 = a * block, min((a + 1) * block, q_len), b * block, min((b + 1) * block, k_len)
+        cells = full[r0:r1, c0:c1]
+        expected = "\n".join([
+            f"i = {span(r0 + q_offset, r1 + q_offset)}", f"j = {span(c0, c1)}",
+            f"j − i = {minus(c0 - (q_offset + r1 - 1))} … {minus(c1 - 1 - (q_offset + r0))}",
+            f"bucket: mean {minus(f'{cells.mean():#.4g}')}, min {cells.min()}, max {cells.max()}",
+            f"block {block} × {block}"])
+        assert _hover_cell(page, canvas, a, b) == expected
+    page.mouse.move(0, 0)
+    page.screenshot(path=str(ARTIFACTS / "t5-canvas-overview.png"))
+    # the rectangle: white under dotted black, at rows 500…755 and columns 600…855
+    plot = canvas.evaluate("c => JSON.parse(c.parentElement.dataset.plot)")
+    edge = canvas.evaluate("""(c, p) => {
+        const ctx = c.getContext('2d'), s = c.width / c.clientWidth;
+        const at = (x, y) => Array.from(ctx.getImageData(Math.round(x * s), Math.round(y * s), 1, 1).data);
+        return [0, 1, 2, 3, 4, 5, 6, 7].map(k => at(p.x0 + 600 / p.block * p.cell + 0.3 + k * 0.1 * p.cell,
+                                                          p.y0 + 500 / p.block * p.cell));
+    }""", {**plot, "block": block})
+    assert any(px[:3] == [255, 255, 255] for px in edge) or any(sum(px[:3]) < 60 for px in edge), edge
+    assert js_errors == [], js_errors

@@ -8,7 +8,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
-from plotly_data import charts, customdata_field, decode, find, heatmap_values, trace
+from plotly_data import charts, customdata_field, decode, find, heatmap_values, overview_vector, trace
+from relviz.figures.toeplitz import OVERVIEW_MAX
+from relviz.views import display_block
 from relviz.positions import relative_positions, shaw_clip_index
 
 
@@ -133,8 +135,9 @@ def test_large_lengths_show_an_exact_overview_and_window_under_three_megabytes()
     # large windows are drawn in the browser from their per-offset slices: O(rows + cols) numbers
     assert t["type"] == "canvas" and heatmap_values(index_fig).shape == (512, 512)
     assert len(json.dumps(index_fig)) < 40_000
-    overview = trace(find(charts(at), "overview"))
-    assert decode(overview["z"]).shape == (128, 128) and overview["meta"]["block"] == 64
+    overview = find(charts(at), "overview")
+    assert overview["kind"] == "overview" and overview["block"] == 64   # 128 × 128 blocks
+    assert overview["window"] == {"row0": 4000, "col0": 3800, "rows": 512, "cols": 512}
     for element in at.get("plotly_chart"):
         assert len(element.proto.spec) <= 3_000_000
     assert any("64 × 64" in m.value for m in at.markdown)  # says what a downsampled cell means
@@ -145,20 +148,18 @@ def test_large_lengths_show_an_exact_overview_and_window_under_three_megabytes()
     assert t["meta"]["col0"] == 4000  # j − i = 0 through the middle of the window
 
 
-def test_pooled_overview_equals_exact_block_statistics():
+def test_pooled_overview_carries_the_exact_index_vector_for_the_browser():
+    """The browser pools it (tests/test_browser.py hovers blocks against the full matrix); the page sends
+    exactly the library's lookup index per offset, compactly (runs of equal values)."""
     q_len, k_len, q_offset, k = 1500, 1400, 30, 5
     at = run(sh_q=q_len, sh_k=k_len, sh_off=q_offset, sh_clip=k)
     overview = find(charts(at), "overview")
-    t = trace(overview)
-    block = t["meta"]["block"]
-    full = shaw_clip_index(q_len, k_len, k=k, q_offset=q_offset, device="cpu").numpy().astype(np.float64)
-    z = decode(t["z"])
-    vmin, vmax = customdata_field(overview, "min"), customdata_field(overview, "max")
-    for a in range(0, z.shape[0], 7):
-        for b in range(z.shape[1]):
-            cells = full[a * block:(a + 1) * block, b * block:(b + 1) * block]
-            assert z[a, b] == pytest.approx(cells.mean(), rel=1e-6)
-            assert (vmin[a, b], vmax[a, b]) == (cells.min(), cells.max())
+    assert overview["block"] == display_block(q_len, k_len, OVERVIEW_MAX)
+    full = shaw_clip_index(q_len, k_len, k=k, q_offset=q_offset, device="cpu").numpy()
+    vector = overview_vector(overview)
+    assert np.array_equal(vector, np.r_[full[::-1, 0], full[0, 1:]])   # first column bottom-up, then row 0
+    assert (overview["colour"]["zmin"], overview["colour"]["zmax"]) == (0, 2 * k)
+    assert len(json.dumps(overview)) < 3_000
     check_figures(at, q_len, k_len, k, q_offset)
 
 

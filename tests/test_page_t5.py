@@ -1,13 +1,17 @@
 """AppTest for the T5 page: defaults, every control at both ends, invalid settings, figure data."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
-from plotly_data import charts, customdata_field, decode, find, heatmap_values, trace
+from plotly_data import charts, customdata_field, decode, find, heatmap_values, overview_vector, trace
+from relviz.figures.toeplitz import OVERVIEW_MAX
+from relviz.views import display_block
 from relviz.positions import shaw_clip_index, t5_bucket, t5_bucket_map, t5_bucket_ranges
 from relviz.rope import load_presets
 
@@ -140,18 +144,15 @@ def test_map_equals_t5_bucket_map_for_chosen_settings():
 def test_large_lengths_overview_is_exact_and_figures_stay_small():
     q_len, k_len, q_offset = 1300, 1500, -40
     at = run(t5_q=q_len, t5_k=k_len, t5_off=q_offset, t5_nb=24, t5_md=300)
+    # The overview is drawn in the browser from the per-offset vector (tests/test_browser.py hovers its
+    # blocks against the full matrix): it carries exactly the library's buckets, the block and the window.
     overview = find(charts(at), "overview")
-    t = trace(overview)
-    block = t["meta"]["block"]
-    full = t5_bucket_map(q_len, k_len, num_buckets=24, max_distance=300, q_offset=q_offset,
-                         device="cpu").numpy().astype(np.float64)
-    z = decode(t["z"])
-    vmin, vmax = customdata_field(overview, "min"), customdata_field(overview, "max")
-    for a in range(0, z.shape[0], 5):
-        for b in range(z.shape[1]):
-            cells = full[a * block:(a + 1) * block, b * block:(b + 1) * block]
-            assert z[a, b] == pytest.approx(cells.mean(), rel=1e-6)
-            assert (vmin[a, b], vmax[a, b]) == (cells.min(), cells.max())
+    assert overview["kind"] == "overview" and overview["block"] == display_block(q_len, k_len, OVERVIEW_MAX)
+    offsets = torch.arange(-(q_len - 1), k_len) - q_offset
+    assert np.array_equal(overview_vector(overview),
+                          t5_bucket(offsets, num_buckets=24, max_distance=300, bidirectional=True).numpy())
+    assert overview["window"] == {"row0": 0, "col0": 0, "rows": 256, "cols": 256}
+    assert len(json.dumps(overview)) < 5_000   # runs of equal buckets: a few hundred numbers
     check_map(at, q_len, k_len, 24, 300, True, q_offset)
 
     at = run(t5_q=8192, t5_k=8192, t5_nb=128, t5_md=1024, t5_ws=512, t5_r0=7000, t5_c0=6900)

@@ -9,7 +9,8 @@
 // data.kind == "window": cell (r, c) of the window holds entry c − r + rows − 1 of each per-offset
 //   slice (pixels: colour index; fields[n].values: hover field n).
 // data.kind == "overview": the whole q_len × k_len matrix pooled in blocks of `block`; each block's
-//   mean, min and max come from the per-offset vector (a block's offsets form one contiguous range).
+//   mean, min and max come from the per-offset vector (sent as runs: a block's offsets form one
+//   contiguous range). A moved window only moves the rectangle: the picture is not recomputed.
 
 const FONT = "'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
 const STATES = new WeakMap();
@@ -91,8 +92,17 @@ function grid(data) {
 }
 
 // Overview: mean, min, max of block (R, C) from the per-offset vector (entry t: offset t − (q_len − 1)).
-function blockStats(data, R, C) {
-  const b = data.block, v = data.values, q = data.q_len;
+function expandRuns(runs) {
+  let total = 0;
+  for (const n of runs.lengths) total += n;
+  const out = new Float64Array(total);
+  let at = 0;
+  runs.values.forEach((value, k) => { out.fill(value, at, at + runs.lengths[k]); at += runs.lengths[k]; });
+  return out;
+}
+
+function blockStats(state, R, C) {
+  const data = state.data, b = data.block, v = state.values, q = data.q_len;
   const r0 = R * b, r1 = Math.min(r0 + b, data.q_len), c0 = C * b, c1 = Math.min(c0 + b, data.k_len);
   let sum = 0, lo = Infinity, hi = -Infinity;
   for (let d = c0 - (r1 - 1); d <= c1 - 1 - r0; d++) {
@@ -105,13 +115,14 @@ function blockStats(data, R, C) {
   return {mean: sum / ((r1 - r0) * (c1 - c0)), min: lo, max: hi, r0, r1, c0, c1};
 }
 
-function overviewLevels(data) {
+function overviewLevels(state) {
+  const data = state.data;
   const {rows, cols} = grid(data);
   const levels = new Uint8Array(rows * cols);
   const span = data.colour.zmax - data.colour.zmin;
   for (let R = 0; R < rows; R++) {
     for (let C = 0; C < cols; C++) {
-      const m = blockStats(data, R, C).mean;
+      const m = blockStats(state, R, C).mean;
       const level = span > 0 ? Math.round((m - data.colour.zmin) / span * 255) : 0;
       levels[R * cols + C] = Math.max(0, Math.min(255, level));
     }
@@ -125,7 +136,7 @@ function bitmap(state) {
   const rgb = palette(data.palette);
   const image = new ImageData(cols, rows);
   const px = image.data;
-  const levels = data.kind === "overview" ? overviewLevels(data) : null;
+  const levels = data.kind === "overview" ? overviewLevels(state) : null;
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
       const k = levels ? levels[r * cols + c] : data.pixels[c - r + rows - 1];
@@ -148,7 +159,7 @@ function axisTicks(first, count, lengthPx, shift, block) {
   const ticks = [];
   if (block > 1) {
     const every = Math.max(1, Math.ceil(count / Math.min(8, most)));
-    for (let k = 0; k < count; k += every) ticks.push({at: k, label: String(k * block + shift)});
+    for (let k = 0; k < count; k += every) ticks.push({at: k, label: minus(String(k * block + shift))});
     return ticks;
   }
   const start = Math.ceil(first / step) * step;
@@ -176,8 +187,10 @@ function layout(state, ctx, width) {
   const areaW = Math.max(40, width - left - right), areaH = Math.max(40, height - top - bottom);
   const cell = Math.min(areaW / cols, areaH / rows);
   const w = cell * cols, h = cell * rows;
+  // square cells: a narrow column shortens the picture instead of leaving empty space below it
+  const used = Math.min(height, Math.ceil(top + h + bottom));
   const x0 = left, y0 = top;
-  return {width, height, font, rows, cols, cell, x0, y0, w, h, rowFirst, colFirst, barWidth,
+  return {width, height: used, font, rows, cols, cell, x0, y0, w, h, rowFirst, colFirst, barWidth,
           barX: x0 + w + 14, barY: y0, barH: h};
 }
 
@@ -212,7 +225,7 @@ function paint(state, ctx, L, scale, forExport) {
   if (data.title) {
     ctx.font = "600 " + (data.title_font || 17) + "px " + FONT;
     ctx.textAlign = "left"; ctx.textBaseline = "middle";
-    ctx.fillText(data.title, 6, 20);
+    ctx.fillText(data.title, 6, 20, Math.max(60, L.width - 80)); // the PNG button sits at the right
   }
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(state.bitmap, L.x0, L.y0, L.w, L.h);
@@ -321,9 +334,10 @@ function download(state) {
 
 // --- Hover ----------------------------------------------------------------------------------------
 
-function hoverLines(data, r, c) {
+function hoverLines(state, r, c) {
+  const data = state.data;
   if (data.kind === "overview") {
-    const s = blockStats(data, r, c);
+    const s = blockStats(state, r, c);
     const range = (a, b) => (b - a > 1 ? minus(a) + "\u2013" + minus(b - 1) : minus(a));
     const q = data.q_offset;
     return [
@@ -353,7 +367,7 @@ function hover(state, event) {
   const c = Math.floor((x - L.x0) / L.cell), r = Math.floor((y - L.y0) / L.cell);
   if (c < 0 || r < 0 || c >= L.cols || r >= L.rows) { state.tip.style.display = "none"; return; }
   const tip = state.tip;
-  tip.replaceChildren(...hoverLines(state.data, r, c).map(line => {
+  tip.replaceChildren(...hoverLines(state, r, c).map(line => {
     const div = document.createElement("div");
     div.textContent = line;
     return div;
@@ -376,9 +390,14 @@ export default function (component) {
   }
   const signature = JSON.stringify(data);
   const changed = signature !== state.signature;
+  // everything but an overview's rectangle decides the picture
+  const picture = data.kind === "overview" ? JSON.stringify({...data, window: null, name: null}) : signature;
+  const fresh = picture !== state.picture;
   state.signature = signature;
+  state.picture = picture;
   state.data = data;
-  draw(state, true);
+  if (fresh && data.kind === "overview") state.values = expandRuns(data.runs);
+  draw(state, fresh);
   state.tip.style.display = "none";
   state.draws += 1;
   state.root.dataset.draws = String(state.draws);

@@ -17,9 +17,11 @@ from relviz.figures.toeplitz import (
     ToeplitzFigure,
     ToeplitzImage,
     ToeplitzOverview,
+    ToeplitzOverviewImage,
     Window,
     toeplitz_heatmap,
     toeplitz_overview,
+    toeplitz_overview_image,
     toeplitz_view,
 )
 from relviz.positions import offset_range, shaw_clip_offsets
@@ -79,11 +81,14 @@ def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
 
 
 def shaw_overview(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int = 0,
-                  window: Window | None = None, height: int = 400) -> ToeplitzOverview:
-    """Pooled overview of the lookup index, coloured like the index heatmap, window marked."""
-    return toeplitz_overview(values.index, q_len, k_len, value_label="index", q_offset=q_offset,
-                             window=window, value_range=(0, 2 * values.k), colorscale=PALETTE,
-                             title="overview of the lookup index (block means)", height=height)
+                  window: Window | None = None, height: int = 400,
+                  browser: bool = False) -> ToeplitzOverview | ToeplitzOverviewImage:
+    """Pooled overview of the lookup index, coloured like the index heatmap, window marked
+    (``browser=True``: described for the browser to draw, relviz.ui)."""
+    build = toeplitz_overview_image if browser else toeplitz_overview
+    return build(values.index, q_len, k_len, value_label="index", q_offset=q_offset,
+                 window=window, value_range=(0, 2 * values.k), colorscale=PALETTE,
+                 title="overview of the lookup index (block means)", height=height)
 
 
 

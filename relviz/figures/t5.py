@@ -19,9 +19,11 @@ from relviz.figures.toeplitz import (
     ToeplitzFigure,
     ToeplitzImage,
     ToeplitzOverview,
+    ToeplitzOverviewImage,
     Window,
     toeplitz_heatmap,
     toeplitz_overview,
+    toeplitz_overview_image,
     toeplitz_view,
 )
 from relviz.positions import BucketRange, offset_range, t5_bucket, t5_bucket_ranges, t5_config
@@ -82,10 +84,13 @@ def bucket_map(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0, 
 
 
 def bucket_overview(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0,
-                    window: Window | None = None, height: int = 430) -> ToeplitzOverview:
-    return toeplitz_overview(values.bucket, q_len, k_len, value_label="bucket", q_offset=q_offset, window=window,
-                             value_range=(0, values.num_buckets - 1), colorscale=PALETTE, height=height,
-                             title="overview of the bucket map (block means)")
+                    window: Window | None = None, height: int = 430,
+                    browser: bool = False) -> ToeplitzOverview | ToeplitzOverviewImage:
+    """Pooled overview of the bucket map (``browser=True``: described for the browser to draw, relviz.ui)."""
+    build = toeplitz_overview_image if browser else toeplitz_overview
+    return build(values.bucket, q_len, k_len, value_label="bucket", q_offset=q_offset, window=window,
+                 value_range=(0, values.num_buckets - 1), colorscale=PALETTE, height=height,
+                 title="overview of the bucket map (block means)")
 
 
 @dataclass(frozen=True)

@@ -376,7 +376,6 @@ class ToeplitzImage:
     height: int = 430
     x_title: str = KEY_AXIS
     y_title: str = QUERY_AXIS
-    dropped: tuple[str, ...] = field(default=())  # never any: hover is computed per offset in the browser
 
     @property
     def values(self) -> np.ndarray:
@@ -400,6 +399,22 @@ class ToeplitzImage:
         }
 
 
+def _continuous_range(values: np.ndarray, zmid: float | None) -> tuple[float, float]:
+    """The colour range of continuous values: their min and max, made symmetric about ``zmid`` if given."""
+    zmin, zmax = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    if zmid is not None:
+        half = max(zmax - zmid, zmid - zmin)
+        zmin, zmax = zmid - half, zmid + half
+    return zmin, zmax
+
+
+def _palette_256(colorscale: str | list) -> list[tuple[int, int, int]]:
+    """256 colours sampled evenly along a plotly colour scale (a name or [[fraction, colour], ...])."""
+    scale = plotly.colors.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale
+    return [_rgb(c) for c in plotly.colors.sample_colorscale([list(p) for p in scale],
+                                                             list(np.linspace(0.0, 1.0, 256)))]
+
+
 def _image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, colorscale: str | list,
                    zmid: float | None) -> tuple[np.ndarray, list[tuple[int, int, int]], dict] | None:
     """(colour index per offset, palette, colour-bar description), as :func:`_image_figure` colours a
@@ -417,13 +432,8 @@ def _image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, co
         colour = {"kind": "discrete", "lo": int(lo), "hi": int(hi), "tickvals": ticks,
                   "ticktext": [str(v).replace("-", "−") for v in ticks]}
         return (strip.astype(np.int64) - lo).astype(np.uint8), palette, colour
-    zmin, zmax = (float(strip.min()), float(strip.max())) if strip.size else (0.0, 1.0)
-    if zmid is not None:
-        half = max(zmax - zmid, zmid - zmin)
-        zmin, zmax = zmid - half, zmid + half
-    scale = plotly.colors.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale
-    palette = [_rgb(c) for c in plotly.colors.sample_colorscale([list(p) for p in scale],
-                                                                list(np.linspace(0.0, 1.0, 256)))]
+    zmin, zmax = _continuous_range(strip, zmid)
+    palette = _palette_256(colorscale)
     span = zmax - zmin
     levels = np.rint((strip.astype(np.float64) - zmin) / span * 255) if span > 0 else np.zeros(strip.shape)
     return np.clip(levels, 0, 255).astype(np.uint8), palette, {"kind": "continuous", "zmin": zmin, "zmax": zmax}
@@ -550,13 +560,8 @@ def _image_figure(heatmap: go.Figure, values: np.ndarray, discrete_range: tuple[
         bar = dict(z=[[0]], zmin=heat.zmin, zmax=heat.zmax)
         meta = {"image": {"kind": "discrete", "lo": int(lo)}}
     else:
-        zmin, zmax = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
-        if zmid is not None:
-            half = max(zmax - zmid, zmid - zmin)
-            zmin, zmax = zmid - half, zmid + half
-        scale = heat.colorscale if not isinstance(heat.colorscale, str) else plotly.colors.get_colorscale(heat.colorscale)
-        palette = [_rgb(c) for c in plotly.colors.sample_colorscale([list(p) for p in scale],
-                                                                    list(np.linspace(0.0, 1.0, 256)))]
+        zmin, zmax = _continuous_range(values, zmid)
+        palette = _palette_256(heat.colorscale)
         span = zmax - zmin
         levels = np.rint((values.astype(np.float64) - zmin) / span * 255) if span > 0 else np.zeros(values.shape)
         indices = np.clip(levels, 0, 255).astype(np.uint8)
@@ -578,6 +583,10 @@ def _image_figure(heatmap: go.Figure, values: np.ndarray, discrete_range: tuple[
 class ToeplitzOverview:
     figure: go.Figure
     pooled: PooledView
+
+    @property
+    def block(self) -> int:
+        return self.pooled.block
 
 
 def _range_label(start: int, stop: int) -> str:
@@ -657,3 +666,77 @@ def toeplitz_overview(
         for line in (dict(color="white", width=3), dict(color="black", width=1.5, dash="dot")):
             figure.add_shape(type="rect", xref="x", yref="y", line=line, fillcolor="rgba(0,0,0,0)", **corners)
     return ToeplitzOverview(figure, pooled)
+
+
+def run_lengths(values: np.ndarray) -> tuple[list, list[int]]:
+    """(value of each run, its length): the exact, compact form of a per-offset vector (clipped indices and
+    T5 buckets are long runs of one value). np.repeat(values, lengths) gives the vector back."""
+    values = np.asarray(values)
+    if values.size == 0:
+        return [], []
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    lengths = np.diff(np.r_[starts, values.size])
+    return _json_numbers(values[starts]), lengths.astype(np.int64).tolist()
+
+
+@dataclass(frozen=True)
+class ToeplitzOverviewImage:
+    """The pooled overview described for the browser: the whole per-offset vector (as runs), the block
+    size and the window's rectangle. The canvas component computes each block's exact mean (colour, hover),
+    min and max (hover) from the vector, since a block's offsets form one contiguous range."""
+
+    per_offset: np.ndarray
+    q_len: int
+    k_len: int
+    q_offset: int
+    block: int
+    window: Window | None
+    palette: tuple[tuple[int, int, int], ...]
+    zmin: float
+    zmax: float
+    value_label: str
+    title: str = ""
+    height: int = 430
+
+    def payload(self) -> dict:
+        values, lengths = run_lengths(self.per_offset)
+        integer = np.issubdtype(self.per_offset.dtype, np.integer)
+        w = self.window
+        return {
+            "kind": "overview", "q_len": self.q_len, "k_len": self.k_len, "q_offset": self.q_offset,
+            "block": self.block, "runs": {"values": values, "lengths": lengths},
+            "window": None if w is None else {"row0": w.row0, "col0": w.col0, "rows": w.rows, "cols": w.cols},
+            "palette": _hex_palette(self.palette),
+            "colour": {"kind": "continuous", "zmin": self.zmin, "zmax": self.zmax,
+                       "title": f"{self.value_label} (block mean)"},
+            "format": "d" if integer else ".4g", "value_label": self.value_label, "title": self.title,
+            "height": self.height, "x_title": f"{KEY_AXIS} (blocks of {self.block})",
+            "y_title": f"{QUERY_AXIS} (blocks of {self.block})", "font": READABLE_FONT,
+            "title_font": READABLE_TITLE,
+        }
+
+
+def toeplitz_overview_image(
+    per_offset: np.ndarray,
+    q_len: int,
+    k_len: int,
+    *,
+    value_label: str,
+    q_offset: int = 0,
+    window: Window | None = None,
+    value_range: tuple[float, float] | None = None,
+    colorscale: str | list = "Viridis",
+    zmid: float | None = None,
+    max_cells: int = OVERVIEW_MAX,
+    title: str = "",
+    height: int = 430,
+) -> ToeplitzOverviewImage:
+    """:func:`toeplitz_overview` (same arguments, same picture and hover) for the browser to draw: O(runs of
+    the per-offset vector) numbers, the same for every window position but the rectangle's four."""
+    per_offset, _ = _checked(per_offset, q_len, k_len, None)
+    block = display_block(q_len, k_len, max_cells)
+    # block means lie within the values' range
+    zmin, zmax = (float(v) for v in value_range) if value_range is not None else _continuous_range(per_offset, zmid)
+    palette = _palette_256(colorscale)
+    return ToeplitzOverviewImage(per_offset, q_len, k_len, q_offset, block, window, tuple(palette), zmin, zmax,
+                                 value_label, title, height)
