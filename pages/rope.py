@@ -80,10 +80,18 @@ def frequencies(key: tuple, length: int) -> tuple[np.ndarray, np.ndarray, float]
     return inv_freq.numpy(), plain.numpy(), scaling
 
 
+SHOWN_MAX = 256  # the largest 'positions shown'
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
+def all_scores(key: tuple, length: int, same: bool, seed: int) -> ContentScores:
+    """The SHOWN_MAX × SHOWN_MAX scores of random unit q, k, per offset, checked against brute-force
+    rotation; moving 'positions shown' takes their top-left block (``head``) instead of computing again."""
+    return content_scores(config_of(key), length, SHOWN_MAX, same=same, seed=seed)
+
+
 def scores(key: tuple, length: int, window: int, same: bool, seed: int) -> ContentScores:
-    """The window × window scores of random unit q, k, per offset, checked against brute-force rotation."""
-    return content_scores(config_of(key), length, window, same=same, seed=seed)
+    return all_scores(key, length, same, seed).head(window)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -212,7 +220,7 @@ with ui.user_errors():
 
     st.subheader("2 · Why RoPE is relative: the score matrix is Toeplitz")
     t1, t2, t3 = st.columns(3)
-    window = int(t1.slider("positions shown", 8, 256, 48, step=8, key=f"{P}_L", bind="query-params"))
+    window = int(t1.slider("positions shown", 8, SHOWN_MAX, 48, step=8, key=f"{P}_L", bind="query-params"))
     same = t2.toggle("same content q = k", value=True, key=f"{P}_same", bind="query-params",
                      help="The same vector at every position (q for queries, k for keys).")
     seed = int(t3.number_input("seed", 0, 9999, 0, key=f"{P}_seed", bind="query-params"))

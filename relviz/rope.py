@@ -516,21 +516,36 @@ def rotated_scores(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, win
 class ContentScores:
     """One head's scores for fixed content q, k at every position: a Toeplitz matrix, checked live.
 
-    ``per_offset`` [2W − 1] holds entry (i, j) at index j − i + W − 1; ``spread`` is the largest
-    |brute force − per offset| over the W × W matrix (float32 rotation against float64 per offset).
+    ``per_offset`` [2W − 1] holds entry (i, j) at index j − i + W − 1; ``spreads`` [W] holds, at n − 1,
+    the largest |brute force − per offset| over the top-left n × n block (float32 rotation against
+    float64 per offset), so ``head`` gives any smaller window with its own check, computed once.
     """
 
     per_offset: torch.Tensor
-    spread: float
+    spreads: torch.Tensor
     attention_scaling: float
 
     @property
     def window(self) -> int:
         return (self.per_offset.shape[0] + 1) // 2
 
+    @property
+    def spread(self) -> float:
+        """The largest |brute force − per offset| over the whole W × W matrix."""
+        return float(self.spreads[-1])
+
     def matrix(self) -> torch.Tensor:
         """[W, W] the score matrix, expanded from the per-offset scores."""
         return expand_toeplitz(self.per_offset, self.window, self.window)
+
+    def head(self, window: int) -> ContentScores:
+        """The scores at positions 0 … window − 1: the top-left window × window block. It is what
+        ``content_scores`` gives for that window (to float64 rounding): a position's rotation does not
+        depend on how many positions are shown."""
+        window = check_int("window", window, minimum=1, maximum=self.window)
+        middle = self.window - 1
+        return ContentScores(self.per_offset[middle - (window - 1):middle + window], self.spreads[:window],
+                             self.attention_scaling)
 
 
 def content_scores(config: RopeConfig, length: int, window: int, *, same: bool = True,
@@ -544,8 +559,10 @@ def content_scores(config: RopeConfig, length: int, window: int, *, same: bool =
     q, k = random_content(config.head_dim, same=same, seed=seed)
     _, per_offset = score_matrix(q, k, inv_freq, window, attention_scaling=scaling)              # [2W − 1]
     brute = rotated_scores(q, k, inv_freq, window, attention_scaling=scaling)                     # [W, W]
-    spread = float((brute - expand_toeplitz(per_offset, window, window)).abs().max())
-    return ContentScores(per_offset, spread, scaling)
+    gap = (brute - expand_toeplitz(per_offset, window, window)).abs()                             # [W, W]
+    # block n × n = block (n − 1)² + row n − 1 up to its diagonal + column n − 1 down to it
+    edge = torch.maximum(gap.tril().amax(dim=1), gap.triu().amax(dim=0))                          # [W]
+    return ContentScores(per_offset, edge.cummax(dim=0).values, scaling)
 
 
 def decay_distances(length: int, points: int = 600) -> torch.Tensor:

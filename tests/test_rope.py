@@ -263,6 +263,21 @@ def test_content_scores_are_toeplitz_and_equal_brute_force_rotation(preset, leng
         assert scores.per_offset[39].item() == pytest.approx(scaling ** 2)              # cos = 1 at j − i = 0
 
 
+def test_a_smaller_window_is_the_top_left_block_with_its_own_check():
+    """The page computes the largest window once and shows smaller ones as its head."""
+    config = rope_presets()["phi-3-mini-128k"][1]
+    full = content_scores(config, 8192, 64, same=False, seed=3)
+    for window in (1, 2, 17, 64):
+        direct, head = content_scores(config, 8192, window, same=False, seed=3), full.head(window)
+        assert head.window == window
+        assert (head.per_offset - direct.per_offset).abs().max().item() < 1e-12    # float64 sums' rounding
+        assert head.spread == pytest.approx(direct.spread, abs=1e-12)      # same check, same block
+        assert torch.equal(head.matrix(), full.matrix()[:window, :window])
+    assert bool((full.spreads[1:] >= full.spreads[:-1]).all())
+    with pytest.raises(ValueError, match="window"):
+        full.head(65)
+
+
 def test_every_preset_computes_the_pages_views_at_the_longest_length():
     longest = 1 << 20
     for preset_id, (_, config, _) in rope_presets().items():
