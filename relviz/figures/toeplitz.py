@@ -19,6 +19,7 @@ first, and reported in ``ToeplitzFigure.dropped`` so the page can say so.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import itertools
 import math
@@ -408,11 +409,18 @@ def _continuous_range(values: np.ndarray, zmid: float | None) -> tuple[float, fl
     return zmin, zmax
 
 
-def _palette_256(colorscale: str | list) -> list[tuple[int, int, int]]:
+def _palette_256(colorscale: str | Sequence) -> list[tuple[int, int, int]]:
     """256 colours sampled evenly along a plotly colour scale (a name or [[fraction, colour], ...])."""
+    key = colorscale if isinstance(colorscale, str) else tuple((float(f), str(c)) for f, c in colorscale)
+    return list(_sampled_palette(key))
+
+
+@functools.lru_cache(maxsize=32)
+def _sampled_palette(colorscale: str | tuple) -> tuple[tuple[int, int, int], ...]:
+    """:func:`_palette_256`, cached: plotly's sampling takes ~10-40 ms, a slider move pays it otherwise."""
     scale = plotly.colors.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale
-    return [_rgb(c) for c in plotly.colors.sample_colorscale([list(p) for p in scale],
-                                                             list(np.linspace(0.0, 1.0, 256)))]
+    return tuple(_rgb(c) for c in plotly.colors.sample_colorscale([list(p) for p in scale],
+                                                                  list(np.linspace(0.0, 1.0, 256))))
 
 
 def _image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, colorscale: str | list,
