@@ -177,9 +177,8 @@ def _causal_offsets(per_offset: torch.Tensor, length: int, causal: bool) -> torc
     return per_offset.masked_fill(future, float("-inf"))
 
 
-#: Queries per chunk on the fused paths whose bias depends on q (skew, Shaw) or that are causal
-#: (128–512 measured alike).
-FUSED_CHUNK = 256
+#: Queries per chunk on the fused paths whose bias depends on q (skew, Shaw) or that are causal.
+FUSED_CHUNK = 128
 
 
 def _chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias, *, causal: bool,
@@ -190,19 +189,28 @@ def _chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias,
     0..keys − 1, with −inf on masked keys: [B or 1, H, stop − start, keys] (``reverse``: its rows
     run from query stop − 1 down to start). Causal: a chunk needs only keys 0..stop − 1, so
     future blocks are never computed (about half the work), and no bias is ever larger than
-    [B, H, chunk, L].
+    [B, H, chunk, L]. Each chunk's output is copied into one [B, H, L, D] tensor as it comes
+    (no list of chunk outputs and no concatenation: one output and one chunk alive at a time).
     """
     length = q.shape[-2]
-    outputs = []
+    if FUSED_CHUNK >= length:                                   # one chunk: no copy at all
+        return _sdpa_chunk(q, k, v, chunk_bias(0, length, length), scale=scale, reverse=reverse)
+    output = q.new_empty(q.shape)                                # [B, H, L, D]
     for start in range(0, length, FUSED_CHUNK):
         stop = min(start + FUSED_CHUNK, length)
         keys = stop if causal else length
-        queries = q[..., start:stop, :]
-        out = torch.nn.functional.scaled_dot_product_attention(
-            queries.flip(-2) if reverse else queries, k[..., :keys, :], v[..., :keys, :],
-            attn_mask=chunk_bias(start, stop, keys), scale=scale)
-        outputs.append(out.flip(-2) if reverse else out)
-    return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-2)      # [B, H, L, D]
+        output[..., start:stop, :] = _sdpa_chunk(q[..., start:stop, :], k[..., :keys, :], v[..., :keys, :],
+                                                 chunk_bias(start, stop, keys), scale=scale, reverse=reverse)
+    return output
+
+
+def _sdpa_chunk(queries: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, *, scale: float,
+                reverse: bool) -> torch.Tensor:
+    """One chunk's SDPA; ``reverse``: the bias's rows run backwards, so the queries do too."""
+    if not reverse:
+        return torch.nn.functional.scaled_dot_product_attention(queries, k, v, attn_mask=bias, scale=scale)
+    out = torch.nn.functional.scaled_dot_product_attention(queries.flip(-2), k, v, attn_mask=bias, scale=scale)
+    return out.flip(-2)
 
 
 def _sdpa_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor,
@@ -312,6 +320,41 @@ def _causal_index_sums(weights: torch.Tensor, used: int) -> torch.Tensor:
     return torch.cat([1 - band.sum(-1, keepdim=True), band], dim=-1)
 
 
+def _shaw_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor, *, used: int,
+               causal: bool, scale: float) -> torch.Tensor:
+    """Shaw's key term as SDPA's bias, in query chunks (:func:`_chunked_sdpa`).
+
+    rel_k: the used rows, already scaled ([size, D]; row c is offset c − used). Every key farther
+    back than ``used`` shares row 0, so each row's logits are shifted by −q_i·rel_k[0] (a constant
+    per row leaves the softmax unchanged): the far past then has bias exactly 0, and only a band
+    of chunk + used keys per chunk (or + 2·used, not causal) is gathered; the rest of the bias is
+    zeros (and, not causal, the far future's constant), written by one concatenation.
+    """
+    length = q.shape[-2]
+    rel = torch.matmul(q, rel_k.transpose(0, 1))                                 # [B, H, L, size]
+    size = rel.shape[-1]
+    rel = rel - rel[..., :1]                                                     # column 0 (far past) -> 0
+    if causal:   # one more column, −inf, for the future keys: the gather masks them too
+        rel = torch.cat([rel, rel.new_full((*rel.shape[:-1], 1), float("-inf"))], dim=-1)   # [B, H, L, size + 1]
+    offsets = torch.arange(length, device=q.device)
+
+    def chunk_bias(start: int, stop: int, keys: int) -> torch.Tensor:
+        low, high = max(0, start - used), min(keys, stop + used)                 # the band's keys
+        relative = offsets[None, low:high] - offsets[start:stop, None]           # [n, high − low], j − i
+        index = relative.clamp(-used, 0 if causal else used) + used
+        if causal:
+            index = index.masked_fill_(relative > 0, size)                        # the −inf column
+        chunk_rel = rel[..., start:stop, :]
+        band = torch.gather(chunk_rel, -1, index.expand(*chunk_rel.shape[:2], *index.shape))
+        parts = [band]
+        if low > 0:                                                                # keys < start − used: 0
+            parts.insert(0, band.new_zeros(()).expand(*band.shape[:-1], low))
+        if high < keys:                                                            # keys > stop − 1 + used
+            parts.append(chunk_rel[..., size - 1:size].expand(*band.shape[:-1], keys - high))
+        return torch.cat(parts, dim=-1) if len(parts) > 1 else band              # [B, H, n, keys]
+    return _chunked_sdpa(q, k, v, chunk_bias, causal=causal, scale=scale)
+
+
 def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor,
                    rel_v: torch.Tensor | None = None, *, clip: int, causal: bool = False,
                    scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
@@ -356,30 +399,20 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     else:
         rows = slice(clip - used, clip + used + 1)
     size = rows.stop - rows.start
-    scaled = q * scale
-    rel_logits = torch.matmul(scaled, rel_k[rows].transpose(0, 1))      # [B, H, L, size]
-
     if rel_v is None and not need_weights:
         _check_finite_tables(rel_k)
         if backend == "flex":
+            rel_logits = torch.matmul(q, (rel_k[rows] * scale).transpose(0, 1))      # [B, H, L, size]
+
             def score_mod(score, b, h, q_idx, kv_idx):
                 column = (kv_idx - q_idx).clamp(-used, 0 if causal else used) + used
                 score = score + rel_logits[b, h, q_idx, column]
                 return torch.where(kv_idx <= q_idx, score, float("-inf")) if causal else score
             return _check_fused_output(_flex(q, k, v, score_mod, scale, (rel_k,))), None
-        if causal:   # one more column, −inf, for the future keys: the gather masks them too
-            rel_logits = torch.cat([rel_logits, rel_logits.new_full((*rel_logits.shape[:-1], 1), float("-inf"))],
-                                   dim=-1)                                       # [B, H, L, size + 1]
-        offsets = torch.arange(length, device=q.device)
-
-        def chunk_bias(start: int, stop: int, keys: int) -> torch.Tensor:
-            relative = offsets[None, :keys] - offsets[start:stop, None]          # [chunk, keys], j − i
-            index = relative.clamp(-used, 0 if causal else used) + used
-            if causal:
-                index = index.masked_fill_(relative > 0, size)                    # the −inf column
-            return torch.gather(rel_logits[..., start:stop, :], -1,
-                                index.expand(batch, heads, stop - start, keys))   # [B, H, chunk, keys]
-        return _check_fused_output(_chunked_sdpa(q, k, v, chunk_bias, causal=causal, scale=scale)), None
+        return _check_fused_output(_shaw_sdpa(q, k, v, rel_k[rows] * scale, used=used, causal=causal,
+                                              scale=scale)), None
+    scaled = q * scale
+    rel_logits = torch.matmul(scaled, rel_k[rows].transpose(0, 1))      # [B, H, L, size]
 
     index = shaw_clip_index(length, k=used, device=q.device)          # [L, L], values 0..2·used
     if causal:
@@ -431,23 +464,28 @@ def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: 
 # Music Transformer
 
 
-def _skew_chunk_bias(scaled: torch.Tensor, table: torch.Tensor, start: int, stop: int, keys: int) -> torch.Tensor:
+def _skew_chunk_bias(q: torch.Tensor, extended: torch.Tensor, start: int, stop: int, keys: int) -> torch.Tensor:
     """Queries start..stop − 1 of the causal skew bias, keys 0..stop − 1, −inf above the diagonal:
     a strided view of q·E_rᵀ, the skew without its copy.
 
-    qer = q_chunk · [E_r rows for distances −(stop − 1)..0; a zero row]ᵀ is [B, H, n, stop + 1]
-    (column c: distance c − (stop − 1); column stop: the pad). Read with row stride stop instead
-    of stop + 1 from column stop − 1 − start, entry (i, j) lands on distance j − i for j ≤ i, on the
-    pad for j = i + 1, and for j ≥ i + 2 on the next row's distances beyond its own query (keys
-    before 0). Those and the pad are set to −inf: the view is then exactly the masked bias.
+    ``extended`` is [L + 1, D]: scale · E_r's rows for distances −(L − 1)..0, then a zero row (the
+    scale is folded into the table, so q is never scaled: no [B, H, L, D] copy). qer = q_chunk ·
+    extended[L − stop:]ᵀ is [B, H, n, stop + 1] (column c: distance c − (stop − 1); column stop:
+    the pad). Read with row stride stop instead of stop + 1 from column stop − 1 − start, entry
+    (i, j) lands on distance j − i for j ≤ i, on the pad for j = i + 1, and for j ≥ i + 2 on the
+    next row's distances beyond its own query (keys before 0). Those are the columns c < stop − 1 − i,
+    a triangle within the first n − 1 columns; they and the pad are set to −inf (in place, only
+    there): the view is then exactly the masked bias.
     """
-    length, dim = table.shape
-    extended = torch.cat([table[length - stop:], table.new_zeros(1, dim)])        # [stop + 1, D]
-    qer = torch.matmul(scaled[..., start:stop, :], extended.transpose(0, 1))      # [B, H, n, stop + 1]
-    rows = torch.arange(start, stop, device=qer.device)[:, None]
-    columns = torch.arange(stop + 1, device=qer.device)[None, :]
-    qer = qer.masked_fill_((columns == stop) | (columns < stop - 1 - rows), float("-inf"))
-    batch, heads, n, width = qer.shape
+    length = extended.shape[0] - 1
+    n = stop - start
+    qer = torch.matmul(q[..., start:stop, :], extended[length - stop:].transpose(0, 1))   # [B, H, n, stop + 1]
+    qer[..., stop] = float("-inf")                                                     # the pad column
+    if n > 1:
+        rows = torch.arange(n, device=qer.device)[:, None]
+        columns = torch.arange(n - 1, device=qer.device)[None, :]
+        qer[..., :n - 1].masked_fill_(columns < n - 1 - rows, float("-inf"))            # keys before 0
+    batch, heads, _, width = qer.shape
     return qer.as_strided((batch, heads, n, stop), (heads * n * width, n * width, stop, 1),
                           qer.storage_offset() + stop - 1 - start)
 
@@ -485,18 +523,19 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
     e_r = _check_table("e_r", e_r, q, e_r.shape[0], dim, "M, D")
     table = distance_table(e_r, length)                                # distances −(L−1)..0
 
-    scaled = q * scale
     if not need_weights:
         _check_finite_tables(e_r)
         if backend == "flex":
-            qer = torch.matmul(scaled, table.transpose(0, 1))          # [B, H, L, L], column = distance + L − 1
+            qer = torch.matmul(q, (table * scale).transpose(0, 1))     # [B, H, L, L], column = distance + L − 1
 
             def score_mod(score, b, h, q_idx, kv_idx):
                 score = score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
                 return torch.where(kv_idx <= q_idx, score, float("-inf"))
             return _check_fused_output(_flex(q, k, v, score_mod, scale, (e_r,))), None
-        return _check_fused_output(_chunked_sdpa(q, k, v, partial(_skew_chunk_bias, scaled, table),
+        extended = torch.cat([table * scale, table.new_zeros(1, dim)])                # [L + 1, D]
+        return _check_fused_output(_chunked_sdpa(q, k, v, partial(_skew_chunk_bias, q, extended),
                                                  causal=True, scale=scale)), None
+    scaled = q * scale
     relative = skew(torch.matmul(scaled, table.transpose(0, 1)))      # exact for j ≤ i (column = distance + L − 1)
     logits = _plus_scores(relative, scaled, k)                         # [B, H, L, L]
     del relative
