@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from functools import partial
+from functools import lru_cache, partial
 
 import torch
 
@@ -235,7 +235,8 @@ _COMPILED_FLEX = None
 
 
 def _flex_attention():
-    """flex_attention compiled once per process (the compile takes seconds to a minute)."""
+    """flex_attention compiled once per process (the compile takes seconds to a minute; each new
+    length or score_mod recompiles, as dynamic=True does not compile on CPU in torch 2.13)."""
     global _COMPILED_FLEX
     if _COMPILED_FLEX is None:
         from torch.nn.attention.flex_attention import flex_attention
@@ -243,9 +244,21 @@ def _flex_attention():
     return _COMPILED_FLEX
 
 
+def _future_is_hidden(b, h, q_idx, kv_idx):
+    return kv_idx <= q_idx
+
+
+@lru_cache(maxsize=8)
+def _causal_block_mask(length: int, device: str):
+    """FlexAttention's causal BlockMask for [L, L]: blocks wholly in the future are skipped."""
+    from torch.nn.attention.flex_attention import create_block_mask
+    return create_block_mask(_future_is_hidden, None, None, length, length, device=device)
+
+
 def _flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod, scale: float,
-          tables: tuple[torch.Tensor | None, ...]) -> torch.Tensor:
-    """Compiled FlexAttention with ``score_mod`` (which adds the relative term and masks).
+          tables: tuple[torch.Tensor | None, ...], causal: bool) -> torch.Tensor:
+    """Compiled FlexAttention with ``score_mod`` (which adds the relative term); causal: a block
+    mask hides the future keys and skips the blocks above the diagonal.
 
     On CPU torch has FlexAttention's forward only: backward raises NotImplementedError, so a
     call that would need gradients is refused here, with the way out.
@@ -254,7 +267,8 @@ def _flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod, scale: f
     if needs_grad and q.device.type == "cpu":
         raise ValueError("backend='flex' has no backward on CPU (torch raises NotImplementedError): "
                          "use backend='sdpa' for training, or run under torch.no_grad()")
-    return _flex_attention()(q, k, v, score_mod=score_mod, scale=scale)
+    block_mask = _causal_block_mask(q.shape[-2], str(q.device)) if causal else None
+    return _flex_attention()(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
 
 
 def _fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
@@ -265,9 +279,8 @@ def _fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset
     per_offset = per_offset.to(q.dtype)
     if backend == "flex":
         def score_mod(score, b, h, q_idx, kv_idx):
-            score = score + per_offset[h, kv_idx - q_idx + length - 1]
-            return torch.where(kv_idx <= q_idx, score, float("-inf")) if causal else score
-        return _check_fused_output(_flex(q, k, v, score_mod, scale, (per_offset,)))
+            return score + per_offset[h, kv_idx - q_idx + length - 1]
+        return _check_fused_output(_flex(q, k, v, score_mod, scale, (per_offset,), causal))
     return _check_fused_output(_sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale, causal))
 
 
@@ -405,10 +418,8 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
             rel_logits = torch.matmul(q, (rel_k[rows] * scale).transpose(0, 1))      # [B, H, L, size]
 
             def score_mod(score, b, h, q_idx, kv_idx):
-                column = (kv_idx - q_idx).clamp(-used, 0 if causal else used) + used
-                score = score + rel_logits[b, h, q_idx, column]
-                return torch.where(kv_idx <= q_idx, score, float("-inf")) if causal else score
-            return _check_fused_output(_flex(q, k, v, score_mod, scale, (rel_k,))), None
+                return score + rel_logits[b, h, q_idx, (kv_idx - q_idx).clamp(-used, 0 if causal else used) + used]
+            return _check_fused_output(_flex(q, k, v, score_mod, scale, (rel_k,), causal)), None
         return _check_fused_output(_shaw_sdpa(q, k, v, rel_k[rows] * scale, used=used, causal=causal,
                                               scale=scale)), None
     scaled = q * scale
@@ -529,9 +540,8 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
             qer = torch.matmul(q, (table * scale).transpose(0, 1))     # [B, H, L, L], column = distance + L − 1
 
             def score_mod(score, b, h, q_idx, kv_idx):
-                score = score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
-                return torch.where(kv_idx <= q_idx, score, float("-inf"))
-            return _check_fused_output(_flex(q, k, v, score_mod, scale, (e_r,))), None
+                return score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
+            return _check_fused_output(_flex(q, k, v, score_mod, scale, (e_r,), True)), None
         extended = torch.cat([table * scale, table.new_zeros(1, dim)])                # [L + 1, D]
         return _check_fused_output(_chunked_sdpa(q, k, v, partial(_skew_chunk_bias, q, extended),
                                                  causal=True, scale=scale)), None

@@ -603,20 +603,24 @@ def test_fused_t5_and_alibi_never_build_the_l_by_l_bias() -> None:
 @pytest.mark.parametrize("chunk", [1, 3, 4])
 def test_fused_paths_in_query_chunks_match_the_weights_path(chunk: int, monkeypatch) -> None:
     """Several query chunks (each seeing only keys up to its last query when causal), the skew bias
-    as a strided view of q·E_rᵀ, T5's and ALiBi's per-offset views: same output and gradients as
-    the weights path."""
+    as a strided view of q·E_rᵀ, Shaw's band gathered between zeros and the far future's constant
+    (clip 3 of length 10; 0; 12, past the length), T5's and ALiBi's per-offset views: same output
+    and gradients as the weights path."""
     monkeypatch.setattr(attention_module, "FUSED_CHUNK", chunk)
     gen = torch.Generator().manual_seed(chunk)
     q, k, v = (torch.randn(2, 3, 10, 5, generator=gen, dtype=torch.float64, requires_grad=True) for _ in range(3))
     tables = {"skew": torch.randn(4, 5, generator=gen, dtype=torch.float64, requires_grad=True),
               "skew_long": torch.randn(13, 5, generator=gen, dtype=torch.float64, requires_grad=True),
-              "shaw": torch.randn(7, 5, generator=gen, dtype=torch.float64, requires_grad=True)}
+              "shaw": torch.randn(7, 5, generator=gen, dtype=torch.float64, requires_grad=True),
+              "shaw_clip0": torch.randn(1, 5, generator=gen, dtype=torch.float64, requires_grad=True),
+              "shaw_clip12": torch.randn(25, 5, generator=gen, dtype=torch.float64, requires_grad=True)}
     calls = [(tables["skew"], lambda w: fused.skew_attention(q, k, v, tables["skew"], need_weights=w)),
              (tables["skew_long"], lambda w: fused.skew_attention(q, k, v, tables["skew_long"], need_weights=w))]
     t5_table = torch.randn(8, 3, generator=gen, dtype=torch.float64, requires_grad=True)
     for causal in (True, False):
-        calls.append((tables["shaw"], lambda w, c=causal: fused.shaw_attention(q, k, v, tables["shaw"], clip=3,
-                                                                                 causal=c, need_weights=w)))
+        for name, clip in (("shaw", 3), ("shaw_clip0", 0), ("shaw_clip12", 12)):   # band inside, empty, all keys
+            calls.append((tables[name], lambda w, c=causal, n=name, m=clip: fused.shaw_attention(
+                q, k, v, tables[n], clip=m, causal=c, need_weights=w)))
         calls.append((t5_table, lambda w, c=causal: fused.t5_attention(q, k, v, t5_table, num_buckets=8, max_distance=6,
                                                                          bidirectional=not c, causal=c, need_weights=w)))
         calls.append((q, lambda w, c=causal: fused.alibi_attention(q, k, v, causal=c, need_weights=w)))
