@@ -324,8 +324,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"run only this section (repeatable); one of: {', '.join(names)}")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument("--no-flex", action="store_true",
-                        help="leave out the compiled FlexAttention column of the fused section "
-                             "(it compiles once per case, 15-50 s each on CPU)")
+                        help="leave out the compiled FlexAttention columns of the fused section "
+                             "(each length and score_mod compiles, 5-15 s each on CPU)")
 
 
 def run(args: argparse.Namespace) -> int:

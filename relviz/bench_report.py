@@ -62,7 +62,7 @@ class SectionResult:
 class BenchContext:
     quick: bool
     log: Callable[[str], None]
-    #: time torch.compile(flex_attention) beside relviz (each case compiles for 15-50 s on CPU)
+    #: time torch.compile(flex_attention) beside relviz (each length compiles for 5-15 s on CPU)
     flex: bool = True
 
 

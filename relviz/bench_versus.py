@@ -2,10 +2,11 @@
 
 - ``fused``: every attention function's fused path (the default, need_weights=False) against
   scaled_dot_product_attention with the bias already built (the floor for "SDPA plus a bias"),
-  compiled FlexAttention with a score_mod and a causal block mask, and relviz's own weights
-  path (need_weights=True, what the app draws). Time: the implementations take turns in one
-  fresh process (rounds interleaved, so machine load hits them alike). Memory: one fresh process
-  per implementation, Δpeak = the resident-set peak the forward adds.
+  compiled FlexAttention with a score_mod and a causal block mask (and relviz's own
+  backend="flex"), and relviz's own weights path (need_weights=True, what the app draws).
+  Time: the implementations take turns in one fresh process per function (rounds interleaved,
+  so machine load hits them alike). Memory: one fresh process per implementation and length,
+  Δpeak = the resident-set peak a (second) forward adds.
 - ``t5bias``: positions.t5_bias (per offset, expanded once) against the previous per-cell build
   (int64 bucket map + gather), Hugging Face's ``T5Attention.compute_bias`` and an
   x-transformers-style build, all in one process, values checked identical.
@@ -23,12 +24,14 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 
+from relviz.attention import FUSED_CHUNK
 from relviz.bench_report import (BenchContext, Column, SectionResult, Target, mb, ms, proc_status,
                                  reset_peak_rss, time_in_turns)
 
@@ -36,7 +39,9 @@ B, H, D = 1, 8, 64
 FUNCTIONS = ("t5", "alibi", "skew", "shaw", "shaw_kv")
 #: The model section's schemes with --quick (every scheme otherwise): no position, a learned bias, a vector table.
 QUICK_MODEL_SCHEMES = ("none", "t5", "shaw")
-IMPLS = ("relviz", "sdpa_prebuilt", "flex", "weights")
+IMPLS = ("relviz", "sdpa_prebuilt", "flex", "relviz_flex", "weights")
+#: The implementations that torch.compile FlexAttention (left out by --no-flex and --quick).
+FLEX_IMPLS = ("flex", "relviz_flex")
 TIME_TARGET = 1.2
 
 
@@ -151,48 +156,76 @@ def _impl_call(function: str, impl: str, x: dict[str, Any]) -> Callable[[], torc
     if impl == "sdpa_prebuilt":
         bias = _prebuilt_bias(function, x)
         return lambda: F.scaled_dot_product_attention(x["q"], x["k"], x["v"], attn_mask=bias)
+    if impl == "relviz_flex":
+        return _relviz_call(function, x, backend="flex")
     return _flex_call(function, x)
 
 
+def _allow_recompiles() -> None:
+    """Every length and score_mod recompiles flex_attention (dynamic=True does not compile on CPU in
+    torch 2.13): without a higher limit dynamo would fall back to eager after 8 and time that."""
+    import torch._dynamo
+    torch._dynamo.config.recompile_limit = 64
+    torch._dynamo.config.accumulated_recompile_limit = 512
+
+
 def run_time_case(spec: dict[str, Any]) -> dict[str, Any]:
-    """All implementations of one (function, L), timed in turns in this process."""
-    function, length, rounds = spec["function"], spec["L"], spec["rounds"]
+    """All implementations of one function at each length, timed in turns in this process.
+
+    One process per function: torch, dynamo and inductor start once, and each length's compile of
+    FlexAttention is its own first call (the first length's also pays dynamo's start-up)."""
+    function, rounds = spec["function"], spec["rounds"]
+    if any(impl in FLEX_IMPLS for impl in spec.get("impls", IMPLS)):
+        _allow_recompiles()
+    return {"cases": [_time_one_length(function, length, rounds, spec.get("impls", IMPLS))
+                      for length in spec["lengths"]]}
+
+
+def _time_one_length(function: str, length: int, rounds: int, impls) -> dict[str, Any]:
     x = _inputs(function, length)
-    calls, compile_s, outputs = {}, {}, {}
+    calls, first_call_s, outputs = {}, {}, {}
     with torch.inference_mode():
-        for impl in spec.get("impls", IMPLS):
+        for impl in impls:
             start = time.perf_counter()
             call = _impl_call(function, impl, x)
             if call is None:
                 continue
             outputs[impl] = call()                                  # warm-up (compiles flex)
-            compile_s[impl] = time.perf_counter() - start
+            first_call_s[impl] = time.perf_counter() - start
             calls[impl] = call
         reference = outputs["weights"]
         max_error = {impl: float((out - reference).abs().max()) for impl, out in outputs.items()}
         del outputs
         times = time_in_turns(calls, rounds)
     steady = {impl: statistics.median(t) for impl, t in times.items()}
-    return {"median_s": steady, "times_s": times, "max_error": max_error,
-            "first_call_s": compile_s}
+    return {"L": length, "median_s": steady, "times_s": times, "max_error": max_error,
+            "first_call_s": first_call_s, "load": load_average()}
 
 
 def run_memory_case(spec: dict[str, Any]) -> dict[str, Any]:
     """One implementation's forward in this (fresh) process: the peak resident memory it adds.
 
     The inputs and any prebuilt bias exist before the peak is reset: a prebuilt bias is not
-    counted against SDPA (it is the bias itself, reported separately)."""
+    counted against SDPA (it is the bias itself, reported separately). The first call is measured
+    apart: it also pages in the library code its kernels run (file-backed, shared, once per
+    process: 7-10 MB for relviz's first call at L = 512, 1-2 MB for SDPA's) and compiles flex. The
+    steady figure is a second call's. The parent runs this with MALLOC_MMAP_THRESHOLD_ fixed, so
+    every tensor over 64 KB is mapped when allocated and unmapped when freed: the second call's peak
+    counts all of its own tensors, none hidden in memory the first call freed."""
     function, impl, length = spec["function"], spec["impl"], spec["L"]
     x = _inputs(function, length)
+    if impl in FLEX_IMPLS:
+        _allow_recompiles()
     with torch.inference_mode():
         call = _impl_call(function, impl, x)
-        if impl == "flex":
-            call()                                                   # compile first: its memory is not the kernel's
-        reset_peak_rss()
-        before = proc_status("VmHWM")
-        call()
-        after = proc_status("VmHWM")
-    return {"delta_bytes": after - before}
+        deltas = []
+        for _ in range(2):
+            reset_peak_rss()
+            before, file_before = proc_status("VmHWM"), proc_status("RssFile")
+            call()
+            deltas.append((proc_status("VmHWM") - before, proc_status("RssFile") - file_before))
+    (first, first_file), (steady, _) = deltas
+    return {"delta_bytes": steady, "first_call_delta_bytes": first, "first_call_file_bytes": first_file}
 
 
 def _subprocess(kind: str, spec: dict[str, Any], ctx: BenchContext) -> dict[str, Any]:
@@ -201,7 +234,11 @@ def _subprocess(kind: str, spec: dict[str, Any], ctx: BenchContext) -> dict[str,
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(relviz.__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
+    if kind == "memory":
+        env["MALLOC_MMAP_THRESHOLD_"] = "65536"                 # see run_memory_case
+    with tempfile.TemporaryDirectory(prefix="relviz-inductor-") as cache:
+        env["TORCHINDUCTOR_CACHE_DIR"] = cache                  # flex's compile times are cold-cache times
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
     if proc.returncode != 0:
         ctx.log(f"{kind} {spec} failed: {proc.stderr.strip()[-400:]}")
         return {"error": proc.stderr.strip()[-200:]}
@@ -211,37 +248,45 @@ def _subprocess(kind: str, spec: dict[str, Any], ctx: BenchContext) -> dict[str,
 def fused_section(ctx: BenchContext) -> SectionResult:
     lengths = [128] if ctx.quick else [512, 1024, 2048, 4096]
     rounds = 2 if ctx.quick else 5
-    # --quick is a smoke run: no FlexAttention (its compile takes ~15-50 s per case on CPU)
-    impls = [impl for impl in IMPLS if not ((ctx.quick or not ctx.flex) and impl == "flex")]
+    # --quick is a smoke run: no FlexAttention (its compile takes 5-15 s per length and score_mod on CPU)
+    impls = [impl for impl in IMPLS if not ((ctx.quick or not ctx.flex) and impl in FLEX_IMPLS)]
     rows = []
     for function in FUNCTIONS:
-        for length in lengths:
-            ctx.log(f"fused: {function} L={length} (load {load_average()})")
-            spec = {"function": function, "L": length, "rounds": rounds, "impls": impls}
-            # --quick: in this process (a smoke run; a fresh process per case costs a torch import)
-            timing = run_time_case(spec) if ctx.quick else _subprocess("time", spec, ctx)
-            row: dict[str, Any] = {"function": function, "L": length, "load": load_average()}
-            if "error" in timing:
-                row["note"] = timing["error"]
-                rows.append(row)
-                continue
-            med = timing["median_s"]
+        ctx.log(f"fused: {function}, L = {lengths}, {', '.join(impls)} (load {load_average()})")
+        spec = {"function": function, "lengths": lengths, "rounds": rounds, "impls": impls}
+        # --quick: in this process (a smoke run; a fresh process per case costs a torch import)
+        timing = run_time_case(spec) if ctx.quick else _subprocess("time", spec, ctx)
+        if "error" in timing:
+            rows += [{"function": function, "L": length, "note": timing["error"]} for length in lengths]
+            continue
+        for case in timing["cases"]:
+            length, med = case["L"], case["median_s"]
+            row: dict[str, Any] = {"function": function, "L": length, "load": case["load"]}
             for impl in IMPLS:
                 if impl in med:
                     row[f"{impl}_s"] = med[impl]
-            row["flex_compile_s"] = timing["first_call_s"].get("flex")
-            row["max_error"] = max(timing["max_error"].values())
+            for impl in FLEX_IMPLS:
+                row[f"{impl}_compile_s"] = case["first_call_s"].get(impl)
+            row["max_error"] = max(case["max_error"].values())
             if "sdpa_prebuilt" in med:
                 row["vs_sdpa"] = med["relviz"] / med["sdpa_prebuilt"]
             if "flex" in med:
                 row["vs_flex"] = med["relviz"] / med["flex"]
             row["vs_weights"] = med["relviz"] / med["weights"]
             if not ctx.quick:
-                for impl in ("relviz", "sdpa_prebuilt") if function != "shaw_kv" else ("relviz", "weights"):
+                measured = ("relviz", "weights") if function == "shaw_kv" else \
+                    ("relviz", "sdpa_prebuilt") + (("flex",) if "flex" in impls else ())
+                for impl in measured:
                     memory = _subprocess("memory", {"function": function, "impl": impl, "L": length}, ctx)
                     row[f"{impl}_delta_bytes"] = memory.get("delta_bytes")
+                    row[f"{impl}_first_delta_bytes"] = memory.get("first_call_delta_bytes")
             row["bias_bytes"] = (B if function in ("skew", "shaw", "shaw_kv") else 1) * H * length * length * 4
             rows.append(row)
+            ctx.log(f"fused: {function} L={length}: " + ", ".join(
+                f"{impl} {med[impl] * 1e3:.1f} ms" for impl in med) + (f", ÷ SDPA {row['vs_sdpa']:.2f}×"
+                                                                       if "vs_sdpa" in row else "")
+                + "".join(f", {impl} 1st call {row[impl + '_compile_s']:.1f} s" for impl in FLEX_IMPLS
+                          if row.get(impl + "_compile_s") is not None) + f" (load {case['load']})")
 
     targets = []
     for function in FUNCTIONS[:-1]:
@@ -264,38 +309,55 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                 not over, ", ".join(f"L={r['L']}: {mb(r['relviz_delta_bytes'])} vs "
                                     f"{mb(r['sdpa_prebuilt_delta_bytes'])} + bias {mb(r['bias_bytes'])}"
                                     for r in memory)))
+    flex = [r for r in rows if "vs_flex" in r]
+    if flex:   # no target in the issue: the alternative's figures, beside relviz's
+        targets.append(Target("relviz fused ÷ compiled FlexAttention (steady state; its first call beside)", None,
+                              ", ".join(f"{r['function']} L={r['L']}: {r['vs_flex']:.2f}× "
+                                        f"({r['flex_compile_s']:.0f} s)" for r in flex)))
     errors = [r["max_error"] for r in rows if "max_error" in r]
-    targets.append(Target("every implementation's output equals the weights path's (max |Δ| ≤ 1e-4)",
+    targets.append(Target("every implementation's output (relviz's flex backend included) equals the weights "
+                          "path's (max |Δ| ≤ 1e-4)",
                           all(e <= 1e-4 for e in errors) if errors else None,
                           f"largest {max(errors):.1e}" if errors else "n/a"))
+    speed = lambda x: f"{x:.2f}×"  # noqa: E731
+    seconds = lambda x: f"{x:.1f}"  # noqa: E731
     columns = [Column("function", "function"), Column("L", "L"), Column("relviz_s", "relviz fused ms", ms),
-               Column("sdpa_prebuilt_s", "SDPA prebuilt ms", ms), Column("vs_sdpa", "÷ SDPA", lambda x: f"{x:.2f}×"),
-               Column("flex_s", "flex ms", ms), Column("vs_flex", "÷ flex", lambda x: f"{x:.2f}×"),
-               Column("flex_compile_s", "flex compile s", lambda x: f"{x:.1f}"),
-               Column("weights_s", "weights-path ms", ms), Column("vs_weights", "÷ weights", lambda x: f"{x:.2f}×"),
+               Column("sdpa_prebuilt_s", "SDPA prebuilt ms", ms), Column("vs_sdpa", "÷ SDPA", speed),
+               Column("flex_s", "flex ms", ms), Column("vs_flex", "÷ flex", speed),
+               Column("flex_compile_s", "flex 1st call s", seconds),
+               Column("relviz_flex_s", "relviz flex ms", ms), Column("relviz_flex_compile_s", "its 1st call s", seconds),
+               Column("weights_s", "weights-path ms", ms), Column("vs_weights", "÷ weights", speed),
                Column("relviz_delta_bytes", "fused Δpeak", mb),
                Column("sdpa_prebuilt_delta_bytes", "SDPA Δpeak", mb), Column("bias_bytes", "bias", mb),
-               Column("weights_delta_bytes", "weights Δpeak", mb), Column("load", "load avg")]
+               Column("flex_delta_bytes", "flex Δpeak", mb), Column("weights_delta_bytes", "weights Δpeak", mb),
+               Column("relviz_first_delta_bytes", "fused 1st-call Δpeak", mb),
+               Column("sdpa_prebuilt_first_delta_bytes", "SDPA 1st-call Δpeak", mb), Column("load", "load avg")]
     return SectionResult(
         name="fused", title=f"Attention forward, B={B} H={H} D={D} fp32 causal: relviz fused vs SDPA with the "
                             "bias prebuilt, compiled FlexAttention, and relviz's weights path",
         columns=columns, rows=rows, targets=targets,
-        notes=["Times: all implementations in one fresh process, taking turns for "
-               f"{rounds} rounds after a warm-up (medians). torch threads = {torch.get_num_threads()}.",
+        notes=["Times: every implementation of one function in one fresh process (all lengths), taking turns "
+               f"for {rounds} rounds after a warm-up (medians). torch threads = {torch.get_num_threads()}.",
                "SDPA prebuilt: F.scaled_dot_product_attention with the causal bias already built "
                "([1, H, L, L] for T5/ALiBi; [B, H, L, L] for skew/Shaw, whose relative term depends on q), "
-               "its construction not timed. flex: torch.compile(flex_attention) with the relative term in a "
-               "score_mod and causality as a block mask; 'flex compile s' is its first call (compile included).",
-               "relviz fused: SDPA in chunks of 256 queries (relviz.attention.FUSED_CHUNK); a causal chunk "
-               "attends only to keys up to its last query, which SDPA with a prebuilt bias cannot (torch "
+               "its construction not timed. flex: torch.compile(flex_attention) as a user would write it, the "
+               "relative term in a score_mod and causality as a block mask. relviz flex: relviz's own "
+               "backend='flex' (the same kernel; forward only on CPU). '1st call s': the first call at that "
+               "length, compile included, with a fresh inductor cache per function (cold: no earlier run's "
+               "kernels); the first length's also pays dynamo's start-up. Every length recompiles: "
+               "dynamic=True does not compile on CPU in torch 2.13 (a C++ error in the flex template).",
+               f"relviz fused: SDPA in chunks of {FUSED_CHUNK} queries (relviz.attention.FUSED_CHUNK); a causal "
+               "chunk attends only to keys up to its last query, which SDPA with a prebuilt bias cannot (torch "
                "refuses is_causal together with attn_mask), so relviz skips about half the blocks. Its bias is "
                "built inside the timing: per offset for T5/ALiBi (a view, never [H, L, L]); for skew and Shaw "
                "q·E_rᵀ / q·a_Kᵀ per chunk, which the prebuilt alternative gets for free.",
                "shaw: key table only (clip 64); shaw_kv: key and value tables — the a^V term needs every "
                "attention weight, so no fused kernel exists and relviz's default runs the weights path "
                "without returning the weights.",
-               "Δpeak: one fresh process per implementation, VmHWM after the forward minus VmHWM after the "
-               "inputs (and any prebuilt bias) exist."])
+               "Δpeak: one fresh process per implementation, VmHWM after a second forward minus VmHWM before "
+               "it (the inputs and any prebuilt bias exist before; large tensors are mapped and unmapped one "
+               "by one, MALLOC_MMAP_THRESHOLD_=65536). 1st-call Δpeak: the first forward's, which also pages "
+               "in the library code its kernels run (shared, once per process) and, for flex, compiles."])
 
 
 # ---------------------------------------------------------------------------------------
