@@ -157,8 +157,8 @@ function axisTicks(first, count, lengthPx, shift, block) {
   const most = Math.max(2, Math.floor(lengthPx / 55));
   const step = integerStep(Math.max(count - 1, 1) * block, most);
   const ticks = [];
-  if (block > 1) {
-    const every = Math.max(1, Math.ceil(count / Math.min(8, most)));
+  if (block > 1) { // ticks at block starts, a round number of blocks apart (64-blocks: 0, 2048, 4096 …)
+    const every = Math.max(1, Math.ceil(integerStep(count * block, Math.min(8, most)) / block));
     for (let k = 0; k < count; k += every) ticks.push({at: k, label: minus(String(k * block + shift))});
     return ticks;
   }
@@ -177,7 +177,7 @@ function layout(state, ctx, width) {
   const colFirst = data.kind === "overview" ? 0 : data.col0;
   const lastRow = data.kind === "overview" ? data.q_len - 1 + data.q_offset : rowFirst + rows - 1;
   const yLabelWidth = Math.max(ctx.measureText(minus(String(lastRow))).width, ctx.measureText(minus(String(rowFirst))).width);
-  const top = data.title ? 40 : 12;
+  const top = data.title ? 40 : 26; // room for the PNG button above the picture
   const left = 8 + font + 8 + yLabelWidth + 6;
   const bottom = 6 + font + 8 + font + 10;
   // colour bar: gap, bar, tick labels, rotated title
