@@ -179,6 +179,13 @@ def test_large_t5_window_is_drawn_in_the_browser_with_exact_hover_and_redraws_on
     for row, col in ((10, 150), (150, 10), (80, 80), (0, 159), (159, 0)):
         assert _hover_cell(page, canvas, row, col) == expected(2048 + row, 2048 + col)
     page.screenshot(path=str(ARTIFACTS / "t5-canvas-hover.png"))
+    with page.expect_download() as download:   # the PNG button: drawn in the browser at twice the size shown
+        canvas.evaluate("c => c.parentElement.querySelector('.relviz-download').click()")
+    png = Path(download.value.path()).read_bytes()
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    shown = canvas.evaluate("c => [c.clientWidth, c.clientHeight]")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and [width, height] == [2 * shown[0], 2 * shown[1]]
+    assert download.value.suggested_filename == "t5_buckets_window.png"
     draws = int(canvas.evaluate("c => c.parentElement.dataset.draws"))
     page.get_by_role("slider", name="window: first query row").focus()
     page.keyboard.press("ArrowRight")
