@@ -13,7 +13,7 @@ import streamlit as st
 from relviz import hf, ui
 from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
 from relviz.figures.rope import decay_figure, ratio_figure, wavelength_figure
-from relviz.figures.toeplitz import toeplitz_heatmap
+from relviz.figures.toeplitz import toeplitz_view
 from relviz.positions import t5_bias_offsets, t5_config
 from relviz.rope import decay_curves, load_presets, rope_parameters, unscaled
 from relviz.schemes.alibi import bias_lines
@@ -136,9 +136,9 @@ with ui.user_errors():
         per_offset = t5_bias_offsets(positions.bias_table(stack=stack, layer=layer).float(), length, length,
                                      num_buckets=nb, max_distance=md,
                                      bidirectional=stack == "encoder")[head - 1].numpy()
-        heat = toeplitz_heatmap(per_offset.astype(np.float32), length, length, value_label="bias",
-                                colorscale="RdBu_r", zmid=0.0, height=460)
-        ui.show_figure(heat.figure, key=f"{P}_fig_t5map")
+        heat = toeplitz_view(per_offset.astype(np.float32), length, length, value_label="bias",
+                             colorscale="RdBu_r", zmid=0.0, height=460)
+        ui.show_toeplitz(heat, key=f"{P}_fig_t5map", name=f"t5_bias_head{head}_{length}")
         st.caption(f"Head {head}'s bias map: exactly what the model adds to its logits (transformers' "
                    "compute_bias), constant along each diagonal.")
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from page_support import run_page
-from plotly_data import decode, figure_json
+from plotly_data import canvases, decode, figure_json, heatmap_values
 from relviz.rope import load_presets
 
 pytest.importorskip("transformers", reason="the tiny models are built with transformers (pip install 'relviz[hf]')")
@@ -34,14 +34,15 @@ def charts(at) -> list[dict]:
 def test_t5_bias_map_is_what_the_model_adds(listed):
     from transformers import T5Model
 
-    at = run_page("your_model", timeout=120, ym_model="tiny-t5", ym_stack="decoder", ym_head=2, ym_L=24)
+    # 136 positions: drawn in the browser from the per-offset bias (a canvas picture, every cell exact)
+    at = run_page("your_model", timeout=120, ym_model="tiny-t5", ym_stack="decoder", ym_head=2, ym_L=136)
     assert not at.error
     assert at.selectbox(key="ym_model").options[:2] == ["tiny-t5", "gpt"]   # the missing directory is not listed
     assert at.radio(key="ym_stack").options == ["encoder", "decoder"]       # the bidirectional side first
-    heat = next(f for f in charts(at) if f["data"][0]["type"] == "heatmap")
-    z = decode(heat["data"][0]["z"])
+    (heat,) = [c for c in canvases(at) if c["value_label"] == "bias"]
+    z = heatmap_values(heat)
     model = T5Model.from_pretrained(str(listed[0]))
-    expected = model.decoder.block[0].layer[0].SelfAttention.compute_bias(24, 24)[0, 1].detach().numpy()
+    expected = model.decoder.block[0].layer[0].SelfAttention.compute_bias(136, 136)[0, 1].detach().numpy()
     assert np.array_equal(z, expected.astype(np.float32))
 
 
