@@ -374,7 +374,7 @@ class SocketSession:
         self.page, self.query = page, query
         self.page_hash = ""
         self.sliders: dict[str, object] = {}  # query_param_key -> Slider proto
-        self.charts: tuple[str, ...] = ()     # digests of the plotly charts of the last run, in order
+        self.charts: tuple[str, ...] = ()     # digests of the charts (plotly, canvas) of the last run, in order
         self.socket = None
 
     def set_query_value(self, key: str, value: float, *, default: float) -> None:
@@ -420,6 +420,9 @@ class SocketSession:
                     element = message.delta.new_element
                     if element.WhichOneof("type") == "plotly_chart":
                         charts.append(chart_digest(element.plotly_chart.spec))
+                    elif element.WhichOneof("type") == "bidi_component" and element.bidi_component.json:
+                        # relviz's canvas pictures (large Toeplitz windows) are charts too: their data
+                        charts.append(chart_digest(element.bidi_component.json))
                     elif element.WhichOneof("type") == "slider" and element.slider.query_param_key:
                         self.sliders[element.slider.query_param_key] = element.slider
         seen.seconds = time.perf_counter() - started

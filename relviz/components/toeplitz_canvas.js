@@ -402,6 +402,9 @@ export default function (component) {
   state.draws += 1;
   state.root.dataset.draws = String(state.draws);
   state.root.dataset.kind = data.kind;
+  state.canvas.setAttribute("role", "img");  // a screen reader gets what the picture shows, not "canvas"
+  state.canvas.setAttribute("aria-label", (data.title ? data.title + ": " : "") + data.value_label + " for " +
+    data.y_title + " × " + data.x_title);
   const L = state.layout; // where the cells are, in CSS px of the canvas (tests hover a chosen cell)
   state.root.dataset.plot = JSON.stringify({x0: L.x0, y0: L.y0, cell: L.cell, rows: L.rows, cols: L.cols});
   window.dispatchEvent(new CustomEvent("relviz:drawn", {detail: {kind: data.kind, changed}}));
