@@ -33,13 +33,15 @@ def overview(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int
     return shaw_overview(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols), browser=True)
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+# Plotly figures are cached as the objects themselves (cache_resource; st.plotly_chart copies them, nothing
+# changes them): st.cache_data would unpickle and re-validate them on every rerun, a window move included.
+@st.cache_resource(max_entries=24, show_spinner=False)
 def strip_and_offsets(q_len: int, k_len: int, k: int, q_offset: int):
     values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
     return embedding_strip(values, q_len, k_len), values
 
 
-@st.cache_data(max_entries=70, show_spinner=False)
+@st.cache_resource(max_entries=70, show_spinner=False)
 def ablation(k: int):
     return k_ablation_figure(k)
 

@@ -55,7 +55,9 @@ def overview_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_off
                            browser=True)
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+# A plotly figure is cached as the object itself (cache_resource; st.plotly_chart copies it, nothing
+# changes it): st.cache_data would unpickle and re-validate it on every rerun, a window move included.
+@st.cache_resource(max_entries=24, show_spinner=False)
 def curve_figure(nb: int, md: int, bidir: bool, log_x: bool):
     return bucket_curve(nb, md, bidir, log_x=log_x, height=470)
 
