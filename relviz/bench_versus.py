@@ -31,7 +31,6 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from relviz.attention import FUSED_CHUNK
 from relviz.bench_report import (BenchContext, Column, SectionResult, Target, mb, ms, proc_status,
                                  reset_peak_rss, time_in_turns)
 
@@ -346,7 +345,8 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                "length, compile included, with a fresh inductor cache per function (cold: no earlier run's "
                "kernels); the first length's also pays dynamo's start-up. Every length recompiles: "
                "dynamic=True does not compile on CPU in torch 2.13 (a C++ error in the flex template).",
-               f"relviz fused: SDPA in chunks of {FUSED_CHUNK} queries (relviz.attention.FUSED_CHUNK); a causal "
+               "relviz fused: SDPA in chunks of 128 queries up to L = 1024, 256 beyond "
+               "(relviz.attention._chunk_size); a causal "
                "chunk attends only to keys up to its last query, which SDPA with a prebuilt bias cannot (torch "
                "refuses is_causal together with attn_mask), so relviz skips about half the blocks. Its bias is "
                "built inside the timing: per offset for T5/ALiBi (a view, never [H, L, L]); for skew and Shaw "
