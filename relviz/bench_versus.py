@@ -343,7 +343,9 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                "relative term in a score_mod and causality as a block mask. relviz flex: relviz's own "
                "backend='flex' (the same kernel; forward only on CPU). '1st call s': the first call at that "
                "length, compile included, with a fresh inductor cache per function (cold: no earlier run's "
-               "kernels); the first length's also pays dynamo's start-up. Every length recompiles: "
+               "kernels); the first length's also pays dynamo's start-up. relviz flex compiles right after "
+               "flex, whose graph at that length is often the same (T5, ALiBi), so its first call is mostly "
+               "a cache hit: flex's column is the cold compile. Every length recompiles: "
                "dynamic=True does not compile on CPU in torch 2.13 (a C++ error in the flex template).",
                "relviz fused: SDPA in chunks of 128 queries up to L = 1024, 256 beyond "
                "(relviz.attention._chunk_size); a causal "
