@@ -47,6 +47,19 @@ NOTES_OUTSIDE_JS = """() => {
 }"""
 
 
+#: Each heatmap in a third of the page: [plot-area width, height, cell width / height, colour bar length or 0].
+SMALL_HEATMAPS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+  .filter(p => p.getBoundingClientRect().width < 400 && (p.data || []).some(t => t.type === 'heatmap'))
+  .map(p => {
+    const area = p.querySelector('.nsewdrag').getBoundingClientRect();
+    const [x0, x1] = p._fullLayout.xaxis.range, [y0, y1] = p._fullLayout.yaxis.range;
+    const cell = (area.width / Math.abs(x1 - x0)) / (area.height / Math.abs(y1 - y0));
+    const bar = p.querySelector('.cbfill');
+    const box = bar ? bar.getBoundingClientRect() : null;
+    return [area.width, area.height, cell, box ? Math.max(box.width, box.height) : 0];
+  })"""
+
+
 @pytest.fixture(scope="module")
 def projector():
     from playwright.sync_api import sync_playwright
@@ -95,3 +108,18 @@ def test_code_for_this_view_opens_with_the_exact_settings(projector):
     page.wait_for_selector('[data-testid="stCode"]', timeout=60_000)  # the expander reruns to send it
     code = page.locator('[data-testid="stCode"]').first.inner_text()
     assert "shaw_clip_index(10, 10, k=5, q_offset=0" in code
+
+
+@pytest.mark.parametrize("path", ["skew?skew_L=16", "skew?skew_L=3"])
+def test_small_matrices_keep_square_cells_and_their_width_at_1280x720(projector, path):
+    """In a third of the page a matrix keeps square-ish cells, the one with the colour bar is not
+    squeezed narrower than its neighbours, and the bar spans most of the plot (not a stub)."""
+    base, page = projector
+    _open(page, f"{base}/{path}")
+    charts = page.evaluate(SMALL_HEATMAPS_JS)
+    assert len(charts) >= 3, charts
+    widths = sorted(width for width, *_ in charts)
+    for width, height, cell, bar in charts:
+        assert 0.8 <= cell <= 1.25, (path, charts)
+        assert width >= 0.9 * widths[len(widths) // 2], (path, charts)
+        assert bar == 0 or bar >= 0.8 * width, (path, charts)

@@ -90,6 +90,32 @@ def whole_number_ticks(data: Sequence[dict], layout: dict) -> dict:
     return layout
 
 
+#: Pixels a colour bar laid under the plot takes at the bottom of the figure (title, bar, ticks)...
+COLOUR_BAR_BELOW = 66
+#: ... under the x axis's ticks and title, which take this many pixels below the plot at the readable fonts.
+X_AXIS_BELOW = 66
+
+
+def colour_bar_below(colorbar: dict, *, height: int) -> tuple[dict, dict]:
+    """``colorbar`` laid flat in the bottom COLOUR_BAR_BELOW pixels of a figure ``height`` px tall, and
+    its title as an annotation just above it: (colorbar, annotation for layout.annotations). The
+    figure's bottom margin must be X_AXIS_BELOW + COLOUR_BAR_BELOW, fixed (margin autoexpand off).
+
+    In a narrow column (a third of the page) an upright bar and its labels take ~70 px of ~260 across,
+    so a square matrix beside it is squeezed; under the plot the bar spans the plot's width instead.
+    The title is an annotation because plotly.js set a flat bar's own title onto the bar itself
+    (its gap depends on the fonts in play). Both are placed in pixels from the figure's bottom.
+    """
+    label = (colorbar.get("title") or {}).get("text", "")
+    bar_top = COLOUR_BAR_BELOW - 24  # px above the figure's bottom; the title takes the 20 px above
+    bar = colorbar | dict(orientation="h", x=0.5, xanchor="center", xref="paper", y=bar_top / height,
+                          yanchor="top", yref="container", ypad=0, len=1.0, lenmode="fraction", thickness=10,
+                          title=dict(text=""), tickfont=dict(size=READABLE_FONT - 1))
+    title = dict(text=label, x=0.5, xref="paper", xanchor="center", y=0, yref="paper", yanchor="bottom",
+                 yshift=bar_top - X_AXIS_BELOW - COLOUR_BAR_BELOW, showarrow=False, font=dict(size=READABLE_FONT))
+    return bar, title
+
+
 def diagonal_counts(q_len: int, k_len: int) -> np.ndarray:
     """How many cells each diagonal (entry t of a per-offset vector, offset −(q_len − 1) first) has."""
     t = np.arange(q_len + k_len - 1)

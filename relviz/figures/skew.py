@@ -17,7 +17,7 @@ import plotly.colors
 import plotly.graph_objects as go
 import torch
 
-from relviz.figures.heatmap import readable
+from relviz.figures.heatmap import COLOUR_BAR_BELOW, X_AXIS_BELOW, colour_bar_below, readable
 from relviz.skew import skew, skew_bidirectional, skew_source_index, skew_steps
 
 #: Width of the random query and distance vectors of the demo.
@@ -310,6 +310,7 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
     roughly the pixels the plot may take across (sets the cell size, hence the height; 240 is a
     third of the page at 1280 px). Cell labels are drawn only where they fit in a cell; otherwise
     they are switched off (``layout.meta["labels"]`` says which) and the hover still tells each cell.
+    ``show_scale``: a colour bar under the plot (``height`` grows to make room for it).
     """
     rows, cols = cells.values.shape
     if colour_by == "value":
@@ -328,9 +329,11 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
                      colorbar=dict(title=dict(text="from row")))
     else:
         raise ValueError(f"colour_by must be 'value', 'distance' or 'row'; got {colour_by!r}")
-    scale["colorbar"].update(thickness=12, len=0.9)
-    width_budget -= 70 if show_scale else 0  # the colour bar takes its share of the width
     cell_px = int(min(44, max(12, width_budget // max(rows, cols))))
+    bottom = X_AXIS_BELOW + COLOUR_BAR_BELOW if show_scale else 45
+    height = (height or (70 + cell_px * rows)) + bottom - 45
+    # under the plot: the cells keep the column's width
+    scale["colorbar"], bar_title = colour_bar_below(scale["colorbar"], height=height)
     text_size = 14 if cell_px >= 40 else (12 if cell_px >= 30 else 10)
     widest = max((len(str(label)) for label in cells.labels.flat), default=1)
     labels_on = bool(width_budget / cols >= 0.62 * text_size * widest + 4)
@@ -372,7 +375,10 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
                     textposition="middle center"))
     axis = dict(showgrid=False, zeroline=False, constrain="domain")
     layout = dict(
-        height=height or (70 + cell_px * rows), margin=dict(l=50, r=10, t=10, b=45),
+        height=height,
+        # margins fixed: a flat colour bar would push the bottom one and move the plot over its title
+        margin=dict(l=50, r=10, t=10, b=bottom, autoexpand=not show_scale),
+        annotations=[bar_title] if show_scale else [],
         plot_bgcolor="#f4f4f4", showlegend=False, hoverlabel=dict(align="left"), meta=dict(labels=labels_on),
         xaxis=dict(title=dict(text=x_title), range=[-0.5, cols - 0.5], dtick=1 if cols <= 12 else 2, **axis),
         yaxis=dict(title=dict(text=y_title), range=[rows - 0.5, -0.5], dtick=1 if rows <= 12 else 2,
