@@ -110,7 +110,7 @@ def test_code_for_this_view_opens_with_the_exact_settings(projector):
     assert "shaw_clip_index(10, 10, k=5, q_offset=0" in code
 
 
-@pytest.mark.parametrize("path", ["skew?skew_L=16", "skew?skew_L=3"])
+@pytest.mark.parametrize("path", ["shaw", "skew?skew_L=16", "skew?skew_L=3"])
 def test_small_matrices_keep_square_cells_and_their_width_at_1280x720(projector, path):
     """In a third of the page a matrix keeps square-ish cells, the one with the colour bar is not
     squeezed narrower than its neighbours, and the bar spans most of the plot (not a stub)."""
