@@ -209,7 +209,8 @@ def skew_steps(L: int = 6, *, seed: int = 0, bidirectional: bool = False, colour
                  ("5 · causal mask", "masked", "key j", "query i")]
     zmax = float(np.nanmax(np.abs(cells["qer"].values))) or 1.0
     panels = [(title, skew_figures.step_figure(cells[name], colour_by=_SKEW_COLOURS[colour_by], zmax=zmax, length=L,
-                                               x_title=x_title, y_title=y_title, show_scale=n == 0))
+                                               x_title=x_title, y_title=y_title, show_scale=n == 0,
+                                               scale_below=False))
               for n, (title, name, x_title, y_title) in enumerate(steps)]
     return panel_grid(panels, cols=3)
 

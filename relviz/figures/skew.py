@@ -300,7 +300,7 @@ def trusted_figure(data: list[dict], layout: dict) -> go.Figure:
 @readable
 def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0, length: int,
                 x_title: str = "column", y_title: str = "row", height: int | None = None,
-                show_scale: bool = True, width_budget: int = 240) -> go.Figure:
+                show_scale: bool = True, width_budget: int = 240, scale_below: bool = True) -> go.Figure:
     """One skew step as a heatmap: labels in the cells, grey pad, hatched garbage, blank masked cells.
 
     colour_by: "value" (the numbers, diverging around 0, range ±zmax shared by every step so a
@@ -310,7 +310,8 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
     roughly the pixels the plot may take across (sets the cell size, hence the height; 240 is a
     third of the page at 1280 px). Cell labels are drawn only where they fit in a cell; otherwise
     they are switched off (``layout.meta["labels"]`` says which) and the hover still tells each cell.
-    ``show_scale``: a colour bar under the plot (``height`` grows to make room for it).
+    ``show_scale``: a colour bar, under the plot (``height`` grows to make room for it), or beside it with
+    ``scale_below=False`` (for a grid of panels, relviz.show, whose own layout places it).
     """
     rows, cols = cells.values.shape
     if colour_by == "value":
@@ -329,11 +330,15 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
                      colorbar=dict(title=dict(text="from row")))
     else:
         raise ValueError(f"colour_by must be 'value', 'distance' or 'row'; got {colour_by!r}")
+    below = show_scale and scale_below
+    if show_scale and not scale_below:
+        scale["colorbar"].update(thickness=12, len=0.9)
+        width_budget -= 70  # the colour bar takes its share of the width
     cell_px = int(min(44, max(12, width_budget // max(rows, cols))))
-    bottom = X_AXIS_BELOW + COLOUR_BAR_BELOW if show_scale else 45
+    bottom = X_AXIS_BELOW + COLOUR_BAR_BELOW if below else 45
     height = (height or (70 + cell_px * rows)) + bottom - 45
-    # under the plot: the cells keep the column's width
-    scale["colorbar"], bar_title = colour_bar_below(scale["colorbar"], height=height)
+    if below:  # under the plot: the cells keep the column's width
+        scale["colorbar"], bar_title = colour_bar_below(scale["colorbar"], height=height)
     text_size = 14 if cell_px >= 40 else (12 if cell_px >= 30 else 10)
     widest = max((len(str(label)) for label in cells.labels.flat), default=1)
     labels_on = bool(width_budget / cols >= 0.62 * text_size * widest + 4)
@@ -377,8 +382,8 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
     layout = dict(
         height=height,
         # margins fixed: a flat colour bar would push the bottom one and move the plot over its title
-        margin=dict(l=50, r=10, t=10, b=bottom, autoexpand=not show_scale),
-        annotations=[bar_title] if show_scale else [],
+        margin=dict(l=50, r=10, t=10, b=bottom, autoexpand=not below),
+        annotations=[bar_title] if below else [],
         plot_bgcolor="#f4f4f4", showlegend=False, hoverlabel=dict(align="left"), meta=dict(labels=labels_on),
         xaxis=dict(title=dict(text=x_title), range=[-0.5, cols - 0.5], dtick=1 if cols <= 12 else 2, **axis),
         yaxis=dict(title=dict(text=y_title), range=[rows - 0.5, -0.5], dtick=1 if rows <= 12 else 2,
