@@ -73,16 +73,17 @@ first = at_col.number_input("start at step", 1, len(tour.steps), 1, key=f"{P}_at
 if start_col.button("▶ Start presenting", key=f"{P}_start", type="primary", width="stretch"):
     ui.go_to_step(tour, int(first) - 1)
 copy_col.button("Copy into my tour to edit", key=f"{P}_adopt", on_click=adopt, args=(tour,), width="stretch")
-st.dataframe(steps_table(tour), hide_index=True, width="stretch",
-             column_config={"step": st.column_config.NumberColumn(width="small"),
-                            "note for the presenter": st.column_config.TextColumn(width="large")})
+# a static table wraps each note in its cell (a data grid's cells are one line each: long notes scrolled sideways)
+st.table(steps_table(tour), hide_index=True)
 
 # ---- your own tour --------------------------------------------------------------------------
 st.header("Make your own tour")
 st.markdown(
     "Open any page, set it up as you want to show it, and click **Add this view to my tour** in the sidebar. "
     "Your views collect here: give each a title and a note, reorder them, then share the tour as one link or "
-    "a small file. (The collection lives in this browser tab until you share or download it.)")
+    "a small file. (The collection lives in this browser tab until you share or download it.) Your model, "
+    "Check my implementation and Lecture mode have no such button: they are tools whose picture comes from a "
+    "model, a file or a tour, not views a tour can return to.")
 
 draft: list[tours.Step] = st.session_state.setdefault(ui.DRAFT_STATE, [])
 loaded = st.file_uploader("Open a tour file (.json)", type=["json"], key=f"{P}_file", max_upload_size=1,
@@ -126,7 +127,12 @@ else:
         download.download_button("Download the tour file (.json)", tours.dumps(mine), file_name="relviz-tour.json",
                                  mime="application/json", key=f"{P}_dl", width="stretch", on_click="ignore")
         try:
-            st.markdown("**Share as one link** (opens this page with your tour):")
-            st.code(share_link(tours.encode(mine)), language=None, wrap_lines=True)
+            link = share_link(tours.encode(mine))
         except ValueError as error:
             st.warning(str(error), icon=":material/warning:")
+        else:
+            # A text box, not st.code: a code block, even closed, makes the browser load Streamlit's
+            # syntax highlighter (1.5 MB of JavaScript). The box always shows the current tour's link.
+            st.session_state[f"{P}_link"] = link
+            st.text_input("Share as one link (opens this page with your tour)", key=f"{P}_link",
+                          help="Click in the box, then Ctrl+A and Ctrl+C (⌘A, ⌘C on a Mac) to copy it.")

@@ -628,12 +628,17 @@ def _switch_page(path: str, params: dict) -> None:
     st.switch_page(path, query_params=params)
 
 
+#: Shown in the sidebar where other pages have "Add this view to my tour".
+NO_TOUR_STEP = ("No “Add this view to my tour” on this page: it is a tool whose picture comes from a model, "
+                "a file or a tour, not a view a tour can return to.")
+
+
 def current_view(page_name: str):
     """The view on screen as a tour step (the page and its URL values), or a message why it cannot be one."""
     from relviz.tours import PAGE_PARAMS, Step, check_step, page_keys, page_param
 
     if page_name not in PAGE_PARAMS:
-        return None, "This page cannot be a tour step."
+        return None, NO_TOUR_STEP
     params = {}
     for key in page_keys(page_name, st.query_params.keys()):
         values = st.query_params.get_all(key)
@@ -662,6 +667,8 @@ def lecture_mode(url_path: str) -> None:
                               "tour on the Lecture mode page.", width="stretch"):
                 draft.append(step)
                 st.toast(f"Added: {step.title} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
+        elif why == NO_TOUR_STEP:
+            st.caption(why)
 
 
 def _presenter_bar(tour, index: int, page_name: str) -> None:

@@ -40,6 +40,12 @@ def settle(page, ms: int = 1200) -> None:
     page.wait_for_timeout(ms)
 
 
+#: Every box in the main area that scrolls sideways: [test id or class, content width, shown width].
+SIDEWAYS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] *'))
+  .filter(e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
+  .map(e => [e.getAttribute('data-testid') || String(e.className).slice(0, 40), e.scrollWidth, e.clientWidth])"""
+
+
 def test_a_tour_runs_with_buttons_and_the_clicker_keys(server):
     """On a projector's 1280 × 720 (the 1440 × 900 screenshots are taken along the way)."""
     base, chromium = server
@@ -50,6 +56,7 @@ def test_a_tour_runs_with_buttons_and_the_clicker_keys(server):
     page.goto(f"{base}/tour")
     settle(page)
     page.screenshot(path=str(ARTIFACTS / f"tour-{size[0]}.png"))
+    assert page.evaluate(SIDEWAYS_JS) == []  # the tour table wraps its notes instead of scrolling
     page.get_by_role("button", name="Start presenting").click()
     settle(page)
     page.wait_for_selector('h1:has-text("relviz: relative position, visible")', timeout=60000)  # step 1
@@ -126,9 +133,12 @@ def test_a_collected_view_is_shared_as_one_link(server):
     page.get_by_role("button", name="Add this view to my tour").click()
     settle(page)
     page.get_by_role("link", name="Lecture mode").click()  # within the session: the collection lives there
-    page.wait_for_selector('[data-testid="stCode"]', timeout=60000)
+    box = page.wait_for_selector('input[aria-label^="Share as one link"]', timeout=60000)
     settle(page)
-    link = page.query_selector('[data-testid="stCode"]').inner_text().strip()
+    link = box.input_value().strip()
+    assert page.locator('[data-testid="stCode"]').count() == 0  # no code block: no 1.5 MB highlighter
+    # the sidebar says why a tool page has no "Add this view" button
+    assert "No “Add this view to my tour” on this page" in page.inner_text('[data-testid="stSidebar"]')
     shared = tours.decode(link.split(f"{tours.TOUR_PARAM}=")[1])
     assert shared.steps[0].page == "t5" and shared.steps[0].params == {"t5_nb": "28"}
     page.screenshot(path=str(ARTIFACTS / "tour-own.png"), full_page=True)

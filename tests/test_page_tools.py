@@ -88,7 +88,7 @@ def test_tour_page_lists_the_builtin_tour():
     at = run_page("tour")
     assert at.title[0].value == "Lecture mode"
     assert tours.BUILTIN.title in [h.value for h in at.header]
-    table = at.dataframe[0].value
+    table = at.table[0].value  # a static table: it wraps long notes (a data grid scrolled them sideways)
     assert len(table) == len(tours.BUILTIN.steps)
     assert table["what"].tolist() == [step.title for step in tours.BUILTIN.steps]
 
@@ -97,7 +97,7 @@ def test_tour_link_opens_that_tour_and_a_damaged_one_is_refused():
     mine = tours.Tour("My seminar", (tours.Step("t5", {"t5_nb": "16"}, "Sixteen buckets", "say why"),))
     at = run_page("tour", tour=tours.encode(mine))
     assert "My seminar" in [h.value for h in at.header]
-    assert at.dataframe[0].value["what"].tolist() == ["Sixteen buckets"]
+    assert at.table[0].value["what"].tolist() == ["Sixteen buckets"]
     for junk in ("abc$", "A" * 7000, tours.encode(mine)[:-6], "eJwLycgsVgCiRIWS1OISAA"):
         at = run_page("tour", tour=junk)
         assert any("This tour link was refused" in e.value for e in at.error), junk
@@ -160,13 +160,19 @@ def test_a_teacher_collects_views_and_shares_them():
     at.text_area(key="tour_sn0").set_value("Sixteen buckets: eight per direction.").run()
     at.button(key="tour_down0").click().run()  # reorder: the skew first
     assert [s.page for s in at.session_state[ui.DRAFT_STATE]] == ["skew", "t5"]
-    (code_block,) = at.code
-    shared = tours.decode(code_block.value.split(f"{tours.TOUR_PARAM}=")[1])
+    assert not at.code  # the link is in a text box: no code block (it loads a 1.5 MB highlighter)
+    shared = tours.decode(at.text_input(key="tour_link").value.split(f"{tours.TOUR_PARAM}=")[1])
     assert shared.title == "Buckets, then the skew"
     assert [s.page for s in shared.steps] == ["skew", "t5"]
     assert shared.steps[1].params == {"t5_nb": "16"} and shared.steps[1].note.startswith("Sixteen")
     at.button(key="tour_del0").click().run()
     assert [s.page for s in at.session_state[ui.DRAFT_STATE]] == ["t5"]
+    # the box follows the tour (a keyed box would keep the old link)
+    assert [s.page for s in tours.decode(at.text_input(key="tour_link").value.split("=", 1)[1]).steps] == ["t5"]
+    # the tool pages say where the button is not and why
+    at.switch_page("pages/check.py").run()
+    assert not at.sidebar.button or all(b.key != "tour_collect" for b in at.sidebar.button)
+    assert any(c.value == ui.NO_TOUR_STEP for c in at.sidebar.caption)
 
 
 def test_a_schemes_own_parameter_is_collected_and_presented():
