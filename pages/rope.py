@@ -108,9 +108,7 @@ FIGURE_CACHE = dict(max_entries=8, show_spinner=False)
 def wavelength_fig(key: tuple, length: int):
     config = config_of(key)
     inv_freq, plain, _ = frequencies(key, length)
-    rule = config.scaling.rope_type
-    return wavelength_figure(inv_freq, plain, length=length, rule=rule,
-                             original=config.original_max_position_embeddings if rule != "default" else None)
+    return wavelength_figure(inv_freq, plain, length=length, rule=config.scaling.rope_type, original=config.scaled_from)
 
 
 @st.cache_resource(**FIGURE_CACHE)
@@ -128,9 +126,7 @@ def score_fig(key: tuple, length: int, window: int, same: bool, seed: int):
 @st.cache_resource(**FIGURE_CACHE)
 def decay_fig(key: tuple, length: int):
     config = config_of(key)
-    rule = config.scaling.rope_type
-    return decay_figure(decay(key, length), length=length,
-                        original=config.original_max_position_embeddings if rule != "default" else None)
+    return decay_figure(decay(key, length), length=length, original=config.scaled_from)
 
 
 st.title("RoPE and its scalings")

@@ -59,10 +59,9 @@ def rope_figs(kind: str, target: str, length: int):
     plain = rope_parameters(unscaled(config), device="cpu")[0].numpy()
     inv_freq = inv_freq.numpy()
     rule = config.scaling.rope_type
-    original = config.original_max_position_embeddings if rule != "default" else None
-    wave = wavelength_figure(inv_freq, plain, length=length, original=original, rule=rule)
+    wave = wavelength_figure(inv_freq, plain, length=length, original=config.scaled_from, rule=rule)
     ratio = ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=rule) if rule != "default" else None
-    decay = decay_figure(decay_curves(config, length), length=length, original=original)
+    decay = decay_figure(decay_curves(config, length), length=length, original=config.scaled_from)
     return wave, ratio, decay, attention
 
 

@@ -188,6 +188,11 @@ class RopeConfig:
         """The pre-training context: the scaling's original length, else max_position_embeddings."""
         return self.scaling.original_max_position_embeddings or self.max_position_embeddings
 
+    @property
+    def scaled_from(self) -> int | None:
+        """The original context a scaling stretches (what the figures mark), or None without a scaling."""
+        return self.original_max_position_embeddings if self.scaling.rope_type != "default" else None
+
     def with_scaling(self, **changes: object) -> RopeConfig:
         return replace(self, scaling=replace(self.scaling, **changes))
 

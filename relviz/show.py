@@ -318,9 +318,8 @@ def rope_wavelengths(preset: str = "llama-3.1-8b", length: int | None = None) ->
     Example: ``show.rope_wavelengths("llama-3.1-8b", length=32768)``
     """
     config, length, inv_freq, plain = _rope(preset, length)
-    rule = config.scaling.rope_type
-    original = config.original_max_position_embeddings if rule != "default" else None
-    return rope_figures.wavelength_figure(inv_freq, plain, length=length, original=original, rule=rule)
+    return rope_figures.wavelength_figure(inv_freq, plain, length=length, original=config.scaled_from,
+                                          rule=config.scaling.rope_type)
 
 
 def rope_frequency_ratio(preset: str = "llama-3.1-8b", length: int | None = None) -> go.Figure:
@@ -359,9 +358,7 @@ def rope_decay(preset: str = "llama-3.1-8b", length: int | None = None) -> go.Fi
     from relviz.rope import decay_curves
 
     config, length, _, _ = _rope(preset, length)
-    rule = config.scaling.rope_type
-    original = config.original_max_position_embeddings if rule != "default" else None
-    return rope_figures.decay_figure(decay_curves(config, length), length=length, original=original)
+    return rope_figures.decay_figure(decay_curves(config, length), length=length, original=config.scaled_from)
 
 
 # ---------------------------------------------------------------------------------------

@@ -395,3 +395,12 @@ def test_phi3_presets_equal_transformers(preset_id):
     assert rope_config_from_hf(entry["config"]) == rope_config_from_hf(config)
     for seq_len in (None, 4096, 4097):
         check_against_transformers(config, seq_len, phi3=True)
+
+
+def test_scaled_from_is_the_original_context_only_with_a_scaling():
+    assert RopeConfig(max_position_embeddings=4096).scaled_from is None
+    yarn = RopeConfig(max_position_embeddings=4096, scaling=RopeScaling("yarn", factor=4.0))
+    assert yarn.scaled_from == 4096
+    llama3 = RopeConfig(max_position_embeddings=131072, scaling=RopeScaling(
+        "llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192))
+    assert llama3.scaled_from == 8192
