@@ -85,24 +85,21 @@ def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
     lookup = build(values.index, q_len, k_len, value_label="index", discrete_range=(0, 2 * k),
                    colorscale=PALETTE, hover=[clipped], value_last=True,
                    title=f"lookup index: {clip_formula(k)} + {k}", **common)
-    return tuple(_square_cells(view) for view in (relative, clip, lookup))
+    return tuple(_square_cells(view, height) for view in (relative, clip, lookup))
 
 
-#: Plot height (px) of a square window drawn as a plotly heatmap: about the width a third of the page
-#: leaves it at 1280-1440 px once the colour bar lies under the plot.
-SQUARE_PLOT = 210
-
-
-def _square_cells(view: ToeplitzFigure | ToeplitzImage) -> ToeplitzFigure | ToeplitzImage:
+def _square_cells(view: ToeplitzFigure | ToeplitzImage, height: int) -> ToeplitzFigure | ToeplitzImage:
     """A small window's heatmap with square-ish cells: its colour bar under the plot (an upright one
     took ~70 of the ~260 px a third of the page has, leaving a 10 × 10 matrix ~110 px wide and 284 tall),
-    its height from the window's shape, and square cells when the window is no more than 3:1."""
+    ``height`` for a square window (less for a wider one), and square cells when the window is no more
+    than 3:1."""
     if not isinstance(view, ToeplitzFigure):
         return view
     figure = view.figure
     rows, cols = view.window.rows, view.window.cols
     bottom = X_AXIS_BELOW + COLOUR_BAR_BELOW
-    height = (figure.layout.margin.t or 0) + bottom + int(np.clip(SQUARE_PLOT * rows / cols, 90, 330))
+    square = max(90, height - (figure.layout.margin.t or 0) - bottom)  # the plot's height for a square window
+    height = (figure.layout.margin.t or 0) + bottom + int(np.clip(square * rows / cols, 90, square))
     for trace in figure.data:
         if trace.type == "heatmap" and trace.showscale is not False:
             trace.colorbar, title = colour_bar_below(trace.colorbar.to_plotly_json(), height=height)
