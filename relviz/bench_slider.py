@@ -37,22 +37,6 @@ CASES = [
     ("rope", "rp_L=256", "positions shown", "ArrowLeft"),
 ]
 
-#: Installed before the page loads: counts the bytes each websocket message brings.
-COUNT_BYTES_JS = """(() => {
-  window.__relvizBytes = 0;
-  const Native = window.WebSocket;
-  window.WebSocket = function (...args) {
-    const socket = new Native(...args);
-    socket.addEventListener('message', event => {
-      const data = event.data;
-      window.__relvizBytes += data.byteLength ?? data.size ?? data.length ?? 0;
-    });
-    return socket;
-  };
-  window.WebSocket.prototype = Native.prototype;
-  Object.assign(window.WebSocket, Native);
-})();"""
-
 #: Installed once the page is drawn: every chart div records when its data last changed and when
 #: it last finished drawing.
 WATCH_JS = """() => {
@@ -123,7 +107,7 @@ def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
     except ImportError as exc:
         raise RuntimeError("the slider bench needs playwright: pip install -r requirements-dev.txt") from exc
 
-    from relviz.bench_first_paint import _server, launch_chromium
+    from relviz.bench_first_paint import COUNT_MESSAGES_JS, _server, launch_chromium
 
     rows = []
     with _server(REPO / "app.py", REPO) as (base, _), sync_playwright() as playwright:
@@ -133,7 +117,7 @@ def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
                 log(f"slider: {page_name}")
                 context = browser.new_context(viewport={"width": 1440, "height": 900})
                 page = context.new_page()
-                page.add_init_script(COUNT_BYTES_JS)
+                page.add_init_script(COUNT_MESSAGES_JS)  # counts the websocket's bytes (and messages)
                 page.goto(f"{base}/{page_name}?{query}")
                 page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
                                        "!document.querySelector('[data-testid=\"stStatusWidget\"]')",
