@@ -196,6 +196,27 @@ def test_large_t5_window_is_drawn_in_the_browser_with_exact_hover_and_redraws_on
     assert js_errors == [], js_errors
 
 
+def test_pooled_overview_ticks_sit_a_round_number_of_entries_apart_on_a_projector(browser_page):
+    """At 1280 × 720 the 8192² overview has room for 4 ticks; they read 0, 2048, 4096, 6144 (a power of
+    two of its 64-blocks), not a 1-2-5 step rounded up to whole blocks (79 blocks: 0, 5056)."""
+    base, page, js_errors = browser_page
+    size = page.viewport_size
+    page.set_viewport_size({"width": 1280, "height": 720})
+    try:
+        page.goto(page_url(base, "pages/t5.py", False) + "?t5_q=8192&t5_k=8192&t5_ws=512&t5_r0=2048&t5_c0=2048")
+        wait_for_app(page)
+        root = page.locator('.relviz-toeplitz[data-kind="overview"]').first
+        root.wait_for(timeout=60000)
+        ticks = root.evaluate("r => JSON.parse(r.dataset.ticks)")
+    finally:
+        page.set_viewport_size(size)
+    for labels in (ticks["x"], ticks["y"]):
+        values = [int(label) for label in labels]
+        assert len(values) >= 3 and values[0] == 0, ticks
+        assert all(v % 1024 == 0 for v in values), ticks
+    assert js_errors == [], js_errors
+
+
 def test_pooled_overview_is_pooled_in_the_browser_with_exact_block_hover_and_the_window_marked(browser_page):
     """The overview's blocks (mean colour; hover ranges, exact mean, min, max) are computed in the browser
     from the per-offset vector; checked here against the full matrix for blocks at the edges and inside."""

@@ -40,6 +40,24 @@ function integerStep(span, most) {
   return step;
 }
 
+// How many blocks apart the ticks of a pooled axis (count blocks of `block` entries) sit, at most
+// `most` ticks: a 1-2-5 number of entries that is a whole number of blocks (200 entries of 8-blocks)
+// if one gives at least 3 ticks, else a power of two of blocks (2048 entries of 64-blocks). Any other
+// multiple of the block reads as an odd number (79 blocks of 64 = 5056).
+function blockTickEvery(count, block, most) {
+  const fits = e => Math.ceil(count / e) <= most;
+  const mult = [2, 2.5, 2];
+  for (let s = 1, k = 0; s <= count * block; s = Math.round(s * mult[k++ % 3])) {
+    if (s % block === 0 && fits(s / block)) {
+      if (Math.ceil(count / (s / block)) >= 3) return s / block;
+      break;
+    }
+  }
+  let e = 1;
+  while (!fits(e)) e *= 2;
+  return e;
+}
+
 function niceStep(span, most) {
   const raw = span / Math.max(most, 1);
   const base = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -157,8 +175,8 @@ function axisTicks(first, count, lengthPx, shift, block) {
   const most = Math.max(2, Math.floor(lengthPx / 55));
   const step = integerStep(Math.max(count - 1, 1) * block, most);
   const ticks = [];
-  if (block > 1) { // ticks at block starts, a round number of blocks apart (64-blocks: 0, 2048, 4096 …)
-    const every = Math.max(1, Math.ceil(integerStep(count * block, Math.min(8, most)) / block));
+  if (block > 1) { // ticks at block starts, a round number of entries apart (64-blocks: 0, 2048, 4096 …)
+    const every = blockTickEvery(count, block, Math.min(8, most));
     for (let k = 0; k < count; k += every) ticks.push({at: k, label: minus(String(k * block + shift))});
     return ticks;
   }
@@ -236,14 +254,17 @@ function paint(state, ctx, L, scale, forExport) {
   ctx.lineWidth = 1;
   const block = data.kind === "overview" ? data.block : 1;
   ctx.textAlign = "center"; ctx.textBaseline = "top";
-  for (const t of axisTicks(L.colFirst, L.cols, L.w, 0, block)) {
+  const xTicks = axisTicks(L.colFirst, L.cols, L.w, 0, block);
+  for (const t of xTicks) {
     const x = L.x0 + (t.at + 0.5) * L.cell;
     ctx.beginPath(); ctx.moveTo(x, L.y0 + L.h); ctx.lineTo(x, L.y0 + L.h + 4); ctx.stroke();
     ctx.fillText(t.label, x, L.y0 + L.h + 6);
   }
   ctx.textAlign = "right"; ctx.textBaseline = "middle";
   const rowShift = data.kind === "overview" ? data.q_offset : 0;
-  for (const t of axisTicks(L.rowFirst, L.rows, L.h, rowShift, block)) {
+  const yTicks = axisTicks(L.rowFirst, L.rows, L.h, rowShift, block);
+  state.root.dataset.ticks = JSON.stringify({x: xTicks.map(t => t.label), y: yTicks.map(t => t.label)});
+  for (const t of yTicks) {
     const y = L.y0 + (t.at + 0.5) * L.cell;
     ctx.beginPath(); ctx.moveTo(L.x0 - 4, y); ctx.lineTo(L.x0, y); ctx.stroke();
     ctx.fillText(t.label, L.x0 - 6, y);
