@@ -182,14 +182,20 @@ FUSED_CHUNK: int | None = None
 
 
 def _chunk_size(length: int) -> int:
-    """64 queries up to L = 512, 128 up to 1024, 256 beyond. Smaller chunks skip more of the causal
-    future but pay more per call. Measured (one thread, in turns, thread CPU time): skew at L = 512
-    1.12× SDPA-with-the-bias with 64, 1.21× with 128, 1.36× with 256; the model's train step at
-    B8×L256, skew 73 ms with 64 vs 91 ms with 128; T5 and ALiBi 10-20% slower at L ≥ 2048 with 128
-    than with 256."""
+    """Queries per chunk: 64 up to L = 256 (and up to 512 on one thread), 128 up to 1024, 256 beyond.
+
+    Smaller chunks skip more of the causal future but pay more per call, and each call's work must
+    be large enough to split over torch's threads. Measured (in turns, ratio to SDPA with the bias
+    prebuilt): skew at L = 512 on one thread 1.12× with 64, 1.21× with 128, 1.36× with 256; on two
+    threads 1.37× with 64, 1.23× with 128, 1.38× with 256 (Shaw 1.22×, 1.15×, 1.21×). The model's
+    train step at B8×L256, two threads: skew 44 ms with 64 vs 48 ms with 128. T5 and ALiBi are
+    10–20% slower at L ≥ 2048 with 128 than with 256.
+    """
     if FUSED_CHUNK:
         return FUSED_CHUNK
-    return 64 if length <= 512 else 128 if length <= 1024 else 256
+    if length <= 256 or (length <= 512 and torch.get_num_threads() == 1):
+        return 64
+    return 128 if length <= 1024 else 256
 
 
 def _chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias, *, causal: bool,

@@ -347,8 +347,8 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                "flex, whose graph at that length is often the same (T5, ALiBi), so its first call is mostly "
                "a cache hit: flex's column is the cold compile. Every length recompiles: "
                "dynamic=True does not compile on CPU in torch 2.13 (a C++ error in the flex template).",
-               "relviz fused: SDPA in chunks of 64 queries up to L = 512, 128 up to 1024, 256 beyond "
-               "(relviz.attention._chunk_size); a causal "
+               "relviz fused: SDPA in chunks of 64 queries up to L = 256 (512 on one torch thread), 128 up "
+               "to 1024, 256 beyond (relviz.attention._chunk_size); a causal "
                "chunk attends only to keys up to its last query, which SDPA with a prebuilt bias cannot (torch "
                "refuses is_causal together with attn_mask), so relviz skips about half the blocks. Its bias is "
                "built inside the timing: per offset for T5/ALiBi (a view, never [H, L, L]); for skew and Shaw "
