@@ -68,7 +68,7 @@ relative, clipped, lookup = matrices(q_len, k_len, k, q_offset, window.row0, win
 if large:
     summary = overview(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
     ui.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
-                       block=summary.block, quantity="index", key=f"{P}_fig_overview",
+                       quantity="index", key=f"{P}_fig_overview",
                        note="Blocks are pooled, never skipped, so the thin band |j − i| ≤ k stays visible as "
                             "a blend instead of vanishing between samples.")
 

@@ -139,7 +139,7 @@ with tab_map:
                 summary = overview_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0,
                                           window.rows, window.cols)
                 ui.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
-                                   block=summary.block, quantity="bucket", key=f"{P}_fig_overview",
+                                   quantity="bucket", key=f"{P}_fig_overview",
                                    note="Pooling keeps every bucket edge (a block that straddles one shows a "
                                         "blend); it never skips offsets.")
             fig_map = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,

@@ -500,11 +500,12 @@ def _centre_window(col_key: str, col0: int) -> None:
     st.session_state[col_key] = col0
 
 
-def pooled_overview(view, *, q_len: int, k_len: int, q_offset: int, window, block: int,
+def pooled_overview(view, *, q_len: int, k_len: int, q_offset: int, window,
                     quantity: str, note: str, key: str) -> None:
     """The large-matrix panel of the Shaw and T5 pages: the pooled overview (figures.toeplitz's
     ToeplitzOverview or ToeplitzOverviewImage) beside what it shows and which exact window the
     full-resolution figures below hold (``window``: figures.toeplitz.Window)."""
+    block = view.block
     st.markdown(f"#### The matrix is {q_len} × {k_len}: too large to draw cell by cell")
     left, right = st.columns(2)
     with left:

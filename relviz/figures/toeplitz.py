@@ -428,6 +428,18 @@ def _sampled_palette(colorscale: str | tuple) -> tuple[tuple[int, int, int], ...
                                                                   list(np.linspace(0.0, 1.0, 256))))
 
 
+def _band_colours(scale: Sequence, count: int) -> list[tuple[int, int, int]]:
+    """The solid colour of each band of a discrete_colorscale of ``count`` values (the PNG's palette)."""
+    return [_rgb(scale[2 * v][1]) for v in range(count)] if count > 1 else [_rgb(scale[0][1])]
+
+
+def _levels(values: np.ndarray, zmin: float, zmax: float) -> np.ndarray:
+    """Continuous values as 256 colour levels over [zmin, zmax]: round((value − zmin) / (zmax − zmin) · 255)."""
+    span = zmax - zmin
+    levels = np.rint((values.astype(np.float64) - zmin) / span * 255) if span > 0 else np.zeros(values.shape)
+    return np.clip(levels, 0, 255).astype(np.uint8)
+
+
 def _image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, colorscale: str | list,
                    zmid: float | None) -> tuple[np.ndarray, list[tuple[int, int, int]], dict] | None:
     """(colour index per offset, palette, colour-bar description), as :func:`_image_figure` colours a
@@ -438,18 +450,14 @@ def _image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, co
         if count > 256:
             return None
         palette_name = colorscale if isinstance(colorscale, str) else DISCRETE_PALETTE
-        scale = discrete_colorscale(count, palette_name)
-        palette = [_rgb(scale[2 * v][1]) for v in range(count)] if count > 1 else [_rgb(scale[0][1])]
+        palette = _band_colours(discrete_colorscale(count, palette_name), count)
         step = _tick_step(count - 1)
         ticks = [v for v in range(lo, hi + 1) if v % step == 0]  # round numbers of the true values
         colour = {"kind": "discrete", "lo": int(lo), "hi": int(hi), "tickvals": ticks,
                   "ticktext": [str(v).replace("-", "−") for v in ticks]}
         return (strip.astype(np.int64) - lo).astype(np.uint8), palette, colour
     zmin, zmax = _continuous_range(strip, zmid)
-    palette = _palette_256(colorscale)
-    span = zmax - zmin
-    levels = np.rint((strip.astype(np.float64) - zmin) / span * 255) if span > 0 else np.zeros(strip.shape)
-    return np.clip(levels, 0, 255).astype(np.uint8), palette, {"kind": "continuous", "zmin": zmin, "zmax": zmax}
+    return _levels(strip, zmin, zmax), _palette_256(colorscale), {"kind": "continuous", "zmin": zmin, "zmax": zmax}
 
 
 def toeplitz_image(
@@ -567,17 +575,14 @@ def _image_figure(heatmap: go.Figure, values: np.ndarray, discrete_range: tuple[
         count = hi - lo + 1
         if count > 256:
             return None
-        scale = heat.colorscale
-        palette = [_rgb(scale[2 * v][1]) for v in range(count)] if count > 1 else [_rgb(scale[0][1])]
+        palette = _band_colours(heat.colorscale, count)
         indices = (values.astype(np.int64) - lo).astype(np.uint8)
         bar = dict(z=[[0]], zmin=heat.zmin, zmax=heat.zmax)
         meta = {"image": {"kind": "discrete", "lo": int(lo)}}
     else:
         zmin, zmax = _continuous_range(values, zmid)
         palette = _palette_256(heat.colorscale)
-        span = zmax - zmin
-        levels = np.rint((values.astype(np.float64) - zmin) / span * 255) if span > 0 else np.zeros(values.shape)
-        indices = np.clip(levels, 0, 255).astype(np.uint8)
+        indices = _levels(values, zmin, zmax)
         bar = dict(z=[[zmin]], zmin=zmin, zmax=zmax)
         meta = {"image": {"kind": "continuous", "zmin": zmin, "zmax": zmax, "levels": 256}}
     image = go.Image(source=_png(indices, palette), x0=x0, dx=1, y0=y0, dy=1, meta=meta)
