@@ -194,7 +194,8 @@ function layout(state, ctx, width) {
   const rowFirst = data.kind === "overview" ? 0 : data.q_offset + data.row0;
   const colFirst = data.kind === "overview" ? 0 : data.col0;
   const lastRow = data.kind === "overview" ? data.q_len - 1 + data.q_offset : rowFirst + rows - 1;
-  const yLabelWidth = Math.max(ctx.measureText(minus(String(lastRow))).width, ctx.measureText(minus(String(rowFirst))).width);
+  const firstLabel = data.kind === "overview" ? data.q_offset : rowFirst;  // the overview's ticks are labelled from q_offset
+  const yLabelWidth = Math.max(ctx.measureText(minus(String(lastRow))).width, ctx.measureText(minus(String(firstLabel))).width);
   const top = data.title ? 40 : 26; // room for the PNG button above the picture
   const left = 8 + font + 8 + yLabelWidth + 6;
   const bottom = 6 + font + 8 + font + 10;
