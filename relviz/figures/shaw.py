@@ -84,7 +84,7 @@ def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
                  title=f"clipped: {clip_formula(k)}", **common)
     lookup = build(values.index, q_len, k_len, value_label="index", discrete_range=(0, 2 * k),
                    colorscale=PALETTE, hover=[clipped], value_last=True,
-                   title=f"lookup index: {clip_formula(k)} + {k}", **common)
+                   title=f"lookup index: clipped + {k}", **common)  # the full formula overflowed a third of 1280 px
     return tuple(_square_cells(view, height) for view in (relative, clip, lookup))
 
 
