@@ -493,30 +493,39 @@ def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: 
 # Music Transformer
 
 
-def _skew_chunk_bias(q: torch.Tensor, extended: torch.Tensor, start: int, stop: int, keys: int) -> torch.Tensor:
+def _skew_chunk_bias(q: torch.Tensor, extended: torch.Tensor, hidden: torch.Tensor, start: int, stop: int,
+                     keys: int) -> torch.Tensor:
     """Queries start..stop − 1 of the causal skew bias, keys 0..stop − 1, −inf above the diagonal:
-    a strided view of q·E_rᵀ, the skew without its copy.
+    a strided view of q·E_rᵀ, the skew without its copy, masked by the same batched matmul.
 
-    ``extended`` is [L + 1, D]: scale · E_r's rows for distances −(L − 1)..0, then a zero row (the
-    scale is folded into the table, so q is never scaled: no [B, H, L, D] copy). qer = q_chunk ·
-    extended[L − stop:]ᵀ is [B, H, n, stop + 1] (column c: distance c − (stop − 1); column stop:
-    the pad). Read with row stride stop instead of stop + 1 from column stop − 1 − start, entry
-    (i, j) lands on distance j − i for j ≤ i, on the pad for j = i + 1, and for j ≥ i + 2 on the
-    next row's distances beyond its own query (keys before 0). Those are the columns c < stop − 1 − i,
-    a triangle within the first n − 1 columns; they and the pad are set to −inf (in place, only
-    there): the view is then exactly the masked bias.
+    ``extended`` is [L + 1, D]: one pad row (any finite row: it is always masked), then scale · E_r's
+    rows for distances −(L − 1)..0 (the scale is folded into the table, so q is never scaled: no
+    [B, H, L, D] copy). qer = q_chunk · extended[L − stop:]ᵀ is [B·H, n, stop + 1] (column 0: the
+    pad; column c ≥ 1: distance c − stop). Read with row stride stop instead of stop + 1 from column
+    n, entry (r, j) lands on distance j − i (i = start + r) for j ≤ i, on the next row's pad for
+    j = i + 1, and for j ≥ i + 2 on the next row's columns 1..n − 2 − r, its distances before key 0.
+    So the cells to hide are exactly those with row + column < n, a triangle in the first n columns:
+    ``hidden`` holds −inf there and 0 elsewhere (a Hankel view of one vector, no [n, stop + 1] tensor)
+    and is baddbmm's addend, so the matmul writes the masked bias in one pass (−inf + x = −inf).
     """
     length = extended.shape[0] - 1
     n = stop - start
-    qer = torch.matmul(q[..., start:stop, :], extended[length - stop:].transpose(0, 1))   # [B, H, n, stop + 1]
-    qer[..., stop] = float("-inf")                                                     # the pad column
-    if n > 1:
-        rows = torch.arange(n, device=qer.device)[:, None]
-        columns = torch.arange(n - 1, device=qer.device)[None, :]
-        qer[..., :n - 1].masked_fill_(columns < n - 1 - rows, float("-inf"))            # keys before 0
-    batch, heads, _, width = qer.shape
-    return qer.as_strided((batch, heads, n, stop), (heads * n * width, n * width, stop, 1),
-                          qer.storage_offset() + stop - 1 - start)
+    batch, heads, _, dim = q.shape
+    qer = torch.baddbmm(hidden.as_strided((n, stop + 1), (1, 1), hidden.shape[0] - length - 1 - n),
+                        q[..., start:stop, :].reshape(batch * heads, n, dim),
+                        extended[length - stop:].transpose(0, 1).expand(batch * heads, dim, stop + 1)
+                        ).contiguous()                                        # (already is: a no-op)
+    width = stop + 1                                                                  # qer: [B·H, n, stop + 1]
+    return qer.as_strided((batch, heads, n, stop), (heads * n * width, n * width, stop, 1), qer.storage_offset() + n)
+
+
+def _skew_hidden(q: torch.Tensor, length: int) -> torch.Tensor:
+    """The masking addend of :func:`_skew_chunk_bias`: −inf × chunk, then 0 × (L + 1); the chunk of
+    n queries reads it as hidden[chunk − n + row + column], −inf exactly where row + column < n."""
+    chunk = min(_chunk_size(length), length)
+    hidden = q.new_zeros(chunk + length + 1)
+    hidden[:chunk] = float("-inf")
+    return hidden
 
 
 def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch.Tensor, *,
@@ -560,9 +569,9 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
             def score_mod(score, b, h, q_idx, kv_idx):
                 return score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
             return _check_fused_output(_flex(q, k, v, score_mod, scale, (e_r,), True)), None
-        extended = torch.cat([table * scale, table.new_zeros(1, dim)])                # [L + 1, D]
-        return _check_fused_output(_chunked_sdpa(q, k, v, partial(_skew_chunk_bias, q, extended),
-                                                 causal=True, scale=scale)), None
+        extended = torch.cat([table[:1], table]) * scale                                # [L + 1, D]
+        bias = partial(_skew_chunk_bias, q, extended, _skew_hidden(q, length))
+        return _check_fused_output(_chunked_sdpa(q, k, v, bias, causal=True, scale=scale)), None
     scaled = q * scale
     relative = skew(torch.matmul(scaled, table.transpose(0, 1)))      # exact for j ≤ i (column = distance + L − 1)
     logits = _plus_scores(relative, scaled, k)                         # [B, H, L, L]
