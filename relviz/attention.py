@@ -184,12 +184,16 @@ FUSED_CHUNK: int | None = None
 def _chunk_size(length: int) -> int:
     """Queries per chunk: 64 up to L = 256 (and up to 512 on one thread), 128 up to 1024, 256 beyond.
 
-    Smaller chunks skip more of the causal future but pay more per call, and each call's work must
-    be large enough to split over torch's threads. Measured (in turns, ratio to SDPA with the bias
-    prebuilt): skew at L = 512 on one thread 1.12× with 64, 1.21× with 128, 1.36× with 256; on two
-    threads 1.37× with 64, 1.23× with 128, 1.38× with 256 (Shaw 1.22×, 1.15×, 1.21×). The model's
-    train step at B8×L256, two threads: skew 44 ms with 64 vs 48 ms with 128. T5 and ALiBi are
-    10–20% slower at L ≥ 2048 with 128 than with 256.
+    Smaller chunks skip more of the causal future (a causal chunked pass costs (L + chunk) / 2L of
+    one full SDPA call, plus for skew q·E_rᵀ over the same cells: half as much again), but each
+    chunk costs several ops, and on two threads each op forks and joins the threads (from the
+    figures below, a chunk costs about 3–5% of one SDPA call at L = 512 beyond its share of the
+    work). Measured at L = 512 (in turns, min of 61 rounds, ratio to SDPA with the bias prebuilt,
+    two threads, load 4): skew 1.18× with 96, 1.12× with 128, 1.18× with 160, 1.13× with 192,
+    1.21× with 256; Shaw 1.02×, 0.95×, 0.99×, 0.95×, 1.02×. One thread (15 rounds, load 1): skew
+    1.05× with 64, 1.06× with 128, 1.21× with 256; Shaw 0.91×, 0.93×, 1.06×. The model's train step
+    at B8×L256, two threads (9 rounds, load 3): skew 44 ms with 64 or 128, 62 ms with 256. T5 and
+    ALiBi are 10–20% slower at L ≥ 2048 with 128 than with 256.
     """
     if FUSED_CHUNK:
         return FUSED_CHUNK

@@ -351,8 +351,8 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                "to 1024, 256 beyond (relviz.attention._chunk_size); a causal "
                "chunk attends only to keys up to its last query, which SDPA with a prebuilt bias cannot (torch "
                "refuses is_causal together with attn_mask), so relviz skips about half the blocks. Its bias is "
-               "built inside the timing: per offset for T5/ALiBi (a view, never [H, L, L]); for skew and Shaw "
-               "q·E_rᵀ / q·a_Kᵀ per chunk, which the prebuilt alternative gets for free.",
+               "built inside the timing: per offset for T5/ALiBi (a view, never [H, L, L]); for skew "
+               "q·E_rᵀ per chunk, for Shaw q·a_Kᵀ once, which the prebuilt alternative gets for free.",
                "shaw: key table only (clip 64); shaw_kv: key and value tables — the a^V term needs every "
                "attention weight, so no fused kernel exists and relviz's default runs the weights path "
                "without returning the weights.",
