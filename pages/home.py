@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz import ui
-from relviz.figures.absolute import relative_intro_figure
+from relviz.figures.intro import relative_intro_figure
 from relviz.snippets import home_snippet
 
 ui.ensure_app_navigation()

@@ -33,6 +33,7 @@ from relviz.absolute import (
 from relviz.figures import absolute as absolute_figures
 from relviz.figures import attention as attention_figures
 from relviz.figures import experiments as experiment_figures
+from relviz.figures import intro as intro_figures
 from relviz.figures import rope as rope_figures
 from relviz.figures import shaw as shaw_figures
 from relviz.figures import skew as skew_figures
@@ -71,7 +72,7 @@ def relative_intro(tokens: tuple[str, ...] | list[str] = INTRO_TOKENS, *, query:
         raise ValueError("tokens must hold at least one token")
     if isinstance(query, bool) or not isinstance(query, int) or not 0 <= query < len(tokens):
         raise ValueError(f"query must be an integer from 0 to {len(tokens) - 1}; got {query!r}")
-    return absolute_figures.relative_intro_figure(tokens, query=query)
+    return intro_figures.relative_intro_figure(tokens, query=query)
 
 
 # ---------------------------------------------------------------------------------------

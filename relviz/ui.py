@@ -15,11 +15,12 @@ from pathlib import Path
 import threading
 from typing import TYPE_CHECKING, TypeVar
 
-import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-if TYPE_CHECKING:  # imported where used: torch loads only on a page that trains or measures
+if TYPE_CHECKING:  # imported where used: torch loads only on a page that trains or measures, numpy only
+    import numpy as np  # where a page offers downloads (the landing page's first visitor skips its import)
+
     from relviz.training_queue import SessionTrainings
 
 T = TypeVar("T")
@@ -323,6 +324,8 @@ def matrix_to_csv(matrix: np.ndarray, *, row0: int = 0, col0: int = 0, corner: s
     """The matrix as CSV with a header row: ``corner`` then the column indices (key positions j from
     ``col0``); each line starts with its row index (query position i from ``row0``). Integers stay
     integers. ``pandas.read_csv(f, index_col=0)`` reads it back as the exact matrix."""
+    import numpy as np
+
     matrix = np.asarray(matrix)
     matrix = matrix.reshape(matrix.shape[0], -1) if matrix.ndim > 1 else matrix[None]
     rows, cols = matrix.shape
@@ -337,6 +340,8 @@ def matrix_to_csv(matrix: np.ndarray, *, row0: int = 0, col0: int = 0, corner: s
 
 def offset_vector_csv(offsets: np.ndarray, values: np.ndarray, *, quantity: str) -> str:
     """The per-offset vector as CSV: header ``j-i,<quantity>``, then one line per diagonal."""
+    import numpy as np
+
     table = np.stack([np.asarray(offsets), np.asarray(values)], axis=1)
     out = io.StringIO()
     fmt = "%d" if np.issubdtype(table.dtype, np.integer) else "%.7g"
@@ -345,6 +350,8 @@ def offset_vector_csv(offsets: np.ndarray, values: np.ndarray, *, quantity: str)
 
 
 def matrix_to_npy(matrix: np.ndarray) -> bytes:
+    import numpy as np
+
     out = io.BytesIO()
     np.save(out, np.asarray(matrix))
     return out.getvalue()
@@ -582,6 +589,8 @@ def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: st
     These q_len + k_len − 1 rows define the whole Toeplitz matrix: entry (i, j) is the value
     of the row whose j − i equals j − (q_offset + i).
     """
+    import numpy as np
+
     matrix_downloads(np.stack([np.asarray(offsets), np.asarray(values)], axis=1), name=name, key=key,
                      csv=lambda: offset_vector_csv(offsets, values, quantity=quantity))
 

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly_data import decode
 from streamlit.testing.v1 import AppTest
 
+from relviz.figures.heatmap import make_readable
 from relviz.positions import relative_positions
 from relviz.ui import PAGES
 
@@ -52,6 +53,43 @@ def test_the_picture_is_the_relative_index_with_labels():
     assert sorted(set(decode(outline["y"]).tolist())) == [1.5, 2.5]  # the row of the query "sat"
     assert "sat" in spec["layout"]["yaxis"]["ticktext"][2]
     assert any("j − i" in el.value for el in at.info)  # the sign convention
+
+
+def test_the_picture_is_what_the_shared_heatmap_builder_draws():
+    """figures.intro builds the picture from lists (no numpy on the landing page); it is the figure
+    matrix_heatmap draws from arrays, cell for cell, for every query and other sentence lengths."""
+    from relviz.figures.heatmap import matrix_heatmap
+    from relviz.figures.intro import relative_intro_figure
+
+    def reference(tokens: list[str], query: int) -> go.Figure:  # the builder the other pages use
+        n = len(tokens)
+        i, j = np.indices((n, n))
+        rel = j - i
+        labels = np.char.replace(np.where(rel > 0, np.char.add("+", rel.astype(str)), rel.astype(str)), "-", "−")
+        figure = matrix_heatmap(rel, x=np.arange(n), y=np.arange(n), hover={"j − i": rel}, value_label="j − i",
+                                discrete_range=(-(n - 1), n - 1), colorscale="PuOr", text=labels, text_size=15,
+                                height=400)
+        ticks = [f"{k}: {t}" for k, t in enumerate(tokens)]
+        figure.update_xaxes(tickvals=list(range(n)), ticktext=ticks, side="top", title_text="key j",
+                            tickfont=dict(size=13))
+        figure.update_yaxes(tickvals=list(range(n)), ticktext=ticks, title_text="query i", tickfont=dict(size=13))
+        figure.add_trace(go.Scatter(x=[-0.5, n - 0.5, n - 0.5, -0.5, -0.5],
+                                    y=[query - 0.5, query - 0.5, query + 0.5, query + 0.5, query - 0.5],
+                                    mode="lines", line=dict(color="black", width=3), hoverinfo="skip",
+                                    showlegend=False, name="query row"))
+        figure.update_layout(margin=dict(l=80, r=10, t=60, b=10))
+        figure.data[0].update(xgap=1, ygap=1, showscale=False)
+        return make_readable(figure)
+
+    def plain(value):  # typed arrays decoded, so lists and arrays compare by value
+        if isinstance(value, dict):
+            return decode(value).tolist() if "bdata" in value else {k: plain(v) for k, v in value.items()}
+        return [plain(v) for v in value] if isinstance(value, list) else value
+
+    for tokens in (["The", "cat", "sat", "on", "the", "mat", "."], ["a"], list("abcdefghijkl")):
+        for query in {0, len(tokens) // 2, len(tokens) - 1}:
+            built = plain(json.loads(relative_intro_figure(tokens, query=query).to_json()))
+            assert built == plain(json.loads(reference(tokens, query).to_json())), (len(tokens), query)
 
 
 def test_the_query_slider_moves_the_outline_and_the_text():

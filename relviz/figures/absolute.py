@@ -1,5 +1,6 @@
 """Figures for the "absolute vs relative" page: the sinusoidal encoding, its position
-similarity, the relative index, and ALiBi's per-head bias and slopes.
+similarity, the relative index, and ALiBi's per-head bias and slopes (the landing page's
+picture of j − i is figures.intro's).
 
 Heatmaps go through the shared ``matrix_heatmap`` (query 0 on top, hover on every cell,
 float32 payloads); the colour value itself is shown in the hover (``hover_value``) so no
@@ -16,30 +17,6 @@ from relviz.figures.heatmap import matrix_heatmap, readable
 FROM_P_COLOUR = "#1f77b4"
 FROM_2P_COLOUR = "#ff7f0e"
 NAIVE_COLOUR = "#7f7f7f"
-
-
-@readable
-def relative_intro_figure(tokens: list[str], *, query: int, height: int = 400) -> go.Figure:
-    """The landing page's picture: j − i for a short sentence, every cell labelled, one query row outlined."""
-    n = len(tokens)
-    i, j = np.indices((n, n))
-    rel = j - i
-    labels = np.where(rel > 0, np.char.add("+", rel.astype(str)), rel.astype(str))
-    labels = np.char.replace(labels, "-", "−")
-    figure = matrix_heatmap(
-        rel, x=np.arange(n), y=np.arange(n), hover={"j − i": rel}, value_label="j − i",
-        discrete_range=(-(n - 1), n - 1), colorscale="PuOr", text=labels, text_size=15, height=height)
-    ticks = [f"{k}: {t}" for k, t in enumerate(tokens)]
-    figure.update_xaxes(tickvals=list(range(n)), ticktext=ticks, side="top", title_text="key j",
-                        tickfont=dict(size=13))
-    figure.update_yaxes(tickvals=list(range(n)), ticktext=ticks, title_text="query i", tickfont=dict(size=13))
-    # The outline is a trace, not a layout shape, so moving the query changes the figure's data.
-    figure.add_trace(go.Scatter(
-        x=[-0.5, n - 0.5, n - 0.5, -0.5, -0.5], y=[query - 0.5, query - 0.5, query + 0.5, query + 0.5, query - 0.5],
-        mode="lines", line=dict(color="black", width=3), hoverinfo="skip", showlegend=False, name="query row"))
-    figure.update_layout(margin=dict(l=80, r=10, t=60, b=10))
-    figure.data[0].update(xgap=1, ygap=1, showscale=False)  # every cell carries its number
-    return figure
 
 
 @readable

@@ -7,11 +7,15 @@ sends more than ``views.DISPLAY_MAX`` cells per side.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
+
+if TYPE_CHECKING:  # imported where used: the landing page's figure (figures.intro) needs no numpy
+    import numpy as np
 
 #: Axis titles shared by every query × key matrix.
 KEY_AXIS = "key position j"
@@ -73,17 +77,21 @@ def readable_layout(layout: dict) -> dict:
 WHOLE_TICKS_SPAN = 6
 
 
+def _whole_number_run(values) -> bool:
+    """Whether ``values`` (a list or a 1-D array) are whole numbers spanning at most WHOLE_TICKS_SPAN."""
+    values = values.tolist() if hasattr(values, "tolist") else list(values)
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return bool(values) and len(numbers) == len(values) and all(math.isfinite(v) and v == round(v) for v in values) \
+        and max(values) - min(values) <= WHOLE_TICKS_SPAN
+
+
 def whole_number_ticks(data: Sequence[dict], layout: dict) -> dict:
     """Give each axis whose traces sit on a short run of whole numbers one tick per number.
     Changes and returns ``layout`` (a dict: figures built with ``_validate=False`` included)."""
     for trace in data:
         for letter in ("x", "y"):
             values = trace.get(letter)
-            if values is None or isinstance(values, dict):
-                continue
-            values = np.asarray(values)
-            if values.size == 0 or values.dtype.kind not in "iuf" or not np.all(np.isfinite(values)) \
-                    or not np.array_equal(values, np.round(values)) or np.ptp(values) > WHOLE_TICKS_SPAN:
+            if values is None or isinstance(values, (dict, str)) or not _whole_number_run(values):
                 continue
             name = letter + "axis" + str(trace.get(letter + "axis", letter))[1:]
             layout.setdefault(name, {}).update(tick0=0, dtick=1)
@@ -118,12 +126,16 @@ def colour_bar_below(colorbar: dict, *, height: int) -> tuple[dict, dict]:
 
 def diagonal_counts(q_len: int, k_len: int) -> np.ndarray:
     """How many cells each diagonal (entry t of a per-offset vector, offset −(q_len − 1) first) has."""
+    import numpy as np
+
     t = np.arange(q_len + k_len - 1)
     return np.minimum.reduce([t + 1, np.full_like(t, q_len), np.full_like(t, k_len), q_len + k_len - 1 - t])
 
 
 def compact_ints(values: np.ndarray) -> np.ndarray:
     """The smallest signed/unsigned integer dtype that holds ``values`` (payload size)."""
+    import numpy as np
+
     values = np.asarray(values)
     lo, hi = (int(values.min()), int(values.max())) if values.size else (0, 0)
     for dtype in (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32):
@@ -198,23 +210,16 @@ def matrix_heatmap(
     of a rerun on a page with several heatmaps); the figure is the same, built from the same
     dicts. Tests build with validation on, so an invalid property still fails there.
     """
+    import numpy as np
+
     z = np.asarray(z)
     trace_args: dict = {}
     if hover_value and discrete_range is not None:
         raise ValueError("hover_value needs a continuous colour scale: with discrete_range, z is shifted; "
                          "pass the value as a hover field instead")
     if discrete_range is not None:
-        lo, hi = discrete_range
-        count = hi - lo + 1
-        z_colour = compact_ints(z - lo)
-        step = _tick_step(count - 1)
-        ticks = list(range(0, count, step))
-        trace_args.update(
-            zmin=-0.5, zmax=count - 0.5,
-            colorscale=discrete_colorscale(count, colorscale if isinstance(colorscale, str) else DISCRETE_PALETTE),
-            colorbar=dict(title=dict(text=value_label, side="right"), tickvals=ticks,
-                          ticktext=[str(t + lo) for t in ticks], thickness=14),
-        )
+        z_colour = compact_ints(z - discrete_range[0])
+        trace_args.update(discrete_colour_args(discrete_range, colorscale, value_label))
     else:
         z_colour = z.astype(np.float32)
         if isinstance(colorscale, str) and not validate:
@@ -244,6 +249,25 @@ def matrix_heatmap(
             trace_args["textfont"] = dict(size=text_size)
     trace = dict(type="heatmap", z=z_colour, x=np.asarray(x), y=np.asarray(y),
                  hovertemplate="<br>".join(lines) + "<extra></extra>", **trace_args)
+    return heatmap_figure(trace, title=title, x_title=x_title, y_title=y_title, height=height, validate=validate)
+
+
+def discrete_colour_args(discrete_range: tuple[int, int], colorscale: str | list, value_label: str) -> dict:
+    """A heatmap trace's colour properties for integer values lo..hi drawn as solid bands; the trace's z
+    must hold value − lo (0..hi − lo)."""
+    lo, hi = discrete_range
+    count = hi - lo + 1
+    ticks = list(range(0, count, _tick_step(count - 1)))
+    return dict(zmin=-0.5, zmax=count - 0.5,
+                colorscale=discrete_colorscale(count, colorscale if isinstance(colorscale, str) else DISCRETE_PALETTE),
+                colorbar=dict(title=dict(text=value_label, side="right"), tickvals=ticks,
+                              ticktext=[str(t + lo) for t in ticks], thickness=14))
+
+
+def heatmap_figure(trace: dict, *, title: str = "", x_title: str = KEY_AXIS, y_title: str = QUERY_AXIS,
+                   height: int = 430, validate: bool = True) -> go.Figure:
+    """A figure around one heatmap trace (a dict): query 0 on top, readable axis titles and fonts.
+    :func:`matrix_heatmap` builds the trace from arrays; a small picture may build it from lists."""
     layout: dict = dict(
         height=height, margin=dict(l=60, r=10, t=40 if title else 10, b=50), font=dict(size=READABLE_FONT),
         xaxis=dict(title=dict(text=x_title, font=dict(size=READABLE_FONT)), side="bottom", constrain="domain",
@@ -253,5 +277,4 @@ def matrix_heatmap(
     )
     if title:
         layout["title"] = dict(text=title, x=0, xanchor="left", font=dict(size=READABLE_TITLE))
-    figure = go.Figure({"data": [trace], "layout": whole_number_ticks([trace], layout)}, _validate=validate)
-    return figure
+    return go.Figure({"data": [trace], "layout": whole_number_ticks([trace], layout)}, _validate=validate)
