@@ -6,7 +6,9 @@ import streamlit as st
 from relviz.allocator import start_trimming
 from relviz.ui import (
     PAGES,
+    PageEnded,
     checked_link_values,
+    collect_view_control,
     export_format_control,
     lecture_mode,
     preload_shared_modules,
@@ -21,13 +23,22 @@ start_trimming()  # fewer malloc arenas and a periodic malloc_trim: freed memory
 # automatic navigation (on a fresh server it would first list the pages/ folder's file names).
 pages = [st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in PAGES]
 navigation = st.navigation(pages, position="hidden")
-lecture_mode(navigation.url_path)  # the presenter bar and note while a tour runs; 'add this view' in the sidebar
-with st.sidebar:
-    for page in pages:
-        st.page_link(page)
-    st.caption("Sign convention on every page: **relative position = j − i = key − query** "
-               "(as in T5, Mesh TensorFlow, tensor2tensor and Shaw et al.). Every control is in "
-               "the URL: copy the address bar to share the exact view.")
-    export_format_control()
+lecture_mode(navigation.url_path)  # while a tour runs: the presenter bar, and its note atop the sidebar
+# The sidebar is filled after the page, into a container made here: same place on screen, but the page's
+# own elements (the landing page's chart) reach the browser first. A page ends early with ui.end_page(),
+# never st.stop(): Streamlit draws nothing after st.stop(), so the sidebar would be missing.
+sidebar = st.sidebar.container()
 with running_app_navigation(), checked_link_values():
-    navigation.run()
+    try:
+        navigation.run()
+    except PageEnded:
+        pass
+    finally:  # also after an error or a page switch
+        with sidebar:
+            collect_view_control(navigation.url_path)  # 'add this view to my tour'
+            for page in pages:
+                st.page_link(page)
+            st.caption("Sign convention on every page: **relative position = j − i = key − query** "
+                       "(as in T5, Mesh TensorFlow, tensor2tensor and Shaw et al.). Every control is in "
+                       "the URL: copy the address bar to share the exact view.")
+            export_format_control()

@@ -114,7 +114,7 @@ except ValueError as error:
     st.error(f"Cannot show the experiments: {error}", icon=":material/error:")
     st.info("Recreate the results with `python -m relviz experiments` (about 20 minutes on 2 cores) or "
             "`python -m relviz experiments --quick` (a smoke run).", icon=":material/terminal:")
-    st.stop()
+    ui.end_page()
 
 def run_line(info: dict, created: str) -> str:
     job_cpu = info.get("training_job_cpu_seconds")

@@ -52,6 +52,10 @@ left, right = st.columns([1.25, 1])
 with right:
     query = int(st.slider("query i (the outlined row)", 0, len(TOKENS) - 1, DEFAULT_QUERY, key="home_q",
                           bind="query-params"))
+with left:  # the picture right after the slider it follows, before the text beside it: the chart reaches
+    # the browser, which then loads plotly.js (most of a fresh visitor's wait), as early as it can
+    ui.show_figure(picture(query), key="home_fig")
+with right:
     keys = ", ".join(f"*“{token}”* {_signed(j - query)}" for j, token in enumerate(TOKENS))
     st.markdown(
         f"**Read one row.** The outlined row is the query *“{TOKENS[query]}”*. Each key is labelled by where "
@@ -63,9 +67,7 @@ with right:
         "The schemes differ in what they do with j − i: look it up in a table (Shaw et al.), group it into "
         "buckets (T5), multiply a query by one vector per distance (Music Transformer), or subtract a "
         "penalty proportional to it (ALiBi).")
-
 with left:
-    ui.show_figure(picture(query), key="home_fig")
     ui.code_for_this_view(home_snippet(len(TOKENS)), note="result is the matrix of j − i above.", key="home_code")
 
 st.subheader("The way through")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 import threading
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -136,6 +136,22 @@ def running_app_navigation() -> Iterator[None]:
         yield
     finally:
         _APP_RUN.active = False
+
+
+class PageEnded(Exception):
+    """Raised by :func:`end_page`; app.py catches it and still draws the sidebar."""
+
+
+def end_page() -> NoReturn:
+    """End the page's run here, like st.stop(), except that app.py still draws the sidebar after it.
+
+    app.py draws the sidebar after the page (so the page's own elements reach the browser first);
+    after st.stop() Streamlit refuses every further element, so the sidebar would be missing. A page
+    run on its own (AppTest of one page file) stops with st.stop().
+    """
+    if getattr(_APP_RUN, "active", False):
+        raise PageEnded
+    st.stop()
 
 
 def ensure_app_navigation() -> None:
@@ -274,9 +290,12 @@ def sign_convention(*, compact: bool = False) -> None:
 
 
 def show_figure(figure: go.Figure, *, key: str) -> None:
-    """Draw a plotly figure with the PNG/SVG export button; ``key`` keeps it stable across reruns."""
-    st.plotly_chart(figure, key=key, config=plotly_config(st.session_state.get(EXPORT_KEY) or "PNG"),
-                    width="stretch")
+    """Draw a plotly figure with the PNG/SVG export button; ``key`` keeps it stable across reruns.
+
+    The format is the sidebar control's, or on a link's first run (app.py draws the sidebar after the
+    page, so the control has no value yet) the link's."""
+    export = st.session_state.get(EXPORT_KEY) or st.query_params.get(EXPORT_KEY) or "PNG"
+    st.plotly_chart(figure, key=key, config=plotly_config(export), width="stretch")
 
 
 _CANVAS = "relviz_toeplitz_canvas"
@@ -662,23 +681,26 @@ def current_view(page_name: str):
 
 
 def lecture_mode(url_path: str) -> None:
-    """Call in app.py before the page runs: the presenter bar while a tour runs, and in the sidebar
-    the button that adds the current view to the teacher's own tour."""
-    page_name = _page_name(url_path)
+    """Call in app.py before the page runs: while a tour runs, the presenter bar above the page and
+    the step's note at the top of the sidebar."""
     active = st.session_state.get(TOUR_STATE)
     if active is not None:
-        _presenter_bar(*active, page_name)
-    step, why = current_view(page_name)
-    with st.sidebar:
-        if step is not None:
-            draft = st.session_state.setdefault(DRAFT_STATE, [])
-            if st.button(f"Add this view to my tour ({len(draft)})", key="tour_collect", icon=":material/add:",
-                         help="Collects this page with every control as it is now; edit notes and share the "
-                              "tour on the Lecture mode page.", width="stretch"):
-                draft.append(step)
-                st.toast(f"Added: {step.title} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
-        elif why == NO_TOUR_STEP:
-            st.caption(why)
+        _presenter_bar(*active, _page_name(url_path))
+
+
+def collect_view_control(url_path: str) -> None:
+    """In the sidebar (app.py draws it after the page): the button that adds the view on screen, every
+    control as the page left it, to the teacher's own tour; or why this page has none."""
+    step, why = current_view(_page_name(url_path))
+    if step is not None:
+        draft = st.session_state.setdefault(DRAFT_STATE, [])
+        if st.button(f"Add this view to my tour ({len(draft)})", key="tour_collect", icon=":material/add:",
+                     help="Collects this page with every control as it is now; edit notes and share the "
+                          "tour on the Lecture mode page.", width="stretch"):
+            draft.append(step)
+            st.toast(f"Added: {step.title} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
+    elif why == NO_TOUR_STEP:
+        st.caption(why)
 
 
 def _presenter_bar(tour, index: int, page_name: str) -> None:

@@ -24,6 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+SIDEBAR = 1  # a delta's path starts with its root container: 0 the main area, 1 the sidebar
+
+
 @dataclass
 class ColdSession:
     """What one first visit received from the server."""
@@ -31,7 +34,7 @@ class ColdSession:
     page: str
     query: str
     navigation: list[list[str]] = field(default_factory=list)  # page names of each visible navigation
-    page_links: list[str] = field(default_factory=list)  # labels of the page links drawn
+    page_links: list[str] = field(default_factory=list)  # labels of the sidebar's page links
     exceptions: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     titles: list[str] = field(default_factory=list)
@@ -60,7 +63,7 @@ def read_message(message: ForwardMsg, session: ColdSession) -> None:
             session.exceptions.append(f"{element.exception.type}: {element.exception.message}"[:400])
         elif which == "alert" and element.alert.format == element.alert.ERROR:
             session.errors.append(element.alert.body[:300])
-        elif which == "page_link":
+        elif which == "page_link" and message.metadata.delta_path[:1] == [SIDEBAR]:
             session.page_links.append(element.page_link.label)
         elif which == "heading" and element.heading.tag == "h1":
             session.titles.append(element.heading.body)

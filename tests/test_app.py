@@ -33,3 +33,44 @@ def test_app_opens_on_the_landing_page_without_errors():
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not app.exception
     assert app.title and "relviz" in app.title[0].value
+
+
+def test_no_page_calls_st_stop():
+    """app.py draws the sidebar after the page, and Streamlit draws nothing after st.stop(): a page ends
+    early with ui.end_page(), which app.py catches."""
+    for page in PAGES:
+        tree = ast.parse((ROOT / page.path).read_text())
+        stops = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and ast.unparse(node.func) in ("st.stop", "streamlit.stop")]
+        assert not stops, f"{page.path} calls st.stop() on line(s) {stops}; use ui.end_page()"
+
+
+def _sidebar_links(at: AppTest) -> list[str]:
+    return [link.proto.page for link in at.sidebar.get("page_link")]
+
+
+def test_the_sidebar_is_drawn_after_a_page_that_ends_early(monkeypatch, tmp_path):
+    """The experiments page without results shows its error and ends (ui.end_page); the sidebar, which
+    app.py fills after the page, still holds every page link, the convention and the export control."""
+    monkeypatch.setenv("RELVIZ_EXPERIMENTS_RESULTS", str(tmp_path / "missing.json"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("pages/experiments.py").run()
+    assert not at.exception, at.exception
+    assert at.error and "does not exist" in at.error[0].value and not at.get("plotly_chart")
+    home = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert len(_sidebar_links(at)) == len(PAGES) and _sidebar_links(at) == _sidebar_links(home)
+    assert any("relative position = j − i" in caption.value for caption in at.sidebar.caption)
+    assert at.sidebar.button_group, "the export format control is missing"
+
+
+def test_the_sidebar_is_drawn_after_a_page_that_fails(monkeypatch):
+    """An uncaught error in a page shows Streamlit's error, and the sidebar is still drawn after it."""
+    import relviz.snippets
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a page broke")
+
+    monkeypatch.setattr(relviz.snippets, "home_snippet", broken)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert at.exception  # its message is redacted (config.toml: client.showErrorDetails = "type")
+    assert len(_sidebar_links(at)) == len(PAGES)
