@@ -97,9 +97,10 @@ def _plus_scores(relative: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> to
 
 def _all_finite(tensor: torch.Tensor) -> bool:
     """One reduction pass and no temporary of the tensor's size (isfinite would build one
-    L × L boolean per head); NaN propagates through aminmax."""
+    L × L boolean per head); NaN propagates through aminmax. The two extremes are read as Python
+    floats: torch.isfinite on them would cost four more ops (~20 µs, per call of every fused path)."""
     low, high = torch.aminmax(tensor.detach())
-    return bool(torch.isfinite(torch.stack([low, high])).all())
+    return math.isfinite(low.item()) and math.isfinite(high.item())
 
 
 def _check_finite_output(output: torch.Tensor) -> torch.Tensor:
