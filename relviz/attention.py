@@ -211,22 +211,20 @@ def _chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias,
     0..keys − 1, with −inf on masked keys: [B or 1, H, stop − start, keys] (``reverse``: its rows
     run from query stop − 1 down to start). Causal: a chunk needs only keys 0..stop − 1, so
     future blocks are never computed (about half the work), and no bias is ever larger than
-    [B, H, chunk, L]. The chunk outputs are joined by one concatenation at the end: one op instead
-    of a copy per chunk (each op forks and joins torch's threads, a cost that counts at L = 512 on
-    two threads), for one more [B, H, L, D] held at the end (training keeps every chunk's output
-    for the backward anyway).
+    [B, H, chunk, L]. Each chunk's output is copied into one [B, H, L, D] tensor as it comes
+    (no list of chunk outputs and no concatenation: one output and one chunk alive at a time).
     """
     length = q.shape[-2]
     chunk = _chunk_size(length)
     if chunk >= length:                                          # one chunk: no copy at all
         return _sdpa_chunk(q, k, v, chunk_bias(0, length, length), scale=scale, reverse=reverse)
-    outputs = []
+    output = q.new_empty(q.shape)                                # [B, H, L, D]
     for start in range(0, length, chunk):
         stop = min(start + chunk, length)
         keys = stop if causal else length
-        outputs.append(_sdpa_chunk(q[..., start:stop, :], k[..., :keys, :], v[..., :keys, :],
-                                   chunk_bias(start, stop, keys), scale=scale, reverse=reverse))
-    return torch.cat(outputs, dim=-2)                            # [B, H, L, D]
+        output[..., start:stop, :] = _sdpa_chunk(q[..., start:stop, :], k[..., :keys, :], v[..., :keys, :],
+                                                 chunk_bias(start, stop, keys), scale=scale, reverse=reverse)
+    return output
 
 
 def _sdpa_chunk(queries: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, *, scale: float,
