@@ -213,6 +213,9 @@ def _chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias,
     future blocks are never computed (about half the work), and no bias is ever larger than
     [B, H, chunk, L]. Each chunk's output is copied into one [B, H, L, D] tensor as it comes
     (no list of chunk outputs and no concatenation: one output and one chunk alive at a time).
+    One concatenation at the end instead (one op instead of a copy per chunk) measured 2% faster
+    at L = 512 but 20% slower at L = 1024 for skew (two threads, in turns): holding every chunk's
+    output changes which freed memory the next chunk's bias can reuse.
     """
     length = q.shape[-2]
     chunk = _chunk_size(length)
