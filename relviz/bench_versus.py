@@ -154,8 +154,9 @@ def _impl_call(function: str, impl: str, x: dict[str, Any]) -> Callable[[], torc
     if function == "shaw_kv":
         return None  # the a^V term needs every weight: neither SDPA nor FlexAttention can add it
     if impl in ("sdpa_prebuilt", "sdpa_causal"):
-        # sdpa_causal: the same bias and is_causal=True, which torch 2.13 accepts beside attn_mask on
-        # CPU: it applies both and skips the key blocks past each query block (faster from L = 1024)
+        # sdpa_causal: the same bias and is_causal=True, which torch 2.13's CPU flash kernel accepts beside
+        # attn_mask (the math fallback refuses it): it applies both and skips the key blocks past each
+        # query block (faster from L = 1024)
         bias = _prebuilt_bias(function, x)
         causal = impl == "sdpa_causal"
         return lambda: F.scaled_dot_product_attention(x["q"], x["k"], x["v"], attn_mask=bias, is_causal=causal)
@@ -362,8 +363,8 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                "relviz fused: SDPA in chunks of 64 queries up to L = 256 (512 on one torch thread), 128 up "
                "to 1024, 256 beyond (relviz.attention._chunk_size); a causal "
                "chunk attends only to keys up to its last query, so relviz skips about half the blocks. "
-               "'+ is_causal': the same prebuilt bias with is_causal=True, which torch 2.13 accepts beside "
-               "attn_mask on CPU: it applies both and skips the key blocks past each block of queries "
+               "'+ is_causal': the same prebuilt bias with is_causal=True, which torch 2.13's CPU flash kernel "
+               "accepts beside attn_mask (undocumented: the math fallback refuses the pair): it applies both and skips the key blocks past each block of queries "
                "(measured with the skew bias, 2 threads: the same time at L = 512, 0.77× at 1024, 0.63× at "
                "2048). The issue's target is against SDPA prebuilt without it. Its bias is "
                "built inside the timing: per offset for T5/ALiBi (a view, never [H, L, L]); for skew "
