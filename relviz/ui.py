@@ -691,16 +691,27 @@ def lecture_mode(url_path: str) -> None:
 def collect_view_control(url_path: str) -> None:
     """In the sidebar (app.py draws it after the page): the button that adds the view on screen, every
     control as the page left it, to the teacher's own tour; or why this page has none."""
-    step, why = current_view(_page_name(url_path))
+    page_name = _page_name(url_path)
+    step, why = current_view(page_name)
     if step is not None:
         draft = st.session_state.setdefault(DRAFT_STATE, [])
-        if st.button(f"Add this view to my tour ({len(draft)})", key="tour_collect", icon=":material/add:",
-                     help="Collects this page with every control as it is now; edit notes and share the "
-                          "tour on the Lecture mode page.", width="stretch"):
-            draft.append(step)
-            st.toast(f"Added: {step.title} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
+        # on_click: the view is added before the rerun draws the button, so its count is already the new one
+        st.button(f"Add this view to my tour ({len(draft)})", key="tour_collect", icon=":material/add:",
+                  on_click=_collect_view, args=(page_name,),
+                  help="Collects this page with every control as it is now; edit notes and share the "
+                       "tour on the Lecture mode page.", width="stretch")
     elif why == NO_TOUR_STEP:
         st.caption(why)
+
+
+def _collect_view(page_name: str) -> None:
+    """The button's callback: the view as the page left it (its URL values) joins the teacher's tour."""
+    step, _ = current_view(page_name)
+    if step is None:
+        return
+    draft = st.session_state.setdefault(DRAFT_STATE, [])
+    draft.append(step)
+    st.toast(f"Added: {step.title} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
 
 
 def _presenter_bar(tour, index: int, page_name: str) -> None:

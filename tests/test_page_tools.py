@@ -149,7 +149,9 @@ def test_a_teacher_collects_views_and_shares_them():
     at.query_params["t5_nb"] = "16"  # AppTest does not write moved controls to the URL; a browser test does
     at.switch_page("pages/t5.py").run()
     assert at.slider(key="t5_nb").value == 16
+    assert at.button(key="tour_collect").label == "Add this view to my tour (0)"
     at.button(key="tour_collect").click().run()
+    assert at.button(key="tour_collect").label == "Add this view to my tour (1)"  # the count follows at once
     at.query_params.clear()
     at.switch_page("pages/skew.py").run()
     at.button(key="tour_collect").click().run()
