@@ -364,11 +364,12 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                "to 1024, 256 beyond (relviz.attention._chunk_size); a causal "
                "chunk attends only to keys up to its last query, so relviz skips about half the blocks. "
                "'+ is_causal': the same prebuilt bias with is_causal=True, which torch 2.13's CPU flash kernel "
-               "accepts beside attn_mask (undocumented: the math fallback refuses the pair): it applies both and skips the key blocks past each block of queries "
-               "(measured with the skew bias, 2 threads: the same time at L = 512, 0.77× at 1024, 0.63× at "
-               "2048). The issue's target is against SDPA prebuilt without it. Its bias is "
-               "built inside the timing: per offset for T5/ALiBi (a view, never [H, L, L]); for skew "
-               "q·E_rᵀ per chunk, for Shaw q·a_Kᵀ once, which the prebuilt alternative gets for free.",
+               "accepts beside attn_mask (undocumented: the math fallback refuses the pair): it applies both and "
+               "skips the key blocks past each block of queries (measured with the skew bias, 2 threads: the "
+               "same time at L = 512, 0.77× at 1024, 0.63× at 2048). The issue's target is against SDPA prebuilt "
+               "without it. relviz's bias is built inside the timing: per offset for T5/ALiBi (a view, never "
+               "[H, L, L]); for skew q·E_rᵀ per chunk, for Shaw q·a_Kᵀ once, which the prebuilt alternative "
+               "gets for free.",
                "shaw: key table only (clip 64); shaw_kv: key and value tables — the a^V term needs every "
                "attention weight, so no fused kernel exists and relviz's default runs the weights path "
                "without returning the weights.",
