@@ -86,13 +86,13 @@ def _scale(scale: object, dim: int) -> float:
 
 
 def _plus_scores(relative: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """relative + q·kᵀ ([B, H, L, L]) in one fused batched matmul (baddbmm), so q·kᵀ never
-    needs an L × L temporary of its own. q is already scaled."""
-    batch, heads, length, dim = q.shape
-    flat = batch * heads
-    out = torch.baddbmm(relative.reshape(flat, length, length), q.reshape(flat, length, dim),
-                        k.reshape(flat, length, dim).transpose(1, 2))
-    return out.view(batch, heads, length, length)
+    """relative + q·kᵀ ([B, H, L, L]): q·kᵀ is written into a fresh tensor and relative added to it in
+    place, so no third L × L tensor exists. q is already scaled.
+
+    Not baddbmm over [B·H, L, L] and a .view back: the softmax step masks its logits in place, and an
+    in-place op on a view makes autograd copy the whole L × L gradient twice more in the backward
+    (CopySlices); matmul's result is not a view."""
+    return torch.matmul(q, k.transpose(-2, -1)).add_(relative)
 
 
 def _all_finite(tensor: torch.Tensor) -> bool:
