@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz import ui
-from relviz.figures.intro import relative_intro_figure
+from relviz.figures.intro import relative_intro_figure, signed_label
 from relviz.snippets import home_snippet
 
 ui.ensure_app_navigation()
@@ -36,10 +36,6 @@ def picture(query: int):
     return relative_intro_figure(TOKENS, query=query)
 
 
-def _signed(offset: int) -> str:
-    return "0" if offset == 0 else (f"+{offset}" if offset > 0 else f"−{-offset}")
-
-
 st.title("relviz: relative position, visible")
 st.markdown(
     "Attention compares every **query** token i with every **key** token j, and on its own it has no idea "
@@ -56,7 +52,7 @@ with left:  # the picture right after the slider it follows, before the text bes
     # the browser, which then loads plotly.js (most of a fresh visitor's wait), as early as it can
     ui.show_figure(picture(query), key="home_fig")
 with right:
-    keys = ", ".join(f"*“{token}”* {_signed(j - query)}" for j, token in enumerate(TOKENS))
+    keys = ", ".join(f"*“{token}”* {signed_label(j - query)}" for j, token in enumerate(TOKENS))
     st.markdown(
         f"**Read one row.** The outlined row is the query *“{TOKENS[query]}”*. Each key is labelled by where "
         f"it sits relative to it: {keys}. Negative keys lie before the query, positive after.\n\n"

@@ -80,9 +80,9 @@ WHOLE_TICKS_SPAN = 6
 def _whole_number_run(values) -> bool:
     """Whether ``values`` (a list or a 1-D array) are whole numbers spanning at most WHOLE_TICKS_SPAN."""
     values = values.tolist() if hasattr(values, "tolist") else list(values)
-    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return bool(values) and len(numbers) == len(values) and all(math.isfinite(v) and v == round(v) for v in values) \
-        and max(values) - min(values) <= WHOLE_TICKS_SPAN
+    whole = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v == round(v)
+                for v in values)
+    return bool(values) and whole and max(values) - min(values) <= WHOLE_TICKS_SPAN
 
 
 def whole_number_ticks(data: Sequence[dict], layout: dict) -> dict:
