@@ -43,6 +43,9 @@ IMPLS = ("relviz", "sdpa_prebuilt", "sdpa_causal", "flex", "relviz_flex", "weigh
 #: The implementations that torch.compile FlexAttention (left out by --no-flex and --quick).
 FLEX_IMPLS = ("flex", "relviz_flex")
 TIME_TARGET = 1.2
+#: Each timed sample repeats its call for at least this long (bench_report.time_in_turns): the
+#: sub-10 ms rows (L = 512, the T5 bias at 512) are then means over many calls, not single calls.
+SAMPLE_S = 0.05
 
 
 def load_average() -> str:
@@ -200,7 +203,7 @@ def _time_one_length(function: str, length: int, rounds: int, impls) -> dict[str
         reference = outputs["weights"]
         max_error = {impl: float((out - reference).abs().max()) for impl, out in outputs.items()}
         del outputs
-        times = time_in_turns(calls, rounds)
+        times = time_in_turns(calls, rounds, SAMPLE_S)
     steady = {impl: statistics.median(t) for impl, t in times.items()}
     return {"L": length, "median_s": steady, "times_s": times, "max_error": max_error,
             "first_call_s": first_call_s, "load": load_average()}
@@ -349,7 +352,8 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                             "bias prebuilt, compiled FlexAttention, and relviz's weights path",
         columns=columns, rows=rows, targets=targets,
         notes=["Times: every implementation of one function in one fresh process (all lengths), taking turns "
-               f"for {rounds} rounds after a warm-up (medians). torch threads = {torch.get_num_threads()}.",
+               f"for {rounds} rounds after a warm-up, each sample at least {SAMPLE_S * 1e3:.0f} ms of repeated calls "
+               f"(medians of the per-call means). torch threads = {torch.get_num_threads()}.",
                "SDPA prebuilt: F.scaled_dot_product_attention with the causal bias already built "
                "([1, H, L, L] for T5/ALiBi; [B, H, L, L] for skew/Shaw, whose relative term depends on q), "
                "its construction not timed. flex: torch.compile(flex_attention) as a user would write it, the "
@@ -435,7 +439,7 @@ def t5_bias_section(ctx: BenchContext) -> SectionResult:
         with torch.inference_mode():
             ours = calls["relviz"]()
             identical = {name: bool(torch.equal(call(), ours)) for name, call in calls.items()}
-            times = time_in_turns(calls, rounds)
+            times = time_in_turns(calls, rounds, SAMPLE_S)
         med = {name: statistics.median(t) for name, t in times.items()}
         row = {"L": length, "load": load_average(), "identical": all(identical.values())}
         for name, seconds in med.items():
@@ -467,7 +471,8 @@ def t5_bias_section(ctx: BenchContext) -> SectionResult:
                "copy. before: the int64 [L, L] bucket map then a gather of [H, L, L] (relviz until this "
                "change). HF: T5Attention.compute_bias of a tiny T5 (returns a permuted [1, H, L, L] view of "
                "[L, L, H]). x-transformers: RelativePositionBias's per-cell recipe. "
-               f"{rounds} rounds taking turns, medians."
+               f"{rounds} rounds taking turns, each sample at least {SAMPLE_S * 1e3:.0f} ms of repeated calls, "
+               "medians of the per-call means."
                + ("" if hf is not None else " transformers is not installed: no HF column.")])
 
 
@@ -604,7 +609,7 @@ def model_section(ctx: BenchContext) -> SectionResult:
                  "floor": _train_step_call(_plain_sdpa(build_model(config, seed=0)), tokens)}
         for call in calls.values():
             call()                                                          # warm-up
-        times = time_in_turns(calls, rounds)
+        times = time_in_turns(calls, rounds, SAMPLE_S)
         med = {name: statistics.median(t) for name, t in times.items()}
         rows.append({"scheme": scheme, "relviz_s": med["relviz"], "sdpa_s": med["sdpa"], "floor_s": med["floor"],
                      "ratio": med["relviz"] / med["sdpa"], "floor_ratio": med["relviz"] / med["floor"],
@@ -633,7 +638,8 @@ def model_section(ctx: BenchContext) -> SectionResult:
                "(T5/ALiBi/KERPLE: the full [1, H, L, L] bias built once per forward, as Hugging Face's T5 "
                "shares position_bias; FIRE, skew, Shaw: the bias per layer; RoPE: rotate, then is_causal). "
                "floor: plain causal SDPA, no relative term at all (absolute schemes keep their embeddings). "
-               f"{rounds} rounds taking turns after a warm-up, medians."])
+               f"{rounds} rounds taking turns after a warm-up, each sample at least {SAMPLE_S * 1e3:.0f} ms of "
+               "repeated steps, medians of the per-step means."])
 
 
 def _main(argv: list[str]) -> int:

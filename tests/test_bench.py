@@ -129,3 +129,26 @@ def test_no_flex_leaves_the_compiled_flex_column_out_of_the_fused_section(monkey
         bench_versus.fused_section(bench.BenchContext(quick=False, log=lambda m: None, flex=not args.no_flex))
         assert asked and all(("flex" in impls) is with_flex for impls in asked)
         assert all("relviz" in impls and "sdpa_prebuilt" in impls for impls in asked)
+
+
+def test_time_in_turns_repeats_a_short_call_to_fill_each_sample(monkeypatch):
+    """A call of 1 ms on a fake clock, samples of at least 50 ms: 50 calls a sample, reported per call;
+    a 200 ms call runs once a sample. Each call is first timed once to fix its count."""
+    from relviz import bench_report
+    clock = [0.0]
+    monkeypatch.setattr(bench_report.time, "perf_counter", lambda: clock[0])
+    counts = {"short": 0, "long": 0}
+
+    def call(name: str, seconds: float):
+        def run() -> None:
+            counts[name] += 1
+            clock[0] += seconds
+        return run
+
+    times = bench_report.time_in_turns({"short": call("short", 0.001), "long": call("long", 0.2)}, rounds=3,
+                                       min_sample_s=0.05)
+    assert counts == {"short": 1 + 3 * 50, "long": 1 + 3}
+    assert times["short"] == pytest.approx([0.001] * 3) and times["long"] == pytest.approx([0.2] * 3)
+    counts.update(short=0, long=0)
+    bench_report.time_in_turns({"short": call("short", 0.001), "long": call("long", 0.2)}, rounds=3)
+    assert counts == {"short": 3, "long": 3}                    # without min_sample_s: one call a sample
