@@ -407,16 +407,21 @@ def _xtransformers_bias(embedding: torch.nn.Embedding, length: int, *, num_bucke
     return embedding(ret).permute(2, 0, 1)                                  # [H, L, L]
 
 
-def t5_bias_section(ctx: BenchContext) -> SectionResult:
+def run_t5bias_case(spec: dict[str, Any]) -> dict[str, Any]:
+    """One length of the T5 bias section, in this (fresh) process: each alternative takes turns with
+    relviz alone, and its ratio comes from that pair.
+
+    At L = 8192 each build writes a 2 GB tensor, and HF's and x-transformers' builds allocate and free
+    several GB more. In one process running every length and every build in turns, relviz's build
+    took 790-1077 ms (alone, a steady 630 ms: fresh pages for 2 GB cost ~580 ms), so how much memory
+    the other libraries had churned decided its ratio to the previous build, not the two builds."""
     from relviz.positions import t5_bias, t5_bucket_map
     try:
         from transformers import T5Config
         from transformers.models.t5.modeling_t5 import T5Attention
     except ImportError:                                                     # optional: the real-models extra
         T5Attention = None
-    lengths = [256] if ctx.quick else [512, 1024, 2048, 4096, 8192]
-    rounds = 1 if ctx.quick else 5
-    rows = []
+    length, rounds = spec["L"], spec["rounds"]
     torch.manual_seed(0)
     hf = None
     if T5Attention is not None:
@@ -427,26 +432,43 @@ def t5_bias_section(ctx: BenchContext) -> SectionResult:
     else:
         table = torch.randn(32, H)
     embedding = torch.nn.Embedding.from_pretrained(table)
+    calls = {
+        "relviz": lambda: t5_bias(table, length),
+        "before": lambda: table.transpose(0, 1)[:, t5_bucket_map(length, device="cpu")],
+        "xtransformers": lambda: _xtransformers_bias(embedding, length),
+    }
+    if hf is not None:
+        calls["hf"] = lambda: hf.compute_bias(length, length, device="cpu")[0]
+    row: dict[str, Any] = {"L": length, "has_hf": hf is not None}
+    ours_s: list[float] = []
+    with torch.inference_mode():
+        ours = calls["relviz"]()
+        row["identical"] = all(bool(torch.equal(call(), ours)) for call in calls.values())
+        del ours
+        for name, call in calls.items():
+            if name == "relviz":
+                continue
+            times = time_in_turns({"relviz": calls["relviz"], name: call}, rounds, SAMPLE_S)
+            mine, theirs = statistics.median(times["relviz"]), statistics.median(times[name])
+            row[f"{name}_s"], row[f"{name}_ratio"] = theirs, theirs / mine
+            ours_s += times["relviz"]
+    row["relviz_s"], row["load"] = statistics.median(ours_s), load_average()
+    return row
+
+
+def t5_bias_section(ctx: BenchContext) -> SectionResult:
+    lengths = [256] if ctx.quick else [512, 1024, 2048, 4096, 8192]
+    rounds = 1 if ctx.quick else 5
+    rows = []
     for length in lengths:
         ctx.log(f"t5bias: L={length} (load {load_average()})")
-        calls = {
-            "relviz": lambda: t5_bias(table, length),
-            "before": lambda: table.transpose(0, 1)[:, t5_bucket_map(length, device="cpu")],
-            "xtransformers": lambda: _xtransformers_bias(embedding, length),
-        }
-        if hf is not None:
-            calls["hf"] = lambda: hf.compute_bias(length, length, device="cpu")[0]
-        with torch.inference_mode():
-            ours = calls["relviz"]()
-            identical = {name: bool(torch.equal(call(), ours)) for name, call in calls.items()}
-            times = time_in_turns(calls, rounds, SAMPLE_S)
-        med = {name: statistics.median(t) for name, t in times.items()}
-        row = {"L": length, "load": load_average(), "identical": all(identical.values())}
-        for name, seconds in med.items():
-            row[f"{name}_s"] = seconds
-            if name != "relviz":
-                row[f"{name}_ratio"] = seconds / med["relviz"]
+        spec = {"L": length, "rounds": rounds}
+        # --quick: in this process (a smoke run; a fresh process per length costs a torch import)
+        row = run_t5bias_case(spec) if ctx.quick else _subprocess("t5bias", spec, ctx)
+        if "error" in row:
+            row = {"L": length, "identical": False, "note": row["error"]}
         rows.append(row)
+    has_hf = any(r.get("has_hf") for r in rows)
     targets = []
     at = {r["L"]: r for r in rows}
     if 8192 in at:
@@ -471,9 +493,10 @@ def t5_bias_section(ctx: BenchContext) -> SectionResult:
                "copy. before: the int64 [L, L] bucket map then a gather of [H, L, L] (relviz until this "
                "change). HF: T5Attention.compute_bias of a tiny T5 (returns a permuted [1, H, L, L] view of "
                "[L, L, H]). x-transformers: RelativePositionBias's per-cell recipe. "
-               f"{rounds} rounds taking turns, each sample at least {SAMPLE_S * 1e3:.0f} ms of repeated calls, "
-               "medians of the per-call means."
-               + ("" if hf is not None else " transformers is not installed: no HF column.")])
+               f"Each length in a fresh process, each alternative taking turns with relviz alone for {rounds} "
+               "rounds (its ratio is from that pair; relviz ms: the median over all pairs), each sample at "
+               f"least {SAMPLE_S * 1e3:.0f} ms of repeated calls, medians of the per-call means."
+               + ("" if has_hf else " transformers is not installed: no HF column.")])
 
 
 # ---------------------------------------------------------------------------------------
@@ -644,7 +667,7 @@ def model_section(ctx: BenchContext) -> SectionResult:
 
 def _main(argv: list[str]) -> int:
     kind, spec = argv[0], json.loads(argv[1])
-    result = run_time_case(spec) if kind == "time" else run_memory_case(spec)
+    result = {"time": run_time_case, "memory": run_memory_case, "t5bias": run_t5bias_case}[kind](spec)
     print(json.dumps(result), flush=True)
     return 0
 
