@@ -152,3 +152,19 @@ def test_time_in_turns_repeats_a_short_call_to_fill_each_sample(monkeypatch):
     counts.update(short=0, long=0)
     bench_report.time_in_turns({"short": call("short", 0.001), "long": call("long", 0.2)}, rounds=3)
     assert counts == {"short": 3, "long": 3}                    # without min_sample_s: one call a sample
+
+
+def test_a_t5bias_length_whose_process_fails_is_a_miss_not_a_pass(monkeypatch):
+    """Each T5 bias length runs in its own process: one that fails shows its error and misses the target."""
+    from relviz import bench, bench_versus
+    asked: list[dict] = []
+
+    def fake_subprocess(kind, spec, ctx):
+        asked.append(dict(spec, kind=kind))
+        return {"error": "killed"}
+
+    monkeypatch.setattr(bench_versus, "_subprocess", fake_subprocess)
+    result = bench_versus.t5_bias_section(bench.BenchContext(quick=False, log=lambda m: None))
+    assert [a["L"] for a in asked] == [512, 1024, 2048, 4096, 8192] and {a["kind"] for a in asked} == {"t5bias"}
+    target = next(t for t in result.targets if "L = 8192" in t.description)
+    assert target.passed is False and target.detail == "killed"
