@@ -411,10 +411,10 @@ def run_t5bias_case(spec: dict[str, Any]) -> dict[str, Any]:
     """One length of the T5 bias section, in this (fresh) process: each alternative takes turns with
     relviz alone, and its ratio comes from that pair.
 
-    At L = 8192 each build writes a 2 GB tensor, and HF's and x-transformers' builds allocate and free
-    several GB more. In one process running every length and every build in turns, relviz's build
-    took 790-1077 ms (alone, a steady 630 ms: fresh pages for 2 GB cost ~580 ms), so how much memory
-    the other libraries had churned decided its ratio to the previous build, not the two builds."""
+    At L = 8192 each build writes a fresh 2 GB tensor, and its time is mostly the kernel's: ~580 ms to
+    fault in the pages, ~180 ms to unmap them when the result is dropped. With every length and
+    build in one process, relviz's build there read 790-1077 ms from run to run (the ratio to the
+    previous build 1.55-2.12x over five runs); a fresh process per length reads a steady 800-820 ms."""
     from relviz.positions import t5_bias, t5_bucket_map
     try:
         from transformers import T5Config
