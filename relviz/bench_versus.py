@@ -439,7 +439,7 @@ def run_t5bias_case(spec: dict[str, Any]) -> dict[str, Any]:
     }
     if hf is not None:
         calls["hf"] = lambda: hf.compute_bias(length, length, device="cpu")[0]
-    row: dict[str, Any] = {"L": length, "has_hf": hf is not None}
+    row: dict[str, Any] = {"L": length}
     ours_s: list[float] = []
     with torch.inference_mode():
         ours = calls["relviz"]()
@@ -468,7 +468,6 @@ def t5_bias_section(ctx: BenchContext) -> SectionResult:
         if "error" in row:
             row = {"L": length, "identical": False, "note": row["error"]}
         rows.append(row)
-    has_hf = any(r.get("has_hf") for r in rows)
     targets = []
     at = {r["L"]: r for r in rows}
     if 8192 in at:                                      # a failed run (its row has a note) is a miss
@@ -495,10 +494,11 @@ def t5_bias_section(ctx: BenchContext) -> SectionResult:
                "copy. before: the int64 [L, L] bucket map then a gather of [H, L, L] (relviz until this "
                "change). HF: T5Attention.compute_bias of a tiny T5 (returns a permuted [1, H, L, L] view of "
                "[L, L, H]). x-transformers: RelativePositionBias's per-cell recipe. "
-               f"Each length in a fresh process, each alternative taking turns with relviz alone for {rounds} "
+               f"Each length in {'this' if ctx.quick else 'a fresh'} process, each alternative taking turns with "
+               f"relviz alone for {rounds} "
                "rounds (its ratio is from that pair; relviz ms: the median over all pairs), each sample at "
                f"least {SAMPLE_S * 1e3:.0f} ms of repeated calls, medians of the per-call means."
-               + ("" if has_hf else " transformers is not installed: no HF column.")])
+               + ("" if any("hf_s" in r for r in rows) else " transformers is not installed: no HF column.")])
 
 
 # ---------------------------------------------------------------------------------------
