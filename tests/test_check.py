@@ -14,7 +14,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relviz import check as C
+from relviz.check import matrix as C
 from relviz.check import SIGN, Settings, check, load_matrix, reference, variant_matrix
 from relviz.positions import alibi_bias, alibi_slopes, relative_positions, shaw_clip_index, t5_bucket, t5_bucket_map
 from relviz.skew import skew
