@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from relviz import ui
-from relviz.check import KINDS, MAX_BYTES, MAX_SIDE, SETTINGS_OF, Settings, check, load_matrix, variant_matrix
+from relviz.check import KINDS, MAX_BYTES, MAX_SIDE, SETTINGS_OF, Settings, check, kind_of, load_matrix, variant_matrix
 from relviz.figures.check import diff_heatmap
 
 ui.ensure_app_navigation()
@@ -26,6 +26,10 @@ EXAMPLES = {
                                          Settings()),
     "Skew, padded on the right": ("skew", "pad on the right", (8, 8), Settings()),
 }
+
+
+#: The kinds a visitor can upload here (the page never runs a visitor's code).
+PAGE_KINDS = [name for name in KINDS if kind_of(name).on_page]
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing…")
@@ -58,7 +62,7 @@ ui.sign_convention()
 
 with st.sidebar:
     st.subheader("What you computed")
-    kind = st.selectbox("matrix kind", list(KINDS), format_func=KINDS.get, key=f"{P}_kind", bind="query-params")
+    kind = st.selectbox("matrix kind", PAGE_KINDS, format_func=KINDS.get, key=f"{P}_kind", bind="query-params")
     fit = st.toggle("find the settings for me", False, key=f"{P}_fit", bind="query-params",
                     help="Searches a bounded grid (T5: num_buckets 2–128, common max_distances, both directions, "
                          "both query alignments; Shaw: k up to 512; ALiBi: up to 64 heads).")
@@ -96,9 +100,8 @@ with left:
                               type=["npy", "csv", "txt"], key=f"{P}_file", max_upload_size=MAX_MB,
                               help="np.save(path, tensor.cpu().numpy()) or a CSV with or without a header row. "
                                    ".npy files are read without pickles.")
-    if kind == "skew":
-        st.caption("Skew: run your skew on `qer = torch.arange(L * L, dtype=torch.float32).reshape(L, L)` and "
-                   "upload the L × L result; each cell then names the QE_rᵀ cell it came from.")
+    if kind_of(kind).hint:
+        st.caption(kind_of(kind).hint)
 with right:
     pasted = st.text_area("…or paste it (CSV, or a printed numpy array / torch tensor)", key=f"{P}_paste",
                           height=120, max_chars=400_000, placeholder="0,1,2\n-1,0,1\n-2,-1,0")
@@ -145,7 +148,7 @@ if result is not None:
 
     fig_col, table_col = st.columns([3, 2])
     with fig_col:
-        offset = 0 if kind in ("skew", "alibi_slopes") else result.settings.q_offset
+        offset = result.settings.q_offset if "q_offset" in used else 0
         ui.show_figure(diff_heatmap(result.expected, result.got, result.mismatch, result.compared, q_offset=offset,
                                     title="Your matrix against the reference"), key=f"{P}_fig")
         st.caption("**Red**: the cell differs from relviz's reference; pale blue: equal; white: not compared. "

@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            help="T5 decoder buckets")
     parser.add_argument("--num-heads", type=int, default=8, help="ALiBi head count (default 8)")
     parser.add_argument("--head", type=int, default=0, help="ALiBi head shown, from 0 (default 0)")
+    parser.add_argument("--alibi-bias-max", type=float, default=8.0,
+                        help="ALiBi: MPT's alibi_bias_max, slopes 2^(−max·h/n) (default 8, Press et al.)")
     parser.add_argument("--causal", action="store_true",
                         help="ALiBi: compare only keys j ≤ i (your upper triangle is masked)")
     parser.add_argument("--full", action="store_true",
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         settings = None if args.fit else Settings(
             q_offset=args.q_offset, k=args.k, num_buckets=args.num_buckets, max_distance=args.max_distance,
             bidirectional=args.bidirectional, num_heads=args.num_heads, head=args.head, causal=args.causal,
-            full=args.full)
+            full=args.full, alibi_bias_max=args.alibi_bias_max)
         result = check(args.kind, matrix, settings)
     except (ValueError, OSError) as exc:
         if args.json:

@@ -14,8 +14,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relviz.check import matrix as C
-from relviz.check import SIGN, Settings, check, load_matrix, reference, variant_matrix
+from relviz.check import matrix as C, matrix_kinds as MK
+from relviz.check import MAX_BYTES, SIGN, Settings, check, load_matrix, reference, variant_matrix
 from relviz.positions import alibi_bias, alibi_slopes, relative_positions, shaw_clip_index, t5_bucket, t5_bucket_map
 from relviz.skew import skew
 
@@ -49,10 +49,10 @@ def test_references_are_the_library_matrices():
 @settings(max_examples=25, deadline=None)
 @given(nb=st.integers(2, 128), md=st.integers(1, 1024), bidir=st.booleans())
 def test_t5_variant_with_no_flag_is_hugging_face(nb, md, bidir):
-    if not C.t5_ok(nb, md, bidir):
+    if not MK.t5_ok(nb, md, bidir):
         return
     n = torch.arange(-1100, 1101)
-    np.testing.assert_array_equal(C.t5_bucket_variant(n.numpy(), nb, md, bidir),
+    np.testing.assert_array_equal(MK.t5_bucket_variant(n.numpy(), nb, md, bidir),
                                   t5_bucket(n, num_buckets=nb, max_distance=md, bidirectional=bidir).numpy())
 
 
@@ -89,7 +89,7 @@ def _settings_for(kind: str, data, shape) -> Settings:
     return Settings(q_offset=q_offset)
 
 
-CASES = [(kind, variant.name) for kind, variants in C.VARIANTS.items() for variant in variants]
+CASES = [(kind, variant.name) for kind, variants in MK.VARIANTS.items() for variant in variants]
 
 
 @pytest.mark.parametrize("kind,name", CASES, ids=[f"{k}:{n[:30]}" for k, n in CASES])
@@ -102,7 +102,7 @@ def test_each_named_cause_is_found_by_computing_it(kind, name, data):
     if kind == "alibi_slopes":
         shape = (data.draw(st.integers(1, 40)),)
     s = Settings() if kind in ("skew", "alibi_slopes") else _settings_for(kind, data, shape)
-    if name == C.SEED_NOTEBOOK:
+    if name == MK.SEED_NOTEBOOK:
         s = Settings(q_offset=s.q_offset, k=data.draw(st.integers(1, 40)))  # max_position
     faulty = variant_matrix(kind, name, shape, s)
     if faulty is None:
@@ -111,7 +111,7 @@ def test_each_named_cause_is_found_by_computing_it(kind, name, data):
     if np.array_equal(np.asarray(faulty, dtype=float)[result.compared], result.expected[result.compared]):
         assert result.ok  # the mistake makes no difference at these settings
         return
-    if kind == "t5" and name != C.SEED_NOTEBOOK:
+    if kind == "t5" and name != MK.SEED_NOTEBOOK:
         faulty = faulty.astype(np.int64)
     result = check(kind, faulty, s)
     assert not result.ok
@@ -149,7 +149,7 @@ def test_fit_recovers_settings_and_causes():
     assert result.cause.name == SIGN and (result.settings.num_buckets, result.settings.max_distance) == (32, 128)
     shaw = check("shaw", shaw_clip_index(9, 9, k=4).numpy())
     assert shaw.ok and shaw.settings.k == 4
-    slopes = check("alibi_slopes", C._slopes_naive(12))
+    slopes = check("alibi_slopes", MK._slopes_naive(12))
     assert slopes.cause.name.startswith("non-power-of-2 slopes: 2^(−8h/n)")
     last = check("relative", relative_positions(4, 10, q_offset=6).numpy())
     assert last.ok and last.settings.q_offset == 6
@@ -160,7 +160,7 @@ class _Counted:
 
     def __init__(self, monkeypatch, kind: str):
         self.references = self.variants = self.compares = 0
-        reference_of, variants_of, compare_of = C.REFERENCES[kind], C._variants, C.compare
+        reference_of, variants_of, compare_of = C.MATRIX_KINDS[kind].reference, C._variants, C.compare
 
         def counted_reference(*args):
             self.references += 1
@@ -175,7 +175,7 @@ class _Counted:
             self.compares += 1
             return compare_of(*args, **kwargs)
 
-        monkeypatch.setitem(C.REFERENCES, kind, counted_reference)
+        monkeypatch.setitem(C.MATRIX_KINDS, kind, replace(C.MATRIX_KINDS[kind], reference=counted_reference))
         monkeypatch.setattr(C, "_variants", counted_variants)
         monkeypatch.setattr(C, "compare", counted_compare)
 
@@ -195,10 +195,10 @@ def test_settings_search_is_bounded_by_work_on_the_worst_input(monkeypatch):
     result = C.fit("t5", junk, work=work)
     built = counted.references + counted.variants
     assert work.capped and work.evaluations <= C.FIT_MAX_EVALUATIONS
-    assert built <= C.FIT_MAX_EVALUATIONS + 1 + len(C.VARIANTS["t5"])  # + the final comparison's own
+    assert built <= C.FIT_MAX_EVALUATIONS + 1 + len(MK.VARIANTS["t5"])  # + the final comparison's own
     assert counted.compares <= 2 and not result.ok and "work bound" in result.note
     # Without the bound this input built every reference and every named mistake of ~3,000 settings.
-    assert len(C.fit_candidates("t5", junk)) * len(C.VARIANTS["t5"]) > 4 * C.FIT_MAX_EVALUATIONS
+    assert len(C.fit_candidates("t5", junk)) * len(MK.VARIANTS["t5"]) > 4 * C.FIT_MAX_EVALUATIONS
 
 
 def test_settings_search_rejects_a_non_toeplitz_upload_before_building_mistakes(monkeypatch):
@@ -207,7 +207,7 @@ def test_settings_search_rejects_a_non_toeplitz_upload_before_building_mistakes(
     counted = _Counted(monkeypatch, "t5")
     work = C.FitWork()
     result = C.fit("t5", junk, work=work)
-    assert counted.variants <= 2 * len(C.VARIANTS["t5"])  # the final comparison's own (seed table: 2 sizes)
+    assert counted.variants <= 2 * len(MK.VARIANTS["t5"])  # the final comparison's own (seed table: 2 sizes)
     assert counted.compares == 1 and not work.capped and not result.ok  # only the final comparison
     assert counted.references - 1 == work.evaluations <= len(C.fit_candidates("t5", junk))  # − the final one
     assert not C.exact_fit_possible("shaw", np.full((3, 3), 0.5))  # an index holds integers
@@ -272,7 +272,7 @@ def test_reads_npy_csv_headers_and_pasted_prints():
     (b"PK\x03\x04rest", "zip archive"),
     (b"\x93NUMPY\x01\x00garbage", "not a readable .npy"),
     (b"\xff\xfe1,2", "neither"),
-    (b"1" * (C.MAX_BYTES + 1), "at most"),
+    (b"1" * (MAX_BYTES + 1), "at most"),
     (("1," * 600 + "1\n").encode(), "at most 512"),
     (("9" * 30 + ",1").encode(), "±2\\^53"),
     (("9" * 300 + ",1").encode(), "not a number"),
@@ -343,3 +343,48 @@ def test_python_m_relviz_check_runs(tmp_path):
                           capture_output=True, timeout=300)
     assert done.returncode == 1, done.stderr
     assert b"likely cause: sign flipped" in done.stdout
+
+
+# ---------------------------------------------------------------------------------------
+# ALiBi causes added with the registry (independent transcriptions of each mistake)
+
+
+def _press_slopes(n: int) -> list[float]:
+    """Press et al.'s get_slopes, transcribed from the ALiBi repository (attention_with_linear_biases)."""
+    def power_of_2(p):
+        start = 2 ** (-2 ** -(np.log2(p) - 3))
+        return [start * start ** i for i in range(p)]
+    if np.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** int(np.floor(np.log2(n)))
+    return power_of_2(closest) + _press_slopes(2 * closest)[0::2][: n - closest]
+
+
+def test_alibi_added_twice_is_named():
+    slope = _press_slopes(8)[2]
+    i, j = np.arange(7)[:, None], np.arange(7)[None, :]
+    doubled = -2 * slope * np.abs(j - i)
+    result = check("alibi", doubled, Settings(num_heads=8, head=2))
+    assert not result.ok and result.cause.name == MK.ALIBI_TWICE
+    assert check("alibi", -slope * np.abs(j - i), Settings(num_heads=8, head=2)).ok
+
+
+def test_alibi_bias_max_ignored_is_named():
+    """MPT's config says alibi_bias_max 16; code that builds Press et al.'s slopes (max 8) ignores it."""
+    def mpt_slopes(n, bias_max):  # MosaicML llm-foundry gen_slopes, power-of-2 case
+        return [1 / 2 ** (bias_max * (h + 1) / n) for h in range(n)]
+    assert check("alibi_slopes", np.array(mpt_slopes(16, 16.0)), Settings(alibi_bias_max=16.0)).ok
+    result = check("alibi_slopes", np.array(mpt_slopes(16, 8.0)), Settings(alibi_bias_max=16.0))
+    assert result.cause.name == MK.BIAS_MAX_IGNORED
+    i, j = np.arange(5)[:, None], np.arange(5)[None, :]
+    bias = -mpt_slopes(16, 8.0)[3] * np.abs(j - i)
+    assert check("alibi", bias, Settings(num_heads=16, head=3, alibi_bias_max=16.0)).cause.name == MK.BIAS_MAX_IGNORED
+
+
+@pytest.mark.parametrize("n", [6, 12, 20])
+def test_non_power_of_2_slopes_in_the_wrong_order_are_named(n):
+    right = _press_slopes(n)
+    assert check("alibi_slopes", np.array(right)).ok
+    assert check("alibi_slopes", np.array(sorted(right, reverse=True))).cause.name == MK.SORTED
+    lower = 2 ** int(np.floor(np.log2(n)))
+    assert check("alibi_slopes", np.array(right[lower:] + right[:lower])).cause.name == MK.EXTRA_FIRST

@@ -1,0 +1,46 @@
+"""The check kinds, as data: each kind module registers a ``Kind`` here, and everything that serves
+every kind (the command line, ``relviz.check.check``, the results' verdicts, ``relviz.testing``)
+looks it up instead of comparing kind names."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One thing a user's code produces that relviz can check.
+
+    ``check(got, settings)`` compares (``settings`` None: search the bounded grid for them) and returns
+    a ``CheckResult``; ``settings`` names the settings it reads; ``labels`` head the three columns of a
+    mismatch (row, column, and what the column or offset means); ``max_side`` bounds an upload's side;
+    ``on_page``: the Check page offers it (visitors upload its matrix; the page never runs their code).
+    """
+
+    name: str
+    description: str
+    settings: tuple[str, ...]
+    check: Callable[[Any, Any], Any]
+    labels: tuple[str, str, str] = ("i", "j", "j − i")
+    max_side: int = 512
+    on_page: bool = True
+    #: What to feed or upload, shown beside the upload (empty: nothing to add).
+    hint: str = ""
+
+
+REGISTRY: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> Kind:
+    if kind.name in REGISTRY:
+        raise ValueError(f"check kind {kind.name!r} is registered twice")
+    REGISTRY[kind.name] = kind
+    return kind
+
+
+def kind_of(name: object) -> Kind:
+    """The registered kind, or ValueError naming the kinds there are."""
+    if not isinstance(name, str) or name not in REGISTRY:
+        raise ValueError(f"kind must be one of {', '.join(REGISTRY)}; got {name!r}")
+    return REGISTRY[name]

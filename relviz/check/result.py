@@ -1,0 +1,116 @@
+"""What a check returns, for every kind: the verdict, the first mismatching cells, the named cause."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from relviz.check.registry import kind_of
+
+#: The first this-many mismatches are listed.
+FIRST_MISMATCHES = 20
+#: Float kinds compare with this tolerance (float32 rounding of the same formula passes;
+#: bfloat16-rounded slopes, 2^−8 relative error, do not).
+RTOL, ATOL = 1e-5, 1e-6
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    i: int
+    j: int
+    offset: int  # j − (q_offset + i) for a position matrix; the frequency pair of a RoPE column
+    expected: float
+    got: float
+
+
+@dataclass(frozen=True)
+class Cause:
+    name: str
+    explanation: str
+    harmless: bool
+    #: Fraction of the mismatching cells the variant reproduces (1.0: all of them, and no others).
+    explains: float
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict: every compared cell, the first mismatches, and the named cause when one fits."""
+
+    kind: str
+    settings: Any
+    fitted: bool
+    expected: np.ndarray
+    got: np.ndarray
+    compared: np.ndarray = field(repr=False)  # bool, the cells that count (all, or j ≤ i where masked)
+    mismatch: np.ndarray = field(repr=False)  # bool, compared cells that differ
+    first: tuple[Mismatch, ...]
+    #: Every named mistake that reproduces the upload on every compared cell (several can coincide
+    #: on a small matrix); the first is the one reported as the likely cause.
+    causes: tuple[Cause, ...]
+    closest: Cause | None
+    note: str = ""
+
+    @property
+    def cause(self) -> Cause | None:
+        return self.causes[0] if self.causes else None
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatch.any()
+
+    @property
+    def mismatches(self) -> int:
+        return int(self.mismatch.sum())
+
+    @property
+    def cells(self) -> int:
+        return int(self.compared.sum())
+
+    def used_settings(self) -> dict[str, object]:
+        return {name: getattr(self.settings, name) for name in kind_of(self.kind).settings}
+
+    def verdict(self) -> str:
+        """One sentence a person reads first."""
+        what = kind_of(self.kind).description
+        settings = ", ".join(f"{k} = {v}" for k, v in self.used_settings().items()) or "no settings"
+        found = " (settings found by search)" if self.fitted else ""
+        if self.ok:
+            return f"Matches: all {self.cells} compared cells equal relviz's {what} for {settings}{found}."
+        text = (f"{self.mismatches} of {self.cells} compared cells differ from relviz's {what} for "
+                f"{settings}{found}.")
+        if self.cause:
+            text += f" Likely cause: {self.cause.name}."
+            if len(self.causes) > 1:
+                text += " Also consistent with: " + "; ".join(c.name for c in self.causes[1:]) + "."
+        elif self.closest and self.closest.explains >= 0.5:
+            text += (f" No known mistake reproduces it exactly; the closest, {self.closest.name}, accounts "
+                     f"for {self.closest.explains:.0%} of the differing cells.")
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind, "ok": self.ok, "settings": self.used_settings(), "fitted": self.fitted,
+            "shape": list(self.got.shape), "cells_compared": self.cells, "mismatches": self.mismatches,
+            "first_mismatches": [asdict(m) for m in self.first],
+            "cause": asdict(self.cause) if self.cause else None,
+            "also_consistent_with": [asdict(c) for c in self.causes[1:]],
+            "closest": asdict(self.closest) if self.closest else None,
+            "verdict": self.verdict(), "note": self.note,
+        }
+
+
+def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cell-wise equality: exact for integers, within RTOL/ATOL for floats (−inf only equals −inf)."""
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        return a == b
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.isclose(a, b, rtol=RTOL, atol=ATOL) | (a == b)
+
+
+def number(value: np.generic) -> float:
+    """A cell as a plain Python number (an int where it is whole)."""
+    value = value.item()
+    return value if isinstance(value, int) or not math.isfinite(value) or value != int(value) else int(value)
