@@ -3,16 +3,12 @@
 The library computes the matrices the app draws (relative index, Shaw clip index, T5
 buckets, ALiBi bias), the Music Transformer skew, and functional relative attention;
 ``relviz.show`` gives the app's pictures as plain Plotly figures for a notebook.
-It never imports streamlit, so researchers can use it on its own.
+It never imports streamlit and changes nothing global when imported, so researchers can use it\non its own.
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
-
-from relviz import _serial_imports
-
-_serial_imports.install()  # a fresh app server's sessions import relviz at once (see the module)
 
 __all__ = ["default_device", "show", "__version__"]
 __version__ = "0.1.0"

@@ -17,6 +17,7 @@ import torch
 from relviz import experiments as ex
 from relviz.attention import skew_attention
 from relviz.chunked import chunked_skew_attention
+from relviz.experiments.fit import fit
 from relviz.model import SCHEMES, ModelConfig
 from relviz.tasks import make_task
 from relviz.training import train
@@ -118,7 +119,7 @@ def test_cli_only_updates_one_section(tiny, tmp_path, monkeypatch, capsys):
 def test_fit_is_train_without_early_stopping():
     config = ModelConfig(scheme="shaw", clip=2, d_model=8, n_heads=2, d_ff=16, n_layers=1)
     task = make_task("shift", s=2)
-    ours = ex.fit(config, task, max_steps=6, batch_size=4, length=10, lr=1e-2, seed=3)
+    ours = fit(config, task, max_steps=6, batch_size=4, length=10, lr=1e-2, seed=3)
     reference = train(config, task, steps=6, batch_size=4, length=10, lr=1e-2, seed=3)
     assert ours.steps == 6
     for (name, a), (_, b) in zip(ours.model.state_dict().items(), reference.model.state_dict().items()):
@@ -128,7 +129,7 @@ def test_fit_is_train_without_early_stopping():
 def test_fit_stops_early_and_reports_progress():
     config = ModelConfig(scheme="t5", d_model=8, n_heads=2, d_ff=16, n_layers=1)
     calls = []
-    result = ex.fit(config, make_task("shift", s=1), max_steps=500, batch_size=4, length=8, lr=1e-2, seed=0,
+    result = fit(config, make_task("shift", s=1), max_steps=500, batch_size=4, length=8, lr=1e-2, seed=0,
                     stop_loss=100.0, stop_patience=7, progress=lambda *a: calls.append(a))
     assert result.steps == 7 and calls[-1][0] == 7
 

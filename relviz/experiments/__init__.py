@@ -25,39 +25,27 @@ One job per module: ``plan`` (settings, the Plan, reference points), ``fit`` (tr
 early stopping), ``pool`` (worker processes), ``offset``, ``extrapolation`` and ``cost`` (the
 three studies), ``runner`` (the results document), ``schema`` (validation, loading),
 ``readings`` (tables and sentences), ``live`` (the page's reruns), ``cli``. This package
-re-exports what the app and the tests use.
+re-exports what the app and the tests use, each loaded with its module on first use
+(:mod:`relviz._lazy`); ``fit`` is both a module and its function, so import it from
+``relviz.experiments.fit``.
 
 Sign convention everywhere: relative position = key index − query index (j − i); the answer
 of shift-by-s sits at j − i = −s.
 """
 from __future__ import annotations
 
-from relviz.experiments.cli import add_arguments, run
-from relviz.experiments.cost import (
-    attention_matrix_bytes, chunked_bytes, naive_gather_bytes, skew_table_bytes, wall_length,
-)
-from relviz.experiments.fit import FitResult, fit, spread
-from relviz.experiments.live import (
-    live_cost, live_extrapolation, live_extrapolation_work, live_offset, live_offset_work, plan_from_setup,
-)
-from relviz.experiments.plan import (
-    ALIBI_HEADLINE, EXPERIMENTS, EXTRAPOLATION_SETTINGS, FORMAT, FORMAT_VERSION, FULL_PLAN, IMPLEMENTATIONS,
-    OFFSET_SETTINGS, QUICK_PLAN, RESULTS_PATH, SHAW_TABLE2, Plan, Setting,
-)
-from relviz.experiments.readings import (
-    bucket_segments, bucket_starts, bucket_width, cost_reading, cost_rows, exact_shifts, extrapolation_reading,
-    offset_matrix, offset_reading, reach,
-)
-from relviz.experiments.runner import run_experiments
-from relviz.experiments.schema import load_results, validate_results
+from relviz._lazy import lazy_exports
 
-__all__ = [
-    "FORMAT", "FORMAT_VERSION", "RESULTS_PATH", "EXPERIMENTS", "Setting", "OFFSET_SETTINGS",
-    "EXTRAPOLATION_SETTINGS", "Plan", "FULL_PLAN", "QUICK_PLAN", "IMPLEMENTATIONS", "SHAW_TABLE2",
-    "ALIBI_HEADLINE", "FitResult", "fit", "spread", "run_experiments", "validate_results",
-    "load_results", "exact_shifts", "bucket_starts", "bucket_width", "bucket_segments", "offset_matrix", "reach",
-    "offset_reading", "extrapolation_reading", "cost_reading", "cost_rows", "naive_gather_bytes", "skew_table_bytes",
-    "attention_matrix_bytes", "chunked_bytes", "wall_length", "plan_from_setup", "live_offset", "live_extrapolation",
-    "live_cost", "live_offset_work", "live_extrapolation_work",
-    "add_arguments", "run",
-]
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "cli": ("add_arguments", "run"),
+    "cost": ("attention_matrix_bytes", "chunked_bytes", "naive_gather_bytes", "skew_table_bytes", "wall_length"),
+    "fit": ("FitResult", "spread"),
+    "live": ("live_cost", "live_extrapolation", "live_extrapolation_work", "live_offset", "live_offset_work",
+             "plan_from_setup"),
+    "plan": ("ALIBI_HEADLINE", "EXPERIMENTS", "EXTRAPOLATION_SETTINGS", "FORMAT", "FORMAT_VERSION", "FULL_PLAN",
+             "IMPLEMENTATIONS", "OFFSET_SETTINGS", "QUICK_PLAN", "RESULTS_PATH", "SHAW_TABLE2", "Plan", "Setting"),
+    "readings": ("bucket_segments", "bucket_starts", "bucket_width", "cost_reading", "cost_rows", "exact_shifts",
+                 "extrapolation_reading", "offset_matrix", "offset_reading", "reach"),
+    "runner": ("run_experiments",),
+    "schema": ("load_results", "validate_results"),
+})

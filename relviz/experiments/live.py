@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from relviz.experiments import cost
+import relviz.experiments.cost as cost
 from relviz.experiments.extrapolation import evaluate_lengths
 from relviz.experiments.fit import fit
 from relviz.experiments.plan import IMPLEMENTATIONS, Plan

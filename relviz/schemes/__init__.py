@@ -1,63 +1,16 @@
-"""Position schemes: one module per scheme, found by this registry.
+"""Position schemes: one module per scheme, found by :mod:`relviz.schemes.registry`.
 
-Every module of this package is imported, and every :class:`~relviz.schemes.base.Scheme`
-subclass it defines with a ``name`` is registered. A new scheme is one new file here: the
-model (ModelConfig / build_model), ``python -m relviz train --scheme NAME`` with its flags,
-checkpoints, ``python -m relviz schemes``, the in-app training guard and the Live attention
-page all read this registry.
+A new scheme is one new file here: the model (ModelConfig / build_model), ``python -m relviz
+train --scheme NAME`` with its flags, checkpoints, ``python -m relviz schemes``, the in-app
+training guard and the Live attention page all read the registry. The names below load with
+their module on first use (:mod:`relviz._lazy`), so this package's body imports nothing.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from relviz._lazy import lazy_exports
 
-from relviz.schemes.base import Param, Scheme
-from relviz.schemes.views import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms, View
-
-__all__ = ["Param", "Scheme", "REGISTRY", "get_scheme", "scheme_names", "all_params", "param_owner",
-           "PositionStructure", "BiasCurve", "VectorNorms", "SimilarityMatrix", "View"]
-
-
-def _discover() -> dict[str, type[Scheme]]:
-    found: dict[str, type[Scheme]] = {}
-    for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{__name__}.{module_info.name}")
-        for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, Scheme) and obj.__module__ == module.__name__ and obj.name:
-                if obj.name in found:
-                    raise RuntimeError(f"scheme {obj.name!r} is defined twice: in {found[obj.name].__module__} "
-                                       f"and {module.__name__}")
-                found[obj.name] = obj
-    owners: dict[str, str] = {}
-    for scheme in found.values():
-        for param in scheme.params:
-            if param.name in owners:
-                raise RuntimeError(f"parameter {param.name!r} is declared by schemes {owners[param.name]!r} and "
-                                   f"{scheme.name!r}: scheme parameter names must be unique")
-            owners[param.name] = scheme.name
-    return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
-
-
-#: scheme name -> its class, in listing order.
-REGISTRY: dict[str, type[Scheme]] = _discover()
-
-
-def scheme_names() -> list[str]:
-    return list(REGISTRY)
-
-
-def get_scheme(name: object) -> type[Scheme]:
-    """The scheme class called ``name``, or ValueError listing the known ones."""
-    if not isinstance(name, str) or name not in REGISTRY:
-        raise ValueError(f"unknown scheme {name!r}; known schemes: {', '.join(REGISTRY)}")
-    return REGISTRY[name]
-
-
-def all_params() -> list[Param]:
-    """Every scheme's parameters, in listing order (each name belongs to one scheme)."""
-    return [param for scheme in REGISTRY.values() for param in scheme.params]
-
-
-def param_owner(param_name: str) -> str:
-    """The scheme that declares a parameter."""
-    return next(s.name for s in REGISTRY.values() if any(p.name == param_name for p in s.params))
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "base": ("Param", "Scheme"),
+    "registry": ("REGISTRY", "get_scheme", "scheme_names", "all_params", "param_owner"),
+    "views": ("PositionStructure", "BiasCurve", "VectorNorms", "SimilarityMatrix", "View"),
+})

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -27,10 +27,7 @@ from relviz.attention import fused_output, future_mask, softmax_output
 from relviz.positions import expand_toeplitz
 from relviz.schemes.views import PositionStructure, View
 
-if TYPE_CHECKING:
-    from relviz.model import ModelConfig
-
-__all__ = ["MAX_LENGTH", "Param", "Scheme", "Attention", "dot_product_attention", "expand_offsets", "detached"]
+__all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_product_attention", "expand_offsets", "detached"]
 
 #: Longest sequence a model accepts: the attention weights it returns take
 #: n_layers · B · H · L² floats (L = 4096, 2 layers, 4 heads: 537 MB per sequence).
@@ -39,6 +36,25 @@ MAX_LENGTH = 4096
 #: (output [B, H, L, D_head], weights [B, H, L, L] or None), as every relviz.attention function returns:
 #: weights only when asked for (need_weights=True), None on the fused path.
 Attention = tuple[torch.Tensor, torch.Tensor | None]
+
+
+class SchemeConfig(Protocol):
+    """What a scheme reads from a model's configuration; :class:`relviz.model.ModelConfig` is one.
+
+    Declared here rather than imported from :mod:`relviz.model`: ModelConfig is built from the
+    registry of this package (one field per :class:`Param`), so the model depends on the schemes,
+    never the other way round. Each scheme also reads its own parameters by their names.
+    """
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    causal: bool
+
+    @property
+    def head_dim(self) -> int: ...
+
+    def __getattr__(self, name: str) -> Any: ...  # the scheme's own parameters (one per Param)
 
 
 @dataclass(frozen=True)
@@ -166,21 +182,21 @@ class Scheme(nn.Module):
     #: What the page says when the scheme has no parameter views.
     no_parameters: ClassVar[str] = "This scheme learns no position parameters."
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: SchemeConfig) -> None:
         super().__init__()
         self.config = config
 
     # -- configuration (class level: known before building anything) ---------------------
 
     @classmethod
-    def check_config(cls, config: ModelConfig, active: bool) -> dict[str, Any]:
+    def check_config(cls, config: SchemeConfig, active: bool) -> dict[str, Any]:
         """Cross-field checks, after each Param has been checked; returns normalised parameter
         values to store. Runs for every scheme (``active``: the config uses this one), so a
         config stays valid whichever scheme it is switched to."""
         return {}
 
     @classmethod
-    def num_parameters(cls, config: ModelConfig) -> int:
+    def num_parameters(cls, config: SchemeConfig) -> int:
         """Learned parameters of this scheme in a model with ``config`` (before building it)."""
         return 0
 
@@ -221,7 +237,7 @@ class Scheme(nn.Module):
     # -- the model -------------------------------------------------------------------------
 
     @classmethod
-    def check_length_for(cls, config: ModelConfig, length: int) -> None:
+    def check_length_for(cls, config: SchemeConfig, length: int) -> None:
         """Raise ValueError, saying why, if a model with ``config`` cannot run at this length
         (known before building it: the app's training guard asks)."""
 

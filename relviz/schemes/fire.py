@@ -8,18 +8,14 @@ threshold L learned. Dividing by the query's own (log) position maps every query
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from relviz.schemes.base import Attention, Param, Scheme, detached, dot_product_attention
+from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, detached, dot_product_attention
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 
-if TYPE_CHECKING:
-    from relviz.model import ModelConfig
 
 #: Initial c and threshold L (both learned, kept positive through a softplus): relviz's choice, with
 #: L below the training length (32) so that the normalisation by the query position is trained.
@@ -75,12 +71,12 @@ class Fire(Scheme):
     params = (Param("fire_hidden", int, 32, "fire: hidden units of the MLP f_θ", minimum=1, maximum=1024,
                     app_min=4, app_max=64, label="FIRE: hidden units of the MLP"),)
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: SchemeConfig) -> None:
         super().__init__(config)
         self.layers = nn.ModuleList(FireBias(config.fire_hidden, config.n_heads) for _ in range(config.n_layers))
 
     @classmethod
-    def num_parameters(cls, config: ModelConfig) -> int:
+    def num_parameters(cls, config: SchemeConfig) -> int:
         hidden, heads = config.fire_hidden, config.n_heads
         return config.n_layers * (2 + 2 * hidden + hidden * heads + heads)
 

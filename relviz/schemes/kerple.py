@@ -7,8 +7,6 @@ the fixed straight-line cousin; the logarithm penalises far keys less and less.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -16,11 +14,9 @@ from torch import nn
 
 from relviz.attention import offset_bias_attention
 from relviz.positions import offset_range
-from relviz.schemes.base import Attention, Scheme, detached, expand_offsets
+from relviz.schemes.base import Attention, Scheme, SchemeConfig, detached, expand_offsets
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 
-if TYPE_CHECKING:
-    from relviz.model import ModelConfig
 
 #: softplus⁻¹(1): the raw value whose softplus is 1 (r1 and r2 start at 1 in every head).
 _ONE = float(np.log(np.expm1(1.0)))
@@ -36,13 +32,13 @@ class Kerple(Scheme):
     # alone: the model composes it over layers. The same settings as ALiBi's (6 narrow layers).
     training_defaults = {"model": {"n_layers": 6, "d_ff": 64}, "training": {"lr": 1e-2}}
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: SchemeConfig) -> None:
         super().__init__(config)
         self.raw_r1 = nn.Parameter(torch.full((config.n_heads,), _ONE))   # [H]
         self.raw_r2 = nn.Parameter(torch.full((config.n_heads,), _ONE))   # [H]
 
     @classmethod
-    def num_parameters(cls, config: ModelConfig) -> int:
+    def num_parameters(cls, config: SchemeConfig) -> int:
         return 2 * config.n_heads
 
     def coefficients(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,17 +1,12 @@
 """``learned``: one learned vector per absolute position 0..max_len − 1 (GPT-2, BERT)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 from torch import nn
 
-from relviz.schemes.base import MAX_LENGTH, Param, Scheme
+from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
 from relviz.schemes.views import PositionStructure, SimilarityMatrix, View, norms_and_cosine, relative_share
-
-if TYPE_CHECKING:
-    from relviz.model import ModelConfig
 
 
 class LearnedAbsolute(Scheme):
@@ -24,16 +19,16 @@ class LearnedAbsolute(Scheme):
     params = (Param("max_len", int, 64, "learned: number of absolute positions", minimum=1, maximum=MAX_LENGTH,
                     app_min=8, app_max=256, label="learned: max_len (positions with a vector)"),)
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: SchemeConfig) -> None:
         super().__init__(config)
         self.table = nn.Parameter(torch.randn(config.max_len, config.d_model) * 0.02)   # [max_len, D]
 
     @classmethod
-    def num_parameters(cls, config: ModelConfig) -> int:
+    def num_parameters(cls, config: SchemeConfig) -> int:
         return config.max_len * config.d_model
 
     @classmethod
-    def check_length_for(cls, config: ModelConfig, length: int) -> None:
+    def check_length_for(cls, config: SchemeConfig, length: int) -> None:
         if length > config.max_len:
             raise ValueError(
                 f"scheme 'learned' has position embeddings for positions 0..{config.max_len - 1} "

@@ -2,16 +2,13 @@
 so q_i · k_j depends on i and j only through j − i ("rotate half" layout of GPT-NeoX/Llama)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
-from relviz.schemes.base import Attention, Param, Scheme, dot_product_attention, expand_offsets
+from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, dot_product_attention, expand_offsets
 from relviz.schemes.views import PositionStructure
-
-if TYPE_CHECKING:
-    from relviz.model import ModelConfig
 
 
 def rope_angles(length: int, dim: int, *, base: float = 10000.0, device: torch.device | str = "cpu",
@@ -50,7 +47,7 @@ class Rope(Scheme):
                      "dimensions. The structure beside the close-up shows what the rotation does to q · k.")
 
     @classmethod
-    def check_config(cls, config: ModelConfig, active: bool) -> dict[str, Any]:
+    def check_config(cls, config: SchemeConfig, active: bool) -> dict[str, Any]:
         if active and config.head_dim % 2:
             raise ValueError(f"scheme 'rope' rotates pairs of dimensions: d_model / n_heads must "
                              f"be even; got {config.head_dim}")

@@ -5,20 +5,15 @@ a^K_ij = w^K[clip(j − i, k)]: 2k + 1 learned vectors each, per layer, shared b
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 from torch import nn
 
 from relviz.attention import shaw_attention
 from relviz.positions import shaw_clip_index
-from relviz.schemes.base import MAX_LENGTH, Attention, Param, Scheme
+from relviz.schemes.base import Attention, MAX_LENGTH, Param, Scheme, SchemeConfig
 from relviz.schemes.views import PositionStructure, View, norms_and_cosine
 from relviz.schemes.vectors import vector_table_views
-
-if TYPE_CHECKING:
-    from relviz.model import ModelConfig
 
 
 class Shaw(Scheme):
@@ -30,14 +25,14 @@ class Shaw(Scheme):
     params = (Param("clip", int, 8, "shaw: clipping distance k", minimum=0, maximum=MAX_LENGTH, app_max=32,
                     label="Shaw clipping distance k"),)
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: SchemeConfig) -> None:
         super().__init__(config)
         shape = (2 * config.clip + 1, config.head_dim)
         self.rel_k = nn.ParameterList(nn.Parameter(torch.randn(shape) * 0.02) for _ in range(config.n_layers))
         self.rel_v = nn.ParameterList(nn.Parameter(torch.randn(shape) * 0.02) for _ in range(config.n_layers))
 
     @classmethod
-    def num_parameters(cls, config: ModelConfig) -> int:
+    def num_parameters(cls, config: SchemeConfig) -> int:
         return 2 * config.n_layers * (2 * config.clip + 1) * config.head_dim
 
     @classmethod

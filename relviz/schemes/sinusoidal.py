@@ -1,17 +1,14 @@
 """``sinusoidal``: Vaswani et al.'s fixed sin/cos vectors added to the token embeddings."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from relviz.absolute import sinusoidal_encoding
-from relviz.schemes.base import Scheme, expand_offsets
+from relviz.schemes.base import Scheme, SchemeConfig, expand_offsets
 from relviz.schemes.views import PositionStructure
-
-if TYPE_CHECKING:
-    from relviz.model import ModelConfig
 
 
 class Sinusoidal(Scheme):
@@ -25,7 +22,7 @@ class Sinusoidal(Scheme):
                      "Their dot product (the structure beside the close-up) depends only on j − i.")
 
     @classmethod
-    def check_config(cls, config: ModelConfig, active: bool) -> dict[str, Any]:
+    def check_config(cls, config: SchemeConfig, active: bool) -> dict[str, Any]:
         if active and config.d_model % 2:
             raise ValueError(f"scheme 'sinusoidal' pairs sin and cos: d_model must be even; got {config.d_model}")
         return {}

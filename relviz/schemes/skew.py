@@ -2,20 +2,15 @@
 applied with the skew (pad, reshape, slice) instead of an L × L × D gather. Causal only."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 from torch import nn
 
 from relviz._checks import check_int
 from relviz.attention import skew_attention
-from relviz.schemes.base import MAX_LENGTH, Attention, Param, Scheme, expand_offsets
+from relviz.schemes.base import Attention, MAX_LENGTH, Param, Scheme, SchemeConfig, expand_offsets
 from relviz.schemes.vectors import vector_table_views
 from relviz.schemes.views import PositionStructure, View, norms_and_cosine
-
-if TYPE_CHECKING:
-    from relviz.model import ModelConfig
 
 
 def skew_rows(length: int, distances: int) -> np.ndarray:
@@ -44,13 +39,13 @@ class Skew(Scheme):
     params = (Param("skew_distances", int, 32, "skew: rows of E_r (distances)", minimum=1, maximum=MAX_LENGTH,
                     app_max=128, label="skew: distances in E_r"),)
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: SchemeConfig) -> None:
         super().__init__(config)
         shape = (config.skew_distances, config.head_dim)
         self.e_r = nn.ParameterList(nn.Parameter(torch.randn(shape) * 0.02) for _ in range(config.n_layers))
 
     @classmethod
-    def num_parameters(cls, config: ModelConfig) -> int:
+    def num_parameters(cls, config: SchemeConfig) -> int:
         return config.n_layers * config.skew_distances * config.head_dim
 
     @classmethod

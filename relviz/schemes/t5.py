@@ -4,7 +4,7 @@ logarithmic up to max_distance (Hugging Face ``T5Attention._relative_position_bu
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -12,12 +12,9 @@ from torch import nn
 
 from relviz.attention import offset_bias_attention
 from relviz.positions import MAX_ABS_OFFSET, t5_bias_offsets, t5_bucket, t5_bucket_map, t5_config
-from relviz.schemes.base import Attention, Param, Scheme, detached
+from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, detached
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 from relviz.t5_notes import last_bucket_start, t5_training_coverage
-
-if TYPE_CHECKING:
-    from relviz.model import ModelConfig
 
 
 class T5(Scheme):
@@ -35,17 +32,17 @@ class T5(Scheme):
               Param("max_distance", int, 128, "t5: max_distance", minimum=1, maximum=MAX_ABS_OFFSET, app_max=512,
                     label="T5 max_distance"))
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: SchemeConfig) -> None:
         super().__init__(config)
         self.bias = nn.Parameter(torch.randn(config.num_buckets, config.n_heads) * 0.02)   # [buckets, H]
 
     @classmethod
-    def check_config(cls, config: ModelConfig, active: bool) -> dict[str, Any]:
+    def check_config(cls, config: SchemeConfig, active: bool) -> dict[str, Any]:
         t5 = t5_config(config.num_buckets, config.max_distance, not config.causal)
         return {"num_buckets": t5.num_buckets, "max_distance": t5.max_distance}
 
     @classmethod
-    def num_parameters(cls, config: ModelConfig) -> int:
+    def num_parameters(cls, config: SchemeConfig) -> int:
         return config.num_buckets * config.n_heads
 
     @classmethod

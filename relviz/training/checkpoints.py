@@ -31,7 +31,7 @@ from relviz._checks import resolve_device
 from relviz.model import MAX_LENGTH as MODEL_MAX_LENGTH
 from relviz.model import SCHEMES, ModelConfig, RelvizTransformer, build_model
 from relviz.tasks import TASKS, Task, make_task
-from relviz.training import checkpoint_files as files
+import relviz.training.checkpoint_files as files
 from relviz.training.evaluation import EVAL_SEED, TextRun, eval_samples, evaluate, run_text
 from relviz.training.loop import (
     MAX_BATCH_SIZE, MAX_SEED, MAX_STEPS, SHIPPED_TASK, TrainProgress, TrainResult, freeze, scheme_defaults, train,

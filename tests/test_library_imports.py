@@ -1,0 +1,51 @@
+"""Importing the library changes nothing global, and its import graph has no cycle.
+
+A fresh app server runs its first sessions' pages at once, each in its own thread, each importing
+relviz modules. Python's per-module import locks make that safe exactly when the import graph
+(tests/import_graph.py: top-level imports, each module's wait on its parent package, the scheme
+registry's imports) has no cycle; with a cycle, two threads entering it from different ends
+deadlock or meet a half-initialised module. So the library needs no import hook, and has none.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from import_graph import ROOT, cycles, import_graph, module_files
+
+#: The app's support module: the one relviz module that imports streamlit.
+APP_SUPPORT = {"relviz.ui"}
+
+
+def test_importing_every_library_module_patches_nothing_and_loads_no_streamlit():
+    library = sorted(set(module_files()) - APP_SUPPORT)
+    script = textwrap.dedent(f"""
+        import builtins, importlib, sys
+        before = (builtins.__import__, list(sys.meta_path), list(sys.path_hooks))
+        for name in {library!r}:
+            importlib.import_module(name)
+        after = (builtins.__import__, list(sys.meta_path), list(sys.path_hooks))
+        print("import", builtins.__import__ is before[0])
+        print("meta_path", after[1] == before[1], "path_hooks", after[2] == before[2])
+        print("streamlit", sorted(m for m in sys.modules if m.split(".")[0] == "streamlit"))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(library) > 50  # every module was imported, not an empty list
+    assert result.stdout.splitlines()[-3:] == ["import True", "meta_path True path_hooks True", "streamlit []"], \
+        result.stdout
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = import_graph()
+    assert "relviz.model" in graph["relviz.training.loop"]  # the graph reads real edges
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_package_that_imports_its_own_modules():
+    """What the scheme registry in relviz/schemes/__init__.py made (the package body imported every
+    scheme; each scheme module's lock is held while the package loads)."""
+    graph = {"p": {"p.a"}, "p.a": {"p", "p.base"}, "p.base": {"p"}}
+    assert cycles(graph) == [["p", "p.a", "p.base"]]
+    assert cycles({"p": set(), "p.a": {"p", "p.base"}, "p.base": {"p"}}) == []
