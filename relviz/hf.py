@@ -1,57 +1,41 @@
-"""Real Hugging Face checkpoints: their position structure, read exactly, without loading the model.
+"""Real Hugging Face checkpoints: their position plan, layer by layer, read exactly, without loading the model.
 
-``inspect(path)`` reads ``config.json`` and, only where the position structure has weights, just
-those tensors from ``*.safetensors`` (``safe_open``: the header and the named tensors, nothing
-else; sharded checkpoints through ``model.safetensors.index.json``). Pickled checkpoints
-(``.bin``, ``.pt``, ``.pth``, ``.ckpt``, ``.pkl``) are never opened: loading a pickle can run
-code. transformers is not needed; the tests compare every result with what transformers computes.
+``inspect(path)`` reads ``config.json`` and, only where a layer's position mechanism has weights, just
+those tensors from ``*.safetensors`` (``safe_open``: the header and the named tensors, nothing else;
+sharded checkpoints through ``model.safetensors.index.json``). Pickled checkpoints (``.bin``, ``.pt``,
+``.pth``, ``.ckpt``, ``.pkl``) are never opened: loading a pickle can run code, and nothing from a
+checkpoint is executed (no remote code). transformers is not needed; the tests compare every result
+with what transformers computes and applies.
 
-Families (config ``model_type``):
-
-- T5 (t5, mt5, umt5, longt5): ``relative_attention_bias`` [num_buckets, heads], in block 0 of the encoder
-  and of the decoder (UMT5: in every layer), added to the raw q·k logits (Raffel et al. 2020);
-- ALiBi (bloom, mpt, falcon with ``alibi``): no weights, slopes from the head count, built the
-  way each model's code builds them (Press et al. 2022; MPT's and Falcon's variants differ);
-- RoPE (llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, gpt_neox, ...): θ and the attention
-  scaling from the config (relviz.rope);
-- learned absolute (gpt2 ``wpe``, bert ``position_embeddings``).
+Which mechanisms a model_type applies on which layers is data (``relviz.mechanisms.families``); each
+mechanism reads its own config fields (``relviz.mechanisms``); ``relviz.plan.read_plan`` puts them
+together per layer. The result is a :class:`relviz.plan.ModelPlan` (also known here as ModelPositions).
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from relviz._checks import check_int
-from relviz.positions import t5_bias, t5_config
-from relviz.rope import RopeConfig, rope_config_from_hf, rope_parameters
+from relviz.mechanisms.families import FAMILIES
+from relviz.plan import ModelPlan, read_plan
 
-__all__ = ["ModelPositions", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES", "MAX_CONFIG_BYTES"]
+__all__ = ["ModelPositions", "ModelPlan", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES",
+           "MAX_CONFIG_BYTES"]
 
-T5_TYPES = ("t5", "mt5", "umt5", "longt5")
-ALIBI_TYPES = ("bloom", "mpt", "falcon")
-ROPE_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "olmo",
-              "stablelm")
-LEARNED_TYPES = ("gpt2", "bert")
-#: model_type -> scheme (a registry name: t5, alibi, rope, learned)
-SUPPORTED: dict[str, str] = {**{t: "t5" for t in T5_TYPES}, **{t: "alibi" for t in ALIBI_TYPES},
-                             **{t: "rope" for t in ROPE_TYPES}, **{t: "learned" for t in LEARNED_TYPES}}
+#: the model_types in the family table (others with RoPE settings are read as standard rotary decoders)
+SUPPORTED: tuple[str, ...] = tuple(sorted(FAMILIES))
+ModelPositions = ModelPlan
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 MAX_CONFIG_BYTES = 4 << 20
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
 INDEX_NAME = "model.safetensors.index.json"
-
-
-def _supported_text() -> str:
-    return "; ".join(f"{scheme}: {', '.join(t for t, s in SUPPORTED.items() if s == scheme)}"
-                     for scheme in ("t5", "alibi", "rope", "learned"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,196 +130,6 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------
-# The result
-
-
-@dataclass
-class ModelPositions:
-    """A checkpoint's position structure. ``config`` holds the position-related settings read."""
-
-    model_type: str
-    scheme: str
-    config: dict[str, Any]
-    source: str
-    tensors_read: list[str] = field(default_factory=list)
-    _tables: dict[tuple[str, int], torch.Tensor] = field(default_factory=dict, repr=False)
-    _rope: RopeConfig | None = field(default=None, repr=False)
-    _positions: torch.Tensor | None = field(default=None, repr=False)
-    directory: Path | None = None   # where the weights are (None: a config alone, or the Hub)
-
-    def _need(self, scheme: str, what: str) -> None:
-        if self.scheme != scheme:
-            raise ValueError(f"{what} needs a {scheme} model; {self.model_type} uses {self.scheme}")
-
-    # T5 family
-    @property
-    def stacks(self) -> list[str]:
-        """The stacks with bias tables, encoder first (T5's bidirectional side, then the decoder)."""
-        present = {stack for stack, _ in self._tables}
-        return [stack for stack in ("encoder", "decoder") if stack in present]
-
-    def layers(self, stack: str) -> list[int]:
-        return sorted(layer for s, layer in self._tables if s == stack)
-
-    def bias_table(self, *, stack: str = "encoder", layer: int = 0) -> torch.Tensor:
-        """The learned table [num_buckets, heads] that this stack/layer looks up."""
-        self._need("t5", "bias_table")
-        if stack not in self.stacks:
-            raise ValueError(f"stack must be one of {', '.join(self.stacks)}; got {stack!r}")
-        if (stack, layer) in self._tables:
-            return self._tables[(stack, layer)]
-        layers = self.layers(stack)
-        if self.config["per_layer_tables"]:
-            raise ValueError(f"layer must be one of {layers[0]}..{layers[-1]} for the {stack}; got {layer!r}")
-        check_int("layer", layer, minimum=0, maximum=self.config[f"{stack}_layers"] - 1)
-        return self._tables[(stack, 0)]  # T5: block 0's table serves every layer of the stack
-
-    def bias(self, q_len: int, k_len: int, *, stack: str = "encoder", layer: int = 0) -> torch.Tensor:
-        """[H, q_len, k_len]: what the model adds to its attention logits (encoder bidirectional,
-        decoder unidirectional), exactly transformers' ``compute_bias`` without the batch dim."""
-        table = self.bias_table(stack=stack, layer=layer).float()
-        return t5_bias(table, q_len, k_len, num_buckets=self.config["num_buckets"],
-                       max_distance=self.config["max_distance"], bidirectional=stack == "encoder")
-
-    def local_block_bias(self, *, layer: int = 0) -> torch.Tensor:
-        """LongT5's encoder bias for one block [H, block_length, 3·block_length]: queries of a block against
-        keys of that block and its two neighbours (transformers' LongT5 ``compute_bias(block_len)``); the
-        local mask then keeps |j − i| ≤ local_radius. (The transient-global side bias is not read.)"""
-        if self.model_type != "longt5":
-            raise ValueError(f"local_block_bias is LongT5's; this model is {self.model_type}")
-        block = self.config["block_length"]
-        table = self.bias_table(stack="encoder", layer=layer).float()
-        return t5_bias(table, block, 3 * block, num_buckets=self.config["num_buckets"],
-                       max_distance=self.config["max_distance"], bidirectional=True, q_offset=block)
-
-    # ALiBi family
-    def alibi_slopes(self) -> torch.Tensor:
-        """[H] the slopes as the model's own code builds them (dtype as it uses them)."""
-        self._need("alibi", "alibi_slopes")
-        return _alibi_slopes(self.model_type, self.config["heads"], self.config.get("alibi_bias_max", 8))
-
-    # RoPE family
-    @property
-    def rope(self) -> RopeConfig:
-        self._need("rope", "rope")
-        assert self._rope is not None
-        return self._rope
-
-    def rope_inv_freq(self, seq_len: int | None = None) -> torch.Tensor:
-        return rope_parameters(self.rope, seq_len, device="cpu")[0]
-
-    def rope_attention_scaling(self, seq_len: int | None = None) -> float:
-        return rope_parameters(self.rope, seq_len, device="cpu")[1]
-
-    # learned absolute
-    def position_embeddings(self) -> torch.Tensor:
-        """[max_positions, d] the learned absolute position vectors."""
-        self._need("learned", "position_embeddings")
-        assert self._positions is not None
-        return self._positions
-
-    def to_json(self) -> dict[str, Any]:
-        """model_type, scheme, config and the small tables (no L × L matrices)."""
-        out: dict[str, Any] = {"model_type": self.model_type, "scheme": self.scheme, "config": self.config,
-                               "source": self.source, "tensors_read": self.tensors_read}
-        if self.scheme == "t5":
-            out["bias_tables"] = {f"{stack}.{layer}": table.float().tolist()
-                                  for (stack, layer), table in sorted(self._tables.items())}
-        elif self.scheme == "alibi":
-            out["alibi_slopes"] = self.alibi_slopes().float().tolist()
-        elif self.scheme == "rope":
-            out["rope_inv_freq"] = self.rope_inv_freq().tolist()
-            out["rope_attention_scaling"] = self.rope_attention_scaling()
-        else:
-            out["position_embeddings_shape"] = list(self.position_embeddings().shape)
-        return out
-
-
-# ---------------------------------------------------------------------------------------
-# Per family
-
-
-def _alibi_slopes(model_type: str, heads: int, alibi_bias_max: float = 8) -> torch.Tensor:
-    """Slopes as BLOOM / Falcon (bfloat16) / MPT build them in transformers."""
-    if model_type == "mpt":  # MPT: 2^(−max·h/n₂) over the next power of 2, odd ones first when n is not one
-        n2 = 2 ** math.ceil(math.log2(heads))
-        base = torch.arange(1, n2 + 1, dtype=torch.int64).float() * (alibi_bias_max / n2)
-        slopes = 1.0 / torch.pow(2, base)
-        if n2 != heads:
-            slopes = torch.concat([slopes[1::2], slopes[::2]])[:heads]
-        return slopes
-    # BLOOM and Falcon: Press et al.'s rule in float32 (powers of one base, then every other slope of 2p)
-    closest = 2 ** math.floor(math.log2(heads))
-    base = torch.full((), 2 ** (-(2 ** -(math.log2(closest) - 3))), dtype=torch.float32)
-    slopes = torch.pow(base, torch.arange(1, 1 + closest, dtype=torch.int32))
-    if closest != heads:
-        extra_base = torch.full((), 2 ** (-(2 ** -(math.log2(2 * closest) - 3))), dtype=torch.float32)
-        remaining = min(closest, heads - closest)
-        slopes = torch.cat([slopes, torch.pow(extra_base, torch.arange(1, 1 + 2 * remaining, 2, dtype=torch.int32))])
-    return slopes.bfloat16() if model_type == "falcon" else slopes
-
-
-def _t5(model_type: str, config: dict[str, Any], tensors: _Tensors) -> tuple[dict, dict]:
-    num_buckets = int(config.get("relative_attention_num_buckets", 32))
-    max_distance = int(config.get("relative_attention_max_distance", 128))  # older configs omit it
-    t5_config(num_buckets, max_distance, True)
-    t5_config(num_buckets, max_distance, False)
-    heads = int(config["num_heads"])
-    encoder_layers = int(config.get("num_layers", 6))
-    decoder_layers = int(config.get("num_decoder_layers") or encoder_layers)
-    per_layer = model_type == "umt5"
-    tables: dict[tuple[str, int], torch.Tensor] = {}
-    # LongT5's encoder attends block-locally (LocalSelfAttention / TransientGlobalSelfAttention).
-    kinds = ("SelfAttention", "LocalSelfAttention", "TransientGlobalSelfAttention")
-    for stack, count in (("encoder", encoder_layers), ("decoder", decoder_layers)):
-        for layer in range(count if per_layer else 1):
-            name = next((n for kind in kinds if (n := tensors.find(
-                f"{stack}.block.{layer}.layer.0.{kind}.relative_attention_bias.weight")) is not None), None)
-            if name is None:
-                continue
-            table = tensors.get(name)
-            if tuple(table.shape) != (num_buckets, heads):
-                raise ValueError(f"{name} has shape {tuple(table.shape)}; config.json says "
-                                 f"[relative_attention_num_buckets, num_heads] = [{num_buckets}, {heads}]")
-            tables[(stack, layer)] = table
-    if not tables:
-        raise ValueError("no relative_attention_bias tensor found in the safetensors (expected "
-                         "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight)")
-    settings = {"num_buckets": num_buckets, "max_distance": max_distance, "heads": heads,
-                "encoder_layers": encoder_layers, "decoder_layers": decoder_layers, "per_layer_tables": per_layer}
-    if model_type == "longt5":
-        radius = int(config.get("local_radius", 127))
-        settings.update(encoder_attention_type=config.get("encoder_attention_type", "local"), local_radius=radius,
-                        block_length=radius + 1)
-    return settings, tables
-
-
-def _alibi(model_type: str, config: dict[str, Any]) -> dict[str, Any]:
-    if model_type == "bloom":
-        return {"heads": int(config.get("n_head") or config["num_attention_heads"])}
-    if model_type == "mpt":
-        attn = config.get("attn_config") or {}
-        if not attn.get("alibi", False):
-            raise ValueError("this MPT config has attn_config.alibi = false: it uses learned positions, "
-                             "which relviz does not read for MPT")
-        return {"heads": int(config["n_heads"]), "alibi_bias_max": float(attn.get("alibi_bias_max", 8))}
-    if not config.get("alibi", False):
-        raise ValueError("this Falcon config has alibi = false: it uses RoPE (not read for Falcon)")
-    heads = int(config.get("num_attention_heads") or config["n_head"])
-    return {"heads": heads, "slopes_dtype": "bfloat16",
-            "divided_by_sqrt_head_dim": True, "head_dim": int(config["hidden_size"]) // heads}
-
-
-def _learned(model_type: str, config: dict[str, Any], tensors: _Tensors) -> tuple[dict, torch.Tensor]:
-    suffix = "wpe.weight" if model_type == "gpt2" else "embeddings.position_embeddings.weight"
-    name = tensors.find(suffix)
-    if name is None:
-        raise ValueError(f"no {suffix} tensor found in the safetensors")
-    table = tensors.get(name)
-    return {"max_positions": int(table.shape[0]), "d_model": int(table.shape[1]), "tensor": name}, table
-
-
-# ---------------------------------------------------------------------------------------
 # Hub ids
 
 
@@ -391,44 +185,30 @@ def inspect(path: str | os.PathLike[str], *, allow_hub: bool = True) -> ModelPos
         raise ValueError(f"{text!r} is not a model directory" + (" (and Hub ids are disabled here)"
                                                                   if HUB_ID.match(text) else ""))
     config = _read_config(config_path)
-    result = from_config(config, source=source, _weights=True)
-    if result.scheme in ("rope", "alibi"):
-        return result
-    result.directory = directory
+    plan = read_plan(config, source=source)
+    if not any(m.needs_weights for layer in plan.all_layers() for m in layer.mechanisms):
+        return plan                              # rotation, ALiBi, windows: the config says it all
     tensors = _Tensors(directory, fetch)
     if not tensors.where:
         _refuse_pickles(directory)
-    if result.scheme == "t5":
-        result.config, result._tables = _t5(result.model_type, config, tensors)
-    else:
-        result.config, result._positions = _learned(result.model_type, config, tensors)
-    result.tensors_read = list(tensors.read)
-    return result
+
+    def tensor(suffix: str) -> torch.Tensor | None:
+        name = tensors.find(suffix)
+        return None if name is None else tensors.get(name)
+
+    plan = read_plan(config, source=source, tensor=tensor)
+    plan.directory = directory
+    plan.tensors_read = list(tensors.read)
+    return plan
 
 
-def from_config(config: dict[str, Any], *, source: str = "config", _weights: bool = False) -> ModelPositions:
-    """The structure a config alone determines (RoPE, ALiBi): e.g. a published config.json's fields.
+def from_config(config: dict[str, Any], *, source: str = "config") -> ModelPositions:
+    """The plan a config alone determines: e.g. a published config.json's fields, typed in as a preset.
 
-    T5 and learned absolute positions live in weights: those need :func:`inspect` on a directory.
+    Mechanisms whose values live in weights (T5 tables, learned positions, sinks) are listed with their
+    settings; their tables need :func:`inspect` on a model directory.
     """
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a dict (a parsed config.json); got {type(config).__name__}")
-    model_type = config.get("model_type")
-    if model_type not in SUPPORTED:
-        raise ValueError(f"model_type {model_type!r} is not supported. Supported: {_supported_text()}")
-    scheme = SUPPORTED[model_type]
-    result = ModelPositions(model_type=model_type, scheme=scheme, config={}, source=source)
-    if scheme == "rope":
-        result._rope = rope = rope_config_from_hf(config)
-        result.config = {"head_dim": rope.head_dim, "rotary_dim": rope.rotary_dim, "base": rope.base,
-                         "max_position_embeddings": rope.max_position_embeddings,
-                         "rope_type": rope.scaling.rope_type,
-                         "scaling": {k: v for k, v in vars(rope.scaling).items() if v is not None and k != "rope_type"}}
-    elif scheme == "alibi":
-        result.config = _alibi(model_type, config)
-    elif not _weights:
-        raise ValueError(f"{model_type} keeps its positions in weights: inspect a model directory instead")
-    return result
+    return read_plan(config, source=source)
 
 
 # ---------------------------------------------------------------------------------------
@@ -490,12 +270,14 @@ def max_model_bytes(env: dict[str, str] | None = None) -> int:
 def bias_curve(positions: ModelPositions, *, stack: str = "encoder", layer: int = 0, extent: int = 160):
     """The learned bias of every head against j − i (relviz.schemes.BiasCurve, as the Live attention page
     draws it for a relviz T5 model)."""
+    from relviz.mechanisms.t5_bias import T5Bias
     from relviz.schemes.t5 import bias_curve as t5_curve
 
     extent = check_int("extent", extent, minimum=1, maximum=1 << 16)
+    found = positions.layer(layer, stack=stack).find(T5Bias)
     table = positions.bias_table(stack=stack, layer=layer).float().numpy()
-    return t5_curve(table, num_buckets=positions.config["num_buckets"], max_distance=positions.config["max_distance"],
-                    bidirectional=stack == "encoder", extent=extent)
+    return t5_curve(table, num_buckets=found.num_buckets, max_distance=found.max_distance,
+                    bidirectional=found.bidirectional, extent=extent)
 
 
 def learned_similarity(positions: ModelPositions, n: int):

@@ -1,4 +1,4 @@
-"""``python -m relviz inspect PATH``: a Hugging Face checkpoint's position structure (text, or JSON)."""
+"""``python -m relviz inspect PATH``: a Hugging Face checkpoint's position plan per layer (text, or JSON)."""
 from __future__ import annotations
 
 import argparse
@@ -13,8 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                      "(needs huggingface_hub and internet; downloads only config.json and the "
                                      "position tensors)")
     parser.add_argument("--json", action="store_true",
-                        help="print JSON: model_type, scheme, config, and the small tables (T5 bias tables "
-                             "[buckets, heads] per stack, ALiBi slopes, RoPE inv_freq)")
+                        help="print JSON: model_type, the plan per layer (each layer's mechanisms and their settings), "
+                             "config, notes, and the small tables (T5 bias tables, ALiBi slopes, RoPE inv_freq)")
     parser.add_argument("--no-hub", action="store_true", help="treat PATH as a local directory only")
     parser.add_argument("--time", type=int, default=0, metavar="N",
                         help="also run inspect N times and print the median time and the memory it added "
@@ -56,21 +56,23 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
-    print(f"{summary['source']}: model_type {positions.model_type}, scheme {positions.scheme}")
-    for key, value in positions.config.items():
-        print(f"  {key}: {value}")
-    if positions.scheme == "t5":
-        for stack in positions.stacks:
-            layers = positions.layers(stack)
-            print(f"  {stack}: bias tables of layer{'s' if len(layers) > 1 else ''} {layers}, "
-                  f"[{positions.config['num_buckets']} buckets, {positions.config['heads']} heads]")
-    elif positions.scheme == "alibi":
-        print("  slopes per head:\n" + _rows(summary["alibi_slopes"]))
-    elif positions.scheme == "rope":
-        print(f"  attention scaling: {summary['rope_attention_scaling']:.6g}")
-        print("  inv_freq θ_i (radians per position):\n" + _rows(summary["rope_inv_freq"]))
-    else:
-        print(f"  position embeddings: {summary['position_embeddings_shape']}")
+    origin = "" if positions.in_family_table else " (not in the family table: read as a standard rotary decoder)"
+    print(f"{summary['source']}: model_type {positions.model_type}{origin}")
+    for note in positions.notes:
+        print(f"  note: {note}")
+    for stack in positions.stack_names:
+        runs = positions.runs(stack)
+        print(f"  {stack}: {len(positions.plans[stack])} layers")
+        for first, last, plan in runs:
+            where = f"layer {first}" if first == last else f"layers {first}-{last}"
+            print(f"    {where}: {plan.label()}")
+            for mechanism in plan.mechanisms:
+                print(f"      {mechanism.describe()}")
+    if "rope_inv_freq" in summary:
+        print(f"  first rotation: attention scaling {summary['rope_attention_scaling']:.6g}; "
+              "inv_freq θ_i (radians per position):\n" + _rows(summary["rope_inv_freq"]))
+    if "alibi_slopes" in summary:
+        print("  ALiBi slopes per head:\n" + _rows(summary["alibi_slopes"]))
     if positions.tensors_read:
         print(f"  tensors read: {', '.join(positions.tensors_read)}")
     return 0

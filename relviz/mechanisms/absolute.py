@@ -1,0 +1,59 @@
+"""A learned absolute position table added to the input embeddings (GPT-2 ``wpe``, BERT, DeBERTa-v2
+with ``position_biased_input``): position is in the input, before the first layer."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from relviz.mechanisms.base import LayerContext, Mechanism
+
+__all__ = ["LearnedAbsolute"]
+
+
+@dataclass(frozen=True, eq=False)
+class LearnedAbsolute(Mechanism):
+    tensor_name: str
+    table: torch.Tensor | None = None     # [max_positions, d]
+
+    positional = True
+    needs_weights = True
+    name = "learned_absolute"
+    role = "adds a learned vector per position to the input"
+    order = 20
+    scheme = "learned"
+    legend = "absolute"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> LearnedAbsolute | None:
+        if options.get("switch_field") and not ctx.config.bool(options["switch_field"], True):
+            return None
+        suffix = options["tensor"]
+        if not ctx.has_weights:
+            return cls(tensor_name=suffix)
+        if "absolute" not in ctx.shared:
+            table = ctx.tensor(suffix)
+            if table is None:
+                raise ValueError(f"no {suffix} tensor found in the safetensors")
+            ctx.shared["absolute"] = table
+        return cls(tensor_name=suffix, table=ctx.shared["absolute"])
+
+    def positions(self) -> torch.Tensor:
+        if self.table is None:
+            raise ValueError("learned positions live in the weights: inspect a model directory, not a config alone")
+        return self.table
+
+    def label(self) -> str:
+        return "learned abs"
+
+    def describe(self) -> str:
+        shape = f" {list(self.table.shape)}" if self.table is not None else ""
+        return f"learned absolute positions ({self.tensor_name}{shape}) added to the input embeddings"
+
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tensor": self.tensor_name}
+        if self.table is not None:
+            out["max_positions"], out["d_model"] = int(self.table.shape[0]), int(self.table.shape[1])
+        return out

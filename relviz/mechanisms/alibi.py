@@ -1,0 +1,114 @@
+"""ALiBi (Press et al. 2022): a fixed bias −m_h·(i − j) per head, slopes built the way each family builds them.
+
+The family table gives the options: ``heads_field`` (where the head count is), ``slopes`` ("press":
+BLOOM and Falcon, powers of 2^(−8/n) then every other slope of 2n; "max": MPT, 2^(−max·h/n₂) over the
+next power of two with odd ones first), ``dtype`` (Falcon rounds slopes to bfloat16), ``scale_by_head_dim``
+(Falcon divides the bias by √head_dim), ``bias_max_field`` and ``bias_max_ignored`` (transformers' MPT
+ignores the config's alibi_bias_max), ``twice_in_eager`` (Falcon's eager path adds the bias again).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from relviz.mechanisms.base import LayerContext, Mechanism
+
+__all__ = ["Alibi", "press_slopes", "max_slopes"]
+
+
+def press_slopes(heads: int) -> torch.Tensor:
+    """[H] float32, Press et al.'s rule as BLOOM's and Falcon's code computes it."""
+    closest = 2 ** math.floor(math.log2(heads))
+    base = torch.full((), 2 ** (-(2 ** -(math.log2(closest) - 3))), dtype=torch.float32)
+    slopes = torch.pow(base, torch.arange(1, 1 + closest, dtype=torch.int32))
+    if closest != heads:
+        extra_base = torch.full((), 2 ** (-(2 ** -(math.log2(2 * closest) - 3))), dtype=torch.float32)
+        remaining = min(closest, heads - closest)
+        slopes = torch.cat([slopes, torch.pow(extra_base, torch.arange(1, 1 + 2 * remaining, 2, dtype=torch.int32))])
+    return slopes
+
+
+def max_slopes(heads: int, alibi_bias_max: float = 8) -> torch.Tensor:
+    """[H] float32, MPT's rule: 2^(−max·h/n₂) over the next power of 2, odd ones first when n is not one."""
+    n2 = 2 ** math.ceil(math.log2(heads))
+    base = torch.arange(1, n2 + 1, dtype=torch.int64).float() * (alibi_bias_max / n2)
+    slopes = 1.0 / torch.pow(2, base)
+    if n2 != heads:
+        slopes = torch.concat([slopes[1::2], slopes[::2]])[:heads]
+    return slopes
+
+
+@dataclass(frozen=True)
+class Alibi(Mechanism):
+    heads: int
+    rule: str = "press"
+    dtype: str = "float32"
+    alibi_bias_max: float = 8.0
+    config_bias_max: float | None = None     # what the config says, where transformers ignores it
+    head_dim: int | None = None              # the bias is divided by √head_dim (Falcon)
+    twice_in_eager: bool = False
+
+    positional = True
+    name = "alibi"
+    role = "adds a fixed linear bias per head"
+    order = 11
+    scheme = "alibi"
+    legend = "bias"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> Alibi:
+        cfg = ctx.config
+        heads = next((cfg.int(f, minimum=1, maximum=1 << 14) for f in options.get("heads_fields", ())
+                      if cfg.has(f)), None)
+        if heads is None:
+            raise ValueError(f"config field {cfg.name(options['heads_fields'][0])} is required (the head count)")
+        config_max = None
+        bias_max = 8.0
+        if options.get("bias_max_field"):
+            sub, _, key = options["bias_max_field"].rpartition(".")
+            view = cfg.sub(sub) if sub else cfg
+            config_max = view.float(key, 8.0, minimum=1e-3, maximum=1e3) if view is not None else 8.0
+            if not options.get("bias_max_ignored"):
+                bias_max = config_max
+        head_dim = None
+        if options.get("scale_by_head_dim"):
+            head_dim = cfg.int("hidden_size", minimum=1, maximum=1 << 20) // heads
+        return cls(heads=heads, rule=options.get("slopes", "press"), dtype=options.get("dtype", "float32"),
+                   alibi_bias_max=bias_max, config_bias_max=config_max if config_max != bias_max else None,
+                   head_dim=head_dim, twice_in_eager=bool(options.get("twice_in_eager")))
+
+    def slopes(self) -> torch.Tensor:
+        """[H] as the model's own code builds them (dtype as it uses them)."""
+        slopes = max_slopes(self.heads, self.alibi_bias_max) if self.rule == "max" else press_slopes(self.heads)
+        return slopes.to(getattr(torch, self.dtype))
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.config_bias_max is not None:
+            out.append(f"transformers builds MPT's slopes with alibi_bias_max = 8, ignoring the config's "
+                       f"{self.config_bias_max:g} (MosaicML's own code uses the config value)")
+        if self.twice_in_eager:
+            out.append("transformers' Falcon adds the ALiBi bias twice on its eager path (also taken with "
+                       "output_attentions=True): 2·slope/√d there, slope/√d on its default SDPA path")
+        return out
+
+    def label(self) -> str:
+        return f"ALiBi {self.heads} heads"
+
+    def describe(self) -> str:
+        scale = f", divided by √{self.head_dim}" if self.head_dim else ""
+        return f"ALiBi: bias −m_h·(i − j), {self.heads} slopes from {self.slopes()[0].item():.4g} ({self.dtype}){scale}"
+
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"heads": self.heads, "slopes_rule": self.rule, "slopes_dtype": self.dtype,
+                               "alibi_bias_max": self.alibi_bias_max}
+        if self.config_bias_max is not None:
+            out["config_alibi_bias_max"] = self.config_bias_max
+        if self.head_dim is not None:
+            out["divided_by_sqrt_head_dim"] = True
+            out["head_dim"] = self.head_dim
+        return out

@@ -1,0 +1,82 @@
+"""The family table: which mechanisms each model_type applies, with which options. Data, not code.
+
+Each entry: ``stacks`` (stack name -> the config field counting its layers, whether its self-attention is
+causal) and ``mechanisms`` (mechanism name -> options that mechanism's ``read`` interprets; ``requires``
+maps a config field, dotted for nested ones, to the value it must hold for the mechanism to apply).
+``layers_default`` is transformers' default where a config may omit the layer count.
+A model_type missing here whose config has RoPE settings is read with ``ROPE_DECODER``: every family
+built on transformers' standard rotary module needs no entry.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FAMILIES", "ROPE_DECODER", "family_of"]
+
+DECODER = {"decoder": {"layers_field": "num_hidden_layers", "causal": True}}
+ENCODER = {"encoder": {"layers_field": "num_hidden_layers", "causal": False}}
+ENCODER_DECODER = {"encoder": {"layers_field": "num_layers", "layers_default": 6, "causal": False},
+                   "decoder": {"layers_field": "num_decoder_layers", "fallback_field": "num_layers",
+                               "layers_default": 6, "causal": True}}
+
+ROPE_DECODER: dict[str, Any] = {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}}}
+_GPTJ_FIELDS = {"hidden_size": "n_embd", "num_attention_heads": "n_head", "max_position_embeddings": "n_positions"}
+_T5 = {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {}, "pattern": {}}}
+
+FAMILIES: dict[str, dict[str, Any]] = {
+    # rotation, per layer type where the config nests it (Gemma 3, ModernBERT); windows from layer_types
+    **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2",
+                                 "gemma3_text", "phi", "phi3", "gpt_neox", "olmo", "stablelm",
+                                 "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_vl", "qwen2_5_vl")},
+    "llama4_text": {"stacks": DECODER, "mechanisms": {
+        "rotation": {"layout": "complex", "skip_field": "no_rope_layers"}, "pattern": {},
+        "query_temperature": {"rope_flags_field": "no_rope_layers"}}},
+    "smollm3": {"stacks": DECODER, "mechanisms": {"rotation": {"skip_field": "no_rope_layers"}, "pattern": {}}},
+    "cohere": {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved"}, "pattern": {}}},
+    "cohere2": {"stacks": DECODER, "mechanisms": {
+        "rotation": {"layout": "interleaved", "layer_types": ["sliding_attention"]}, "pattern": {}}},
+    "gpt_oss": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "sinks": {}}},
+    "deepseek_v3": {"stacks": DECODER, "mechanisms": {
+        "rotation": {"layout_field": "rope_interleave", "layout_when_set": "deinterleave",
+                     "pass_before_field": "qk_nope_head_dim"},
+        "pattern": {}, "softmax_scale": {"head_dim_field": "qk_head_dim"}}},
+    **{t: {"stacks": {"decoder": {"layers_field": "n_layer", "causal": True}}, "mechanisms": {
+        "rotation": {"layout": "interleaved", "rotary_dim_field": "rotary_dim", "theta": 10000.0,
+                     "fields": _GPTJ_FIELDS}, "pattern": {}}} for t in ("gptj", "codegen")},
+    "falcon": {"stacks": DECODER, "mechanisms": {
+        "alibi": {"requires": {"alibi": True}, "heads_fields": ("num_attention_heads", "n_head"),
+                  "dtype": "bfloat16", "scale_by_head_dim": True, "twice_in_eager": True},
+        "rotation": {"requires": {"alibi": False}}, "pattern": {}}},
+    "bloom": {"stacks": {"decoder": {"layers_field": "n_layer", "causal": True}}, "mechanisms": {
+        "alibi": {"heads_fields": ("n_head", "num_attention_heads")}, "pattern": {}}},
+    "mpt": {"stacks": {"decoder": {"layers_field": "n_layers", "causal": True}}, "mechanisms": {
+        "alibi": {"requires": {"attn_config.alibi": True}, "heads_fields": ("n_heads",), "slopes": "max",
+                  "bias_max_field": "attn_config.alibi_bias_max", "bias_max_ignored": True},
+        "pattern": {}}},
+    "modernbert": {"stacks": ENCODER, "mechanisms": {
+        "rotation": {}, "pattern": {"window_field": "local_attention", "window_is_width": True}}},
+    "deberta-v2": {"stacks": ENCODER, "mechanisms": {
+        "learned_absolute": {"tensor": "embeddings.position_embeddings.weight",
+                             "switch_field": "position_biased_input"},
+        "deberta": {}, "pattern": {}}},
+    "gpt2": {"stacks": {"decoder": {"layers_field": "n_layer", "layers_default": 12, "causal": True}}, "mechanisms": {
+        "learned_absolute": {"tensor": "wpe.weight"}, "pattern": {}}},
+    "bert": {"stacks": {"encoder": {**ENCODER["encoder"], "layers_default": 12}}, "mechanisms": {
+        "learned_absolute": {"tensor": "embeddings.position_embeddings.weight"}, "pattern": {}}},
+    "t5": _T5, "mt5": _T5,
+    "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
+    "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {
+        "t5_bias": {}, "pattern": {"local_radius_field": "local_radius"}}},
+}
+
+ROPE_FIELDS = ("rope_parameters", "rope_scaling", "rope_theta")
+
+
+def family_of(model_type: str, config: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(the family's entry, whether it came from the table) — the standard rotary reading for a model_type
+    the table lacks whose config has RoPE settings; ({}, False) when neither."""
+    if model_type in FAMILIES:
+        return FAMILIES[model_type], True
+    if any(config.get(f) is not None for f in ROPE_FIELDS):
+        return ROPE_DECODER, False
+    return {}, False

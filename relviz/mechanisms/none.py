@@ -1,0 +1,31 @@
+"""No position at all on a layer (NoPE): Llama 4 and SmolLM3 on every fourth layer, Cohere 2 on its
+full-attention layers. The plan puts it on every layer that applies no other position mechanism, so
+the strip and the command line say so instead of showing an empty layer."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from relviz.mechanisms.base import LayerContext, Mechanism
+
+__all__ = ["NoPosition"]
+
+
+@dataclass(frozen=True)
+class NoPosition(Mechanism):
+    name = "none"
+    role = "no position information"
+    order = 1
+    legend = "none"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> NoPosition:
+        return cls()
+
+    def label(self) -> str:
+        return "NoPE"
+
+    def describe(self) -> str:
+        return ("no position encoding on this layer: its logits depend on content alone (the causal mask still "
+                "orders the tokens)")

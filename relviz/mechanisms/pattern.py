@@ -1,0 +1,110 @@
+"""The attention pattern: which keys a query may see at all (causal or full, a window, a chunk).
+
+A window or a chunk is position structure too: a sliding-window layer never sees a key more than
+w − 1 tokens back, however long the context (Mistral, Gemma 2/3, GPT-OSS, Cohere 2); a chunked layer
+sees only its own chunk (Llama 4); ModernBERT's local layers and LongT5's encoder see ±w around each
+query. Exactly as transformers 5.23's ``masking_utils`` builds them: sliding ``kv_idx > q_idx − w`` on
+top of causal; bidirectional sliding ``|q_idx − kv_idx| ≤ w``; chunked ``kv_idx // c == q_idx // c``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from relviz._checks import check_int
+from relviz.mechanisms.base import MAX_POSITIONS, LayerContext, Mechanism
+
+__all__ = ["AttentionPattern", "MAX_MASK_LENGTH"]
+
+#: attention_pattern builds L × L booleans: past this, ask per offset (allowed) instead
+MAX_MASK_LENGTH = 1 << 14
+
+
+@dataclass(frozen=True)
+class AttentionPattern(Mechanism):
+    """causal or full; ``window``: keys j with i − w < j ≤ i (causal) or |i − j| ≤ w (bidirectional);
+    ``chunk``: keys in the query's own chunk of c positions."""
+
+    causal: bool = True
+    window: int | None = None
+    chunk: int | None = None
+
+    name = "pattern"
+    role = "decides which keys a query sees"
+    order = 50
+    legend = "pattern"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> AttentionPattern:
+        cfg = ctx.config
+        has_types = cfg.has("layer_types")
+        window = chunk = None
+        window_field = options.get("window_field", "sliding_window")
+        on_window = ctx.layer_type == options.get("window_layer_type", "sliding_attention") or \
+            (not has_types and options.get("window_on_all_layers", True))
+        if on_window and cfg.has(window_field) and cfg.bool(options.get("window_switch", "use_sliding_window"), True):
+            window = cfg.int(window_field, minimum=1, maximum=MAX_POSITIONS)
+            if options.get("window_is_width"):          # ModernBERT: local_attention = 2·half-width
+                window //= 2
+        chunk_field = options.get("chunk_field", "attention_chunk_size")
+        if ctx.layer_type == options.get("chunk_layer_type", "chunked_attention") and cfg.has(chunk_field):
+            chunk = cfg.int(chunk_field, minimum=1, maximum=MAX_POSITIONS)
+        if options.get("local_radius_field") and ctx.stack == "encoder":
+            window = cfg.int(options["local_radius_field"], 127, minimum=0, maximum=MAX_POSITIONS)
+        return cls(causal=ctx.causal, window=window, chunk=chunk)
+
+    def allowed(self, offsets: torch.Tensor) -> torch.Tensor:
+        """bool per offset j − i, for the patterns that depend on the offset alone (not a chunk)."""
+        if self.chunk is not None:
+            raise ValueError("a chunked pattern depends on where the query sits, not on j − i alone: "
+                             "use attention_pattern(length)")
+        ok = offsets <= 0 if self.causal else torch.ones_like(offsets, dtype=torch.bool)
+        if self.window is not None:
+            ok &= (offsets > -self.window) if self.causal else (offsets.abs() <= self.window)
+        return ok
+
+    def mask(self, length: int) -> torch.Tensor:
+        """bool [length, length]: True where query i may attend key j."""
+        length = check_int("length", length, minimum=1, maximum=MAX_MASK_LENGTH)
+        i = torch.arange(length)[:, None]
+        j = torch.arange(length)[None, :]
+        ok = j <= i if self.causal else torch.ones(length, length, dtype=torch.bool)
+        if self.window is not None:
+            ok = ok & ((j > i - self.window) if self.causal else ((i - j).abs() <= self.window))
+        if self.chunk is not None:
+            ok = ok & (j // self.chunk == i // self.chunk)
+        return ok
+
+    def reach(self) -> int | None:
+        """The farthest offset back a query can see (None: the whole context)."""
+        if self.window is not None:
+            return self.window - 1 if self.causal else self.window
+        return None if self.chunk is None else self.chunk - 1
+
+    def label(self) -> str:
+        if self.window is not None:
+            return f"window {self.window}" if self.causal else f"local ±{self.window}"
+        if self.chunk is not None:
+            return f"chunk {self.chunk}"
+        return "causal" if self.causal else "full"
+
+    def describe(self) -> str:
+        base = "causal: each query sees itself and earlier keys" if self.causal else \
+            "bidirectional: each query sees every key"
+        if self.window is not None:
+            base += (f"; sliding window: only the last {self.window} keys (j > i − {self.window})" if self.causal
+                     else f"; local window: only keys with |j − i| ≤ {self.window}")
+        if self.chunk is not None:
+            base += f"; chunked: only keys in the query's own chunk of {self.chunk} positions"
+        return base
+
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"causal": self.causal}
+        if self.window is not None:
+            out["window"] = self.window
+        if self.chunk is not None:
+            out["chunk"] = self.chunk
+        return out

@@ -1,0 +1,261 @@
+"""Rotation (RoPE) as one layer of a real model applies it: frequencies, scaling, which dims, which pairs.
+
+The frequency math is relviz.rope's (transformers' ``modeling_rope_utils``, operation for operation);
+this module adds what differs from layer to layer and family to family:
+
+- the parameters per layer type (transformers 5 nests ``rope_parameters`` by layer type: Gemma 3 and
+  ModernBERT use one base on sliding layers and another on full ones) and layers without rotation
+  (``no_rope_layers``: Llama 4, SmolLM3; Cohere 2 rotates on its sliding layers only);
+- the pair layout: ``half`` pairs (i, i + r/2) as Llama's rotate_half; ``interleaved`` pairs (2i, 2i + 1)
+  as GPT-J, CodeGen and Cohere (rotate_every_two); ``complex`` the same pairs multiplied as complex
+  numbers (Llama 4's ``view_as_complex``); ``deinterleave`` interleaved pairs in, half-split layout out
+  (DeepSeek-V3 with ``rope_interleave``);
+- which dims rotate: the first r (partial rotary: Phi, GPT-NeoX, GPT-J's ``rotary_dim``), or the last
+  r of a wider head (DeepSeek-V3's ``qk_rope_head_dim`` after ``qk_nope_head_dim``);
+- M-RoPE sections (Qwen2-VL): the pairs split into temporal / height / width, each turned by its own
+  position id; text tokens carry one position on all three axes, so for text it is 1-D RoPE.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from relviz._checks import check_tensor
+from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
+from relviz.rope import RopeConfig, rope_config_from_hf, rope_parameters
+
+__all__ = ["Rotation", "LAYOUTS"]
+
+#: layout -> what pairs it rotates, in words
+LAYOUTS = {
+    "half": "pairs (i, i + r/2), rotate_half (Llama, GPT-NeoX)",
+    "interleaved": "adjacent pairs (2i, 2i + 1), rotate_every_two (GPT-J, Cohere)",
+    "complex": "adjacent pairs (2i, 2i + 1) multiplied as complex numbers (Llama 4)",
+    "deinterleave": "adjacent pairs (2i, 2i + 1) in, written out half-split (DeepSeek-V3 rope_interleave)",
+}
+
+
+def _layer_rope_fields(cfg: ConfigView, layer_type: str | None) -> Mapping[str, Any] | None:
+    """The config with this layer type's rope parameters un-nested (None: this layer type has no rotation)."""
+    params = cfg.raw("rope_parameters") or cfg.raw("rope_scaling")
+    if not isinstance(params, Mapping):
+        return cfg.data
+    nested = [k for k, v in params.items() if isinstance(v, Mapping) or (v is None and k.endswith("_attention"))]
+    if not nested:
+        return cfg.data
+    if layer_type is None or layer_type not in params:
+        raise ValueError(f"config field {cfg.name('rope_parameters')} is nested by layer type "
+                         f"({', '.join(map(str, nested))}) but this layer's type is {layer_type!r}")
+    chosen = params[layer_type]
+    if chosen is None:
+        return None
+    return {**cfg.data, "rope_parameters": chosen, "rope_scaling": None}
+
+
+@dataclass(frozen=True)
+class Rotation(Mechanism):
+    """RoPE on one layer: ``rope`` (base, head dim, partial factor, scaling), layout, where the dims sit."""
+
+    rope: RopeConfig
+    layout: str = "half"
+    head_width: int | None = None       # the q/k width the rotated dims sit in (None: rope.head_dim)
+    rotary_offset: int = 0              # index of the first rotated dim within the head
+    sections: tuple[int, ...] | None = None   # M-RoPE: pairs per axis (temporal, height, width)
+
+    positional = True
+    name = "rotation"
+    role = "rotates q and k"
+    order = 0
+    scheme = "rope"
+    legend = "rotation"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> Rotation | None:
+        cfg = ctx.config
+        skip = options.get("skip_field")
+        if skip:
+            flags = cfg.list(skip, ctx.layers, lambda n, v: _flag(n, v))
+            if flags is not None and not flags[ctx.index]:
+                return None
+        only = options.get("layer_types")
+        if only is not None and ctx.layer_type not in only:
+            return None
+        fields = _layer_rope_fields(cfg, ctx.layer_type)
+        if fields is None:
+            return None
+        fields = dict(fields)
+        for key, value in options.get("fields", {}).items():   # e.g. GPT-J: head_dim from n_embd / n_head
+            fields[key] = fields.get(value) if isinstance(value, str) else value
+        rotary_field = options.get("rotary_dim_field")
+        if rotary_field:
+            head_dim = _head_dim(cfg, fields)
+            rotary = ConfigView(fields, cfg.prefix).int(rotary_field, head_dim, minimum=2, maximum=head_dim)
+            fields["partial_rotary_factor"] = rotary / head_dim
+            fields["head_dim"] = head_dim
+        if "theta" in options and not cfg.has("rope_theta"):
+            fields["rope_theta"] = options["theta"]
+        rope = _rope_config(cfg, fields)
+        layout = options.get("layout", "half")
+        if options.get("layout_field") and cfg.bool(options["layout_field"]):
+            layout = options.get("layout_when_set", "interleaved")
+        width, offset = None, 0
+        if options.get("pass_before_field"):
+            offset = cfg.int(options["pass_before_field"], 0, minimum=0, maximum=1 << 16)
+            width = offset + rope.head_dim
+        params = fields.get("rope_parameters") or fields.get("rope_scaling") or {}
+        sections = params.get("mrope_section") if isinstance(params, Mapping) else None
+        if sections is not None:
+            sections = _sections(cfg, sections, rope.pairs)
+        return cls(rope=rope, layout=layout, head_width=width, rotary_offset=offset, sections=sections)
+
+    # -- the reference math ------------------------------------------------------------------
+
+    def inv_freq(self, seq_len: int | None = None) -> torch.Tensor:
+        """θ_i [pairs] float32, as the layer's rotary module holds it for a forward over seq_len positions."""
+        return rope_parameters(self.rope, seq_len, device="cpu")[0]
+
+    def attention_scaling(self, seq_len: int | None = None) -> float:
+        return rope_parameters(self.rope, seq_len, device="cpu")[1]
+
+    @property
+    def rotary_dim(self) -> int:
+        return 2 * self.rope.pairs
+
+    @property
+    def width(self) -> int:
+        return self.head_width or self.rope.head_dim
+
+    def rotate(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """x [..., L, width] rotated at ``positions`` ([L], or [3, L] for M-RoPE axes) as the layer does it."""
+        x = check_tensor("x", x, min_ndim=2, floating=True)
+        positions = check_tensor("positions", positions)
+        if x.shape[-1] != self.width:
+            raise ValueError(f"x must have this layer's head width {self.width} as its last dim; got {x.shape[-1]}")
+        if positions.ndim == 1:
+            positions = positions[None]
+        if positions.ndim != 2 or positions.shape[-1] != x.shape[-2] or positions.shape[0] not in (1, 3):
+            raise ValueError(f"positions must be [L] or [3, L] with L = {x.shape[-2]}; got {tuple(positions.shape)}")
+        seq_len = int(positions.max()) + 1 if positions.numel() else 1
+        inv_freq, scaling = rope_parameters(self.rope, seq_len if self.rope.scaling.rope_type != "default" else None,
+                                            device=x.device)
+        freqs = positions.to(x.device).float()[..., None] * inv_freq.float()        # [A, L, P]
+        if self.sections is not None:
+            freqs = freqs.expand(3, -1, -1)
+            freqs = torch.cat([part[k % 3] for k, part in enumerate(freqs.split(list(self.sections), dim=-1))], -1)
+        else:
+            freqs = freqs[0]                                                            # [L, P]
+        r, start = self.rotary_dim, self.rotary_offset
+        before, rot, after = x[..., :start], x[..., start:start + r], x[..., start + r:]
+        return torch.cat((before, _ROTATE[self.layout](rot, freqs, scaling), after), dim=-1)
+
+    # -- words -------------------------------------------------------------------------------
+
+    def label(self) -> str:
+        scaled = self.rope.scaling.rope_type
+        return f"RoPE θ {_short(self.rope.base)}" + (f" {scaled}" if scaled != "default" else "")
+
+    def describe(self) -> str:
+        s = self.rope.scaling
+        dims = f"{self.rotary_dim} of {self.width} dims"
+        if self.rotary_offset:
+            dims += f" (dims {self.rotary_offset}–{self.rotary_offset + self.rotary_dim - 1})"
+        scaled = f", {s.rope_type} ×{s.factor:g}" if s.factor else ""
+        sections = f", M-RoPE sections {list(self.sections)}" if self.sections else ""
+        return (f"RoPE base {self.rope.base:g} on {dims}{scaled}{sections}; layout: {LAYOUTS[self.layout]}")
+
+    def settings(self) -> dict[str, Any]:
+        s = self.rope.scaling
+        scaling = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(s).items()
+                   if v is not None and k != "rope_type"}
+        out: dict[str, Any] = {"rope_theta": self.rope.base, "rope_type": s.rope_type, "head_dim": self.width,
+                               "rotary_dim": self.rotary_dim, "layout": self.layout,
+                               "max_position_embeddings": self.rope.max_position_embeddings}
+        if scaling:
+            out["scaling"] = scaling
+        if self.rotary_offset:
+            out["rotary_offset"] = self.rotary_offset
+        if self.sections:
+            out["mrope_section"] = list(self.sections)
+        return out
+
+
+def _flag(name: str, value: Any) -> bool:
+    if value not in (0, 1) or isinstance(value, float):
+        raise ValueError(f"config field {name} must be 0 or 1; got {value!r}")
+    return bool(value)
+
+
+def _head_dim(cfg: ConfigView, fields: Mapping[str, Any]) -> int:
+    view = ConfigView(fields, cfg.prefix)
+    if view.has("head_dim"):
+        return view.int("head_dim", minimum=2, maximum=1 << 16)
+    hidden = view.int("hidden_size", minimum=1, maximum=1 << 20)
+    heads = view.int("num_attention_heads", minimum=1, maximum=1 << 14)
+    return hidden // heads
+
+
+def _rope_config(cfg: ConfigView, fields: Mapping[str, Any]) -> RopeConfig:
+    """relviz.rope's reading of the (un-nested) fields; its messages name the config field."""
+    view = ConfigView(fields, cfg.prefix)
+    view.int("max_position_embeddings", 2048, minimum=1, maximum=1 << 24)
+    if not view.has("head_dim"):
+        _head_dim(cfg, fields)
+    try:
+        return rope_config_from_hf(fields)
+    except (KeyError, TypeError, ZeroDivisionError) as exc:
+        raise ValueError(f"config: the rope settings could not be read ({type(exc).__name__}: {exc})") from exc
+    except ValueError as exc:
+        raise ValueError(f"config ({cfg.prefix or 'top level'}rope settings): {exc}") from exc
+
+
+def _sections(cfg: ConfigView, sections: Any, pairs: int) -> tuple[int, ...]:
+    ok = isinstance(sections, (list, tuple)) and len(sections) == 3 and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sections)
+    if not ok or sum(sections) != pairs:
+        raise ValueError(f"config field {cfg.name('rope_parameters.mrope_section')} must be three non-negative "
+                         f"integers adding up to the {pairs} rotary pairs; got {sections!r}")
+    return tuple(sections)
+
+
+def _short(base: float) -> str:
+    if base >= 1e6 and base % 1e5 == 0:
+        return f"{base / 1e6:g}M"
+    if base >= 1e3 and base % 100 == 0:
+        return f"{base / 1e3:g}k"
+    return f"{base:g}"
+
+
+# The rotations, each as transformers writes it (same operations, so float results are bit-identical).
+# rot [..., L, r]; freqs [L, r/2] radians; scaling multiplies cos and sin.
+
+def _half(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
+    emb = torch.cat((freqs, freqs), dim=-1)                                      # [L, r]
+    cos, sin = (emb.cos() * scaling).to(rot.dtype), (emb.sin() * scaling).to(rot.dtype)
+    half = rot.shape[-1] // 2
+    return rot * cos + torch.cat((-rot[..., half:], rot[..., :half]), dim=-1) * sin
+
+
+def _interleaved(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
+    emb = torch.repeat_interleave(freqs, 2, dim=-1)                              # [L, r]: θ0 θ0 θ1 θ1 ...
+    cos, sin = (emb.cos() * scaling).to(rot.dtype), (emb.sin() * scaling).to(rot.dtype)
+    turned = torch.stack((-rot[..., 1::2], rot[..., 0::2]), dim=-1).flatten(-2)
+    return rot * cos + turned * sin
+
+
+def _complex(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
+    cis = torch.polar(torch.ones_like(freqs), freqs) * scaling                  # [L, r/2] complex
+    z = torch.view_as_complex(rot.float().reshape(*rot.shape[:-1], -1, 2))
+    return torch.view_as_real(z * cis).flatten(-2).type_as(rot)
+
+
+def _deinterleave(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
+    cos, sin = (freqs.cos() * scaling).to(rot.dtype), (freqs.sin() * scaling).to(rot.dtype)
+    a, b = rot[..., 0::2], rot[..., 1::2]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+
+
+_ROTATE = {"half": _half, "interleaved": _interleaved, "complex": _complex, "deinterleave": _deinterleave}
+assert set(_ROTATE) == set(LAYOUTS)

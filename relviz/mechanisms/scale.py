@@ -1,0 +1,100 @@
+"""Changes to the softmax temperature that depend on position or on the RoPE scaling.
+
+- ``SoftmaxScale``: DeepSeek-V3 multiplies its softmax scale 1/√d_qk by get_mscale(factor, mscale_all_dim)²
+  when its YaRN config sets mscale_all_dim (get_mscale(f, m) = 0.1·m·ln f + 1).
+- ``QueryTemperature``: Llama 4's layers without RoPE scale each query by
+  1 + attn_scale·ln(⌊(pos + 1)/floor_scale⌋ + 1), so attention sharpens slowly with position
+  (``attn_temperature_tuning``; Nakanishi 2025, "Scalable-Softmax").
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from relviz.mechanisms.base import LayerContext, Mechanism
+
+__all__ = ["SoftmaxScale", "QueryTemperature"]
+
+
+def get_mscale(scale: float, mscale: float = 1.0) -> float:
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+@dataclass(frozen=True)
+class SoftmaxScale(Mechanism):
+    head_dim: int
+    factor: float
+    mscale_all_dim: float
+
+    name = "softmax_scale"
+    role = "scales the softmax"
+    order = 70
+    legend = "scale"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> SoftmaxScale | None:
+        cfg = ctx.config
+        params = cfg.sub("rope_parameters") or cfg.sub("rope_scaling")
+        if params is None or params.raw("rope_type", params.raw("type", "default")) == "default":
+            return None
+        all_dim = params.float("mscale_all_dim", 0.0, minimum=0.0, maximum=1e3)
+        if not all_dim:
+            return None
+        factor = params.float("factor", minimum=1e-6, maximum=1e6)
+        return cls(head_dim=cfg.int(options["head_dim_field"], minimum=1, maximum=1 << 16), factor=factor,
+                   mscale_all_dim=all_dim)
+
+    def scale(self) -> float:
+        """The softmax scale the layer uses, in place of 1/√d (DeepSeek-V3's yarn_apply_mscale)."""
+        mscale = get_mscale(self.factor, self.mscale_all_dim)
+        return self.head_dim ** (-0.5) * mscale * mscale
+
+    def label(self) -> str:
+        return f"scale ×{self.scale() * self.head_dim ** 0.5:.3g}"
+
+    def describe(self) -> str:
+        return (f"softmax scale 1/√{self.head_dim} × mscale² = {self.scale():.6g} "
+                f"(factor {self.factor:g}, mscale_all_dim {self.mscale_all_dim:g})")
+
+    def settings(self) -> dict[str, Any]:
+        return {"softmax_scale": self.scale(), "factor": self.factor, "mscale_all_dim": self.mscale_all_dim}
+
+
+@dataclass(frozen=True)
+class QueryTemperature(Mechanism):
+    attn_scale: float
+    floor_scale: float
+
+    name = "query_temperature"
+    role = "scales queries with position"
+    order = 71
+    legend = "scale"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> QueryTemperature | None:
+        cfg = ctx.config
+        if not cfg.bool("attn_temperature_tuning", True):
+            return None
+        flags = cfg.list(options["rope_flags_field"], ctx.layers, lambda n, v: v)
+        if flags is None or flags[ctx.index]:
+            return None                       # only the layers without RoPE
+        return cls(attn_scale=cfg.float("attn_scale", 0.1, minimum=0.0, maximum=1e3),
+                   floor_scale=cfg.float("floor_scale", 8192, minimum=1.0, maximum=1e12))
+
+    def factors(self, positions: torch.Tensor) -> torch.Tensor:
+        """[L] the factor on each query at these positions, exactly as transformers computes it."""
+        return torch.log1p(torch.floor((positions.float() + 1.0) / self.floor_scale)) * self.attn_scale + 1.0
+
+    def label(self) -> str:
+        return "q temperature"
+
+    def describe(self) -> str:
+        return (f"queries scaled by 1 + {self.attn_scale:g}·ln(⌊(pos + 1)/{self.floor_scale:g}⌋ + 1): "
+                "no RoPE here, attention sharpens with position instead")
+
+    def settings(self) -> dict[str, Any]:
+        return {"attn_scale": self.attn_scale, "floor_scale": self.floor_scale}

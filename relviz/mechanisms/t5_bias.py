@@ -1,0 +1,119 @@
+"""T5's learned relative bias: a scalar per (bucket, head) added to the raw q·k logits (Raffel et al. 2020).
+
+One table per stack in block 0, shared by every layer of that stack (T5, mT5, LongT5); one per layer
+(UMT5). The encoder buckets both directions, the decoder only the past. LongT5's encoder attends
+block-locally (``local_radius``), and its transient-global layers add a second table,
+``global_relative_attention_bias``, looked up by the bucket of (global block − the token's block):
+the side bias towards the per-block summary tokens.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.positions import t5_bias, t5_bucket, t5_config
+
+__all__ = ["T5Bias"]
+
+_KINDS = ("SelfAttention", "LocalSelfAttention", "TransientGlobalSelfAttention")
+
+
+@dataclass(frozen=True, eq=False)
+class T5Bias(Mechanism):
+    """``table`` [num_buckets, heads] (None when read from a config alone); ``table_layer``: whose table."""
+
+    num_buckets: int
+    max_distance: int
+    bidirectional: bool
+    heads: int
+    table_layer: int
+    table: torch.Tensor | None = None
+    global_table: torch.Tensor | None = None      # LongT5 transient-global side bias [num_buckets, heads]
+    global_block_size: int | None = None
+
+    positional = True
+    needs_weights = True
+    name = "t5_bias"
+    role = "adds a learned bias per offset bucket"
+    order = 10
+    scheme = "t5"
+    legend = "bias"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> T5Bias:
+        cfg = ctx.config
+        num_buckets = cfg.int("relative_attention_num_buckets", 32, minimum=1, maximum=1 << 16)
+        max_distance = cfg.int("relative_attention_max_distance", 128, minimum=1)
+        bidirectional = not ctx.causal
+        t5_config(num_buckets, max_distance, bidirectional)    # ValueError names what is wrong
+        heads = cfg.int("num_heads", minimum=1, maximum=1 << 14)
+        per_layer = bool(options.get("per_layer"))
+        owner = ctx.index if per_layer else 0
+        table = global_table = None
+        if ctx.has_weights:
+            key = f"t5:{ctx.stack}:{owner}"
+            if key not in ctx.shared:
+                ctx.shared[key] = _read_tables(ctx, owner, num_buckets, heads)
+            table, global_table = ctx.shared[key]
+        block = cfg.int("global_block_size", 16, minimum=1) if global_table is not None else None
+        return cls(num_buckets, max_distance, bidirectional, heads, owner, table, global_table, block)
+
+    def bias(self, q_len: int, k_len: int, *, q_offset: int = 0) -> torch.Tensor:
+        """[H, q_len, k_len] what the layer adds to its logits (transformers' compute_bias, no batch dim)."""
+        return t5_bias(self._table().float(), q_len, k_len, num_buckets=self.num_buckets,
+                       max_distance=self.max_distance, bidirectional=self.bidirectional, q_offset=q_offset)
+
+    def global_bias(self, blocks: int) -> torch.Tensor:
+        """[H, blocks, blocks]: the side bias of a token in block b towards the summary of block g (by g − b)."""
+        if self.global_table is None:
+            raise ValueError("this layer has no transient-global side bias (LongT5 with "
+                             "encoder_attention_type 'transient-global' has one)")
+        offsets = torch.arange(blocks)[None, :] - torch.arange(blocks)[:, None]          # [b, g]: g − b
+        buckets = t5_bucket(offsets, bidirectional=True, num_buckets=self.num_buckets,
+                            max_distance=self.max_distance)
+        return self.global_table.float()[buckets].permute(2, 0, 1)
+
+    def _table(self) -> torch.Tensor:
+        if self.table is None:
+            raise ValueError("T5's bias lives in the weights: inspect a model directory, not a config alone")
+        return self.table
+
+    def label(self) -> str:
+        return f"T5 bias {self.num_buckets}/{self.max_distance}" + (" +global" if self.global_table is not None else "")
+
+    def describe(self) -> str:
+        where = f"layer {self.table_layer}'s table" if self.table_layer else "block 0's table, shared by the stack"
+        side = "; plus a transient-global side bias towards block summaries" if self.global_table is not None else ""
+        return (f"T5 relative bias: {self.num_buckets} buckets up to {self.max_distance}, "
+                f"{'both directions' if self.bidirectional else 'past only'}, {where}{side}")
+
+    def settings(self) -> dict[str, Any]:
+        out = {"relative_attention_num_buckets": self.num_buckets,
+               "relative_attention_max_distance": self.max_distance,
+               "bidirectional": self.bidirectional, "num_heads": self.heads, "table_layer": self.table_layer}
+        if self.global_block_size is not None:
+            out["global_block_size"] = self.global_block_size
+        return out
+
+
+def _read_tables(ctx: LayerContext, layer: int, num_buckets: int,
+                 heads: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    found: dict[str, torch.Tensor] = {}
+    for which in ("relative_attention_bias", "global_relative_attention_bias"):
+        for kind in _KINDS:
+            name = f"{ctx.stack}.block.{layer}.layer.0.{kind}.{which}.weight"
+            table = ctx.tensor(name)
+            if table is not None:
+                if tuple(table.shape) != (num_buckets, heads):
+                    raise ValueError(f"{name} has shape {tuple(table.shape)}; config.json says "
+                                     f"[relative_attention_num_buckets, num_heads] = [{num_buckets}, {heads}]")
+                found[which] = table
+                break
+    if "relative_attention_bias" not in found:
+        raise ValueError(f"no relative_attention_bias tensor for {ctx.stack} layer {layer} in the safetensors "
+                         f"(expected {ctx.stack}.block.{layer}.layer.0.SelfAttention.relative_attention_bias.weight)")
+    return found["relative_attention_bias"], found.get("global_relative_attention_bias")
