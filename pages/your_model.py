@@ -11,6 +11,10 @@ import numpy as np
 import streamlit as st
 
 from relviz import hf, ui
+from relviz.mechanisms.absolute import LearnedAbsolute
+from relviz.mechanisms.alibi import Alibi
+from relviz.mechanisms.rotation import Rotation
+from relviz.mechanisms.t5_bias import T5Bias
 from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
 from relviz.figures.rope import decay_figure, ratio_figure, wavelength_figure
 from relviz.figures.toeplitz import toeplitz_view
@@ -79,7 +83,9 @@ def own_attention(directory: str, text: str) -> tuple[list[str], np.ndarray]:
 
 def describe(positions: hf.ModelPositions, *, any_directory: bool) -> None:
     """What was read and from where, under the picture."""
-    st.caption(f"**{positions.model_type}** · scheme **{positions.scheme}** · Source: {positions.source}")
+    st.caption(f"**{positions.model_type}** · Source: {positions.source}")
+    for note in positions.notes:
+        st.info(note)
     with st.expander("settings read from config.json", expanded=False):
         st.json(positions.config)
         if positions.tensors_read:
@@ -107,7 +113,9 @@ with ui.user_errors():
     kind, target = options[label]
     positions = positions_of(kind, target)
 
-    if positions.scheme == "t5":
+    t5, alibi = positions.first(T5Bias), positions.first(Alibi)
+    rotation, absolute = positions.first(Rotation), positions.first(LearnedAbsolute)
+    if t5 is not None:
         c1, c3 = c_control.columns(2)  # beside the picker; a per-layer table (UMT5) adds a row below
         stack = c1.radio("stack", positions.stacks, horizontal=True, key=f"{P}_stack", bind="query-params",
                          help="Encoder: bidirectional buckets; decoder: unidirectional (every future offset is "
@@ -117,7 +125,7 @@ with ui.user_errors():
         layer = int(st.select_slider("layer (its own table)", layers, value=layers[0], key=f"{P}_layer",
                                      bind="query-params")) if len(layers) > 1 else layers[0]
         curve = hf.bias_curve(positions, stack=stack, layer=layer, extent=extent)
-        nb, md = positions.config["num_buckets"], positions.config["max_distance"]
+        nb, md = t5.num_buckets, t5.max_distance
         ui.show_figure(bias_curve_figure(curve), key=f"{P}_fig_t5curve")
         st.caption(f"Each head's learned bias against j − i; dotted lines are bucket edges "
                    f"({nb} buckets, max_distance {md}: exact up to "
@@ -125,12 +133,12 @@ with ui.user_errors():
                    f"{last_bucket_start(nb, md, stack == 'encoder')} on). T5 adds it to the raw "
                    f"q·k logit" + ("; UMT5 has a table in every layer." if len(layers) > 1 else
                                    ", and block 0's table serves every layer of the stack."))
-        if positions.model_type == "longt5" and stack == "encoder":
-            st.caption(f"LongT5's encoder attends block-locally: a token sees keys within ±"
-                       f"{positions.config['local_radius']} (local_radius) only, so only that band of the map below "
-                       f"is used ({positions.config['encoder_attention_type']} attention).")
+        reach = positions.layer(layer, stack=stack).find(hf.AttentionPattern).window
+        if reach is not None:
+            st.caption(f"This encoder attends block-locally: a token sees keys within ±{reach} (local_radius) "
+                       "only, so only that band of the map below is used.")
         h1, h2 = st.columns(2)
-        head = int(h1.slider("head", 1, positions.config["heads"], 1, key=f"{P}_head", bind="query-params"))
+        head = int(h1.slider("head", 1, t5.heads, 1, key=f"{P}_head", bind="query-params"))
         length = int(h2.slider("positions L", 8, 256, 64, step=8, key=f"{P}_L", bind="query-params"))
         per_offset = t5_bias_offsets(positions.bias_table(stack=stack, layer=layer).float(), length, length,
                                      num_buckets=nb, max_distance=md,
@@ -141,18 +149,13 @@ with ui.user_errors():
         st.caption(f"Head {head}'s bias map: exactly what the model adds to its logits (transformers' "
                    "compute_bias), constant along each diagonal.")
 
-    elif positions.scheme == "alibi":
+    elif alibi is not None:
         length = int(c_control.slider("positions L", 8, 512, 64, step=8, key=f"{P}_L", bind="query-params"))
         slopes = positions.alibi_slopes().float().numpy()
         ui.show_figure(bias_curve_figure(bias_lines(slopes, np.arange(-(length - 1), 1))), key=f"{P}_fig_alibi")
-        notes = {"mpt": "MPT's slopes are 2^(−alibi_bias_max·h/n₂), h = 1 … n₂ (n₂ the next power of 2); for a head "
-                        "count that is not a power of 2 it keeps slopes 2, 4, 6, … then 1, 3, 5, … up to the head "
-                        "count: not BLOOM's order.",
-                 "falcon": "Falcon rounds the slopes to bfloat16 and divides the bias by √head_dim.",
-                 "bloom": "BLOOM follows Press et al.'s rule (every other slope of 2p beyond a power of 2)."}
-        st.caption(notes[positions.model_type])
+        st.caption(alibi.describe() + ". " + alibi.rule_text())
 
-    elif positions.scheme == "rope":
+    elif rotation is not None:
         length = int(c_control.select_slider("context length L", LENGTHS, value=8192, key=f"{P}_len",
                                       bind="query-params"))
         wave, ratio, decay, attention = rope_figs(kind, target, length)
@@ -166,7 +169,7 @@ with ui.user_errors():
         ui.show_figure(decay, key=f"{P}_fig_decay")
         st.caption("The RoPE page explains these views; here they use this model's base, head size and scaling.")
 
-    else:
+    elif absolute is not None:
         table = positions.position_embeddings()
         n = int(c_control.slider("positions compared", 8, min(512, table.shape[0]), min(128, table.shape[0]), step=8,
                           key=f"{P}_n", bind="query-params"))
@@ -196,7 +199,7 @@ with ui.user_errors():
             tokens, weights = own_attention(str(directory), text)
             st.caption(f"{len(tokens)} tokens: " + " ".join(tokens[:hf.MAX_TOKENS]) +
                        " — every layer (rows) and head (columns), eager attention, "
-                       + ("the encoder's self-attention." if positions.scheme == "t5" else "self-attention."))
+                       + ("the encoder's self-attention." if "encoder" in positions.stack_names else "self-attention."))
             ui.show_figure(attention_grid(weights, tokens=tokens, shared_scale=True), key=f"{P}_fig_attention")
             st.caption(f"One colour scale for every head, up to the largest weight from row "
                        f"{colour_rows(len(tokens))} on (the first rows see few keys, so a causal model's weights "

@@ -24,9 +24,10 @@ import torch
 
 from relviz._checks import check_int
 from relviz.mechanisms.families import FAMILIES
+from relviz.mechanisms.pattern import AttentionPattern
 from relviz.plan import ModelPlan, read_plan
 
-__all__ = ["ModelPositions", "ModelPlan", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES",
+__all__ = ["ModelPositions", "ModelPlan", "AttentionPattern", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES",
            "MAX_CONFIG_BYTES"]
 
 #: the model_types in the family table (others with RoPE settings are read as standard rotary decoders)

@@ -86,6 +86,15 @@ class Alibi(Mechanism):
         slopes = max_slopes(self.heads, self.alibi_bias_max) if self.rule == "max" else press_slopes(self.heads)
         return slopes.to(getattr(torch, self.dtype))
 
+    def rule_text(self) -> str:
+        """How this family builds its slopes, in words."""
+        if self.rule == "max":
+            return ("MPT's slopes are 2^(−alibi_bias_max·h/n₂), h = 1 … n₂ (n₂ the next power of 2); for a head count "
+                    "that is not a power of 2 it keeps slopes 2, 4, 6, … then 1, 3, 5, … up to the head count: not "
+                    "BLOOM's order.")
+        rounding = " Rounded to bfloat16." if self.dtype == "bfloat16" else ""
+        return "Press et al.'s rule (every other slope of 2p beyond a power of 2)." + rounding
+
     def notes(self) -> list[str]:
         out = []
         if self.config_bias_max is not None:
