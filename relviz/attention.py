@@ -7,7 +7,9 @@ Every function takes q, k, v of shape [B, H, L, D] (same shape, dtype and device
 - ``need_weights=False`` (the default: training, evaluation, experiments): the fused path,
   ``torch.nn.functional.scaled_dot_product_attention`` with the relative term as its bias
   (T5 and ALiBi never even expand theirs: see :func:`offset_bias_attention`), or, with
-  ``backend="flex"``, compiled FlexAttention (forward only on CPU). Returns (output, None).
+  ``backend="flex"``, compiled FlexAttention (forward only on CPU). ``backend="auto"`` (the
+  default) runs FlexAttention for a per-offset bias on CUDA and SDPA elsewhere (relviz.flex).
+  Returns (output, None).
 - ``need_weights=True`` (where the app draws the weights): the exact weights path below.
 
 ``scale`` defaults to 1/sqrt(D). With
@@ -33,6 +35,7 @@ import torch
 
 from relviz._checks import check_bool, check_int, check_tensor
 from relviz.positions import MAX_ABS_OFFSET, alibi_bias_offsets, shaw_clip_index, t5_bias_offsets, t5_config
+from relviz.flex import BACKENDS, flex as _flex, resolve_backend
 from relviz.skew import distance_table, skew
 
 __all__ = ["BACKENDS", "offset_bias_attention", "shaw_attention", "t5_attention", "skew_attention",
@@ -136,17 +139,15 @@ softmax_output = _softmax_output
 # ---------------------------------------------------------------------------------------
 # The fused path: scaled_dot_product_attention (or compiled FlexAttention) with the bias
 
-#: The backends of the fused path.
-BACKENDS = ("sdpa", "flex")
 
 
 def _check_mode(need_weights: object, backend: object) -> tuple[bool, str]:
     need_weights = check_bool("need_weights", need_weights)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(repr(b) for b in BACKENDS)}; got {backend!r}")
-    if need_weights and backend != "sdpa":
+    if need_weights and backend == "flex":
         raise ValueError(f"backend={backend!r} is a fused path, which has no weights: with need_weights=True "
-                         "the exact weights path runs, so leave backend at 'sdpa'")
+                         "the exact weights path runs, so leave backend at 'auto' or 'sdpa'")
     return need_weights, backend
 
 
@@ -257,53 +258,13 @@ def _sdpa_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset:
     return _chunked_sdpa(q, k, v, reversed_rows, causal=causal, scale=scale, reverse=True)
 
 
-_COMPILED_FLEX = None
-
-
-def _flex_attention():
-    """flex_attention compiled once per process (the compile takes seconds to a minute; each new
-    length or score_mod recompiles, as dynamic=True does not compile on CPU in torch 2.13)."""
-    global _COMPILED_FLEX
-    if _COMPILED_FLEX is None:
-        from torch.nn.attention.flex_attention import flex_attention
-        _COMPILED_FLEX = torch.compile(flex_attention, dynamic=False)
-    return _COMPILED_FLEX
-
-
-def _future_is_hidden(b, h, q_idx, kv_idx):
-    return kv_idx <= q_idx
-
-
-@lru_cache(maxsize=8)
-def _causal_block_mask(length: int, device: str):
-    """FlexAttention's causal BlockMask for [L, L]: blocks wholly in the future are skipped."""
-    from torch.nn.attention.flex_attention import create_block_mask
-    return create_block_mask(_future_is_hidden, None, None, length, length, device=device)
-
-
-def _flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod, scale: float,
-          tables: tuple[torch.Tensor | None, ...], causal: bool) -> torch.Tensor:
-    """Compiled FlexAttention with ``score_mod`` (which adds the relative term); causal: a block
-    mask hides the future keys and skips the blocks above the diagonal.
-
-    On CPU torch has FlexAttention's forward only: backward raises NotImplementedError, so a
-    call that would need gradients is refused here, with the way out.
-    """
-    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, *tables))
-    if needs_grad and q.device.type == "cpu":
-        raise ValueError("backend='flex' has no backward on CPU (torch raises NotImplementedError): "
-                         "use backend='sdpa' for training, or run under torch.no_grad()")
-    block_mask = _causal_block_mask(q.shape[-2], str(q.device)) if causal else None
-    return _flex_attention()(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
-
-
 def _fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
                    causal: bool, scale: float, backend: str) -> torch.Tensor:
     """Fused attention with a Toeplitz bias per offset [H, 2L − 1] (T5, ALiBi)."""
     _check_finite_tables(per_offset)
     length = q.shape[-2]
     per_offset = per_offset.to(q.dtype)
-    if backend == "flex":
+    if resolve_backend(backend, q.device) == "flex":
         def score_mod(score, b, h, q_idx, kv_idx):
             return score + per_offset[h, kv_idx - q_idx + length - 1]
         return _check_fused_output(_flex(q, k, v, score_mod, scale, (per_offset,), causal))
@@ -317,7 +278,7 @@ def future_mask(length: int, device: torch.device) -> torch.Tensor:
 
 def offset_bias_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
                           causal: bool = False, scale: float | None = None, need_weights: bool = False,
-                          backend: str = "sdpa") -> tuple[torch.Tensor, torch.Tensor | None]:
+                          backend: str = "auto") -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attention with a relative (Toeplitz) bias given once per offset: T5, ALiBi, or any other.
 
         logit_ij = scale · q_i · k_j + per_offset[h, j − i + L − 1]
@@ -416,6 +377,7 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     causal = check_bool("causal", causal)
     scale = _scale(scale, dim)
     need_weights, backend = _check_mode(need_weights, backend)
+    backend = "sdpa" if backend == "auto" else backend     # its flex score_mod reads a [B, H, L, 2·clip + 1] table
     rel_k = _check_table("rel_k", rel_k, q, 2 * clip + 1, dim, "2*clip+1, D")
     if rel_v is not None:
         rel_v = _check_table("rel_v", rel_v, q, 2 * clip + 1, dim, "2*clip+1, D")
@@ -472,7 +434,7 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
 
 def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: torch.Tensor, *,
                  num_buckets: int, max_distance: int, bidirectional: bool, causal: bool = False,
-                 scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
+                 scale: float | None = None, need_weights: bool = False, backend: str = "auto",
                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """T5 relative attention: a learned scalar per (bucket, head) added to the logit.
 
@@ -556,6 +518,7 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
     batch, heads, length, dim = _check_qkv(q, k, v)
     scale = _scale(scale, dim)
     need_weights, backend = _check_mode(need_weights, backend)
+    backend = "sdpa" if backend == "auto" else backend     # its flex score_mod reads an [B, H, L, L] q·E_rᵀ
     e_r = check_tensor("e_r", e_r, ndim=2, floating=True)
     if e_r.shape[0] < 1 or e_r.shape[1] != dim:
         raise ValueError(
@@ -587,7 +550,7 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
 
 
 def alibi_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True,
-                    scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
+                    scale: float | None = None, need_weights: bool = False, backend: str = "auto",
                     ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """ALiBi (Press et al.): a fixed, head-specific linear penalty on distance.
 

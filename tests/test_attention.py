@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import relviz.attention as attention_module
+import relviz.flex as flex_module
 import relviz.skew as skew_module
 from relviz import attention as fused
 from relviz.positions import shaw_clip_index
@@ -673,6 +674,23 @@ def test_bad_mode_is_refused(bad, phrase) -> None:
         fused.alibi_attention(q, k, v, **bad)
 
 
+def test_auto_backend_is_sdpa_on_cpu_and_flex_only_where_cuda_has_it(monkeypatch) -> None:
+    """"auto" (the default) picks FlexAttention on CUDA only, and falls back to SDPA without it."""
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert flex_module.resolve_backend("auto", cpu) == "sdpa"
+    assert flex_module.resolve_backend("flex", cpu) == "flex" and flex_module.resolve_backend("sdpa", cuda) == "sdpa"
+    monkeypatch.setattr(flex_module, "available", lambda device_type: device_type == "cuda")
+    assert flex_module.resolve_backend("auto", cuda) == "flex"
+    monkeypatch.setattr(flex_module, "available", lambda device_type: False)
+    assert flex_module.resolve_backend("auto", cuda) == "sdpa"
+    q, k, v = _qkv(6, seed=3, dtype=torch.float32)
+    for causal in (False, True):           # on CPU "auto" is the SDPA path, bit for bit
+        torch.testing.assert_close(fused.alibi_attention(q, k, v, causal=causal)[0],
+                                   fused.alibi_attention(q, k, v, causal=causal, backend="sdpa")[0], rtol=0, atol=0)
+    with_weights = fused.alibi_attention(q, k, v, backend="auto", need_weights=True)
+    assert with_weights[1] is not None and with_weights[1].shape == (B, H, 6, 6)
+
+
 def test_fused_path_refuses_non_finite_inputs_like_the_weights_path() -> None:
     q, k, v = _qkv(5, seed=0, dtype=torch.float32)
     table = torch.zeros(8, H)
@@ -692,7 +710,7 @@ def test_flex_backend_score_mods_match_sdpa(monkeypatch) -> None:
     """backend="flex": every score_mod gives the SDPA path's output. Run eagerly here (the compiled
     kernel is the same function; compiling takes ~15-50 s on CPU: `python -m relviz bench` times it)."""
     from torch.nn.attention.flex_attention import flex_attention
-    monkeypatch.setattr(attention_module, "_COMPILED_FLEX", flex_attention)
+    monkeypatch.setitem(flex_module._COMPILED, "cpu", flex_attention)
     q, k, v = _qkv(7, seed=8, dtype=torch.float32)
     gen = torch.Generator().manual_seed(2)
     rel = torch.randn(9, D, generator=gen)
