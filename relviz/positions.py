@@ -27,15 +27,22 @@ MAX_ABS_OFFSET = 2**24
 
 
 def _check_lengths(q_len: int, k_len: int | None, q_offset: int) -> tuple[int, int, int]:
+    """Lengths of a per-offset vector (q_len + k_len − 1 values): any, as long as offsets stay exact."""
     q_len = check_int("q_len", q_len, minimum=1)
     k_len = q_len if k_len is None else check_int("k_len", k_len, minimum=1)
     q_offset = check_int("q_offset", q_offset, minimum=-MAX_ABS_OFFSET, maximum=MAX_ABS_OFFSET)
-    if q_len * k_len > MAX_CELLS:
-        raise ValueError(
-            f"q_len * k_len must be at most {MAX_CELLS} cells; got {q_len} * {k_len} = {q_len * k_len}")
     if q_len + abs(q_offset) > MAX_ABS_OFFSET or k_len + abs(q_offset) > MAX_ABS_OFFSET:
         raise ValueError(f"q_len, k_len and |q_offset| must keep every offset within ±{MAX_ABS_OFFSET}")
     return q_len, k_len, q_offset
+
+
+def _check_cells(q_len: int, k_len: int | None, q_offset: int) -> None:
+    """A function that builds the whole [q_len, k_len] matrix refuses more than MAX_CELLS cells (the
+    per-offset functions take any length: 2^20 positions are 2^21 values, not 2^40 cells)."""
+    q_len, k_len, _ = _check_lengths(q_len, k_len, q_offset)
+    if q_len * k_len > MAX_CELLS:
+        raise ValueError(
+            f"q_len * k_len must be at most {MAX_CELLS} cells; got {q_len} * {k_len} = {q_len * k_len}")
 
 
 def offset_range(q_len: int, k_len: int | None = None, *, q_offset: int = 0,
@@ -74,6 +81,7 @@ def expand_toeplitz(per_offset: torch.Tensor, q_len: int, k_len: int) -> torch.T
 def relative_positions(q_len: int, k_len: int | None = None, *, q_offset: int = 0,
                        device: torch.device | str | None = None) -> torch.Tensor:
     """The relative position j − (q_offset + i) of every (query i, key j): LongTensor [q_len, k_len]."""
+    _check_cells(q_len, k_len, q_offset)
     offsets = offset_range(q_len, k_len, q_offset=q_offset, device=device)
     return expand_toeplitz(offsets, q_len, offsets.numel() - q_len + 1)
 
@@ -95,6 +103,7 @@ def shaw_clip_index(q_len: int, k_len: int | None = None, *, k: int, q_offset: i
                     device: torch.device | str | None = None) -> torch.Tensor:
     """Shaw et al.'s lookup index clip(j − i, −k, k) + k, values in 0..2k: LongTensor [q_len, k_len]."""
     k = check_int("k", k, minimum=0, maximum=MAX_ABS_OFFSET)
+    _check_cells(q_len, k_len, q_offset)
     offsets = offset_range(q_len, k_len, q_offset=q_offset, device=device)
     return expand_toeplitz(shaw_clip_offsets(offsets, k=k), q_len, offsets.numel() - q_len + 1)
 
@@ -213,6 +222,7 @@ def t5_bucket_map(q_len: int, k_len: int | None = None, *, num_buckets: int = 32
                   device: torch.device | str | None = None) -> torch.Tensor:
     """T5 bucket of every (query i, key j): LongTensor [q_len, k_len], computed per offset."""
     t5_config(num_buckets, max_distance, bidirectional)
+    _check_cells(q_len, k_len, q_offset)
     offsets = offset_range(q_len, k_len, q_offset=q_offset, device=device)
     per_offset = t5_bucket(offsets, num_buckets=num_buckets, max_distance=max_distance,
                            bidirectional=bidirectional)
@@ -241,6 +251,7 @@ def t5_bias(bias_table: torch.Tensor, q_len: int, k_len: int | None = None, *, n
             max_distance: int = 128, bidirectional: bool = True, q_offset: int = 0) -> torch.Tensor:
     """T5's position bias [H, q_len, k_len] (Hugging Face's ``compute_bias`` without the batch
     dimension), built per offset and expanded once: no int64 bucket map, no L × L gather."""
+    _check_cells(q_len, k_len, q_offset)
     per_offset = t5_bias_offsets(bias_table, q_len, k_len, num_buckets=num_buckets, max_distance=max_distance,
                                  bidirectional=bidirectional, q_offset=q_offset)
     q_len = check_int("q_len", q_len, minimum=1)

@@ -10,10 +10,13 @@ from hypothesis import strategies as st
 
 from relviz.positions import (
     alibi_bias,
+    alibi_bias_offsets,
     alibi_slopes,
     offset_range,
     relative_positions,
     shaw_clip_index,
+    t5_bias,
+    t5_bias_offsets,
     t5_bucket,
     t5_bucket_map,
     t5_bucket_ranges,
@@ -319,3 +322,19 @@ def test_alibi_bias_offsets_expand_to_alibi_bias():
     from relviz.positions import alibi_bias_offsets, expand_toeplitz
     per_offset = alibi_bias_offsets(5, 7, num_heads=6, q_offset=2, device="cpu")
     assert torch.equal(expand_toeplitz(per_offset, 5, 7), alibi_bias(5, 7, num_heads=6, q_offset=2, device="cpu"))
+
+
+def test_per_offset_functions_take_lengths_whose_matrix_would_be_refused() -> None:
+    """2^20 positions: the per-offset vectors (2^21 − 1 values) are built; the L × L matrix is refused."""
+    length = 2**20
+    offsets = offset_range(length, device="cpu")
+    assert offsets.shape == (2 * length - 1,) and int(offsets[0]) == -(length - 1) and int(offsets[-1]) == length - 1
+    table = torch.arange(32 * 2, dtype=torch.float32).reshape(32, 2)
+    per_offset = t5_bias_offsets(table, length)
+    assert per_offset.shape == (2, 2 * length - 1)
+    assert torch.equal(per_offset[:, length - 1], table[0]) and torch.equal(per_offset[:, -1], table[31])
+    assert alibi_bias_offsets(length, num_heads=4, device="cpu").shape == (4, 2 * length - 1)
+    for build in (lambda: t5_bucket_map(length, device="cpu"), lambda: t5_bias(table, length),
+                  lambda: shaw_clip_index(length, k=4, device="cpu"), lambda: relative_positions(length, device="cpu")):
+        with pytest.raises(ValueError, match=r"q_len \* k_len"):
+            build()
