@@ -303,6 +303,8 @@ SECTIONS: list[Section] = [
             lambda ctx: importlib.import_module("relviz.bench_versus").t5_bias_section(ctx)),
     Section("model", "Model train step vs the same model with fused SDPA",
             lambda ctx: importlib.import_module("relviz.bench_versus").model_section(ctx)),
+    Section("gpu", "The core on one GPU (scripts/gpu_check.sh): bucket map, biases, attention vs FlexAttention",
+            lambda ctx: importlib.import_module("relviz.bench_gpu").gpu_section(ctx)),
     Section("app", "App rerun time and figure sizes",
             lambda ctx: importlib.import_module("relviz.bench_app").app_section(ctx)),
     Section("slider", "Slider -> charts settled in Chromium at each large page's largest setting",
