@@ -1,0 +1,36 @@
+"""The checker's entry points (``check``, ``load``, the kinds and their settings), re-exported by
+:mod:`relviz.check`. Importing this module registers the kinds (relviz.check.matrix_kinds)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from relviz.check import matrix_kinds as _matrix_kinds  # noqa: F401  (registers the matrix kinds)
+from relviz.check.matrix import FitWork, Settings, fit, reference, variant_matrix
+from relviz.check.matrix_kinds import MAX_HEADS, SEED_NOTEBOOK, SIGN  # noqa: F401  (re-exported)
+from relviz.check.reading import MAX_BYTES, MAX_SIDE, load_matrix, parse_text
+from relviz.check.registry import REGISTRY, Kind, kind_of
+from relviz.check.result import FIRST_MISMATCHES, Cause, CheckResult, Mismatch
+
+__all__ = [
+    "KINDS", "SETTINGS_OF", "check", "load", "Settings", "CheckResult", "Cause", "Mismatch",
+    "reference", "variant_matrix", "load_matrix", "parse_text", "fit", "FitWork", "Kind", "kind_of",
+    "MAX_BYTES", "MAX_SIDE", "MAX_HEADS", "FIRST_MISMATCHES", "SIGN", "SEED_NOTEBOOK",
+]
+
+#: What can be checked: kind -> what it holds.
+KINDS: dict[str, str] = {name: kind.description for name, kind in REGISTRY.items()}
+#: The settings each kind uses (what the CLI and the page ask for, and what a result reports).
+SETTINGS_OF: dict[str, tuple[str, ...]] = {name: kind.settings for name, kind in REGISTRY.items()}
+
+
+def check(kind: str, got: Any, settings: Any = None) -> CheckResult:
+    """Compare ``got`` (an array) with relviz's reference for ``kind`` at ``settings`` (the kind's settings
+    type: ``Settings`` for the position matrices, each kind's own for the others); None searches for them."""
+    return kind_of(kind).check(np.asarray(got), settings)
+
+
+def load(kind: str, data: bytes, *, name: str = "upload") -> np.ndarray:
+    """Read an upload for ``kind`` (its side bound: a RoPE cache has more rows than a position matrix)."""
+    return load_matrix(data, name=name, max_side=kind_of(kind).max_side)
