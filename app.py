@@ -24,17 +24,18 @@ start_trimming()  # fewer malloc arenas and a periodic malloc_trim: freed memory
 pages = [st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in PAGES]
 navigation = st.navigation(pages, position="hidden")
 lecture_mode(navigation.url_path)  # while a tour runs: the presenter bar, and its note atop the sidebar
-# The sidebar is filled after the page, into a container made here: same place on screen, but the page's
-# own elements (the landing page's chart) reach the browser first. A page ends early with ui.end_page(),
-# never st.stop(): Streamlit draws nothing after st.stop(), so the sidebar would be missing.
-sidebar = st.sidebar.container()
+# The navigation is drawn after the page, below the page's own sidebar controls: on a 1280 × 720 projector
+# the slider a lesson is about is on the first screen (11 links, the sign-convention note and the export
+# switch above it pushed it to y ≈ 800), and the page's own elements reach the browser first. A page ends
+# early with ui.end_page(), never st.stop(): Streamlit draws nothing after st.stop(), so the navigation
+# would be missing.
 with running_app_navigation(), checked_link_values():
     try:
         navigation.run()
     except PageEnded:
         pass
     finally:  # also after an error or a page switch
-        with sidebar:
+        with st.sidebar:
             collect_view_control(navigation.url_path)  # 'add this view to my tour'
             for page in pages:
                 st.page_link(page)

@@ -49,12 +49,12 @@ def ablation(k: int):
 st.title("Relative index & Shaw clipping")
 ui.sign_convention(compact=True)
 
-with st.sidebar:
-    st.subheader("Lengths")
-    q_len, k_len, q_offset = ui.length_controls(P, q_default=10, k_default=10)
+with st.sidebar:  # the lesson's slider first: on a 1280 × 720 projector it is on the first screen
     st.subheader("Clipping")
     k = int(st.slider("clipping distance k", 0, 64, 3, key=f"{P}_clip", bind="query-params",
                       help="Offsets beyond ±k share the end vectors of the table."))
+    st.subheader("Lengths")
+    q_len, k_len, q_offset = ui.length_controls(P, q_default=10, k_default=10)
     large = needs_window(q_len, k_len)
     window = ui.window_controls(P, q_len, k_len, q_offset=q_offset)
     st.subheader("Parameter count")

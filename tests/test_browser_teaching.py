@@ -79,6 +79,25 @@ def _open(page, url: str) -> None:
     page.wait_for_timeout(800)
 
 
+#: The control each page's lesson is about (its label): on the first screen at 1280 × 720 and 1440 × 900,
+#: above the navigation where it sits in the sidebar (before, the sidebar's page links came first and put
+#: T5's num_buckets and Live attention's checkpoint near y ≈ 800).
+FIRST_CONTROL = {"": "query i (the outlined row)", "shaw": "clipping distance k", "t5": "num_buckets",
+                 "skew": "sequence length L", "absolute": "positions L",
+                 "rope": "model (custom: set the head below)", "attention": "checkpoint", "your_model": "model",
+                 "experiments": 'accuracy that counts as "resolved"', "check": "matrix kind",
+                 "tour": "start at step"}
+#: The tool pages start with a form and no chart: Check waits for an upload, Lecture mode for a tour to start.
+NO_CHART = ["check", "tour"]
+SIDEBAR_CONTROLS = ["shaw", "t5", "attention", "check"]
+
+
+def _inside_first_screen(page, label: str, height: int) -> dict:
+    box = page.get_by_label(label, exact=True).first.bounding_box()
+    assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, (label, box)
+    return box
+
+
 @pytest.mark.parametrize("path", TEACHING, ids=[p or "home" for p in TEACHING])
 def test_main_picture_is_on_the_first_screen_at_1280x720(projector, path):
     base, page = projector
@@ -88,8 +107,31 @@ def test_main_picture_is_on_the_first_screen_at_1280x720(projector, path):
     assert box is not None and box["y"] < 720
     visible = min(box["y"] + box["height"], 720) - max(box["y"], 0)
     assert visible >= 0.6 * box["height"], box
+    _inside_first_screen(page, FIRST_CONTROL[path], 720)
     assert page.evaluate(CUT_TEXT_JS) == [], "text cut off with an ellipsis at 1280 × 720"
     assert page.evaluate(NOTES_OUTSIDE_JS) == [], "a chart's note runs out of its plot area"
+
+
+@pytest.mark.parametrize("path", NO_CHART)
+def test_a_tool_page_starts_with_its_first_control_on_the_first_screen(projector, path):
+    base, page = projector
+    page.goto(f"{base}/{path}")
+    wait_for_app(page)
+    _inside_first_screen(page, FIRST_CONTROL[path], 720)
+
+
+@pytest.mark.parametrize("path", SIDEBAR_CONTROLS)
+def test_sidebar_controls_come_before_the_navigation_at_1440x900(projector, path):
+    base, page = projector
+    page.set_viewport_size({"width": 1440, "height": 900})
+    try:
+        page.goto(f"{base}/{path}")
+        wait_for_app(page)
+        control = _inside_first_screen(page, FIRST_CONTROL[path], 900)
+        first_link = page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]').first.bounding_box()
+        assert first_link is not None and control["y"] < first_link["y"], (control, first_link)
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 720})
 
 
 def test_t5_precision_tab_from_a_link(projector):
