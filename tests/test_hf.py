@@ -12,6 +12,7 @@ import sys
 import pytest
 import torch
 
+from relviz.mechanisms.t5_bias import T5Bias
 from relviz.hf import SUPPORTED, inspect
 
 transformers = pytest.importorskip("transformers", reason="the hf tests build models with transformers "
@@ -256,3 +257,15 @@ def test_longt5_block_bias_and_decoder_bias_equal_compute_bias(attention, tmp_pa
     assert torch.equal(positions.local_block_bias(), local.compute_bias(6)[0, 0])
     expected = model.decoder.block[0].layer[0].SelfAttention.compute_bias(9, 9)[0]
     assert torch.equal(positions.bias(9, 9, stack="decoder"), expected)
+    if attention == "local":
+        with pytest.raises(ValueError, match="global_bias_table needs LongT5 with encoder_attention_type"):
+            positions.global_bias_table()
+        return
+    assert torch.equal(positions.global_bias_table(), local.global_relative_attention_bias.weight.detach())
+    from transformers.models.longt5.modeling_longt5 import _make_global_fixed_block_ids
+    for length in (4, 9, 14):                      # one block; orphan tokens after the last full block
+        mask = torch.ones(1, length)
+        _, segments = _make_global_fixed_block_ids(mask, 4)
+        side = local.compute_side_bias(mask, segments)[0]
+        ours = positions.layer(0, stack="encoder").find(T5Bias).global_side_bias(length)
+        assert torch.equal(ours, side), length

@@ -19,6 +19,7 @@ import torch
 pytest.importorskip("transformers")
 
 from relviz.hf import inspect  # noqa: E402
+from relviz.mechanisms.absolute import LearnedAbsolute  # noqa: E402
 from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
 from relviz.mechanisms.rotation import Rotation  # noqa: E402
 from relviz.mechanisms.scale import QueryTemperature, SoftmaxScale  # noqa: E402
@@ -259,3 +260,47 @@ def test_llama4_query_temperature_is_what_its_nope_layers_apply(tmp_path):
         expected = (q * factors.view(1, L, 1, 1)).to(q.dtype).transpose(1, 2)
         assert torch.equal(recorder.attention[k]["query"], expected)
         assert factors[2] == 1.0 and factors[3] > 1.0                           # ⌊(pos + 1)/4⌋ = 1 from pos 3
+
+
+GENERIC = [  # not in relviz's family table: read from their configs as standard rotary decoders
+    Family("olmo2", dict(SMALL, num_hidden_layers=2, rope_scaling={"rope_type": "dynamic", "factor": 2.0}),
+           "olmo2", "Olmo2Model"),
+    Family("starcoder2", dict(SMALL, num_hidden_layers=2, sliding_window=3, use_bias=True), "starcoder2",
+           "Starcoder2Model", expect={"windows": [3, 3]}),
+]
+
+
+@pytest.mark.parametrize("family", GENERIC, ids=lambda f: f.model_type)
+def test_a_family_missing_from_the_table_is_read_from_its_config(family, tmp_path):
+    from relviz.mechanisms.families import FAMILIES as TABLE
+
+    assert family.model_type not in TABLE
+    test_plan_equals_what_transformers_applies_layer_by_layer(family, tmp_path)
+    plan = inspect(tmp_path)
+    assert not plan.in_family_table and "not in relviz's family table" in plan.notes[0]
+
+
+@pytest.mark.parametrize("buckets, max_relative, norm", [(8, 16, "layer_norm"), (-1, 6, "none")])
+def test_deberta_v2_relative_positions_and_embeddings(buckets, max_relative, norm, tmp_path):
+    from transformers import DebertaV2Config, DebertaV2Model
+    from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+
+    torch.manual_seed(0)
+    config = DebertaV2Config(vocab_size=32, hidden_size=16, num_attention_heads=2, num_hidden_layers=2,
+                             intermediate_size=8, relative_attention=True, position_buckets=buckets,
+                             max_relative_positions=max_relative, pos_att_type=["p2c", "c2p"], norm_rel_ebd=norm,
+                             position_biased_input=False, max_position_embeddings=64, pad_token_id=0)
+    model = DebertaV2Model(config).eval()
+    for p in model.parameters():
+        torch.nn.init.normal_(p)
+    model.save_pretrained(tmp_path)
+    plan = inspect(tmp_path)
+    for q_len, k_len in ((5, 5), (40, 40), (7, 30)):
+        q, k = torch.zeros(1, q_len, 4), torch.zeros(1, k_len, 4)
+        expected = build_relative_position(q, k, bucket_size=buckets, max_position=max_relative)[0]
+        assert torch.equal(plan.relative_positions(q_len, k_len), expected)
+    with torch.no_grad():
+        assert torch.equal(plan.relative_embeddings(), model.encoder.get_rel_embedding())
+    layer = plan.layer(0)
+    assert layer.find(LearnedAbsolute) is None and "DeBERTa p2c+c2p" in layer.label()
+    assert "encoder.rel_embeddings.weight" in plan.tensors_read

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from relviz._checks import check_int
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.positions import t5_bias, t5_bucket, t5_config
 
@@ -67,14 +68,23 @@ class T5Bias(Mechanism):
         return t5_bias(self._table().float(), q_len, k_len, num_buckets=self.num_buckets,
                        max_distance=self.max_distance, bidirectional=self.bidirectional, q_offset=q_offset)
 
-    def global_bias(self, blocks: int) -> torch.Tensor:
-        """[H, blocks, blocks]: the side bias of a token in block b towards the summary of block g (by g − b)."""
+    def global_side_bias(self, seq_len: int) -> torch.Tensor:
+        """[H, seq_len, seq_len // global_block_size]: the bias of each token towards each block summary,
+        by the bucket of (summary block − the token's block), for a sequence without padding (transformers'
+        compute_side_bias; tokens past the last full block belong to it, as there)."""
         if self.global_table is None:
             raise ValueError("this layer has no transient-global side bias (LongT5 with "
                              "encoder_attention_type 'transient-global' has one)")
-        offsets = torch.arange(blocks)[None, :] - torch.arange(blocks)[:, None]          # [b, g]: g − b
-        buckets = t5_bucket(offsets, bidirectional=True, num_buckets=self.num_buckets,
-                            max_distance=self.max_distance)
+        seq_len = check_int("seq_len", seq_len, minimum=1, maximum=1 << 20)
+        size = self.global_block_size
+        step = torch.ones(1, seq_len) / size                                   # the same float steps as HF
+        start = torch.cumsum(step, dim=1) - step
+        block = torch.floor(1.0 + start - 1.0)[0]                             # [L] block of each token
+        full = (torch.arange(seq_len) % size == size - 1).sum() - 1
+        block = torch.where(block < full, block, full.to(block.dtype)).to(torch.int64)
+        summaries = torch.arange(seq_len // size)
+        buckets = t5_bucket(summaries[None, :] - block[:, None], bidirectional=self.bidirectional,
+                            num_buckets=self.num_buckets, max_distance=self.max_distance)      # [L, G]
         return self.global_table.float()[buckets].permute(2, 0, 1)
 
     def _table(self) -> torch.Tensor:
