@@ -246,7 +246,8 @@ def offset_findings(task: Task, profile: OffsetProfile, weights: np.ndarray, *, 
     Every sentence is computed from the data: which heads peak where the task's answer sits.
     ``scheme`` (its family: absolute, relative or none) shapes the explanation.
     """
-    family = get_scheme(scheme).family if scheme is not None else None
+    kind = get_scheme(scheme) if scheme is not None else None
+    absolute, blind = (kind.in_input(), kind.without_position()) if kind is not None else (False, False)
     if profile.mean.ndim != 3:
         raise ValueError("profile must come from weights [n_layers, H, L, L]")
     length = (len(profile.offsets) + 1) // 2
@@ -266,7 +267,7 @@ def offset_findings(task: Task, profile: OffsetProfile, weights: np.ndarray, *, 
         if hits:
             best = ", ".join(f"{_head_name(l, h)} ({at_answer[l, h]:.0%})" for l, h in hits[:3])
             habit = ("Its positions are absolute, yet it learned a relative habit: from every query it finds the "
-                     f"key {s} back." if family == "absolute" else
+                     f"key {s} back." if absolute else
                      "The model has learned the task's offset and finds it from every query: a relative habit.")
             findings.append(Finding(
                 f"{len(hits)} of {n_layers * n_heads} heads peak at j − i = −{s} = −s, the key exactly s places "
@@ -278,7 +279,7 @@ def offset_findings(task: Task, profile: OffsetProfile, weights: np.ndarray, *, 
                 f"No head peaks at j − i = −{s}, where the answer sits. The most attention on that offset: "
                 f"{_head_name(l, h)}, {at_answer[l, h]:.0%} on average. "
                 + ("Without position information the model cannot single out that key; it can only guess among "
-                   "the tokens it sees." if family == "none" else
+                   "the tokens it sees." if blind else
                    "This model finds the answer some other way, or not at all: compare its accuracy."), False))
     elif task.name == "window_max":
         w = params["w"]

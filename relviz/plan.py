@@ -265,12 +265,12 @@ def _lookup(config: Mapping[str, Any], dotted: str) -> Any:
     return value
 
 
-def _layer_types(cfg: ConfigView, layers: int) -> list[str | None]:
+def _layer_types(cfg: ConfigView, layers: int, counted_by: str) -> list[str | None]:
     def one(name: str, value: Any) -> str:
         if not isinstance(value, str) or not value or len(value) > 64:
             raise ValueError(f"config field {name} must be a layer type name such as 'full_attention'; got {value!r}")
         return value
-    types = cfg.list("layer_types", layers, one)
+    types = cfg.list("layer_types", layers, one, counted_by=counted_by)
     return types if types is not None else [None] * layers
 
 
@@ -300,11 +300,11 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         if not cfg.has(field_name) and spec.get("fallback_field"):
             field_name = spec["fallback_field"]
         layers = cfg.int(field_name, spec.get("layers_default", _REQUIRED), minimum=1, maximum=MAX_LAYERS)
-        types = _layer_types(cfg, layers)
+        types = _layer_types(cfg, layers, field_name)
         plans[stack] = []
         for index in range(layers):
             ctx = LayerContext(config=cfg, stack=stack, index=index, layers=layers, layer_type=types[index],
-                               causal=spec["causal"], tensor=tensor or (lambda suffix: None),
+                               causal=spec["causal"], layers_field=field_name, tensor=tensor or (lambda suffix: None),
                                has_weights=tensor is not None, shared=shared)
             found: list[Mechanism] = []
             for name, options in family["mechanisms"].items():

@@ -219,7 +219,7 @@ def rope_config_from_hf(config: Mapping[str, object]) -> RopeConfig:
         rope_type = "longrope"
     base = scaling.pop("rope_theta", None) or config.get("rope_theta") or config.get("rotary_emb_base") or 10000.0
     partial = (scaling.pop("partial_rotary_factor", None) or config.get("partial_rotary_factor")
-               or config.get("rotary_pct") or (0.25 if config.get("model_type") == "gpt_neox" else 1.0))
+               or config.get("rotary_pct") or 1.0)
     heads = config.get("num_attention_heads")
     head_dim = config.get("head_dim") or (config["hidden_size"] // heads if heads else None)
     if head_dim is None:

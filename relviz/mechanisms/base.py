@@ -60,7 +60,7 @@ class ConfigView:
                              f"got {value!r}")
         return int(value)
 
-    def float(self, key: str, default: Any = _MISSING, *, minimum: float = 0.0, maximum: float = 1e12) -> float:
+    def float(self, key: str, default: Any = _MISSING, *, minimum: float = 0.0, maximum: float = 1e12) -> Any:
         value = self.data.get(key)
         if value is None:
             if default is _MISSING:
@@ -92,15 +92,16 @@ class ConfigView:
             raise ValueError(f"config field {self.name(key)} must be {what}; got {value!r}")
         return value
 
-    def list(self, key: str, length: int, item: Callable[[str, Any], Any]) -> list[Any] | None:
+    def list(self, key: str, length: int, item: Callable[[str, Any], Any], *,
+             counted_by: str = "num_hidden_layers") -> list[Any] | None:
         """A list of ``length`` entries (one per layer), each checked by ``item(name, value)``; None if absent."""
         value = self.data.get(key)
         if value is None:
             return None
         if not isinstance(value, (list, tuple)) or len(value) != length:
             got = f"{len(value)} entries" if isinstance(value, (list, tuple)) else repr(value)[:60]
-            raise ValueError(f"config field {self.name(key)} must be a list with one entry per layer ({length}); "
-                             f"got {got}")
+            raise ValueError(f"config field {self.name(key)} must be a list with one entry per layer "
+                             f"({self.name(counted_by)} = {length}); got {got}")
         return [item(f"{self.name(key)}[{k}]", v) for k, v in enumerate(value)]
 
     def sub(self, key: str) -> ConfigView | None:
@@ -124,6 +125,7 @@ class LayerContext:
     layers: int
     layer_type: str | None
     causal: bool
+    layers_field: str = "num_hidden_layers"
     tensor: Callable[[str], torch.Tensor | None] = lambda suffix: None
     has_weights: bool = False
     shared: dict[str, Any] = field(default_factory=dict)

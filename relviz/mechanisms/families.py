@@ -26,8 +26,10 @@ _T5 = {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {}, "pattern": {}}}
 FAMILIES: dict[str, dict[str, Any]] = {
     # rotation, per layer type where the config nests it (Gemma 3, ModernBERT); windows from layer_types
     **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2",
-                                 "gemma3_text", "phi", "phi3", "gpt_neox", "olmo", "stablelm",
+                                 "gemma3_text", "phi", "phi3", "olmo", "stablelm",
                                  "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_vl", "qwen2_5_vl")},
+    # GPT-NeoX: 1/4 of each head rotates unless the config says otherwise (its rotary_pct default)
+    "gpt_neox": {"stacks": DECODER, "mechanisms": {"rotation": {"defaults": {"rotary_pct": 0.25}}, "pattern": {}}},
     "llama4_text": {"stacks": DECODER, "mechanisms": {
         "rotation": {"layout": "complex", "skip_field": "no_rope_layers"}, "pattern": {},
         "query_temperature": {"rope_flags_field": "no_rope_layers"}}},

@@ -25,7 +25,7 @@ import torch
 
 from relviz._checks import check_tensor
 from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
-from relviz.rope import RopeConfig, rope_config_from_hf, rope_parameters
+from relviz.rope import ROPE_TYPES, RopeConfig, rope_config_from_hf, rope_parameters
 
 __all__ = ["Rotation", "LAYOUTS"]
 
@@ -48,7 +48,8 @@ def _layer_rope_fields(cfg: ConfigView, layer_type: str | None) -> Mapping[str, 
         return cfg.data
     if layer_type is None or layer_type not in params:
         raise ValueError(f"config field {cfg.name('rope_parameters')} is nested by layer type "
-                         f"({', '.join(map(str, nested))}) but this layer's type is {layer_type!r}")
+                         f"({', '.join(map(str, nested))}) but {cfg.name('layer_types')} gives this layer the type "
+                         f"{layer_type!r}")
     chosen = params[layer_type]
     if chosen is None:
         return None
@@ -77,7 +78,7 @@ class Rotation(Mechanism):
         cfg = ctx.config
         skip = options.get("skip_field")
         if skip:
-            flags = cfg.list(skip, ctx.layers, lambda n, v: _flag(n, v))
+            flags = cfg.list(skip, ctx.layers, lambda n, v: _flag(n, v), counted_by=ctx.layers_field)
             if flags is not None and not flags[ctx.index]:
                 return None
         only = options.get("layer_types")
@@ -86,7 +87,7 @@ class Rotation(Mechanism):
         fields = _layer_rope_fields(cfg, ctx.layer_type)
         if fields is None:
             return None
-        fields = dict(fields)
+        fields = {**options.get("defaults", {}), **fields}
         for key, value in options.get("fields", {}).items():   # e.g. GPT-J: head_dim from n_embd / n_head
             fields[key] = fields.get(value) if isinstance(value, str) else value
         rotary_field = options.get("rotary_dim_field")
@@ -197,18 +198,53 @@ def _head_dim(cfg: ConfigView, fields: Mapping[str, Any]) -> int:
     return hidden // heads
 
 
+#: the rope fields relviz reads, and their allowed ranges (the rest is relviz.rope's to check)
+_FLOATS = {"rope_theta": (1.0 + 1e-9, 1e12), "factor": (1e-6, 1e6), "partial_rotary_factor": (1e-6, 1.0),
+           "attention_factor": (1e-6, 1e3), "beta_fast": (1e-6, 1e6), "beta_slow": (1e-6, 1e6),
+           "mscale": (0.0, 1e3), "mscale_all_dim": (0.0, 1e3), "low_freq_factor": (1e-6, 1e6),
+           "high_freq_factor": (1e-6, 1e6)}
+
+
+def _check_rope_fields(cfg: ConfigView, fields: Mapping[str, Any]) -> None:
+    """Check every rope field where it sits, so a bad value is refused naming its own config field."""
+    top = ConfigView(fields, cfg.prefix)
+    for key in ("rope_theta", "partial_rotary_factor", "rotary_pct", "rotary_emb_base"):
+        low, high = _FLOATS.get(key, _FLOATS["partial_rotary_factor" if key == "rotary_pct" else "rope_theta"])
+        top.float(key, None, minimum=low, maximum=high)
+    top.int("max_position_embeddings", 2048, minimum=1, maximum=1 << 24)
+    top.int("original_max_position_embeddings", None, minimum=1, maximum=1 << 24)
+    for key in ("rope_parameters", "rope_scaling"):
+        value = fields.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise ValueError(f"config field {cfg.name(key)} must be a JSON object or null; got {value!r:.60}")
+        params = ConfigView(value, f"{cfg.name(key)}.")
+        for name, inner in value.items():
+            if isinstance(inner, Mapping):
+                raise ValueError(f"config field {params.name(str(name))} must be a number, a string or a list; "
+                                 "got a JSON object")
+        for name, (low, high) in _FLOATS.items():
+            params.float(name, None, minimum=low, maximum=high)
+        params.int("original_max_position_embeddings", None, minimum=1, maximum=1 << 24)
+        kind = value.get("rope_type", value.get("type"))
+        if kind is not None and kind not in (*ROPE_TYPES, "su"):
+            raise ValueError(f"config field {params.name('rope_type')} must be one of {', '.join(ROPE_TYPES)}; "
+                             f"got {kind!r:.60}")
+        params.bool("truncate", True)
+
+
 def _rope_config(cfg: ConfigView, fields: Mapping[str, Any]) -> RopeConfig:
-    """relviz.rope's reading of the (un-nested) fields; its messages name the config field."""
-    view = ConfigView(fields, cfg.prefix)
-    view.int("max_position_embeddings", 2048, minimum=1, maximum=1 << 24)
-    if not view.has("head_dim"):
+    """relviz.rope's reading of the (un-nested) fields, after each field is checked where it sits."""
+    _check_rope_fields(cfg, fields)
+    if not ConfigView(fields, cfg.prefix).has("head_dim"):
         _head_dim(cfg, fields)
     try:
         return rope_config_from_hf(fields)
     except (KeyError, TypeError, ZeroDivisionError) as exc:
         raise ValueError(f"config: the rope settings could not be read ({type(exc).__name__}: {exc})") from exc
     except ValueError as exc:
-        raise ValueError(f"config ({cfg.prefix or 'top level'}rope settings): {exc}") from exc
+        raise ValueError(f"config ({cfg.prefix or 'top-level '}rope settings): {exc}") from exc
 
 
 def _sections(cfg: ConfigView, sections: Any, pairs: int) -> tuple[int, ...]:

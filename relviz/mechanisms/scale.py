@@ -79,7 +79,7 @@ class QueryTemperature(Mechanism):
         cfg = ctx.config
         if not cfg.bool("attn_temperature_tuning", True):
             return None
-        flags = cfg.list(options["rope_flags_field"], ctx.layers, lambda n, v: v)
+        flags = cfg.list(options["rope_flags_field"], ctx.layers, lambda n, v: v, counted_by=ctx.layers_field)
         if flags is None or flags[ctx.index]:
             return None                       # only the layers without RoPE
         return cls(attn_scale=cfg.float("attn_scale", 0.1, minimum=0.0, maximum=1e3),

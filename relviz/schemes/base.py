@@ -170,6 +170,16 @@ class Scheme(nn.Module):
     family: ClassVar[str] = "relative"
     #: Only defined for causal attention.
     causal_only: ClassVar[bool] = False
+
+    @classmethod
+    def in_input(cls) -> bool:
+        """Whether its positions are added to the input (an absolute scheme), not to attention."""
+        return cls.family == "absolute"
+
+    @classmethod
+    def without_position(cls) -> bool:
+        """Whether the model gets no position information at all."""
+        return cls.family == "none"
     #: Why (the error message's reason), when causal_only.
     causal_reason: ClassVar[str] = ""
     #: Position in listings (the app's picker, ``python -m relviz schemes``).
