@@ -269,3 +269,33 @@ def test_longt5_block_bias_and_decoder_bias_equal_compute_bias(attention, tmp_pa
         side = local.compute_side_bias(mask, segments)[0]
         ours = positions.layer(0, stack="encoder").find(T5Bias).global_side_bias(length)
         assert torch.equal(ours, side), length
+
+
+def test_falcon_eager_path_adds_alibi_twice_as_the_plan_notes(tmp_path):
+    """Falcon with alibi: transformers' eager attention (taken with output_attentions=True) adds the bias in
+    the mask (slope/√d) and again to the scores before scaling (another slope/√d). relviz reports the slopes
+    the model builds, once, and says so in a note; this test measures both paths on one layer."""
+    from transformers import FalconConfig, FalconModel
+
+    torch.manual_seed(0)
+    config = FalconConfig(vocab_size=32, hidden_size=16, num_attention_heads=4, num_hidden_layers=1, alibi=True,
+                          new_decoder_architecture=False, multi_query=False, bias=True)
+    model = FalconModel(config).eval()
+    model.save_pretrained(tmp_path)
+    plan = inspect(tmp_path)
+    assert any("twice" in note for note in plan.notes)
+    attention = model.h[0].self_attention
+    fused = []
+    hook = attention.query_key_value.register_forward_hook(lambda m, a, o: fused.append(o))
+    length = 6
+    with torch.no_grad():
+        probs = model(torch.arange(length)[None], output_attentions=True).attentions[0][0]       # [H, L, L]
+    hook.remove()
+    q, k, _ = attention._split_heads(fused[0])                                                      # [1, L, H, d]
+    scores = torch.einsum("qhd,khd->hqk", q[0], k[0]) / 2                                           # / √d, d = 4
+    slopes = plan.alibi_slopes().float()
+    bias = slopes[:, None, None] * torch.arange(length)[None, None, :] / 2                          # per key, / √d
+    causal = torch.ones(length, length, dtype=torch.bool).tril()
+    once = torch.softmax((scores + bias).masked_fill(~causal, -torch.inf), -1)
+    twice = torch.softmax((scores + 2 * bias).masked_fill(~causal, -torch.inf), -1)
+    assert torch.allclose(probs, twice, atol=1e-5) and not torch.allclose(probs, once, atol=1e-3)
