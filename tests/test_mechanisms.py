@@ -194,3 +194,15 @@ print(json.dumps({"listed": list(MECHANISMS), "labels": [p.label() for p in plan
 def test_every_family_names_registered_mechanisms_only():
     for model_type, family in FAMILIES.items():
         assert set(family["mechanisms"]) <= set(MECHANISMS), model_type
+
+
+def test_the_readmes_plan_example_runs_and_says_what_it_shows():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    code = text.split("<!-- readme-plan-example -->", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    plan = namespace["gemma3"]
+    runs = [(first, last, p.label()) for first, last, p in plan.runs()]
+    assert runs == [(0, 4, "RoPE θ 10k · window 1024"), (5, 5, "RoPE θ 1M linear · causal")]
+    assert f"# {runs}" in code
+    assert torch.equal(plan.rope_inv_freq(layer=5)[-1], 1.0 / (1e6 ** torch.tensor(126 / 128)) / 8)
