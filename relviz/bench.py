@@ -7,7 +7,8 @@ Sections (``--only NAME`` runs some of them; ``--quick`` uses small sizes for a 
   formula evaluated on every cell of the L × L relative-position matrix (relviz.reference).
 - ``attention``: attention.skew_attention and attention.shaw_attention against the naive
   path that gathers the relative embeddings into an L × L × D tensor
-  (relviz.reference): forward time and peak memory, each case in a fresh subprocess.
+  (relviz.reference): forward time and peak memory, each case in a fresh subprocess
+  (relviz.experiments.cases, the cases the Experiments page's cost study runs).
 - ``memory``: the Music Transformer memory example (relviz.memory), pure arithmetic.
 
 To add a section, write ``def my_section(ctx: BenchContext) -> SectionResult`` and append
@@ -21,27 +22,25 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 import relviz
-from relviz.bench_report import (BenchContext, Column, Section, SectionResult, Target, format_table, proc_status,
-                                 reset_peak_rss, time_calls)
+from relviz.bench_report import BenchContext, Column, Section, SectionResult, Target, format_table, time_calls
 from relviz.bench_report import bytes_text as _bytes
 from relviz.bench_report import mb as _mb
 from relviz.bench_report import ms as _ms
 from relviz.bench_report import ratio as _ratio
+from relviz.experiments.cases import ATTN_B, ATTN_D, ATTN_H, run_in_fresh_process
 from relviz.memory import format_bytes, relative_term_bytes
 from relviz.positions import relative_positions, t5_bucket_map
-from relviz.reference import naive_shaw_attention, naive_skew_attention, t5_bucket_map_per_cell
+from relviz.reference import t5_bucket_map_per_cell
 
 # ---------------------------------------------------------------------------------------
 # Section: T5 buckets
@@ -94,94 +93,8 @@ def t5_section(ctx: BenchContext) -> SectionResult:
 # ---------------------------------------------------------------------------------------
 # Section: attention, relviz vs the naive L × L × D gather, in fresh subprocesses
 
-ATTN_B, ATTN_H, ATTN_D = 1, 8, 64
-
-
-def run_case(spec: dict[str, Any]) -> dict[str, Any]:
-    """One attention case, meant to run alone in a fresh process (see ``_case_main``)."""
-    from relviz.attention import shaw_attention, skew_attention
-    method, impl, length, repeats = spec["method"], spec["impl"], spec["L"], spec["repeats"]
-    gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(ATTN_B, ATTN_H, length, ATTN_D, generator=gen) for _ in range(3))
-    scale = 1 / math.sqrt(ATTN_D)
-    if method == "skew":
-        e_r = torch.randn(length, ATTN_D, generator=gen)
-        if impl == "relviz":
-            def fn():
-                return skew_attention(q, k, v, e_r)
-        else:
-            def fn():
-                return naive_skew_attention(q, k, v, e_r, scale)
-    elif method == "shaw":
-        clip = length - 1
-        rel_k = torch.randn(2 * clip + 1, ATTN_D, generator=gen)
-        rel_v = torch.randn(2 * clip + 1, ATTN_D, generator=gen)
-        if impl == "relviz":
-            def fn():
-                return shaw_attention(q, k, v, rel_k, rel_v, clip=clip, causal=True)
-        else:
-            def fn():
-                return naive_shaw_attention(q, k, v, rel_k, rel_v, clip, scale)
-    else:
-        raise ValueError(f"method must be 'skew' or 'shaw'; got {method!r}")
-
-    return measure_forward(lambda: fn()[0], repeats)
-
-
-def measure_forward(fn: Callable[[], torch.Tensor], repeats: int) -> dict[str, Any]:
-    """Time ``fn`` (which returns the attention output) and read this process's peak memory.
-
-    The peak counter is reset after the inputs exist, so the delta is what the forward adds.
-    The first, untimed call warms up and gives the checksum that proves implementations agree.
-    """
-    reset = reset_peak_rss()
-    baseline_rss = proc_status("VmRSS")
-    baseline_hwm = proc_status("VmHWM")
-    with torch.inference_mode():
-        output = fn()
-        checksum = [float(output.double().sum()), float(output.double().norm())]
-        del output
-        times = time_calls(fn, repeats=repeats, warmup=0)
-    peak = proc_status("VmHWM")
-    result = {"forward_s": statistics.median(times), "times_s": times, "checksum": checksum,
-              "hwm_reset": reset, "baseline_bytes": baseline_hwm, "baseline_rss_bytes": baseline_rss,
-              "peak_bytes": peak}
-    if peak is not None and baseline_hwm is not None:
-        result["delta_bytes"] = peak - baseline_hwm
-    return result
-
-
-def _naive_estimate(method: str, length: int) -> int:
-    """Bytes the naive path needs, with a 2x margin: its gathered L × L × D table(s)
-    (shared by the heads: L²·D values each; Shaw's K and V need two) plus ~3 [B, H, L, L]
-    attention tensors."""
-    gathered = (2 if method == "shaw" else 1) * length * length * ATTN_D * 4
-    return 2 * (gathered + 3 * ATTN_B * ATTN_H * length * length * 4)
-
-
-def _relviz_estimate(length: int) -> int:
-    return 2 * (4 * ATTN_B * ATTN_H * length * length * 4 + 8 * length * length)
-
-
-def run_subprocess_case(spec: dict[str, Any], ctx: BenchContext,
-                        run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> dict[str, Any]:
-    """One attention case in a fresh process; ``run`` starts it (the app passes a bounded runner)."""
-    import psutil
-    length = spec["L"]
-    need = _naive_estimate(spec["method"], length) if spec["impl"] == "naive" else _relviz_estimate(length)
-    available = psutil.virtual_memory().available
-    if need > available / 2:
-        return {"skipped": f"skipped: needs ~{format_bytes(need)}, "
-                           f"{format_bytes(available)} available (limit: half)"}
-    ctx.log(f"attention: {spec['method']} {spec['impl']} L={length}")
-    command = [sys.executable, "-m", "relviz.bench", "--case", json.dumps(spec)]
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(relviz.__file__)))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = run(command, capture_output=True, text=True, env=env, timeout=900)
-    if proc.returncode != 0:
-        return {"skipped": f"failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+#: The method rows of the attention section: (method, relviz's case, the naive case), keys of CASES.
+ATTENTION_PAIRS = (("skew", "skew", "skew_naive"), ("shaw", "shaw", "shaw_naive"))
 
 
 def attention_section(ctx: BenchContext) -> SectionResult:
@@ -189,11 +102,10 @@ def attention_section(ctx: BenchContext) -> SectionResult:
     repeats = 2 if ctx.quick else 3
     target_length = 2048
     rows = []
-    for method in ("skew", "shaw"):
+    for method, relviz_impl, naive_impl in ATTENTION_PAIRS:
         for length in lengths:
-            spec = {"method": method, "L": length, "repeats": repeats}
-            ours = run_subprocess_case(spec | {"impl": "relviz"}, ctx)
-            naive = run_subprocess_case(spec | {"impl": "naive"}, ctx)
+            ours = run_in_fresh_process({"impl": relviz_impl, "L": length, "repeats": repeats}, ctx.log)
+            naive = run_in_fresh_process({"impl": naive_impl, "L": length, "repeats": repeats}, ctx.log)
             row: dict[str, Any] = {"method": method, "L": length}
             for prefix, res in (("relviz", ours), ("naive", naive)):
                 if "skipped" in res:
@@ -214,7 +126,7 @@ def attention_section(ctx: BenchContext) -> SectionResult:
             rows.append(row)
 
     targets = []
-    for method in ("skew", "shaw"):
+    for method, _, _ in ATTENTION_PAIRS:
         row = next((r for r in rows if r["method"] == method and r["L"] == target_length), None)
         if row is None:
             targets.append(Target(f"{method} targets at L = {target_length}", None, "not measured (--quick)"))
@@ -374,16 +286,3 @@ def _load_average() -> str:
         return ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "n/a"
-
-
-def _case_main(argv: list[str]) -> int:
-    """Internal entry for one attention case in a fresh process: --case JSON -> JSON line."""
-    parser = argparse.ArgumentParser(prog="python -m relviz.bench")
-    parser.add_argument("--case", required=True, help="JSON spec of one attention case (internal)")
-    args = parser.parse_args(argv)
-    print(json.dumps(run_case(json.loads(args.case))), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_case_main(sys.argv[1:]))

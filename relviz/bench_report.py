@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass, field
 from collections.abc import Mapping
 from typing import Any, Callable
 
+from relviz.measure import proc_status, reset_peak_rss, time_calls
 from relviz.memory import format_bytes
 
 __all__ = ["Target", "Column", "SectionResult", "BenchContext", "Section", "format_table", "ms", "ratio",
-           "bytes_text", "mb", "time_calls"]
+           "bytes_text", "mb", "time_calls", "time_in_turns", "proc_status", "reset_peak_rss"]
 
 
 @dataclass
@@ -113,18 +114,6 @@ def mb(n: float) -> str:
     return f"{n / 1e6:.0f} MB"
 
 
-def time_calls(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> list[float]:
-    """Wall-clock seconds of ``repeats`` calls after ``warmup`` untimed ones."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
-
-
 def time_in_turns(calls: Mapping[str, Callable[[], Any]], rounds: int,
                   min_sample_s: float = 0.0) -> dict[str, list[float]]:
     """Wall-clock seconds per call of each call in each of ``rounds`` rounds; within a round the calls
@@ -149,25 +138,3 @@ def time_in_turns(calls: Mapping[str, Callable[[], Any]], rounds: int,
                 call()
             times[name].append((time.perf_counter() - start) / repeats[name])
     return times
-
-
-def proc_status(key: str) -> int | None:
-    """A memory figure of this process from /proc/self/status (VmRSS, VmHWM…), in bytes; None without /proc."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def reset_peak_rss() -> bool:
-    """Reset VmHWM to the current RSS (Linux: write 5 to /proc/self/clear_refs); False where it cannot."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-        return True
-    except OSError:
-        return False

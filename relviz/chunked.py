@@ -14,26 +14,21 @@ queries it multiplies them by the distance table (chunk × L values per head, th
 Transformer's Q·E_rᵀ restricted to those rows) and moves each value to its key with a
 gather, the per-row equivalent of the skew.
 
-``python -m relviz.chunked --case JSON`` measures one case in a fresh process, the same way
-``python -m relviz bench`` measures the other attention implementations (relviz.experiments
-uses it for the memory-wall chart).
+The memory-wall chart measures it as the ``chunked`` case of :mod:`relviz.experiments.cases`, beside
+the other attention implementations.
 
 Sign convention: relative position = key index − query index (j − i).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
-from typing import Any
 
 import torch
 
 from relviz._checks import check_int, check_tensor
 from relviz.skew import distance_table
 
-__all__ = ["chunked_skew_attention", "chunked_extra_bytes", "chunked_bytes", "run_case"]
+__all__ = ["chunked_skew_attention", "chunked_extra_bytes", "chunked_bytes"]
 
 
 def chunked_skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch.Tensor, *,
@@ -90,28 +85,3 @@ def chunked_bytes(length: float, *, chunk: int, batch: int, heads: int, dim: int
     v and the output ([B, H, L, D] each). Linear in L."""
     return (chunked_extra_bytes(length, chunk=chunk, batch=batch, heads=heads, dtype_bytes=dtype_bytes)
             + 4 * batch * heads * length * dim * dtype_bytes)
-
-
-def run_case(spec: dict[str, Any]) -> dict[str, Any]:
-    """One chunked case in this (fresh) process, measured like relviz.bench.run_case."""
-    from relviz.bench import ATTN_B, ATTN_D, ATTN_H, measure_forward
-
-    length, chunk, repeats = spec["L"], spec["chunk"], spec["repeats"]
-    gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(ATTN_B, ATTN_H, length, ATTN_D, generator=gen) for _ in range(3))
-    e_r = torch.randn(length, ATTN_D, generator=gen)
-
-    return measure_forward(lambda: chunked_skew_attention(q, k, v, e_r, chunk=chunk), repeats)
-
-
-def _case_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m relviz.chunked")
-    parser.add_argument("--case", required=True, help='JSON spec {"L": ..., "chunk": ..., "repeats": ...}')
-    args = parser.parse_args(argv)
-    torch.set_num_threads(int(json.loads(args.case).get("threads", torch.get_num_threads())))
-    print(json.dumps(run_case(json.loads(args.case))), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_case_main(sys.argv[1:]))

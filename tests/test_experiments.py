@@ -32,18 +32,19 @@ TINY = ex.QUICK_PLAN.replace(
 def _in_process_cost(monkeypatch) -> None:
     """Run the cost experiment's cases in this process: the benchmark's own attention section
     (its JSON, as `python -m relviz bench --json` writes it) and the chunked case."""
-    from relviz import bench, chunked
-    from relviz.experiments import cost
+    from relviz import bench
+    from relviz.experiments import cases, cost
 
     def bench_attention(quick, log):
         ctx = bench.BenchContext(quick=True, log=log)
         return {"torch_threads": torch.get_num_threads(), "sections": [bench.attention_section(ctx).to_json()]}
 
-    monkeypatch.setattr(bench, "run_subprocess_case", lambda spec, ctx: bench.run_case(spec))
+    def in_process(spec, log, run=None):
+        return cases.run_case(spec)
+
+    monkeypatch.setattr(bench, "run_in_fresh_process", in_process)
+    monkeypatch.setattr(cost, "run_in_fresh_process", in_process)
     monkeypatch.setattr(cost, "bench_attention", bench_attention)
-    monkeypatch.setattr(cost, "chunked_case",
-                        lambda length, chunk, repeats, log: chunked.run_case({"L": length, "chunk": chunk,
-                                                                              "repeats": repeats}))
 
 
 def tiny_results(monkeypatch) -> dict:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from relviz.chunked import chunked_bytes
+from relviz.experiments.cases import ATTN_B, ATTN_D, ATTN_H, run_in_fresh_process
 from relviz.experiments.plan import EXPERIMENTS, Plan
-from relviz.memory import attention_matrix_bytes, naive_gather_bytes, skew_table_bytes
+from relviz.memory import attention_matrix_bytes, format_bytes, naive_gather_bytes, skew_table_bytes
 
 __all__ = ["bench_attention", "chunked_case", "cost_row", "run_cost", "wall_length", "fmt_bytes",
            # the byte formulas, from relviz.memory and relviz.chunked (one formula each)
@@ -49,22 +50,8 @@ def bench_attention(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
 
 def chunked_case(length: int, chunk: int, repeats: int, log: Callable[[str], None],
                  run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> dict[str, Any]:
-    from relviz.bench import ATTN_B, ATTN_H
-
-    import psutil
-
-    from relviz.chunked import chunked_extra_bytes
-    need = 2 * chunked_extra_bytes(length, chunk=chunk, batch=ATTN_B, heads=ATTN_H)
-    available = psutil.virtual_memory().available
-    if need > available / 2:
-        return {"skipped": f"skipped: needs ~{fmt_bytes(need)}, {fmt_bytes(available)} available (limit: half)"}
-    log(f"cost: chunked L={length} chunk={chunk}")
-    spec = json.dumps({"L": length, "chunk": chunk, "repeats": repeats})
-    proc = run([sys.executable, "-m", "relviz.chunked", "--case", spec], capture_output=True,
-                          text=True, env=_repo_env(), timeout=900)
-    if proc.returncode != 0:
-        return {"skipped": f"failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """The query-chunked forward at ``length`` in a fresh process (relviz.experiments.cases)."""
+    return run_in_fresh_process({"impl": "chunked", "L": length, "chunk": chunk, "repeats": repeats}, log, run)
 
 
 def cost_row(impl: str, length: int, res: dict[str, Any]) -> dict[str, Any]:
@@ -77,8 +64,6 @@ def cost_row(impl: str, length: int, res: dict[str, Any]) -> dict[str, Any]:
 
 def run_cost(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
     import psutil
-
-    from relviz.bench import ATTN_B, ATTN_D, ATTN_H
 
     start = time.perf_counter()
     bench = bench_attention(plan.cost_quick, log)
@@ -103,7 +88,7 @@ def run_cost(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
             "memory_total_bytes": psutil.virtual_memory().total,
             "bench_torch_threads": bench.get("torch_threads"),
             "source": "python -m relviz bench --only attention --json" + (" --quick" if plan.cost_quick else "")
-                      + "; chunked cases: python -m relviz.chunked --case",
+                      + "; chunked cases: python -m relviz.experiments.cases --case",
             "method": ("Each case runs in a fresh process: one warm-up forward, then the median of "
                        f"{plan.cost_repeats} timed forwards under torch.inference_mode(). Δpeak = peak resident "
                        "memory (VmHWM) minus the peak after the inputs were created. Shaw uses clip = L − 1 "
@@ -130,5 +115,4 @@ def wall_length(bytes_of: Callable[[float], float], memory: float) -> float:
 
 
 def fmt_bytes(n: float) -> str:
-    from relviz.memory import format_bytes
     return format_bytes(n)

@@ -5,6 +5,8 @@ from collections.abc import Callable
 from typing import Any
 
 import relviz.experiments.cost as cost
+from relviz._bounded_child import run_bounded
+from relviz.experiments.cases import run_in_fresh_process
 from relviz.experiments.extrapolation import evaluate_lengths
 from relviz.experiments.fit import fit
 from relviz.experiments.plan import IMPLEMENTATIONS, Plan
@@ -92,23 +94,14 @@ def live_cost(impl: str, lengths: list[int], *, chunk: int = 128, repeats: int =
     """Measure one implementation at a few lengths, each case in a fresh process that is bounded
     (one thread, an address-space cap, a time limit) and dies with the server
     (relviz._bounded_child.run_bounded)."""
-    from relviz._bounded_child import run_bounded
-
     if impl not in IMPLEMENTATIONS:
         raise ValueError(f"unknown implementation {impl!r}; known: {', '.join(IMPLEMENTATIONS)}")
     rows = []
     for n, length in enumerate(lengths):
         if progress is not None:
             progress(n / len(lengths), f"{IMPLEMENTATIONS[impl]} at L = {length}")
-        if impl == "chunked":
-            res = cost.chunked_case(length, chunk, repeats, lambda m: None, run=run_bounded)
-        else:
-            from relviz.bench import run_subprocess_case
-            from relviz.bench_report import BenchContext
-            method, _, naive = impl.partition("_")
-            res = run_subprocess_case({"method": method, "L": length, "repeats": repeats,
-                                        "impl": "naive" if naive else "relviz"},
-                                       BenchContext(quick=True, log=lambda m: None), run=run_bounded)
+        res = run_in_fresh_process({"impl": impl, "L": length, "repeats": repeats, "chunk": chunk},
+                                   lambda m: None, run=run_bounded)
         rows.append(cost.cost_row(impl, length, res))
     if progress is not None:
         progress(1.0, "done")
