@@ -49,3 +49,21 @@ def test_the_cycle_finder_finds_a_package_that_imports_its_own_modules():
     graph = {"p": {"p.a"}, "p.a": {"p", "p.base"}, "p.base": {"p"}}
     assert cycles(graph) == [["p", "p.a", "p.base"]]
     assert cycles({"p": set(), "p.a": {"p", "p.base"}, "p.base": {"p"}}) == []
+
+
+def test_no_library_module_imports_the_benchmarks():
+    """The benchmarks (relviz/bench*.py) measure the library; the library, core maths and the
+    experiments included, never imports them (in a function body either)."""
+    import ast
+
+    found = []
+    for module, path in module_files().items():
+        if module.rsplit(".", 1)[-1].startswith("bench"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{module}:{node.lineno} {name}" for name in names
+                      if name.split(".")[:2][-1].startswith("bench") and name.startswith("relviz")]
+    assert found == []
