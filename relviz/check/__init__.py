@@ -4,6 +4,7 @@ A kind is what the code produced (a relative index, T5's bucket map, ALiBi slope
 ...); each is registered (relviz.check.registry) by the module that knows it:
 
 - relviz.check.matrix_kinds: the position matrices (engine: relviz.check.matrix);
+- relviz.check.rope: RoPE's cos and sin caches and its angles (causes: rope_causes; search: rope_fit).
 
 A cause is named only when relviz has *computed* that mistake for the same settings and found that it
 reproduces the upload on every compared cell; it is never a guess. Uploads are read by
@@ -22,4 +23,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "matrix": ("FitWork", "Settings", "fit", "reference", "variant_matrix"),
     "reading": ("MAX_BYTES", "MAX_SIDE", "load_matrix", "parse_text"),
     "result": ("FIRST_MISMATCHES", "Cause", "CheckResult", "Mismatch"),
+    "rope": ("RopeSettings", "rope_settings", "settings_from_config"),
 })

@@ -1,5 +1,5 @@
 """The checker's entry points (``check``, ``load``, the kinds and their settings), re-exported by
-:mod:`relviz.check`. Importing this module registers the kinds (relviz.check.matrix_kinds)."""
+:mod:`relviz.check`. Importing this module registers the kinds (relviz.check.matrix_kinds, relviz.check.rope)."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from relviz.check import matrix_kinds as _matrix_kinds  # noqa: F401  (registers the matrix kinds)
+from relviz.check import rope as _rope  # noqa: F401  (registers the RoPE kinds)
 from relviz.check.matrix import FitWork, Settings, fit, reference, variant_matrix
 from relviz.check.matrix_kinds import MAX_HEADS, SEED_NOTEBOOK, SIGN  # noqa: F401  (re-exported)
 from relviz.check.reading import MAX_BYTES, MAX_SIDE, load_matrix, parse_text
@@ -27,7 +28,7 @@ SETTINGS_OF: dict[str, tuple[str, ...]] = {name: kind.settings for name, kind in
 
 def check(kind: str, got: Any, settings: Any = None) -> CheckResult:
     """Compare ``got`` (an array) with relviz's reference for ``kind`` at ``settings`` (the kind's settings
-    type: ``Settings`` for the position matrices, each kind's own for the others); None searches for them."""
+    type: ``Settings`` for the position matrices, ``RopeSettings`` for RoPE (``rope_settings``, ``settings_from_config``)); None searches for them."""
     return kind_of(kind).check(np.asarray(got), settings)
 
 

@@ -123,6 +123,9 @@ class MatrixKind:
     compared: Callable[[Grid, Settings], np.ndarray] | None = None
     note: Callable[[Settings], str] | None = None
     hint: str = ""
+    #: How to call a user's function for this kind (relviz.check.callables) and its documented signature.
+    invoke: Callable[[Callable[..., object], Settings, int], object] | None = None
+    signature: str = ""
     vector: bool = False
     toeplitz: bool = True
     integer: bool = False
@@ -136,8 +139,16 @@ def register_matrix_kind(spec: MatrixKind) -> MatrixKind:
     """Make ``spec`` a kind of relviz.check (the command line, check(), the Check page)."""
     MATRIX_KINDS[spec.name] = spec
     register(Kind(spec.name, spec.description, spec.settings, lambda got, s, name=spec.name: check(name, got, s),
-                  hint=spec.hint, max_side=MAX_SIDE))
+                  hint=spec.hint, max_side=MAX_SIDE, from_args=settings_from_args, invoke=spec.invoke,
+                  signature=spec.signature))
     return spec
+
+
+def settings_from_args(args: object, shape: tuple[int, ...] | None = None) -> Settings:
+    """Settings from ``python -m relviz check``'s flags (every matrix kind reads its own)."""
+    return Settings(q_offset=args.q_offset, k=args.k, num_buckets=args.num_buckets, max_distance=args.max_distance,
+                    bidirectional=args.bidirectional, num_heads=args.num_heads, head=args.head, causal=args.causal,
+                    full=args.full, alibi_bias_max=args.alibi_bias_max)
 
 
 def spec_of(kind: object) -> MatrixKind:

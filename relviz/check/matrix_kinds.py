@@ -15,7 +15,7 @@ import torch
 
 from relviz._checks import check_int
 from relviz.check.matrix import Grid, MatrixKind, Settings, Variant, register_matrix_kind
-from relviz.positions import alibi_slopes, shaw_clip_offsets, t5_bucket, t5_config
+from relviz.positions import alibi_slopes, relative_positions, shaw_clip_offsets, t5_bucket, t5_config
 from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf
 from relviz.skew import skew
 
@@ -473,24 +473,46 @@ def _skew_note(s: Settings) -> str:
                "(compared here; the upper triangle is garbage the causal mask hides)."))
 
 
+def _one_head(bias: object, s: Settings) -> object:
+    """Head ``s.head`` of a [num_heads, L, L] (or [1, num_heads, L, L]) bias."""
+    while getattr(bias, "ndim", 0) > 3 and bias.shape[0] == 1:
+        bias = bias[0]
+    if getattr(bias, "ndim", 0) != 3:
+        raise ValueError(f"expected a bias [num_heads, seq_len, seq_len]; got shape {tuple(getattr(bias, 'shape', ()))}")
+    return bias[s.head]
+
+
+def _positions(length: int) -> torch.Tensor:
+    return relative_positions(length, length, device="cpu")                     # [L, L] int64, j − i
+
+
 SKEW_HINT = ("Skew: run your skew on `qer = torch.arange(L * L, dtype=torch.float32).reshape(L, L)` and upload "
              "the L × L result; each cell then names the QE_rᵀ cell it came from.")
 
 for _spec in (
     MatrixKind("relative", "relative index j − i", ("q_offset",), _ref_relative, tuple(VARIANTS["relative"]),
-               _no_check, _relative_candidates, integer=True),
+               _no_check, _relative_candidates, integer=True, signature="fn(q_len, k_len) -> [q_len, k_len] (j − i)",
+               invoke=lambda fn, s, n: fn(n, n)),
     MatrixKind("shaw", "Shaw clip index clip(j − i, −k, k) + k", ("k", "q_offset"), _ref_shaw,
-               tuple(VARIANTS["shaw"]), _check_shaw, _shaw_candidates, integer=True),
+               tuple(VARIANTS["shaw"]), _check_shaw, _shaw_candidates, integer=True,
+               signature="fn(q_len, k_len, k) -> [q_len, k_len] lookup index", invoke=lambda fn, s, n: fn(n, n, s.k)),
     MatrixKind("t5", "T5 bucket map", ("num_buckets", "max_distance", "bidirectional", "q_offset"), _ref_t5,
-               tuple(VARIANTS["t5"]), _check_t5, _t5_candidates, integer=True),
+               tuple(VARIANTS["t5"]), _check_t5, _t5_candidates, integer=True,
+               signature="fn(relative_position, bidirectional, num_buckets, max_distance) -> buckets "
+                         "(relative_position: [L, L] int64 tensor, j − i)",
+               invoke=lambda fn, s, n: fn(_positions(n), s.bidirectional, s.num_buckets, s.max_distance)),
     MatrixKind("alibi", "ALiBi bias of one head", ("num_heads", "head", "q_offset", "causal", "alibi_bias_max"),
                _ref_alibi, tuple(VARIANTS["alibi"]), _check_alibi, _alibi_candidates,
-               key=lambda s: (s.q_offset, _alibi_slope(s)), compared=_alibi_compared),
+               key=lambda s: (s.q_offset, _alibi_slope(s)), compared=_alibi_compared,
+               signature="fn(num_heads, seq_len) -> bias [num_heads, seq_len, seq_len] (head --head is checked)",
+               invoke=lambda fn, s, n: _one_head(fn(s.num_heads, n), s)),
     MatrixKind("alibi_slopes", "ALiBi slopes (one per head)", ("alibi_bias_max",),
                lambda g, s: _slopes(g.k_len, s.alibi_bias_max), tuple(VARIANTS["alibi_slopes"]), _check_slopes,
-               vector=True, toeplitz=False, offsets=False),
+               vector=True, toeplitz=False, offsets=False, signature="fn(num_heads) -> slopes [num_heads]",
+               invoke=lambda fn, s, n: fn(s.num_heads)),
     MatrixKind("skew", "skew output for qer = arange(L·L).reshape(L, L)", ("full",), _ref_skew,
                tuple(VARIANTS["skew"]), _check_skew, compared=_skew_compared, note=_skew_note, hint=SKEW_HINT,
-               toeplitz=False, offsets=False),
+               toeplitz=False, offsets=False, signature="fn(qer [L, L]) -> skewed [L, L]",
+               invoke=lambda fn, s, n: fn(_skew_input(n))),
 ):
     register_matrix_kind(_spec)

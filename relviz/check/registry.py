@@ -16,6 +16,9 @@ class Kind:
     a ``CheckResult``; ``settings`` names the settings it reads; ``labels`` head the three columns of a
     mismatch (row, column, and what the column or offset means); ``max_side`` bounds an upload's side;
     ``on_page``: the Check page offers it (visitors upload its matrix; the page never runs their code).
+    ``from_args(args, shape)``: its settings from the command line's flags (shape None: before any
+    array exists); ``invoke(fn, settings, length)``: call a user's own function as ``signature`` documents
+    and return the array it produced (relviz.check.callables; the command line and the library only).
     """
 
     name: str
@@ -27,6 +30,9 @@ class Kind:
     on_page: bool = True
     #: What to feed or upload, shown beside the upload (empty: nothing to add).
     hint: str = ""
+    from_args: Callable[[Any, tuple[int, ...] | None], Any] | None = None
+    invoke: Callable[[Callable[..., Any], Any, int], Any] | None = None
+    signature: str = ""
 
 
 REGISTRY: dict[str, Kind] = {}

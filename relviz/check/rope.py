@@ -1,0 +1,401 @@
+"""Checking RoPE: the cos and sin caches a model multiplies q and k by, and the rotation angles.
+
+Kinds (registered with relviz.check):
+
+- ``rope_cos``, ``rope_sin``: [seq_len, head_dim], row m for position q_offset + m, as the model
+  multiplies them: half-split pairs (i, i + r/2) as Llama and GPT-NeoX (``cat(freqs, freqs)``), or
+  interleaved pairs (2i, 2i + 1) as GPT-J and Meta's Llama (each value twice in a row). With partial
+  rotary (r = rotary_dim < head_dim) the pass-through dims r … head_dim − 1 hold cos 1 and sin 0. A
+  scaling rule's attention factor (YaRN, LongRoPE) multiplies cos and sin, as in transformers.
+- ``rope_angles``: [seq_len, r/2], the angle (q_offset + m)·θ_i of pair i.
+
+The reference is transformers' arithmetic (relviz.rope: θ in float32, the angle one float32 product,
+cos and sin in float32). Floats compare with a tolerance that grows with the angle (64 float32 ulps of
+it, so a float64 implementation passes at any position) plus, when the upload is stored in bfloat16 or
+float16, one unit of that format. A cause is named only when the mistake, computed for the same
+settings (relviz.check.rope_causes), reproduces every cell.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from relviz._checks import check_int
+from relviz.check.registry import Kind, register
+from relviz.check.result import FIRST_MISMATCHES, Cause, CheckResult, Mismatch, number
+from relviz.rope import RopeConfig, RopeScaling, rope_config_from_hf, rope_parameters
+
+LAYOUTS = ("half", "interleaved")
+#: Most rows (positions) and cells of a checked cache.
+MAX_ROWS = 65536
+MAX_CELLS = 1 << 23
+#: Tolerance: ATOL plus ANGLE_RTOL × |angle| (64 float32 ulps: float64 or exp/log implementations pass,
+#: bfloat16 or float16 arithmetic, 2^−8 and 2^−11 relative, does not).
+ATOL = 1e-6
+ANGLE_RTOL = 2.0 ** -18
+#: model_type values whose rotation pairs adjacent dims (transformers' configs of these families).
+INTERLEAVED_MODEL_TYPES = frozenset({"gptj", "codegen", "llama4", "llama4_text", "cohere", "cohere2", "glm",
+                                     "chatglm"})
+
+
+@dataclass(frozen=True)
+class RopeSettings:
+    """What a RoPE cache depends on: the head's RoPE config (θ, rotary dims, scaling), the pair layout,
+    and the first position (row m holds position q_offset + m)."""
+
+    config: RopeConfig = field(default_factory=RopeConfig)
+    layout: str = "half"
+    q_offset: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, RopeConfig):
+            raise ValueError(f"config must be a relviz.rope.RopeConfig; got {type(self.config).__name__}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}; got {self.layout!r}")
+        check_int("q_offset", self.q_offset, minimum=0, maximum=1 << 24)
+
+    @property
+    def head_dim(self) -> int:
+        return self.config.head_dim
+
+    @property
+    def rotary_dim(self) -> int:
+        return self.config.rotary_dim
+
+    @property
+    def base(self) -> float:
+        return self.config.base
+
+    @property
+    def scaling(self) -> str:
+        return describe_scaling(self.config.scaling)
+
+
+def describe_scaling(s: RopeScaling) -> str:
+    """A scaling rule in a few words ("none", "yarn ×32 over 4096", ...)."""
+    if s.rope_type == "default":
+        return "none"
+    parts = [s.rope_type]
+    if s.factor is not None:
+        parts.append(f"×{s.factor:g}")
+    if s.original_max_position_embeddings is not None:
+        parts.append(f"over {s.original_max_position_embeddings}")
+    return " ".join(parts)
+
+
+def rope_settings(*, head_dim: int, base: float = 10000.0, rotary_dim: int | None = None, layout: str = "half",
+                  q_offset: int = 0, scaling: RopeScaling | None = None,
+                  max_position_embeddings: int = 4096) -> RopeSettings:
+    """RopeSettings from the numbers a user knows (rotary_dim: how many dims rotate, default all)."""
+    head_dim = check_int("head_dim", head_dim, minimum=2, maximum=4096)
+    rotary_dim = head_dim if rotary_dim is None else check_int("rotary_dim", rotary_dim, minimum=2, maximum=head_dim)
+    if rotary_dim % 2:
+        raise ValueError(f"rotary_dim must be even (RoPE rotates pairs of dimensions); got {rotary_dim}")
+    config = RopeConfig(head_dim=head_dim, base=base, partial_rotary_factor=rotary_dim / head_dim,
+                        max_position_embeddings=max_position_embeddings, scaling=scaling or RopeScaling())
+    if config.rotary_dim != rotary_dim:  # int(head_dim × rotary_dim / head_dim) rounded down in floats
+        config = replace(config, partial_rotary_factor=math.nextafter(rotary_dim / head_dim, 2.0))
+    return RopeSettings(config, layout, q_offset)
+
+
+def settings_from_config(config: Mapping[str, Any] | str, *, layout: str | None = None,
+                         q_offset: int = 0) -> RopeSettings:
+    """RopeSettings from a Hugging Face config.json (a dict, or its text), scaling rules included.
+
+    The layout comes from ``layout`` when given, else from the config (``rope_interleave``, or a family
+    that rotates adjacent pairs: GPT-J, CodeGen, Llama 4, Cohere), else half-split.
+    """
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError as exc:
+            raise ValueError(f"config is not valid JSON: {exc}") from None
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config must be a JSON object (a config.json); got {type(config).__name__}")
+    config = dict(config)
+    # GPT-J and CodeGen name their fields differently and give rotary_dim in dims, not as a fraction.
+    for ours, theirs in (("hidden_size", "n_embd"), ("num_attention_heads", "n_head"),
+                         ("max_position_embeddings", "n_positions")):
+        if ours not in config and theirs in config:
+            config[ours] = config[theirs]
+    rope = rope_config_from_hf(config)
+    if config.get("rotary_dim"):
+        rope = replace(rope, partial_rotary_factor=min(1.0, int(config["rotary_dim"]) / rope.head_dim))
+    if layout is None:
+        layout = "interleaved" if (config.get("rope_interleave") or config.get("model_type")
+                                   in INTERLEAVED_MODEL_TYPES) else "half"
+    return RopeSettings(rope, layout, q_offset)
+
+
+# ---------------------------------------------------------------------------------------
+# How a cache is computed: the reference and every named mistake are a Recipe
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a cache is computed. ``inv_freq`` [P] float32; ``first``: the position of row 0; ``dtype``: the
+    arithmetic of positions × θ; ``scale``: on cos and sin; ``start``: the first rotary column;
+    ``stride``: the distance between a half-split pair's two columns (r/2; head_dim/2 when split over the
+    whole head); ``table``: "sincos"/"cossin" (one concatenated table), "complex" (cos, sin interleaved)."""
+
+    inv_freq: torch.Tensor
+    first: int
+    layout: str
+    scale: float = 1.0
+    dtype: torch.dtype = torch.float32
+    start: int = 0
+    stride: int | None = None
+    swap: bool = False
+    table: str = ""
+
+
+def reference_recipe(s: RopeSettings, rows: int) -> Recipe:
+    inv_freq, scale = rope_parameters(s.config, s.q_offset + rows, device="cpu")
+    return Recipe(inv_freq, s.q_offset, s.layout, scale)
+
+
+def angles_of(recipe: Recipe, rows: np.ndarray | int) -> torch.Tensor:
+    """[R, P] float32: (first + row)·θ_i in the recipe's arithmetic (one product per cell, as transformers)."""
+    rows = np.arange(rows) if isinstance(rows, int) else rows
+    positions = torch.as_tensor(rows, dtype=torch.int64) + recipe.first                          # [R]
+    return (positions.to(recipe.dtype)[:, None] * recipe.inv_freq.to(recipe.dtype)[None, :]).float()  # [R, P]
+
+
+def lay_out(values: torch.Tensor, recipe: Recipe, head_dim: int, rest: float) -> torch.Tensor:
+    """[R, head_dim]: per-pair values [R, P] placed in the recipe's columns, ``rest`` elsewhere."""
+    rows, pairs = values.shape
+    out = torch.full((rows, head_dim), rest, dtype=torch.float32)                                  # [R, D]
+    index = torch.arange(pairs)
+    if recipe.layout == "interleaved":
+        first, second = recipe.start + 2 * index, recipe.start + 2 * index + 1
+    else:
+        stride = recipe.stride or pairs
+        first, second = recipe.start + index, recipe.start + index + stride
+    keep = second < head_dim
+    out[:, first[keep]] = values[:, keep]
+    out[:, second[keep]] = values[:, keep]
+    return out
+
+
+def _table(angle: torch.Tensor, recipe: Recipe, head_dim: int) -> torch.Tensor:
+    """A single sin/cos table where one cache was expected (rotary columns; 1 on the rest)."""
+    cos, sin = angle.cos() * recipe.scale, angle.sin() * recipe.scale                               # [R, P]
+    if recipe.table == "complex":
+        values = torch.stack([cos, sin], dim=-1).flatten(1)                                          # [R, 2P]
+    else:
+        values = torch.cat([sin, cos] if recipe.table == "sincos" else [cos, sin], dim=1)           # [R, 2P]
+    out = torch.ones(angle.shape[0], head_dim)
+    width = min(values.shape[1], head_dim - recipe.start)
+    out[:, recipe.start:recipe.start + width] = values[:, :width]
+    return out
+
+
+@dataclass(frozen=True)
+class RopeKind:
+    """A RoPE kind: what its array holds, computed from a recipe at the given rows."""
+
+    name: str
+    description: str
+    build: Callable[[Recipe, np.ndarray, int], torch.Tensor]   # (recipe, rows, width) -> [R, width]
+    width_of: Callable[[RopeSettings], int]
+    pairs_of: Callable[[RopeSettings, int], np.ndarray]       # (settings, width) -> pair of each column
+    scaled: bool = True     # whether the attention factor shows (cos, sin) or not (angles)
+    laid_out: bool = True   # whether the layout shows
+    #: (head_dim, rotary_dim) an array of this shape implies when the flags do not say
+    dims_of: Callable[[tuple[int, int]], tuple[int, int | None]] = lambda shape: (shape[1], None)
+    #: what to take from a function's output (the cos or the sin of its (cos, sin); None: all of it)
+    pick: int | None = None
+    signature: str = "fn(seq_len, head_dim) -> (cos, sin), each [seq_len, head_dim]"
+
+
+def _cos(recipe: Recipe, rows: np.ndarray, width: int) -> torch.Tensor:
+    angle = angles_of(recipe, rows)
+    if recipe.table:
+        return _table(angle, recipe, width)
+    values = angle.sin() if recipe.swap else angle.cos()
+    return lay_out(values * recipe.scale, recipe, width, 0.0 if recipe.swap else 1.0)
+
+
+def _sin(recipe: Recipe, rows: np.ndarray, width: int) -> torch.Tensor:
+    angle = angles_of(recipe, rows)
+    if recipe.table:
+        return _table(angle, recipe, width)
+    values = angle.cos() if recipe.swap else angle.sin()
+    return lay_out(values * recipe.scale, recipe, width, 1.0 if recipe.swap else 0.0)
+
+
+def _angles(recipe: Recipe, rows: np.ndarray, width: int) -> torch.Tensor:
+    angle = angles_of(recipe, rows)
+    out = torch.zeros(angle.shape[0], width)
+    out[:, :min(width, angle.shape[1])] = angle[:, :width]
+    return out
+
+
+def _cache_pairs(s: RopeSettings, width: int) -> np.ndarray:
+    """The frequency pair of each column of a cos/sin cache (−1: a pass-through dim)."""
+    r = s.rotary_dim
+    pairs = np.full(width, -1)
+    columns = np.arange(min(r, width))
+    pairs[columns] = columns // 2 if s.layout == "interleaved" else columns % (r // 2)
+    return pairs
+
+
+COS = RopeKind("rope_cos", "RoPE cos cache [seq_len, head_dim]", _cos, lambda s: s.head_dim, _cache_pairs, pick=0)
+SIN = RopeKind("rope_sin", "RoPE sin cache [seq_len, head_dim]", _sin, lambda s: s.head_dim, _cache_pairs, pick=1)
+ANGLES = RopeKind("rope_angles", "RoPE angles [seq_len, rotary_dim / 2]", _angles, lambda s: s.rotary_dim // 2,
+                  lambda s, width: np.arange(width), scaled=False, laid_out=False,
+                  dims_of=lambda shape: (2 * shape[1], 2 * shape[1]),
+                  signature="fn(seq_len, head_dim) -> angles [seq_len, rotary_dim / 2] (position × θ_i)")
+ROPE_KINDS: dict[str, RopeKind] = {kind.name: kind for kind in (COS, SIN, ANGLES)}
+
+
+# ---------------------------------------------------------------------------------------
+# Comparing
+
+
+def _storage(got: np.ndarray) -> torch.dtype | None:
+    """The half-precision format the upload is stored in (every value exactly representable), or None."""
+    values = torch.as_tensor(got, dtype=torch.float64)
+    for dtype in (torch.bfloat16, torch.float16):
+        if torch.equal(values.to(dtype).double(), values):
+            return dtype
+    return None
+
+
+def tolerance(angle_bound: np.ndarray, values: np.ndarray, storage: torch.dtype | None) -> np.ndarray:
+    """Per-cell tolerance: ATOL + ANGLE_RTOL·|angle| (+ one unit of the storage format)."""
+    tol = ATOL + ANGLE_RTOL * np.abs(angle_bound)
+    if storage is torch.bfloat16:
+        tol = tol + np.abs(values) * 2.0 ** -7
+    elif storage is torch.float16:
+        tol = tol + np.abs(values) * 2.0 ** -10 + 2.0 ** -24
+    return tol
+
+
+def _angle_bound(kind: RopeKind, recipe: Recipe, rows: np.ndarray, width: int) -> np.ndarray:
+    """[R, width] |angle| behind each cell as ``recipe`` places it (a one-table recipe: the row's largest)."""
+    angle = angles_of(recipe, rows).abs()                                                      # [R, P]
+    if recipe.table:
+        return angle.amax(dim=1, keepdim=True).expand(-1, width).double().numpy()
+    if not kind.laid_out:
+        return kind.build(replace(recipe, scale=1.0), rows, width).abs().double().numpy()
+    return lay_out(angle, replace(recipe, swap=False), width, 0.0).double().numpy()
+
+
+def validate(kind: RopeKind, got: np.ndarray, s: RopeSettings) -> None:
+    if not isinstance(s, RopeSettings):
+        raise ValueError(f"settings for kind {kind.name!r} must be RopeSettings (relviz.check.rope); "
+                         f"got {type(s).__name__}")
+    if got.ndim != 2:
+        raise ValueError(f"a {kind.description} is 2-D; got shape {tuple(got.shape)}")
+    rows, width = got.shape
+    check_int("rows of the cache (positions)", rows, minimum=1, maximum=MAX_ROWS)
+    if rows * width > MAX_CELLS:
+        raise ValueError(f"the cache has {rows * width:,} values; at most {MAX_CELLS:,} are checked")
+    if width != kind.width_of(s):
+        raise ValueError(f"a {kind.description} for head_dim {s.head_dim}, rotary_dim {s.rotary_dim} has "
+                         f"{kind.width_of(s)} columns; got {width} (shape {tuple(got.shape)})")
+    if not np.isfinite(got).all():
+        raise ValueError("the cache holds NaN or infinite values: a RoPE cache is finite everywhere")
+
+
+def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = False) -> CheckResult:
+    """Compare ``got`` with the reference cache at ``s``; name every computed mistake that reproduces it."""
+    from relviz.check.rope_causes import variants
+
+    kind = ROPE_KINDS[kind_name]
+    got = np.asarray(got, dtype=np.float64)
+    validate(kind, got, s)
+    rows, width = got.shape
+    every = np.arange(rows)
+    storage = _storage(got)
+    ref = reference_recipe(s, rows)
+    expected = _stored(kind.build(ref, every, width), storage)
+    bound = _angle_bound(kind, ref, every, width)
+    tol = tolerance(bound, expected, storage)
+    mismatch = ~(np.abs(expected - got) <= tol)
+    causes: list[Cause] = []
+    closest = None
+    if mismatch.any():
+        for variant, recipe in variants(kind, s, rows):
+            built = _stored(kind.build(recipe, every, width), storage)
+            both = np.maximum(bound, _angle_bound(kind, recipe, every, width))
+            matches = np.abs(built - got) <= tolerance(both, built, storage)
+            if matches.all():
+                if variant.name not in [c.name for c in causes]:
+                    causes.append(Cause(variant.name, variant.explanation, variant.harmless, 1.0))
+                continue
+            explained = float((matches & mismatch).sum()) / int(mismatch.sum())
+            if explained > 0 and (closest is None or explained > closest.explains):
+                closest = Cause(variant.name, variant.explanation, variant.harmless, explained)
+    pairs = kind.pairs_of(s, width)
+    cells = np.argwhere(mismatch)[:FIRST_MISMATCHES]
+    first = tuple(Mismatch(int(i), int(j), int(pairs[j]), number(expected[i, j]), number(got[i, j]))
+                  for i, j in cells)
+    note = (f"Row m holds position {s.q_offset} + m; columns follow the {s.layout} layout "
+            f"({'pairs (2i, 2i + 1)' if s.layout == 'interleaved' else 'pairs (i, i + rotary_dim/2)'}); "
+            "the mismatch table's third column is the frequency pair i of the column (−1: a pass-through dim)."
+            if kind.laid_out else f"Row m holds position {s.q_offset} + m; column i is pair i's angle.")
+    return CheckResult(kind_name, s, fitted, expected, got, np.ones_like(mismatch), mismatch, first,
+                       tuple(causes), None if causes else closest, note)
+
+
+def _stored(values: torch.Tensor, storage: torch.dtype | None) -> np.ndarray:
+    """float64 values as the upload stores them (rounded to its half-precision format, if any)."""
+    return (values if storage is None else values.to(storage)).double().numpy()
+
+
+def check(kind_name: str, got: np.ndarray, settings: RopeSettings | None) -> CheckResult:
+    if settings is None:
+        from relviz.check.rope_fit import fit
+
+        return fit(kind_name, got)
+    return compare(kind_name, got, settings)
+
+
+MAX_CONFIG_BYTES = 4 << 20
+
+
+def settings_from_args(kind: RopeKind, args: Any, shape: tuple[int, ...] | None) -> RopeSettings:
+    """RopeSettings from the command line: --config FILE (a config.json), else --head-dim, --base,
+    --rotary-dim, --layout; head_dim and rotary_dim default to what the array's shape implies."""
+    if args.config:
+        with open(args.config, "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ValueError(f"--config {args.config} is over {MAX_CONFIG_BYTES:,} bytes: not a config.json")
+        return settings_from_config(data.decode("utf-8", errors="replace"), layout=args.layout,
+                                    q_offset=args.q_offset)
+    head_dim, rotary_dim = args.head_dim, args.rotary_dim
+    if head_dim is None:
+        if shape is None or len(shape) != 2:
+            raise ValueError("give --head-dim (or --config) for a RoPE function: relviz calls it with head_dim")
+        head_dim, implied = kind.dims_of(tuple(shape))
+        rotary_dim = rotary_dim or implied
+    return rope_settings(head_dim=head_dim, base=args.base, rotary_dim=rotary_dim, layout=args.layout or "half",
+                         q_offset=args.q_offset)
+
+
+def _invoke(kind: RopeKind) -> Callable[[Callable[..., Any], RopeSettings, int], Any]:
+    def invoke(fn: Callable[..., Any], s: RopeSettings, length: int) -> Any:
+        out = fn(length, s.head_dim)
+        if kind.pick is None:
+            return out
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"expected a pair (cos, sin); got {type(out).__name__}")
+        return out[kind.pick]
+    return invoke
+
+
+for _kind in ROPE_KINDS.values():
+    register(Kind(_kind.name, _kind.description, ("head_dim", "rotary_dim", "base", "layout", "scaling", "q_offset"),
+                  lambda got, s, name=_kind.name: check(name, got, s), labels=("row", "column", "pair"),
+                  max_side=MAX_ROWS, on_page=False,
+                  from_args=lambda args, shape, kind=_kind: settings_from_args(kind, args, shape),
+                  invoke=_invoke(_kind), signature=_kind.signature))

@@ -1,0 +1,102 @@
+"""Finding the settings of a RoPE cache: a bounded grid of bases, layouts, rotary dims and scaling rules.
+
+Each candidate is scored on a few rows (the first positions and some far ones: the low frequencies show
+only there); the first candidate that matches them exactly is confirmed on every cell. When none does,
+the named mistakes of the closest candidates are tried the same way. The grid holds
+len(BASES) × 2 layouts × len(PARTIAL_FACTORS) × (1 + len(SCALINGS)) candidates (3,600 for a cos cache),
+a few milliseconds each on the sampled rows.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from relviz.check.result import CheckResult
+from relviz.check.rope import (
+    LAYOUTS, ROPE_KINDS, RopeKind, RopeSettings, _angle_bound, _storage, _stored, compare, reference_recipe,
+    rope_settings, tolerance,
+)
+from relviz.check.rope_causes import COMMON_BASES, variants
+from relviz.rope import RopeScaling
+
+#: The bases tried, most common first (Llama 2 / Mistral 10^4, Llama 3 5·10^5, Qwen 10^6, ...).
+BASES = (10000.0, 500000.0, 1000000.0) + tuple(b for b in COMMON_BASES if b not in (10000.0, 500000.0, 1000000.0))
+#: Fractions of the head that rotate (GPT-NeoX and StableLM 0.25, Phi-2 0.4, ChatGLM 0.5).
+PARTIAL_FACTORS = (1.0, 0.5, 0.25, 0.75, 0.4)
+#: Scaling rules at common factors (original context: Llama 3.1's 8192, DeepSeek / GPT-OSS's 4096, ...).
+SCALINGS: tuple[RopeScaling, ...] = (
+    *(RopeScaling("linear", factor=f) for f in (2.0, 4.0, 8.0)),
+    *(RopeScaling("yarn", factor=f, original_max_position_embeddings=o)
+      for f in (2.0, 4.0, 8.0, 16.0, 32.0, 40.0) for o in (2048, 4096, 8192, 32768)),
+    *(RopeScaling("llama3", factor=f, original_max_position_embeddings=8192, low_freq_factor=1.0,
+                  high_freq_factor=4.0) for f in (8.0, 32.0)),
+)
+#: Named mistakes are tried on this many of the closest candidates.
+MISTAKE_CANDIDATES = 24
+
+
+def sample_rows(rows: int) -> np.ndarray:
+    """The rows a candidate is scored on: the first eight and a spread to the last."""
+    picks = {*range(min(rows, 8)), rows - 1, rows // 2, rows // 4, rows // 8, (3 * rows) // 4}
+    return np.array(sorted(r for r in picks if 0 <= r < rows))
+
+
+def candidates(kind: RopeKind, shape: tuple[int, int]) -> Iterator[RopeSettings]:
+    """The bounded grid, the most common settings first."""
+    width = shape[1]
+    layouts = LAYOUTS if kind.laid_out else LAYOUTS[:1]
+    scalings = (None, *SCALINGS)
+    for scaling in scalings:
+        for base in BASES:
+            for layout in layouts:
+                for factor in PARTIAL_FACTORS if kind.laid_out else (1.0,):
+                    head_dim = width if kind.laid_out else 2 * width
+                    rotary = int(head_dim * factor)
+                    if rotary < 2 or rotary % 2 or (factor != 1.0 and not kind.laid_out):
+                        continue
+                    try:
+                        yield rope_settings(head_dim=head_dim, base=base, rotary_dim=rotary, layout=layout,
+                                            scaling=scaling, max_position_embeddings=max(shape[0], 2048))
+                    except ValueError:
+                        continue
+
+
+def _score(kind: RopeKind, s: RopeSettings, got: np.ndarray, rows: np.ndarray, recipe=None) -> float:
+    width = got.shape[1]
+    storage = _storage(got)
+    recipe = recipe if recipe is not None else reference_recipe(s, int(got.shape[0]))
+    built = _stored(kind.build(recipe, rows, width), storage)
+    bound = _angle_bound(kind, reference_recipe(s, int(got.shape[0])), rows, width)
+    bound = np.maximum(bound, _angle_bound(kind, recipe, rows, width))
+    ok = np.abs(built - got[rows]) <= tolerance(bound, built, storage)
+    return float(ok.mean())
+
+
+def fit(kind_name: str, got: np.ndarray) -> CheckResult:
+    """The settings on the grid that reproduce ``got``; else the closest one whose named mistake does; else
+    the closest settings."""
+    kind = ROPE_KINDS[kind_name]
+    got = np.asarray(got, dtype=np.float64)
+    if got.ndim != 2:
+        raise ValueError(f"a {kind.description} is 2-D; got shape {tuple(got.shape)}")
+    rows = sample_rows(got.shape[0])
+    scored: list[tuple[float, int, RopeSettings]] = []
+    for n, s in enumerate(candidates(kind, got.shape)):
+        score = _score(kind, s, got, rows)
+        if score == 1.0:
+            result = compare(kind_name, got, s, fitted=True)
+            if result.ok:
+                return result
+        scored.append((score, n, s))
+    if not scored:
+        raise ValueError(f"no RoPE settings fit a {kind.description} of shape {tuple(got.shape)}")
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    for _, _, s in scored[:MISTAKE_CANDIDATES]:
+        for _, recipe in variants(kind, s, int(got.shape[0])):
+            if _score(kind, s, got, rows, recipe) == 1.0:
+                result = compare(kind_name, got, s, fitted=True)
+                if result.cause:
+                    return result
+    result = compare(kind_name, got, scored[0][2], fitted=True)
+    return result
