@@ -27,10 +27,15 @@ def matrices(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int
                          browser=True)
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+# Pooled once per matrix (cache_resource: the object is read-only); a window move only moves its rectangle.
+@st.cache_resource(max_entries=8, show_spinner=False)
+def pooled_overview(q_len: int, k_len: int, k: int, q_offset: int):
+    return shaw_overview(shaw_offsets(q_len, k_len, k=k, q_offset=q_offset), q_len, k_len, q_offset=q_offset,
+                         browser=True)
+
+
 def overview(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
-    values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
-    return shaw_overview(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols), browser=True)
+    return pooled_overview(q_len, k_len, k, q_offset).with_window(Window(row0, col0, rows, cols))
 
 
 # Plotly figures are cached as the objects themselves (cache_resource; st.plotly_chart copies them, nothing

@@ -47,12 +47,16 @@ def map_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: 
                       height=height, browser=True)
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+# Pooled once per matrix (cache_resource: the object is read-only); a window move only moves its rectangle.
+@st.cache_resource(max_entries=8, show_spinner=False)
+def pooled_overview(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int):
+    return bucket_overview(offsets(q_len, k_len, nb, md, bidir, q_offset), q_len, k_len, q_offset=q_offset,
+                           browser=True)
+
+
 def overview_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int,
                     row0: int, col0: int, rows: int, cols: int):
-    values = offsets(q_len, k_len, nb, md, bidir, q_offset)
-    return bucket_overview(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
-                           browser=True)
+    return pooled_overview(q_len, k_len, nb, md, bidir, q_offset).with_window(Window(row0, col0, rows, cols))
 
 
 # A plotly figure is cached as the object itself (cache_resource; st.plotly_chart copies it, nothing

@@ -480,8 +480,10 @@ def run_guarded(run: Callable[[Callable[[float, str], None]], T]) -> T | None:
 # ---------------------------------------------------------------------------------------
 # Length, offset and window controls shared by the pages that draw a q_len × k_len matrix.
 
-#: Longest query/key length the length controls allow.
-MAX_LENGTH = 8192
+#: Longest query/key length the length controls allow: 2^20, today's long contexts. Nothing on these pages
+#: builds the q_len × k_len matrix: the server works per offset (q_len + k_len − 1 values), the browser gets
+#: a full-resolution window (at most 512 per side) and a pooled overview (at most 128 blocks per side).
+MAX_LENGTH = 1_048_576
 
 
 def clamp_state(key: str, lo: int, hi: int) -> None:
@@ -504,7 +506,7 @@ def length_controls(prefix: str, *, q_default: int, k_default: int) -> tuple[int
     """
     q_key, k_key, off_key = f"{prefix}_q", f"{prefix}_k", f"{prefix}_off"
     q_len = int(st.number_input("query length", 1, MAX_LENGTH, q_default, key=q_key, bind="query-params",
-                                help=f"1 to {MAX_LENGTH}. Above 512 per side the page shows an exact "
+                                help=f"1 to {MAX_LENGTH:,}. Above 512 per side the page shows an exact "
                                      "downsampled overview plus a full-resolution window."))
     k_len = int(st.number_input("key length", 1, MAX_LENGTH, k_default, key=k_key, bind="query-params",
                                 help="May differ from the query length (e.g. a decoder step with a cache)."))
@@ -538,9 +540,14 @@ def pooled_overview(view, *, q_len: int, k_len: int, q_offset: int, window,
         show_toeplitz(view, key=key, name=f"{quantity}_overview_{q_len}x{k_len}")
     with right:
         st.markdown(
-            f"**Downsampled overview (left).** Each cell stands for a block of {block} × {block} entries, "
+            f"**Downsampled overview (left).** Each cell stands for a block of {block:,} × {block:,} entries, "
             f"coloured by the block's exact **mean** {quantity}; hover gives its exact **min** and **max** "
             f"{quantity} and its range of j − i. {note}")
+        if block > 1:
+            st.markdown(
+                f"**What it hides:** the cells inside a block. Every offset with |j − i| < {block:,} falls in the "
+                "blocks along the diagonal, so the exact band near the diagonal shows there only as a blend (and "
+                "its min…max): read it in the full-resolution window, which is exact, one cell per entry.")
         st.markdown(
             f"**Full resolution (below).** Rows {q_offset + window.row0}…{q_offset + window.row0 + window.rows - 1}, "
             f"columns {window.col0}…{window.col0 + window.cols - 1}, exact: the rectangle on the overview. Move it "

@@ -51,6 +51,11 @@ class PooledView:
 
     ``mean``/``vmin``/``vmax`` are [rows, cols]; ``row_start``/``col_start`` give the first
     query/key index each displayed cell covers (its last is start + block − 1, clipped).
+
+    The grid is itself Toeplitz but for its last row and column (the only blocks that may be
+    clipped): block (R, C) has the statistics of its class ``block_class(R, C)`` = ((C − R + rows − 1)
+    · 2 + [R is the last row]) · 2 + [C is the last column]. ``class_mean``/``class_min``/``class_max``
+    hold them per class (NaN for a class no block has): 4 · (rows + cols − 1) numbers describe the grid.
     """
 
     mean: np.ndarray
@@ -59,6 +64,14 @@ class PooledView:
     row_start: np.ndarray
     col_start: np.ndarray
     block: int
+    class_mean: np.ndarray
+    class_min: np.ndarray
+    class_max: np.ndarray
+
+
+def block_class(rows: int, cols: int, R: np.ndarray | int, C: np.ndarray | int) -> np.ndarray | int:
+    """The class of block (R, C) on a rows × cols grid (see :class:`PooledView`)."""
+    return ((C - R + rows - 1) * 2 + (R == rows - 1)) * 2 + (C == cols - 1)
 
 
 def display_block(q_len: int, k_len: int, max_cells: int = DISPLAY_MAX) -> int:
@@ -88,61 +101,48 @@ def toeplitz_window(per_offset: np.ndarray, q_len: int, k_len: int, *, row0: int
 def toeplitz_pooled(per_offset: np.ndarray, q_len: int, k_len: int, block: int) -> PooledView:
     """Exact block mean, min and max of the Toeplitz matrix, from the per-offset vector alone.
 
-    Block sums use a double prefix sum over offsets (O(1) per block); min and max use a
-    sparse table over offsets, since each block's offsets form one contiguous range.
+    Only 4 · (rows + cols − 1) blocks can differ (:class:`PooledView`): each is computed from its own
+    offsets, a contiguous range of at most 2 · block − 1 values, weighted by how many of the block's
+    cells lie on each diagonal. Memory stays O(q_len + k_len) at any length (2^20 positions: no
+    prefix table, no sparse table); integer values are summed in int64, so their block means are
+    exact; float values in float64.
     """
     q_len, k_len = _check_sides(q_len, k_len)
     block = check_int("block", block, minimum=1)
-    values = _check_per_offset(per_offset, q_len, k_len, vector=True).astype(np.float64)
-    if not np.isfinite(values).all():
-        raise ValueError("per_offset must hold finite numbers (no NaN or infinity): the block means use "
-                         "prefix sums, where one infinity would turn every later block into NaN")
-    # Block sums come from a double prefix sum of magnitude up to (q_len + k_len)^2 · max|v|:
-    # beyond 2^53 float64 stops being exact, and the view promises exact means.
-    if values.size and float(np.abs(values).max()) * float(q_len + k_len) ** 2 > 2.0**53:
-        raise ValueError(f"per_offset values are too large for exact block means at {q_len} x {k_len}: "
-                         f"max |value| x (q_len + k_len)^2 must stay below 2^53")
+    values = _check_per_offset(per_offset, q_len, k_len, vector=True)
+    integer = values.dtype.kind in "biu"
+    values = values.astype(np.int64 if integer else np.float64)
+    if not integer and not np.isfinite(values).all():
+        raise ValueError("per_offset must hold finite numbers (no NaN or infinity): a block's mean would be NaN")
     row_start = np.arange(0, q_len, block)
     col_start = np.arange(0, k_len, block)
-    row_end = np.minimum(row_start + block, q_len)  # exclusive
-    col_end = np.minimum(col_start + block, k_len)
-
-    # Sum over i in [r0, r1) and j in [c0, c1) of v[j - i + q_len - 1].
-    prefix = np.concatenate([[0.0], np.cumsum(values)])           # prefix[m] = sum v[:m]
-    prefix2 = np.concatenate([[0.0], np.cumsum(prefix)])          # prefix2[m] = sum prefix[:m]
-
-    def rows_sum(col_edge: np.ndarray) -> np.ndarray:
-        # sum_{i=r0}^{r1-1} prefix[col_edge - i + q_len - 1], for every (row block, col edge)
-        x = col_edge[None, :] + q_len - 1
-        hi = x - row_start[:, None] + 1
-        lo = x - row_end[:, None] + 1
-        return prefix2[hi] - prefix2[lo]
-
-    sums = rows_sum(col_end) - rows_sum(col_start)
-    counts = (row_end - row_start)[:, None] * (col_end - col_start)[None, :]
-    mean = sums / counts
-
-    lo_index = col_start[None, :] - (row_end[:, None] - 1) + q_len - 1
-    hi_index = (col_end[None, :] - 1) - row_start[:, None] + q_len - 1
-    vmin = _range_reduce(values, lo_index, hi_index, np.minimum)
-    vmax = _range_reduce(values, lo_index, hi_index, np.maximum)
-    return PooledView(mean=mean, vmin=vmin, vmax=vmax, row_start=row_start, col_start=col_start,
-                      block=block)
+    rows, cols = len(row_start), len(col_start)
+    size = 4 * (rows + cols - 1)
+    class_mean, class_min, class_max = np.full(size, np.nan), np.full(size, np.nan), np.full(size, np.nan)
+    for R, C in _class_representatives(rows, cols):
+        r0, c0 = R * block, C * block
+        r1, c1 = min(r0 + block, q_len), min(c0 + block, k_len)
+        first, last = c0 - (r1 - 1), c1 - 1 - r0                    # the block's offsets j − i
+        t = np.arange(first, last + 1)
+        counts = np.minimum(c1 - 1, r1 - 1 + t) - np.maximum(c0, r0 + t) + 1    # its cells on diagonal t
+        strip = values[first + q_len - 1:last + q_len]
+        index = block_class(rows, cols, R, C)
+        class_mean[index] = float(np.dot(counts, strip)) / ((r1 - r0) * (c1 - c0))
+        class_min[index], class_max[index] = strip.min(), strip.max()
+    grid = block_class(rows, cols, np.arange(rows)[:, None], np.arange(cols)[None, :])     # [rows, cols]
+    return PooledView(mean=class_mean[grid], vmin=class_min[grid], vmax=class_max[grid], row_start=row_start,
+                      col_start=col_start, block=block, class_mean=class_mean, class_min=class_min,
+                      class_max=class_max)
 
 
-def _range_reduce(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, op: np.ufunc) -> np.ndarray:
-    """op over values[lo..hi] (inclusive) for arrays of ranges, with a sparse table."""
-    table = [values]
-    width = 1
-    while 2 * width <= len(values):
-        prev = table[-1]
-        table.append(op(prev[:-width], prev[width:]))
-        width *= 2
-    length = hi - lo + 1
-    level = np.floor(np.log2(length)).astype(int)
-    out = np.empty(lo.shape, dtype=values.dtype)
-    for k in np.unique(level):
-        sel = level == k
-        span = 1 << k
-        out[sel] = op(table[k][lo[sel]], table[k][hi[sel] - span + 1])
-    return out
+def _class_representatives(rows: int, cols: int):
+    """One block (R, C) of every class that occurs on a rows × cols grid."""
+    for d in range(-(rows - 1), cols):
+        candidates = {(rows - 1, rows - 1 + d), (cols - 1 - d, cols - 1)}
+        top = max(0, -d)
+        candidates.add((top, top + d))
+        if top + 1 < rows and top + 1 + d < cols:
+            candidates.add((top + 1, top + 1 + d))                  # an interior block, where the first is an edge
+        for R, C in candidates:
+            if 0 <= R < rows and 0 <= C < cols:
+                yield R, C

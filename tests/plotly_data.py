@@ -73,10 +73,25 @@ def canvas_field(payload: dict, label: str) -> np.ndarray:
     return np.asarray(field["values"])[c - r + rows - 1]
 
 
-def overview_vector(payload: dict) -> np.ndarray:
-    """The per-offset vector a canvas overview carries (as runs of equal values)."""
-    runs = payload["runs"]
-    return np.repeat(np.asarray(runs["values"]), np.asarray(runs["lengths"]))
+def overview_stats(payload: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A canvas overview's block mean, min and max as [rows, cols] grids, read from its per-class statistics
+    the way the browser reads them (relviz/components/toeplitz_canvas.js, blockStats)."""
+    block = payload["block"]
+    rows, cols = -(-payload["q_len"] // block), -(-payload["k_len"] // block)
+    R, C = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    k = ((C - R + rows - 1) * 2 + (R == rows - 1)) * 2 + (C == cols - 1)
+    return tuple(np.asarray(payload["pooled"][name], dtype=np.float64)[k] for name in ("mean", "min", "max"))
+
+
+def block_stats(full: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, min and max of every block × block block of a full matrix (the reference for an overview)."""
+    rows, cols = -(-full.shape[0] // block), -(-full.shape[1] // block)
+    out = np.empty((3, rows, cols))
+    for a in range(rows):
+        for b in range(cols):
+            cells = full[a * block:(a + 1) * block, b * block:(b + 1) * block]
+            out[:, a, b] = cells.mean(), cells.min(), cells.max()
+    return out[0], out[1], out[2]
 
 
 def canvas_values(payload: dict) -> np.ndarray:

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
-from plotly_data import charts, customdata_field, decode, find, heatmap_values, overview_vector, trace
+from plotly_data import charts, customdata_field, decode, find, heatmap_values, block_stats, overview_stats, trace
 from relviz.figures.toeplitz import OVERVIEW_MAX
 from relviz.views import display_block
 from relviz.positions import relative_positions, shaw_clip_index
@@ -148,18 +148,18 @@ def test_large_lengths_show_an_exact_overview_and_window_under_three_megabytes()
     assert t["meta"]["col0"] == 4000  # j − i = 0 through the middle of the window
 
 
-def test_pooled_overview_carries_the_exact_index_vector_for_the_browser():
-    """The browser pools it (tests/test_browser.py hovers blocks against the full matrix); the page sends
-    exactly the library's lookup index per offset, compactly (runs of equal values)."""
+def test_pooled_overview_carries_the_exact_block_statistics_for_the_browser():
+    """The browser draws them (tests/test_browser.py hovers blocks); the page sends the full matrix's exact
+    block mean, min and max, compactly (per class of blocks)."""
     q_len, k_len, q_offset, k = 1500, 1400, 30, 5
     at = run(sh_q=q_len, sh_k=k_len, sh_off=q_offset, sh_clip=k)
     overview = find(charts(at), "overview")
     assert overview["block"] == display_block(q_len, k_len, OVERVIEW_MAX)
     full = shaw_clip_index(q_len, k_len, k=k, q_offset=q_offset, device="cpu").numpy()
-    vector = overview_vector(overview)
-    assert np.array_equal(vector, np.r_[full[::-1, 0], full[0, 1:]])   # first column bottom-up, then row 0
+    for got, expected in zip(overview_stats(overview), block_stats(full, overview["block"])):
+        np.testing.assert_allclose(got, expected, rtol=1e-7)
     assert (overview["colour"]["zmin"], overview["colour"]["zmax"]) == (0, 2 * k)
-    assert len(json.dumps(overview)) < 3_000
+    assert len(json.dumps(overview)) < 30_000
     check_figures(at, q_len, k_len, k, q_offset)
 
 
@@ -203,3 +203,21 @@ def test_k_at_least_the_longest_offset_says_nothing_is_clipped():
     # keys all in the past (query offset 10): offsets −19 … −1 use 19 rows, not 2 · 19 + 1
     past = " ".join(c.value for c in run(sh_clip="64", sh_off="10").caption)
     assert "k = 64 ≥ 19" in past and "19 of its 129 rows, those of offsets −19 … −1" in past
+
+
+def test_a_million_positions_per_side_shows_exact_windows_of_the_relative_index():
+    """2^20 × 2^20: the relative index, clipped offset and lookup index windows are exact (never the whole
+    matrix), and the overview's block statistics are exact on the diagonal block, where the band |j − i| ≤ k
+    is only a blend."""
+    from relviz.views import toeplitz_window
+    n, k = 2**20, 64
+    at = run_page("shaw", timeout=120, sh_q=n, sh_k=n, sh_ws=512, sh_r0=123_456, sh_c0=123_000, sh_clip=k)
+    assert not at.error, [e.value for e in at.error]
+    check_figures(at, n, n, k, 0)
+    overview = find(charts(at), "overview")
+    block = overview["block"]
+    index = np.clip(np.arange(-(n - 1), n), -k, k) + k
+    mean, low, high = overview_stats(overview)
+    cells = toeplitz_window(index, n, n, row0=3 * block, col0=3 * block, rows=block, cols=block)
+    assert mean[3, 3] == pytest.approx(cells.mean(dtype=np.float64), rel=1e-7)
+    assert (low[3, 3], high[3, 3]) == (0, 2 * k)

@@ -9,7 +9,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
-from plotly_data import charts, customdata_field, decode, find, heatmap_values, overview_vector, trace
+from plotly_data import charts, customdata_field, decode, find, heatmap_values, block_stats, overview_stats, trace
 from relviz.figures.toeplitz import OVERVIEW_MAX
 from relviz.views import display_block
 from relviz.positions import shaw_clip_index, t5_bucket, t5_bucket_map, t5_bucket_ranges
@@ -144,15 +144,16 @@ def test_map_equals_t5_bucket_map_for_chosen_settings():
 def test_large_lengths_overview_is_exact_and_figures_stay_small():
     q_len, k_len, q_offset = 1300, 1500, -40
     at = run(t5_q=q_len, t5_k=k_len, t5_off=q_offset, t5_nb=24, t5_md=300)
-    # The overview is drawn in the browser from the per-offset vector (tests/test_browser.py hovers its
-    # blocks against the full matrix): it carries exactly the library's buckets, the block and the window.
+    # The overview is drawn in the browser from the block statistics per class of blocks
+    # (tests/test_browser.py hovers them): exactly the full matrix's block means, minima and maxima.
     overview = find(charts(at), "overview")
-    assert overview["kind"] == "overview" and overview["block"] == display_block(q_len, k_len, OVERVIEW_MAX)
-    offsets = torch.arange(-(q_len - 1), k_len) - q_offset
-    assert np.array_equal(overview_vector(overview),
-                          t5_bucket(offsets, num_buckets=24, max_distance=300, bidirectional=True).numpy())
+    block = display_block(q_len, k_len, OVERVIEW_MAX)
+    assert overview["kind"] == "overview" and overview["block"] == block
+    full = t5_bucket_map(q_len, k_len, num_buckets=24, max_distance=300, q_offset=q_offset, device="cpu").numpy()
+    for got, expected in zip(overview_stats(overview), block_stats(full, block)):
+        np.testing.assert_allclose(got, expected, rtol=1e-7)
     assert overview["window"] == {"row0": 0, "col0": 0, "rows": 256, "cols": 256}
-    assert len(json.dumps(overview)) < 5_000   # runs of equal buckets: a few hundred numbers
+    assert len(json.dumps(overview)) < 30_000   # 12 · (rows + cols − 1) numbers at most, whatever the length
     check_map(at, q_len, k_len, 24, 300, True, q_offset)
 
     at = run(t5_q=8192, t5_k=8192, t5_nb=128, t5_md=1024, t5_ws=512, t5_r0=7000, t5_c0=6900)
@@ -246,3 +247,25 @@ def test_sidebar_lists_the_published_bucket_settings():
         c = entry["config"]
         assert f"{entry['label']} {c['relative_attention_num_buckets']} / {c['relative_attention_max_distance']}" in text
     assert "LongT5 TGlobal base 32 / 128, 12 heads, encoder sees ±127 only" in text
+
+
+def test_a_million_positions_per_side_is_drawn_per_offset_with_an_exact_overview():
+    """2^20 × 2^20 (2^40 cells, never built): the window is exact, the overview's blocks of 8192² entries
+    carry their exact mean, min and max (checked on blocks at the corner, on the diagonal and off it), the
+    page says what the pooling hides, and the overview stays a few thousand numbers."""
+    from relviz.views import toeplitz_window
+    n = 2**20
+    at = run_page("t5", timeout=120, t5_q=n, t5_k=n, t5_ws=512, t5_r0=n - 600, t5_c0=n - 700, t5_bi="False")
+    assert not at.error, [e.value for e in at.error]
+    check_map(at, n, n, 32, 128, False, 0)
+    overview = find(charts(at), "overview")
+    block = overview["block"]
+    assert block == display_block(n, n, OVERVIEW_MAX) == 8192
+    per_offset = t5_bucket(torch.arange(-(n - 1), n), num_buckets=32, max_distance=128, bidirectional=False).numpy()
+    mean, low, high = overview_stats(overview)
+    for a, b in ((0, 0), (5, 5), (9, 3), (127, 127)):
+        cells = toeplitz_window(per_offset, n, n, row0=a * block, col0=b * block, rows=block, cols=block)
+        assert mean[a, b] == pytest.approx(cells.mean(dtype=np.float64), rel=1e-7)
+        assert (low[a, b], high[a, b]) == (cells.min(), cells.max())
+    assert len(json.dumps(overview)) < 30_000
+    assert any("What it hides" in m.value and "8,192" in m.value for m in at.markdown)

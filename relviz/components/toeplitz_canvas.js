@@ -9,8 +9,9 @@
 // data.kind == "window": cell (r, c) of the window holds entry c − r + rows − 1 of each per-offset
 //   slice (pixels: colour index; fields[n].values: hover field n).
 // data.kind == "overview": the whole q_len × k_len matrix pooled in blocks of `block`; each block's
-//   mean, min and max come from the per-offset vector (sent as runs: a block's offsets form one
-//   contiguous range). A moved window only moves the rectangle: the picture is not recomputed.
+//   exact mean, min and max come from the server per class of blocks (a few thousand numbers at any
+//   length, 2^20 positions included). A moved window only moves the rectangle: the picture is not
+//   recomputed.
 
 const FONT = "'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
 const STATES = new WeakMap();
@@ -109,28 +110,15 @@ function grid(data) {
   return {rows: data.rows, cols: data.cols};
 }
 
-// Overview: mean, min, max of block (R, C) from the per-offset vector (entry t: offset t − (q_len − 1)).
-function expandRuns(runs) {
-  let total = 0;
-  for (const n of runs.lengths) total += n;
-  const out = new Float64Array(total);
-  let at = 0;
-  runs.values.forEach((value, k) => { out.fill(value, at, at + runs.lengths[k]); at += runs.lengths[k]; });
-  return out;
-}
-
+// Overview: mean, min, max of block (R, C). The grid of blocks is Toeplitz but for its last row and
+// column (the only blocks that may be clipped), so the server sends one entry per class of blocks
+// (relviz.views.PooledView): class ((C − R + rows − 1) · 2 + [R last]) · 2 + [C last].
 function blockStats(state, R, C) {
-  const data = state.data, b = data.block, v = state.values, q = data.q_len;
+  const data = state.data, b = data.block, {rows, cols} = grid(data);
   const r0 = R * b, r1 = Math.min(r0 + b, data.q_len), c0 = C * b, c1 = Math.min(c0 + b, data.k_len);
-  let sum = 0, lo = Infinity, hi = -Infinity;
-  for (let d = c0 - (r1 - 1); d <= c1 - 1 - r0; d++) {
-    const count = Math.min(c1 - 1, r1 - 1 + d) - Math.max(c0, r0 + d) + 1; // cells of this diagonal in the block
-    const x = v[d + q - 1];
-    sum += count * x;
-    if (x < lo) lo = x;
-    if (x > hi) hi = x;
-  }
-  return {mean: sum / ((r1 - r0) * (c1 - c0)), min: lo, max: hi, r0, r1, c0, c1};
+  const k = ((C - R + rows - 1) * 2 + (R === rows - 1 ? 1 : 0)) * 2 + (C === cols - 1 ? 1 : 0);
+  const p = data.pooled;
+  return {mean: p.mean[k], min: p.min[k], max: p.max[k], r0, r1, c0, c1};
 }
 
 function overviewLevels(state) {
@@ -418,7 +406,6 @@ export default function (component) {
   state.signature = signature;
   state.picture = picture;
   state.data = data;
-  if (fresh && data.kind === "overview") state.values = expandRuns(data.runs);
   draw(state, fresh);
   state.tip.style.display = "none";
   state.draws += 1;

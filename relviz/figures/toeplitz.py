@@ -24,6 +24,7 @@ every size. The plotly figures stay for the notebook API and exports.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import io
 import itertools
@@ -686,28 +687,25 @@ def toeplitz_overview(
     return ToeplitzOverview(figure, pooled)
 
 
-def run_lengths(values: np.ndarray) -> tuple[list, list[int]]:
-    """(value of each run, its length): the exact, compact form of a per-offset vector (clipped indices and
-    T5 buckets are long runs of one value). np.repeat(values, lengths) gives the vector back."""
-    values = np.asarray(values)
-    if values.size == 0:
-        return [], []
-    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
-    lengths = np.diff(np.r_[starts, values.size])
-    return _json_numbers(values[starts]), lengths.astype(np.int64).tolist()
+def _class_numbers(values: np.ndarray, integer: bool) -> list:
+    """Per-class statistics for JSON: None where no block has the class; integers stay integers; other
+    values to 8 significant digits (the hover shows 4, the colour 256 levels)."""
+    return [None if not math.isfinite(v) else int(v) if integer else float(f"{v:.8g}") for v in values.tolist()]
 
 
 @dataclass(frozen=True)
 class ToeplitzOverviewImage:
-    """The pooled overview described for the browser: the whole per-offset vector (as runs), the block
-    size and the window's rectangle. The canvas component computes each block's exact mean (colour, hover),
-    min and max (hover) from the vector, since a block's offsets form one contiguous range."""
+    """The pooled overview described for the browser: the block statistics per class of blocks
+    (views.PooledView: the grid is Toeplitz but for its last row and column, so 4 · (rows + cols − 1)
+    numbers per statistic describe it at any length), the block size and the window's rectangle. The
+    canvas component colours each block by its exact mean and shows its min and max on hover.
+    :meth:`with_window` moves the rectangle without pooling again."""
 
-    per_offset: np.ndarray
+    pooled: PooledView
+    integer: bool
     q_len: int
     k_len: int
     q_offset: int
-    block: int
     window: Window | None
     palette: tuple[tuple[int, int, int], ...]
     zmin: float
@@ -716,18 +714,25 @@ class ToeplitzOverviewImage:
     title: str = ""
     height: int = 430
 
+    @property
+    def block(self) -> int:
+        return self.pooled.block
+
+    def with_window(self, window: Window | None) -> "ToeplitzOverviewImage":
+        return dataclasses.replace(self, window=window)
+
     def payload(self) -> dict:
-        values, lengths = run_lengths(self.per_offset)
-        integer = np.issubdtype(self.per_offset.dtype, np.integer)
-        w = self.window
+        p, w = self.pooled, self.window
         return {
             "kind": "overview", "q_len": self.q_len, "k_len": self.k_len, "q_offset": self.q_offset,
-            "block": self.block, "runs": {"values": values, "lengths": lengths},
+            "block": self.block,
+            "pooled": {"mean": _class_numbers(p.class_mean, False), "min": _class_numbers(p.class_min, self.integer),
+                       "max": _class_numbers(p.class_max, self.integer)},
             "window": None if w is None else {"row0": w.row0, "col0": w.col0, "rows": w.rows, "cols": w.cols},
             "palette": _hex_palette(self.palette),
             "colour": {"kind": "continuous", "zmin": self.zmin, "zmax": self.zmax,
                        "title": f"{self.value_label} (block mean)"},
-            "format": "d" if integer else ".4g", "value_label": self.value_label, "title": self.title,
+            "format": "d" if self.integer else ".4g", "value_label": self.value_label, "title": self.title,
             "height": self.height, "x_title": f"{KEY_AXIS} (blocks of {self.block})",
             "y_title": f"{QUERY_AXIS} (blocks of {self.block})", "font": READABLE_FONT,
             "title_font": READABLE_TITLE,
@@ -749,12 +754,14 @@ def toeplitz_overview_image(
     title: str = "",
     height: int = 430,
 ) -> ToeplitzOverviewImage:
-    """:func:`toeplitz_overview` (same arguments, same picture and hover) for the browser to draw: O(runs of
-    the per-offset vector) numbers, the same for every window position but the rectangle's four."""
+    """:func:`toeplitz_overview` (same arguments, same picture and hover) for the browser to draw:
+    12 · (rows + cols − 1) numbers at most (~3,000 at 128 blocks a side), whatever the length, the same for
+    every window position but the rectangle's four."""
     per_offset, _ = _checked(per_offset, q_len, k_len, None)
     block = display_block(q_len, k_len, max_cells)
+    pooled = toeplitz_pooled(per_offset, q_len, k_len, block)
     # block means lie within the values' range
     zmin, zmax = (float(v) for v in value_range) if value_range is not None else _continuous_range(per_offset, zmid)
     palette = _palette_256(colorscale)
-    return ToeplitzOverviewImage(per_offset, q_len, k_len, q_offset, block, window, tuple(palette), zmin, zmax,
-                                 value_label, title, height)
+    return ToeplitzOverviewImage(pooled, bool(np.issubdtype(per_offset.dtype, np.integer)), q_len, k_len, q_offset,
+                                 window, tuple(palette), zmin, zmax, value_label, title, height)
