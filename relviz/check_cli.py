@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rope = parser.add_argument_group("RoPE kinds (rope_cos, rope_sin, rope_angles)")
     rope.add_argument("--config", metavar="config.json",
                       help="read head_dim, θ, partial rotary and the scaling rule from a Hugging Face config.json")
+    rope.add_argument("--layer", type=int,
+                      help="with --config: the settings of this layer (from 0) of the model's per-layer plan; a layer "
+                           "without rotation expects cos 1, sin 0")
     rope.add_argument("--head-dim", type=int, help="dims per head (default: the cache's width)")
     rope.add_argument("--base", type=float, default=10000.0, help="θ's base, rope_theta (default 10000)")
     rope.add_argument("--rotary-dim", type=int, help="how many dims rotate (default: all; partial rotary)")

@@ -52,6 +52,10 @@ class RopeSettings:
     config: RopeConfig = field(default_factory=RopeConfig)
     layout: str = "half"
     q_offset: int = 0
+    #: False: a layer without rotation (a model's NoPE layer): q and k pass unchanged, cos 1, sin 0, angle 0
+    rotates: bool = True
+    #: The model's rotating layers' settings (what a NoPE layer must not apply; relviz.check.rope_model)
+    elsewhere: tuple[RopeSettings, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.config, RopeConfig):
@@ -74,7 +78,7 @@ class RopeSettings:
 
     @property
     def scaling(self) -> str:
-        return describe_scaling(self.config.scaling)
+        return describe_scaling(self.config.scaling) if self.rotates else "no rotation on this layer"
 
 
 def describe_scaling(s: RopeScaling) -> str:
@@ -157,6 +161,8 @@ class Recipe:
 
 def reference_recipe(s: RopeSettings, rows: int) -> Recipe:
     inv_freq, scale = rope_parameters(s.config, s.q_offset + rows, device="cpu")
+    if not s.rotates:
+        inv_freq, scale = torch.zeros_like(inv_freq), 1.0  # every angle 0: cos 1, sin 0
     return Recipe(inv_freq, s.q_offset, s.layout, scale)
 
 
@@ -363,15 +369,30 @@ MAX_CONFIG_BYTES = 4 << 20
 
 
 def settings_from_args(kind: RopeKind, args: Any, shape: tuple[int, ...] | None) -> RopeSettings:
-    """RopeSettings from the command line: --config FILE (a config.json), else --head-dim, --base,
-    --rotary-dim, --layout; head_dim and rotary_dim default to what the array's shape implies."""
+    """RopeSettings from the command line: --config FILE (a config.json; with --layer N that layer of the
+    model's per-layer plan), else --head-dim, --base, --rotary-dim, --layout; head_dim and rotary_dim
+    default to what the array's shape implies."""
+    layer = getattr(args, "layer", None)
+    if layer is not None and not args.config:
+        raise ValueError("--layer needs --config config.json (the model whose layer it is)")
     if args.config:
         with open(args.config, "rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
         if len(data) > MAX_CONFIG_BYTES:
             raise ValueError(f"--config {args.config} is over {MAX_CONFIG_BYTES:,} bytes: not a config.json")
-        return settings_from_config(data.decode("utf-8", errors="replace"), layout=args.layout,
-                                    q_offset=args.q_offset)
+        text = data.decode("utf-8", errors="replace")
+        if layer is None:
+            return settings_from_config(text, layout=args.layout, q_offset=args.q_offset)
+        from relviz.check.rope_model import settings_for_model
+
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"--config {args.config} is not valid JSON: {exc}") from None
+        if not isinstance(parsed, Mapping):
+            raise ValueError(f"--config {args.config} must hold a JSON object")
+        s = settings_for_model(parsed, layer, q_offset=args.q_offset)
+        return replace(s, layout=args.layout) if args.layout else s
     head_dim, rotary_dim = args.head_dim, args.rotary_dim
     if head_dim is None:
         if shape is None or len(shape) != 2:

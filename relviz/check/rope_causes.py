@@ -35,6 +35,7 @@ ATTN_TWICE = "attention factor applied twice"
 PARTIAL_IGNORED = "partial rotary ignored: every dim rotates"
 PARTIAL_AT_END = "partial rotary over the last dims instead of the first"
 PARTIAL_SPLIT = "half-split pairs over head_dim instead of rotary_dim"
+NO_ROTATION_LAYER = "rotation applied on a layer that has none"
 
 
 def base_off(base: float, configured: float) -> str:
@@ -96,6 +97,13 @@ def _scaling_alternatives(s: RopeSettings) -> Iterator[tuple[str, RopeScaling]]:
 def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeCause, Recipe]]:
     """Every named mistake that applies at these settings, as the recipe that computes it."""
     ref = reference_recipe(s, rows)
+    if not s.rotates:
+        for other in s.elsewhere:
+            yield RopeCause(NO_ROTATION_LAYER, "Your layer rotates q and k, but this layer of the model applies no "
+                            "position at all (a NoPE layer: Llama 4's no_rope_layers, SmolLM3, Cohere 2's global "
+                            "layers); the rotation of the model's other layers must be skipped here."), \
+                reference_recipe(replace(other, q_offset=s.q_offset), rows)
+        return
     if kind.laid_out:
         other = next(layout for layout in LAYOUTS if layout != s.layout)
         yield RopeCause(LAYOUT, f"Your cache pairs the dims as the {other} layout; the settings say {s.layout}. "
