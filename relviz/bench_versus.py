@@ -27,21 +27,32 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+import relviz
+from relviz import attention
 from relviz.bench_report import (BenchContext, Column, SectionResult, Target, mb, ms, proc_status,
                                  reset_peak_rss, time_in_turns)
+from relviz.model import SCHEMES, ModelConfig, build_model
+from relviz.positions import (alibi_bias, alibi_slopes, expand_toeplitz, offset_range, shaw_clip_index, t5_bias,
+                              t5_bias_offsets, t5_bucket_map)
+from relviz.schemes.alibi import Alibi
+from relviz.schemes.fire import Fire
+from relviz.schemes.kerple import Kerple
+from relviz.schemes.rope import Rope, rope_rotate
+from relviz.schemes.shaw import Shaw
+from relviz.schemes.skew import Skew
+from relviz.schemes.t5 import T5
+from relviz.skew import distance_table, skew
 
 B, H, D = 1, 8, 64
-FUNCTIONS = ("t5", "alibi", "skew", "shaw", "shaw_kv")
 #: The model section's schemes with --quick (every scheme otherwise): no position, a learned bias, a vector table.
 QUICK_MODEL_SCHEMES = ("none", "t5", "shaw")
-IMPLS = ("relviz", "sdpa_prebuilt", "sdpa_causal", "flex", "relviz_flex", "weights")
-#: The implementations that torch.compile FlexAttention (left out by --no-flex and --quick).
-FLEX_IMPLS = ("flex", "relviz_flex")
 TIME_TARGET = 1.2
 #: Each timed sample repeats its call for at least this long (bench_report.time_in_turns): the
 #: sub-10 ms rows (L = 512, the T5 bias at 512) are then means over many calls, not single calls.
@@ -57,115 +68,186 @@ def load_average() -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# The attention cases: inputs, and each implementation as a zero-argument call
+# The attention cases: each function's tables and terms, and each implementation as a zero-argument call
+
+Tables = dict[str, Any]
 
 
-def _inputs(function: str, length: int) -> dict[str, Any]:
-    gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(B, H, length, D, generator=gen) for _ in range(3))
-    tables: dict[str, Any] = {"q": q, "k": k, "v": v}
-    if function == "t5":
-        tables["table"] = torch.randn(32, H, generator=gen)
-    elif function == "skew":
-        tables["e_r"] = torch.randn(length, D, generator=gen) * 0.1
-    elif function.startswith("shaw"):
+@dataclass(frozen=True)
+class Function:
+    """One attention function of the fused section (a value of :data:`FUNCTIONS`).
+
+    ``tables(gen, length)``: its position tables; ``relviz(x, **mode)``: relviz's call (``mode``:
+    need_weights or backend); ``bias(x)``: the relative term an SDPA user prebuilds, [1 or B, H, L, L]
+    before the causal mask; ``score_mod(x)``: the same term as a FlexAttention score_mod."""
+
+    tables: Callable[[torch.Generator, int], Tables]
+    relviz: Callable[..., Callable[[], torch.Tensor]]
+    bias: Callable[[Tables], torch.Tensor]
+    score_mod: Callable[[Tables], Callable[..., torch.Tensor]]
+    per_query: bool = False      # the term depends on q: its bias is [B, H, L, L], not [1, H, L, L]
+    value_term: bool = False     # Shaw's a^V needs every weight: no fused kernel (SDPA, FlexAttention) adds it
+
+
+def _t5_tables(gen: torch.Generator, length: int) -> Tables:
+    return {"table": torch.randn(32, H, generator=gen)}                    # [num_buckets, H]
+
+
+def _skew_tables(gen: torch.Generator, length: int) -> Tables:
+    return {"e_r": torch.randn(length, D, generator=gen) * 0.1}            # [L, D]
+
+
+def _shaw_tables(with_values: bool) -> Callable[[torch.Generator, int], Tables]:
+    def tables(gen: torch.Generator, length: int) -> Tables:
         clip = 64
-        tables["clip"] = clip
-        tables["rel_k"] = torch.randn(2 * clip + 1, D, generator=gen) * 0.1
-        tables["rel_v"] = torch.randn(2 * clip + 1, D, generator=gen) * 0.1 if function == "shaw_kv" else None
+        rel_k = torch.randn(2 * clip + 1, D, generator=gen) * 0.1           # [2·clip + 1, D]
+        rel_v = torch.randn(2 * clip + 1, D, generator=gen) * 0.1 if with_values else None
+        return {"clip": clip, "rel_k": rel_k, "rel_v": rel_v}
     return tables
 
 
-def _relviz_call(function: str, x: dict[str, Any], **mode) -> Callable[[], torch.Tensor]:
-    from relviz import attention
-    q, k, v = x["q"], x["k"], x["v"]
-    if function == "t5":
-        return lambda: attention.t5_attention(q, k, v, x["table"], num_buckets=32, max_distance=128,
-                                              bidirectional=False, causal=True, **mode)[0]
-    if function == "alibi":
-        return lambda: attention.alibi_attention(q, k, v, causal=True, **mode)[0]
-    if function == "skew":
-        return lambda: attention.skew_attention(q, k, v, x["e_r"], **mode)[0]
-    return lambda: attention.shaw_attention(q, k, v, x["rel_k"], x["rel_v"], clip=x["clip"], causal=True,
-                                            **mode)[0]
+def _t5_relviz(x: Tables, **mode) -> Callable[[], torch.Tensor]:
+    return lambda: attention.t5_attention(x["q"], x["k"], x["v"], x["table"], num_buckets=32, max_distance=128,
+                                          bidirectional=False, causal=True, **mode)[0]
 
 
-def _prebuilt_bias(function: str, x: dict[str, Any]) -> torch.Tensor:
+def _alibi_relviz(x: Tables, **mode) -> Callable[[], torch.Tensor]:
+    return lambda: attention.alibi_attention(x["q"], x["k"], x["v"], causal=True, **mode)[0]
+
+
+def _skew_relviz(x: Tables, **mode) -> Callable[[], torch.Tensor]:
+    return lambda: attention.skew_attention(x["q"], x["k"], x["v"], x["e_r"], **mode)[0]
+
+
+def _shaw_relviz(x: Tables, **mode) -> Callable[[], torch.Tensor]:
+    return lambda: attention.shaw_attention(x["q"], x["k"], x["v"], x["rel_k"], x["rel_v"], clip=x["clip"],
+                                            causal=True, **mode)[0]
+
+
+def _t5_bias(x: Tables) -> torch.Tensor:
+    return t5_bias(x["table"], x["q"].shape[-2], num_buckets=32, max_distance=128, bidirectional=False)[None]
+
+
+def _alibi_bias(x: Tables) -> torch.Tensor:
+    return alibi_bias(x["q"].shape[-2], num_heads=H, device="cpu")[None]
+
+
+def _skew_bias(x: Tables) -> torch.Tensor:
+    return skew((x["q"] / math.sqrt(D)) @ x["e_r"].transpose(0, 1))
+
+
+def _shaw_bias(x: Tables) -> torch.Tensor:
+    length = x["q"].shape[-2]
+    index = shaw_clip_index(length, k=x["clip"], device="cpu")
+    return torch.gather((x["q"] / math.sqrt(D)) @ x["rel_k"].transpose(0, 1), -1, index.expand(B, H, length, length))
+
+
+def _t5_score_mod(x: Tables) -> Callable[..., torch.Tensor]:
+    length = x["q"].shape[-2]
+    per_offset = t5_bias_offsets(x["table"], length, num_buckets=32, max_distance=128, bidirectional=False)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score + per_offset[h, kv_idx - q_idx + length - 1]
+    return score_mod
+
+
+def _alibi_score_mod(x: Tables) -> Callable[..., torch.Tensor]:
+    slopes = alibi_slopes(H, device="cpu")
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score - slopes[h] * (q_idx - kv_idx).abs()
+    return score_mod
+
+
+def _skew_score_mod(x: Tables) -> Callable[..., torch.Tensor]:
+    length = x["q"].shape[-2]
+    qer = (x["q"] / math.sqrt(D)) @ x["e_r"].transpose(0, 1)              # [B, H, L, L], column = distance + L − 1
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
+    return score_mod
+
+
+def _shaw_score_mod(x: Tables) -> Callable[..., torch.Tensor]:
+    clip = x["clip"]
+    rel_logits = (x["q"] / math.sqrt(D)) @ x["rel_k"].transpose(0, 1)     # [B, H, L, 2·clip + 1]
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score + rel_logits[b, h, q_idx, (kv_idx - q_idx).clamp(-clip, clip) + clip]
+    return score_mod
+
+
+#: The fused section's functions, in the order of its rows.
+FUNCTIONS: dict[str, Function] = {
+    "t5": Function(_t5_tables, _t5_relviz, _t5_bias, _t5_score_mod),
+    "alibi": Function(lambda gen, length: {}, _alibi_relviz, _alibi_bias, _alibi_score_mod),
+    "skew": Function(_skew_tables, _skew_relviz, _skew_bias, _skew_score_mod, per_query=True),
+    "shaw": Function(_shaw_tables(False), _shaw_relviz, _shaw_bias, _shaw_score_mod, per_query=True),
+    "shaw_kv": Function(_shaw_tables(True), _shaw_relviz, _shaw_bias, _shaw_score_mod, per_query=True,
+                        value_term=True),
+}
+
+
+def _inputs(function: Function, length: int) -> Tables:
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(B, H, length, D, generator=gen) for _ in range(3))   # [B, H, L, D]
+    return {"q": q, "k": k, "v": v} | function.tables(gen, length)
+
+
+def _prebuilt_bias(function: Function, x: Tables) -> torch.Tensor:
     """The bias a user would hand to SDPA, built outside the timing: [1 or B, H, L, L], −inf above
     the diagonal (causal). For Shaw and skew the relative term depends on q: [B, H, L, L]."""
-    from relviz.positions import alibi_bias, t5_bias
-    from relviz.skew import skew
-    q = x["q"]
-    length = q.shape[-2]
-    scale = 1 / math.sqrt(D)
-    if function == "t5":
-        bias = t5_bias(x["table"], length, num_buckets=32, max_distance=128, bidirectional=False)[None]
-    elif function == "alibi":
-        bias = alibi_bias(length, num_heads=H, device="cpu")[None]
-    elif function == "skew":
-        bias = skew((q * scale) @ x["e_r"].transpose(0, 1))
-    else:
-        from relviz.positions import shaw_clip_index
-        clip = x["clip"]
-        index = shaw_clip_index(length, k=clip, device="cpu")
-        bias = torch.gather((q * scale) @ x["rel_k"].transpose(0, 1), -1, index.expand(B, H, length, length))
+    length = x["q"].shape[-2]
     future = torch.ones(length, length, dtype=torch.bool).triu(1)
-    return bias.masked_fill(future, float("-inf")).contiguous()
+    return function.bias(x).masked_fill(future, float("-inf")).contiguous()
 
 
-def _flex_call(function: str, x: dict[str, Any]) -> Callable[[], torch.Tensor]:
+def _sdpa_call(function: Function, x: Tables, causal: bool) -> Callable[[], torch.Tensor]:
+    """SDPA with the bias prebuilt; ``causal``: is_causal=True beside it, which torch 2.13's CPU flash kernel
+    accepts beside attn_mask (the math fallback refuses it): it applies both and skips the key blocks past
+    each query block (faster from L = 1024)."""
+    bias = _prebuilt_bias(function, x)
+    return lambda: F.scaled_dot_product_attention(x["q"], x["k"], x["v"], attn_mask=bias, is_causal=causal)
+
+
+def _flex_call(function: Function, x: Tables) -> Callable[[], torch.Tensor]:
     """What a FlexAttention user writes: the relative term in a score_mod (per offset for T5 and
     ALiBi, per query row for skew and Shaw), causality as a block mask (future blocks skipped)."""
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-    from relviz.positions import alibi_slopes, t5_bias_offsets
-    q, k, v = x["q"], x["k"], x["v"]
-    length = q.shape[-2]
-    scale = 1 / math.sqrt(D)
-    if function == "t5":
-        per_offset = t5_bias_offsets(x["table"], length, num_buckets=32, max_distance=128, bidirectional=False)
-
-        def score_mod(score, b, h, q_idx, kv_idx):
-            return score + per_offset[h, kv_idx - q_idx + length - 1]
-    elif function == "alibi":
-        slopes = alibi_slopes(H, device="cpu")
-
-        def score_mod(score, b, h, q_idx, kv_idx):
-            return score - slopes[h] * (q_idx - kv_idx).abs()
-    elif function == "skew":
-        qer = (q * scale) @ x["e_r"].transpose(0, 1)                         # [B, H, L, L], column = distance + L − 1
-
-        def score_mod(score, b, h, q_idx, kv_idx):
-            return score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
-    else:
-        clip = x["clip"]
-        rel_logits = (q * scale) @ x["rel_k"].transpose(0, 1)                   # [B, H, L, 2·clip + 1]
-
-        def score_mod(score, b, h, q_idx, kv_idx):
-            return score + rel_logits[b, h, q_idx, (kv_idx - q_idx).clamp(-clip, clip) + clip]
+    length = x["q"].shape[-2]
+    score_mod = function.score_mod(x)
     block_mask = create_block_mask(lambda b, h, q_idx, kv_idx: kv_idx <= q_idx, None, None, length, length,
                                    device="cpu")
     compiled = torch.compile(flex_attention, dynamic=False)
-    return lambda: compiled(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
+    return lambda: compiled(x["q"], x["k"], x["v"], score_mod=score_mod, block_mask=block_mask, scale=1 / math.sqrt(D))
 
 
-def _impl_call(function: str, impl: str, x: dict[str, Any]) -> Callable[[], torch.Tensor] | None:
-    if impl == "relviz":
-        return _relviz_call(function, x)
-    if impl == "weights":
-        return _relviz_call(function, x, need_weights=True)
-    if function == "shaw_kv":
-        return None  # the a^V term needs every weight: neither SDPA nor FlexAttention can add it
-    if impl in ("sdpa_prebuilt", "sdpa_causal"):
-        # sdpa_causal: the same bias and is_causal=True, which torch 2.13's CPU flash kernel accepts beside
-        # attn_mask (the math fallback refuses it): it applies both and skips the key blocks past each
-        # query block (faster from L = 1024)
-        bias = _prebuilt_bias(function, x)
-        causal = impl == "sdpa_causal"
-        return lambda: F.scaled_dot_product_attention(x["q"], x["k"], x["v"], attn_mask=bias, is_causal=causal)
-    if impl == "relviz_flex":
-        return _relviz_call(function, x, backend="flex")
-    return _flex_call(function, x)
+@dataclass(frozen=True)
+class Impl:
+    """One implementation of the fused section: ``call(function, x)`` gives its zero-argument call."""
+
+    call: Callable[[Function, Tables], Callable[[], torch.Tensor]]
+    fused: bool = True           # a fused kernel: cannot add a value term (Function.value_term)
+    compiles: bool = False       # torch.compile's FlexAttention: left out by --no-flex and --quick
+
+
+#: The implementations, in the order of the section's columns.
+IMPLS: dict[str, Impl] = {
+    "relviz": Impl(lambda f, x: f.relviz(x), fused=False),
+    "sdpa_prebuilt": Impl(lambda f, x: _sdpa_call(f, x, causal=False)),
+    "sdpa_causal": Impl(lambda f, x: _sdpa_call(f, x, causal=True)),
+    "flex": Impl(_flex_call, compiles=True),
+    "relviz_flex": Impl(lambda f, x: f.relviz(x, backend="flex"), compiles=True),
+    "weights": Impl(lambda f, x: f.relviz(x, need_weights=True), fused=False),
+}
+#: The implementations that torch.compile FlexAttention (left out by --no-flex and --quick).
+FLEX_IMPLS = tuple(name for name, impl in IMPLS.items() if impl.compiles)
+
+
+def _impl_call(function: Function, impl: Impl, x: Tables) -> Callable[[], torch.Tensor] | None:
+    """``impl``'s call for ``function``; None where a fused kernel cannot compute it."""
+    return None if impl.fused and function.value_term else impl.call(function, x)
 
 
 def _allow_recompiles() -> None:
@@ -181,20 +263,19 @@ def run_time_case(spec: dict[str, Any]) -> dict[str, Any]:
 
     One process per function: torch, dynamo and inductor start once, and each length's compile of
     FlexAttention is its own first call (the first length's also pays dynamo's start-up)."""
-    function, rounds = spec["function"], spec["rounds"]
-    if any(impl in FLEX_IMPLS for impl in spec.get("impls", IMPLS)):
+    function, rounds, impls = FUNCTIONS[spec["function"]], spec["rounds"], spec.get("impls", list(IMPLS))
+    if any(IMPLS[impl].compiles for impl in impls):
         _allow_recompiles()
-    return {"cases": [_time_one_length(function, length, rounds, spec.get("impls", IMPLS))
-                      for length in spec["lengths"]]}
+    return {"cases": [_time_one_length(function, length, rounds, impls) for length in spec["lengths"]]}
 
 
-def _time_one_length(function: str, length: int, rounds: int, impls) -> dict[str, Any]:
+def _time_one_length(function: Function, length: int, rounds: int, impls: list[str]) -> dict[str, Any]:
     x = _inputs(function, length)
     calls, first_call_s, outputs = {}, {}, {}
     with torch.inference_mode():
         for impl in impls:
             start = time.perf_counter()
-            call = _impl_call(function, impl, x)
+            call = _impl_call(function, IMPLS[impl], x)
             if call is None:
                 continue
             outputs[impl] = call()                                  # warm-up (compiles flex)
@@ -219,9 +300,9 @@ def run_memory_case(spec: dict[str, Any]) -> dict[str, Any]:
     steady figure is a second call's. The parent runs this with MALLOC_MMAP_THRESHOLD_ fixed, so
     every tensor over 64 KB is mapped when allocated and unmapped when freed: the second call's peak
     counts all of its own tensors, none hidden in memory the first call freed."""
-    function, impl, length = spec["function"], spec["impl"], spec["L"]
+    function, impl, length = FUNCTIONS[spec["function"]], IMPLS[spec["impl"]], spec["L"]
     x = _inputs(function, length)
-    if impl in FLEX_IMPLS:
+    if impl.compiles:
         _allow_recompiles()
     with torch.inference_mode():
         call = _impl_call(function, impl, x)
@@ -235,14 +316,14 @@ def run_memory_case(spec: dict[str, Any]) -> dict[str, Any]:
     return {"delta_bytes": steady, "first_call_delta_bytes": first, "first_call_file_bytes": first_file}
 
 
-def _subprocess(kind: str, spec: dict[str, Any], ctx: BenchContext) -> dict[str, Any]:
-    import relviz
+def _subprocess(kind: str, spec: dict[str, Any], ctx: BenchContext, env_extra: dict[str, str] | None = None,
+                ) -> dict[str, Any]:
+    """``python -m relviz.bench_versus KIND SPEC`` (one of _main's cases) in a fresh process, with ``env_extra``."""
     command = [sys.executable, "-m", "relviz.bench_versus", kind, json.dumps(spec)]
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(relviz.__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if kind == "memory":
-        env["MALLOC_MMAP_THRESHOLD_"] = "65536"                 # see run_memory_case
+    env.update(env_extra or {})
     with tempfile.TemporaryDirectory(prefix="relviz-inductor-") as cache:
         env["TORCHINDUCTOR_CACHE_DIR"] = cache                  # flex's compile times are cold-cache times
         proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
@@ -256,9 +337,9 @@ def fused_section(ctx: BenchContext) -> SectionResult:
     lengths = [128] if ctx.quick else [512, 1024, 2048, 4096]
     rounds = 2 if ctx.quick else 5
     # --quick is a smoke run: no FlexAttention (its compile takes 5-15 s per length and score_mod on CPU)
-    impls = [impl for impl in IMPLS if not ((ctx.quick or not ctx.flex) and impl in FLEX_IMPLS)]
+    impls = [name for name, impl in IMPLS.items() if not ((ctx.quick or not ctx.flex) and impl.compiles)]
     rows = []
-    for function in FUNCTIONS:
+    for function, about in FUNCTIONS.items():
         ctx.log(f"fused: {function}, L = {lengths}, {', '.join(impls)} (load {load_average()})")
         spec = {"function": function, "lengths": lengths, "rounds": rounds, "impls": impls}
         # --quick: in this process (a smoke run; a fresh process per case costs a torch import)
@@ -283,13 +364,14 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                 row["vs_flex"] = med["relviz"] / med["flex"]
             row["vs_weights"] = med["relviz"] / med["weights"]
             if not ctx.quick:
-                measured = ("relviz", "weights") if function == "shaw_kv" else \
+                measured = ("relviz", "weights") if about.value_term else \
                     ("relviz", "sdpa_prebuilt") + (("flex",) if "flex" in impls else ())
                 for impl in measured:
-                    memory = _subprocess("memory", {"function": function, "impl": impl, "L": length}, ctx)
+                    memory = _subprocess("memory", {"function": function, "impl": impl, "L": length}, ctx,
+                                         {"MALLOC_MMAP_THRESHOLD_": "65536"})       # see run_memory_case
                     row[f"{impl}_delta_bytes"] = memory.get("delta_bytes")
                     row[f"{impl}_first_delta_bytes"] = memory.get("first_call_delta_bytes")
-            row["bias_bytes"] = (B if function in ("skew", "shaw", "shaw_kv") else 1) * H * length * length * 4
+            row["bias_bytes"] = (B if about.per_query else 1) * H * length * length * 4
             rows.append(row)
             ctx.log(f"fused: {function} L={length}: " + ", ".join(
                 f"{impl} {med[impl] * 1e3:.1f} ms" for impl in med) + (f", ÷ SDPA {row['vs_sdpa']:.2f}×"
@@ -298,7 +380,7 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                           if row.get(impl + "_compile_s") is not None) + f" (load {case['load']})")
 
     targets = []
-    for function in FUNCTIONS[:-1]:
+    for function in (name for name, about in FUNCTIONS.items() if not about.value_term):
         measured = [r for r in rows if r["function"] == function and "vs_sdpa" in r]
         if not measured:
             targets.append(Target(f"{function}: fused ≤ {TIME_TARGET}× SDPA with the bias prebuilt", None,
@@ -415,7 +497,6 @@ def run_t5bias_case(spec: dict[str, Any]) -> dict[str, Any]:
     fault in the pages, ~180 ms to unmap them when the result is dropped. With every length and
     build in one process, relviz's build there read 790-1077 ms from run to run (the ratio to the
     previous build 1.55-2.12x over five runs); a fresh process per length reads a steady 800-820 ms."""
-    from relviz.positions import t5_bias, t5_bucket_map
     try:
         from transformers import T5Config
         from transformers.models.t5.modeling_t5 import T5Attention
@@ -432,23 +513,23 @@ def run_t5bias_case(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         table = torch.randn(32, H)
     embedding = torch.nn.Embedding.from_pretrained(table)
-    calls = {
-        "relviz": lambda: t5_bias(table, length),
+
+    def ours_call() -> torch.Tensor:
+        return t5_bias(table, length)
+    others = {                                                              # the alternatives, each against relviz
         "before": lambda: table.transpose(0, 1)[:, t5_bucket_map(length, device="cpu")],
         "xtransformers": lambda: _xtransformers_bias(embedding, length),
     }
     if hf is not None:
-        calls["hf"] = lambda: hf.compute_bias(length, length, device="cpu")[0]
+        others["hf"] = lambda: hf.compute_bias(length, length, device="cpu")[0]
     row: dict[str, Any] = {"L": length}
     ours_s: list[float] = []
     with torch.inference_mode():
-        ours = calls["relviz"]()
-        row["identical"] = all(bool(torch.equal(call(), ours)) for call in calls.values())
+        ours = ours_call()
+        row["identical"] = all(bool(torch.equal(call(), ours)) for call in others.values())
         del ours
-        for name, call in calls.items():
-            if name == "relviz":
-                continue
-            times = time_in_turns({"relviz": calls["relviz"], name: call}, rounds, SAMPLE_S)
+        for name, call in others.items():
+            times = time_in_turns({"relviz": ours_call, name: call}, rounds, SAMPLE_S)
             mine, theirs = statistics.median(times["relviz"]), statistics.median(times[name])
             row[f"{name}_s"], row[f"{name}_ratio"] = theirs, theirs / mine
             ours_s += times["relviz"]
@@ -541,9 +622,6 @@ def _with_mask(bias: torch.Tensor, causal: bool) -> torch.Tensor:
 def _toeplitz_user(position, config, causal):
     """T5, ALiBi, KERPLE: the full bias [1, H, L, L] built once per forward (as Hugging Face's T5
     shares position_bias between layers), then attn_mask in every layer."""
-    from relviz.positions import alibi_bias, expand_toeplitz, offset_range, t5_bias
-    from relviz.schemes.alibi import Alibi
-    from relviz.schemes.t5 import T5
 
     def prepare(length: int, like: torch.Tensor) -> torch.Tensor:
         if isinstance(position, T5):
@@ -560,7 +638,6 @@ def _toeplitz_user(position, config, causal):
 
 
 def _rope_user(position, config, causal):
-    from relviz.schemes.rope import rope_rotate
     base = config.rope_base
     return lambda layer, q, k, v, *, shared=None, need_weights=False: (F.scaled_dot_product_attention(
         rope_rotate(q, base=base), rope_rotate(k, base=base), v, is_causal=causal), None)
@@ -572,7 +649,6 @@ def _fire_user(position, config, causal):
 
 
 def _skew_user(position, config, causal):
-    from relviz.skew import distance_table, skew
 
     def attend(layer, q, k, v, *, shared=None, need_weights=False):
         table = distance_table(position.e_r[layer], q.shape[-2])                           # [L, D]
@@ -583,7 +659,6 @@ def _skew_user(position, config, causal):
 
 def _shaw_user(position, config, causal):
     """Key term only: no SDPA call can add Shaw's a^V value term."""
-    from relviz.positions import shaw_clip_index
 
     def attend(layer, q, k, v, *, shared=None, need_weights=False):
         length, clip = q.shape[-2], config.clip
@@ -597,13 +672,6 @@ def _user_sdpa(model: torch.nn.Module) -> tuple[torch.nn.Module, str]:
     """The same model as a user would write it for F.scaled_dot_product_attention: the scheme's own
     term, built the usual way and passed as attn_mask (a transcription per scheme class; schemes
     without a relative term: plain SDPA). Returns the model and what its attention leaves out."""
-    from relviz.schemes.alibi import Alibi
-    from relviz.schemes.fire import Fire
-    from relviz.schemes.kerple import Kerple
-    from relviz.schemes.rope import Rope
-    from relviz.schemes.shaw import Shaw
-    from relviz.schemes.skew import Skew
-    from relviz.schemes.t5 import T5
     writers = {T5: _toeplitz_user, Alibi: _toeplitz_user, Kerple: _toeplitz_user, Rope: _rope_user,
                Fire: _fire_user, Skew: _skew_user, Shaw: _shaw_user}
     position, config = model.position, model.config
@@ -618,7 +686,6 @@ MODEL_TARGET = 1.3
 
 
 def model_section(ctx: BenchContext) -> SectionResult:
-    from relviz.model import SCHEMES, ModelConfig, build_model
     batch, length = (2, 32) if ctx.quick else (8, 256)
     rounds = 1 if ctx.quick else 7
     rows = []
