@@ -111,6 +111,14 @@ def _slopes_truncated(num_heads: int) -> np.ndarray:
     return _slopes(power)[:num_heads]
 
 
+def _slopes_from_0(num_heads: int) -> np.ndarray:
+    """Each slope one power of its base too large: 2^(−8h/n) from h = 0 (head 0 gets slope 1); for a head
+    count that is not a power of 2, the extra heads' base 2^(−4/p) likewise."""
+    lower = 1 << (num_heads.bit_length() - 1)
+    bases = np.where(np.arange(num_heads) < lower, 2.0 ** (-8.0 / lower), 2.0 ** (-4.0 / lower))
+    return _slopes(num_heads) / bases
+
+
 def _power_of_2(n: int) -> bool:
     return n & (n - 1) == 0
 
@@ -205,6 +213,9 @@ BIAS_MAX_IGNORED = "alibi_bias_max ignored (8 used)"
 BIAS_MAX_TEXT = ("Your slopes are Press et al.'s 2^(−8h/n) although the settings (MPT's config alibi_bias_max) say "
                  "2^(−max·h/n): the config's alibi_bias_max was not passed on (transformers' MptModel builds its "
                  "ALiBi without it).")
+FROM_0 = "slopes' exponent counted from 0: head 0 gets slope 1"
+FROM_0_TEXT = ("Your slopes are 2^(−8h/n) with h from 0, one power of the ratio too large: ALiBi's first head has "
+               "slope 2^(−8/n) (1/2 for 8 heads), not 1, and the last 2^(−8), not 2^(−8 + 8/n).")
 SORTED = "non-power-of-2 slopes in the wrong order: sorted by steepness"
 SORTED_TEXT = ("Your slopes are the right values in the wrong order: sorted steepest first. For a head count that "
                "is not a power of 2, ALiBi gives the first p heads (p the nearest lower power of 2) their "
@@ -292,7 +303,9 @@ VARIANTS: dict[str, list[Variant]] = {
     "alibi": [
         Variant("sign flipped: + slope · |j − i|", "Your bias rewards distance: ALiBi subtracts slope · "
                 "distance, so farther keys get a lower score.", lambda g, s: -_ref_alibi(g, s)),
-        Variant(ALIBI_TWICE, ALIBI_TWICE_TEXT, lambda g, s: 2 * _ref_alibi(g, s)),
+        Variant(ALIBI_TWICE, ALIBI_TWICE_TEXT, lambda g, s: 2 * _ref_alibi(g, s),
+                # in either form: −slope·|j − i|, or BLOOM/Falcon's slope · j (the same softmax, causal)
+                candidates=lambda g, s, got: [2 * _ref_alibi(g, s), 2 * _alibi_slope(s) * (g.j + 0 * g.i)]),
         Variant(BIAS_MAX_IGNORED, BIAS_MAX_TEXT,
                 _with_slope(lambda s: _head(_slopes(s.num_heads), s.head) if s.alibi_bias_max != 8 else None)),
         Variant(SORTED, SORTED_TEXT, _with_slope(lambda s: _head(_slopes_sorted(s.num_heads), s.head)
@@ -339,6 +352,7 @@ VARIANTS: dict[str, list[Variant]] = {
                 lambda g, s: np.log2(_slopes(g.k_len, s.alibi_bias_max))),
         Variant(BIAS_MAX_IGNORED, BIAS_MAX_TEXT, lambda g, s: _slopes(g.k_len) if s.alibi_bias_max != 8 else None),
         Variant(SORTED, SORTED_TEXT, lambda g, s: _slopes_sorted(g.k_len) if not _power_of_2(g.k_len) else None),
+        Variant(FROM_0, FROM_0_TEXT, lambda g, s: _slopes_from_0(g.k_len) if s.alibi_bias_max == 8 else None),
         Variant(EXTRA_FIRST, EXTRA_FIRST_TEXT,
                 lambda g, s: _slopes_extra_first(g.k_len) if not _power_of_2(g.k_len) else None),
     ],

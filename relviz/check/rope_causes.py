@@ -9,6 +9,7 @@ the rotary dims in the wrong place.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -32,9 +33,11 @@ DENOM_NOT_DOUBLED = "frequency exponent i/d instead of 2i/d"
 SCALING_MISSING = "scaling rule missing"
 ATTN_MISSING = "attention factor missing (YaRN / LongRoPE mscale)"
 ATTN_TWICE = "attention factor applied twice"
+ATTN_DEFAULT = "attention factor 0.1·ln(factor) + 1 where the config sets its own"
 PARTIAL_IGNORED = "partial rotary ignored: every dim rotates"
 PARTIAL_AT_END = "partial rotary over the last dims instead of the first"
 PARTIAL_SPLIT = "half-split pairs over head_dim instead of rotary_dim"
+PARTIAL_AS_FULL_HEAD = "partial rotary cut from a full-head rotation (θ over head_dim, pairs (i, i + head_dim/2))"
 NO_ROTATION_LAYER = "rotation applied on a layer that has none"
 
 
@@ -159,6 +162,13 @@ def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeC
                 continue
             yield RopeCause(wrong_rule(rule), f"Your frequencies follow the {rule} rule at the same factor; the "
                             f"settings say {scaling.rope_type}."), replace(ref, inv_freq=inv_freq, scale=scale)
+    default = 0.1 * math.log(scaling.factor) + 1.0 if (scaling.factor or 1.0) > 1.0 else 1.0
+    configured = scaling.attention_factor is not None or (scaling.mscale and scaling.mscale_all_dim)
+    if kind.scaled and scaling.rope_type == "yarn" and configured and abs(default - ref.scale) > 1e-9:
+        yield RopeCause(ATTN_DEFAULT, f"Your cos and sin carry YaRN's default attention factor {default:.6g} "
+                        f"(0.1·ln(factor) + 1), but the config sets {ref.scale:.6g} (its attention_factor, or "
+                        "DeepSeek's get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)): the "
+                        "config's field was not passed on."), replace(ref, scale=default)
     if kind.scaled and ref.scale != 1.0:
         yield RopeCause(ATTN_MISSING, f"Your cos and sin lack the attention factor {ref.scale:.6g} that YaRN "
                         "(0.1·ln(factor) + 1, or DeepSeek's mscale ratio) and LongRoPE put on them."), \
@@ -175,6 +185,11 @@ def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeC
                             "first ones (x[..., :rotary_dim]) and passes the rest through."), \
                 replace(ref, start=s.head_dim - s.rotary_dim)
             if s.layout == "half":
+                yield RopeCause(PARTIAL_AS_FULL_HEAD, f"Your rotary dims rotate as the first {s.rotary_dim // 2} pairs "
+                                f"of a full-head RoPE: θ_i = base^(−2i/{s.head_dim}) and pairs (i, i + "
+                                f"{s.head_dim // 2}). Partial rotary is a RoPE over the rotary dims alone: θ_i = "
+                                f"base^(−2i/{s.rotary_dim}), pairs (i, i + {s.rotary_dim // 2})."), \
+                    replace(ref, inv_freq=_inv_freq_over(s, s.head_dim), stride=s.head_dim // 2)
                 yield RopeCause(PARTIAL_SPLIT, f"Your pairs are (i, i + {s.head_dim // 2}): rotate_half was applied "
                                 f"to the whole head; with partial rotary the pairs are (i, i + {s.rotary_dim // 2}) "
                                 "within the rotary dims."), replace(ref, stride=s.head_dim // 2)

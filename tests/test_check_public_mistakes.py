@@ -1,0 +1,225 @@
+"""Mistakes people made in public code, each transcribed independently here (written from the bug report or
+the fixed pull request, not from relviz) and checked: relviz must name the cause the report describes.
+
+Each docstring names its source. The settings are the model's where the report gives them; otherwise
+common ones (the mistake does not depend on them), said so in the test.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+import relviz.check as C
+from relviz.check import matrix_kinds as MK
+from relviz.check import rope_causes as RC
+from relviz.check.rope import rope_settings
+from relviz.rope import RopeScaling
+
+
+def names(kind: str, got, settings) -> list[str]:
+    result = C.check(kind, np.asarray(got, dtype=np.float64), settings)
+    assert not result.ok, result.verdict()
+    return [cause.name for cause in result.causes]
+
+
+def neox_inv_freq(dim: int, base: float) -> torch.Tensor:
+    return 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+
+
+def half_split(freqs: torch.Tensor) -> torch.Tensor:
+    return torch.cat((freqs, freqs), dim=-1)
+
+
+def test_gpt_neox_positions_in_bfloat16():
+    """EleutherAI/gpt-neox PR #1016 (https://github.com/EleutherAI/gpt-neox/pull/1016): after
+    model.bfloat16() the inv_freq buffer is bf16 and t = torch.arange(seq_len).type_as(inv_freq) puts the
+    positions in bf16 too ("we cannot distinguish 256.0 and 257.0"). Rotary dims 32, θ 10^4."""
+    inv_freq = neox_inv_freq(32, 10000.0).bfloat16()
+    t = torch.arange(600).type_as(inv_freq)
+    emb = half_split(torch.einsum("i,j->ij", t, inv_freq))
+    assert RC.angles_in(torch.bfloat16) in names("rope_cos", emb.cos().float(), rope_settings(head_dim=32))
+
+
+def test_sglang_jax_inv_freq_cast_before_the_phase():
+    """sgl-project/sglang-jax issue #1472 (https://github.com/sgl-project/sglang-jax/issues/1472), fixed by PR
+    #1473: RotaryEmbedding keeps inv_freq in float32 but casts it to the model dtype (bfloat16) before
+    einsum("n,d->nd", positions.astype(float32), inv_freq); the result is promoted back to float32. Head 128,
+    positions 0..4095 (the report's failing position), θ 10^4, neox (half-split) style."""
+    inv_freq = (1.0 / (10000.0 ** (np.arange(0, 128, 2, dtype=np.float32) / 128))).astype(np.float32)
+    inv_bf16 = torch.as_tensor(inv_freq).bfloat16().float().numpy()
+    freqs = np.arange(4096, dtype=np.float32)[:, None] * inv_bf16[None, :]
+    cos = np.cos(np.concatenate([freqs, freqs], axis=1))
+    assert RC.inv_freq_in(torch.bfloat16) in names("rope_cos", cos, rope_settings(head_dim=128))
+
+
+def test_uni_d2_positions_inherit_a_float16_buffer():
+    """nkalyanv99/UNI-D2 PR #6 (https://github.com/nkalyanv99/UNI-D2/pull/6): "the old code made RoPE
+    positions inherit the dtype of inv_freq: torch.arange(...).type_as(self.inv_freq)", a registered buffer
+    that a model-level cast turns into bf16/fp16. Here the float16 cast; head 64, θ 10^4."""
+    inv_freq = neox_inv_freq(64, 10000.0).half()
+    t = torch.arange(400).type_as(inv_freq)
+    freqs = torch.outer(t, inv_freq)
+    assert RC.angles_in(torch.float16) in names("rope_sin", half_split(freqs).float().sin(), rope_settings(head_dim=64))
+
+
+def test_transformers_llama_rope_under_bfloat16_autocast():
+    """huggingface/transformers PR #29285 (https://github.com/huggingface/transformers/pull/29285): "when one
+    uses bfloat16, the RoPE embeddings get autocast to bfloat16": Llama/Gemma's inv_freq @ position_ids ran
+    in bf16 under autocast (the fix disables autocast around it). Head 128, θ 10^4."""
+    inv_freq = neox_inv_freq(128, 10000.0)
+    positions = torch.arange(512)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        freqs = (inv_freq[:, None].float() @ positions[None, :].float()).transpose(0, 1)
+        emb = half_split(freqs)
+        cos = emb.cos()
+    assert cos.dtype == torch.bfloat16  # autocast did run it in bf16
+    assert RC.angles_in(torch.bfloat16) in names("rope_cos", cos.float(), rope_settings(head_dim=128))
+
+
+def test_mlx_alibi_slopes_for_a_head_count_not_a_power_of_2():
+    """ml-explore/mlx issue #343 (https://github.com/ml-explore/mlx/issues/343), fixed by PR #3071: "the old
+    create_alibi_slope used x = (2**8) ** (1 / num_heads), slopes x ** −arange(1, num_heads + 1)", right only
+    for a power of 2. 12 heads."""
+    x = (2**8) ** (1 / 12)
+    slopes = x ** -np.arange(1, 13, dtype=np.float64)
+    assert names("alibi_slopes", slopes, C.Settings())[0].startswith("non-power-of-2 slopes: 2^(−8h/n)")
+
+
+def test_aprender_alibi_exponent_from_zero():
+    """paiml/aprender PR #2143 (https://github.com/paiml/aprender/pull/2143): compute_slopes used 2^(−8h/n)
+    with h from 0, "so head 0 had slope 1.0"; for n = 8 slopes[7] was 0.0078125 instead of 0.00390625."""
+    slopes = [2.0 ** (-8.0 * h / 8) for h in range(8)]
+    assert names("alibi_slopes", slopes, C.Settings()) == [MK.FROM_0]
+
+
+def yarn_inv_freq(base: float, dim: int, factor: float, original: int) -> np.ndarray:
+    """YaRN's θ as transformers' _compute_yarn_parameters (beta_fast 32, beta_slow 1, truncate)."""
+    def correction_dim(turns):
+        return dim * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(base))
+    low, high = max(math.floor(correction_dim(32)), 0), min(math.ceil(correction_dim(1)), dim - 1)
+    ramp = np.clip((np.arange(dim // 2) - low) / (high - low), 0, 1)
+    theta = base ** (-np.arange(0, dim, 2) / dim)
+    return theta / factor * ramp + theta * (1 - ramp)
+
+
+def yarn_cos(rows: int, dim: int, inv: np.ndarray, scale: float) -> np.ndarray:
+    angle = np.arange(rows)[:, None] * inv[None, :]
+    return np.concatenate([np.cos(angle), np.cos(angle)], axis=1) * scale
+
+
+def test_sglang_yarn_mscale_applied_twice():
+    """sgl-project/sglang PR #33558 (https://github.com/sgl-project/sglang/pull/33558): "HF's
+    attention_factor is the final YaRN mscale, but SGLang's YaRN treats attn_factor as a multiplier on its
+    own yarn_get_mscale_simple(factor), so copying it straight in squares the scale (factor 128: 1.4852 ->
+    2.2058)". Factor 128 as reported; θ 10^6, head 128, original context 4096 chosen for the test."""
+    mscale = 0.1 * math.log(128) + 1  # 1.4852
+    cos = yarn_cos(64, 128, yarn_inv_freq(1e6, 128, 128.0, 4096), mscale * mscale)
+    s = rope_settings(head_dim=128, base=1e6, max_position_embeddings=524288,
+                      scaling=RopeScaling("yarn", factor=128.0, original_max_position_embeddings=4096))
+    assert RC.ATTN_TWICE in names("rope_cos", cos, s)
+
+
+def test_vllm_ignores_an_explicit_attention_factor():
+    """vllm-project/vllm PR #46280 (https://github.com/vllm-project/vllm/pull/46280): get_rope's YaRN branch did
+    not forward attention_factor; poolside/Laguna-XS.2 "sets factor=64 and attention_factor=1.0, so vLLM uses
+    mscale=1.4158883 where the config asks for 1.0". θ 10^6, head 128, original 4096 chosen for the test."""
+    cos = yarn_cos(64, 128, yarn_inv_freq(1e6, 128, 64.0, 4096), 0.1 * math.log(64) + 1)
+    s = rope_settings(head_dim=128, base=1e6, max_position_embeddings=262144,
+                      scaling=RopeScaling("yarn", factor=64.0, original_max_position_embeddings=4096,
+                                          attention_factor=1.0))
+    assert RC.ATTN_DEFAULT in names("rope_cos", cos, s)
+
+
+def test_sglang_ignores_mscale_and_mscale_all_dim():
+    """sgl-project/sglang PR #22711 (https://github.com/sgl-project/sglang/pull/22711): for Ministral3
+    (mscale 1.0, mscale_all_dim 1.0, factor 16) transformers computes attention_factor = get_mscale(16, 1) /
+    get_mscale(16, 1) = 1.0, but the SRT engine used yarn_get_mscale_simple(16) ≈ 1.277. θ 10^6, head 128,
+    original 16384 chosen for the test."""
+    cos = yarn_cos(80, 128, yarn_inv_freq(1e6, 128, 16.0, 16384), 0.1 * math.log(16) + 1)
+    s = rope_settings(head_dim=128, base=1e6, max_position_embeddings=262144,
+                      scaling=RopeScaling("yarn", factor=16.0, original_max_position_embeddings=16384,
+                                          mscale=1.0, mscale_all_dim=1.0))
+    assert RC.ATTN_DEFAULT in names("rope_cos", cos, s)
+
+
+def test_pie_partial_rope_over_the_head_width():
+    """pie-project/pie issue #602 (https://github.com/pie-project/pie/issues/602), fixed by PR #603:
+    rope_partial "rotates the first rotary_dim/2 pairs of a head with frequencies theta^(−2i/head_dim) and
+    pairs (i, i + head_dim/2)" where transformers uses theta^(−2i/rotary_dim) and (i, i + rotary_dim/2). The
+    PR's test shape: head_dim 256, rotary_dim 64; θ 10^7."""
+    head, rotary, pairs = 256, 64, 32
+    theta = 1e7 ** (-2 * np.arange(pairs) / head)
+    angle = np.arange(100)[:, None] * theta[None, :]
+    cos = np.ones((100, head))
+    cos[:, :pairs] = np.cos(angle)
+    cos[:, head // 2:head // 2 + pairs] = np.cos(angle)
+    assert names("rope_cos", cos, rope_settings(head_dim=head, rotary_dim=rotary, base=1e7)) == \
+        [RC.PARTIAL_AS_FULL_HEAD]
+
+
+LLAMA3 = RopeScaling("llama3", factor=8.0, original_max_position_embeddings=8192, low_freq_factor=1.0,
+                     high_freq_factor=4.0)
+
+
+def test_mlx_vlm_llama_3_2_vision_ignores_rope_scaling():
+    """Blaizzy/mlx-vlm PR #1710 (https://github.com/Blaizzy/mlx-vlm/pull/1710): mllama's language model built
+    nn.RoPE(..., scale=1) although meta-llama/Llama-3.2-11B-Vision-Instruct ships rope_scaling llama3 (factor
+    8, low 1, high 4, original 8192); θ 500000, head 128."""
+    freqs = np.arange(200)[:, None] * (500000.0 ** (-np.arange(0, 128, 2) / 128))[None, :]
+    cos = np.cos(np.concatenate([freqs, freqs], axis=1))
+    s = rope_settings(head_dim=128, base=500000.0, max_position_embeddings=131072, scaling=LLAMA3)
+    assert names("rope_cos", cos, s)[0] == RC.SCALING_MISSING
+
+
+def test_unsloth_llama_3_1_rope_scaling_dropped():
+    """unslothai/unsloth PR #6197 (https://github.com/unslothai/unsloth/pull/6197): the replacement
+    LlamaRotaryEmbedding "computed vanilla inv_freq and never read config.rope_scaling", so Llama-3.1 ran with
+    unscaled RoPE at θ 500000 (config.json of Llama-3.1-8B: head 128, llama3 ×8 over 8192)."""
+    inv_freq = 1.0 / (500000.0 ** (torch.arange(0, 128, 2, dtype=torch.int64).float() / 128))
+    emb = half_split(torch.outer(torch.arange(300).float(), inv_freq))
+    s = rope_settings(head_dim=128, base=500000.0, max_position_embeddings=131072, scaling=LLAMA3)
+    assert names("rope_sin", emb.sin(), s)[0] == RC.SCALING_MISSING
+
+
+def test_aidotnet_interleaved_rope_on_hugging_face_weights():
+    """ooples/AiDotNet PR #2074 (https://github.com/ooples/AiDotNet/pull/2074): raw Hugging Face safetensors
+    store q/k for the half-split (rotate_half) convention, "but AiDotNet applies interleaved (GPT-J) RoPE"
+    without permuting q/k rows. SmolLM2-360M's head 64, θ 100000: its cos cache as AiDotNet laid it out."""
+    theta = 100000.0 ** (-np.arange(0, 64, 2) / 64)
+    cos = np.repeat(np.cos(np.arange(128)[:, None] * theta[None, :]), 2, axis=1)   # pairs (2i, 2i + 1)
+    assert RC.LAYOUT in names("rope_cos", cos, rope_settings(head_dim=64, base=100000.0))
+
+
+def test_prime_rl_position_ids_from_one():
+    """PrimeIntellect-ai/prime-rl PR #3466 (https://github.com/PrimeIntellect-ai/prime-rl/pull/3466), flagged in
+    PR #1545: the LM-head wrapper's fallback position_ids were torch.arange(1, seq_len + 1) instead of
+    arange(seq_len). Llama-style head 128, θ 500000."""
+    position_ids = torch.arange(1, 65)
+    freqs = torch.outer(position_ids.float(), neox_inv_freq(128, 500000.0))
+    assert RC.FROM_1 in names("rope_cos", half_split(freqs).cos(), rope_settings(head_dim=128, base=500000.0))
+
+
+def test_transformers_falcon_eager_adds_alibi_twice():
+    """huggingface/transformers 5.23, models/falcon/modeling_falcon.py: FalconModel folds alibi / sqrt(head_dim)
+    into the causal mask, and the eager attention path (also taken with output_attentions=True) adds
+    alibi.view(...) to the scores again before multiplying by inv_norm_factor: 2·alibi/√d, where the SDPA
+    path adds it once. The symptom was reported as issue #29946 (https://github.com/huggingface/transformers/
+    issues/29946). Falcon's alibi is slope · key position (bfloat16 slopes; 8 heads: exact). Head 3 of 8."""
+    slope = 2.0 ** (-8 * 4 / 8)
+    j = np.arange(10)[None, :] + 0 * np.arange(10)[:, None]
+    bias = 2 * slope * j                                                  # alibi in the mask + alibi in the scores
+    bias = np.where(j > np.arange(10)[:, None], -np.inf, bias)           # causal
+    assert names("alibi", bias, C.Settings(num_heads=8, head=3, causal=True)) == [MK.ALIBI_TWICE]
+
+
+def test_transformers_mpt_ignores_alibi_bias_max():
+    """huggingface/transformers, models/mpt/modeling_mpt.py: MptModel.forward calls
+    self.build_mpt_alibi_tensor(self.num_heads, self.config.max_seq_len, device=...) without the config's
+    attn_config.alibi_bias_max, so the slopes always use 8; MosaicML's own code passes the config's value.
+    A config with alibi_bias_max 16 and 16 heads."""
+    n2 = 16
+    base = torch.arange(1, n2 + 1, dtype=torch.int64).float() * (8 / n2)   # the default 8, not the config's 16
+    slopes = (1.0 / torch.pow(2, base)).numpy()
+    assert names("alibi_slopes", slopes, C.Settings(alibi_bias_max=16.0)) == [MK.BIAS_MAX_IGNORED]
