@@ -5,7 +5,6 @@ here (or in a module of its own), never a branch in the engine.
 """
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import replace
@@ -14,13 +13,16 @@ import numpy as np
 import torch
 
 from relviz._checks import check_int
+from relviz.check.alibi_slopes import (  # noqa: F401  (the cause names are re-exported for tests and callers)
+    ALIBI_TWICE, ALIBI_TWICE_TEXT, BIAS_MAX_IGNORED, BIAS_MAX_TEXT, EXTRA_FIRST, EXTRA_FIRST_TEXT, FROM_0, FROM_0_TEXT,
+    MAX_HEADS, SORTED, SORTED_TEXT, _bf16, _power_of_2, _slopes, _slopes_extra_first, _slopes_from_0, _slopes_naive,
+    _slopes_sorted, _slopes_truncated,
+)
 from relviz.check.matrix import Grid, MatrixKind, Settings, Variant, register_matrix_kind
-from relviz.positions import alibi_slopes, relative_positions, shaw_clip_offsets, t5_bucket, t5_config
+from relviz.positions import relative_positions, shaw_clip_offsets, t5_bucket, t5_config
 from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf
 from relviz.skew import skew
 
-#: Most heads the ALiBi settings (and the settings search) consider.
-MAX_HEADS = 256
 #: The settings search's bounded grid (a setting outside it must be given explicitly).
 FIT_NUM_BUCKETS = range(2, 129)
 FIT_MAX_DISTANCES = (8, 16, 20, 24, 32, 48, 50, 64, 100, 128, 200, 256, 500, 512, 1000, 1024)
@@ -66,66 +68,6 @@ def _t5(n: np.ndarray, s: Settings, bidirectional: bool | None = None) -> np.nda
 
 def _shaw(n: np.ndarray, k: int) -> np.ndarray:
     return shaw_clip_offsets(torch.as_tensor(n), k=k).numpy()
-
-
-def _slopes(num_heads: int, bias_max: float = 8.0) -> np.ndarray:
-    """ALiBi's slopes as float64 (a copy of the cached ones: the settings search asks for them per head).
-
-    ``bias_max`` is MPT's ``alibi_bias_max``: 2^(−bias_max·h/n) (8: Press et al.'s slopes)."""
-    return _cached_slopes(num_heads, float(bias_max)).copy()
-
-
-@functools.lru_cache(maxsize=MAX_HEADS)
-def _cached_slopes(num_heads: int, bias_max: float) -> np.ndarray:
-    if bias_max == 8.0:
-        return alibi_slopes(num_heads, device="cpu").double().numpy()
-    # MosaicML's gen_slopes: over the next power of 2, then its odd-numbered slopes first (the same
-    # order as Press et al.'s for bias_max 8)
-    n2 = 1 << max(0, (num_heads - 1).bit_length())
-    slopes = 1.0 / torch.pow(2, torch.arange(1, n2 + 1, dtype=torch.int64).float() * (bias_max / n2))
-    if n2 != num_heads:
-        slopes = torch.cat([slopes[1::2], slopes[::2]])[:num_heads]
-    return slopes.double().numpy()
-
-
-def _slopes_sorted(num_heads: int) -> np.ndarray:
-    """The right n slopes, sorted steepest first (the every-other slopes of 2p interleaved, not after)."""
-    return np.sort(_slopes(num_heads))[::-1].copy()
-
-
-def _slopes_extra_first(num_heads: int) -> np.ndarray:
-    """The right n slopes, the every-other slopes of 2p first and the nearest power of 2's after."""
-    lower = 1 << (num_heads.bit_length() - 1)
-    slopes = _slopes(num_heads)
-    return np.concatenate([slopes[lower:], slopes[:lower]])
-
-
-def _slopes_naive(num_heads: int) -> np.ndarray:
-    """2^(−8h/n) for every n: the power-of-2 formula applied to any head count."""
-    return np.array([2.0 ** (-8.0 * (h + 1) / num_heads) for h in range(num_heads)], dtype=np.float32).astype(float)
-
-
-def _slopes_truncated(num_heads: int) -> np.ndarray:
-    """The first n slopes of the next power of 2."""
-    power = 1 << max(0, (num_heads - 1).bit_length())
-    return _slopes(power)[:num_heads]
-
-
-def _slopes_from_0(num_heads: int) -> np.ndarray:
-    """Each slope one power of its base too large: 2^(−8h/n) from h = 0 (head 0 gets slope 1); for a head
-    count that is not a power of 2, the extra heads' base 2^(−4/p) likewise."""
-    lower = 1 << (num_heads.bit_length() - 1)
-    bases = np.where(np.arange(num_heads) < lower, 2.0 ** (-8.0 / lower), 2.0 ** (-4.0 / lower))
-    return _slopes(num_heads) / bases
-
-
-def _power_of_2(n: int) -> bool:
-    return n & (n - 1) == 0
-
-
-
-def _bf16(values: np.ndarray) -> np.ndarray:
-    return torch.as_tensor(values, dtype=torch.float32).to(torch.bfloat16).double().numpy()
 
 
 def _skew_input(length: int) -> torch.Tensor:
@@ -205,26 +147,6 @@ def _ref_skew(grid: Grid, s: Settings) -> np.ndarray:
 
 
 SEED_NOTEBOOK = "the seed notebook's max_position² table (clipping, not buckets)"
-ALIBI_TWICE = "ALiBi bias added twice"
-ALIBI_TWICE_TEXT = ("Your bias is twice ALiBi's: it is added in two places (e.g. once into the attention mask and "
-                    "again in the scores, as transformers' Falcon eager attention does), so every head decays twice "
-                    "as fast.")
-BIAS_MAX_IGNORED = "alibi_bias_max ignored (8 used)"
-BIAS_MAX_TEXT = ("Your slopes are Press et al.'s 2^(−8h/n) although the settings (MPT's config alibi_bias_max) say "
-                 "2^(−max·h/n): the config's alibi_bias_max was not passed on (transformers' MptModel builds its "
-                 "ALiBi without it).")
-FROM_0 = "slopes' exponent counted from 0: head 0 gets slope 1"
-FROM_0_TEXT = ("Your slopes are 2^(−8h/n) with h from 0, one power of the ratio too large: ALiBi's first head has "
-               "slope 2^(−8/n) (1/2 for 8 heads), not 1, and the last 2^(−8), not 2^(−8 + 8/n).")
-SORTED = "non-power-of-2 slopes in the wrong order: sorted by steepness"
-SORTED_TEXT = ("Your slopes are the right values in the wrong order: sorted steepest first. For a head count that "
-               "is not a power of 2, ALiBi gives the first p heads (p the nearest lower power of 2) their "
-               "geometric sequence, and only then the every-other slopes of 2p, so head h's slope changes.")
-EXTRA_FIRST = "non-power-of-2 slopes in the wrong order: the every-other slopes first"
-EXTRA_FIRST_TEXT = ("Your slopes put the every-other slopes of the next power of 2 before the p slopes of the nearest "
-                    "lower power of 2; ALiBi puts them after.")
-
-
 VARIANTS: dict[str, list[Variant]] = {
     "relative": [
         Variant(SIGN, SIGN_TEXT, lambda g, s: -_ref_relative(g, s)),
