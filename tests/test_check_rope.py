@@ -264,3 +264,36 @@ def test_cli_rope_flags_config_fit_and_exit_codes(tmp_path, capsys):
     np.save(tmp_path / "nan.npy", np.full((4, 8), np.nan))
     code, _, err = run_cli(capsys, str(tmp_path / "nan.npy"), "--kind", "rope_cos")
     assert code == 2 and "NaN" in err
+
+
+def test_a_sign_folded_sin_cache_is_named_harmless_and_compact_caches_get_a_hint():
+    """Some implementations keep rotate_half's sign in the cache: sin = cat(−sin, sin) (half-split) or
+    (−sin, sin) per adjacent pair; an equivalent convention if the rotation does not negate again."""
+    angle = np.arange(30)[:, None] * theta(10000.0, 16)[None, :]
+    signed = np.concatenate([-np.sin(angle), np.sin(angle)], axis=1)
+    result = C.check("rope_sin", signed, rope_settings(head_dim=16))
+    assert result.cause.name == RC.SIGNED_SIN and result.cause.harmless
+    pairs = np.stack([-np.sin(angle), np.sin(angle)], axis=-1).reshape(30, 16)
+    assert RC.SIGNED_SIN in named("rope_sin", pairs, rope_settings(head_dim=16, layout="interleaved"))
+    with pytest.raises(ValueError, match="one column per pair"):
+        C.check("rope_cos", np.cos(angle), rope_settings(head_dim=16))
+    with pytest.raises(ValueError, match="give the layer"):
+        settings_from_config({"model_type": "gemma3_text", "head_dim": 16, "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+            "full_attention": {"rope_type": "default", "rope_theta": 1e6}}})
+
+
+def test_per_layer_settings_from_the_models_plan():
+    """Gemma 3: sliding layers θ 10^4, the full layer θ 10^6 with linear ×8 (the README's plan example)."""
+    from relviz.check.rope_model import settings_for_model
+
+    gemma3 = {"model_type": "gemma3_text", "num_hidden_layers": 6, "num_attention_heads": 8, "head_dim": 32,
+              "hidden_size": 256, "sliding_window": 1024, "max_position_embeddings": 131072,
+              "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+              "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                  "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}}}
+    local, full = settings_for_model(gemma3, 0), settings_for_model(gemma3, 5)
+    assert (local.base, local.scaling, full.base, full.scaling) == (10000.0, "none", 1e6, "linear ×8")
+    cos_full = cache(40, 32, theta(1e6, 32) / 8)[0]
+    assert C.check("rope_cos", cos_full, full).ok
+    assert RC.SCALING_MISSING in named("rope_cos", cache(40, 32, theta(1e6, 32))[0], full)

@@ -128,7 +128,13 @@ def settings_from_config(config: Mapping[str, Any] | str, *, layout: str | None 
                          ("max_position_embeddings", "n_positions")):
         if ours not in config and theirs in config:
             config[ours] = config[theirs]
-    rope = rope_config_from_hf(config)
+    try:
+        rope = rope_config_from_hf(config)
+    except ValueError as exc:
+        if "per layer type" in str(exc):
+            raise ValueError(f"{exc}: give the layer (--layer N, or relviz.check.rope_model.settings_for_model), "
+                             "whose settings the model's per-layer plan reads") from None
+        raise
     if config.get("rotary_dim"):
         rope = replace(rope, partial_rotary_factor=min(1.0, int(config["rotary_dim"]) / rope.head_dim))
     if layout is None:
@@ -157,6 +163,7 @@ class Recipe:
     stride: int | None = None
     swap: bool = False
     table: str = ""
+    signed: bool = False    # the first dim of each pair holds −value (rotate_half's sign folded into sin)
 
 
 def reference_recipe(s: RopeSettings, rows: int) -> Recipe:
@@ -184,7 +191,7 @@ def lay_out(values: torch.Tensor, recipe: Recipe, head_dim: int, rest: float) ->
         stride = recipe.stride or pairs
         first, second = recipe.start + index, recipe.start + index + stride
     keep = second < head_dim
-    out[:, first[keep]] = values[:, keep]
+    out[:, first[keep]] = -values[:, keep] if recipe.signed else values[:, keep]
     out[:, second[keep]] = values[:, keep]
     return out
 
@@ -217,6 +224,8 @@ class RopeKind:
     dims_of: Callable[[tuple[int, int]], tuple[int, int | None]] = lambda shape: (shape[1], None)
     #: what to take from a function's output (the cos or the sin of its (cos, sin); None: all of it)
     pick: int | None = None
+    #: whether a sign-folded variant exists (a sin cache: −sin, sin per pair)
+    signed_ok: bool = False
     signature: str = "fn(seq_len, head_dim) -> (cos, sin), each [seq_len, head_dim]"
 
 
@@ -253,7 +262,8 @@ def _cache_pairs(s: RopeSettings, width: int) -> np.ndarray:
 
 
 COS = RopeKind("rope_cos", "RoPE cos cache [seq_len, head_dim]", _cos, lambda s: s.head_dim, _cache_pairs, pick=0)
-SIN = RopeKind("rope_sin", "RoPE sin cache [seq_len, head_dim]", _sin, lambda s: s.head_dim, _cache_pairs, pick=1)
+SIN = RopeKind("rope_sin", "RoPE sin cache [seq_len, head_dim]", _sin, lambda s: s.head_dim, _cache_pairs, pick=1,
+               signed_ok=True)
 ANGLES = RopeKind("rope_angles", "RoPE angles [seq_len, rotary_dim / 2]", _angles, lambda s: s.rotary_dim // 2,
                   lambda s, width: np.arange(width), scaled=False, laid_out=False,
                   dims_of=lambda shape: (2 * shape[1], 2 * shape[1]),
@@ -306,7 +316,10 @@ def validate(kind: RopeKind, got: np.ndarray, s: RopeSettings) -> None:
         raise ValueError(f"the cache has {rows * width:,} values; at most {MAX_CELLS:,} are checked")
     if width != kind.width_of(s):
         raise ValueError(f"a {kind.description} for head_dim {s.head_dim}, rotary_dim {s.rotary_dim} has "
-                         f"{kind.width_of(s)} columns; got {width} (shape {tuple(got.shape)})")
+                         f"{kind.width_of(s)} columns; got {width} (shape {tuple(got.shape)})"
+                         + (" — one column per pair? repeat each value for both dims of its pair as your rotation "
+                            "does, or check the angles with kind rope_angles" if kind.laid_out
+                            and width == s.rotary_dim // 2 else ""))
     if not np.isfinite(got).all():
         raise ValueError("the cache holds NaN or infinite values: a RoPE cache is finite everywhere")
 

@@ -26,6 +26,7 @@ LAYOUT = "pair layout swapped (interleaved vs half-split)"
 SWAP = "sin and cos swapped"
 SINCOS = "sin and cos concatenated in one table instead of the cache the rotation multiplies"
 COMPLEX = "cos and sin interleaved in one table (a complex cache viewed as real)"
+SIGNED_SIN = "rotate_half's sign folded into the sin cache"
 FROM_1 = "positions starting at 1"
 DENOM_HEAD = "frequency exponent over head_dim instead of rotary_dim"
 DENOM_MINUS_2 = "frequency exponent 2i/(d − 2) instead of 2i/d"
@@ -120,6 +121,11 @@ def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeC
                             "create_sinusoidal_positions returns cat(sin, cos)), not the cache the rotation "
                             "multiplies: split it (sin, cos = table.chunk(2, dim=-1)) and repeat each value for "
                             "the two dims of its pair."), replace(ref, table=table)
+        if kind.signed_ok:
+            yield RopeCause(SIGNED_SIN, "Your sin cache holds −sin on the first dim of each pair and sin on the "
+                            "second (rotate_half's or rotate_every_two's sign moved into the cache). An equivalent "
+                            "convention if your rotation then multiplies x by this cache without negating.",
+                            harmless=True), replace(ref, signed=True)
         yield RopeCause(COMPLEX, "Your cache alternates cos and sin (torch.view_as_real of Meta's freqs_cis): "
                         "a cos cache repeats cos θ for both dims of a pair."), replace(ref, table="complex")
     yield RopeCause(FROM_1, "Your positions start at 1 (row 0 rotates by θ, not 0): e.g. arange(1, L + 1), or "
