@@ -34,7 +34,7 @@ from functools import lru_cache, partial
 import torch
 
 from relviz._checks import check_bool, check_int, check_tensor
-from relviz.positions import MAX_ABS_OFFSET, alibi_bias_offsets, shaw_clip_index, t5_bias_offsets, t5_config
+from relviz.positions import MAX_ABS_OFFSET, alibi_bias_offsets, shaw_clip_index, t5_config
 from relviz.flex import BACKENDS, flex as _flex, resolve_backend
 from relviz.skew import distance_table, skew
 
@@ -448,8 +448,7 @@ def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: 
     batch, heads, length, dim = _check_qkv(q, k, v)
     config = t5_config(num_buckets, max_distance, bidirectional)
     bias_table = _check_table("bias_table", bias_table, q, config.num_buckets, heads, "num_buckets, H")
-    per_offset = t5_bias_offsets(bias_table, length, num_buckets=config.num_buckets,
-                                 max_distance=config.max_distance, bidirectional=config.bidirectional)
+    per_offset = config.bias_offsets(bias_table, length, length)                  # [H, 2L − 1]
     return offset_bias_attention(q, k, v, per_offset, causal=causal, scale=scale, need_weights=need_weights,
                                  backend=backend)
 

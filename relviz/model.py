@@ -33,7 +33,7 @@ from relviz.schemes import REGISTRY, Scheme, all_params, get_scheme
 from relviz.schemes.base import MAX_LENGTH
 
 __all__ = ["SCHEMES", "SCHEME_SUMMARIES", "MAX_LENGTH", "MAX_PARAMETERS", "ModelConfig", "RelvizTransformer",
-           "build_model"]
+           "build_model", "check_token_ids"]
 
 #: Largest model a config may describe (200 MB of float32 weights, ~800 MB while training with
 #: Adam): far above anything this app trains, far below what would take a server's memory.
@@ -186,6 +186,18 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_mlp(x)), weights
 
 
+def check_token_ids(tokens: torch.Tensor, vocab_size: int) -> None:
+    """ValueError unless every id lies in 0..vocab_size − 1.
+
+    The model's forward runs it on tokens in host memory only: on a GPU the check would make the host
+    wait for the device on every call (reading min and max back), and the embedding lookup refuses an
+    out-of-range id there itself (a device-side assert). Call it before moving user input to a GPU.
+    """
+    low, high = tokens.aminmax()
+    if int(low) < 0 or int(high) >= vocab_size:
+        raise ValueError(f"tokens must be ids from 0 to {vocab_size - 1}; got values from {int(low)} to {int(high)}")
+
+
 class RelvizTransformer(nn.Module):
     """The small transformer: ``forward(tokens [B, L], need_weights=False) -> (logits [B, L, vocab],
     attentions)``.
@@ -221,9 +233,8 @@ class RelvizTransformer(nn.Module):
         if tokens.shape[0] < 1:
             raise ValueError("tokens must hold at least one sequence (B >= 1)")
         self.check_length(tokens.shape[1])
-        if int(tokens.min()) < 0 or int(tokens.max()) >= self.config.vocab_size:
-            raise ValueError(f"tokens must be ids from 0 to {self.config.vocab_size - 1}; got values "
-                             f"from {int(tokens.min())} to {int(tokens.max())}")
+        if tokens.device.type == "cpu":                                # host memory: no device sync
+            check_token_ids(tokens, self.config.vocab_size)
         need_weights = check_bool("need_weights", need_weights)
         x = self.position.embed(self.embed(tokens))
         shared = self.position.prepare(tokens.shape[1], x)            # once per forward, for every layer

@@ -36,13 +36,25 @@ def _check_lengths(q_len: int, k_len: int | None, q_offset: int) -> tuple[int, i
     return q_len, k_len, q_offset
 
 
-def _check_cells(q_len: int, k_len: int | None, q_offset: int) -> None:
+def _check_cells(q_len: int, k_len: int | None, q_offset: int) -> tuple[int, int, int]:
     """A function that builds the whole [q_len, k_len] matrix refuses more than MAX_CELLS cells (the
     per-offset functions take any length: 2^20 positions are 2^21 values, not 2^40 cells)."""
-    q_len, k_len, _ = _check_lengths(q_len, k_len, q_offset)
+    q_len, k_len, q_offset = _check_lengths(q_len, k_len, q_offset)
     if q_len * k_len > MAX_CELLS:
         raise ValueError(
             f"q_len * k_len must be at most {MAX_CELLS} cells; got {q_len} * {k_len} = {q_len * k_len}")
+    return q_len, k_len, q_offset
+
+
+def _offsets(q_len: int, k_len: int, q_offset: int, device: torch.device | str | None) -> torch.Tensor:
+    """offset_range for checked lengths."""
+    lowest = -(q_len - 1) - q_offset
+    return torch.arange(lowest, lowest + q_len + k_len - 1, device=device, dtype=torch.long)
+
+
+def _expand(per_offset: torch.Tensor, q_len: int, k_len: int) -> torch.Tensor:
+    """expand_toeplitz for a per-offset vector this module built (its length is right)."""
+    return per_offset.unfold(-1, k_len, 1).flip(-2)
 
 
 def offset_range(q_len: int, k_len: int | None = None, *, q_offset: int = 0,
@@ -53,9 +65,7 @@ def offset_range(q_len: int, k_len: int | None = None, *, q_offset: int = 0,
     per-offset vector that :func:`expand_toeplitz` turns into the full matrix.
     """
     q_len, k_len, q_offset = _check_lengths(q_len, k_len, q_offset)
-    device = resolve_device(device)
-    lowest = -(q_len - 1) - q_offset
-    return torch.arange(lowest, lowest + q_len + k_len - 1, device=device, dtype=torch.long)
+    return _offsets(q_len, k_len, q_offset, resolve_device(device))
 
 
 def expand_toeplitz(per_offset: torch.Tensor, q_len: int, k_len: int) -> torch.Tensor:
@@ -71,7 +81,7 @@ def expand_toeplitz(per_offset: torch.Tensor, q_len: int, k_len: int) -> torch.T
         raise ValueError(
             f"per_offset must have q_len + k_len - 1 = {q_len + k_len - 1} values in its last "
             f"dimension; got {per_offset.shape[-1]}")
-    return per_offset.unfold(-1, k_len, 1).flip(-2)
+    return _expand(per_offset, q_len, k_len)
 
 
 # ---------------------------------------------------------------------------------------
@@ -81,9 +91,8 @@ def expand_toeplitz(per_offset: torch.Tensor, q_len: int, k_len: int) -> torch.T
 def relative_positions(q_len: int, k_len: int | None = None, *, q_offset: int = 0,
                        device: torch.device | str | None = None) -> torch.Tensor:
     """The relative position j − (q_offset + i) of every (query i, key j): LongTensor [q_len, k_len]."""
-    _check_cells(q_len, k_len, q_offset)
-    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=device)
-    return expand_toeplitz(offsets, q_len, offsets.numel() - q_len + 1)
+    q_len, k_len, q_offset = _check_cells(q_len, k_len, q_offset)
+    return _expand(_offsets(q_len, k_len, q_offset, resolve_device(device)), q_len, k_len)
 
 
 def shaw_clip_offsets(offsets: torch.Tensor, *, k: int) -> torch.Tensor:
@@ -96,6 +105,10 @@ def shaw_clip_offsets(offsets: torch.Tensor, *, k: int) -> torch.Tensor:
     if offsets.is_floating_point() or offsets.is_complex() or offsets.dtype == torch.bool:
         raise ValueError(f"offsets must be an integer tensor; got dtype {offsets.dtype}")
     k = check_int("k", k, minimum=0, maximum=MAX_ABS_OFFSET)
+    return _shaw_clip(offsets, k)
+
+
+def _shaw_clip(offsets: torch.Tensor, k: int) -> torch.Tensor:
     return offsets.to(torch.long).clamp(-k, k) + k
 
 
@@ -103,9 +116,8 @@ def shaw_clip_index(q_len: int, k_len: int | None = None, *, k: int, q_offset: i
                     device: torch.device | str | None = None) -> torch.Tensor:
     """Shaw et al.'s lookup index clip(j − i, −k, k) + k, values in 0..2k: LongTensor [q_len, k_len]."""
     k = check_int("k", k, minimum=0, maximum=MAX_ABS_OFFSET)
-    _check_cells(q_len, k_len, q_offset)
-    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=device)
-    return expand_toeplitz(shaw_clip_offsets(offsets, k=k), q_len, offsets.numel() - q_len + 1)
+    q_len, k_len, q_offset = _check_cells(q_len, k_len, q_offset)
+    return _expand(_shaw_clip(_offsets(q_len, k_len, q_offset, resolve_device(device)), k), q_len, k_len)
 
 
 # ---------------------------------------------------------------------------------------
@@ -120,11 +132,38 @@ _EXACT_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.ui
 
 @dataclass(frozen=True)
 class T5Config:
-    """A validated T5 bucket configuration and the quantities derived from it."""
+    """A valid T5 bucket configuration, the quantities derived from it, and its bucket function.
+
+    Made by :func:`t5_config` (or ``T5Config(...)``), which refuses what the reference formula cannot
+    serve; a T5Config is the proof of that check, so code that holds one calls :meth:`bucket` and
+    the functions below with no second check.
+    """
 
     num_buckets: int
     max_distance: int
     bidirectional: bool
+
+    def __post_init__(self) -> None:
+        # The reference divides by log(max_distance / max_exact): max_exact = 0 divides by zero, and
+        # max_distance <= max_exact gives a zero or negative log, hence garbage or negative buckets.
+        num_buckets = check_int("num_buckets", self.num_buckets, minimum=1, maximum=_MAX_NUM_BUCKETS)
+        max_distance = check_int("max_distance", self.max_distance, minimum=1, maximum=MAX_ABS_OFFSET)
+        bidirectional = check_bool("bidirectional", self.bidirectional)
+        for name, value in (("num_buckets", num_buckets), ("max_distance", max_distance),
+                            ("bidirectional", bidirectional)):
+            object.__setattr__(self, name, value)           # numpy integers become ints
+        if self.max_exact < 1:
+            smallest = 4 if bidirectional else 2
+            mode = "bidirectional" if bidirectional else "unidirectional"
+            raise ValueError(
+                f"num_buckets must be at least {smallest} when {mode}: max_exact = "
+                f"num_buckets{' // 2' if bidirectional else ''} // 2 = {self.max_exact}, and the T5 "
+                f"formula divides by log(max_distance / max_exact); got num_buckets={num_buckets}")
+        if max_distance <= self.max_exact:
+            raise ValueError(
+                f"max_distance must be greater than max_exact = {self.max_exact} for num_buckets="
+                f"{num_buckets} ({'bidirectional' if bidirectional else 'unidirectional'}); got "
+                f"max_distance={max_distance}. The T5 formula needs log(max_distance / max_exact) > 0.")
 
     @property
     def buckets_per_direction(self) -> int:
@@ -135,30 +174,41 @@ class T5Config:
         """Offsets below this magnitude get a bucket of their own (half of one direction's buckets)."""
         return self.buckets_per_direction // 2
 
+    def bucket(self, offsets: torch.Tensor) -> torch.Tensor:
+        """T5's bucket of each offset (key − query; a LongTensor within ±MAX_ABS_OFFSET, not checked:
+        :func:`t5_bucket` is the checked entry for a caller's values). Same shape, LongTensor.
+
+        The float32 operations of transformers' ``T5Attention._relative_position_bucket``, in the
+        same order (it divides: n / max_exact, then / log(max_distance / max_exact)), so the
+        truncation lands on the same side at every bucket edge. The log is only evaluated where it
+        is used (the reference takes log(0) and discards it)."""
+        per_direction, max_exact = self.buckets_per_direction, self.max_exact
+        if self.bidirectional:
+            bucket = (offsets > 0).to(torch.long) * per_direction
+            n = offsets.abs()
+        else:
+            bucket = torch.zeros_like(offsets)
+            n = (-offsets).clamp(min=0)
+        is_small = n < max_exact
+        n_large = n.clamp(min=max_exact).to(torch.float32)
+        if_large = max_exact + (
+            torch.log(n_large / max_exact)
+            / math.log(self.max_distance / max_exact)
+            * (per_direction - max_exact)
+        ).to(torch.long)
+        if_large = if_large.clamp(max=per_direction - 1)
+        return bucket + torch.where(is_small, n, if_large)
+
+    def bias_offsets(self, bias_table: torch.Tensor, q_len: int, k_len: int, q_offset: int = 0) -> torch.Tensor:
+        """bias_table [num_buckets, H] per offset -> [H, q_len + k_len − 1], for a table and lengths the
+        caller has checked (:func:`t5_bias_offsets` is the checked entry)."""
+        buckets = self.bucket(_offsets(q_len, k_len, q_offset, bias_table.device))   # [q_len + k_len − 1]
+        return bias_table.transpose(0, 1)[:, buckets]                                   # [H, q_len + k_len − 1]
+
 
 def t5_config(num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True) -> T5Config:
-    """Validate a T5 configuration: refuse the ones the reference formula cannot serve.
-
-    The reference divides by log(max_distance / max_exact): max_exact = 0 divides by zero, and
-    max_distance <= max_exact gives a zero or negative log, hence garbage or negative buckets.
-    """
-    num_buckets = check_int("num_buckets", num_buckets, minimum=1, maximum=_MAX_NUM_BUCKETS)
-    max_distance = check_int("max_distance", max_distance, minimum=1, maximum=MAX_ABS_OFFSET)
-    bidirectional = check_bool("bidirectional", bidirectional)
-    config = T5Config(num_buckets, max_distance, bidirectional)
-    if config.max_exact < 1:
-        smallest = 4 if bidirectional else 2
-        mode = "bidirectional" if bidirectional else "unidirectional"
-        raise ValueError(
-            f"num_buckets must be at least {smallest} when {mode}: max_exact = "
-            f"num_buckets{' // 2' if bidirectional else ''} // 2 = {config.max_exact}, and the T5 "
-            f"formula divides by log(max_distance / max_exact); got num_buckets={num_buckets}")
-    if max_distance <= config.max_exact:
-        raise ValueError(
-            f"max_distance must be greater than max_exact = {config.max_exact} for num_buckets="
-            f"{num_buckets} ({'bidirectional' if bidirectional else 'unidirectional'}); got "
-            f"max_distance={max_distance}. The T5 formula needs log(max_distance / max_exact) > 0.")
-    return config
+    """Validate a T5 configuration (ValueError for the ones the reference formula cannot serve)."""
+    return T5Config(num_buckets, max_distance, bidirectional)
 
 
 def t5_nearest_valid(num_buckets: int, max_distance: int, bidirectional: bool) -> tuple[int, int]:
@@ -171,21 +221,18 @@ def t5_nearest_valid(num_buckets: int, max_distance: int, bidirectional: bool) -
     max_distance = check_int("max_distance", max_distance)
     bidirectional = check_bool("bidirectional", bidirectional)
     num_buckets = min(max(num_buckets, 4 if bidirectional else 2), _MAX_NUM_BUCKETS)
-    config = T5Config(num_buckets, max_distance, bidirectional)
-    return num_buckets, min(max(max_distance, config.max_exact + 1), MAX_ABS_OFFSET)
+    max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
+    return num_buckets, min(max(max_distance, max_exact + 1), MAX_ABS_OFFSET)
 
 
 def t5_bucket(relative_position: torch.Tensor | int, *, num_buckets: int = 32,
               max_distance: int = 128, bidirectional: bool = True) -> torch.Tensor:
     """T5's bucket for each relative position (key − query), identical to Hugging Face's T5.
 
-    The float32 operations of transformers' ``T5Attention._relative_position_bucket``, in the
-    same order (it divides: n / max_exact, then / log(max_distance / max_exact)), so the
-    truncation lands on the same side at every bucket edge. Mesh TensorFlow, the original T5
-    code, multiplies by float32 reciprocals instead, and at a few float32 edges lands on the
-    other side (num_buckets 34, max_distance 27, bidirectional, j − i = −18: Hugging Face 13,
-    Mesh TensorFlow 14); relviz.precision computes that variant and lists those offsets. The
-    log is only evaluated where it is used (the reference takes log(0) and discards it).
+    See :meth:`T5Config.bucket`. Mesh TensorFlow, the original T5 code, multiplies by float32
+    reciprocals instead, and at a few float32 edges lands on the other side (num_buckets 34,
+    max_distance 27, bidirectional, j − i = −18: Hugging Face 13, Mesh TensorFlow 14);
+    relviz.precision computes that variant and lists those offsets.
     """
     config = t5_config(num_buckets, max_distance, bidirectional)
     if not isinstance(relative_position, torch.Tensor):
@@ -197,36 +244,25 @@ def t5_bucket(relative_position: torch.Tensor | int, *, num_buckets: int = 32,
     # min and max, not abs().max(): abs(−2^63) overflows to −2^63 and would pass the check.
     if n.numel() and (int(n.min()) < -MAX_ABS_OFFSET or int(n.max()) > MAX_ABS_OFFSET):
         raise ValueError(f"relative_position values must lie within ±{MAX_ABS_OFFSET}")
-
-    buckets_per_direction = config.buckets_per_direction
-    if config.bidirectional:
-        bucket = (n > 0).to(torch.long) * buckets_per_direction
-        n = n.abs()
-    else:
-        bucket = torch.zeros_like(n)
-        n = (-n).clamp(min=0)
-    max_exact = config.max_exact
-    is_small = n < max_exact
-    n_large = n.clamp(min=max_exact).to(torch.float32)
-    if_large = max_exact + (
-        torch.log(n_large / max_exact)
-        / math.log(config.max_distance / max_exact)
-        * (buckets_per_direction - max_exact)
-    ).to(torch.long)
-    if_large = if_large.clamp(max=buckets_per_direction - 1)
-    return bucket + torch.where(is_small, n, if_large)
+    return config.bucket(n)
 
 
 def t5_bucket_map(q_len: int, k_len: int | None = None, *, num_buckets: int = 32,
                   max_distance: int = 128, bidirectional: bool = True, q_offset: int = 0,
                   device: torch.device | str | None = None) -> torch.Tensor:
     """T5 bucket of every (query i, key j): LongTensor [q_len, k_len], computed per offset."""
-    t5_config(num_buckets, max_distance, bidirectional)
-    _check_cells(q_len, k_len, q_offset)
-    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=device)
-    per_offset = t5_bucket(offsets, num_buckets=num_buckets, max_distance=max_distance,
-                           bidirectional=bidirectional)
-    return expand_toeplitz(per_offset, q_len, offsets.numel() - q_len + 1)
+    config = t5_config(num_buckets, max_distance, bidirectional)
+    q_len, k_len, q_offset = _check_cells(q_len, k_len, q_offset)
+    offsets = _offsets(q_len, k_len, q_offset, resolve_device(device))
+    return _expand(config.bucket(offsets), q_len, k_len)
+
+
+def _check_bias_table(bias_table: torch.Tensor, config: T5Config) -> torch.Tensor:
+    bias_table = check_tensor("bias_table", bias_table, ndim=2, floating=True)
+    if bias_table.shape[0] != config.num_buckets:
+        raise ValueError(f"bias_table must have shape [num_buckets, H] = [{config.num_buckets}, H]; "
+                         f"got {tuple(bias_table.shape)}")
+    return bias_table
 
 
 def t5_bias_offsets(bias_table: torch.Tensor, q_len: int, k_len: int | None = None, *, num_buckets: int = 32,
@@ -237,25 +273,19 @@ def t5_bias_offsets(bias_table: torch.Tensor, q_len: int, k_len: int | None = No
     one table lookup per (offset, head): :func:`expand_toeplitz` turns it into the full bias.
     """
     config = t5_config(num_buckets, max_distance, bidirectional)
-    bias_table = check_tensor("bias_table", bias_table, ndim=2, floating=True)
-    if bias_table.shape[0] != config.num_buckets:
-        raise ValueError(f"bias_table must have shape [num_buckets, H] = [{config.num_buckets}, H]; "
-                         f"got {tuple(bias_table.shape)}")
-    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=bias_table.device)
-    buckets = t5_bucket(offsets, num_buckets=config.num_buckets, max_distance=config.max_distance,
-                        bidirectional=config.bidirectional)                      # [q_len + k_len − 1]
-    return bias_table.transpose(0, 1)[:, buckets]                                # [H, q_len + k_len − 1]
+    bias_table = _check_bias_table(bias_table, config)
+    q_len, k_len, q_offset = _check_lengths(q_len, k_len, q_offset)
+    return config.bias_offsets(bias_table, q_len, k_len, q_offset)
 
 
 def t5_bias(bias_table: torch.Tensor, q_len: int, k_len: int | None = None, *, num_buckets: int = 32,
             max_distance: int = 128, bidirectional: bool = True, q_offset: int = 0) -> torch.Tensor:
     """T5's position bias [H, q_len, k_len] (Hugging Face's ``compute_bias`` without the batch
     dimension), built per offset and expanded once: no int64 bucket map, no L × L gather."""
-    _check_cells(q_len, k_len, q_offset)
-    per_offset = t5_bias_offsets(bias_table, q_len, k_len, num_buckets=num_buckets, max_distance=max_distance,
-                                 bidirectional=bidirectional, q_offset=q_offset)
-    q_len = check_int("q_len", q_len, minimum=1)
-    return expand_toeplitz(per_offset, q_len, per_offset.shape[-1] - q_len + 1)
+    config = t5_config(num_buckets, max_distance, bidirectional)
+    bias_table = _check_bias_table(bias_table, config)
+    q_len, k_len, q_offset = _check_cells(q_len, k_len, q_offset)
+    return _expand(config.bias_offsets(bias_table, q_len, k_len, q_offset), q_len, k_len)
 
 
 @dataclass(frozen=True)
@@ -289,8 +319,7 @@ def t5_bucket_ranges(*, num_buckets: int = 32, max_distance: int = 128, bidirect
     max_offset = config.max_distance if max_offset is None else check_int(
         "max_offset", max_offset, minimum=1, maximum=MAX_ABS_OFFSET)
     offsets = torch.arange(-max_offset, max_offset + 1, device="cpu")
-    buckets = t5_bucket(offsets, num_buckets=num_buckets, max_distance=max_distance,
-                        bidirectional=bidirectional)
+    buckets = config.bucket(offsets)
     counts = torch.bincount(buckets, minlength=config.num_buckets).tolist()
     big = torch.iinfo(torch.long).max
     firsts = torch.full((config.num_buckets,), big).scatter_reduce(0, buckets, offsets, "amin").tolist()
@@ -356,13 +385,18 @@ def alibi_bias(q_len: int, k_len: int | None = None, *, num_heads: int, q_offset
     if num_heads * q_len * k_len > MAX_CELLS:
         raise ValueError(f"num_heads * q_len * k_len must be at most {MAX_CELLS} values; got {num_heads} * "
                          f"{q_len} * {k_len} = {num_heads * q_len * k_len}")
-    per_offset = alibi_bias_offsets(q_len, k_len, num_heads=num_heads, q_offset=q_offset, device=device)
-    return expand_toeplitz(per_offset, q_len, per_offset.shape[-1] - q_len + 1)
+    return _expand(_alibi_offsets(num_heads, q_len, k_len, q_offset, resolve_device(device)), q_len, k_len)
 
 
 def alibi_bias_offsets(q_len: int, k_len: int | None = None, *, num_heads: int, q_offset: int = 0,
                        device: torch.device | str | None = None) -> torch.Tensor:
     """ALiBi's bias per offset, −slope_h · |offset|: float32 [num_heads, q_len + k_len − 1]."""
-    slopes = alibi_slopes(num_heads, device=device)
-    offsets = offset_range(q_len, k_len, q_offset=q_offset, device=slopes.device)
+    num_heads = check_int("num_heads", num_heads, minimum=1, maximum=4096)
+    q_len, k_len, q_offset = _check_lengths(q_len, k_len, q_offset)
+    return _alibi_offsets(num_heads, q_len, k_len, q_offset, resolve_device(device))
+
+
+def _alibi_offsets(num_heads: int, q_len: int, k_len: int, q_offset: int, device: torch.device) -> torch.Tensor:
+    slopes = torch.tensor(_alibi_slopes_list(num_heads), dtype=torch.float32, device=device)   # [H]
+    offsets = _offsets(q_len, k_len, q_offset, device)                                          # [q_len + k_len − 1]
     return -slopes[:, None] * offsets.abs().to(torch.float32)[None, :]

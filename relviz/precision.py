@@ -140,7 +140,7 @@ def mesh_tf_edges(*, num_buckets: int = 32, max_distance: int = 128, bidirection
     """
     config = t5_config(num_buckets, max_distance, bidirectional)
     offsets = torch.arange(-config.max_distance, config.max_distance + 1)
-    hf = t5_bucket(offsets, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional)
+    hf = config.bucket(offsets)
     mtf = t5_bucket_mesh_tf(offsets, num_buckets=num_buckets, max_distance=max_distance,
                             bidirectional=bidirectional)
     differ = (hf != mtf).nonzero().flatten().tolist()

@@ -55,7 +55,7 @@ def last_bucket_start(num_buckets: int, max_distance: int, bidirectional: bool) 
     """
     config = t5_config(num_buckets, max_distance, bidirectional)
     distances = torch.arange(0, config.max_distance + 1)
-    past = t5_bucket(-distances, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional)
+    past = config.bucket(-distances)
     return int(distances[past == config.buckets_per_direction - 1][0])
 
 
@@ -241,9 +241,9 @@ def t5_training_coverage(num_buckets: int, max_distance: int, bidirectional: boo
     """For offsets within ±extent: the buckets of the unseen ones (|j − i| ≥ train_length), split by
     whether a seen offset (|j − i| < train_length) shares them. Unidirectional (a causal model):
     only j − i ≤ 0, the future being masked."""
-    t5_config(num_buckets, max_distance, bidirectional)
+    config = t5_config(num_buckets, max_distance, bidirectional)
     offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
-    buckets = t5_bucket(offsets, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional)
+    buckets = config.bucket(offsets)
     seen_mask = offsets.abs() < train_length
     seen = set(buckets[seen_mask].tolist())
     unseen = set(buckets[~seen_mask].tolist())

@@ -54,8 +54,7 @@ def t5_offsets(q_len: int, k_len: int, *, num_buckets: int, max_distance: int, b
                q_offset: int = 0) -> T5Offsets:
     config = t5_config(num_buckets, max_distance, bidirectional)
     offsets = offset_range(q_len, k_len, q_offset=q_offset, device="cpu")
-    buckets = t5_bucket(offsets, num_buckets=num_buckets, max_distance=max_distance,
-                        bidirectional=bidirectional)
+    buckets = config.bucket(offsets)
     extent = max(config.max_distance, int(offsets.abs().max()))
     ranges = t5_bucket_ranges(num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional,
                               max_offset=extent)
@@ -118,8 +117,7 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
     top = max((6 if log_x else 2) * config.max_distance, 16, longest or 0)
     distances = np.arange(1 if log_x else 0, top + 1)
     n = torch.from_numpy(distances)
-    past = t5_bucket(-n, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional).numpy()
-    future = t5_bucket(n, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional).numpy()
+    past, future = config.bucket(-n).numpy(), config.bucket(n).numpy()
     traces = [
         go.Scatter(x=distances, y=past.astype(np.float32), mode="lines", line_shape="hv",
                    name="past: j − i = −n", line=dict(color=PAST_COLOUR, width=3),
@@ -322,8 +320,7 @@ def composition_figure(num_buckets: int, max_distance: int, bidirectional: bool,
     me = config.max_exact
     top = max(depth * (me - 1) + max(4, me), 12)
     n = np.arange(0, top + 1)
-    buckets = t5_bucket(torch.from_numpy(-n), num_buckets=num_buckets, max_distance=max_distance,
-                        bidirectional=bidirectional).numpy()
+    buckets = config.bucket(torch.from_numpy(-n)).numpy()
     shared = np.bincount(buckets, minlength=num_buckets)[buckets] > 1
     rows = []
     for d in range(1, depth + 1):

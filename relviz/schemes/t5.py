@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from relviz.attention import offset_bias_attention
-from relviz.positions import MAX_ABS_OFFSET, t5_bias_offsets, t5_bucket, t5_bucket_map, t5_config
+from relviz.positions import MAX_ABS_OFFSET, t5_bucket, t5_bucket_map, t5_config
 from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, detached
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 from relviz.t5_notes import last_bucket_start, t5_training_coverage
@@ -34,6 +34,8 @@ class T5(Scheme):
 
     def __init__(self, config: SchemeConfig) -> None:
         super().__init__(config)
+        #: The buckets, checked once with the model's config; the forward builds its bias from it unchecked.
+        self.buckets = t5_config(config.num_buckets, config.max_distance, not config.causal)
         self.bias = nn.Parameter(torch.randn(config.num_buckets, config.n_heads) * 0.02)   # [buckets, H]
 
     @classmethod
@@ -69,10 +71,12 @@ class T5(Scheme):
     @classmethod
     def bucket_width(cls, params: dict, s: int) -> int:
         """How many offsets share offset −s's bucket (causal model: unidirectional buckets)."""
-        nb, md = params["num_buckets"], params["max_distance"]
+        md = params["max_distance"]
+        causal = t5_config(params["num_buckets"], md, False)
         lo, hi = max(1, s - 4 * md), s + 4 * md
-        buckets = t5_bucket(torch.arange(-hi, -lo + 1), num_buckets=nb, max_distance=md, bidirectional=False)
-        own = int(t5_bucket(-s, num_buckets=nb, max_distance=md, bidirectional=False))
+        buckets = t5_bucket(torch.arange(-hi, -lo + 1), num_buckets=causal.num_buckets, max_distance=md,
+                            bidirectional=False)
+        own = int(causal.bucket(torch.tensor(-s)))
         return int((buckets == own).sum())
 
     @classmethod
@@ -82,9 +86,7 @@ class T5(Scheme):
 
     def prepare(self, length: int, like: torch.Tensor) -> torch.Tensor:
         """The bias per offset [H, 2L − 1], once per forward: every layer shares the table."""
-        return t5_bias_offsets(self.bias, length, num_buckets=self.config.num_buckets,
-                               max_distance=self.config.max_distance,
-                               bidirectional=not self.config.causal).to(like.dtype)
+        return self.buckets.bias_offsets(self.bias, length, length).to(like.dtype)             # [H, 2L − 1]
 
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
@@ -96,7 +98,7 @@ class T5(Scheme):
         buckets = t5_bucket_map(length, num_buckets=config.num_buckets, max_distance=config.max_distance,
                                 bidirectional=not causal, device="cpu").numpy()        # [L, L]
         bias = np.ascontiguousarray(detached(self.bias).T[:, buckets])                  # [H, L, L]
-        cfg = t5_config(config.num_buckets, config.max_distance, not causal)
+        cfg = self.buckets
         return PositionStructure(
             self.name, f"T5 bucket of j − i ({config.num_buckets} buckets, max_distance {config.max_distance})",
             "bucket", buckets[None], (0, config.num_buckets - 1),
@@ -124,9 +126,10 @@ def bias_curve(table: np.ndarray, *, num_buckets: int, max_distance: int, bidire
     causal, −extent..extent bidirectional), with its bucket edges and exact band. Also what
     relviz.hf draws for a real checkpoint's table."""
     nb, md = num_buckets, max_distance
-    exact = t5_config(nb, md, bidirectional).max_exact
+    config = t5_config(nb, md, bidirectional)
+    exact = config.max_exact
     offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
-    b = t5_bucket(offsets, num_buckets=nb, max_distance=md, bidirectional=bidirectional).numpy()
+    b = config.bucket(offsets).numpy()
     edges = offsets.numpy()[np.flatnonzero(b[1:] != b[:-1])] + 0.5
     last_start = last_bucket_start(nb, md, bidirectional)
     return BiasCurve(
