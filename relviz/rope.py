@@ -120,8 +120,8 @@ class RopeScaling:
                 if getattr(self, name) is None:
                     raise ValueError(f"{name} is required for rope_type 'llama3' (a number > 0)")
                 object.__setattr__(self, name, _check_float(name, getattr(self, name), above=0.0, maximum=1e6))
-            if self.high_freq_factor <= self.low_freq_factor:
-                raise ValueError(f"high_freq_factor must be > low_freq_factor ({self.low_freq_factor:g}); "
+            if self.high_freq_factor < self.low_freq_factor:   # equal: no smooth band (Llama 4 Scout: 1 and 1)
+                raise ValueError(f"high_freq_factor must be ≥ low_freq_factor ({self.low_freq_factor:g}); "
                                  f"got {self.high_freq_factor:g}")
             if self.original_max_position_embeddings is None:
                 raise ValueError("original_max_position_embeddings is required for rope_type 'llama3' "

@@ -99,7 +99,7 @@ def test_dynamic_ntk_depends_on_the_length():
 
 def test_invalid_llama3_factors_show_an_error_not_a_traceback():
     at = run_page("rope", rp_rule="llama3", rp_low=2.0, rp_high=1.0)
-    assert [e.value for e in at.error] == ["high_freq_factor must be > low_freq_factor (2); got 1"]
+    assert [e.value for e in at.error] == ["high_freq_factor must be ≥ low_freq_factor (2); got 1"]
 
 
 def test_junk_in_the_link_falls_back_to_defaults():

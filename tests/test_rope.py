@@ -348,7 +348,7 @@ def test_yarn_default_attention_factor():
     (lambda: RopeScaling("linear"), "factor is required"),
     (lambda: RopeScaling("linear", factor=-2), "factor must be a finite number > 0"),
     (lambda: RopeScaling("llama3", factor=8, low_freq_factor=4, high_freq_factor=1,
-                         original_max_position_embeddings=8192), "high_freq_factor must be > low_freq_factor"),
+                         original_max_position_embeddings=8192), "high_freq_factor must be ≥ low_freq_factor"),
     (lambda: RopeScaling("longrope", short_factor=[1.0], long_factor=None), "long_factor is required"),
     (lambda: RopeConfig(head_dim=8, scaling=RopeScaling("longrope", short_factor=[1.0] * 3,
                                                         long_factor=[1.0] * 4)), "short_factor must have"),

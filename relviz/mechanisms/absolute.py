@@ -57,3 +57,10 @@ class LearnedAbsolute(Mechanism):
         if self.table is not None:
             out["max_positions"], out["d_model"] = int(self.table.shape[0]), int(self.table.shape[1])
         return out
+
+    def views(self, length: int, layer: Any) -> list[Any]:
+        from relviz.layer_views import Note
+
+        return [Note("Learned absolute positions (in the input, before the first layer)",
+                     self.describe() + ". Every layer sees them only through the hidden states; the similarity "
+                     "of the learned vectors is drawn below when the weights are read.")]

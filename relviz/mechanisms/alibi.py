@@ -121,3 +121,17 @@ class Alibi(Mechanism):
             out["divided_by_sqrt_head_dim"] = True
             out["head_dim"] = self.head_dim
         return out
+
+    def views(self, length: int, layer: Any) -> list[Any]:
+        import numpy as np
+
+        from relviz.layer_views import BiasCurve
+
+        slopes = self.slopes().double().numpy()
+        # the bias is linear in the offset: a few hundred offsets draw it exactly at any length
+        offsets = np.unique(np.round(np.linspace(-(length - 1), 0, min(length, 513)))).astype(np.int64)
+        bias = (-slopes[:, None] * np.abs(offsets)[None, :]).astype(np.float32)             # [H, n]
+        scale = f" transformers' Falcon then divides it by √{self.head_dim}." if self.head_dim else ""
+        return [BiasCurve(f"ALiBi: bias −slope · |j − i| per head over {length:,} positions",
+                          f"{self.describe()}. {self.rule_text()}{scale}", offsets, bias, learned=False,
+                          head_labels=tuple(f"head {h + 1}: slope {s:.4g}" for h, s in enumerate(slopes)))]

@@ -178,3 +178,8 @@ class Mechanism:
     def key(self) -> tuple:
         """What makes two layers' mechanisms the same (for grouping runs of identical layers)."""
         return (self.name, tuple(sorted((k, repr(v)) for k, v in self.settings().items())))
+
+    def views(self, length: int, layer: Any) -> list[Any]:
+        """What this mechanism looks like on ``layer`` (its LayerPlan: the other mechanisms it sits with) at
+        ``length`` positions, as relviz.layer_views' data kinds, built per offset or per position."""
+        return []

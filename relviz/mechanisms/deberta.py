@@ -104,6 +104,25 @@ class DisentangledRelative(Mechanism):
                 "pos_att_type": list(self.pos_att_type), "share_att_key": self.share_att_key,
                 "norm_rel_ebd_layer_norm": self.layer_norm}
 
+    def views(self, length: int, layer: Any) -> list[Any]:
+        import numpy as np
+
+        from relviz.layer_views import BiasCurve
+
+        extent = min(length - 1, max(4 * self.span, 64), 4096)
+        rel = self.relative_positions(1, extent + 1)[0].numpy()          # query 0 − key j, j = 0..extent
+        offsets = -np.arange(extent + 1)[::-1]                            # j − i ≤ 0 (mirrors for j − i > 0)
+        bucket = rel[::-1].astype(np.float32)                            # i − j = −(j − i) ≥ 0, bucketed
+        offsets = np.concatenate([offsets, -offsets[-2::-1]])
+        bucket = np.concatenate([bucket, -bucket[-2::-1]])
+        edges = offsets[np.flatnonzero(bucket[1:] != bucket[:-1])] + 0.5
+        return [BiasCurve("DeBERTa: which relative embedding each offset j − i reads",
+                          f"{self.describe()}. Not a bias: the offset picks a relative embedding (its index as "
+                          "drawn, j − i exactly near 0, log buckets further out), whose dot products with the "
+                          "content (c2p, p2c) are added to the logits.",
+                          offsets.astype(np.int64), bucket[None, :], learned=False, steps=True,
+                          edges=edges if len(edges) < 400 else None, head_labels=("bucketed j − i",))]
+
 
 def _embeddings(ctx: LayerContext, layer_norm: bool) -> torch.Tensor:
     table = ctx.tensor("encoder.rel_embeddings.weight")

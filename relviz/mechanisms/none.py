@@ -29,3 +29,13 @@ class NoPosition(Mechanism):
     def describe(self) -> str:
         return ("no position encoding on this layer: its logits depend on content alone (the causal mask still "
                 "orders the tokens)")
+
+    def views(self, length: int, layer: Any) -> list[Any]:
+        from relviz.layer_views import Note
+
+        return [Note("No position on this layer (NoPE)",
+                     "q·k here depends on the content alone: nothing rotates, nothing is added. The causal mask "
+                     "still tells a token which keys came before it, and the layers below have already mixed "
+                     "position into the hidden states, so a NoPE layer can still use order; it just cannot be "
+                     "fooled by an offset it never saw in training, which is why models keep some of them for "
+                     "long contexts.")]

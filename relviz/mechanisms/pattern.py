@@ -108,3 +108,28 @@ class AttentionPattern(Mechanism):
         if self.chunk is not None:
             out["chunk"] = self.chunk
         return out
+
+    def views(self, length: int, layer: Any) -> list[Any]:
+        from relviz.layer_views import KeysSeen, keys_seen
+
+        positions, back, ahead, sampled = keys_seen(length, causal=self.causal, window=self.window,
+                                                    chunk=self.chunk)
+        reach = self.reach()
+        if self.window is not None:
+            limit = f"window {self.window}" if self.causal else f"±{self.window}"
+            what = (f"A query sees at most {self.window:,} keys (itself and the {self.window - 1:,} before it), "
+                    f"however long the context: past position {self.window - 1:,} the band stops growing. "
+                    "Information from further back reaches it only through other layers."
+                    if self.causal else
+                    f"Each token sees the {self.window:,} tokens on either side of it, never more.")
+        elif self.chunk is not None:
+            limit = f"chunk {self.chunk}"
+            what = (f"Queries see only their own chunk of {self.chunk:,} positions: the first token of a chunk "
+                    "sees itself alone, the last sees the whole chunk. The band is a saw, not a stripe.")
+        else:
+            limit = ""
+            what = ("Causal: query i sees all i + 1 keys up to itself; the band widens with position."
+                    if self.causal else "Bidirectional: every token sees every other.")
+        note = " (Chunks sampled: each tooth drawn is exact.)" if sampled else ""
+        return [KeysSeen(f"Which keys each query sees over {length:,} positions", what + note, length,
+                         positions, back, ahead, reach, limit, sampled)]

@@ -182,6 +182,24 @@ class Rotation(Mechanism):
             out["mrope_section"] = list(self.sections)
         return out
 
+    def views(self, length: int, layer: Any) -> list[Any]:
+        from relviz.layer_views import Wavelengths
+        from relviz.rope import unscaled
+
+        inv_freq, scaling = rope_parameters(self.rope, length, device="cpu")
+        plain = rope_parameters(unscaled(self.rope), device="cpu")[0]
+        view = Wavelengths("", "", inv_freq.numpy(), plain.numpy(), length, self.rope.scaled_from,
+                           self.rope.scaling.rope_type, float(scaling))
+        wraps = int((view.turns >= 1).sum())
+        scaled = (f" {self.rope.scaling.rope_type} scaling (from {self.rope.scaled_from:,} positions) moves the "
+                  "slow pairs (grey rings: the base alone)." if self.rope.scaled_from else "")
+        caption = (f"{self.describe()}. At {length:,} positions {wraps} of {len(inv_freq)} pairs complete at least "
+                   f"one turn (green); the other {len(inv_freq) - wraps} never do (red): their angle alone tells "
+                   f"far positions apart.{scaled}" +
+                   (f" cos and sin are multiplied by {scaling:.4f}." if scaling != 1 else ""))
+        return [Wavelengths(f"Rotation: wavelength of each pair against {length:,} positions", caption,
+                            view.inv_freq, view.plain, length, view.original, view.rule, view.attention_scaling)]
+
 
 def _flag(name: str, value: Any) -> bool:
     if value not in (0, 1) or isinstance(value, float):

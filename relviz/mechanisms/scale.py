@@ -63,6 +63,12 @@ class SoftmaxScale(Mechanism):
     def settings(self) -> dict[str, Any]:
         return {"softmax_scale": self.scale(), "factor": self.factor, "mscale_all_dim": self.mscale_all_dim}
 
+    def views(self, length: int, layer: Any) -> list[Any]:
+        from relviz.layer_views import Note
+
+        return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same on every position, so it "
+                     "sharpens every row alike (YaRN's length correction, applied to the logits).")]
+
 
 @dataclass(frozen=True)
 class QueryTemperature(Mechanism):
@@ -98,3 +104,16 @@ class QueryTemperature(Mechanism):
 
     def settings(self) -> dict[str, Any]:
         return {"attn_scale": self.attn_scale, "floor_scale": self.floor_scale}
+
+    def views(self, length: int, layer: Any) -> list[Any]:
+        from relviz.layer_views import TemperatureCurve, step_positions
+
+        positions, sampled = step_positions(length, self.floor_scale)
+        factors = self.factors(torch.from_numpy(positions)).double().numpy()
+        caption = (f"{self.describe()}. Flat at 1 for the first {int(self.floor_scale):,} positions, then a step "
+                   f"every {self.floor_scale:g}: ×{factors[-1]:.3f} at position {length - 1:,}. Larger queries "
+                   "make the softmax sharper, so a long context does not dilute attention to a uniform blur.")
+        if sampled:
+            caption += " (Steps sampled: each value drawn is exact.)"
+        return [TemperatureCurve(f"Query temperature against position, over {length:,} positions", caption,
+                                 positions, factors, length, sampled)]

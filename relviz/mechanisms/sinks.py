@@ -53,3 +53,35 @@ class Sinks(Mechanism):
 
     def settings(self) -> dict[str, Any]:
         return {"heads": self.heads}
+
+    def views(self, length: int, layer: Any) -> list[Any]:
+        import numpy as np
+
+        from relviz.layer_views import SinkShare, keys_at, keys_seen
+        from relviz.mechanisms.pattern import AttentionPattern
+
+        pattern = layer.find(AttentionPattern) if layer is not None else None
+        causal = pattern.causal if pattern is not None else True
+        window = pattern.window if pattern is not None else None
+        chunk = pattern.chunk if pattern is not None else None
+        positions, _, _, _ = keys_seen(length, causal=causal, window=window, chunk=chunk)
+        grid = np.unique(np.geomspace(1, length, 200).astype(np.int64) - 1)   # smooth on a log axis
+        positions = np.unique(np.concatenate([positions, grid]))
+        keys = keys_at(positions, length, causal=causal, window=window, chunk=chunk).astype(np.float64)
+        if self.logits is not None:
+            logits = self.logits.double().numpy()
+            labels = tuple(f"head {h + 1}: sink logit {s:.3g}" for h, s in enumerate(logits))
+        else:
+            logits = np.array([0.0, 2.0, 4.0, 6.0])
+            labels = tuple(f"sink logit − key logit = {s:g} (illustrative)" for s in logits)
+        # softmax over n equal key logits z and the sink s: the sink's share is e^s / (e^s + n·e^z)
+        share = 1.0 / (1.0 + keys[None, :] * np.exp(-logits[:, None]))                     # [S, n]
+        where = (f"on this layer's window of {window:,} keys it never falls below its value at {window:,} keys"
+                 if window else "on a full-attention layer it fades as 1/n with the keys seen")
+        source = ("the sink logits are this checkpoint's" if self.logits is not None else
+                  "a config alone has no sink logits (they are learned weights): the curves use illustrative values")
+        caption = (f"{self.describe()}. If every key's logit were equal, the sink would take 1/(1 + n·e^(z − s)) "
+                   f"of the row with n keys seen: {where}. Here {source}. The weights shown per key then sum to "
+                   "1 − that share.")
+        return [SinkShare(f"Share of attention the sink takes, over {length:,} positions", caption, positions,
+                          keys, logits, share, labels, self.logits is None)]

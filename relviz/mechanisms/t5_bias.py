@@ -109,6 +109,19 @@ class T5Bias(Mechanism):
             out["global_block_size"] = self.global_block_size
         return out
 
+    def views(self, length: int, layer: Any) -> list[Any]:
+        from relviz.layer_views import Note
+        from relviz.schemes.t5 import bias_curve
+
+        if self.table is None:
+            return [Note("T5 bias: the learned table lives in the weights",
+                         f"{self.describe()}. A config alone gives the buckets, not the bias values: list a model "
+                         "directory (RELVIZ_MODELS) to see each head's learned bias.")]
+        extent = min(length - 1, max(2 * self.max_distance, 64))
+        curve = bias_curve(self.table.float().numpy(), num_buckets=self.num_buckets, max_distance=self.max_distance,
+                           bidirectional=self.bidirectional, extent=extent)
+        return [curve]
+
 
 def _read_tables(ctx: LayerContext, layer: int, num_buckets: int,
                  heads: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
