@@ -1,7 +1,8 @@
-"""Your model: a real Hugging Face checkpoint's position structure, and its own attention on your text.
+"""Your model: a real model's position plan layer by layer, each layer's structure at the model's own context
+length, two models side by side, and (for the operator's model directories) its own attention on your text.
 
-The operator lists model directories (RELVIZ_MODELS); a visitor picks one of them, never a path.
-Published configs (presets) that need no weights (RoPE, ALiBi) are always listed.
+The operator lists model directories (RELVIZ_MODELS); a visitor picks one of them, never a path. Published
+configs (presets) are always listed. Every view is built per offset or per position, never L × L.
 """
 from __future__ import annotations
 
@@ -10,63 +11,64 @@ import os
 import numpy as np
 import streamlit as st
 
-from relviz import hf, ui
-from relviz.mechanisms.absolute import LearnedAbsolute
-from relviz.mechanisms.alibi import Alibi
-from relviz.mechanisms.rotation import Rotation
-from relviz.mechanisms.t5_bias import T5Bias
+from relviz import hf, layer_views, ui
 from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
-from relviz.figures.rope import decay_figure, ratio_figure, wavelength_figure
+from relviz.figures.layers import strip_figure, view_figure
 from relviz.figures.toeplitz import toeplitz_view
+from relviz.mechanisms.absolute import LearnedAbsolute
+from relviz.mechanisms.t5_bias import T5Bias
+from relviz.model_presets import model_presets, preset_config
 from relviz.positions import t5_bias_offsets, t5_config
-from relviz.rope import decay_curves, load_presets, rope_parameters, unscaled
-from relviz.schemes.alibi import bias_lines
 from relviz.schemes.views import relative_share
 from relviz.t5_notes import last_bucket_start
 
 ui.ensure_app_navigation()
 
 P = "ym"
-LENGTHS = [2 ** k for k in range(8, 21)]
 PRESET_MARK = " (published config)"
+NONE = "(none)"
+#: the length control: 0 is "the model's own context", then powers of two (clamped to the model's own)
+LENGTHS = [0] + [2 ** k for k in range(4, 25)]
+DEFAULT_LENGTH = 4096   # for a model whose config names no context length
 
 
 @st.cache_data(max_entries=4, show_spinner=False, ttl=60)
 def choices(models_setting: str, allow_hub: str) -> dict[str, tuple[str, str]]:
-    """label -> ("dir", target) for the operator's models, ("preset", group/id) for config-only presets."""
+    """label -> ("dir", target) for the operator's models, ("preset", group/id) for the published configs."""
     env = {hf.MODELS_ENV: models_setting, hf.ALLOW_HUB_ENV: allow_hub}
     out = {name: ("dir", target) for name, target in hf.configured_models(env).items()}
-    presets = load_presets()
-    for group in ("rope", "alibi"):
-        for entry in presets[group]:
-            out[entry["label"] + PRESET_MARK] = ("preset", f"{group}/{entry['id']}")
+    for key, entry in model_presets().items():
+        out[entry["label"] + PRESET_MARK] = ("preset", key)
     return out
 
 
-@st.cache_resource(max_entries=8, show_spinner="Reading the checkpoint's position tensors…")
+@st.cache_resource(max_entries=16, show_spinner="Reading the model's position plan…")
 def positions_of(kind: str, target: str) -> hf.ModelPositions:
     if kind == "dir":
         return hf.open_configured(target)
-    group, preset_id = target.split("/", 1)
-    entry = next(e for e in load_presets()[group] if e["id"] == preset_id)
-    return hf.from_config(entry["config"], source=entry["source"])
+    entry = model_presets()[target]
+    return hf.from_config(preset_config(entry), source=entry["source"])
 
 
-# The RoPE figures, cached by scalars (as pages/rope.py does): a figure is read-only once built
-# (st.plotly_chart copies it), so a rerun that leaves the model and L alone (typing text below)
-# rebuilds neither the figures nor the decay curves.
-@st.cache_resource(max_entries=8, show_spinner=False)
-def rope_figs(kind: str, target: str, length: int):
-    """(wavelength figure, ratio figure or None without a scaling rule, decay figure, attention scaling)."""
-    config = positions_of(kind, target).rope
-    inv_freq, attention = rope_parameters(config, length, device="cpu")
-    plain = rope_parameters(unscaled(config), device="cpu")[0].numpy()
-    inv_freq = inv_freq.numpy()
-    rule = config.scaling.rope_type
-    wave = wavelength_figure(inv_freq, plain, length=length, original=config.scaled_from, rule=rule)
-    ratio = ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=rule) if rule != "default" else None
-    decay = decay_figure(decay_curves(config, length), length=length, original=config.scaled_from)
-    return wave, ratio, decay, attention
+def raw_config(kind: str, target: str) -> dict:
+    return preset_config(model_presets()[target]) if kind == "preset" else {}
+
+
+def own_length(kind: str, target: str) -> int:
+    return layer_views.context_length(positions_of(kind, target), raw_config(kind, target)) or DEFAULT_LENGTH
+
+
+# Figures are read-only once built (st.plotly_chart copies them): cached by scalars.
+@st.cache_resource(max_entries=16, show_spinner=False)
+def strip_fig(kind: str, target: str, stack: str, selected: int, title: str = ""):
+    return strip_figure(layer_views.strip(positions_of(kind, target), stack), selected=selected, title=title)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def views_of(kind: str, target: str, stack: str, layer: int, length: int) -> list:
+    """[(view, figure or None)] of one layer at one length."""
+    plan = positions_of(kind, target).layer(layer, stack=stack)
+    return [(v, view_figure(v)) for v in layer_views.layer_views(plan, length)]
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the model…")
@@ -81,97 +83,172 @@ def own_attention(directory: str, text: str) -> tuple[list[str], np.ndarray]:
     return tokens, weights.numpy()
 
 
-def describe(positions: hf.ModelPositions, *, any_directory: bool) -> None:
-    """What was read and from where, under the picture."""
-    st.caption(f"**{positions.model_type}** · Source: {positions.source}")
-    for note in positions.notes:
-        st.info(note)
-    with st.expander("settings read from config.json", expanded=False):
-        st.json(positions.config)
-        if positions.tensors_read:
-            st.caption("tensors read: " + ", ".join(positions.tensors_read))
-    if not any_directory:
-        st.caption("No model directories are configured on this server (RELVIZ_MODELS): the published configs "
-                   "in the list need none.")
+def length_label(value: int) -> str:
+    return "the model's own" if value == 0 else f"{value:,}"
+
+
+def pick_layer(chart_key: str, layer_key: str) -> None:
+    """The strip's click: the layer of the clicked bar becomes the layer shown."""
+    points = (st.session_state.get(chart_key) or {}).get("selection", {}).get("points", [])
+    if points:
+        st.session_state[layer_key] = int(points[0]["x"])
+
+
+def show_strip(kind: str, target: str, stack: str, layer: int, *, chart_key: str, layer_key: str,
+               title: str = "") -> None:
+    export = st.session_state.get(ui.EXPORT_KEY) or st.query_params.get(ui.EXPORT_KEY) or "PNG"
+    st.plotly_chart(strip_fig(kind, target, stack, layer, title), key=chart_key, width="stretch",
+                    config=ui.plotly_config(export), on_select=lambda: pick_layer(chart_key, layer_key),
+                    selection_mode="points")
+
+
+def show_views(shown: list, *, key: str) -> None:
+    for n, (view, figure) in enumerate(shown):
+        st.markdown(f"**{view.title}**")
+        if figure is not None:
+            ui.show_figure(figure, key=f"{key}_{n}")
+            st.caption(view.caption)
+        else:
+            st.caption(view.text)
+
+
+def layer_control(key: str, layers: int, label: str, container) -> int:
+    ui.clamp_state(key, 0, layers - 1)
+    if layers == 1:
+        return 0
+    return int(container.slider(label, 0, layers - 1, 0, key=key, bind="query-params",
+                                help="Or click a layer in the strip."))
 
 
 st.title("Your model")
 st.markdown(
-    "A real checkpoint's own position structure, read exactly from config.json and its position tensors (never "
-    "a pickled `.bin`): T5's learned bucket biases, ALiBi's slopes, RoPE's frequencies under its scaling rule, "
-    "or a learned absolute table.")
+    "Today's models apply position differently on different layers: a second RoPE base on the global layers, "
+    "no position at all on every fourth, a window, a chunk, a sink. The **strip** shows every layer; click one "
+    "(or use the slider) to see its structure at the model's **own context length**, read exactly from "
+    "config.json (and, for a model directory, its position tensors; never a pickled `.bin`).")
 ui.sign_convention(compact=True)
 
 options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))
-# One row: the picker beside the scheme's main control (length), so the picture starts on the first screen.
-c_model, c_control = st.columns([3, 2])
+c_model, c_len, c_view = st.columns([3, 2, 2])
 label = c_model.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
                           help="The server's operator lists the models (RELVIZ_MODELS, see DEPLOY.md); published "
-                               "configs that need no weights are always here.")
+                               "configs are always here, each with its source.")
+chosen_length = int(c_len.select_slider("context length", LENGTHS, value=0, format_func=length_label,
+                                        key=f"{P}_len", bind="query-params",
+                                        help="Where the views are drawn: the model's own max_position_embeddings, "
+                                             "or shorter."))
+kind_shown = c_view.selectbox("show", list(layer_views.VIEW_KINDS), key=f"{P}_view", bind="query-params",
+                              help="Which view of the layer: all, or one kind (a layer without it shows all).")
 
 with ui.user_errors():
     kind, target = options[label]
     positions = positions_of(kind, target)
+    own = own_length(kind, target)
+    length = own if chosen_length == 0 else min(chosen_length, own)
 
-    t5, alibi = positions.first(T5Bias), positions.first(Alibi)
-    rotation, absolute = positions.first(Rotation), positions.first(LearnedAbsolute)
-    if t5 is not None:
-        c1, c3 = c_control.columns(2)  # beside the picker; a per-layer table (UMT5) adds a row below
-        stack = c1.radio("stack", positions.stacks, horizontal=True, key=f"{P}_stack", bind="query-params",
-                         help="Encoder: bidirectional buckets; decoder: unidirectional (every future offset is "
-                              "bucket 0).")
-        extent = int(c3.slider("offsets shown ±", 16, 512, 160, step=16, key=f"{P}_ext", bind="query-params"))
-        layers = positions.layers(stack)
-        layer = int(st.select_slider("layer (its own table)", layers, value=layers[0], key=f"{P}_layer",
-                                     bind="query-params")) if len(layers) > 1 else layers[0]
-        curve = hf.bias_curve(positions, stack=stack, layer=layer, extent=extent)
-        nb, md = t5.num_buckets, t5.max_distance
+    stacks = positions.stack_names
+    stack = st.radio("stack", stacks, horizontal=True, key=f"{P}_stack", bind="query-params",
+                     help="Encoder: bidirectional; decoder: causal.") if len(stacks) > 1 else stacks[0]
+    n_layers = len(positions.plans[stack])
+    c_layer, c_vs = st.columns([3, 2])
+    layer = layer_control(f"{P}_layer", n_layers, "layer", c_layer)
+    other = c_vs.selectbox("compare with", [NONE] + [o for o in options if o != label], key=f"{P}_vs",
+                           bind="query-params", help="A second model's strip and the same view, side by side.")
+
+    show_strip(kind, target, stack, layer, chart_key=f"{P}_strip", layer_key=f"{P}_layer",
+               title=label if other != NONE else "")
+    plan = positions.layer(layer, stack=stack)
+    note = f" (its own context: {own:,})" if length != own else " (the model's own context)"
+    st.caption(f"**{plan.stack} layer {plan.index}**" + (f" · {plan.layer_type}" if plan.layer_type else "") +
+               f" · at {length:,} positions{note}: " + plan.describe().split(": ", 1)[-1])
+
+    if other == NONE:
+        views = views_of(kind, target, stack, layer, length)
+        shown = layer_views.chosen([v for v, _ in views], kind_shown)
+        pairs = [(v, f) for v, f in views if any(v is s for s in shown.views)]
+        if shown.missing:
+            st.caption(f"This layer has no {kind_shown} view; all of its views are shown.")
+        if positions.notes:
+            v_col, n_col = st.columns([3, 1])
+            with v_col:
+                show_views(pairs, key=f"{P}_fig_view")
+            with n_col:
+                st.markdown("**Where transformers departs from the config or the original code**")
+                for text in positions.notes:
+                    st.info(text, icon=":material/warning:")
+        else:
+            show_views(pairs, key=f"{P}_fig_view")
+    else:
+        kind2, target2 = options[other]
+        positions2 = positions_of(kind2, target2)
+        own2 = own_length(kind2, target2)
+        length2 = own2 if chosen_length == 0 else min(chosen_length, own2)
+        stack2 = stack if stack in positions2.stack_names else positions2.stack_names[0]
+        n2 = len(positions2.plans[stack2])
+        layer2 = layer_control(f"{P}_layer2", n2, f"layer of {other}", st)
+        show_strip(kind2, target2, stack2, layer2, chart_key=f"{P}_strip2", layer_key=f"{P}_layer2", title=other)
+        left, right = st.columns(2)
+        for column, (k, t, s, lay, ln, name, pos) in zip(
+                (left, right), ((kind, target, stack, layer, length, label, positions),
+                                (kind2, target2, stack2, layer2, length2, other, positions2))):
+            with column:
+                views = views_of(k, t, s, lay, ln)
+                shown = layer_views.chosen([v for v, _ in views], kind_shown)
+                st.markdown(f"**{name}** · layer {lay} at {ln:,} positions")
+                show_views([(v, f) for v, f in views if any(v is x for x in shown.views)],
+                           key=f"{P}_fig_{'a' if column is left else 'b'}")
+                for text in pos.notes:
+                    st.info(text, icon=":material/warning:")
+
+    with st.expander("every layer, run by run", expanded=False):
+        st.markdown("\n".join(f"- layers {a}–{b}: {text}" if a != b else f"- layer {a}: {text}"
+                              for a, b, text in layer_views.strip(positions, stack).runs))
+    st.caption(f"**{positions.model_type}** · Source: {positions.source}")
+    if kind == "preset" and model_presets()[target].get("unconfirmed"):
+        st.caption("Not confirmed from a public copy of the model's own config.json (typed from third-party copies): "
+                   + ", ".join(model_presets()[target]["unconfirmed"]) + ".")
+    with st.expander("settings read from config.json", expanded=False):
+        st.json(positions.config)
+        if positions.tensors_read:
+            st.caption("tensors read: " + ", ".join(positions.tensors_read))
+    if not any(k == "dir" for k, _ in options.values()):
+        st.caption("No model directories are configured on this server (RELVIZ_MODELS): the published configs "
+                   "in the list need none.")
+
+    # ---- what only the weights hold: T5 tables, learned absolute positions -------------------
+    t5, absolute = positions.first(T5Bias), positions.first(LearnedAbsolute)
+    if t5 is not None and t5.table is not None:
+        st.subheader("T5's learned bias, head by head")
+        t5_stack = stack if stack in positions.stacks else positions.stacks[0]
+        c1, c2 = st.columns(2)
+        extent = int(c1.slider("offsets shown ±", 16, 512, 160, step=16, key=f"{P}_ext", bind="query-params"))
+        layers = positions.layers(t5_stack)
+        table_layer = layer if layer in layers else layers[0]
+        curve = hf.bias_curve(positions, stack=t5_stack, layer=table_layer, extent=extent)
+        table_bias = positions.layer(table_layer, stack=t5_stack).find(T5Bias)
+        nb, md, both = table_bias.num_buckets, table_bias.max_distance, table_bias.bidirectional
         ui.show_figure(bias_curve_figure(curve), key=f"{P}_fig_t5curve")
         st.caption(f"Each head's learned bias against j − i; dotted lines are bucket edges "
                    f"({nb} buckets, max_distance {md}: exact up to "
-                   f"|j − i| = {t5_config(nb, md, stack == 'encoder').max_exact - 1}, one bucket from "
-                   f"{last_bucket_start(nb, md, stack == 'encoder')} on). T5 adds it to the raw "
+                   f"|j − i| = {t5_config(nb, md, both).max_exact - 1}, one bucket from "
+                   f"{last_bucket_start(nb, md, both)} on). T5 adds it to the raw "
                    f"q·k logit" + ("; UMT5 has a table in every layer." if len(layers) > 1 else
                                    ", and block 0's table serves every layer of the stack."))
-        reach = positions.layer(layer, stack=stack).find(hf.AttentionPattern).window
-        if reach is not None:
-            st.caption(f"This encoder attends block-locally: a token sees keys within ±{reach} (local_radius) "
-                       "only, so only that band of the map below is used.")
         h1, h2 = st.columns(2)
         head = int(h1.slider("head", 1, t5.heads, 1, key=f"{P}_head", bind="query-params"))
-        length = int(h2.slider("positions L", 8, 256, 64, step=8, key=f"{P}_L", bind="query-params"))
-        per_offset = t5_bias_offsets(positions.bias_table(stack=stack, layer=layer).float(), length, length,
+        L = int(h2.slider("positions L", 8, 256, 64, step=8, key=f"{P}_L", bind="query-params"))  # noqa: N816
+        per_offset = t5_bias_offsets(positions.bias_table(stack=t5_stack, layer=table_layer).float(), L, L,
                                      num_buckets=nb, max_distance=md,
-                                     bidirectional=stack == "encoder")[head - 1].numpy()
-        heat = toeplitz_view(per_offset.astype(np.float32), length, length, value_label="bias",
+                                     bidirectional=both)[head - 1].numpy()
+        heat = toeplitz_view(per_offset.astype(np.float32), L, L, value_label="bias",
                              colorscale="RdBu_r", zmid=0.0, height=460)
-        ui.show_toeplitz(heat, key=f"{P}_fig_t5map", name=f"t5_bias_head{head}_{length}")
-        st.caption(f"Head {head}'s bias map: exactly what the model adds to its logits (transformers' "
-                   "compute_bias), constant along each diagonal.")
-
-    elif alibi is not None:
-        length = int(c_control.slider("positions L", 8, 512, 64, step=8, key=f"{P}_L", bind="query-params"))
-        slopes = positions.alibi_slopes().float().numpy()
-        ui.show_figure(bias_curve_figure(bias_lines(slopes, np.arange(-(length - 1), 1))), key=f"{P}_fig_alibi")
-        st.caption(alibi.describe() + ". " + alibi.rule_text())
-
-    elif rotation is not None:
-        length = int(c_control.select_slider("context length L", LENGTHS, value=8192, key=f"{P}_len",
-                                      bind="query-params"))
-        wave, ratio, decay, attention = rope_figs(kind, target, length)
-        r1, r2 = st.columns([3, 2])
-        with r1:
-            ui.show_figure(wave, key=f"{P}_fig_wave")
-        with r2:
-            if ratio is not None:
-                ui.show_figure(ratio, key=f"{P}_fig_ratio")
-            st.metric("attention scaling (on cos and sin)", f"{attention:.4f}")
-        ui.show_figure(decay, key=f"{P}_fig_decay")
-        st.caption("The RoPE page explains these views; here they use this model's base, head size and scaling.")
-
-    elif absolute is not None:
+        ui.show_toeplitz(heat, key=f"{P}_fig_t5map", name=f"t5_bias_head{head}_{L}")
+        st.caption(f"Head {head}'s bias map ({t5_stack}, table of layer {table_layer}): exactly what the model adds "
+                   "to its logits (transformers' compute_bias), constant along each diagonal.")
+    if absolute is not None and absolute.table is not None:
+        st.subheader("Learned absolute positions")
         table = positions.position_embeddings()
-        n = int(c_control.slider("positions compared", 8, min(512, table.shape[0]), min(128, table.shape[0]), step=8,
+        n = int(st.slider("positions compared", 8, min(512, table.shape[0]), min(128, table.shape[0]), step=8,
                           key=f"{P}_n", bind="query-params"))
         learned = hf.learned_similarity(positions, n)
         c_fig, c_txt = st.columns([3, 1])
@@ -184,8 +261,6 @@ with ui.user_errors():
                            "100% means the learned table acts exactly like a relative one.")
             st.caption("Cosine between the learned position vectors p_i and p_j. A relative scheme would be "
                        "constant along every diagonal.")
-
-    describe(positions, any_directory=any(k == "dir" for k, _ in options.values()))
 
     directory = positions.directory
     if kind == "dir" and directory is not None:

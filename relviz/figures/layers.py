@@ -1,0 +1,186 @@
+"""Figures of a real model layer by layer: the strip (one cell per layer per row) and a layer's views.
+
+``view_figure`` dispatches on the kind of data (relviz.layer_views), never on a mechanism, scheme or
+family name; the strip picks colours by a mechanism's ``legend`` (its colour group), one shade per
+distinct label in that group (two RoPE bases: two blues).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from relviz.figures.attention import bias_curve_figure
+from relviz.figures.rope import wavelength_figure
+from relviz.layer_views import KeysSeen, Note, SinkShare, Strip, TemperatureCurve, Wavelengths
+from relviz.schemes.views import BiasCurve
+
+__all__ = ["strip_figure", "view_figure", "PALETTES", "STRIP_ROW_HEIGHT"]
+
+#: legend (a mechanism's colour group) -> shades for its distinct labels
+PALETTES: dict[str, tuple[str, ...]] = {
+    "rotation": ("#1f77b4", "#6baed6", "#08306b", "#9ecae1", "#3182bd"),
+    "none": ("#bdbdbd",),
+    "bias": ("#ff7f0e", "#fdae6b", "#a63603"),
+    "absolute": ("#9467bd", "#c5b0d5"),
+    "pattern": ("#c7e9c0", "#2ca02c", "#00441b", "#74c476", "#238b45"),
+    "sinks": ("#d62728", "#fc9272"),
+    "scale": ("#bcbd22", "#dbdb8d"),
+}
+_OTHER = ("#8c564b", "#c49c94", "#e377c2", "#7f7f7f")
+STRIP_ROW_HEIGHT = 26
+
+
+def _shade(legend: str, index: int) -> str:
+    palette = PALETTES.get(legend, _OTHER)
+    return palette[index % len(palette)]
+
+
+def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") -> go.Figure:
+    """One bar per layer per row, coloured by what the layer applies; hover says it in words.
+
+    Bars (not a heatmap) so that a click selects a layer (Streamlit's point selection), and so that
+    126 layers and 2 layers both fill the width."""
+    figure = go.Figure()
+    rows = list(strip.rows)
+    shades: dict[tuple[str, str], str] = {}
+    per_legend: dict[str, int] = {}
+    for cell in strip.cells:
+        key = (cell.row, cell.label)
+        if key not in shades:
+            shades[key] = _shade(cell.legend, per_legend.get(cell.legend, 0))
+            per_legend[cell.legend] = per_legend.get(cell.legend, 0) + 1
+    for (row, label), colour in shades.items():
+        cells = [c for c in strip.cells if c.row == row and c.label == label]
+        base = len(rows) - 1 - rows.index(row)
+        types = [strip.layer_types[c.layer] if c.layer < len(strip.layer_types) and strip.layer_types[c.layer]
+                 else "" for c in cells]
+        figure.add_trace(go.Bar(
+            x=[c.layer for c in cells], y=[0.9] * len(cells), base=[base + 0.05] * len(cells),
+            marker=dict(color=colour, line=dict(width=0)), name=f"{row}: {label}", legendgroup=row,
+            customdata=np.array([[c.describe, t] for c, t in zip(cells, types)], dtype=object),
+            hovertemplate="layer %{x} %{customdata[1]}<br>%{customdata[0]}<extra>" + label + "</extra>"))
+    n = strip.layers
+    if selected is not None and 0 <= selected < n:
+        figure.add_shape(type="rect", x0=selected - 0.5, x1=selected + 0.5, y0=0, y1=len(rows),
+                         line=dict(color="#111", width=2), fillcolor="rgba(0,0,0,0)", layer="above")
+    step = 1 if n <= 40 else (2 if n <= 64 else (8 if n <= 160 else 16))
+    figure.update_xaxes(range=[-0.5, n - 0.5], tickmode="array", tickvals=list(range(0, n, step)),
+                        title_text=f"{strip.stack} layer (of {n})", showgrid=False, fixedrange=True)
+    figure.update_yaxes(range=[0, len(rows)], tickmode="array", tickvals=[len(rows) - 0.5 - k for k in range(len(rows))],
+                        ticktext=rows, showgrid=False, fixedrange=True)
+    figure.update_layout(barmode="overlay", bargap=0.12 if n <= 64 else 0.0, height=110 + STRIP_ROW_HEIGHT * len(rows),
+                         margin=dict(l=80, r=10, t=30 if title else 6, b=40), clickmode="event+select",
+                         title=dict(text=title, x=0, font=dict(size=13)) if title else None,
+                         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, font=dict(size=11)),
+                         dragmode=False)
+    return figure
+
+
+# ---------------------------------------------------------------------------------------
+# A layer's views
+
+
+def _wavelengths(view: Wavelengths) -> go.Figure:
+    return wavelength_figure(view.inv_freq, view.plain, length=view.length, original=view.original,
+                             rule=view.rule, height=340)
+
+
+def _keys_seen(view: KeysSeen) -> go.Figure:
+    """Left: keys seen against the query position (log–log, the whole context). Right: the band of offsets
+    j − i the first queries may use (linear), where windows and chunks show their edges."""
+    figure = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1,
+                           subplot_titles=("keys each query sees (whole context)",
+                                           "offsets j − i each query may attend (first queries)"))
+    x = view.positions + 1
+    figure.add_trace(go.Scatter(
+        x=x, y=view.count, mode="lines", line=dict(color="#2ca02c", width=2), name="keys seen",
+        customdata=np.stack([view.positions, view.back, view.ahead], -1),
+        hovertemplate="query i = %{customdata[0]:,}<br>keys seen = %{y:,}<br>offsets %{customdata[1]:,} … "
+                      "%{customdata[2]:,}<extra></extra>"), row=1, col=1)
+    figure.add_trace(go.Scatter(x=[1, view.length], y=[1, view.length], mode="lines", name="causal, no limit",
+                                line=dict(color="#bbb", dash="dot", width=1), hoverinfo="skip"), row=1, col=1)
+    if view.reach is not None:
+        figure.add_hline(y=view.reach + 1, line=dict(color="#555", dash="dash", width=1), row=1, col=1)
+    figure.update_xaxes(type="log", title_text="query position i + 1", row=1, col=1)
+    figure.update_yaxes(type="log", title_text="keys seen", row=1, col=1)
+    # the band: exact edges between breakpoints, over the first queries
+    span = view.reach * 4 if view.reach else 64
+    shown = int(min(view.length, max(span, 16)))
+    i = np.arange(shown, dtype=np.int64)
+    back = np.interp(i, view.positions, view.back) if len(view.positions) > 1 else np.zeros(shown)
+    ahead = np.interp(i, view.positions, view.ahead) if len(view.positions) > 1 else np.zeros(shown)
+    if view.sampled or _sawtooth(view):
+        back, ahead = _band_exact(view, i)
+    figure.add_trace(go.Scatter(x=i, y=ahead, mode="lines", line=dict(color="#2ca02c", width=1), showlegend=False,
+                                hovertemplate="query %{x}<br>farthest ahead %{y}<extra></extra>"), row=1, col=2)
+    figure.add_trace(go.Scatter(x=i, y=back, mode="lines", line=dict(color="#2ca02c", width=1), fill="tonexty",
+                                fillcolor="rgba(44,160,44,0.35)", name="allowed offsets",
+                                hovertemplate="query %{x}<br>farthest back %{y}<extra></extra>"), row=1, col=2)
+    figure.update_xaxes(title_text="query position i", row=1, col=2)
+    figure.update_yaxes(title_text="j − i", row=1, col=2)
+    figure.update_layout(height=340, margin=dict(l=60, r=10, t=40, b=45), showlegend=False)
+    return figure
+
+
+def _sawtooth(view: KeysSeen) -> bool:
+    """Whether the band has jumps (chunks): linear interpolation between breakpoints would draw ramps."""
+    return bool(np.any(np.diff(view.positions) == 1))
+
+
+def _band_exact(view: KeysSeen, i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The band at every query in ``i`` from the chunk breakpoints (each chunk restarts at offset 0)."""
+    starts = view.positions[view.back == 0]
+    start = starts[np.searchsorted(starts, i, side="right") - 1]
+    return -(i - start), np.zeros_like(i)
+
+
+def _temperature(view: TemperatureCurve) -> go.Figure:
+    figure = go.Figure(go.Scatter(
+        x=view.positions + 1, y=view.factors, mode="lines", line=dict(color="#bcbd22", width=2, shape="hv"),
+        name="factor", customdata=view.positions,
+        hovertemplate="from query position %{customdata:,}<br>factor ×%{y:.4f}<extra></extra>"))
+    figure.add_hline(y=1.0, line=dict(color="#999", dash="dot", width=1))
+    figure.update_xaxes(type="log", title_text="query position + 1")
+    figure.update_yaxes(title_text="factor on the query")
+    figure.update_layout(height=320, margin=dict(l=60, r=10, t=10, b=45), showlegend=False)
+    return figure
+
+
+def _sink_share(view: SinkShare) -> go.Figure:
+    figure = go.Figure()
+    for k, label in enumerate(view.labels):
+        figure.add_trace(go.Scatter(
+            x=view.positions + 1, y=view.share[k], mode="lines", name=label,
+            line=dict(width=2 if view.illustrative else 1, dash="dash" if view.illustrative else "solid"),
+            customdata=view.keys, hovertemplate="query position %{x:,}<br>keys seen %{customdata:,}<br>"
+                                                "sink share %{y:.3f}<extra>" + label + "</extra>"))
+    figure.update_xaxes(type="log", title_text="query position + 1")
+    figure.update_yaxes(range=[0, 1], title_text="share of the row the sink takes")
+    figure.update_layout(height=320, margin=dict(l=60, r=10, t=10, b=45),
+                         showlegend=len(view.labels) <= 8,
+                         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, font=dict(size=10)))
+    return figure
+
+
+def _bias(view: BiasCurve) -> go.Figure:
+    return bias_curve_figure(view)
+
+
+_FIGURES: dict[type, Callable[..., go.Figure]] = {
+    Wavelengths: _wavelengths, KeysSeen: _keys_seen, TemperatureCurve: _temperature, SinkShare: _sink_share,
+    BiasCurve: _bias,
+}
+
+
+def view_figure(view) -> go.Figure | None:
+    """The figure of one layer view; None for a Note (words only)."""
+    if isinstance(view, Note):
+        return None
+    for kind, build in _FIGURES.items():
+        if isinstance(view, kind):
+            return build(view)
+    raise ValueError(f"no figure for a {type(view).__name__}")
+
