@@ -59,6 +59,9 @@ st.markdown(
 # ---- which tour: a shared link, else the built-in one --------------------------------------
 code = st.query_params.get(tours.TOUR_PARAM)
 tour = tours.BUILTIN
+if not code:
+    tour = tours.BUILTINS[st.selectbox("tour", list(tours.BUILTINS), key=f"{P}_pick", bind="query-params",
+                                       help="The tours relviz ships; a shared link opens its own tour instead.")]
 if code:
     try:
         tour = tours.decode(code)
@@ -81,7 +84,7 @@ st.header("Make your own tour")
 st.markdown(
     "Open any page, set it up as you want to show it, and click **Add this view to my tour** in the sidebar. "
     "Your views collect here: give each a title and a note, reorder them, then share the tour as one link or "
-    "a small file. (The collection lives in this browser tab until you share or download it.) Your model, "
+    "a small file. (The collection lives in this browser tab until you share or download it.) "
     "Check my implementation and Lecture mode have no such button: they are tools whose picture comes from a "
     "model, a file or a tour, not views a tour can return to.")
 

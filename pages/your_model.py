@@ -122,14 +122,12 @@ def layer_control(key: str, layers: int, label: str, container) -> int:
 
 st.title("Your model")
 st.markdown(
-    "Today's models apply position differently on different layers: a second RoPE base on the global layers, "
-    "no position at all on every fourth, a window, a chunk, a sink. The **strip** shows every layer; click one "
-    "(or use the slider) to see its structure at the model's **own context length**, read exactly from "
-    "config.json (and, for a model directory, its position tensors; never a pickled `.bin`).")
+    "Each layer of a real model, from its config.json: the **strip** shows what every layer applies (click a "
+    "layer); below, that layer's structure at the model's **own context length**.")
 ui.sign_convention(compact=True)
 
 options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))
-c_model, c_len, c_view = st.columns([3, 2, 2])
+c_model, c_len, c_layer, c_view, c_vs = st.columns([2.6, 1.7, 2.0, 1.2, 2.2])
 label = c_model.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
                           help="The server's operator lists the models (RELVIZ_MODELS, see DEPLOY.md); published "
                                "configs are always here, each with its source.")
@@ -150,7 +148,6 @@ with ui.user_errors():
     stack = st.radio("stack", stacks, horizontal=True, key=f"{P}_stack", bind="query-params",
                      help="Encoder: bidirectional; decoder: causal.") if len(stacks) > 1 else stacks[0]
     n_layers = len(positions.plans[stack])
-    c_layer, c_vs = st.columns([3, 2])
     layer = layer_control(f"{P}_layer", n_layers, "layer", c_layer)
     other = c_vs.selectbox("compare with", [NONE] + [o for o in options if o != label], key=f"{P}_vs",
                            bind="query-params", help="A second model's strip and the same view, side by side.")

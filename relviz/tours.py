@@ -116,6 +116,11 @@ def _choices(*values: object) -> Param:
     return Param("choice", choices=tuple(str(v) for v in values))
 
 
+#: The Your model page's view kinds (relviz.layer_views.VIEW_KINDS, which needs torch; a test keeps them equal)
+YOUR_MODEL_VIEWS = ("all", "rotation", "pattern", "bias", "temperature", "sinks")
+#: A model's label in the Your model list (a preset's label or the operator's name for a directory)
+_MODEL_LABEL = r"[A-Za-z0-9][A-Za-z0-9 .()_+,:=/-]{0,99}"
+
 #: Keys the app binds on every page (the sidebar's chart export format).
 COMMON_PARAMS: dict[str, Param] = {"chart_export": _choices("PNG", "SVG")}
 
@@ -158,6 +163,14 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
         "at_tl": _int(1, CAPS.max_layers), "at_th": Param("choice", choices=("1", "2", "4")),
         "at_tsteps": _int(CAPS.min_steps, CAPS.max_steps), "at_tlen": _int(CAPS.min_length, CAPS.max_length),
         "at_tseed": _int(0, 2**31 - 1)},
+    "your_model": {
+        "ym_model": Param("text", pattern=_MODEL_LABEL, max_chars=100),
+        "ym_vs": Param("text", pattern=_MODEL_LABEL, max_chars=100),
+        "ym_len": _choices(0, *(2 ** k for k in range(4, 25))),
+        "ym_layer": _int(0, 4095, dynamic=True), "ym_layer2": _int(0, 4095, dynamic=True),
+        "ym_view": _choices(*YOUR_MODEL_VIEWS), "ym_stack": _choices("encoder", "decoder"),
+        "ym_ext": _int(16, 512), "ym_head": _int(1, 1 << 14, dynamic=True), "ym_L": _int(8, 256),
+        "ym_n": _int(8, 512, dynamic=True)},
     "experiments": {"ex_thr": Param("float", 0.5, 1.0),
                     "ex_set": Param("multi", choices=("Shaw k = 4", "Shaw k = 16", "T5 32/128", "T5 8/32", "ALiBi",
                                                       "sinusoidal (absolute)"))},
@@ -386,3 +399,58 @@ _BUILTIN_STEPS = (
 )
 
 BUILTIN = Tour("Relative position from Shaw to RoPE", _BUILTIN_STEPS)
+
+
+def _ym(model: str, **params: str) -> dict[str, str]:
+    return {"ym_model": f"{model} (published config)", **params}
+
+
+_TODAY_STEPS = (
+    Step("your_model", _ym("Llama-3.1 8B", ym_layer="0", ym_view="rotation"), "One RoPE on every layer",
+         "Llama 3.1: all 32 layers rotate q and k with the same base (500,000) and the same llama3 scaling. The strip "
+         "is one colour. Read the wavelengths against the model's own 131,072 positions: fast pairs wrap thousands "
+         "of times, the slowest never complete a turn; grey rings are the base alone, before llama3 divides the slow "
+         "pairs by 8. (2 min)"),
+    Step("your_model", _ym("Gemma 3 27B", ym_layer="0", ym_view="rotation"), "Two bases: Gemma 3's local layers",
+         "Gemma 3 alternates five local layers and one global layer (the strip's two blues). Why two bases? A local "
+         "layer sees at most 1,024 keys, so base 10,000 is plenty: every pair it needs turns within its window. "
+         "(1 min)"),
+    Step("your_model", _ym("Gemma 3 27B", ym_layer="5", ym_view="rotation"), "…and its global layers",
+         "Layer 5 is global: it sees the whole 131,072-token context, so it uses base 1,000,000 with linear scaling "
+         "×8: its slow pairs must not wrap within the context, or far keys would look like near ones. One base "
+         "could not serve both reaches. (2 min)"),
+    Step("your_model", _ym("Gemma 3 27B", ym_layer="0", ym_view="pattern"), "A window never sees past w",
+         "Why can a sliding-window layer never see past w tokens while the model still reads 128k? Left: the keys a "
+         "query sees stop growing at 1,024. Right: the band of offsets j − i. Far tokens reach a local layer only "
+         "through the global layers' hidden states. (2 min)"),
+    Step("your_model", _ym("Llama 4 Scout 17B-16E", ym_layer="0", ym_view="pattern"), "Chunks: Llama 4 Scout",
+         "Scout's RoPE layers attend in chunks of 8,192: the first token of a chunk sees only itself, the last the "
+         "whole chunk. The band is a saw over 10M positions. (1 min)"),
+    Step("your_model", _ym("Llama 4 Scout 17B-16E", ym_layer="3", ym_view="temperature"), "No RoPE on every fourth layer",
+         "Why does Llama 4 drop RoPE on every fourth layer, and what replaces it? Layer 3 has no rotation and no "
+         "chunk: it attends over the whole context by content alone, with no offset it could have never seen in "
+         "training. Its queries are scaled up slowly with position (the curve), so attention does not flatten out "
+         "over millions of keys. (3 min)"),
+    Step("your_model", _ym("Command R7B (Cohere 2)", ym_layer="3"), "Cohere 2: global layers with no position",
+         "Command R7B turns the same idea around: windowed layers rotate (RoPE), and every fourth, full-attention "
+         "layer has no position at all. SmolLM3 also drops RoPE on every fourth layer. (1 min)"),
+    Step("your_model", _ym("GPT-OSS 20B", ym_layer="0", ym_view="sinks"), "Where the mass goes: sinks",
+         "GPT-OSS adds a learned sink logit per head: an extra softmax column, dropped after. On a window layer "
+         "(128 keys) the sink can keep a large share at every position; on a full layer its share fades as the row "
+         "grows. A config holds no sink values, so the curves are illustrative; a model directory shows each "
+         "head's. (2 min)"),
+    Step("your_model", _ym("GPT-OSS 20B", ym_layer="1", ym_view="rotation"), "YaRN ×32 at the model's own context",
+         "GPT-OSS trained at 4,096 positions and runs at 131,072 with YaRN ×32: the fast pairs stay, the slow ones "
+         "are interpolated, a ramp in between, and cos and sin are scaled up slightly. (2 min)"),
+    Step("your_model", _ym("DeepSeek-V3", ym_layer="0", ym_view="rotation"), "DeepSeek-V3: YaRN ×40 on part of the head",
+         "DeepSeek-V3 rotates only 64 of each head's 192 q·k dims (the rest carry content), with YaRN ×40 over "
+         "4,096; its softmax scale is raised by mscale² to match. (2 min)"),
+    Step("your_model", _ym("Llama-3.1 8B", ym_vs="Llama 4 Scout 17B-16E (published config)", ym_layer="3",
+                           ym_layer2="3", ym_view="pattern"), "Side by side: Llama 3.1 and Llama 4",
+         "The same family one generation apart: every layer alike against RoPE + chunk with a NoPE layer in every "
+         "four. Close with: position is now a per-layer design choice. (2 min)"),
+)
+
+TODAY = Tour("Position in today's models", _TODAY_STEPS)
+#: The tours relviz ships, by title (the Lecture mode page offers them).
+BUILTINS: dict[str, Tour] = {tour.title: tour for tour in (BUILTIN, TODAY)}

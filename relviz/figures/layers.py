@@ -45,6 +45,7 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
     126 layers and 2 layers both fill the width."""
     figure = go.Figure()
     rows = list(strip.rows)
+    n = strip.layers
     shades: dict[tuple[str, str], str] = {}
     per_legend: dict[str, int] = {}
     for cell in strip.cells:
@@ -59,22 +60,23 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
                  else "" for c in cells]
         figure.add_trace(go.Bar(
             x=[c.layer for c in cells], y=[0.9] * len(cells), base=[base + 0.05] * len(cells),
+            width=[1.0 if n > 64 else 0.88] * len(cells),
             marker=dict(color=colour, line=dict(width=0)), name=f"{row}: {label}", legendgroup=row,
             customdata=np.array([[c.describe, t] for c, t in zip(cells, types)], dtype=object),
             hovertemplate="layer %{x} %{customdata[1]}<br>%{customdata[0]}<extra>" + label + "</extra>"))
-    n = strip.layers
     if selected is not None and 0 <= selected < n:
         figure.add_shape(type="rect", x0=selected - 0.5, x1=selected + 0.5, y0=0, y1=len(rows),
                          line=dict(color="#111", width=2), fillcolor="rgba(0,0,0,0)", layer="above")
+    top = 10 + 19 * -(-len(shades) // 4) + (22 if title else 0)    # the legend (about 4 entries a line) above
     step = 1 if n <= 40 else (2 if n <= 64 else (8 if n <= 160 else 16))
     figure.update_xaxes(range=[-0.5, n - 0.5], tickmode="array", tickvals=list(range(0, n, step)),
                         title_text=f"{strip.stack} layer (of {n})", showgrid=False, fixedrange=True)
     figure.update_yaxes(range=[0, len(rows)], tickmode="array", tickvals=[len(rows) - 0.5 - k for k in range(len(rows))],
                         ticktext=rows, showgrid=False, fixedrange=True)
-    figure.update_layout(barmode="overlay", bargap=0.12 if n <= 64 else 0.0, height=110 + STRIP_ROW_HEIGHT * len(rows),
-                         margin=dict(l=80, r=10, t=30 if title else 6, b=40), clickmode="event+select",
+    figure.update_layout(barmode="overlay", bargap=0.12 if n <= 64 else 0.0, height=70 + top + STRIP_ROW_HEIGHT * len(rows),
+                         margin=dict(l=80, r=10, t=top, b=34), clickmode="event+select",
                          title=dict(text=title, x=0, font=dict(size=13)) if title else None,
-                         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, font=dict(size=11)),
+                         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, font=dict(size=11)),
                          dragmode=False)
     return figure
 
