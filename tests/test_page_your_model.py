@@ -1,6 +1,8 @@
 """The "Your model" page in AppTest, with tiny saved models listed through RELVIZ_MODELS (no network)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -70,9 +72,9 @@ def test_published_configs_need_no_weights(monkeypatch):
     at = run_page("your_model", ym_model="BLOOM 560M (published config)")
     assert not at.error
     assert any("No model directories are configured" in c.value for c in at.caption)
-    names = [t["name"] for t in charts(at)[0]["data"]]
+    (names,) = [[t["name"] for t in c["data"]] for c in charts(at) if any("slope" in str(t.get("name")) for t in c["data"])]
     assert len(names) == 16 and names[0] == "head 1: slope 0.7071"            # 2^(−8/16)
-    published = {e["label"] + " (published config)" for g in ("rope", "alibi") for e in load_presets()[g]}
+    published = {e["label"] + " (published config)" for g in ("rope", "alibi", "models") for e in load_presets()[g]}
     assert published <= set(at.selectbox(key="ym_model").options)
     assert "Phi-3-mini 128k (LongRoPE) (published config)" in published
 
@@ -87,3 +89,108 @@ def test_model_size_limit_refuses_to_run(listed, monkeypatch):
     at = run_page("your_model", timeout=120, ym_model="gpt")
     assert any("the operator allows running models up to 0 MB" in e.value for e in at.error)
     assert charts(at)                                                        # the structure is still shown
+
+
+# ---- the layer strip and a layer's views (published configs; no weights needed) ---------------------
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from relviz.layer_views import VIEW_KINDS  # noqa: E402
+from relviz.tours import TODAY  # noqa: E402
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+from relviz.model_presets import model_presets, preset_plan  # noqa: E402
+
+PRESETS = {key: entry["label"] + " (published config)" for key, entry in model_presets().items()}
+
+
+def strip_layers(at) -> set[int]:
+    (strip,) = [c for c in charts(at) if c["data"] and all(t["type"] == "bar" for t in c["data"])]
+    return {int(x) for t in strip["data"] for x in decode(t["x"])}
+
+
+@pytest.mark.parametrize("key", list(PRESETS))
+def test_every_preset_draws_its_strip_and_a_layer_at_both_ends_of_the_length(key, monkeypatch):
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    plan = preset_plan(key)
+    last = len(plan.plans[plan.stack_names[0]]) - 1
+    for length, layer in ((0, last), (16, 0)):
+        at = run_page("your_model", ym_model=PRESETS[key], ym_len=length, ym_layer=layer)
+        assert not at.error, [e.value for e in at.error]
+        assert strip_layers(at) == set(range(last + 1))                     # one cell per layer
+        described = [c.value for c in at.caption if c.value.startswith("**")]
+        assert described and f"layer {layer}" in described[0]
+        assert (f"at {16:,} positions" if length else "the model's own context") in described[0]
+
+
+@pytest.mark.parametrize("view", list(VIEW_KINDS))
+def test_every_view_kind(view, monkeypatch):
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    at = run_page("your_model", ym_model=PRESETS["models/gpt-oss-20b"], ym_layer=0, ym_view=view)
+    assert not at.error
+    titles = [m.value for m in at.markdown if m.value.startswith("**") and "positions" in m.value]
+    expected = {"rotation": ["wavelength"], "pattern": ["keys each query"], "sinks": ["sink"],
+                "all": ["wavelength", "keys each query", "sink"]}
+    if view in expected:
+        assert [w for w in expected[view] if any(w in t for t in titles)] == expected[view], titles
+    else:   # GPT-OSS has no bias or temperature view: the page says so and shows all
+        assert any(f"no {view} view" in c.value for c in at.caption)
+
+
+def test_the_temperature_of_llama_4s_nope_layer_at_10m(monkeypatch):
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    at = run_page("your_model", ym_model=PRESETS["models/llama-4-scout"], ym_layer=3, ym_view="temperature")
+    assert not at.error
+    (curve,) = [c for c in charts(at) if c["data"][0].get("line", {}).get("shape") == "hv"]
+    x, y = decode(curve["data"][0]["x"]), decode(curve["data"][0]["y"])
+    assert x[-1] == 10_485_760 and y[-1] == pytest.approx(1 + 0.1 * np.log(np.floor(10_485_760 / 8192) + 1))
+
+
+def test_side_by_side(monkeypatch):
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    at = run_page("your_model", ym_model=PRESETS["rope/llama-3.1-8b"], ym_vs=PRESETS["models/llama-4-scout"],
+                  ym_layer=3, ym_layer2=3, ym_view="pattern")
+    assert not at.error
+    strips = [c for c in charts(at) if c["data"] and all(t["type"] == "bar" for t in c["data"])]
+    assert [s["layout"]["title"]["text"] for s in strips] == [PRESETS["rope/llama-3.1-8b"], PRESETS["models/llama-4-scout"]]
+    assert at.slider(key="ym_layer2").value == 3
+    assert sum("keys each query" in m.value for m in at.markdown) == 2
+
+
+def test_bad_link_values_are_refused_with_the_notice(monkeypatch):
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in dict(ym_model=PRESETS["models/gemma-3-27b"], ym_len="12345", ym_view="nonsense",
+                           ym_layer="inf").items():
+        at.query_params[key] = value
+    at.switch_page("pages/your_model.py").run()
+    assert not at.exception and not at.error
+    (notice,) = [w.value for w in at.warning if "Ignored in the link" in w.value]
+    assert "ym_len=12345" in notice and "ym_view=nonsense" in notice and "ym_layer=inf" in notice
+    assert at.select_slider(key="ym_len").value == 0 and at.selectbox(key="ym_view").value == "all"
+
+
+def test_divergence_notes_sit_beside_the_picture(monkeypatch, tmp_path):
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "falcon", "alibi": True, "num_hidden_layers": 2,
+                                                      "num_attention_heads": 4, "hidden_size": 64}))
+    monkeypatch.setenv("RELVIZ_MODELS", f"falcon-alibi={tmp_path}")
+    at = run_page("your_model", ym_model="falcon-alibi")
+    assert not at.error
+    assert any("Where transformers departs" in m.value for m in at.markdown)
+    assert any("adds the ALiBi bias twice" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("number", range(len(TODAY.steps)))
+def test_each_step_of_the_todays_models_tour_opens_its_exact_view(number, monkeypatch):
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    step = TODAY.steps[number]
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in step.params.items():
+        at.query_params[key] = value
+    at.switch_page(f"pages/{step.page}.py").run()
+    assert not at.exception and not at.error
+    assert not [w.value for w in at.warning if "Ignored in the link" in str(w.value)]
+    assert at.selectbox(key="ym_model").value == step.params["ym_model"]
+    assert at.slider(key="ym_layer").value == int(step.params["ym_layer"])

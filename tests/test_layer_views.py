@@ -1,0 +1,152 @@
+"""Layer views of real models (relviz.layer_views, the mechanisms' views): each against an independent
+computation, per offset or position, and the published presets against transformers' own config classes."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from relviz import layer_views as lv
+from relviz.figures.layers import strip_figure, view_figure
+from relviz.mechanisms.pattern import AttentionPattern
+from relviz.mechanisms.scale import QueryTemperature
+from relviz.mechanisms.sinks import Sinks
+from relviz.model_presets import model_presets, preset_config, preset_plan
+from relviz.plan import LayerPlan
+from relviz.rope import load_presets
+
+
+@pytest.mark.parametrize("causal,window,chunk", [(True, None, None), (True, 5, None), (False, 3, None),
+                                                 (False, None, None), (True, None, 4), (True, 1, None)])
+@pytest.mark.parametrize("length", [1, 2, 7, 16, 23])
+def test_keys_seen_is_the_mask_per_query(causal, window, chunk, length):
+    mask = AttentionPattern(causal=causal, window=window, chunk=chunk).mask(length).numpy()   # [L, L]
+    positions, back, ahead, sampled = lv.keys_seen(length, causal=causal, window=window, chunk=chunk)
+    assert not sampled
+    i = np.arange(length)
+    # between breakpoints the edges are linear, except across a chunk boundary (a jump: both ends are points)
+    if chunk is None:
+        lo, hi = np.interp(i, positions, back), np.interp(i, positions, ahead)
+    else:
+        start = positions[back == 0]
+        lo, hi = -(i - start[np.searchsorted(start, i, side="right") - 1]), np.zeros(length)
+    for q in range(length):
+        seen = np.flatnonzero(mask[q]) - q
+        assert (seen.min(), seen.max()) == (lo[q], hi[q])
+        assert len(seen) == hi[q] - lo[q] + 1          # a band: no holes
+    counts = lv.keys_at(i, length, causal=causal, window=window, chunk=chunk)
+    assert np.array_equal(counts, mask.sum(1))
+
+
+def test_keys_seen_samples_chunks_beyond_the_limit():
+    positions, back, ahead, sampled = lv.keys_seen(10_485_760, causal=True, chunk=8192, max_points=64)
+    assert sampled and len(positions) <= 64
+    starts = positions[back == 0]
+    assert np.all(starts % 8192 == 0)
+    ends = positions[back != 0]
+    assert np.all(-back[back != 0] == ends - (ends // 8192) * 8192)
+
+
+def test_query_temperature_curve_is_transformers_formula_at_every_step():
+    mech = QueryTemperature(attn_scale=0.1, floor_scale=8192)
+    (view,) = mech.views(10_485_760, None)
+    expected = 1 + 0.1 * np.log(np.floor((view.positions + 1) / 8192) + 1)       # Llama4TextAttention
+    assert np.allclose(view.factors, expected, rtol=1e-6)
+    # a step curve: between two listed positions the factor does not change
+    probe = np.arange(0, 40_000)
+    dense = mech.factors(torch.from_numpy(probe)).double().numpy()
+    shown = view.factors[np.searchsorted(view.positions, probe, side="right") - 1]
+    assert np.allclose(dense, shown)
+
+
+def test_sink_share_matches_the_softmax_with_the_sink_column():
+    logits = torch.tensor([0.5, 3.0])
+    sinks = Sinks(heads=2, logits=logits)
+    layer = LayerPlan("decoder", 0, "sliding_attention", (AttentionPattern(window=8), sinks))
+    (view,) = sinks.views(64, layer)
+    for k, position in enumerate(view.positions[:20]):
+        n = min(int(position) + 1, 8)
+        row = torch.zeros(2, n)                                   # equal key logits (0)
+        assert np.allclose(view.share[:, k], sinks.share(row).numpy(), atol=1e-6)
+        assert view.keys[k] == n
+    assert not view.illustrative
+    (config_only,) = Sinks(heads=2).views(64, layer)
+    assert config_only.illustrative and "illustrative" in config_only.caption
+
+
+def test_wavelengths_of_a_scaled_layer():
+    plan = preset_plan("models/gpt-oss-20b")
+    (view,) = [v for v in lv.layer_views(plan.layer(1), 131072) if isinstance(v, lv.Wavelengths)]
+    assert np.array_equal(view.inv_freq, plan.rope_inv_freq(131072, layer=1).numpy())
+    base = 150000.0 ** (-np.arange(0, 64, 2) / 64)
+    assert np.allclose(view.plain, base, rtol=1e-6)
+    assert view.original == 4096 and view.rule == "yarn"
+    assert view.attention_scaling == pytest.approx(0.1 * math.log(32) + 1)
+    assert np.allclose(view.turns, 131071 * view.inv_freq / (2 * math.pi))
+
+
+def test_alibi_view_is_the_bias_line_of_each_head():
+    plan = preset_plan("alibi/bloom-560m")
+    (curve,) = [v for v in lv.layer_views(plan.layer(0), 2048) if isinstance(v, lv.BiasCurve)]
+    slopes = plan.alibi_slopes().double().numpy()
+    assert curve.offsets[0] == -2047 and curve.offsets[-1] == 0
+    assert np.allclose(curve.bias, -slopes[:, None] * np.abs(curve.offsets)[None, :], rtol=1e-6)
+
+
+def test_deberta_view_reads_transformers_buckets():
+    plan = preset_plan("models/deberta-v3-base")
+    (curve,) = [v for v in lv.layer_views(plan.layer(0), 512) if isinstance(v, lv.BiasCurve)]
+    from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+
+    rel = build_relative_position(torch.zeros(1, 1, 1), torch.zeros(1, 512, 1), bucket_size=256, max_position=512)
+    rel = rel.reshape(-1, 512)[0].numpy()                             # query 0: i − j for j = 0..511
+    at = {int(o): float(b) for o, b in zip(curve.offsets, curve.bias[0])}
+    for j in range(0, 512, 7):
+        assert at[j] == -rel[j]           # the curve reads bucketed j − i; transformers holds i − j
+
+
+def test_strip_rows_and_cells_follow_the_plan():
+    plan = preset_plan("models/llama-4-scout")
+    strip = lv.strip(plan)
+    assert strip.layers == 48 and strip.rows == ("position", "keys seen", "softmax")
+    nope = {c.layer for c in strip.cells if c.row == "position" and c.legend == "none"}
+    assert nope == {3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47}
+    assert {c.layer for c in strip.cells if c.row == "softmax"} == nope
+    figure = strip_figure(strip, selected=3)
+    bars = [t for t in figure.data if t.type == "bar"]
+    assert sum(len(t.x) for t in bars) == len(strip.cells)
+    assert figure.layout.shapes[0].x0 == 2.5
+
+
+def test_every_preset_reads_and_draws_at_both_ends_of_its_context():
+    for key, entry in model_presets().items():
+        plan = preset_plan(key)
+        own = lv.context_length(plan, preset_config(entry)) or 4096
+        for stack in plan.stack_names:
+            for first, _, layer in plan.runs(stack):
+                for length in (lv.MIN_LENGTH, own):
+                    for view in lv.layer_views(layer, length):
+                        figure = view_figure(view)
+                        assert figure is None or figure.data, (key, first, type(view).__name__)
+
+
+def test_view_kinds_match_the_tour_links():
+    from relviz.tours import YOUR_MODEL_VIEWS
+
+    assert tuple(lv.VIEW_KINDS) == YOUR_MODEL_VIEWS
+
+
+def test_presets_derived_fields_are_what_transformers_builds():
+    pytest.importorskip("transformers")
+    from transformers import CONFIG_MAPPING
+
+    for entry in load_presets()["models"]:
+        config = entry["config"]
+        built = CONFIG_MAPPING[config["model_type"]](**{k: v for k, v in config.items() if k != "model_type"})
+        made = built.to_dict()
+        made = made.get("text_config", made) if "text_config" in made and "layer_types" not in made else made
+        for field, value in entry.get("derived", {}).items():
+            assert made[field] == value, (entry["id"], field)
+        assert set(entry.get("unconfirmed", [])) <= set(config) | {"no_rope_layer_interval"}, entry["id"]
