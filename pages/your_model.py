@@ -27,8 +27,10 @@ ui.ensure_app_navigation()
 P = "ym"
 PRESET_MARK = " (published config)"
 NONE = "(none)"
-#: the length control: 0 is "the model's own context", then powers of two (clamped to the model's own)
-LENGTHS = [0] + [2 ** k for k in range(4, 25)]
+#: the length control: "own" is the model's own context, then powers of two (clamped to the model's own);
+#: plain strings, as the link carries them
+OWN = "own"
+LENGTHS = [OWN] + [str(2 ** k) for k in range(4, 25)]
 DEFAULT_LENGTH = 4096   # for a model whose config names no context length
 
 
@@ -83,10 +85,6 @@ def own_attention(directory: str, text: str) -> tuple[list[str], np.ndarray]:
     return tokens, weights.numpy()
 
 
-def length_label(value: int) -> str:
-    return "the model's own" if value == 0 else f"{value:,}"
-
-
 def pick_layer(chart_key: str, layer_key: str) -> None:
     """The strip's click: the layer of the clicked bar becomes the layer shown."""
     points = (st.session_state.get(chart_key) or {}).get("selection", {}).get("points", [])
@@ -131,10 +129,10 @@ c_model, c_len, c_layer, c_view, c_vs = st.columns([2.6, 1.7, 2.0, 1.2, 2.2])
 label = c_model.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
                           help="The server's operator lists the models (RELVIZ_MODELS, see DEPLOY.md); published "
                                "configs are always here, each with its source.")
-chosen_length = int(c_len.select_slider("context length", LENGTHS, value=0, format_func=length_label,
-                                        key=f"{P}_len", bind="query-params",
-                                        help="Where the views are drawn: the model's own max_position_embeddings, "
-                                             "or shorter."))
+picked_length = c_len.select_slider("context length", LENGTHS, value=OWN, key=f"{P}_len", bind="query-params",
+                                   help="Where the views are drawn: the model's own max_position_embeddings "
+                                        "(own), or shorter.")
+chosen_length = 0 if picked_length == OWN else int(picked_length)
 kind_shown = c_view.selectbox("show", list(layer_views.VIEW_KINDS), key=f"{P}_view", bind="query-params",
                               help="Which view of the layer: all, or one kind (a layer without it shows all).")
 

@@ -51,6 +51,8 @@ __all__ = [
     "prediction", "attention", "attention_head", "position_structure",
     "attention_by_offset", "learned_parameters", "offset_resolution", "offset_resolution_detail", "shaw_reference",
     "length_extrapolation", "memory_wall", "forward_time",
+    "layer_strip", "layer_wavelengths", "layer_pattern", "layer_bias", "layer_temperature", "layer_sinks",
+    "layer_views", "atlas",
 ]
 
 CPU = "cpu"  # figures are drawn from CPU tensors whatever the default device is
@@ -544,3 +546,90 @@ def forward_time(*, path: str | None = None) -> go.Figure:
     Example: ``show.forward_time()``
     """
     return experiment_figures.time_figure(_section("cost", path))
+
+
+# ---------------------------------------------------------------------------------------
+# Today's models, layer by layer (the Your model page): a preset is "group/id" of relviz/presets.json
+# (e.g. "models/gemma-3-27b"), or pass a ModelPlan (relviz.hf.inspect of your own model directory).
+
+
+def _plan_of(model):
+    from relviz.model_presets import preset_plan
+
+    return preset_plan(model) if isinstance(model, str) else model
+
+
+def _length_of(plan, model, length: int | None) -> int:
+    from relviz.layer_views import context_length
+    from relviz.model_presets import preset_config, preset_entry
+
+    raw = preset_config(preset_entry(model)) if isinstance(model, str) else None
+    return length if length is not None else (context_length(plan, raw) or 4096)
+
+
+def layer_strip(model: Any = "models/gemma-3-27b", *, stack: str | None = None, layer: int | None = None) -> go.Figure:
+    """One cell per layer per row (position, keys seen, softmax), coloured by what the layer applies."""
+    from relviz.figures.layers import strip_figure
+    from relviz.layer_views import strip
+
+    return strip_figure(strip(_plan_of(model), stack), selected=layer)
+
+
+def layer_views(model: Any = "models/gemma-3-27b", layer: int = 0, *, length: int | None = None,
+                stack: str | None = None) -> list[go.Figure]:
+    """Every view of one layer at ``length`` positions (default: the model's own context), figures only."""
+    from relviz.figures.layers import view_figure
+    from relviz.layer_views import layer_views as views
+
+    plan = _plan_of(model)
+    figures = [view_figure(v) for v in views(plan.layer(layer, stack=stack), _length_of(plan, model, length))]
+    return [f for f in figures if f is not None]
+
+
+def _one(kind: str, model: Any, layer: int, length: int | None, stack: str | None) -> go.Figure:
+    from relviz.figures.layers import view_figure
+    from relviz.layer_views import VIEW_KINDS, chosen
+    from relviz.layer_views import layer_views as views
+
+    plan = _plan_of(model)
+    shown = chosen(views(plan.layer(layer, stack=stack), _length_of(plan, model, length)), kind)
+    if shown.missing:
+        raise ValueError(f"layer {layer} of this model has no {kind} view (its views: "
+                         f"{', '.join(type(v).__name__ for v in shown.views)})")
+    assert isinstance(shown.views[0], VIEW_KINDS[kind])
+    return view_figure(shown.views[0])
+
+
+def layer_wavelengths(model: Any = "models/gemma-3-27b", layer: int = 5, *, length: int | None = None,
+                      stack: str | None = None) -> go.Figure:
+    """A rotating layer's wavelength per pair against the context, scaled and as its base alone gives."""
+    return _one("rotation", model, layer, length, stack)
+
+
+def layer_pattern(model: Any = "models/llama-4-scout", layer: int = 0, *, length: int | None = None,
+                  stack: str | None = None) -> go.Figure:
+    """Keys each query sees over the whole context, and the band of offsets j − i it may attend."""
+    return _one("pattern", model, layer, length, stack)
+
+
+def layer_bias(model: Any = "alibi/bloom-560m", layer: int = 0, *, length: int | None = None,
+               stack: str | None = None) -> go.Figure:
+    """A bias (or bucket) against j − i: ALiBi's lines, DeBERTa's buckets, a T5 table read from weights."""
+    return _one("bias", model, layer, length, stack)
+
+
+def layer_temperature(model: Any = "models/llama-4-scout", layer: int = 3, *, length: int | None = None,
+                      stack: str | None = None) -> go.Figure:
+    """Llama 4's NoPE layers: the factor on the queries against position."""
+    return _one("temperature", model, layer, length, stack)
+
+
+def layer_sinks(model: Any = "models/gpt-oss-20b", layer: int = 0, *, length: int | None = None,
+                stack: str | None = None) -> go.Figure:
+    """GPT-OSS: the share of each softmax row the sink takes against position (illustrative logits from a config)."""
+    return _one("sinks", model, layer, length, stack)
+
+
+def atlas(first: Any = "rope/llama-3.1-8b", second: Any = "models/llama-4-scout") -> list[go.Figure]:
+    """Two models' strips, one above the other (the page's side-by-side mode)."""
+    return [layer_strip(first), layer_strip(second)]

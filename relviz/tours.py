@@ -166,7 +166,7 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
     "your_model": {
         "ym_model": Param("text", pattern=_MODEL_LABEL, max_chars=100),
         "ym_vs": Param("text", pattern=_MODEL_LABEL, max_chars=100),
-        "ym_len": _choices(0, *(2 ** k for k in range(4, 25))),
+        "ym_len": _choices("own", *(2 ** k for k in range(4, 25))),
         "ym_layer": _int(0, 4095, dynamic=True), "ym_layer2": _int(0, 4095, dynamic=True),
         "ym_view": _choices(*YOUR_MODEL_VIEWS), "ym_stack": _choices("encoder", "decoder"),
         "ym_ext": _int(16, 512), "ym_head": _int(1, 1 << 14, dynamic=True), "ym_L": _int(8, 256),

@@ -150,3 +150,18 @@ def test_presets_derived_fields_are_what_transformers_builds():
         for field, value in entry.get("derived", {}).items():
             assert made[field] == value, (entry["id"], field)
         assert set(entry.get("unconfirmed", [])) <= set(config) | {"no_rope_layer_interval"}, entry["id"]
+
+
+def test_show_has_a_function_per_layer_view():
+    import relviz.show as show
+
+    strip = show.layer_strip("models/llama-4-scout", layer=3)
+    assert sum(len(t.x) for t in strip.data) == 48 * 3 - 36          # softmax row on the 12 NoPE layers only
+    assert show.layer_wavelengths("models/gemma-3-27b", 5).data
+    assert show.layer_pattern("models/llama-4-scout", 0, length=100_000).data
+    assert show.layer_bias("alibi/bloom-560m").data
+    assert show.layer_temperature("models/llama-4-scout", 3).data
+    assert show.layer_sinks("models/gpt-oss-20b", 0).data
+    assert len(show.atlas()) == 2 and show.layer_views("models/gpt-oss-20b", 1)
+    with pytest.raises(ValueError, match="no temperature view"):
+        show.layer_temperature("models/gemma-3-27b", 0)

@@ -114,13 +114,13 @@ def test_every_preset_draws_its_strip_and_a_layer_at_both_ends_of_the_length(key
     monkeypatch.setenv("RELVIZ_MODELS", "")
     plan = preset_plan(key)
     last = len(plan.plans[plan.stack_names[0]]) - 1
-    for length, layer in ((0, last), (16, 0)):
+    for length, layer in (("own", last), ("16", 0)):
         at = run_page("your_model", ym_model=PRESETS[key], ym_len=length, ym_layer=layer)
         assert not at.error, [e.value for e in at.error]
         assert strip_layers(at) == set(range(last + 1))                     # one cell per layer
         described = [c.value for c in at.caption if c.value.startswith("**")]
         assert described and f"layer {layer}" in described[0]
-        assert (f"at {16:,} positions" if length else "the model's own context") in described[0]
+        assert (f"at {16:,} positions" if length == "16" else "the model's own context") in described[0]
 
 
 @pytest.mark.parametrize("view", list(VIEW_KINDS))
@@ -167,7 +167,7 @@ def test_bad_link_values_are_refused_with_the_notice(monkeypatch):
     assert not at.exception and not at.error
     (notice,) = [w.value for w in at.warning if "Ignored in the link" in w.value]
     assert "ym_len=12345" in notice and "ym_view=nonsense" in notice and "ym_layer=inf" in notice
-    assert at.select_slider(key="ym_len").value == 0 and at.selectbox(key="ym_view").value == "all"
+    assert at.select_slider(key="ym_len").value == "own" and at.selectbox(key="ym_view").value == "all"
 
 
 def test_divergence_notes_sit_beside_the_picture(monkeypatch, tmp_path):
