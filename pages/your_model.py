@@ -44,16 +44,23 @@ def choices(models_setting: str, allow_hub: str) -> dict[str, tuple[str, str]]:
     return out
 
 
-@st.cache_resource(max_entries=16, show_spinner="Reading the model's position plan…")
-def positions_of(kind: str, target: str) -> hf.ModelPositions:
-    if kind == "dir":
-        return hf.open_configured(target)
-    entry = model_presets()[target]
+def _preset_plan(key: str) -> hf.ModelPositions:
+    entry = model_presets()[key]
     return hf.from_config(preset_config(entry), source=entry["source"])
 
 
+#: where a listed model comes from -> (how its plan is read, its raw config for the context length)
+SOURCES = {"dir": (hf.open_configured, lambda target: {}),
+           "preset": (_preset_plan, lambda target: preset_config(model_presets()[target]))}
+
+
+@st.cache_resource(max_entries=16, show_spinner="Reading the model's position plan…")
+def positions_of(kind: str, target: str) -> hf.ModelPositions:
+    return SOURCES[kind][0](target)
+
+
 def raw_config(kind: str, target: str) -> dict:
-    return preset_config(model_presets()[target]) if kind == "preset" else {}
+    return SOURCES[kind][1](target)
 
 
 def own_length(kind: str, target: str) -> int:
@@ -199,14 +206,15 @@ with ui.user_errors():
         st.markdown("\n".join(f"- layers {a}–{b}: {text}" if a != b else f"- layer {a}: {text}"
                               for a, b, text in layer_views.strip(positions, stack).runs))
     st.caption(f"**{positions.model_type}** · Source: {positions.source}")
-    if kind == "preset" and model_presets()[target].get("unconfirmed"):
+    unconfirmed = model_presets().get(target, {}).get("unconfirmed")
+    if unconfirmed:
         st.caption("Not confirmed from a public copy of the model's own config.json (typed from third-party copies): "
-                   + ", ".join(model_presets()[target]["unconfirmed"]) + ".")
+                   + ", ".join(unconfirmed) + ".")
     with st.expander("settings read from config.json", expanded=False):
         st.json(positions.config)
         if positions.tensors_read:
             st.caption("tensors read: " + ", ".join(positions.tensors_read))
-    if not any(k == "dir" for k, _ in options.values()):
+    if not hf.configured_models():
         st.caption("No model directories are configured on this server (RELVIZ_MODELS): the published configs "
                    "in the list need none.")
 
@@ -258,7 +266,7 @@ with ui.user_errors():
                        "constant along every diagonal.")
 
     directory = positions.directory
-    if kind == "dir" and directory is not None:
+    if directory is not None:      # a model directory (a published config has none)
         st.subheader("Its own attention on your text")
         if not hf.has_tokenizer(directory):
             st.info("This model directory has no tokenizer files, so it cannot be run on text here.")

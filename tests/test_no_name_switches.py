@@ -19,7 +19,6 @@ NAMES = re.compile(r"^(scheme|family|kind|mechanism|impl|method|function)(_name)
 KNOWN: dict[str, int] = {
     "relviz/tours.py": 7,        # a tour parameter's value type (int, choice, multi...): lecture mode
     "relviz/ui.py": 1,           # the same value type, read for the lecture-mode URL
-    "pages/your_model.py": 2,    # where a checkpoint comes from ("dir")
     "relviz/bench_gpu.py": 4,    # the GPU bench's rows by implementation label ("relviz auto", "FlexAttention...")
 }
 
