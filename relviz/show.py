@@ -568,7 +568,10 @@ def _length_of(plan, model, length: int | None) -> int:
 
 
 def layer_strip(model: Any = "models/gemma-3-27b", *, stack: str | None = None, layer: int | None = None) -> go.Figure:
-    """One cell per layer per row (position, keys seen, softmax), coloured by what the layer applies."""
+    """One cell per layer per row (position, keys seen, softmax), coloured by what the layer applies.
+
+    Example: ``show.layer_strip("models/llama-4-scout", layer=3)``
+    """
     from relviz.figures.layers import strip_figure
     from relviz.layer_views import strip
 
@@ -577,7 +580,10 @@ def layer_strip(model: Any = "models/gemma-3-27b", *, stack: str | None = None, 
 
 def layer_views(model: Any = "models/gemma-3-27b", layer: int = 0, *, length: int | None = None,
                 stack: str | None = None) -> list[go.Figure]:
-    """Every view of one layer at ``length`` positions (default: the model's own context), figures only."""
+    """Every view of one layer at ``length`` positions (default: the model's own context), figures only.
+
+    Example: ``show.layer_views("models/gpt-oss-20b", 1)``
+    """
     from relviz.figures.layers import view_figure
     from relviz.layer_views import layer_views as views
 
@@ -602,34 +608,52 @@ def _one(kind: str, model: Any, layer: int, length: int | None, stack: str | Non
 
 def layer_wavelengths(model: Any = "models/gemma-3-27b", layer: int = 5, *, length: int | None = None,
                       stack: str | None = None) -> go.Figure:
-    """A rotating layer's wavelength per pair against the context, scaled and as its base alone gives."""
+    """A rotating layer's wavelength per pair against the context, scaled and as its base alone gives.
+
+    Example: ``show.layer_wavelengths("models/gemma-3-27b", 5)`` (a global layer: base 1M, linear ×8)
+    """
     return _one("rotation", model, layer, length, stack)
 
 
 def layer_pattern(model: Any = "models/llama-4-scout", layer: int = 0, *, length: int | None = None,
                   stack: str | None = None) -> go.Figure:
-    """Keys each query sees over the whole context, and the band of offsets j − i it may attend."""
+    """Keys each query sees over the whole context, and the band of offsets j − i it may attend.
+
+    Example: ``show.layer_pattern("models/llama-4-scout", 0)`` (chunks of 8,192 over 10M positions)
+    """
     return _one("pattern", model, layer, length, stack)
 
 
 def layer_bias(model: Any = "alibi/bloom-560m", layer: int = 0, *, length: int | None = None,
                stack: str | None = None) -> go.Figure:
-    """A bias (or bucket) against j − i: ALiBi's lines, DeBERTa's buckets, a T5 table read from weights."""
+    """A bias (or bucket) against j − i: ALiBi's lines, DeBERTa's buckets, a T5 table read from weights.
+
+    Example: ``show.layer_bias("alibi/bloom-560m", length=512)``
+    """
     return _one("bias", model, layer, length, stack)
 
 
 def layer_temperature(model: Any = "models/llama-4-scout", layer: int = 3, *, length: int | None = None,
                       stack: str | None = None) -> go.Figure:
-    """Llama 4's NoPE layers: the factor on the queries against position."""
+    """Llama 4's NoPE layers: the factor on the queries against position.
+
+    Example: ``show.layer_temperature("models/llama-4-scout", 3)``
+    """
     return _one("temperature", model, layer, length, stack)
 
 
 def layer_sinks(model: Any = "models/gpt-oss-20b", layer: int = 0, *, length: int | None = None,
                 stack: str | None = None) -> go.Figure:
-    """GPT-OSS: the share of each softmax row the sink takes against position (illustrative logits from a config)."""
+    """GPT-OSS: the share of each softmax row the sink takes against position (illustrative logits from a config).
+
+    Example: ``show.layer_sinks("models/gpt-oss-20b", 0)``
+    """
     return _one("sinks", model, layer, length, stack)
 
 
 def atlas(first: Any = "rope/llama-3.1-8b", second: Any = "models/llama-4-scout") -> list[go.Figure]:
-    """Two models' strips, one above the other (the page's side-by-side mode)."""
+    """Two models' strips, one above the other (the page's side-by-side mode).
+
+    Example: ``show.atlas("rope/llama-3.1-8b", "models/llama-4-scout")``
+    """
     return [layer_strip(first), layer_strip(second)]
