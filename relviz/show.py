@@ -41,7 +41,13 @@ from relviz.figures import t5 as t5_figures
 from relviz.figures.compose import panel_grid
 from relviz.positions import alibi_bias as _alibi_bias
 from relviz.positions import alibi_slopes as _alibi_slopes
+from relviz.experiments.plan import SHAW_TABLE2
+from relviz.experiments.schema import load_results
+from relviz.inspection import mean_attention_by_offset, parameter_views, random_text, run_view
+from relviz.inspection import position_structure as structure_of
 from relviz.positions import alibi_slopes_geometric, relative_positions
+from relviz.rope import content_scores, decay_curves, rope_parameters, rope_presets, unscaled
+from relviz.training.checkpoints import load_checkpoint
 
 __all__ = [
     "relative_intro", "relative_index", "shaw_clipped", "shaw_index", "shaw_table", "shaw_overview",
@@ -302,7 +308,6 @@ def alibi_lines(length: int = 32, heads: int = 8, *, head: int = 1) -> go.Figure
 
 
 def _rope(preset: str, length: int | None) -> tuple[Any, int, np.ndarray, np.ndarray]:
-    from relviz.rope import rope_parameters, rope_presets, unscaled
 
     presets = rope_presets()
     if preset not in presets:
@@ -346,7 +351,6 @@ def rope_scores(preset: str = "llama-3.1-8b", length: int | None = None, *, wind
 
     Example: ``show.rope_scores("phi-3-mini-128k", length=131072, window=32, same=False)``
     """
-    from relviz.rope import content_scores
 
     config, length, _, _ = _rope(preset, length)
     return rope_figures.score_figure(content_scores(config, length, window, same=same, seed=seed))
@@ -358,7 +362,6 @@ def rope_decay(preset: str = "llama-3.1-8b", length: int | None = None) -> go.Fi
 
     Example: ``show.rope_decay("llama-3.1-8b", length=131072)``
     """
-    from relviz.rope import decay_curves
 
     config, length, _, _ = _rope(preset, length)
     return rope_figures.decay_figure(decay_curves(config, length), length=length, original=config.scaled_from)
@@ -370,12 +373,10 @@ def rope_decay(preset: str = "llama-3.1-8b", length: int | None = None) -> go.Fi
 
 @functools.lru_cache(maxsize=8)
 def _checkpoint(name: str):
-    from relviz.training import load_checkpoint
     return load_checkpoint(name)
 
 
 def _run(checkpoint: str, text: str | None, length: int, seed: int):
-    from relviz.inspection import random_text, run_view
 
     loaded = _checkpoint(checkpoint)
     text = random_text(length, seed) if text is None else text
@@ -400,7 +401,6 @@ def attention(checkpoint: str = "t5-shift", text: str | None = None, *, length: 
 
     Example: ``show.attention("t5-shift", text="3141592653589793238462643383279")``
     """
-    from relviz.inspection import position_structure as structure_of
 
     loaded, view = _run(checkpoint, text, length, seed)
     return attention_figures.attention_grid(view.weights, structure=structure_of(loaded.model, view.length))
@@ -412,7 +412,6 @@ def attention_head(checkpoint: str = "t5-shift", text: str | None = None, *, lay
 
     Example: ``show.attention_head("shaw-shift", layer=2, head=3)``
     """
-    from relviz.inspection import position_structure as structure_of
 
     loaded, view = _run(checkpoint, text, length, seed)
     layers, heads = view.weights.shape[:2]
@@ -429,7 +428,6 @@ def position_structure(checkpoint: str = "t5-shift", length: int = 32, *, head: 
     Raises ValueError for a scheme without one (``none``).
     Example: ``show.position_structure("alibi-shift", 48, head=2)``
     """
-    from relviz.inspection import position_structure as structure_of
 
     loaded = _checkpoint(checkpoint)
     structure = structure_of(loaded.model, length)
@@ -445,7 +443,6 @@ def attention_by_offset(checkpoint: str = "t5-shift", text: str | None = None, *
 
     Example: ``show.attention_by_offset("rope-shift", length=64)``
     """
-    from relviz.inspection import mean_attention_by_offset
 
     loaded, view = _run(checkpoint, text, length, seed)
     task, causal = loaded.info.task, loaded.model.config.causal
@@ -466,7 +463,6 @@ def learned_parameters(checkpoint: str = "t5-shift", *, length: int | None = Non
     loaded = _checkpoint(checkpoint)
     _check_count("layer", layer, loaded.model.config.n_layers)
     train_length = loaded.info.train_length
-    from relviz.inspection import parameter_views
 
     views = parameter_views(loaded.model, length=length or train_length, train_length=train_length, layer=layer - 1)
     panels = attention_figures.parameter_panels(views, train_length=train_length)
@@ -483,7 +479,6 @@ def _check_count(name: str, value: object, count: int) -> None:
 
 
 def _section(name: str, path: str | None) -> dict[str, Any]:
-    from relviz.experiments import load_results
 
     experiments = load_results(path)["experiments"]
     if name not in experiments:
@@ -519,7 +514,6 @@ def shaw_reference() -> go.Figure:
 
     Example: ``show.shaw_reference()``
     """
-    from relviz.experiments import SHAW_TABLE2
 
     return experiment_figures.shaw_reference_figure(SHAW_TABLE2)
 

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import torch
 
 from relviz.figures.heatmap import COLOUR_BAR_BELOW, X_AXIS_BELOW, colour_bar_below, readable
-from relviz.skew import skew, skew_bidirectional, skew_source_index, skew_steps
+from relviz.skew import gather_relative, skew, skew_bidirectional, skew_source_index, skew_steps
 
 #: Width of the random query and distance vectors of the demo.
 DEMO_DIM = 8
@@ -236,8 +236,6 @@ def naive_reference(demo: DemoInputs, *, bidirectional: bool) -> torch.Tensor:
     Causal: E_r covers only distances ≤ 0, so the index of j > i is clamped (those cells are
     not compared). Bidirectional: every cell is covered by E_all.
     """
-    from relviz.skew import gather_relative
-
     length = demo.length
     i = torch.arange(length)[:, None]
     j = torch.arange(length)[None, :]
