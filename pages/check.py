@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import astuple
+from types import SimpleNamespace
 
 import pandas as pd
 import streamlit as st
 
 from relviz import ui
-from relviz.check import KINDS, MAX_BYTES, MAX_SIDE, SETTINGS_OF, Settings, check, kind_of, load_matrix, variant_matrix
+from relviz.check import KINDS, MAX_BYTES, MAX_SIDE, SETTINGS_OF, Settings, check, kind_of, load_matrix, rope_settings
+from relviz.check.rope_fit import BASES
 from relviz.figures.check import diff_heatmap
 
 ui.ensure_app_navigation()
@@ -25,7 +26,13 @@ EXAMPLES = {
     "ALiBi slopes for 12 heads, naive": ("alibi_slopes", "non-power-of-2 slopes: 2^(−8h/n) for every n", (12,),
                                          Settings()),
     "Skew, padded on the right": ("skew", "pad on the right", (8, 8), Settings()),
+    "RoPE cos cache, interleaved pairs": ("rope_cos", "pair layout swapped (interleaved vs half-split)", (48, 32),
+                                          rope_settings(head_dim=32)),
+    "RoPE sin cache, angles in bfloat16": ("rope_sin", "angles computed in bfloat16", (300, 16),
+                                           rope_settings(head_dim=16, base=500000.0)),
 }
+#: The RoPE pair layouts, as the page names them.
+LAYOUTS = {"half": "half-split (i, i + d/2): Llama, GPT-NeoX", "interleaved": "interleaved (2i, 2i + 1): GPT-J, Meta"}
 
 
 #: The kinds a visitor can upload here (the page never runs a visitor's code).
@@ -33,14 +40,16 @@ PAGE_KINDS = [name for name in KINDS if kind_of(name).on_page]
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing…")
-def run_check(digest: str, kind: str, fit: bool, settings: tuple, _matrix):
-    """Cached by the upload's SHA-256 and the settings (scalars), never by the array itself."""
-    return check(kind, _matrix, None if fit else Settings(*settings))
+def run_check(digest: str, kind: str, fit: bool, values: tuple, _matrix):
+    """Cached by the upload's SHA-256 and the control values (scalars), never by the array itself; the kind
+    builds its settings from them as from the command line's flags."""
+    settings = None if fit else kind_of(kind).from_args(SimpleNamespace(**dict(values)), tuple(_matrix.shape))
+    return check(kind, _matrix, settings)
 
 
 def example_text(label: str) -> str:
     kind, cause, shape, settings = EXAMPLES[label]
-    matrix = variant_matrix(kind, cause, shape, settings)
+    matrix = kind_of(kind).variant(cause, shape, settings)
     return ui.matrix_to_csv(matrix)
 
 
@@ -65,7 +74,9 @@ with st.sidebar:
     kind = st.selectbox("matrix kind", PAGE_KINDS, format_func=KINDS.get, key=f"{P}_kind", bind="query-params")
     fit = st.toggle("find the settings for me", False, key=f"{P}_fit", bind="query-params",
                     help="Searches a bounded grid (T5: num_buckets 2–128, common max_distances, both directions, "
-                         "both query alignments; Shaw: k up to 512; ALiBi: up to 64 heads).")
+                         "both query alignments; Shaw: k up to 512; ALiBi: up to 64 heads; RoPE: 12 bases from "
+                         "10⁴ to 10⁷, both layouts, partial rotary, linear / YaRN / Llama 3 scaling at common "
+                         "factors).")
     used = SETTINGS_OF[kind]
     disabled = fit
     q_offset = st.number_input("query offset (query i sits at key position offset + i)", -MAX_SIDE, MAX_SIDE, 0,
@@ -89,10 +100,24 @@ with st.sidebar:
     full = st.toggle("compare the garbage upper triangle too", False, key=f"{P}_full", bind="query-params",
                      help="The skew's cells above the diagonal are not meaningful; a faithful pad/reshape trick "
                           "still reproduces them exactly.") if "full" in used else False
+    head_dim = st.number_input("head_dim (0: the upload's width)", 0, 1024, 0, key=f"{P}_hd", bind="query-params",
+                               disabled=disabled) if "head_dim" in used else 0
+    rotary_dim = st.number_input("rotary dims (0: all of the head)", 0, 1024, 0, key=f"{P}_rd", bind="query-params",
+                                 disabled=disabled, help="Partial rotary: only the first dims rotate (GPT-NeoX a "
+                                 "quarter, Phi-2 0.4).") if "rotary_dim" in used else 0
+    base = st.selectbox("base θ (rope_theta)", BASES, format_func=lambda b: f"{b:,.0f}", key=f"{P}_base",
+                        bind="query-params", disabled=disabled) if "base" in used else 10000.0
+    layout = st.selectbox("pair layout", list(LAYOUTS), format_func=LAYOUTS.get, key=f"{P}_layout",
+                          bind="query-params", disabled=disabled) if "layout" in used else "half"
+    if "scaling" in used:
+        st.caption("A scaling rule (linear, YaRN, Llama 3) is found by *find the settings for me*, or given with "
+                   "`--config config.json` on the command line.")
 
-settings = Settings(q_offset=int(q_offset), k=int(k), num_buckets=int(nb), max_distance=int(md),
-                    bidirectional=bool(bidir), num_heads=int(heads), head=int(head), causal=bool(causal),
-                    full=bool(full))
+#: The control values, named as the command line's flags (each kind reads its own).
+values = dict(q_offset=int(q_offset), k=int(k), num_buckets=int(nb), max_distance=int(md), bidirectional=bool(bidir),
+              num_heads=int(heads), head=int(head), causal=bool(causal), full=bool(full), alibi_bias_max=8.0,
+              head_dim=int(head_dim) or None, rotary_dim=int(rotary_dim) or None, base=float(base), layout=layout,
+              config=None, layer=None)
 
 left, right = st.columns([1, 1])
 with left:
@@ -123,7 +148,7 @@ def checked(data: bytes | None, name: str):
         return None
     with ui.user_errors():
         matrix = load_matrix(data, name=name)
-        return run_check(hashlib.sha256(data).hexdigest(), kind, bool(fit), astuple(settings), matrix)
+        return run_check(hashlib.sha256(data).hexdigest(), kind, bool(fit), tuple(sorted(values.items())), matrix)
     return None
 
 
@@ -149,14 +174,17 @@ if result is not None:
     fig_col, table_col = st.columns([3, 2])
     with fig_col:
         offset = result.settings.q_offset if "q_offset" in used else 0
+        labels = kind_of(kind).labels
         ui.show_figure(diff_heatmap(result.expected, result.got, result.mismatch, result.compared, q_offset=offset,
-                                    title="Your matrix against the reference"), key=f"{P}_fig")
+                                    title="Your matrix against the reference", third=result.third, labels=labels,
+                                    axes=kind_of(kind).axes), key=f"{P}_fig")
         st.caption("**Red**: the cell differs from relviz's reference; pale blue: equal; white: not compared. "
-                   "Hover a cell for i, j, j − i, expected and got.")
+                   f"Hover a cell for {', '.join(labels)}, expected and got.")
     with table_col:
         st.markdown(f"#### First mismatches ({result.mismatches} in all)" if result.first else "#### No mismatches")
         if result.first:
-            st.dataframe(pd.DataFrame([{"i": m.i, "j": m.j, "j − i": m.offset, "expected": m.expected, "got": m.got}
+            row, column, third = kind_of(kind).labels
+            st.dataframe(pd.DataFrame([{row: m.i, column: m.j, third: m.offset, "expected": m.expected, "got": m.got}
                                        for m in result.first]), hide_index=True, width="stretch")
         st.markdown("**Settings compared**" + (" (found by search)" if result.fitted else ""))
         st.dataframe(pd.DataFrame([{"setting": key, "value": str(value)}

@@ -140,7 +140,8 @@ def register_matrix_kind(spec: MatrixKind) -> MatrixKind:
     MATRIX_KINDS[spec.name] = spec
     register(Kind(spec.name, spec.description, spec.settings, lambda got, s, name=spec.name: check(name, got, s),
                   hint=spec.hint, max_side=MAX_SIDE, from_args=settings_from_args, invoke=spec.invoke,
-                  signature=spec.signature))
+                  signature=spec.signature,
+                  variant=lambda cause, shape, s, name=spec.name: variant_matrix(name, cause, shape, s)))
     return spec
 
 

@@ -26,6 +26,8 @@ class Kind:
     settings: tuple[str, ...]
     check: Callable[[Any, Any], Any]
     labels: tuple[str, str, str] = ("i", "j", "j − i")
+    #: The picture's axes: rows, columns.
+    axes: tuple[str, str] = ("query position i", "key position j")
     max_side: int = 512
     on_page: bool = True
     #: What to feed or upload, shown beside the upload (empty: nothing to add).
@@ -33,6 +35,8 @@ class Kind:
     from_args: Callable[[Any, tuple[int, ...] | None], Any] | None = None
     invoke: Callable[[Callable[..., Any], Any, int], Any] | None = None
     signature: str = ""
+    #: ``variant(cause_name, shape, settings)``: the array that named mistake produces (None: not here)
+    variant: Callable[[str, tuple[int, ...], Any], Any] | None = None
 
 
 REGISTRY: dict[str, Kind] = {}

@@ -51,6 +51,8 @@ class CheckResult:
     causes: tuple[Cause, ...]
     closest: Cause | None
     note: str = ""
+    #: The third hover value of each cell where it is not j − i − q_offset (a RoPE cache: the frequency pair)
+    third: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def cause(self) -> Cause | None:

@@ -362,7 +362,21 @@ def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = 
             "the mismatch table's third column is the frequency pair i of the column (−1: a pass-through dim)."
             if kind.laid_out else f"Row m holds position {s.q_offset} + m; column i is pair i's angle.")
     return CheckResult(kind_name, s, fitted, expected, got, np.ones_like(mismatch), mismatch, first,
-                       tuple(causes), None if causes else closest, note)
+                       tuple(causes), None if causes else closest, note, np.broadcast_to(pairs, got.shape))
+
+
+def variant_cache(kind_name: str, cause: str, shape: tuple[int, ...], s: RopeSettings) -> np.ndarray | None:
+    """The array the named mistake (relviz.check.rope_causes) produces at ``shape`` and ``s`` (None: it does not
+    apply there); the reference itself for cause ''."""
+    from relviz.check.rope_causes import variants
+
+    kind = ROPE_KINDS[kind_name]
+    rows, width = shape
+    validate(kind, np.zeros((rows, width)), s)
+    if not cause:
+        return kind.build(reference_recipe(s, rows), np.arange(rows), width).double().numpy()
+    recipe = next((r for c, r in variants(kind, s, rows) if c.name == cause), None)
+    return None if recipe is None else kind.build(recipe, np.arange(rows), width).double().numpy()
 
 
 def _stored(values: torch.Tensor, storage: torch.dtype | None) -> np.ndarray:
@@ -379,6 +393,9 @@ def check(kind_name: str, got: np.ndarray, settings: RopeSettings | None) -> Che
 
 
 MAX_CONFIG_BYTES = 4 << 20
+PAGE_HINT = ("RoPE: upload the cache your model multiplies q and k by, `cos` or `sin` of shape [seq_len, head_dim] "
+             "(e.g. `np.save(path, cos[0, 0].float().numpy())`), or the angles [seq_len, rotary_dim / 2]. Row m is "
+             "position q_offset + m; pass-through dims of a partial rotary hold cos 1 and sin 0.")
 
 
 def settings_from_args(kind: RopeKind, args: Any, shape: tuple[int, ...] | None) -> RopeSettings:
@@ -430,6 +447,8 @@ def _invoke(kind: RopeKind) -> Callable[[Callable[..., Any], RopeSettings, int],
 for _kind in ROPE_KINDS.values():
     register(Kind(_kind.name, _kind.description, ("head_dim", "rotary_dim", "base", "layout", "scaling", "q_offset"),
                   lambda got, s, name=_kind.name: check(name, got, s), labels=("row", "column", "pair"),
-                  max_side=MAX_ROWS, on_page=False,
+                  axes=("row m: position q_offset + m", "column (dim)" if _kind.laid_out else "column: pair i"),
+                  max_side=MAX_ROWS, hint=PAGE_HINT,
                   from_args=lambda args, shape, kind=_kind: settings_from_args(kind, args, shape),
-                  invoke=_invoke(_kind), signature=_kind.signature))
+                  invoke=_invoke(_kind), signature=_kind.signature,
+                  variant=lambda cause, shape, s, name=_kind.name: variant_cache(name, cause, shape, s)))
