@@ -165,3 +165,70 @@ def test_small_matrices_keep_square_cells_and_their_width_at_1280x720(projector,
         assert 0.8 <= cell <= 1.25, (path, charts)
         assert width >= 0.9 * widths[len(widths) // 2], (path, charts)
         assert bar == 0 or bar >= 0.8 * width, (path, charts)
+
+
+#: What a projector shows wrong in a chart, found by the text's boxes: a title wider than its chart, two texts
+#: on each other (labels, notes, a cell's label drawn twice), a note under data markers, a legend over an
+#: axis title or scrolling, a bar's label shrunk or turned to fit: [chart, problem, text].
+CHART_CLASHES_JS = """() => {
+  const out = [];
+  const R = e => e.getBoundingClientRect();
+  const inter = (a, b) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left))
+                        * Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top));
+  const area = r => r.width * r.height;
+  document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').forEach((plot, k) => {
+    const svg = R(plot.querySelector('.main-svg'));
+    const name = (plot.layout && plot.layout.title && plot.layout.title.text || '') + '#' + k;
+    const title = plot.querySelector('.gtitle');
+    if (title && (R(title).right > svg.right + 1 || R(title).left < svg.left - 1))
+      out.push([name, 'title cut', title.textContent]);
+    const texts = Array.from(plot.querySelectorAll('.textpoint text, .annotation-text, .hm text, .heatmaplayer text, .bartext'))
+      .filter(e => e.textContent.trim() && area(R(e)) > 0);
+    for (let i = 0; i < texts.length; i++)
+      for (let j = i + 1; j < texts.length; j++) {
+        const a = R(texts[i]), b = R(texts[j]);
+        if (inter(a, b) > 0.2 * Math.min(area(a), area(b)))
+          out.push([name, 'texts overlap', texts[i].textContent + ' | ' + texts[j].textContent]);
+      }
+    const points = Array.from(plot.querySelectorAll('.scatterlayer .points path.point')).map(R).filter(r => area(r) > 0);
+    plot.querySelectorAll('.annotation-text').forEach(a => {
+      const r = R(a);
+      if (points.some(p => inter(r, p) > 0.3 * area(p))) out.push([name, 'note under markers', a.textContent]);
+    });
+    const legend = plot.querySelector('.legend .bg');
+    if (legend) {
+      const l = R(legend);
+      plot.querySelectorAll('.xtitle, .ytitle').forEach(t => {
+        if (inter(l, R(t)) > 0) out.push([name, 'legend over axis title', t.textContent]);
+      });
+      const bar = plot.querySelector('.legend .scrollbar');
+      if (bar && R(bar).height > 0) out.push([name, 'legend scrolls', '']);
+    }
+    plot.querySelectorAll('.bartext').forEach(t => {
+      const tr = t.getAttribute('transform') || '';
+      const size = parseFloat(getComputedStyle(t).fontSize);
+      if (/rotate\((?!0)/.test(tr) || size < 11) out.push([name, 'bar text squeezed', t.textContent + ' ' + size + tr]);
+    });
+  });
+  return out;
+}"""
+
+#: The views where a teacher found these (issue 26, defects 2-7): Experiments' Table 2 title and labels, the
+#: training-length note under the ✕ markers, the memory chart's legend; T5's bucket budget (a one-bucket bar's
+#: label) and curve legend; the skew's hatched cells; a 32-head ALiBi model's legend.
+CLASH_VIEWS = ["experiments", "t5?t5_bi=false", "t5", "skew?skew_L=6",
+               "your_model?ym_model=MPT-7B+instruct+(published+config)"]
+
+
+@pytest.mark.parametrize("path", CLASH_VIEWS)
+def test_chart_texts_do_not_collide_at_1280x720(projector, path):
+    base, page = projector
+    page.set_viewport_size({"width": 1280, "height": 1400})  # same width; a tall chart is drawn whole
+    try:
+        _open(page, f"{base}/{path}")
+        for chart in page.query_selector_all(".js-plotly-plot"):
+            chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        assert page.evaluate(CHART_CLASHES_JS) == []
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 720})

@@ -62,7 +62,7 @@ def test_renders_the_shipped_results(monkeypatch):
     passing = sum(v >= 0.9 for n in offset["setup"]["layers"] for row in ex.offset_matrix(offset, n)[2] for v in row)
     assert checks(overview) == passing
     for title in ("Accuracy against shift s", "Accuracy against evaluation length", "The memory wall",
-                  "Forward time", "Shaw et al. 2018, Table 2"):
+                  "Forward time", "Shaw et al., Table 2"):
         find(figures, title)
     text = " ".join(m.value for m in at.markdown)
     for sentence in ex.offset_reading(offset, 0.9) + ex.cost_reading(data["experiments"]["cost"]):

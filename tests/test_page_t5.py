@@ -223,7 +223,8 @@ def test_confusion_pictures_sit_with_the_map():
     figures = charts(at)
     budget = find(figures, "where the 32 buckets go")
     labels = [t["text"][0] for t in budget["data"]]
-    assert "past exact 0…7" in labels and "future logarithmic 24…31" in labels and "16: unused" in labels
+    notes = [a["text"] for a in budget["layout"].get("annotations", [])]
+    assert "past exact 0…7" in labels and "future logarithmic 24…31" in labels and "16: unused" in notes
     sharing = find(figures, "bias table each layer adds")
     text = sharing["data"][0]["text"]
     assert set(text[0]) == {"table 1"} and len(set(text[1])) == len(text[1])

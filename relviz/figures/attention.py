@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import (KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, matrix_heatmap,
-                                   readable_layout, whole_number_ticks)
+from relviz.figures.heatmap import (KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, legend_below_axis,
+                                   matrix_heatmap, readable_layout, whole_number_ticks)
 from relviz.inspection import OffsetProfile, RunView
 from relviz.schemes.views import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms, View
 
@@ -54,6 +54,21 @@ def colour_top(weights: np.ndarray) -> float:
 
 def head_colour(head: int) -> str:
     return HEAD_COLOURS[head % len(HEAD_COLOURS)]
+
+
+#: Beyond this many heads a curve per head gets a sequential colour by head index and a colour bar instead
+#: of a legend: eight distinct colours repeated made head 1 and head 9 look alike, and a 32-entry legend
+#: covered the axis title.
+HEAD_SCALE = "Viridis"
+
+
+def head_colours(heads: int) -> list[str]:
+    """One colour per head: the eight distinct ones up to eight heads, else the head index on HEAD_SCALE."""
+    if heads <= len(HEAD_COLOURS):
+        return HEAD_COLOURS[:heads]
+    from plotly.colors import sample_colorscale
+
+    return sample_colorscale(HEAD_SCALE, [h / (heads - 1) for h in range(heads)])
 
 
 def _figure(data: list[dict], layout: dict, validate: bool) -> go.Figure:
@@ -390,10 +405,12 @@ def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, vali
     optional shaded band, and grey where the offsets were never seen in training."""
     data = []
     custom, lines = _hover_data(curve.hover, (len(curve.offsets),))
-    for head in range(curve.bias.shape[0]):
+    heads = curve.bias.shape[0]
+    colours, legend = head_colours(heads), heads <= len(HEAD_COLOURS)
+    for head in range(heads):
         label = curve.head_labels[head] if curve.head_labels else f"head {head + 1}"
         trace = dict(type="scatter", mode="lines", x=curve.offsets, y=curve.bias[head].astype(np.float32),
-                     name=label, line=dict(color=head_colour(head), width=2.5),
+                     name=label, line=dict(color=colours[head], width=2.5 if legend else 1.8), showlegend=legend,
                      hovertemplate="<br>".join([f"head {head + 1}", "j − i = %{x}"] + lines + ["bias = %{y:.3f}"])
                      + "<extra></extra>")
         if curve.steps:
@@ -420,12 +437,17 @@ def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, vali
                                 xanchor="right" if right else "left", yanchor="bottom", xshift=-2 if right else 2,
                                 yshift=2, showarrow=False, text=curve.band_label,
                                 font=dict(size=13, color="#333"), bgcolor="rgba(46, 134, 171, 0.30)"))
+    if not legend:  # the head index as a colour bar (an invisible trace carries it)
+        data.append(dict(type="scatter", mode="markers", x=[None], y=[None], showlegend=False, hoverinfo="skip",
+                         marker=dict(color=[1, heads], colorscale=HEAD_SCALE, cmin=1, cmax=heads, showscale=True,
+                                     colorbar=dict(title=dict(text="head"), thickness=14, len=0.9))))
     top = 64 if curve.band is not None else 40
     layout = dict(height=420 + top - 40, margin=dict(l=60, r=10, t=top, b=80), shapes=shapes,
                   annotations=annotations, title=dict(text=curve.title, x=0, xanchor="left", y=0.99, yanchor="top"),
                   xaxis=dict(title=dict(text="offset j − i"), zeroline=False),
-                  yaxis=dict(title=dict(text="bias added to the logit")),
-                  legend=dict(orientation="h", y=-0.25, x=0))   # below: the long title fills the top
+                  yaxis=dict(title=dict(text="bias added to the logit")))
+    if legend:  # below the axis title: the long title fills the top
+        legend_below_axis(layout, rows=math.ceil(heads / 4))
     return _figure(data, layout, validate)
 
 

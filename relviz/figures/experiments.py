@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from relviz.figures.heatmap import readable
+from relviz.figures.heatmap import legend_below_axis, readable
 from relviz.experiments import (
     IMPLEMENTATIONS,
     Setting,
@@ -190,7 +190,7 @@ def offset_detail(section: dict[str, Any], setting_ids: list[str], *, live: list
 
 @readable
 def extrapolation_figure(section: dict[str, Any], *, live: list[dict[str, Any]] | None = None,
-                         live_label: str = "live", height: int = 460) -> go.Figure:
+                         live_label: str = "live", height: int = 500) -> go.Figure:
     """Accuracy against evaluation length (1× … 8× the training length), one line per scheme
     with the seeds' band; ✕ at the bottom where a scheme cannot run, with the reason on hover."""
     setup = section["setup"]
@@ -228,12 +228,13 @@ def extrapolation_figure(section: dict[str, Any], *, live: list[dict[str, Any]] 
             x=[r["eval_length"] for r in ok], y=[r["accuracy"] for r in ok], mode="lines+markers", name=live_label,
             line=dict(color="#111111", width=2, dash="dot"), marker=dict(symbol="star", size=11),
             hovertemplate=f"{live_label}<br>L = %{{x}}: %{{y:.1%}}<extra></extra>"))
-    fig.add_vline(x=train_length, line=dict(color="grey", dash="dash", width=1),
-                  annotation_text=f"training length {train_length}", annotation_position="bottom right")
+    # The training length is named in its tick: a note beside the line sat at the bottom, under the ✕ markers
+    # of the schemes that cannot run (their row is the only free band, and it is theirs).
+    fig.add_vline(x=train_length, line=dict(color="grey", dash="dash", width=1))
     fig.add_hline(y=CHANCE, line=dict(color="grey", dash="dot", width=1), annotation_text="chance",
                   annotation_position="bottom right")
     fig.update_xaxes(title_text="evaluation length L", tickvals=[f * train_length for f in factors],
-                     ticktext=[f"{f * train_length}<br>{f}×" for f in factors])
+                     ticktext=[f"{f * train_length}<br>{f}×" + ("<br>trained" if f == 1 else "") for f in factors])
     fig.update_yaxes(title_text="accuracy", range=[-0.08, 1.04], tickformat=".0%")
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=40), hovermode="closest",
                       legend=dict(orientation="v", x=1.01, y=1))
@@ -314,8 +315,9 @@ def memory_wall_figure(section: dict[str, Any], *, live: list[dict[str, Any]] | 
     exponents = range(5, int(math.log10(memory * 30)) + 1)
     fig.update_yaxes(type="log", title_text="bytes (fp32)", range=[5, math.log10(memory * 30)],
                      tickvals=[10.0 ** e for e in exponents], ticktext=[format_bytes(10.0 ** e) for e in exponents])
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), hovermode="closest",
-                      legend=dict(font=dict(size=11), orientation="h", yanchor="top", y=-0.16, x=0))
+    layout = legend_below_axis(dict(height=height, margin=dict(l=10, r=10, t=40, b=10)),
+                               rows=sum(1 for t in fig.data if t.showlegend is not False))  # long names: one a row
+    fig.update_layout(hovermode="closest", **layout)
     return fig
 
 
@@ -349,8 +351,9 @@ def time_figure(section: dict[str, Any], *, live: list[dict[str, Any]] | None = 
     lengths = [r["L"] for r in section["rows"]] + [r["L"] for r in live or []]
     _log_length_axis(fig, min(lengths), max(lengths))
     fig.update_yaxes(type="log", title_text="forward time (ms, median)", dtick=1)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), hovermode="closest",
-                      legend=dict(font=dict(size=11), orientation="h", yanchor="top", y=-0.2, x=0))
+    layout = legend_below_axis(dict(height=height, margin=dict(l=10, r=10, t=40, b=10)),
+                               rows=len(fig.data))  # long names: one a row
+    fig.update_layout(hovermode="closest", **layout)
     return fig
 
 
@@ -358,12 +361,16 @@ def time_figure(section: dict[str, Any], *, live: list[dict[str, Any]] | None = 
 def shaw_reference_figure(table: dict[int, float], *, height: int = 260) -> go.Figure:
     """Shaw et al.'s Table 2: BLEU against the clipping distance k (published, not measured here)."""
     ks = sorted(table)
+    # In a third of a 1280-px page the points sit ~30 px apart: labels alternate above and below the line
+    # (side by side they ran together, "25.825.925.8").
     fig = go.Figure(go.Scatter(
         x=[str(k) for k in ks], y=[table[k] for k in ks], mode="lines+markers+text",
-        text=[f"{table[k]:.1f}" for k in ks], textposition="top center", line=dict(color="#555555"),
+        text=[f"{table[k]:.1f}" for k in ks], line=dict(color="#555555"),
+        textposition=["top center" if n % 2 == 0 else "bottom right" if n == 1 else "bottom center"
+                      for n in range(len(ks))],
         hovertemplate="k = %{x}: BLEU %{y} (newstest2013 EN-DE, base model)<extra></extra>", name="BLEU"))
     fig.update_xaxes(title_text="clipping distance k", type="category")
-    fig.update_yaxes(title_text="BLEU", range=[10, 28.5])
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=40),
-                      title=dict(text="Shaw et al. 2018, Table 2 (published)", font=dict(size=13)))
+    fig.update_yaxes(title_text="BLEU (published)", range=[10, 28.5])
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=40),  # a title that fits a third of 1280 px
+                      title=dict(text="Shaw et al., Table 2", font=dict(size=13)))
     return fig

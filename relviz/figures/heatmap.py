@@ -72,6 +72,31 @@ def readable_layout(layout: dict) -> dict:
     return layout
 
 
+#: Under a plot: what the x axis's tick labels and title take (px), and one row of a legend at READABLE_FONT − 1
+#: (plotly spaces its entries ~31 px apart, measured in Chromium).
+AXIS_BELOW_PX = 64
+LEGEND_ROW_PX = 31
+
+
+def legend_below_axis(layout: dict, *, rows: int) -> dict:
+    """A horizontal legend under the x axis's title, never over it: its top ``AXIS_BELOW_PX`` below the
+    plot, in a bottom margin reserved for the axis and ``rows`` rows of entries.
+
+    A legend at a fixed negative paper ``y`` sits a fraction of the plot's height below it, so on a short
+    chart, or a narrow one whose entries wrap into more rows (plotly then grows the margin and shrinks the
+    plot), it covered the axis title and scrolled. Here the margin already holds it, so the plot keeps
+    its height and the fraction is exact. The figure grows by the rows. Changes and returns ``layout``."""
+    margin = layout.setdefault("margin", {})
+    bottom = AXIS_BELOW_PX + rows * LEGEND_ROW_PX + 8
+    layout["height"] = layout.get("height", 450) + max(0, bottom - margin.get("b", 80))
+    margin["b"] = bottom
+    plot_px = layout["height"] - margin.get("t", 100) - bottom
+    font = dict(layout.get("legend", {}).get("font", {}))
+    layout["legend"] = dict(orientation="h", y=-AXIS_BELOW_PX / plot_px, yanchor="top", x=0, xanchor="left",
+                            font=font)
+    return layout
+
+
 #: An axis over at most this many whole-number positions gets a tick at each one (plotly's automatic
 #: ticks would label −0.5, 0, 0.5: positions and offsets that do not exist).
 WHOLE_TICKS_SPAN = 6

@@ -343,12 +343,16 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
     template = "%{text}" if labels_on else ""
     x, y = np.arange(cols), np.arange(rows)
     hover = cells.hover.astype(str)
+    pad = cells.source_row < 0
+    # Each cell's label is drawn once: the pad layer writes "pad", and hatched or dropped cells get theirs
+    # again above the hatching. Written twice, the two copies sat a pixel apart ("−5" read "=5").
+    overlaid = pad | np.isin(cells.kinds, (GARBAGE, DROPPED))
     data: list[dict] = [dict(
-        type="heatmap", name="values", z=z, x=x, y=y, text=cells.labels.astype(str), texttemplate=template,
+        type="heatmap", name="values", z=z, x=x, y=y,
+        text=np.where(overlaid, "", cells.labels.astype(str)), texttemplate=template,
         textfont=dict(size=text_size), customdata=hover, hovertemplate="%{customdata}<extra></extra>",
         xgap=1, ygap=1, showscale=show_scale, **scale)]
 
-    pad = cells.source_row < 0
     if pad.any():
         data.append(dict(
             type="heatmap", name="pad", z=np.where(pad, 1.0, np.nan).astype(np.float32), x=x, y=y,

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import torch
 
 from relviz.figures.heatmap import DISCRETE_PALETTE as PALETTE
-from relviz.figures.heatmap import diagonal_counts, readable
+from relviz.figures.heatmap import diagonal_counts, legend_below_axis, readable
 from relviz.figures.toeplitz import (
     HoverField,
     ToeplitzFigure,
@@ -170,11 +170,11 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
                             standoff=4),
                  type="log" if log_x else "linear",
                  range=[float(np.log10(lo)), float(np.log10(hi))] if log_x else [lo, hi])
-    return go.Figure(data=traces, layout=dict(
-        height=height, margin=dict(l=60, r=10, t=78, b=80), shapes=shapes, annotations=annotations,
-        legend=dict(orientation="h", yanchor="top", y=-0.17, x=0, xanchor="left"),
+    return go.Figure(data=traces, layout=legend_below_axis(dict(
+        height=height - 16, margin=dict(l=60, r=10, t=78, b=80), shapes=shapes, annotations=annotations,
         title=dict(text="bucket vs distance n = |j − i|", x=0, xanchor="left", y=0.98, yanchor="top"), xaxis=xaxis,
-        yaxis=dict(title=dict(text="bucket"), range=[-1, num_buckets], dtick=max(1, num_buckets // 8))))
+        yaxis=dict(title=dict(text="bucket"), range=[-1, num_buckets], dtick=max(1, num_buckets // 8))),
+        rows=len(traces)))  # two entries, one a row: at a third of 1280 px they do not fit side by side
 
 
 def _num(v: int | None) -> str:
@@ -274,26 +274,36 @@ def bucket_budget_figure(num_buckets: int, max_distance: int, bidirectional: boo
     config = t5_config(num_buckets, max_distance, bidirectional)
     per_dir, me = config.buckets_per_direction, config.max_exact
     parts = []  # (label, first bucket, count, colour)
-    directions = [("past", 0), ("future", per_dir)] if bidirectional else [("past and j − i ≥ 0", 0)]
-    for name, start in directions:
-        exact_first = start + (1 if bidirectional and name == "future" else 0)
-        if bidirectional and name == "future":
-            parts.append((f"{start}: unused", start, 1, "#bbbbbb"))
-        parts.append((f"{name} exact", exact_first, me - (exact_first - start), "#3caa5a"))
-        parts.append((f"{name} logarithmic", start + me, per_dir - me, "#9a5ac8"))
-    if bidirectional and num_buckets % 2:
-        parts.append(("odd: unused", 2 * per_dir, 1, "#bbbbbb"))
+    if bidirectional:
+        for name, start in (("past", 0), ("future", per_dir)):
+            exact_first = start + (1 if name == "future" else 0)
+            if name == "future":
+                parts.append((f"{start}: unused", start, 1, "#bbbbbb"))
+            parts.append((f"{name} exact", exact_first, me - (exact_first - start), "#3caa5a"))
+            parts.append((f"{name} logarithmic", start + me, per_dir - me, "#9a5ac8"))
+        if num_buckets % 2:
+            parts.append(("odd: unused", 2 * per_dir, 1, "#bbbbbb"))
+    else:  # one direction: bucket 0 holds j − i = 0 and every future offset, the rest the past
+        parts.append(("exact: j − i ≥ 0, then past", 0, me, "#3caa5a"))
+        parts.append(("past logarithmic", me, per_dir - me, "#9a5ac8"))
+    # A one-bucket part is too narrow for its label inside (plotly shrank and turned it, tiny and vertical):
+    # its label sits above the bar instead.
     traces = [go.Bar(x=[count], y=["buckets"], base=[first - 0.5], orientation="h", name=label,
                      marker=dict(color=colour, line=dict(color="white", width=2)),
-                     text=[f"{label} {first}…{first + count - 1}" if count > 1 else f"{label}"],
-                     textposition="inside", insidetextanchor="middle", textfont=dict(size=13),
+                     text=[f"{label} {first}…{first + count - 1}" if count > 1 else ""],
+                     textposition="inside" if count > 1 else "none", insidetextanchor="middle",
+                     textfont=dict(size=13),
                      hovertemplate=f"{label}: buckets {first}…{first + count - 1} ({count})<extra></extra>",
                      showlegend=False)
               for label, first, count, colour in parts if count > 0]
+    notes = [dict(x=first, y=1, xref="x", yref="paper", yanchor="bottom", showarrow=False, text=label,
+                  font=dict(size=13, color="#555555")) for label, first, count, _ in parts if count == 1]
+    title = (f"where the {num_buckets} buckets go: max_exact = {me} per direction" if bidirectional else
+             f"where the {num_buckets} buckets go (one direction): max_exact = {me}")
     return go.Figure(data=traces, layout=dict(
-        height=height, barmode="overlay", margin=dict(l=10, r=10, t=40, b=40),
-        title=dict(text=f"where the {num_buckets} buckets go: max_exact = {me} per direction", x=0,
-                   xanchor="left"),
+        height=height, barmode="overlay", margin=dict(l=10, r=10, t=60 if notes else 40, b=40),
+        title=dict(text=title, x=0,
+                   xanchor="left", y=0.98, yanchor="top"), annotations=notes,
         xaxis=dict(title=dict(text="bucket"), range=[-0.5, num_buckets - 0.5]), yaxis=dict(visible=False)))
 
 

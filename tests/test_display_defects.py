@@ -1,0 +1,80 @@
+"""Figure-level checks of the display defects a teacher found on a projector (issue 26); the browser test
+test_chart_texts_do_not_collide_at_1280x720 sees the same charts drawn."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relviz.experiments import SHAW_TABLE2
+from relviz.figures.attention import HEAD_COLOURS, bias_curve_figure
+from relviz.figures.experiments import shaw_reference_figure
+from relviz.figures.heatmap import AXIS_BELOW_PX, legend_below_axis
+from relviz.figures.skew import DROPPED, GARBAGE, causal_steps, demo_inputs, step_figure
+from relviz.figures.t5 import bucket_budget_figure
+from relviz.schemes.views import BiasCurve
+
+
+def test_table_2_labels_alternate_sides_and_its_title_fits_a_third_of_the_page():
+    """Defect 2: side by side the labels ran together ("25.825.925.8"), the title was cut at 1280 px."""
+    figure = shaw_reference_figure(SHAW_TABLE2)
+    positions = list(figure.data[0].textposition)
+    assert len(positions) == len(SHAW_TABLE2)
+    assert all(a.split()[0] != b.split()[0] for a, b in zip(positions, positions[1:]))  # above, below, above…
+    assert len(figure.layout.title.text) <= 24
+
+
+def curve(heads: int) -> BiasCurve:
+    offsets = np.arange(-31, 1)
+    slopes = 2.0 ** -np.arange(1, heads + 1)
+    return BiasCurve(title="ALiBi", caption="", offsets=offsets,
+                     bias=(slopes[:, None] * offsets[None, :]).astype(np.float32), learned=False)
+
+
+def test_many_heads_get_one_colour_each_and_a_colour_bar_instead_of_a_legend():
+    """Defect 5: 32 heads in 8 colours (head 1 looked like head 9) and a 32-entry legend over the axis title."""
+    lines = [t for t in bias_curve_figure(curve(32)).data if t.mode == "lines"]
+    assert len(lines) == 32 and len({t.line.color for t in lines}) == 32
+    assert not any(t.showlegend for t in lines)
+    bars = [t for t in bias_curve_figure(curve(32)).data if t.mode == "markers"]
+    assert len(bars) == 1 and bars[0].marker.showscale and bars[0].marker.cmax == 32
+    few = [t for t in bias_curve_figure(curve(4)).data if t.mode == "lines"]
+    assert [t.line.color for t in few] == HEAD_COLOURS[:4] and all(t.showlegend is not False for t in few)
+
+
+@pytest.mark.parametrize("rows", [1, 4, 10])
+def test_a_legend_below_the_axis_starts_under_the_axis_title(rows):
+    layout = legend_below_axis(dict(height=400, margin=dict(t=40, b=40)), rows=rows)
+    plot_px = layout["height"] - 40 - layout["margin"]["b"]
+    assert plot_px == 400 - 40 - 40                                           # the plot keeps its height
+    assert -layout["legend"]["y"] * plot_px == pytest.approx(AXIS_BELOW_PX)   # in px below the plot
+
+
+@pytest.mark.parametrize("length", [4, 6, 9])
+def test_every_skew_cell_label_is_drawn_once(length):
+    """Defect 6: a hatched cell's label was drawn by the heatmap and again above the hatching, a pixel apart
+    (cell (3, 5) at L = 6 read "=5"); a pad cell's "pad" twice."""
+    cells = causal_steps(demo_inputs(length, seed=0))
+    for step in cells.values():
+        figure = step_figure(step, length=length)
+        base = np.asarray(figure.data[0].text, dtype=object).reshape(step.labels.shape)
+        overlaid = (step.source_row < 0) | np.isin(step.kinds, (GARBAGE, DROPPED))
+        assert all(v == "" for v in base[overlaid])
+        assert all(v != "" for v in base[~overlaid])
+
+
+def test_t5_budget_unidirectional_says_one_direction_and_its_segments_differ():
+    """Defect 7: unidirectional, both segments read "past and j − i ≥ 0" and the title said "per direction"."""
+    figure = bucket_budget_figure(32, 128, False)
+    texts = [t.text[0] for t in figure.data]
+    assert texts == ["exact: j − i ≥ 0, then past 0…15", "past logarithmic 16…31"]
+    assert "per direction" not in figure.layout.title.text and "one direction" in figure.layout.title.text
+
+
+def test_t5_budget_one_bucket_part_is_labelled_above_the_bar_not_squeezed_inside():
+    """Defect 7: "16: unused" was shrunk and turned to fit a one-bucket bar."""
+    figure = bucket_budget_figure(32, 128, True)
+    narrow = [t for t in figure.data if t.x[0] == 1]
+    assert narrow and all(t.textposition == "none" for t in narrow)
+    assert [a.text for a in figure.layout.annotations] == ["16: unused"]
+    odd = bucket_budget_figure(33, 128, True)
+    assert sorted(a.text for a in odd.layout.annotations) == ["16: unused", "odd: unused"]
