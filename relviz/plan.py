@@ -293,6 +293,7 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         family, listed = (inner, inner_listed) if inner else (family, listed)
     if not family:
         raise ValueError(_unknown(model_type, config))
+    cfg = _derived(cfg, family, family["stacks"])
     shared: dict[str, Any] = {}
     plans: dict[str, list[LayerPlan]] = {}
     for stack, spec in family["stacks"].items():
@@ -340,6 +341,36 @@ def _summary(plan: ModelPlan, cfg: ConfigView) -> dict[str, Any]:
     if cfg.has("layer_types"):
         out["layer_types"] = list(cfg.raw("layer_types"))
     return out
+
+
+def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, Any]) -> ConfigView:
+    """The config with the per-layer lists its family's config class derives when they are absent."""
+    rules = family.get("derive", ())
+    if not rules:
+        return cfg
+    spec = next(iter(stacks.values()))
+    layers = cfg.int(spec["layers_field"], spec.get("layers_default", _REQUIRED), minimum=1, maximum=MAX_LAYERS)
+    data = dict(cfg.data)
+    for rule in rules:
+        present = data.get(rule["field"])
+        if present is not None and not (rule.get("when_empty") and present == []):
+            continue
+        if any(_lookup(data, k) != v and not (v is False and _lookup(data, k) is None)
+               for k, v in rule.get("requires", {}).items()):
+            continue
+        view = ConfigView(data, cfg.prefix)
+        if "constant" in rule:
+            data[rule["field"]] = [rule["constant"]] * layers
+            continue
+        if rule.get("from_field"):
+            source = view.list(rule["from_field"], layers, lambda n, v: v, counted_by=spec["layers_field"])
+            data[rule["field"]] = [rule["then"] if v else rule["else"] for v in source]
+            continue
+        period = rule["period"]
+        if rule.get("period_field"):
+            period = view.int(rule["period_field"], period, minimum=1, maximum=MAX_LAYERS)
+        data[rule["field"]] = [rule["then"] if (i + rule["phase"]) % period else rule["else"] for i in range(layers)]
+    return ConfigView(data, cfg.prefix)
 
 
 def _unknown(model_type: str, config: Mapping[str, Any]) -> str:

@@ -299,3 +299,19 @@ def test_falcon_eager_path_adds_alibi_twice_as_the_plan_notes(tmp_path):
     once = torch.softmax((scores + bias).masked_fill(~causal, -torch.inf), -1)
     twice = torch.softmax((scores + 2 * bias).masked_fill(~causal, -torch.inf), -1)
     assert torch.allclose(probs, twice, atol=1e-5) and not torch.allclose(probs, once, atol=1e-3)
+
+
+def test_llama3_scaling_with_equal_freq_factors_is_a_step_as_in_transformers(tmp_path):
+    """Llama 4 Scout's published config sets low_freq_factor = high_freq_factor = 1: transformers warns and
+    computes (a step at the original context instead of a ramp); relviz computes the same."""
+    from transformers import LlamaConfig, LlamaModel
+
+    config = LlamaConfig(vocab_size=8, hidden_size=64, num_attention_heads=2, num_hidden_layers=1,
+                         intermediate_size=8, max_position_embeddings=65536, rope_theta=500000.0,
+                         rope_scaling={"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 1.0, "original_max_position_embeddings": 8192})
+    LlamaModel(config).save_pretrained(tmp_path)
+    held = LlamaModel(config).rotary_emb.inv_freq
+    ours = inspect(tmp_path).rope_inv_freq()
+    assert torch.equal(ours, held)
+    assert not torch.isnan(ours).any() and (ours < 1.0 / (500000.0 ** (torch.arange(0, 32, 2) / 32))).any()

@@ -307,3 +307,44 @@ def test_deberta_v2_relative_positions_and_embeddings(buckets, max_relative, nor
     layer = plan.layer(0)
     assert layer.find(LearnedAbsolute) is None and "DeBERTa p2c+c2p" in layer.label()
     assert "encoder.rel_embeddings.weight" in plan.tensors_read
+
+
+OLD_FORMAT = {  # published configs written before transformers 5: no layer_types, flat rope fields
+    "gemma3_text": dict(SMALL, num_hidden_layers=7, sliding_window=3, sliding_window_pattern=3, rope_theta=1e6,
+                        rope_local_base_freq=1e4, rope_scaling={"rope_type": "linear", "factor": 8.0}),
+    "modernbert": dict(vocab_size=32, hidden_size=32, num_attention_heads=2, num_hidden_layers=5,
+                       global_rope_theta=160000.0, local_rope_theta=10000.0, global_attn_every_n_layers=2,
+                       local_attention=4),
+    "llama4_text": dict(SMALL, num_hidden_layers=5, no_rope_layers=[], no_rope_layer_interval=2,
+                        attention_chunk_size=4),
+    "smollm3": dict(SMALL, num_hidden_layers=5, no_rope_layer_interval=3),
+    "gemma2": dict(SMALL, num_hidden_layers=3, sliding_window=3),
+    "gpt_oss": dict(SMALL, num_hidden_layers=3, sliding_window=3),
+    "cohere2": dict(SMALL, num_hidden_layers=5, sliding_window=3, sliding_window_pattern=2),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(OLD_FORMAT))
+def test_an_older_config_is_read_as_its_config_class_reads_it(model_type):
+    """The layer types, RoPE-less layers and per-type bases transformers' config class derives from an older
+    config equal the plan's, layer by layer."""
+    from transformers import CONFIG_MAPPING
+
+    from relviz.hf import from_config
+
+    fields = OLD_FORMAT[model_type]
+    reference = CONFIG_MAPPING[model_type](**fields)
+    plan = from_config({"model_type": model_type, **fields})
+    layers = plan.all_layers()
+    assert [p.layer_type for p in layers] == list(reference.layer_types)
+    flags = getattr(reference, "no_rope_layers", None)
+    if flags is not None:
+        assert [p.find(Rotation) is not None for p in layers] == [bool(f) for f in flags]
+    nested = isinstance(reference.rope_parameters.get("full_attention"), dict)
+    for p in layers:
+        rotation = p.find(Rotation)
+        if rotation is None:
+            continue
+        params = reference.rope_parameters[p.layer_type] if nested else reference.rope_parameters
+        assert rotation.rope.base == params["rope_theta"], p.index
+        assert rotation.rope.scaling.rope_type == params["rope_type"], p.index

@@ -2,8 +2,11 @@
 
 Each entry: ``stacks`` (stack name -> the config field counting its layers, whether its self-attention is
 causal) and ``mechanisms`` (mechanism name -> options that mechanism's ``read`` interprets; ``requires``
-maps a config field, dotted for nested ones, to the value it must hold for the mechanism to apply).
-``layers_default`` is transformers' default where a config may omit the layer count.
+maps a config field, dotted for nested ones, to the value it must hold for the mechanism to apply;
+the rotation's ``defaults`` are the family's config-class defaults for fields a config may omit).
+``layers_default`` is transformers' default where a config may omit the layer count; ``derive`` lists how
+the family's config class fills per-layer lists a published config may omit (``layer_types``,
+``no_rope_layers``).
 A model_type missing here whose config has RoPE settings is read with ``ROPE_DECODER``: every family
 built on transformers' standard rotary module needs no entry.
 """
@@ -20,24 +23,49 @@ ENCODER_DECODER = {"encoder": {"layers_field": "num_layers", "layers_default": 6
                                "layers_default": 6, "causal": True}}
 
 ROPE_DECODER: dict[str, Any] = {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}}}
+
+
+def _every(period: int, phase: int, period_field: str | None = None, *, field: str = "layer_types",
+           then: Any = "sliding_attention", other: Any = "full_attention") -> dict[str, Any]:
+    return {"field": field, "period": period, "period_field": period_field, "phase": phase, "then": then,
+            "else": other}
 _GPTJ_FIELDS = {"hidden_size": "n_embd", "num_attention_heads": "n_head", "max_position_embeddings": "n_positions"}
 _T5 = {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {}, "pattern": {}}}
 
 FAMILIES: dict[str, dict[str, Any]] = {
     # rotation, per layer type where the config nests it (Gemma 3, ModernBERT); windows from layer_types
-    **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2",
-                                 "gemma3_text", "phi", "phi3", "olmo", "stablelm",
-                                 "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_vl", "qwen2_5_vl")},
+    **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "phi", "phi3", "olmo",
+                                 "stablelm", "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_vl", "qwen2_5_vl")},
+    # layer_types when a config omits them (published configs older than transformers 5), as its config class
+    # derives them: type i is "then" when (i + phase) % period != 0, else "else"
+    "gemma2": {**ROPE_DECODER, "derive": [_every(2, 1)]},
+    "gemma3_text": {"stacks": DECODER, "derive": [_every(6, 1, "sliding_window_pattern")], "mechanisms": {
+        "rotation": {"per_layer_type": {  # older configs: rope_theta (+ rope_scaling) global, rope_local_base_freq
+            "full_attention": {"theta_field": "rope_theta", "theta": 1e6, "scaled": True},
+            "sliding_attention": {"theta_field": "rope_local_base_freq", "theta": 1e4}}},
+        "pattern": {}}},
     # GPT-NeoX: 1/4 of each head rotates unless the config says otherwise (its rotary_pct default)
     "gpt_neox": {"stacks": DECODER, "mechanisms": {"rotation": {"defaults": {"rotary_pct": 0.25}}, "pattern": {}}},
-    "llama4_text": {"stacks": DECODER, "mechanisms": {
-        "rotation": {"layout": "complex", "skip_field": "no_rope_layers"}, "pattern": {},
+    "llama4_text": {"stacks": DECODER, "derive": [
+        {**_every(4, 1, "no_rope_layer_interval", field="no_rope_layers", then=1, other=0), "when_empty": True},
+        {"field": "layer_types", "from_field": "no_rope_layers", "then": "chunked_attention", "else": "full_attention"}],
+        "mechanisms": {
+        "rotation": {"layout": "complex", "skip_field": "no_rope_layers", "defaults": {"rope_theta": 5e5}},
+        "pattern": {},
         "query_temperature": {"rope_flags_field": "no_rope_layers"}}},
-    "smollm3": {"stacks": DECODER, "mechanisms": {"rotation": {"skip_field": "no_rope_layers"}, "pattern": {}}},
+    "smollm3": {"stacks": DECODER, "derive": [
+        _every(4, 1, "no_rope_layer_interval", field="no_rope_layers", then=1, other=0),
+        {"field": "layer_types", "from_field": "no_rope_layers", "then": "full_attention",
+         "else": "sliding_attention", "requires": {"use_sliding_window": True}},
+        {"field": "layer_types", "constant": "full_attention"}], "mechanisms": {
+        "rotation": {"skip_field": "no_rope_layers", "defaults": {"rope_theta": 2e6}}, "pattern": {}}},
     "cohere": {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved"}, "pattern": {}}},
-    "cohere2": {"stacks": DECODER, "mechanisms": {
+    "cohere2": {"stacks": DECODER, "derive": [_every(4, 1, "sliding_window_pattern")], "mechanisms": {
         "rotation": {"layout": "interleaved", "layer_types": ["sliding_attention"]}, "pattern": {}}},
-    "gpt_oss": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "sinks": {}}},
+    "gpt_oss": {"stacks": DECODER, "derive": [_every(2, 1)], "mechanisms": {
+        "rotation": {"defaults": {"rope_theta": 150000.0, "rope_scaling": {
+            "rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+            "original_max_position_embeddings": 4096}}}, "pattern": {}, "sinks": {}}},
     "deepseek_v3": {"stacks": DECODER, "mechanisms": {
         "rotation": {"layout_field": "rope_interleave", "layout_when_set": "deinterleave",
                      "pass_before_field": "qk_nope_head_dim"},
@@ -55,8 +83,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "alibi": {"requires": {"attn_config.alibi": True}, "heads_fields": ("n_heads",), "slopes": "max",
                   "bias_max_field": "attn_config.alibi_bias_max", "bias_max_ignored": True},
         "pattern": {}}},
-    "modernbert": {"stacks": ENCODER, "mechanisms": {
-        "rotation": {}, "pattern": {"window_field": "local_attention", "window_is_width": True}}},
+    "modernbert": {"stacks": ENCODER, "derive": [_every(3, 0, "global_attn_every_n_layers")], "mechanisms": {
+        "rotation": {"per_layer_type": {  # older configs: global_rope_theta, local_rope_theta (+ rope_scaling on both)
+            "full_attention": {"theta_field": "global_rope_theta", "theta": 160000.0, "scaled": True},
+            "sliding_attention": {"theta_field": "local_rope_theta", "theta": 10000.0, "scaled": True}}},
+        "pattern": {"window_field": "local_attention", "window_is_width": True}}},
     "deberta-v2": {"stacks": ENCODER, "mechanisms": {
         "learned_absolute": {"tensor": "embeddings.position_embeddings.weight",
                              "switch_field": "position_biased_input"},

@@ -84,6 +84,8 @@ class Rotation(Mechanism):
         only = options.get("layer_types")
         if only is not None and ctx.layer_type not in only:
             return None
+        if options.get("per_layer_type"):
+            cfg = _nest_by_layer_type(cfg, options["per_layer_type"])
         fields = _layer_rope_fields(cfg, ctx.layer_type)
         if fields is None:
             return None
@@ -199,6 +201,23 @@ class Rotation(Mechanism):
                    (f" cos and sin are multiplied by {scaling:.4f}." if scaling != 1 else ""))
         return [Wavelengths(f"Rotation: wavelength of each pair against {length:,} positions", caption,
                             view.inv_freq, view.plain, length, view.original, view.rule, view.attention_scaling)]
+
+
+def _nest_by_layer_type(cfg: ConfigView, spec: Mapping[str, Mapping[str, Any]]) -> ConfigView:
+    """An older flat config (Gemma 3's rope_theta + rope_local_base_freq, ModernBERT's global/local_rope_theta)
+    nested by layer type as the family's config class nests it; a config nested already is left alone."""
+    params = cfg.raw("rope_parameters")
+    if isinstance(params, Mapping) and any(isinstance(v, Mapping) for v in params.values()):
+        return cfg
+    scaling = cfg.raw("rope_scaling") or (params if isinstance(params, Mapping) else None) or {}
+    if not isinstance(scaling, Mapping):
+        raise ValueError(f"config field {cfg.name('rope_scaling')} must be a JSON object or null; got {scaling!r:.60}")
+    nested = {}
+    for layer_type, rule in spec.items():
+        theta = cfg.float(rule["theta_field"], rule["theta"], minimum=1.0 + 1e-9, maximum=1e12)
+        extra = {k: v for k, v in scaling.items() if k != "rope_theta"} if rule.get("scaled") else {}
+        nested[layer_type] = {"rope_type": "default", **extra, "rope_theta": theta}
+    return ConfigView({**cfg.data, "rope_parameters": nested, "rope_scaling": None}, cfg.prefix)
 
 
 def _flag(name: str, value: Any) -> bool:
