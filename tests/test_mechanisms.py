@@ -3,6 +3,7 @@ naming the field; nothing outside the mechanism modules switches on a name."""
 from __future__ import annotations
 
 import json
+import re
 import math
 import shutil
 import subprocess
@@ -166,6 +167,7 @@ class Throwaway(Mechanism):
 ''')
     script = '''
 import json
+import re
 from relviz.mechanisms import MECHANISMS
 from relviz.mechanisms.families import FAMILIES
 from relviz.plan import read_plan
@@ -206,3 +208,30 @@ def test_the_readmes_plan_example_runs_and_says_what_it_shows():
     assert runs == [(0, 4, "RoPE θ 10k · window 1024"), (5, 5, "RoPE θ 1M linear · causal")]
     assert f"# {runs}" in code
     assert torch.equal(plan.rope_inv_freq(layer=5)[-1], 1.0 / (1e6 ** torch.tensor(126 / 128)) / 8)
+# Names whose comparison to a string literal outside relviz/mechanisms and relviz/schemes would be a
+# decision by name: scheme names, mechanism names, families' model_types, checker kinds.
+def _names() -> set[str]:
+    from relviz.schemes import REGISTRY
+
+    names = set(REGISTRY) | set(MECHANISMS) | set(FAMILIES)
+    try:
+        from relviz.check import KINDS
+        names |= set(KINDS)
+    except ImportError:
+        pass
+    return {n for n in names if len(n) > 2}
+
+
+def test_no_code_outside_the_mechanism_and_scheme_modules_switches_on_a_name():
+    names = "|".join(sorted(map(re.escape, _names()), key=len, reverse=True))
+    pattern = re.compile(rf"""(==|!=|\bin)\s*[(\[{{]?\s*["']({names})["']""")
+    offenders = []
+    for path in sorted(list((REPO / "relviz").rglob("*.py")) + list((REPO / "pages").rglob("*.py"))
+                       + [REPO / "app.py"]):
+        relative = path.relative_to(REPO)
+        if relative.parts[:2] in (("relviz", "mechanisms"), ("relviz", "schemes")):
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line) and not re.match(r"\s*for\b", line):
+                offenders.append(f"{relative}:{n}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
