@@ -23,7 +23,8 @@ from relviz.figures.absolute import (
     relative_figure,
     similarity_figure,
 )
-from relviz.positions import alibi_bias, alibi_slopes, alibi_slopes_geometric, relative_positions
+from relviz.figures.toeplitz import Window, needs_window, toeplitz_overview_image, toeplitz_view
+from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes, alibi_slopes_geometric, relative_positions
 from relviz.snippets import alibi_snippet, sinusoidal_snippet
 
 ui.ensure_app_navigation()
@@ -105,6 +106,24 @@ def curve_fig(length: int, d_model: int, projected: bool):
 def alibi_fig(length: int, heads: int, head: int, causal: bool):
     bias, slopes = alibi(length, heads, head)
     return alibi_bias_figure(bias, relative(length), head=head, slope=float(slopes[head - 1]), causal=causal)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def alibi_per_offset(length: int, heads: int, head: int) -> np.ndarray:
+    """One head's bias per offset, −m·|j − i|: 2L − 1 values (the whole L × L matrix is never built)."""
+    return alibi_bias_offsets(length, num_heads=heads, device=CPU)[head - 1].numpy()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def alibi_overview(length: int, heads: int, head: int):
+    return toeplitz_overview_image(alibi_per_offset(length, heads, head), length, length, value_label="bias",
+                                   title=f"overview of head {head}'s bias (block means)")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def alibi_window(length: int, heads: int, head: int, row0: int, col0: int, rows: int, cols: int):
+    return toeplitz_view(alibi_per_offset(length, heads, head), length, length, value_label="bias",
+                         window=Window(row0, col0, rows, cols), title=f"head {head}: bias, full resolution")
 
 
 @st.cache_resource(**FIGURE_CACHE)
@@ -221,31 +240,53 @@ st.markdown(
     "ALiBi (Press et al., *Train Short, Test Long*) adds no position vectors at all. Each head adds "
     "**−m_h · (i − j)** to the logit of key j ≤ i: the further back, the larger the penalty; a steep head "
     "looks locally, a flat one far. The slopes are fixed, not learned.")
-a1, a2, a3 = st.columns(3)
+a1, a2, a3, a4 = st.columns(4)
 heads = int(a1.slider("heads", 1, 32, 12, key="abs_heads", bind="query-params"))
 ui.clamp_state("abs_head", 1, heads)  # fewer heads than the one shown: show the last
 head = int(a2.slider("show head", 1, heads, 1, key="abs_head", bind="query-params")) if heads > 1 else 1
 causal = a3.toggle("causal mask (j > i not allowed)", value=True, key="abs_causal", bind="query-params",
                    help="ALiBi was defined for causal language models; without the mask the bias is "
                         "−m·|j − i| on both sides, as relviz.positions.alibi_bias returns it.")
+alibi_length = a4.number_input("ALiBi length", 8, ui.MAX_LENGTH, None, key="abs_aL", bind="query-params",
+                               placeholder=f"{length} (L above)",
+                               help=f"Up to {ui.MAX_LENGTH:,} positions (empty: L above). Above 512 the bias is "
+                                    "shown as a pooled overview and an exact window, computed per offset.")
+alibi_length = length if alibi_length is None else int(alibi_length)
 with ui.user_errors():
-    bias, slopes = alibi(length, heads, head)
     _, rule = slope_rule(heads)
     left, right = st.columns([1, 1.25])
     with left:
+        slopes = alibi_slopes(heads, device=CPU).numpy()
         st.markdown(f"**Head {head}: bias, slope m = {slopes[head - 1]:.4g}**")
-        ui.show_figure(alibi_fig(length, heads, head, causal), key="abs_fig_alibi")
-        st.caption("Zero on the diagonal, falling linearly with distance into the past. Grey above the "
-                   "diagonal: masked by the causal mask." if causal else
-                   "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
-        ui.code_for_this_view(alibi_snippet(length, heads, head, causal),
-                              note="result is the bias above; score_mod adds every head's bias in FlexAttention.",
-                              key="abs_code_alibi")
-        ui.matrix_downloads(np.where(rel > 0, np.nan, bias) if causal else bias,
-                            name=f"alibi_L{length}_heads{heads}_head{head}", key="abs_dl_alibi")
+        if needs_window(alibi_length, alibi_length):
+            window = ui.window_controls("abs_al", alibi_length, alibi_length, q_offset=0)
+            ui.pooled_overview(alibi_overview(alibi_length, heads, head).with_window(window), q_len=alibi_length,
+                               k_len=alibi_length, q_offset=0, window=window, quantity="bias", key="abs_fig_alibi_ov",
+                               note="Pooling keeps the exact extremes of every block; it never skips offsets.")
+            view = alibi_window(alibi_length, heads, head, window.row0, window.col0, window.rows, window.cols)
+            ui.show_toeplitz(view, key="abs_fig_alibi_window", name=f"alibi_head{head}_window")
+            st.caption("−m·|j − i| in every cell, as relviz.positions.alibi_bias returns it"
+                       + (": a causal model masks the cells above the diagonal (j > i), which this large view "
+                          "does not grey out." if causal else "."))
+            ui.large_matrix_downloads(view.values, np.arange(-(alibi_length - 1), alibi_length),
+                                      alibi_per_offset(alibi_length, heads, head), q_len=alibi_length,
+                                      k_len=alibi_length, window=window, quantity="bias",
+                                      name="alibi", suffix=f"L{alibi_length}_heads{heads}_head{head}",
+                                      key="abs_dl_alibi")
+        else:
+            bias, _ = alibi(alibi_length, heads, head)
+            ui.show_figure(alibi_fig(alibi_length, heads, head, causal), key="abs_fig_alibi")
+            st.caption("Zero on the diagonal, falling linearly with distance into the past. Grey above the "
+                       "diagonal: masked by the causal mask." if causal else
+                       "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
+            ui.code_for_this_view(alibi_snippet(alibi_length, heads, head, causal),
+                                  note="result is the bias above; score_mod adds every head's bias in "
+                                       "FlexAttention.", key="abs_code_alibi")
+            ui.matrix_downloads(np.where(relative(alibi_length) > 0, np.nan, bias) if causal else bias,
+                                name=f"alibi_L{alibi_length}_heads{heads}_head{head}", key="abs_dl_alibi")
     with right:
         st.markdown("**Slopes of all heads** (bar height: −log2 m)")
         ui.show_figure(slopes_fig(heads, head), key="abs_fig_slopes")
         st.markdown(rule)
         st.markdown("**Bias against distance, every head** (selected head in red)")
-        ui.show_figure(lines_fig(length, heads, head), key="abs_fig_lines")
+        ui.show_figure(lines_fig(alibi_length, heads, head), key="abs_fig_lines")

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from relviz.training_caps import CAPS  # plain numbers: no torch for a tour link
+from relviz.views import MAX_LENGTH
 
 #: Largest tour JSON (bytes) read from a file or decoded from a link.
 MAX_JSON_BYTES = 32_000
@@ -102,7 +103,7 @@ def _int(lo: int, hi: int, *, dynamic: bool = False) -> Param:
 
 
 BOOL = Param("bool")
-_LENGTH = 8192
+_LENGTH = MAX_LENGTH  # relviz.views.MAX_LENGTH: the pages' longest query/key length
 
 
 def _length_params(prefix: str) -> dict[str, Param]:
@@ -139,7 +140,9 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
              "skew_mL": _int(1, 1_000_000), "skew_mD": _int(1, 65_536), "skew_mH": _int(1, 1024),
              "skew_mdtype": Param("choice", choices=("fp32", "fp16 / bf16"))},
     "absolute": {"abs_L": _int(8, 512), "abs_d": _int(4, 512), "abs_proj": BOOL, "abs_heads": _int(1, 32),
-                 "abs_head": _int(1, 32, dynamic=True), "abs_causal": BOOL},
+                 "abs_head": _int(1, 32, dynamic=True), "abs_causal": BOOL, "abs_aL": _int(8, _LENGTH),
+                 **{key: param for key, param in _length_params("abs_al").items()
+                    if key.endswith(("_ws", "_r0", "_c0"))}},
     "rope": {"rp_preset": Param("text", pattern=r"[A-Za-z0-9 .()_+-]{1,60}", max_chars=60),
              "rp_len": _choices(*(2 ** k for k in range(8, 21))), "rp_dim": _choices(16, 32, 64, 96, 128, 256),
              "rp_base": _choices(100, 500, 1000, 10000, 50000, 100000, 500000, 1000000, 10000000),

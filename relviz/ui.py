@@ -480,10 +480,8 @@ def run_guarded(run: Callable[[Callable[[float, str], None]], T]) -> T | None:
 # ---------------------------------------------------------------------------------------
 # Length, offset and window controls shared by the pages that draw a q_len × k_len matrix.
 
-#: Longest query/key length the length controls allow: 2^20, today's long contexts. Nothing on these pages
-#: builds the q_len × k_len matrix: the server works per offset (q_len + k_len − 1 values), the browser gets
-#: a full-resolution window (at most 512 per side) and a pooled overview (at most 128 blocks per side).
-MAX_LENGTH = 1_048_576
+#: Longest query/key length the length controls allow (relviz.views.MAX_LENGTH: 2^20).
+from relviz.views import MAX_LENGTH  # noqa: E402
 
 
 def clamp_state(key: str, lo: int, hi: int) -> None:

@@ -154,3 +154,32 @@ def test_one_head_is_singular():
     at = _run(abs_heads="1")
     text = " ".join(m.value for m in at.markdown)
     assert "1 heads" not in text and "1 head is a power of 2" in text
+
+
+def test_alibi_at_a_million_positions_is_a_pooled_overview_and_an_exact_window():
+    """ALiBi length 2^20 (the sinusoidal part keeps its 512): the bias of the shown head is drawn per offset,
+    an exact window where the sliders put it and a pooled overview with exact block statistics; the lines
+    figure stays small; the page says what the pooling hides and that this view does not grey the mask."""
+    from plotly_data import canvas_values, find, charts, overview_stats
+    from relviz.views import toeplitz_window
+    n, heads, head = 2**20, 12, 3
+    at = _run(abs_aL=str(n), abs_heads=str(heads), abs_head=str(head), abs_al_ws="256", abs_al_r0="700000",
+              abs_al_c0="699900")
+    assert not at.error, [e.value for e in at.error]
+    slope = float(alibi_slopes(heads)[head - 1])
+    window = find(charts(at), "full resolution")
+    i = 700_000 + np.arange(256)[:, None]
+    j = 699_900 + np.arange(256)[None, :]
+    np.testing.assert_allclose(canvas_values(window), -slope * np.abs(j - i), rtol=1e-6)
+    overview = find(charts(at), "overview")
+    block = overview["block"]
+    per_offset = (-slope * np.abs(np.arange(-(n - 1), n))).astype(np.float32)
+    mean, low, high = overview_stats(overview)
+    for a, b in ((0, 0), (10, 40), (127, 126)):
+        cells = toeplitz_window(per_offset, n, n, row0=a * block, col0=b * block, rows=block, cols=block)
+        assert mean[a, b] == pytest.approx(cells.mean(dtype=np.float64), rel=1e-6)
+        assert (low[a, b], high[a, b]) == pytest.approx((cells.min(), cells.max()), rel=1e-6)
+    for chart in at.get("plotly_chart"):
+        assert len(chart.proto.spec) < 1_000_000
+    assert any("What it hides" in m.value for m in at.markdown)
+    assert any("does not grey out" in c.value for c in at.caption)
