@@ -22,7 +22,7 @@ P = "sh"  # query-parameter prefix of this page
 
 @st.cache_data(max_entries=24, show_spinner=False)
 def matrices(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
-    values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
+    values = strip_and_offsets(q_len, k_len, k, q_offset)[1]   # per offset, computed once per matrix
     return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
                          browser=True)
 
@@ -40,7 +40,7 @@ def overview(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int
 
 # Plotly figures are cached as the objects themselves (cache_resource; st.plotly_chart copies them, nothing
 # changes them): st.cache_data would unpickle and re-validate them on every rerun, a window move included.
-@st.cache_resource(max_entries=24, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def strip_and_offsets(q_len: int, k_len: int, k: int, q_offset: int):
     values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
     return embedding_strip(values, q_len, k_len), values

@@ -34,7 +34,9 @@ def notes(nb: int, md: int, bidir: bool, q_len: int, k_len: int, q_offset: int):
     return t5_notes(nb, md, bidir, q_len=q_len, k_len=k_len, q_offset=q_offset)
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+# The per-offset vectors as one read-only object (cache_resource): cache_data would unpickle a copy on every
+# call, 32 MB at 2^20 positions.
+@st.cache_resource(max_entries=8, show_spinner=False)
 def offsets(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int):
     return t5_offsets(q_len, k_len, num_buckets=nb, max_distance=md, bidirectional=bidir, q_offset=q_offset)
 

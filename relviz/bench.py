@@ -221,6 +221,8 @@ SECTIONS: list[Section] = [
             lambda ctx: importlib.import_module("relviz.bench_app").app_section(ctx)),
     Section("slider", "Slider -> charts settled in Chromium at each large page's largest setting",
             lambda ctx: importlib.import_module("relviz.bench_slider").slider_section(ctx)),
+    Section("view_memory", "Server memory of one view at 2^16, 2^18, 2^20 positions (O(L))",
+            lambda ctx: importlib.import_module("relviz.bench_memory").view_memory_section(ctx)),
     Section("first_paint", "First paint in Chromium vs a minimal Streamlit + Plotly app",
             lambda ctx: importlib.import_module("relviz.bench_first_paint").first_paint_section(ctx)),
 ]

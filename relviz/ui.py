@@ -6,6 +6,7 @@ export, matrix downloads, and turning a library ValueError into an on-page messa
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import math
 import sys
@@ -376,19 +377,23 @@ def matrix_to_npy(matrix: np.ndarray) -> bytes:
     return out.getvalue()
 
 
-def matrix_downloads(matrix: np.ndarray, *, name: str, key: str, csv: Callable[[], str] | None = None,
-                     row0: int = 0, col0: int = 0, corner: str = "i\\j") -> None:
-    """CSV and .npy downloads of ``matrix``, built only when clicked (deferred callables).
+def matrix_downloads(matrix: np.ndarray | Callable[[], np.ndarray], *, name: str, key: str,
+                     csv: Callable[[], str] | None = None, row0: int = 0, col0: int = 0,
+                     corner: str = "i\\j") -> None:
+    """CSV and .npy downloads of ``matrix`` (or of what the callable ``matrix`` returns), built only when
+    clicked (deferred callables).
 
     The CSV has a header row (``corner``, then the column indices from ``col0``) and each line starts
     with its row index (from ``row0``); the .npy holds the bare matrix. ``csv`` replaces the CSV text.
     """
+    if not callable(matrix):
+        matrix = functools.partial(lambda held: held, matrix)
     left, right = st.columns(2)
-    left.download_button("Download CSV", csv or (lambda: matrix_to_csv(matrix, row0=row0, col0=col0, corner=corner)),
+    left.download_button("Download CSV", csv or (lambda: matrix_to_csv(matrix(), row0=row0, col0=col0, corner=corner)),
                          file_name=f"{name}.csv", mime="text/csv", key=f"{key}_csv", on_click="ignore",
                          help="First line: the column indices; first column: the row index "
                               "(pandas.read_csv(file, index_col=0) gives the matrix back).")
-    right.download_button("Download .npy", lambda: matrix_to_npy(matrix), file_name=f"{name}.npy",
+    right.download_button("Download .npy", lambda: matrix_to_npy(matrix()), file_name=f"{name}.npy",
                           mime="application/octet-stream", key=f"{key}_npy", on_click="ignore")
 
 
@@ -615,7 +620,8 @@ def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: st
     """
     import numpy as np
 
-    matrix_downloads(np.stack([np.asarray(offsets), np.asarray(values)], axis=1), name=name, key=key,
+    # stacked only when clicked: at 2^20 positions the two columns are 4M values
+    matrix_downloads(lambda: np.stack([np.asarray(offsets), np.asarray(values)], axis=1), name=name, key=key,
                      csv=lambda: offset_vector_csv(offsets, values, quantity=quantity))
 
 

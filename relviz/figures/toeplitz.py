@@ -492,8 +492,9 @@ def toeplitz_image(
     integer = np.issubdtype(strip.dtype, np.integer)
     fields: list[tuple[str, str, np.ndarray]] = [(value_label, "d" if integer else ".4g", strip)]
     lines = ["i = {i}", "j = {j}", f"{OFFSET_LABEL} = {{d}}"]
-    value_is_offset = value_label == OFFSET_LABEL and np.array_equal(per_offset,
-                                                                     offsets_per_offset(q_len, k_len, q_offset))
+    # the window's own offsets (rows + cols − 1 of them: never the whole vector, 2^21 values at 2^20)
+    value_is_offset = value_label == OFFSET_LABEL and np.array_equal(
+        strip, np.arange(part.start, part.stop, dtype=np.int64) - (q_len - 1) - q_offset)
     value_line = [] if value_is_offset else [f"{value_label} = {{0}}"]
     if not value_last:
         lines += value_line
