@@ -168,3 +168,17 @@ def test_a_t5bias_length_whose_process_fails_is_a_miss_not_a_pass(monkeypatch):
     assert [a["L"] for a in asked] == [512, 1024, 2048, 4096, 8192] and {a["kind"] for a in asked} == {"t5bias"}
     target = next(t for t in result.targets if "L = 8192" in t.description)
     assert target.passed is False and target.detail == "killed"
+
+
+def test_view_memory_and_gpu_sections_run_their_code_paths_under_quick(quick_run) -> None:
+    sections = _sections(quick_run[1])
+    rows = sections["view_memory"]["rows"]
+    assert [(r["page"], r["L"]) for r in rows] == [("t5", 2**10), ("t5", 2**12)]
+    for row in rows:
+        assert row["problems"] == [] and row["peak_bytes"] >= 0 and "retained_bytes" in row
+    assert "growth" in rows[1] or rows[0]["peak_bytes"] == 0
+    gpu = sections["gpu"]
+    if not gpu["rows"]:
+        assert "no CUDA" in " ".join(gpu["notes"])
+    else:
+        assert {r["table"] for r in gpu["rows"]} == {"bandwidth", "attention"}
