@@ -5,6 +5,7 @@ import streamlit as st
 
 from relviz.allocator import start_trimming
 from relviz.ui import (
+    FAVICON,
     PAGES,
     PageEnded,
     checked_link_values,
@@ -15,7 +16,7 @@ from relviz.ui import (
     running_app_navigation,
 )
 
-st.set_page_config(page_title="relviz: relative position, visible", page_icon=":material/swap_horiz:", layout="wide")
+st.set_page_config(page_title="relviz: relative position, visible", page_icon=FAVICON, layout="wide")
 preload_shared_modules()
 start_trimming()  # fewer malloc arenas and a periodic malloc_trim: freed memory goes back to the system
 

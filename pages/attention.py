@@ -414,8 +414,8 @@ def training_request() -> TrainingRequest:
 st.divider()
 st.subheader("Train your own")
 st.markdown("Choose a scheme, its parameters and a task, and train a fresh model here, on this server's CPU. It "
-            "appears in the model picker (top of the sidebar) when done, for this session only. Changing any control "
-            "while it trains stops the run.")
+            "appears in the sidebar's **checkpoint** picker (its first control) when done, for this session only. "
+            "Changing any control while it trains stops the run.")
 done = st.session_state.pop(f"{P}_done", None)
 if done:
     st.success(done, icon=":material/check_circle:")

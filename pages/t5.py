@@ -74,6 +74,11 @@ def ranges_table(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset
     return pd.DataFrame(rows).astype({"offsets": str})
 
 
+def kind_column_px(kinds: pd.Series) -> int:
+    """Room for the longest kind at the grid's 14 px font (about 7.5 px a character, plus padding)."""
+    return int(7.5 * max(len(k) for k in kinds)) + 24
+
+
 @st.cache_data(max_entries=24, show_spinner=False)
 def shaw_index_figure(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
     values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
@@ -187,8 +192,13 @@ with tab_map:
             left, right = st.columns([5, 4])
             with left:
                 st.markdown("#### Bucket ranges")
-                st.dataframe(ranges_table(q_len, k_len, nb, md, bidir, q_offset), hide_index=True, height=420,
-                             width="stretch")
+                ranges = ranges_table(q_len, k_len, nb, md, bidir, q_offset)
+                # Widths set: the grid sized "kind" by its header and cut "0 and every f…" at 1280 px.
+                st.dataframe(ranges, hide_index=True, height=420, width="stretch", column_config={
+                    "bucket": st.column_config.NumberColumn(width=60),
+                    "offsets": st.column_config.TextColumn(width=70),
+                    "kind": st.column_config.TextColumn(width=kind_column_px(ranges["kind"])),
+                    "cells here": st.column_config.NumberColumn(width=85)})
                 st.caption("j − i: the offsets the bucket holds (≤ / ≥: and every offset beyond). "
                            "offsets: how many. cells here: how many cells of this matrix use it.")
             with right:

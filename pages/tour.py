@@ -71,6 +71,9 @@ if code:
                  icon=":material/link_off:")
 
 st.header(tour.title)
+minutes = tours.tour_minutes(tour)
+st.caption(f"{len(tour.steps)} steps" + (f", about {minutes} minutes (the sum of the notes' timings)"
+                                         if minutes is not None else ""))
 start_col, at_col, copy_col = st.columns([2, 1.3, 1.7], vertical_alignment="bottom")
 first = at_col.number_input("start at step", 1, len(tour.steps), 1, key=f"{P}_at", bind="query-params")
 if start_col.button("▶ Start presenting", key=f"{P}_start", type="primary", width="stretch"):

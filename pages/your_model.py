@@ -128,7 +128,11 @@ def layer_control(key: str, layers: int, label: str, container) -> int:
 st.title("Your model")
 st.markdown(
     "Each layer of a real model, from its config.json: the **strip** shows what every layer applies (click a "
-    "layer); below, that layer's structure at the model's **own context length**.")
+    "layer); below, that layer's structure at the model's **own context length**. The published configs need no "
+    "weights and show what a config decides (rotation and its scaling, ALiBi slopes, windows, layers without "
+    "position). Learned positions (T5's bucket biases, a learned absolute table) live in a checkpoint's weights: "
+    "they appear for the models the server's operator lists in `RELVIZ_MODELS` (model directories with "
+    "config.json and *.safetensors; see the README).")
 ui.sign_convention(compact=True)
 
 options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))

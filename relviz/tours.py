@@ -226,6 +226,19 @@ class Tour:
     steps: tuple[Step, ...]
 
 
+#: A timing at the end of a step's note: "(2 min)".
+_NOTE_MINUTES = re.compile(r"\((\d+) min\)\s*$")
+
+
+def tour_minutes(tour: Tour) -> int | None:
+    """The tour's length from its notes' timings ("… (2 min)" at a note's end), or None when a step has none.
+
+    The one place a tour's length comes from: the Lecture mode page and the README state it, so the two
+    cannot drift from the notes (the built-in tour said 20 minutes while its notes added up to 26)."""
+    found = [_NOTE_MINUTES.search(step.note) for step in tour.steps]
+    return sum(int(m.group(1)) for m in found) if found and all(found) else None
+
+
 def _text(name: str, value: object, limit: int) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{name} must be text; got {type(value).__name__}")

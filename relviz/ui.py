@@ -50,6 +50,11 @@ PAGES: list[PageInfo] = [
     PageInfo("pages/tour.py", "Lecture mode", ":material/co_present:"),
 ]
 
+#: The browser tab's icon, shipped with the package: a material-icon or emoji page_icon makes the browser fetch
+#: the picture from an outside font or emoji server, which fails offline (a lecture hall without a network).
+#: 8 × 8 cells of the relative index j − i: red past, white diagonal, blue future.
+FAVICON = str(Path(__file__).parent / "assets" / "favicon.png")
+
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
                    "Negative: the key lies in the past of the query; positive: in its future.")
 

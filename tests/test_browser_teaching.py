@@ -232,3 +232,20 @@ def test_chart_texts_do_not_collide_at_1280x720(projector, path):
         assert page.evaluate(CHART_CLASHES_JS) == []
     finally:
         page.set_viewport_size({"width": 1280, "height": 720})
+
+
+def test_pages_load_nothing_from_outside_the_app_server(projector):
+    """Defect 10: the favicon (a material icon) came from an outside font server, which fails offline in a
+    lecture hall; the app ships its own."""
+    base, page = projector
+    outside: list[str] = []
+    listener = lambda request: outside.append(request.url) if not request.url.startswith((base, "data:")) else None
+    page.on("request", listener)
+    try:
+        for path in ["", "t5"]:
+            _open(page, f"{base}/{path}")
+        icons = page.evaluate("() => Array.from(document.querySelectorAll('link[rel~=icon]')).map(e => e.href)")
+    finally:
+        page.remove_listener("request", listener)
+    assert icons and all(icon.startswith(base) for icon in icons), icons
+    assert outside == []

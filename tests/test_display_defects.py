@@ -78,3 +78,38 @@ def test_t5_budget_one_bucket_part_is_labelled_above_the_bar_not_squeezed_inside
     assert [a.text for a in figure.layout.annotations] == ["16: unused"]
     odd = bucket_budget_figure(33, 128, True)
     assert sorted(a.text for a in odd.layout.annotations) == ["16: unused", "odd: unused"]
+
+
+@pytest.mark.parametrize("bidirectional", ["true", "false"])
+def test_t5_bucket_kinds_fit_their_column(bidirectional):
+    """Defect 8: the grid sized "kind" by its header and cut bucket 0's kind ("0 and every f") at 1280 px."""
+    import json
+
+    from page_support import run_page
+
+    at = run_page("t5", t5_bi=bidirectional)
+    (table,) = [df for df in at.dataframe if "kind" in df.value.columns]
+    width = json.loads(table.proto.columns)["kind"]["width"]
+    assert width >= 7 * max(len(kind) for kind in table.value["kind"]) + 16
+
+
+def test_your_model_says_what_needs_weights_and_how_an_operator_adds_models(monkeypatch):
+    """Defect 9: the intro promised T5 biases and learned tables, which a visitor gets only when the operator
+    lists models."""
+    from page_support import run_page
+
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    at = run_page("your_model")
+    intro = " ".join(m.value for m in at.markdown)
+    assert "RELVIZ_MODELS" in intro and "need no weights" in intro and "operator" in intro
+
+
+def test_readme_gives_the_cpu_index_install_first_and_names_relviz_models():
+    """The plain install on Linux pulls several GB of CUDA packages: the CPU-index command comes first."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme[readme.index("## Start the app"):readme.index("## Run the tests")]
+    first = next(line for line in start.splitlines() if "pip install" in line and line.startswith("python3"))
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in first
+    assert "RELVIZ_MODELS=" in start

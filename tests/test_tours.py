@@ -164,3 +164,19 @@ def test_each_builtin_step_opens_its_exact_view(number):
         shown = element.value
         assert str(shown).lower() == str(value).lower() or (isinstance(shown, (int, float)) and
                                                             float(shown) == float(value)), (key, shown, value)
+
+
+def test_the_stated_tour_length_is_the_sum_of_its_notes():
+    """The README and the Lecture mode page state the built-in tour's length; the notes' timings decide it."""
+    import re
+    from pathlib import Path
+
+    from relviz.tours import BUILTIN, Step, Tour, tour_minutes
+
+    notes = [re.search(r"\((\d+) min\)$", step.note) for step in BUILTIN.steps]
+    assert all(notes)
+    total = sum(int(m.group(1)) for m in notes)
+    assert tour_minutes(BUILTIN) == total
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"({len(BUILTIN.steps)} steps, about {total} minutes)" in readme
+    assert tour_minutes(Tour("t", (Step("home", note="no timing"),))) is None

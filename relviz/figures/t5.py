@@ -204,9 +204,9 @@ def ranges_rows(values: T5Offsets, q_len: int, k_len: int) -> list[dict]:
         if not r.used:
             kind = "unused"
         elif not values.bidirectional and r.bucket == 0:
-            kind = "0 and every future offset"
+            kind = "0 and the future"  # short: a projector shows ~20 characters of it
         elif r.open_low or r.open_high:
-            kind = "last: every longer distance"
+            kind = "last: all farther"
         elif local < config.max_exact:
             kind = "exact"
         else:
