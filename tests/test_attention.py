@@ -531,7 +531,7 @@ def test_cuda_auto_backend_matches_sdpa_forward_and_backward() -> None:
     assert flex_module.resolve_backend("auto", torch.device("cuda")) == "flex"
     gen = torch.Generator().manual_seed(4)
     table = torch.randn(32, 4, generator=gen).cuda()
-    for length in (200, 333):
+    for length in (333,):        # one length: each new one compiles again (seconds each, on a 6-minute budget)
         q, k, v = (torch.randn(2, 4, length, 64, generator=gen).cuda() for _ in range(3))
         for causal in (False, True):
             calls = {"t5": lambda x, y, z, **m: fused.t5_attention(x, y, z, table, num_buckets=32, max_distance=128,
