@@ -202,6 +202,11 @@ def test_fit_finds_partial_rotary_scaling_and_named_mistakes():
     assert found.ok and found.settings.scaling == "yarn ×8 over 2048"
     found = C.check("rope_cos", cache(100, 32, theta(500000.0, 32), first=1)[0])
     assert found.cause.name == RC.FROM_1 and found.settings.base == 500000.0
+    # Angles are large numbers: almost no cell of the right settings matches, so the mistakes are tried on the
+    # candidates closest in mean |difference| (ranked by matching cells, a wrong base matching a few came first).
+    angles = np.arange(1, 2049)[:, None] * theta(500000.0, 128)[None, :]
+    found = C.check("rope_angles", angles)
+    assert found.cause.name == RC.FROM_1 and found.settings.base == 500000.0
 
 
 # ---------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Each candidate is scored on a few rows (the first positions and some far ones: t
 only there); the first candidate that matches them exactly is confirmed on every cell. When none does,
 the named mistakes of the closest candidates are tried the same way. The grid holds
 len(BASES) × 2 layouts × len(PARTIAL_FACTORS) × (1 + len(SCALINGS)) candidates (3,600 for a cos cache),
-a few milliseconds each on the sampled rows.
+about a millisecond each on the sampled rows; a partial rotary whose pass-through dims do not hold cos 1
+(sin 0) in the upload is not tried (a full-rotary cache: 720 candidates).
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ SCALINGS: tuple[RopeScaling, ...] = (
     *(RopeScaling("llama3", factor=f, original_max_position_embeddings=8192, low_freq_factor=1.0,
                   high_freq_factor=4.0) for f in (8.0, 32.0)),
 )
+#: A pass-through dim's values lie this close to the kind's rest value (bfloat16 stores 1 and 0 exactly).
+PASS_THROUGH_TOL = 1e-6
 #: Named mistakes are tried on this many of the closest candidates.
 MISTAKE_CANDIDATES = 24
 
@@ -42,19 +45,19 @@ def sample_rows(rows: int) -> np.ndarray:
     return np.array(sorted(r for r in picks if 0 <= r < rows))
 
 
-def candidates(kind: RopeKind, shape: tuple[int, int]) -> Iterator[RopeSettings]:
-    """The bounded grid, the most common settings first."""
+def candidates(kind: RopeKind, shape: tuple[int, int], sample: np.ndarray | None = None) -> Iterator[RopeSettings]:
+    """The bounded grid, the most common settings first. With ``sample`` (rows of the upload), a partial
+    rotary whose pass-through dims do not hold the kind's rest value (cos 1, sin 0) there is skipped."""
     width = shape[1]
     layouts = LAYOUTS if kind.laid_out else LAYOUTS[:1]
-    scalings = (None, *SCALINGS)
-    for scaling in scalings:
+    head_dim = width if kind.laid_out else 2 * width
+    rotaries = [int(head_dim * f) for f in (PARTIAL_FACTORS if kind.rest is not None else (1.0,))]
+    rotaries = [r for r in dict.fromkeys(rotaries) if r >= 2 and r % 2 == 0 and (
+        sample is None or kind.rest is None or np.all(np.abs(sample[:, r:] - kind.rest) <= PASS_THROUGH_TOL))]
+    for scaling in (None, *SCALINGS):
         for base in BASES:
             for layout in layouts:
-                for factor in PARTIAL_FACTORS if kind.laid_out else (1.0,):
-                    head_dim = width if kind.laid_out else 2 * width
-                    rotary = int(head_dim * factor)
-                    if rotary < 2 or rotary % 2 or (factor != 1.0 and not kind.laid_out):
-                        continue
+                for rotary in rotaries:
                     try:
                         yield rope_settings(head_dim=head_dim, base=base, rotary_dim=rotary, layout=layout,
                                             scaling=scaling, max_position_embeddings=max(shape[0], 2048))
@@ -62,39 +65,45 @@ def candidates(kind: RopeKind, shape: tuple[int, int]) -> Iterator[RopeSettings]
                         continue
 
 
-def _score(kind: RopeKind, s: RopeSettings, got: np.ndarray, rows: np.ndarray, recipe=None) -> float:
-    width = got.shape[1]
-    storage = _storage(got)
-    recipe = recipe if recipe is not None else reference_recipe(s, int(got.shape[0]))
+def _score(kind: RopeKind, s: RopeSettings, sample: np.ndarray, rows: np.ndarray, total_rows: int,
+           storage, recipe=None) -> tuple[float, float]:
+    """(the fraction of the sampled cells (``sample`` = the upload's ``rows``) that ``recipe`` (default: the
+    reference at ``s``) reproduces within the check's tolerance, their mean |difference|)."""
+    width = sample.shape[1]
+    reference = reference_recipe(s, total_rows)
+    recipe = recipe if recipe is not None else reference
     built = _stored(kind.build(recipe, rows, width), storage)
-    bound = _angle_bound(kind, reference_recipe(s, int(got.shape[0])), rows, width)
-    bound = np.maximum(bound, _angle_bound(kind, recipe, rows, width))
-    ok = np.abs(built - got[rows]) <= tolerance(bound, built, storage)
-    return float(ok.mean())
+    bound = _angle_bound(kind, reference, rows, width)
+    if recipe is not reference:
+        bound = np.maximum(bound, _angle_bound(kind, recipe, rows, width))
+    gap = np.abs(built - sample)
+    return float((gap <= tolerance(bound, built, storage)).mean()), float(gap.mean())
 
 
 def fit(kind_name: str, got: np.ndarray) -> CheckResult:
-    """The settings on the grid that reproduce ``got``; else the closest one whose named mistake does; else
-    the closest settings."""
+    """The settings on the grid that reproduce ``got``; else, among the closest (mean |difference| on sampled
+    rows), the first whose named mistake does; else the closest settings."""
     kind = ROPE_KINDS[kind_name]
     got = np.asarray(got, dtype=np.float64)
     if got.ndim != 2:
         raise ValueError(f"a {kind.description} is 2-D; got shape {tuple(got.shape)}")
     rows = sample_rows(got.shape[0])
+    sample, total, storage = got[rows], int(got.shape[0]), _storage(got)   # once: the upload is read per search
     scored: list[tuple[float, int, RopeSettings]] = []
-    for n, s in enumerate(candidates(kind, got.shape)):
-        score = _score(kind, s, got, rows)
-        if score == 1.0:
+    for n, s in enumerate(candidates(kind, got.shape, sample)):
+        share, error = _score(kind, s, sample, rows, total, storage)
+        if share == 1.0:
             result = compare(kind_name, got, s, fitted=True)
             if result.ok:
                 return result
-        scored.append((score, n, s))
-    if not scored:
-        raise ValueError(f"no RoPE settings fit a {kind.description} of shape {tuple(got.shape)}")
-    scored.sort(key=lambda item: (-item[0], item[1]))
+        scored.append((error, n, s))
+    if not scored:  # no partial rotary leaves these dims at rest: score the whole grid
+        scored = [(_score(kind, s, sample, rows, total, storage)[1], n, s)
+                  for n, s in enumerate(candidates(kind, got.shape))]
+    scored.sort(key=lambda item: (item[0], item[1]))  # the closest first (mean |difference| on the sampled rows)
     for _, _, s in scored[:MISTAKE_CANDIDATES]:
         for _, recipe in variants(kind, s, int(got.shape[0])):
-            if _score(kind, s, got, rows, recipe) == 1.0:
+            if _score(kind, s, sample, rows, total, storage, recipe)[0] == 1.0:
                 result = compare(kind_name, got, s, fitted=True)
                 if result.cause:
                     return result
