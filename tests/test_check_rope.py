@@ -302,3 +302,29 @@ def test_per_layer_settings_from_the_models_plan():
     cos_full = cache(40, 32, theta(1e6, 32) / 8)[0]
     assert C.check("rope_cos", cos_full, full).ok
     assert RC.SCALING_MISSING in named("rope_cos", cache(40, 32, theta(1e6, 32))[0], full)
+
+
+# ---------------------------------------------------------------------------------------
+# Every cause is found wherever it applies (relviz's own builds; the transcriptions above are independent)
+
+from hypothesis import HealthCheck, given, settings as hsettings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from relviz.check.rope import ROPE_KINDS, variant_cache  # noqa: E402
+from relviz.check.rope_causes import variants  # noqa: E402
+
+
+@hsettings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(sorted(ROPE_KINDS)), head=st.sampled_from([8, 16, 32]), partial=st.booleans(),
+       layout=st.sampled_from(["half", "interleaved"]), base=st.sampled_from(BASES[:6]), q_offset=st.integers(0, 5),
+       rows=st.integers(8, 48), rule=st.sampled_from(["none", "linear", "yarn"]))
+def test_every_cause_that_changes_the_cache_is_named(kind, head, partial, layout, base, q_offset, rows, rule):
+    scaling = {"none": None, "linear": RopeScaling("linear", factor=4.0),
+               "yarn": RopeScaling("yarn", factor=8.0, original_max_position_embeddings=16)}[rule]
+    s = rope_settings(head_dim=head, rotary_dim=head // 2 if partial else head, layout=layout, base=base,
+                      q_offset=q_offset, scaling=scaling, max_position_embeddings=64)
+    width = ROPE_KINDS[kind].width_of(s)
+    for cause in dict.fromkeys(c.name for c, _ in variants(ROPE_KINDS[kind], s, rows)):
+        planted = variant_cache(kind, cause, (rows, width), s)
+        result = C.check(kind, planted, s)
+        assert result.ok or cause in [c.name for c in result.causes], (cause, result.verdict())
