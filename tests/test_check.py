@@ -388,3 +388,26 @@ def test_non_power_of_2_slopes_in_the_wrong_order_are_named(n):
     assert check("alibi_slopes", np.array(sorted(right, reverse=True))).cause.name == MK.SORTED
     lower = 2 ** int(np.floor(np.log2(n)))
     assert check("alibi_slopes", np.array(right[lower:] + right[:lower])).cause.name == MK.EXTRA_FIRST
+
+
+# ---------------------------------------------------------------------------------------
+# The wrong kind is a mistake too
+
+
+@pytest.mark.parametrize("checked_as, matrix, kind, found", [
+    ("relative", t5_bucket_map(20, 20).numpy(), "t5", {"num_buckets": 32, "max_distance": 128}),
+    ("relative", shaw_clip_index(10, 10, k=2).numpy(), "shaw", {"k": 2}),
+    ("relative", alibi_bias(6, 6, num_heads=8)[2].numpy(), "alibi", {"q_offset": 0}),  # slope 1/8: several heads
+])
+def test_an_upload_of_another_kind_says_which(checked_as, matrix, kind, found):
+    result = check(checked_as, matrix, Settings())
+    assert not result.ok and not result.causes and result.other_kind == kind
+    assert f"--kind {kind}" in result.note and "another kind" in result.verdict()
+    other = check(kind, matrix)
+    assert other.ok and all(getattr(other.settings, name) == value for name, value in found.items())
+
+
+def test_no_other_kind_is_claimed_for_junk():
+    junk = np.random.default_rng(3).integers(0, 30, (24, 24))
+    result = check("t5", junk, Settings())
+    assert result.other_kind is None and "another kind" not in result.verdict()

@@ -2,13 +2,14 @@
 :mod:`relviz.check`. Importing this module registers the kinds (relviz.check.matrix_kinds, relviz.check.rope)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from relviz.check import matrix_kinds as _matrix_kinds  # noqa: F401  (registers the matrix kinds)
 from relviz.check import rope as _rope  # noqa: F401  (registers the RoPE kinds)
-from relviz.check.matrix import FitWork, Settings, fit, reference, variant_matrix
+from relviz.check.matrix import MATRIX_KINDS, FitWork, Settings, fit, fits_another_kind, reference, variant_matrix
 from relviz.check.matrix_kinds import MAX_HEADS, SEED_NOTEBOOK, SIGN  # noqa: F401  (re-exported)
 from relviz.check.reading import MAX_BYTES, MAX_SIDE, load_matrix, parse_text
 from relviz.check.registry import REGISTRY, Kind, kind_of
@@ -29,7 +30,16 @@ SETTINGS_OF: dict[str, tuple[str, ...]] = {name: kind.settings for name, kind in
 def check(kind: str, got: Any, settings: Any = None) -> CheckResult:
     """Compare ``got`` (an array) with relviz's reference for ``kind`` at ``settings`` (the kind's settings
     type: ``Settings`` for the position matrices, ``RopeSettings`` for RoPE (``rope_settings``, ``settings_from_config``)); None searches for them."""
-    return kind_of(kind).check(np.asarray(got), settings)
+    got = np.asarray(got)
+    result = kind_of(kind).check(got, settings)
+    if not result.ok and not result.causes and kind in MATRIX_KINDS:
+        other = fits_another_kind(kind, got)
+        if other is not None:
+            found = ", ".join(f"{k} = {v}" for k, v in other.used_settings().items()) or "no settings"
+            text = (f"It is another kind: relviz's {kind_of(other.kind).description} for {found} matches every "
+                    f"compared cell (--kind {other.kind}).")
+            result = replace(result, note=(result.note + " " + text).strip(), other_kind=other.kind)
+    return result
 
 
 def load(kind: str, data: bytes, *, name: str = "upload") -> np.ndarray:

@@ -420,3 +420,22 @@ def _toeplitz_key(kind: str, s: Settings) -> tuple:
 def check(kind: str, got: np.ndarray, settings: Settings | None = None) -> CheckResult:
     """Compare with the given settings, or search for the best-fitting ones when ``settings`` is None."""
     return fit(kind, got) if settings is None else compare(kind, got, settings)
+
+
+def fits_another_kind(kind: str, got: np.ndarray) -> CheckResult | None:
+    """The first other position-matrix kind whose settings search (each within its own work bound) reproduces
+    ``got`` exactly: a T5 map checked as a relative index is a mistake too, of another kind."""
+    got = np.asarray(got)
+    for name in MATRIX_KINDS:
+        if name == spec_of(kind).name:
+            continue
+        try:
+            validate_settings(name, Settings(), tuple(got.shape))
+        except ValueError:
+            continue  # the other kind's shape rules rule it out
+        if not exact_fit_possible(name, got):
+            continue
+        result = fit(name, got, work=FitWork())
+        if result.ok:
+            return result
+    return None

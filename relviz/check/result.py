@@ -53,6 +53,8 @@ class CheckResult:
     note: str = ""
     #: The third hover value of each cell where it is not j − i − q_offset (a RoPE cache: the frequency pair)
     third: np.ndarray | None = field(default=None, repr=False)
+    #: Another kind whose settings search reproduces the upload exactly (a mistake of kind, not of detail)
+    other_kind: str | None = None
 
     @property
     def cause(self) -> Cause | None:
@@ -86,6 +88,8 @@ class CheckResult:
             text += f" Likely cause: {self.cause.name}."
             if len(self.causes) > 1:
                 text += " Also consistent with: " + "; ".join(c.name for c in self.causes[1:]) + "."
+        elif self.other_kind:
+            text += f" It looks like another kind: {kind_of(self.other_kind).description} (see the note)."
         elif self.closest and self.closest.explains >= 0.5:
             text += (f" No known mistake reproduces it exactly; the closest, {self.closest.name}, accounts "
                      f"for {self.closest.explains:.0%} of the differing cells.")
@@ -99,7 +103,7 @@ class CheckResult:
             "cause": asdict(self.cause) if self.cause else None,
             "also_consistent_with": [asdict(c) for c in self.causes[1:]],
             "closest": asdict(self.closest) if self.closest else None,
-            "verdict": self.verdict(), "note": self.note,
+            "other_kind": self.other_kind, "verdict": self.verdict(), "note": self.note,
         }
 
 
