@@ -348,3 +348,23 @@ def test_an_older_config_is_read_as_its_config_class_reads_it(model_type):
         params = reference.rope_parameters[p.layer_type] if nested else reference.rope_parameters
         assert rotation.rope.base == params["rope_theta"], p.index
         assert rotation.rope.scaling.rope_type == params["rope_type"], p.index
+
+
+@pytest.mark.parametrize("module, model_class, model_type", [("qwen2_vl", "Qwen2VLTextModel", "qwen2_vl_text"),
+                                                            ("qwen2_5_vl", "Qwen2_5_VLTextModel", "qwen2_5_vl_text")])
+def test_mrope_sections_turn_each_axis_by_its_own_position(module, model_class, model_type, tmp_path):
+    """M-RoPE with three different position ids per token (an image patch's time, row, column): relviz's
+    rotate with positions [3, L] equals the model's rotary module and apply_rotary_pos_emb."""
+    modeling = importlib.import_module(f"transformers.models.{module}.modeling_{module}")
+    family = next(f for f in FAMILIES if f.model_type == model_type)
+    model = getattr(modeling, model_class)(_config(family)).eval()
+    model.save_pretrained(tmp_path)
+    plan = inspect(tmp_path)
+    assert plan.layer(0).find(Rotation).sections == (2, 3, 3)
+    torch.manual_seed(1)
+    positions = torch.randint(0, 50, (3, L))
+    q = torch.randn(1, 2, L, 16)
+    cos, sin = model.rotary_emb(q, positions[:, None, :])
+    expected, _ = modeling.apply_rotary_pos_emb(q, q, cos, sin)
+    assert torch.equal(plan.rotate(q, positions), expected)
+    assert not torch.equal(plan.rotate(q, positions), plan.rotate(q, positions[0]))
