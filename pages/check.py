@@ -79,8 +79,10 @@ with st.sidebar:
                          "factors).")
     used = SETTINGS_OF[kind]
     disabled = fit
-    q_offset = st.number_input("query offset (query i sits at key position offset + i)", -MAX_SIDE, MAX_SIDE, 0,
-                               key=f"{P}_off", bind="query-params", disabled=disabled) if "q_offset" in used else 0
+    q_offset = st.number_input("query offset (first position)", -MAX_SIDE, MAX_SIDE, 0, key=f"{P}_off",
+                               bind="query-params", disabled=disabled,
+                               help="Query i sits at key position offset + i; a RoPE cache's row m holds position "
+                                    "offset + m.") if "q_offset" in used else 0
     k = st.slider("Shaw clipping distance k", 0, 64, 3, key=f"{P}_k", bind="query-params",
                   disabled=disabled) if "k" in used else 3
     nb = st.slider("num_buckets", 2, 128, 32, key=f"{P}_nb", bind="query-params",
