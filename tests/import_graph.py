@@ -4,8 +4,8 @@ Edges, module → module whose import it starts while its own lock is held:
 - every top-level ``import`` / ``from ... import`` (not under ``if TYPE_CHECKING``), to the module
   named and to each package above it (importing ``a.b.c`` imports ``a`` and ``a.b`` first);
 - each module to its parent package (Python holds a module's lock while it imports the parent);
-- a registry (a module that lists its package with ``pkgutil.iter_modules``) to every module of its
-  package: it imports them with importlib.
+- a registry (a module that lists its package with ``pkgutil.iter_modules``, itself or through
+  relviz._registry.discover_subclasses) to every module of its package: it imports them with importlib.
 Imports inside functions run when called, not while a module initialises, and are left out.
 """
 from __future__ import annotations
@@ -67,7 +67,8 @@ def import_graph() -> dict[str, set[str]]:
             edges |= _targets(name, known)
         if "." in module:
             edges.add(module.rsplit(".", 1)[0])
-        if "pkgutil.iter_modules(" in path.read_text():
+        text = path.read_text()
+        if ("pkgutil.iter_modules(" in text and module != "relviz._registry") or "discover_subclasses(_package" in text:
             package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
             edges |= {m for m in known if m.rsplit(".", 1)[0] == package}
         graph[module] = edges - {module}

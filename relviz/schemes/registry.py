@@ -7,26 +7,15 @@ imported every scheme module would close an import cycle.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 import relviz.schemes as _package
+from relviz._registry import discover_subclasses
 from relviz.schemes.base import Param, Scheme
 
 __all__ = ["REGISTRY", "get_scheme", "scheme_names", "all_params", "param_owner"]
 
+
 def _discover() -> dict[str, type[Scheme]]:
-    found: dict[str, type[Scheme]] = {}
-    for module_info in sorted(pkgutil.iter_modules(_package.__path__), key=lambda m: m.name):
-        if module_info.name == "registry":  # this module
-            continue
-        module = importlib.import_module(f"{_package.__name__}.{module_info.name}")
-        for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, Scheme) and obj.__module__ == module.__name__ and obj.name:
-                if obj.name in found:
-                    raise RuntimeError(f"scheme {obj.name!r} is defined twice: in {found[obj.name].__module__} "
-                                       f"and {module.__name__}")
-                found[obj.name] = obj
+    found = discover_subclasses(_package, Scheme, registry="registry", what="scheme")
     owners: dict[str, str] = {}
     for scheme in found.values():
         for param in scheme.params:
@@ -34,7 +23,7 @@ def _discover() -> dict[str, type[Scheme]]:
                 raise RuntimeError(f"parameter {param.name!r} is declared by schemes {owners[param.name]!r} and "
                                    f"{scheme.name!r}: scheme parameter names must be unique")
             owners[param.name] = scheme.name
-    return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
+    return found
 
 
 #: scheme name -> its class, in listing order.
