@@ -55,7 +55,10 @@ def run_case(page: str, length: int, warm_length: int = 64) -> dict[str, Any]:
     """One view in this process (meant to be fresh): bytes it added at its peak and still holds."""
     import logging
 
-    from streamlit.testing.v1 import AppTest
+    try:
+        from streamlit.testing.v1 import AppTest
+    except ImportError as exc:
+        raise ImportError("the view_memory section needs streamlit: pip install 'relviz[app]'") from exc
 
     for name in list(logging.root.manager.loggerDict):
         if name.startswith("streamlit"):

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from relviz.training_caps import CAPS  # plain numbers: no torch for a tour link
-from relviz.views import MAX_LENGTH
+from relviz.page_limits import MAX_LENGTH
 
 #: Largest tour JSON (bytes) read from a file or decoded from a link.
 MAX_JSON_BYTES = 32_000
@@ -103,7 +103,7 @@ def _int(lo: int, hi: int, *, dynamic: bool = False) -> Param:
 
 
 BOOL = Param("bool")
-_LENGTH = MAX_LENGTH  # relviz.views.MAX_LENGTH: the pages' longest query/key length
+_LENGTH = MAX_LENGTH  # the pages' longest query/key length
 
 
 def _length_params(prefix: str) -> dict[str, Param]:

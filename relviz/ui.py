@@ -490,8 +490,8 @@ def run_guarded(run: Callable[[Callable[[float, str], None]], T]) -> T | None:
 # ---------------------------------------------------------------------------------------
 # Length, offset and window controls shared by the pages that draw a q_len × k_len matrix.
 
-#: Longest query/key length the length controls allow (relviz.views.MAX_LENGTH: 2^20).
-from relviz.views import MAX_LENGTH  # noqa: E402
+#: Longest query/key length the length controls allow (2^20).
+from relviz.page_limits import MAX_LENGTH  # noqa: E402
 
 
 def clamp_state(key: str, lo: int, hi: int) -> None:

@@ -24,11 +24,6 @@ from relviz._checks import check_int
 
 #: The most cells per side a heatmap view sends to the browser.
 DISPLAY_MAX = 512
-#: Longest query/key length the explorer pages accept (relviz.ui's length controls, lecture-mode links): 2^20,
-#: today's long contexts. Nothing on those pages builds the q_len × k_len matrix: the server works per
-#: offset (q_len + k_len − 1 values), the browser gets an exact window (at most DISPLAY_MAX per side) and a
-#: pooled overview (figures.toeplitz.OVERVIEW_MAX blocks per side).
-MAX_LENGTH = 2**20
 #: Longest side these views accept (far beyond any page's limit; keeps index arithmetic small).
 MAX_SIDE = 2**24
 
