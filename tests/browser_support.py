@@ -42,7 +42,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def app_server(port: int | None = None, timeout: float = 60.0) -> Iterator[str]:
+def app_server(port: int | None = None, timeout: float = 60.0, env: dict[str, str] | None = None) -> Iterator[str]:
     """A headless streamlit server for app.py on 127.0.0.1; yields its base URL, stops it after."""
     port = port or free_port()
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
@@ -51,7 +51,7 @@ def app_server(port: int | None = None, timeout: float = 60.0) -> Iterator[str]:
     log = open(REPO / "test-artifacts" / f"server-{port}.log", "w") if (REPO / "test-artifacts").is_dir() \
         else subprocess.DEVNULL
     process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL, env=None if env is None else {**os.environ, **env})
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout

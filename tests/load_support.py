@@ -34,6 +34,7 @@ Run directly for a manual look: python tests/load_support.py [SESSIONS]
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import http.client
 import json
@@ -123,17 +124,25 @@ def _metrics(base: str, family: str) -> str | None:
     return text
 
 
-def active_sessions(base: str) -> int | None:
-    """Streamlit's active_sessions gauge from /_stcore/metrics (None if unavailable)."""
+def active_sessions(base: str | list[str]) -> int | None:
+    """Streamlit's active_sessions gauge from /_stcore/metrics (None if unavailable); summed over the
+    processes when ``base`` lists several (behind a proxy, which does not pass the metrics on)."""
+    if isinstance(base, list):
+        counts = [active_sessions(one) for one in base]
+        return None if all(c is None for c in counts) else sum(c or 0 for c in counts)
     text = _metrics(base, "active_sessions")
     match = re.search(r"^active_sessions (\d+)", text or "", re.MULTILINE)
     return int(match.group(1)) if match else None
 
 
-def cache_sizes(base: str) -> dict[str, float]:
+def cache_sizes(base: str | list[str]) -> dict[str, float]:
     """What Streamlit's caches hold: st.cache_data in MB (its pickled entries, what
     server.maxCacheDataSize caps) and the number of st.cache_resource entries (Streamlit sizes those
     only with server.enableExpensiveMemoryStats; relviz bounds them by max_entries)."""
+    if isinstance(base, list):                     # several processes: their sums
+        each = [cache_sizes(one) for one in base]
+        return {key: round(sum(c[key] for c in each), 1) if key == "cache_data_mb" else sum(c[key] for c in each)
+                for key in ("cache_data_mb", "cache_resource_entries")}
     text = _metrics(base, "cache_memory_bytes") or ""
     data = sum(float(m.group(1)) for m in re.finditer(r'^cache_memory_bytes\{cache_type="st_cache_data"[^}]*\} (\S+)',
                                                           text, re.MULTILINE))
@@ -145,12 +154,15 @@ def cache_sizes(base: str) -> dict[str, float]:
 class Sampler(threading.Thread):
     """Samples the server's RSS (with any children) and its active sessions until stopped."""
 
-    def __init__(self, process: psutil.Process, base: str, every: float = 0.25) -> None:
+    def __init__(self, process: psutil.Process | list[psutil.Process], base: str | list[str],
+                 every: float = 0.25) -> None:
         super().__init__(daemon=True, name="rss-sampler")
-        self.process, self.base, self.every = process, base, every
+        self.processes = process if isinstance(process, list) else [process]   # several: summed
+        self.process, self.base, self.every = self.processes[0], base, every
         self.peak_rss = 0
         self.samples: list[tuple[float, int]] = []
         self.max_sessions = 0
+        self.max_sessions_each: list[int] = []   # the gauge's peak in each process
         #: pid -> CPU seconds last seen, for the server and for the browser's processes
         self.server_cpu: dict[int, float] = {}
         self.browser_cpu: dict[int, float] = {}
@@ -158,7 +170,7 @@ class Sampler(threading.Thread):
 
     def rss(self) -> int:
         total = 0
-        for proc in [self.process, *self.process.children(recursive=True)]:
+        for proc in [p for server in self.processes for p in (server, *server.children(recursive=True))]:
             try:
                 total += proc.memory_info().rss
             except psutil.Error:
@@ -176,16 +188,18 @@ class Sampler(threading.Thread):
             self.peak_rss = max(self.peak_rss, value)
             self.samples.append((round(time.monotonic() - start, 2), value))
             if tick % 4 == 0:  # the metrics endpoint and the CPU counters once a second
-                sessions = active_sessions(self.base)
-                if sessions is not None:
-                    self.max_sessions = max(self.max_sessions, sessions)
+                each = [active_sessions(one) for one in (self.base if isinstance(self.base, list) else [self.base])]
+                if any(c is not None for c in each):
+                    self.max_sessions = max(self.max_sessions, sum(c or 0 for c in each))
+                    self.max_sessions_each = [max(m, c or 0) for m, c in zip(self.max_sessions_each or [0] * len(each),
+                                                                              each)]
                 self.count_cpu()
             tick += 1
             self._halt.wait(self.every)
 
     def count_cpu(self) -> None:
         """CPU seconds so far of the server and of this test's Chromium processes."""
-        server = {self.process.pid} | {p.pid for p in self.process.children(recursive=True)}
+        server = {p.pid for proc in self.processes for p in (proc, *proc.children(recursive=True))}
         for proc in psutil.Process().children(recursive=True):
             try:
                 name = proc.name().lower()
@@ -661,7 +675,7 @@ def _rest_rss(sampler, base: str, process, timeout_s: float = 60.0) -> tuple[int
     again after one period of its allocator trim (relviz.allocator: freed pages go back then)."""
     from relviz.allocator import TRIM_EVERY_S
 
-    if not process.is_running():
+    if not all(p.is_running() for p in (process if isinstance(process, list) else [process])):
         return None, None
     for _ in range(int(timeout_s)):
         if active_sessions(base) == 0:
@@ -672,22 +686,38 @@ def _rest_rss(sampler, base: str, process, timeout_s: float = 60.0) -> tuple[int
     return at_close, sampler.rss()
 
 
+@contextlib.contextmanager
+def _servers(processes: int):
+    """(the base the sessions use, the processes' bases): one server, or ``processes`` behind nginx
+    (tests/proxy_support.py, docs/nginx/relviz-processes.conf)."""
+    if processes == 1:
+        with app_server() as base:
+            yield base, [base]
+    else:
+        from proxy_support import proxied_app
+        with proxied_app(processes) as (front, bases):
+            yield front, bases
+
+
 def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, stall_s: float = 180.0,
-             pages=None, queries: dict[str, str] | None = None, browsers: int = 3) -> dict:
-    """Start a server, run the sessions against it, return the figures (see the module docstring)."""
+             pages=None, queries: dict[str, str] | None = None, browsers: int = 3, processes: int = 1) -> dict:
+    """Start a server (or ``processes`` of them behind nginx), run the sessions against it, return the
+    figures (see the module docstring). Behind the proxy the memory, session and cache figures are the
+    processes' sums, and ``sessions_per_process`` says how the proxy spread the sessions."""
     from relviz.ui import PAGES
 
     pages = list(pages or [info for info in PAGES if Path(info.path).stem not in NOT_MOVED])
     started = time.perf_counter()
     extra: dict = {"probe": []}
-    with app_server() as base:
-        port = urllib.parse.urlsplit(base).port
-        log_path = REPO / "test-artifacts" / f"server-{port}.log"
-        process = server_process(port)
-        sampler = Sampler(process, base)
+    with _servers(processes) as (base, backends):
+        ports = [urllib.parse.urlsplit(one).port for one in backends]
+        log_path = REPO / "test-artifacts" / f"server-{ports[0]}.log"
+        process = [server_process(port) for port in ports]
+        sampler = Sampler(process, backends if processes > 1 else base)
+        metrics_base = backends if processes > 1 else base
         baseline_rss = sampler.rss()
         asyncio.run(_open_every_page(base, pages, queries))
-        warm_rss, warm_caches = sampler.rss(), cache_sizes(base)
+        warm_rss, warm_caches = sampler.rss(), cache_sizes(metrics_base)
         sampler.start()
         try:
             reports = asyncio.run(run_sessions(base, pages, sessions=sessions, moves=moves, deadline_s=deadline_s,
@@ -696,9 +726,11 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, 
         finally:
             sampler.count_cpu()
             sampler.stop()
-            end_rss = sampler.rss() if process.is_running() else None
-            closed_rss, rest_rss = _rest_rss(sampler, base, process)
-            rest_caches = cache_sizes(base) if process.is_running() else {}
+            running = all(p.is_running() for p in process)
+            end_rss = sampler.rss() if running else None
+            per_process = sampler.max_sessions_each
+            closed_rss, rest_rss = _rest_rss(sampler, metrics_base, process)
+            rest_caches = cache_sizes(metrics_base) if running else {}
     times = [move.seconds for report in reports for move in report.moves]
     by_client = {client: [move.seconds for report in reports if report.client == client
                           for move in report.moves + report.load_moves] for client in ("websocket", "browser")}
@@ -709,6 +741,9 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, 
         "sessions_completed": sum(1 for r in reports if r.ok and r.shown is not None),
         "sessions_unavailable": {r.index: r.unavailable for r in reports if r.unavailable},
         "sessions_held_max_server_gauge": sampler.max_sessions,
+        "processes": processes,
+        "sessions_per_process": per_process,
+        "server_logs": [str(REPO / "test-artifacts" / f"server-{port}.log") for port in ports],
         "moves_per_session": moves,
         "moves_done": len(times),
         "slowest_response_s": slowest[0],

@@ -1,5 +1,7 @@
 """Many users at once: 24 sessions on one server (3 in Chromium, the rest over Streamlit's
-websocket), all moving sliders together, and a fresh Chromium visitor arriving meanwhile.
+websocket), all moving sliders together, and a fresh Chromium visitor arriving meanwhile; then the
+same through Debian's nginx in front of two app processes (docs/nginx/relviz-processes.conf: sticky
+sessions by cookie, websockets), where every process must hold sessions.
 
 See tests/load_support.py for how the sessions run. This test asserts what must hold on any
 machine: every session opened, moved its slider and saw exactly its own values (no state from
@@ -22,6 +24,7 @@ import pytest
 
 from browser_support import REPO, chromium_path
 from load_support import ACTION_TIMEOUT_MS, HEAVIEST, run_load
+from proxy_support import nginx_path
 
 ARTIFACT = REPO / "test-artifacts" / ("load-heavy.json" if os.environ.get("RELVIZ_LOAD_HEAVY") == "1" else "load.json")
 HEAVY = os.environ.get("RELVIZ_LOAD_HEAVY") == "1"
@@ -44,13 +47,20 @@ if chromium_path() is None and not os.environ.get("CI"):
                 allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def figures():
+@pytest.fixture(scope="module", params=[1, 2], ids=["one process", "two processes behind nginx"])
+def figures(request):
+    processes = request.param
+    if processes > 1 and nginx_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("nginx is missing: .ci/run installs it (apt-get install -y nginx)")
+        pytest.skip("Debian's nginx is not installed (apt-get install -y nginx); CI installs it")
     result = run_load(sessions=SESSIONS, moves=MOVES, deadline_s=DEADLINE_S, stall_s=STALL_S,
-                      queries=HEAVIEST if HEAVY else None, browsers=BROWSERS)
-    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
-    ARTIFACT.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
-    print(f"\n[load] {result['sessions']} sessions{' at the heaviest settings' if HEAVY else ''} "
+                      queries=HEAVIEST if HEAVY else None, browsers=BROWSERS, processes=processes)
+    artifact = ARTIFACT if processes == 1 else ARTIFACT.with_name(ARTIFACT.stem + "-nginx.json")
+    artifact.parent.mkdir(parents=True, exist_ok=True)
+    artifact.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"\n[load{' through nginx, ' + str(processes) + ' processes ' + str(result['sessions_per_process']) if processes > 1 else ''}] "
+          f"{result['sessions']} sessions{' at the heaviest settings' if HEAVY else ''} "
           f"({result['browser_sessions']} Chromium, {result['websocket_sessions']} websocket; {result['pages']}), "
           f"server gauge peak {result['sessions_held_max_server_gauge']} active sessions; {result['moves_done']} "
           f"slider moves (+{result['load_moves_done']} while the newcomer waited); slowest response "
@@ -94,7 +104,16 @@ def test_the_sessions_were_held_at_the_same_time(figures):
 
 def test_server_memory_stays_bounded(figures):
     assert figures["rss_samples"] > 0
-    assert figures["peak_rss_mb"] < RSS_BOUND_MB, f"server peak RSS {figures['peak_rss_mb']} MB"
+    bound = RSS_BOUND_MB * figures["processes"]          # behind nginx: the processes' sum
+    assert figures["peak_rss_mb"] < bound, f"server peak RSS {figures['peak_rss_mb']} MB"
+
+
+def test_the_proxy_spreads_the_sessions_over_the_processes(figures):
+    """Behind nginx every process held sessions (its own gauge), and the sum held them all at once."""
+    if figures["processes"] == 1:
+        pytest.skip("one process: no proxy")
+    assert len(figures["sessions_per_process"]) == figures["processes"]
+    assert all(count >= 1 for count in figures["sessions_per_process"]), figures["sessions_per_process"]
 
 
 def test_the_server_alone_kept_answering(figures):
@@ -104,9 +123,10 @@ def test_the_server_alone_kept_answering(figures):
 
 
 def test_the_server_log_has_no_traceback(figures):
-    log = Path(figures["server_log"])
-    text = log.read_text() if log.exists() else ""
-    assert "Traceback" not in text, text[text.find("Traceback"):][:2000]
+    for name in figures["server_logs"]:
+        log = Path(name)
+        text = log.read_text() if log.exists() else ""
+        assert "Traceback" not in text, text[text.find("Traceback"):][:2000]
 
 
 def test_a_fresh_visitor_got_its_first_chart(figures):
