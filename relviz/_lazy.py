@@ -27,4 +27,5 @@ def lazy_exports(package: str, exports: dict[str, tuple[str, ...]]) -> tuple[
     def __dir__() -> list[str]:
         return sorted(owner)
 
+    __getattr__.exports = dict(owner)  # type: ignore[attr-defined]  # name -> module, for tests/import_graph.py
     return list(owner), __getattr__, __dir__

@@ -4,6 +4,7 @@ Edges, module → module whose import it starts while its own lock is held:
 - every top-level ``import`` / ``from ... import`` (not under ``if TYPE_CHECKING``), to the module
   named and to each package above it (importing ``a.b.c`` imports ``a`` and ``a.b`` first);
 - each module to its parent package (Python holds a module's lock while it imports the parent);
+- ``from package import name`` of a lazily exported name (relviz/_lazy.py) to the module that defines it;
 - a registry (a module that lists its package with ``pkgutil.iter_modules``, itself or through
   relviz._registry.discover_subclasses) to every module of its package: it imports them with importlib.
 Imports inside functions run when called, not while a module initialises, and are left out.
@@ -11,6 +12,7 @@ Imports inside functions run when called, not while a module initialises, and ar
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,9 +27,21 @@ def module_files() -> dict[str, Path]:
     return found
 
 
-def _targets(name: str, known: dict[str, Path]) -> set[str]:
-    """``name`` cut to the longest module prefix relviz has, and the packages above it."""
-    parts = name.split(".")
+def _lazy_exports(known: dict[str, Path]) -> dict[str, str]:
+    """package.name -> the module that defines it, for every name a package exports lazily
+    (relviz/_lazy.py). Importing such a package is cheap: its body imports nothing."""
+    found = {}
+    for module, path in known.items():
+        if path.name == "__init__.py" and "lazy_exports(" in path.read_text():
+            exports = importlib.import_module(module).__dict__["__getattr__"].exports
+            found |= {f"{module}.{name}": owner for name, owner in exports.items()}
+    return found
+
+
+def _targets(name: str, known: dict[str, Path], lazy: dict[str, str]) -> set[str]:
+    """``name`` cut to the longest module prefix relviz has, and the packages above it. A name a
+    package exports lazily counts as its module: the package imports it when the name is read."""
+    parts = lazy.get(name, name).split(".")
     while parts and ".".join(parts) not in known:
         parts.pop()
     return {".".join(parts[:n]) for n in range(1, len(parts) + 1)}
@@ -60,11 +74,12 @@ def _top_level_imports(tree: ast.AST, module: str, is_package: bool) -> list[str
 
 def import_graph() -> dict[str, set[str]]:
     known = module_files()
+    lazy = _lazy_exports(known)
     graph: dict[str, set[str]] = {}
     for module, path in known.items():
         edges: set[str] = set()
         for name in _top_level_imports(ast.parse(path.read_text()), module, path.name == "__init__.py"):
-            edges |= _targets(name, known)
+            edges |= _targets(name, known, lazy)
         if "." in module:
             edges.add(module.rsplit(".", 1)[0])
         text = path.read_text()
