@@ -87,6 +87,8 @@ FAMILIES = [
     Family("gpt_neox", dict(vocab_size=32, hidden_size=32, num_attention_heads=2, intermediate_size=16,
                             num_hidden_layers=2, max_position_embeddings=64), "gpt_neox", "GPTNeoXModel"),
     Family("cohere", dict(SMALL, num_hidden_layers=2), "cohere", "CohereModel"),
+    Family("glm", dict(SMALL, num_hidden_layers=2), "glm", "GlmModel"),
+    Family("glm4", dict(SMALL, num_hidden_layers=2), "glm4", "Glm4Model"),
     Family("qwen2_vl_text", dict(SMALL, num_hidden_layers=2, rope_parameters={
         "rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]}), "qwen2_vl", "Qwen2VLTextModel"),
     Family("qwen2_5_vl_text", dict(SMALL, num_hidden_layers=2, rope_parameters={

@@ -60,6 +60,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
         {"field": "layer_types", "constant": "full_attention"}], "mechanisms": {
         "rotation": {"skip_field": "no_rope_layers", "defaults": {"rope_theta": 2e6}}, "pattern": {}}},
     "cohere": {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved"}, "pattern": {}}},
+    # GLM and GLM-4: interleaved pairs on half of each head unless the config says otherwise
+    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved", "defaults": {
+        "partial_rotary_factor": 0.5}}, "pattern": {}}} for t in ("glm", "glm4")},
     "cohere2": {"stacks": DECODER, "derive": [_every(4, 1, "sliding_window_pattern")], "mechanisms": {
         "rotation": {"layout": "interleaved", "layer_types": ["sliding_attention"]}, "pattern": {}}},
     "gpt_oss": {"stacks": DECODER, "derive": [_every(2, 1)], "mechanisms": {
