@@ -136,7 +136,7 @@ st.markdown(
 ui.sign_convention(compact=True)
 
 options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))
-c_model, c_len, c_layer, c_view, c_vs = st.columns([2.6, 1.7, 2.0, 1.2, 2.2])
+c_model, c_len, c_layer = st.columns([3.2, 1.6, 2.2])
 label = c_model.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
                           help="The server's operator lists the models (RELVIZ_MODELS, see DEPLOY.md); published "
                                "configs are always here, each with its source.")
@@ -144,9 +144,6 @@ picked_length = c_len.select_slider("context length", LENGTHS, value=OWN, key=f"
                                    help="Where the views are drawn: the model's own max_position_embeddings "
                                         "(own), or shorter.")
 chosen_length = 0 if picked_length == OWN else int(picked_length)
-kind_shown = c_view.selectbox("show", list(layer_views.VIEW_KINDS), key=f"{P}_view", bind="query-params",
-                              help="Which view of the layer: all, or one kind (a layer without it shows all).")
-
 with ui.user_errors():
     kind, target = options[label]
     positions = positions_of(kind, target)
@@ -158,11 +155,15 @@ with ui.user_errors():
                      help="Encoder: bidirectional; decoder: causal.") if len(stacks) > 1 else stacks[0]
     n_layers = len(positions.plans[stack])
     layer = layer_control(f"{P}_layer", n_layers, "layer", c_layer)
+    # the strip comes first (on the first screen); it is titled when a second model is drawn under it
+    asked = st.session_state.get(f"{P}_vs") or st.query_params.get(f"{P}_vs")
+    show_strip(kind, target, stack, layer, chart_key=f"{P}_strip", layer_key=f"{P}_layer",
+               title=label if asked in options and asked != label else "")
+    c_view, c_vs = st.columns([1.4, 3])
+    kind_shown = c_view.selectbox("show", list(layer_views.VIEW_KINDS), key=f"{P}_view", bind="query-params",
+                                  help="Which view of the layer: all, or one kind (a layer without it shows all).")
     other = c_vs.selectbox("compare with", [NONE] + [o for o in options if o != label], key=f"{P}_vs",
                            bind="query-params", help="A second model's strip and the same view, side by side.")
-
-    show_strip(kind, target, stack, layer, chart_key=f"{P}_strip", layer_key=f"{P}_layer",
-               title=label if other != NONE else "")
     plan = positions.layer(layer, stack=stack)
     note = f" (its own context: {own:,})" if length != own else " (the model's own context)"
     st.caption(f"**{plan.stack} layer {plan.index}**" + (f" · {plan.layer_type}" if plan.layer_type else "") +

@@ -447,7 +447,7 @@ _TODAY_STEPS = (
          "chunk: it attends over the whole context by content alone, with no offset it could have never seen in "
          "training. Its queries are scaled up slowly with position (the curve), so attention does not flatten out "
          "over millions of keys. (3 min)"),
-    Step("your_model", _ym("Command R7B (Cohere 2)", ym_layer="3"), "Cohere 2: global layers with no position",
+    Step("your_model", _ym("Command R7B (Cohere 2)", ym_layer="3", ym_view="all"), "Cohere 2: global layers with no position",
          "Command R7B turns the same idea around: windowed layers rotate (RoPE), and every fourth, full-attention "
          "layer has no position at all. SmolLM3 also drops RoPE on every fourth layer. (1 min)"),
     Step("your_model", _ym("GPT-OSS 20B", ym_layer="0", ym_view="sinks"), "Where the mass goes: sinks",

@@ -652,13 +652,26 @@ def go_to_step(tour, index: int) -> None:
     index = min(max(index, 0), len(tour.steps) - 1)
     step = tour.steps[index]
     st.session_state[TOUR_STATE] = (tour, index)
-    for key in page_keys(step.page, [key for key in st.session_state if isinstance(key, str)]):
-        st.session_state.pop(key, None)
+    kept = {key: st.session_state.pop(key, None)
+            for key in page_keys(step.page, [key for key in st.session_state if isinstance(key, str)])}
     st.session_state.pop(_LINK_CHECKED_KEY, None)
-    _switch_page(f"pages/{step.page}.py", dict(step.params))
+    # a control of the page on screen keeps its on-screen value over a link value equal to its default (the
+    # browser sends it back): the controls the step sets get the step's value in their state, typed as before
+    _switch_page(f"pages/{step.page}.py", dict(step.params), kept)
 
 
-def _switch_page(path: str, params: dict) -> None:
+def _as_kept(text, kept):
+    """A link value as the type of the value the control held before."""
+    if isinstance(kept, bool):
+        return str(text).lower() == "true"
+    if isinstance(kept, int):
+        return int(float(text))
+    if isinstance(kept, float):
+        return float(text)
+    return text
+
+
+def _switch_page(path: str, params: dict, kept: dict | None = None) -> None:
     """st.switch_page with exactly ``params`` in the URL. A control of the page on screen stays bound to
     its key until the next run, and Streamlit refuses to set a bound key: release the bindings of the
     keys being set (the next page binds its own controls again). Other bindings stay: Streamlit clears
@@ -670,6 +683,9 @@ def _switch_page(path: str, params: dict) -> None:
             binding = qp.get_binding_for_param(key)
             if binding is not None:
                 qp.unbind_widget(binding.widget_id)
+    for key, value in (kept or {}).items():
+        if key in params and value is not None:
+            st.session_state[key] = _as_kept(params[key], value)
     st.switch_page(path, query_params=params)
 
 

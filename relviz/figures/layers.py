@@ -93,9 +93,9 @@ def _wavelengths(view: Wavelengths) -> go.Figure:
 def _keys_seen(view: KeysSeen) -> go.Figure:
     """Left: keys seen against the query position (log–log, the whole context). Right: the band of offsets
     j − i the first queries may use (linear), where windows and chunks show their edges."""
-    figure = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1,
-                           subplot_titles=("keys each query sees (whole context)",
-                                           "offsets j − i each query may attend (first queries)"))
+    figure = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1,  # short titles: they fit
+                           subplot_titles=("keys each query sees",
+                                           "offsets j − i it may attend"))
     x = view.positions + 1
     figure.add_trace(go.Scatter(
         x=x, y=view.count, mode="lines", line=dict(color="#2ca02c", width=2), name="keys seen",
@@ -121,7 +121,7 @@ def _keys_seen(view: KeysSeen) -> go.Figure:
     figure.add_trace(go.Scatter(x=i, y=back, mode="lines", line=dict(color="#2ca02c", width=1), fill="tonexty",
                                 fillcolor="rgba(44,160,44,0.35)", name="allowed offsets",
                                 hovertemplate="query %{x}<br>farthest back %{y}<extra></extra>"), row=1, col=2)
-    figure.update_xaxes(title_text="query position i", row=1, col=2)
+    figure.update_xaxes(title_text="query position i (the first queries)", row=1, col=2)
     figure.update_yaxes(title_text="j − i", row=1, col=2)
     figure.update_layout(height=340, margin=dict(l=60, r=10, t=40, b=45), showlegend=False)
     return figure

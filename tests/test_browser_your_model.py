@@ -1,0 +1,112 @@
+"""Your model in a real browser: the strip and a layer view drawn for today's models at projector and laptop
+sizes, a click on the strip picks the layer, and the 'Position in today's models' tour runs start to end."""
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+import pytest
+
+from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, wait_for_app
+from relviz.tours import TODAY
+
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+
+if chromium_path() is None and not os.environ.get("CI"):
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
+                allow_module_level=True)
+
+MODELS = {"gemma3": ("Gemma 3 27B (published config)", 5, 62, "wavelength"),
+          "scout": ("Llama 4 Scout 17B-16E (published config)", 3, 48, "Query temperature"),
+          "gptoss": ("GPT-OSS 20B (published config)", 0, 24, "sink takes")}
+
+#: Per chart on the page: its bar count (the strip's cells) and whether it has drawn traces.
+CHARTS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map(div => ({
+  bars: (div.data || []).filter(t => t.type === 'bar').reduce((n, t) => n + t.x.length, 0),
+  traces: div.querySelectorAll('.trace, .barlayer .point').length,
+  top: div.getBoundingClientRect().top}))"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with app_server() as base, sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield base, chromium
+        chromium.close()
+
+
+def _open(page, base: str, **params) -> None:
+    page.goto(f"{base}/your_model?{urllib.parse.urlencode(params)}")
+    wait_for_app(page)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+    page.wait_for_function("document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-plot').length >= 2",
+                           timeout=60000)
+    page.wait_for_timeout(500)
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1440, 900)], ids=["1280x720", "1440x900"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_strip_and_layer_view_are_drawn(browser, name, size):
+    base, chromium = browser
+    label, layer, layers, title = MODELS[name]
+    page = chromium.new_page(viewport={"width": size[0], "height": size[1]})
+    try:
+        _open(page, base, ym_model=label, ym_layer=layer)
+        charts = page.evaluate(CHARTS_JS)
+        strip = charts[0]
+        rows = 3 if name != "gemma3" else 2
+        assert strip["bars"] == layers * rows - (36 if name == "scout" else 0), strip   # one cell per layer and row
+        assert 0 <= strip["top"] < size[1] * 0.75, strip                                # on the first screen
+        assert all(c["traces"] > 0 for c in charts), charts                             # every view drawn
+        assert page.get_by_text(title).first.is_visible()
+        page.screenshot(path=str(ARTIFACTS / f"your_model_{name}_{size[0]}x{size[1]}.png"))
+    finally:
+        page.close()
+
+
+def test_a_click_on_the_strip_picks_the_layer(browser):
+    base, chromium = browser
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        _open(page, base, ym_model=MODELS["scout"][0], ym_layer=0)
+        strip = page.locator('[data-testid="stMain"] .js-plotly-plot').first
+        # the NoPE trace's first bar is layer 3; plotly takes clicks on its drag layer, so click where it is drawn
+        nope = page.evaluate("""() => document.querySelector('[data-testid="stMain"] .js-plotly-plot').data
+                                .findIndex(t => t.name.includes('NoPE'))""")
+        box = strip.locator(".barlayer .trace").nth(nope).locator(".point path").first.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_function("new URL(location.href).searchParams.get('ym_layer') === '3'", timeout=30000)
+        page.get_by_text("No position on this layer").first.wait_for(timeout=30000)
+    finally:
+        page.close()
+
+
+def test_todays_models_tour_runs_start_to_end(browser):
+    base, chromium = browser
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        page.goto(f"{base}/tour?{urllib.parse.urlencode({'tour_pick': TODAY.title})}")
+        wait_for_app(page)
+        page.get_by_role("button", name="▶ Start presenting").click()
+        for number, step in enumerate(TODAY.steps, start=1):
+            page.get_by_text(f"{number} / {len(TODAY.steps)} · {step.title}").first.wait_for(timeout=60000)
+            page.wait_for_selector('[data-testid="stMain"] .js-plotly-plot .main-svg', timeout=60000)
+            picked = page.locator('[data-testid="stMain"] input[aria-label="model"]')
+            page.wait_for_function("v => document.querySelector('[data-testid=\"stMain\"] input[aria-label=\"model\"]')"
+                                   ".value === v", arg=step.params["ym_model"], timeout=30000)
+            assert picked.input_value() == step.params["ym_model"], number
+            page.get_by_text(f"layer {step.params['ym_layer']}").first.wait_for(timeout=30000)
+            for key, label in (("ym_layer", "layer"), ("ym_view", "show")):
+                if key in step.params:      # the step's value, not the one the previous step left on screen
+                    settled = ("([l, v]) => { const found = document.querySelectorAll(`[data-testid=\"stMain\"] "
+                               "input[aria-label=\"${l}\"]`); return found.length === 1 && found[0].value === v; }")
+                    page.wait_for_function(settled, arg=[label, step.params[key]], timeout=30000)
+            assert not page.get_by_text("Ignored in the link").count(), number
+            assert not page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]').count()
+            page.get_by_role("button", name="Next ▶" if number < len(TODAY.steps) else "Finish").click()
+        page.get_by_text("Make your own tour").first.wait_for(timeout=60000)
+    finally:
+        page.close()
