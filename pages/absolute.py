@@ -254,15 +254,17 @@ alibi_length = a4.number_input("ALiBi length", 8, ui.MAX_LENGTH, None, key="abs_
 alibi_length = length if alibi_length is None else int(alibi_length)
 with ui.user_errors():
     _, rule = slope_rule(heads)
+    slopes = alibi_slopes(heads, device=CPU).numpy()
+    large = needs_window(alibi_length, alibi_length)
+    if large:  # the overview panel needs the page's width (it has two columns of its own)
+        window = ui.window_controls("abs_al", alibi_length, alibi_length, q_offset=0)
+        ui.pooled_overview(alibi_overview(alibi_length, heads, head).with_window(window), q_len=alibi_length,
+                           k_len=alibi_length, q_offset=0, window=window, quantity="bias", key="abs_fig_alibi_ov",
+                           note="Pooling keeps the exact extremes of every block; it never skips offsets.")
     left, right = st.columns([1, 1.25])
     with left:
-        slopes = alibi_slopes(heads, device=CPU).numpy()
         st.markdown(f"**Head {head}: bias, slope m = {slopes[head - 1]:.4g}**")
-        if needs_window(alibi_length, alibi_length):
-            window = ui.window_controls("abs_al", alibi_length, alibi_length, q_offset=0)
-            ui.pooled_overview(alibi_overview(alibi_length, heads, head).with_window(window), q_len=alibi_length,
-                               k_len=alibi_length, q_offset=0, window=window, quantity="bias", key="abs_fig_alibi_ov",
-                               note="Pooling keeps the exact extremes of every block; it never skips offsets.")
+        if large:
             view = alibi_window(alibi_length, heads, head, window.row0, window.col0, window.rows, window.cols)
             ui.show_toeplitz(view, key="abs_fig_alibi_window", name=f"alibi_head{head}_window")
             st.caption("−m·|j − i| in every cell, as relviz.positions.alibi_bias returns it"

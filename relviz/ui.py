@@ -559,7 +559,7 @@ def pooled_overview(view, *, q_len: int, k_len: int, q_offset: int, window,
         st.markdown(
             f"**Full resolution (below).** Rows {q_offset + window.row0}…{q_offset + window.row0 + window.rows - 1}, "
             f"columns {window.col0}…{window.col0 + window.cols - 1}, exact: the rectangle on the overview. Move it "
-            "with the sliders in the sidebar.")
+            "with the window sliders.")
 
 
 def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, default_size: int = 256):
