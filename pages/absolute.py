@@ -162,7 +162,7 @@ def slope_rule(heads: int) -> tuple[int, str]:
                f"{heads} slopes of {2 * p} heads do not match a model trained with the reference.")
 
 
-st.title("Absolute vs relative")
+ui.page_title("Absolute vs relative")
 ui.sign_convention(compact=True)
 
 c1, c2, c3 = st.columns(3)

@@ -170,7 +170,7 @@ trainings = ui.session_trainings()
 if f"{P}_pick" in st.session_state:  # a model trained in the last run: select it
     st.session_state[f"{P}_ck"] = st.session_state.pop(f"{P}_pick")
 
-st.title("Live attention")
+ui.page_title("Live attention")
 
 shipped, problems = shipped_listing()
 options = shipped + trainings.names()

@@ -97,7 +97,7 @@ def stat_key(path: Path) -> tuple[str, float, int]:
     return str(path), st_.st_mtime, st_.st_size
 
 
-st.title("Experiments")
+ui.page_title("Experiments")
 ui.sign_convention(compact=True)
 INTRO = ("What each scheme can and cannot do. The other pages show what each scheme *computes*; this one shows "
          "what that does to a model: small transformers trained on **shift-by-s** (output the token s places "

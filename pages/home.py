@@ -36,7 +36,7 @@ def picture(query: int):
     return relative_intro_figure(TOKENS, query=query)
 
 
-st.title("relviz: relative position, visible")
+ui.page_title("relviz: relative position, visible")
 st.markdown(
     "Attention compares every **query** token i with every **key** token j, and on its own it has no idea "
     "which comes first. An *absolute* encoding stamps each token with its position. A *relative* scheme "

@@ -129,7 +129,7 @@ def decay_fig(key: tuple, length: int):
     return decay_figure(decay(key, length), length=length, original=config.scaled_from)
 
 
-st.title("RoPE and its scalings")
+ui.page_title("RoPE and its scalings")
 ui.sign_convention(compact=True)
 
 preset_map = presets()

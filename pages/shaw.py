@@ -51,7 +51,7 @@ def ablation(k: int):
     return k_ablation_figure(k)
 
 
-st.title("Relative index & Shaw clipping")
+ui.page_title("Relative index & Shaw clipping")
 ui.sign_convention(compact=True)
 
 with st.sidebar:  # the lesson's slider first: on a 1280 × 720 projector it is on the first screen

@@ -60,7 +60,7 @@ def fmt(x: float) -> str:
     return f"{x:.1e}" if x else "0"
 
 
-st.title("The skew, step by step")
+ui.page_title("The skew, step by step")
 ui.sign_convention(compact=True)
 
 left, middle, right = st.columns([1, 1, 1.4])

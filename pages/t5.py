@@ -111,7 +111,7 @@ def use_nearest_valid(nb: int, md: int, bidir: bool) -> None:
     st.session_state[f"{P}_nb"], st.session_state[f"{P}_md"] = t5_nearest_valid(nb, md, bidir)
 
 
-st.title("T5 relative position buckets")
+ui.page_title("T5 relative position buckets")
 ui.sign_convention(compact=True)
 
 with st.sidebar:

@@ -9,6 +9,13 @@ from relviz import tours, ui
 ui.ensure_app_navigation()
 P = "tour"  # widget-key prefix of this page (the tour itself travels in the ?tour= link value)
 
+# The presenter view: a second tab opened from the presenter bar's "Notes" (?lecture=ID) follows the tour
+# the audience's tab shows: this step's note, what comes next, every step.
+if st.query_params.get(ui.LECTURE_PARAM):
+    st.title("Presenter view")
+    ui.presenter_view(st.query_params.get(ui.LECTURE_PARAM))
+    ui.end_page()
+
 TITLES = {page.path.removeprefix("pages/").removesuffix(".py"): page.title for page in ui.PAGES}
 
 
@@ -53,8 +60,10 @@ def adopt(tour: tours.Tour) -> None:
 st.title("Lecture mode")
 st.markdown(
     "A **tour** is an ordered list of views, each a page with every control set, plus a short note for you. "
-    "Start one and a bar at the top of every page shows the step, its note and big **◀ Back** / "
-    "**Next ▶** buttons (**Page Up / Page Down** work too: most presentation clickers send them).")
+    "Start one and a bar at the top of every page shows the step's title and big **◀ Back** / "
+    "**Next ▶** buttons (**Page Up / Page Down** work too: most presentation clickers send them). The audience "
+    "sees the picture and its title; **Notes** in the bar opens the presenter view in a new tab (for your "
+    "own screen): the step's note, what comes next and every step, following the audience's tab.")
 
 # ---- which tour: a shared link, else the built-in one --------------------------------------
 code = st.query_params.get(tours.TOUR_PARAM)

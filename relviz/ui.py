@@ -291,8 +291,16 @@ SIGN_CONVENTION_SHORT = ("**Sign convention:** relative position = **j − i** =
 
 def sign_convention(*, compact: bool = False) -> None:
     """The sign-convention note; ``compact`` is one line, so the page's main picture fits on a
-    1280 × 720 projector screen."""
-    st.info(SIGN_CONVENTION_SHORT if compact else SIGN_CONVENTION, icon=":material/swap_horiz:")
+    1280 × 720 projector screen. While a tour runs the presenter bar says it instead (one short line)."""
+    if not presenting():
+        st.info(SIGN_CONVENTION_SHORT if compact else SIGN_CONVENTION, icon=":material/swap_horiz:")
+
+
+def page_title(title: str) -> None:
+    """The page's title; while a tour runs the presenter bar shows the step's title instead, so on a
+    1280 × 720 projector the step's picture starts ~150 px higher."""
+    if not presenting():
+        st.title(title)
 
 
 def show_figure(figure: go.Figure, *, key: str) -> None:
@@ -636,6 +644,23 @@ def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: st
 
 TOUR_STATE = "_relviz_tour"          # (Tour, step index) while presenting
 DRAFT_STATE = "_relviz_tour_draft"   # list[tours.Step]: the views a teacher collected
+LECTURE_STATE = "_relviz_lecture"    # this tab's live lecture id (relviz.lectures), followed by its presenter view
+LECTURE_PARAM = "lecture"            # the presenter view's link value on the Lecture mode page
+#: How often the presenter view looks at the lecture it follows (seconds).
+FOLLOW_EVERY_S = 1.0
+
+
+def presenting() -> bool:
+    """Whether this tab shows a tour step (the presenter bar is on screen)."""
+    return st.session_state.get(TOUR_STATE) is not None
+
+
+@st.cache_resource
+def lectures():
+    """The server's live lectures: the step an audience tab and its presenter view share."""
+    from relviz.lectures import Lectures
+
+    return Lectures()
 
 
 def _page_name(url_path: str) -> str:
@@ -652,6 +677,11 @@ def go_to_step(tour, index: int) -> None:
     index = min(max(index, 0), len(tour.steps) - 1)
     step = tour.steps[index]
     st.session_state[TOUR_STATE] = (tour, index)
+    shared = lectures().get(st.session_state.get(LECTURE_STATE))
+    if shared is None or shared.tour != tour:
+        st.session_state[LECTURE_STATE] = lectures().start(tour, index)
+    else:
+        lectures().move(st.session_state[LECTURE_STATE], index)
     kept = {key: st.session_state.pop(key, None)
             for key in page_keys(step.page, [key for key in st.session_state if isinstance(key, str)])}
     st.session_state.pop(_LINK_CHECKED_KEY, None)
@@ -713,11 +743,10 @@ def current_view(page_name: str):
 
 
 def lecture_mode(url_path: str) -> None:
-    """Call in app.py before the page runs: while a tour runs, the presenter bar above the page and
-    the step's note at the top of the sidebar."""
-    active = st.session_state.get(TOUR_STATE)
-    if active is not None:
-        _presenter_bar(*active, _page_name(url_path))
+    """Call in app.py before the page runs: while a tour runs, the presenter bar above the page. The step's
+    note is in the presenter view (a second tab), never on the audience's screen."""
+    if presenting():
+        _presenter_bar(_page_name(url_path))
 
 
 def collect_view_control(url_path: str) -> None:
@@ -746,31 +775,62 @@ def _collect_view(page_name: str) -> None:
     st.toast(f"Added: {step.title} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
 
 
-def _presenter_bar(tour, index: int, page_name: str) -> None:
-    """One compact row above the page (the picture stays on the first screen of a 1280 × 720 projector);
-    the step's note sits at the top of the sidebar."""
+def _presenter_bar(page_name: str) -> None:
+    """One compact row above the page: the step and its title, Back / Next (Page Up / Page Down), the
+    presenter view's link and End. The step's note is in the presenter view, which follows this tab."""
+    tour, index = st.session_state[TOUR_STATE]
+    lecture_id = st.session_state.get(LECTURE_STATE)
+    shared = lectures().get(lecture_id)
     step = tour.steps[index]
     last = len(tour.steps) - 1
     away = page_name != step.page
     with st.container(border=True, key="tour_bar"):
-        prev_col, text_col, next_col, end_col = st.columns([2.1, 4.6, 2.1, 0.9], vertical_alignment="center")
+        # widths: "◀ Back PageUp" and "Next ▶ PageDown" whole at 1280 px
+        prev_col, text_col, next_col, notes_col, end_col = st.columns([2.1, 3.6, 2.1, 1.4, 0.9],
+                                                                       vertical_alignment="center")
         previous = prev_col.button("◀ Back", key="tour_prev", disabled=index == 0, width="stretch",
                                    shortcut="pageup", help="Previous step (Page Up)")
         label = f"Step {index + 1}" if away else ("Next ▶" if index < last else "Finish")
         advance = next_col.button(label, key="tour_next", type="primary", width="stretch", shortcut="pagedown",
                                   help="Back to this step's view" if away else
                                   "Next step (Page Down: most presentation clickers send it)")
+        if shared is not None:
+            notes_col.link_button("Notes", f"tour?{LECTURE_PARAM}={lecture_id}", icon=":material/open_in_new:",
+                                  width="stretch", help="The presenter view in a new tab (for your own screen): "
+                                                        "this step's note, what comes next, every step. It follows "
+                                                        "this tab.")
         end = end_col.button("End", key="tour_end", width="stretch", help="Leave lecture mode")
         text_col.markdown(f"**{index + 1} / {len(tour.steps)} · {step.title}**"
-                          + ("  \n:gray[You left this step's page.]" if away else ""))
-    if step.note:
-        with st.sidebar:
-            st.markdown(f"**Presenter note · step {index + 1}**")
-            st.info(step.note, icon=":material/co_present:")
+                          + ("  \n:gray[You left this step's page.]" if away else
+                             "  \n:gray[relative position = j − i = key − query]"))
     if end or (advance and index == last and not away):
         del st.session_state[TOUR_STATE]
+        if lecture_id is not None:
+            lectures().end(lecture_id)
+            st.session_state.pop(LECTURE_STATE, None)
         _switch_page("pages/tour.py", {})
     if previous:
         go_to_step(tour, index - 1)
     if advance:
         go_to_step(tour, index if away else index + 1)
+
+
+@st.fragment(run_every=FOLLOW_EVERY_S)
+def presenter_view(lecture_id: str) -> None:
+    """The presenter's tab (Lecture mode page, ?lecture=ID): the step on the audience's screen, its note, what
+    comes next and every step. It looks every FOLLOW_EVERY_S seconds and follows the audience's tab, where
+    Back / Next and the clicker's keys stay (the audience's tab does not poll: no "running" flicker on the
+    projector)."""
+    shared = lectures().get(lecture_id)
+    if shared is None:
+        st.warning("This lecture has ended, or its link is from another server or an older session. Start the "
+                   "tour again and open **Notes** from its bar.", icon=":material/co_present:")
+        return
+    tour, index = shared.tour, shared.index
+    step, last = tour.steps[index], len(tour.steps) - 1
+    st.markdown(f"### {index + 1} / {len(tour.steps)} · {step.title}")
+    st.info(step.note or "No note for this step.", icon=":material/co_present:")
+    st.caption(f"Next: **{tour.steps[index + 1].title}**" if index < last else "This is the last step.")
+    # "3\." : a line starting "3. " would become a list item, renumbered by markdown around the marked one
+    st.markdown("  \n".join((f"**▶ {n}\\. {s.title}**" if n - 1 == index else f"{n}\\. {s.title}")
+                             for n, s in enumerate(tour.steps, start=1)))

@@ -46,6 +46,9 @@ SIDEWAYS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMai
   .map(e => [e.getAttribute('data-testid') || String(e.className).slice(0, 40), e.scrollWidth, e.clientWidth])"""
 
 
+STEP_1 = f"1 / {len(tours.BUILTIN.steps)} · {tours.BUILTIN.steps[0].title}"
+
+
 def test_a_tour_runs_with_buttons_and_the_clicker_keys(server):
     """On a projector's 1280 × 720 (the 1440 × 900 screenshots are taken along the way)."""
     base, chromium = server
@@ -59,7 +62,7 @@ def test_a_tour_runs_with_buttons_and_the_clicker_keys(server):
     assert page.evaluate(SIDEWAYS_JS) == []  # the tour table wraps its notes instead of scrolling
     page.get_by_role("button", name="Start presenting").click()
     settle(page)
-    page.wait_for_selector('h1:has-text("relviz: relative position, visible")', timeout=60000)  # step 1
+    page.wait_for_selector(f"text={STEP_1}", timeout=60000)  # step 1: the bar stands in for the page's title
     page.get_by_role("button", name="Next").click()
     settle(page)
     page.get_by_role("button", name="Next").click()   # step 3: Shaw at k = 0
@@ -87,9 +90,9 @@ def test_a_tour_runs_with_buttons_and_the_clicker_keys(server):
 
 
 def arrive_on_start_page(page, address_settled: str) -> None:
-    """Wait for the start page's title, then for the address bar to satisfy ``address_settled`` (JS)."""
-    page.wait_for_selector('h1:has-text("relviz: relative position, visible")', timeout=60000)
-    page.wait_for_function(f"() => {address_settled}", timeout=30000)
+    """Wait for step 1's title in the presenter bar, then for the address bar to satisfy ``address_settled`` (JS)."""
+    page.wait_for_selector(f"text={STEP_1}", timeout=60000)
+    page.wait_for_function(f"() => {address_settled}", timeout=60000)
     settle(page)
 
 
@@ -176,3 +179,42 @@ def test_check_page_upload_shows_the_diff_and_the_cause(server, tmp_path):
     page.wait_for_selector('[data-testid="stAlertContentError"]:has-text("never unpickles")', timeout=60000)
     assert errors_on(page) == []
     page.close()
+
+
+def test_the_presenter_view_follows_the_tour_in_a_second_tab(server):
+    """The audience's tab (the projector) shows the picture and the step's title, no note; the presenter view,
+    opened from the bar's Notes in a second tab, shows the note and follows the audience's Next and clicker
+    (Page Down). At 1280 × 720, with the step's picture on the first screen."""
+    from urllib.parse import urljoin
+
+    base, chromium = server
+    context = chromium.new_context(viewport={"width": 1280, "height": 720})
+    audience = context.new_page()
+    audience.goto(f"{base}/tour?tour_at=2")
+    settle(audience)
+    audience.get_by_role("button", name="Start presenting").click()
+    audience.wait_for_url("**/shaw?*sh_clip=3*", timeout=60000)
+    audience.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+    settle(audience, 1500)
+    step2 = tours.BUILTIN.steps[1]
+    assert audience.get_by_text(step2.note[:40]).count() == 0        # no note on the projector
+    chart = audience.locator(".js-plotly-plot").first.bounding_box()
+    assert chart is not None and chart["y"] < 720 - 0.6 * chart["height"]
+    audience.screenshot(path=str(ARTIFACTS / "lecture-audience-1280.png"))
+    href = audience.get_by_role("link", name="Notes").get_attribute("href")
+    presenter = context.new_page()
+    presenter.goto(urljoin(audience.url, href))
+    presenter.wait_for_selector(f"text={step2.title}", timeout=60000)
+    assert presenter.get_by_text(step2.note[:40]).count() >= 1
+    presenter.screenshot(path=str(ARTIFACTS / "lecture-presenter-1280.png"))
+    audience.bring_to_front()
+    audience.get_by_role("button", name="Next").click()
+    audience.wait_for_url("**/shaw?*sh_clip=0*", timeout=60000)
+    settle(audience)
+    audience.keyboard.press("PageDown")                                 # the clicker
+    audience.wait_for_url("**/t5?*", timeout=60000)
+    presenter.wait_for_selector(f"text=4 / {len(tours.BUILTIN.steps)} · {tours.BUILTIN.steps[3].title}",
+                                timeout=60000)
+    assert presenter.get_by_text(tours.BUILTIN.steps[3].note[:40]).count() >= 1
+    assert errors_on(audience) == [] and errors_on(presenter) == []
+    context.close()

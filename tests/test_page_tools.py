@@ -127,13 +127,15 @@ def test_presenting_walks_the_steps_with_the_exact_views():
     at.button(key="tour_start").click().run()
     assert not at.exception, at.exception
     assert at.session_state[ui.TOUR_STATE][1] == 0
-    assert at.title[0].value.startswith("relviz")  # step 1: the landing page
+    assert at.slider(key="home_q").value == 2       # step 1: the landing page
     assert any(m.value.startswith(f"**1 / {len(tours.BUILTIN.steps)} · Relative position is j − i**") for m in at.markdown)
+    assert not at.title and not at.info            # the bar stands in for the page's title and sign note
     click_bar(at, "tour_next")                      # step 2: Shaw, k = 3
-    assert "Shaw" in at.title[0].value and at.slider(key="sh_clip").value == 3
+    assert at.slider(key="sh_clip").value == 3 and any("2 / 14 · Shaw et al." in m.value for m in at.markdown)
     click_bar(at, "tour_next")                      # step 3: Shaw, k = 0
     assert at.slider(key="sh_clip").value == 0
-    assert any("Presenter note · step 3" in m.value for m in at.sidebar.markdown)
+    note = tours.BUILTIN.steps[2].note               # the note is the presenter view's, not the audience's
+    assert not any(note[:40] in e.value for e in [*at.markdown, *at.info, *at.sidebar.markdown, *at.caption])
     click_bar(at, "tour_next")                      # step 4: T5 at 128 × 128
     assert at.number_input(key="t5_q").value == 128 and at.toggle(key="t5_bi").value is True
     click_bar(at, "tour_next")                      # step 5: unidirectional
@@ -198,3 +200,26 @@ def test_a_schemes_own_parameter_is_collected_and_presented():
     assert at.slider(key="at_t_clip").value == 5
     click_bar(at, "tour_next")
     assert at.slider(key="at_t_clip").value == get_scheme("shaw").params[0].default
+
+
+def test_the_presenter_view_follows_the_lecture():
+    """The presenter view (a second session: ?lecture=ID on the Lecture mode page) shows the audience tab's
+    step with its note, and the next step once the audience's tab moves on."""
+    at = _app()
+    at.switch_page("pages/tour.py").run()
+    at.button(key="tour_start").click().run()
+    lecture_id = at.session_state[ui.LECTURE_STATE]
+    click_bar(at, "tour_next")                      # the audience on step 2
+    presenter = AppTest.from_file(APP, default_timeout=60)
+    presenter.query_params[ui.LECTURE_PARAM] = lecture_id
+    presenter.switch_page("pages/tour.py").run()
+    assert not presenter.exception, presenter.exception
+    assert any(m.value.startswith("### 2 / 14 · Shaw et al.") for m in presenter.markdown)
+    assert tours.BUILTIN.steps[1].note in [i.value for i in presenter.info]
+    click_bar(at, "tour_next")                      # the audience on step 3
+    presenter.run()                                 # the view looks again (every second in a browser)
+    assert any(m.value.startswith("### 3 / 14 · k = 0") for m in presenter.markdown)
+    assert tours.BUILTIN.steps[2].note in [i.value for i in presenter.info]
+    click_bar(at, "tour_end")
+    presenter.run()
+    assert any("This lecture has ended" in w.value for w in presenter.warning)
