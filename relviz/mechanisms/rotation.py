@@ -232,6 +232,10 @@ def _head_dim(cfg: ConfigView, fields: Mapping[str, Any]) -> int:
         return view.int("head_dim", minimum=2, maximum=1 << 16)
     hidden = view.int("hidden_size", minimum=1, maximum=1 << 20)
     heads = view.int("num_attention_heads", minimum=1, maximum=1 << 14)
+    if hidden // heads < 2 or (hidden // heads) % 2:
+        raise ValueError(f"config fields {view.name('hidden_size')} ({hidden}) // {view.name('num_attention_heads')} "
+                         f"({heads}) give a head of {hidden // heads} dims: RoPE needs an even head_dim of at least 2 "
+                         "(or set head_dim)")
     return hidden // heads
 
 
@@ -274,8 +278,7 @@ def _check_rope_fields(cfg: ConfigView, fields: Mapping[str, Any]) -> None:
 def _rope_config(cfg: ConfigView, fields: Mapping[str, Any]) -> RopeConfig:
     """relviz.rope's reading of the (un-nested) fields, after each field is checked where it sits."""
     _check_rope_fields(cfg, fields)
-    if not ConfigView(fields, cfg.prefix).has("head_dim"):
-        _head_dim(cfg, fields)
+    _head_dim(cfg, fields)
     try:
         return rope_config_from_hf(fields)
     except (KeyError, TypeError, ZeroDivisionError) as exc:
