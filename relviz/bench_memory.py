@@ -26,21 +26,22 @@ LENGTHS = (2**16, 2**18, 2**20)
 LINEAR_GROWTH = 6.0
 
 
+#: page -> (its query parameters at L positions per side, window mid-way down the diagonal; the warm-up L)
+VIEWS: dict[str, tuple[Any, int | None]] = {
+    "t5": (lambda n, mid: {"t5_q": n, "t5_k": n, "t5_ws": "512", "t5_r0": mid, "t5_c0": mid}, None),
+    "shaw": (lambda n, mid: {"sh_q": n, "sh_k": n, "sh_ws": "512", "sh_r0": mid, "sh_c0": mid, "sh_clip": "64"},
+             None),
+    "absolute": (lambda n, mid: {"abs_aL": n, "abs_al_ws": "512", "abs_al_r0": mid, "abs_al_c0": mid}, None),
+    "rope": (lambda n, mid: {"rp_len": n, "rp_L": "256"}, 256),
+}
+PAGES = tuple(VIEWS)
+
+
 def _params(page: str, length: int) -> dict[str, str]:
     """Query parameters of one view at ``length`` positions per side: the window mid-way down the diagonal."""
-    mid = str(max(0, length // 2 - 256))
-    if page == "t5":
-        return {"t5_q": str(length), "t5_k": str(length), "t5_ws": "512", "t5_r0": mid, "t5_c0": mid}
-    if page == "shaw":
-        return {"sh_q": str(length), "sh_k": str(length), "sh_ws": "512", "sh_r0": mid, "sh_c0": mid, "sh_clip": "64"}
-    if page == "absolute":
-        return {"abs_aL": str(length), "abs_al_ws": "512", "abs_al_r0": mid, "abs_al_c0": mid}
-    if page == "rope":
-        return {"rp_len": str(length), "rp_L": "256"}
-    raise ValueError(f"page must be one of t5, shaw, absolute, rope; got {page!r}")
-
-
-PAGES = ("t5", "shaw", "absolute", "rope")
+    if page not in VIEWS:
+        raise ValueError(f"page must be one of {', '.join(VIEWS)}; got {page!r}")
+    return VIEWS[page][0](str(length), str(max(0, length // 2 - 256)))
 
 
 def _status(key: str) -> int:
@@ -71,7 +72,7 @@ def run_case(page: str, length: int, warm_length: int = 64) -> dict[str, Any]:
         app.run()
         return [str(e.value) for e in (*app.exception, *app.error)]
 
-    problems = run(warm_length if page != "rope" else 256)
+    problems = run(VIEWS[page][1] or warm_length)
     with open("/proc/self/clear_refs", "w") as refs:          # peak := current RSS
         refs.write("5")
     before = _status("VmRSS")
