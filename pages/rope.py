@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from relviz import ui
-from relviz.figures.rope import decay_figure, ratio_figure, score_figure, wavelength_figure
+from relviz.figures.rope import decay_figure, pair_figure, ratio_figure, score_figure, wavelength_figure
 from relviz.rope import (
     ContentScores,
     DecayCurves,
@@ -19,6 +19,7 @@ from relviz.rope import (
     rope_presets,
     unscaled,
 )
+from relviz.rope_pair import rotate_pair
 
 ui.ensure_app_navigation()
 
@@ -30,6 +31,9 @@ HEAD_DIMS = [16, 32, 64, 96, 128, 256]
 BASES = [100, 500, 1000, 10000, 50000, 100000, 500000, 1000000, 10000000]
 FACTORS = [1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
 ORIGINALS = [2 ** k for k in range(9, 18)]            # 512 … 131,072
+#: One pair's query and key before rotation (any two 2-vectors show it; these start 62° apart).
+PAIR_Q, PAIR_K = (1.0, 0.25), (0.6, 0.8)
+PAIR_POSITIONS = 256
 CUSTOM_RULES = ["default", "linear", "dynamic", "yarn", "llama3"]  # longrope needs per-pair lists: presets
 RULE_TEXT = {
     "default": "plain RoPE: θ_i = base^(−2i/d).",
@@ -214,7 +218,37 @@ with ui.user_errors():
         "depends on n − m alone. Nearly every current LLM uses it, and stretches it past its training length "
         "with a **scaling rule**. Every number here is computed the way Hugging Face transformers computes it.")
 
-    st.subheader("2 · Why RoPE is relative: the score matrix is Toeplitz")
+    st.subheader("2 · Why RoPE is relative: one pair, then the whole score matrix")
+    pairs = len(inv_freq)
+    ui.clamp_state(f"{P}_pair", 0, pairs - 1)
+    a1, a2, a3 = st.columns(3)
+    pair_index = int(a1.slider("frequency pair i", 0, pairs - 1, min(4, pairs - 1), key=f"{P}_pair",
+                               bind="query-params", help="Pair i turns by θ_i per position (this model's θ, "
+                                                         "with its scaling rule at this length)."))
+    m = int(a2.slider("query position m", 0, PAIR_POSITIONS, 2, key=f"{P}_m", bind="query-params"))
+    n = int(a3.slider("key position n", 0, PAIR_POSITIONS, 5, key=f"{P}_n", bind="query-params"))
+    theta = float(inv_freq[pair_index])
+    pair = rotate_pair(PAIR_Q, PAIR_K, theta, query_position=m, key_position=n)
+    start = rotate_pair(PAIR_Q, PAIR_K, theta, query_position=0, key_position=0)
+    shift = 16
+    shifted = rotate_pair(PAIR_Q, PAIR_K, theta, query_position=m + shift, key_position=n + shift)
+    col_p, col_e = st.columns([3, 2])
+    with col_p:
+        ui.show_figure(pair_figure(pair, start, pair_index=pair_index), key=f"{P}_fig_pair")
+    with col_e:
+        st.markdown(
+            f"The query's pair turns by m·θ = {m}·θ, the key's by n·θ = {n}·θ. The angle between them is their "
+            f"angle at position 0 plus **(n − m)·θ = {pair.offset}·θ**: move both by the same amount and the "
+            "arrows turn together, the angle stays.")
+        e1, e2 = st.columns(2)
+        e1.metric("angle from q to k", f"{math.degrees(pair.angle_difference):.1f}°")
+        e2.metric("q_m · k_n", f"{pair.dot:.4f}")
+        st.caption(f"Both moved by {shift} (m = {m + shift}, n = {n + shift}): the angle is "
+                   f"{math.degrees(shifted.angle_difference):.1f}° and q·k = {shifted.dot:.4f}, the same: the "
+                   "score of one pair depends on n − m alone. Every pair does this at its own speed θ_i; the sum "
+                   "over pairs is the score matrix below.")
+
+    st.markdown("**Every pair at once: the score matrix is Toeplitz.**")
     t1, t2, t3 = st.columns(3)
     window = int(t1.slider("positions shown", 8, SHOWN_MAX, 48, step=8, key=f"{P}_L", bind="query-params"))
     same = t2.toggle("same content q = k", value=True, key=f"{P}_same", bind="query-params",

@@ -151,7 +151,8 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
              "rp_factor": _choices(1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0),
              "rp_low": _choices(0.5, 1.0, 2.0), "rp_high": _choices(1.0, 2.0, 4.0, 8.0),
              "rp_bf": _choices(4, 8, 16, 32, 64), "rp_bs": _choices(0.25, 0.5, 1, 2, 4),
-             "rp_L": _int(8, 256), "rp_same": BOOL, "rp_seed": _int(0, 9999)},
+             "rp_L": _int(8, 256), "rp_same": BOOL, "rp_seed": _int(0, 9999),
+             "rp_pair": _int(0, 127, dynamic=True), "rp_m": _int(0, 256), "rp_n": _int(0, 256)},
     "attention": {
         "at_ck": Param("text", pattern=r"[a-z0-9][a-z0-9_.-]{0,63}", max_chars=64),
         "at_layer": _int(1, 12, dynamic=True), "at_head": _int(1, 16, dynamic=True),

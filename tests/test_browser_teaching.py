@@ -217,7 +217,7 @@ CHART_CLASHES_JS = """() => {
 #: training-length note under the ✕ markers, the memory chart's legend; T5's bucket budget (a one-bucket bar's
 #: label) and curve legend; the skew's hatched cells; a 32-head ALiBi model's legend.
 CLASH_VIEWS = ["experiments", "t5?t5_bi=false", "t5", "skew?skew_L=6",
-               "your_model?ym_model=MPT-7B+instruct+(published+config)"]
+               "your_model?ym_model=MPT-7B+instruct+(published+config)", "rope?rp_m=3&rp_n=9"]
 
 
 @pytest.mark.parametrize("path", CLASH_VIEWS)

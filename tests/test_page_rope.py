@@ -23,7 +23,7 @@ def metric(at, label: str) -> str:
 def test_default_page_shows_rotation_scores_and_decay():
     at = run_page("rope")
     assert not at.error
-    assert len(charts(at)) == 3                 # no scaling rule: no ratio chart
+    assert len(charts(at)) == 4                 # no scaling rule: no ratio chart; the pair picture
     assert metric(at, "pairs that complete a turn").endswith("of 64")
     assert metric(at, "attention scaling") == "1.0000"
     assert not [w for w in at.select_slider if w.key == "rp_orig"]   # no rule: no training length to set
@@ -34,7 +34,7 @@ def test_llama31_preset_shows_its_source_and_exact_frequency_ratio():
     assert not at.error
     assert any("meta-llama/Llama-3.1-8B" in c.value for c in at.caption)
     figures = charts(at)
-    assert len(figures) == 4
+    assert len(figures) == 5
     ratio = decode(figures[1]["data"][0]["y"])
     config = rope_presets()["llama-3.1-8b"][1]
     scaled = rope_parameters(config, 131072, device="cpu")[0].double()
@@ -78,7 +78,7 @@ def test_score_matrix_is_the_toeplitz_expansion_of_the_per_offset_scores():
 def test_gemma2_preset_with_head_dim_256_draws_at_the_longest_length():
     """One page run; tests/test_rope.py computes every preset at this length without the page."""
     at = run_page("rope", rp_preset="Gemma 2 9B", rp_len=1048576)
-    assert not at.error and len(charts(at)) == 3
+    assert not at.error and len(charts(at)) == 4
     assert metric(at, "pairs that complete a turn").endswith("of 128")
 
 
@@ -104,7 +104,7 @@ def test_invalid_llama3_factors_show_an_error_not_a_traceback():
 
 def test_junk_in_the_link_falls_back_to_defaults():
     at = run_page("rope", rp_preset="../../etc/passwd", rp_len="1e999", rp_base="abc")
-    assert not at.error and len(charts(at)) == 3
+    assert not at.error and len(charts(at)) == 4
 
 
 def test_largest_score_matrix_is_drawn_in_the_browser_from_its_per_offset_scores():
@@ -122,3 +122,21 @@ def test_largest_score_matrix_is_drawn_in_the_browser_from_its_per_offset_scores
     assert np.allclose(z[0, :], expected.numpy()[window - 1:], atol=1e-6)   # row i = 0: offsets 0 … L − 1
     assert np.allclose(z[:, 0], expected.numpy()[window - 1::-1], atol=1e-6)  # column j = 0: offsets 0 … −(L − 1)
     assert picture["lines"] == ["i = {i}", "j = {j}", "j − i = {d}", "score = {0}"]
+
+
+def test_one_pair_turns_with_position_and_its_score_depends_on_the_offset_alone():
+    """Section 2 opens on one frequency pair: arrows q at m and k at n, their angle and dot product; the
+    same offset at other positions gives the same score; the pair's θ is this model's."""
+    from relviz.rope_pair import rotate_pair
+
+    at = run_page("rope", rp_pair=10, rp_m=3, rp_n=40)
+    assert not at.error
+    theta = 10000.0 ** (-2 * 10 / 128)                              # default head: d = 128, base 10000
+    pair = rotate_pair((1.0, 0.25), (0.6, 0.8), theta, query_position=3, key_position=40)
+    assert metric(at, "q_m · k_n") == f"{pair.dot:.4f}"
+    figure = next(c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith("pair 10"))
+    heads = [(a["x"], a["y"]) for a in figure["layout"]["annotations"] if a.get("showarrow")]
+    assert heads[2] == pytest.approx(pair.query) and heads[3] == pytest.approx(pair.key)
+    shifted = run_page("rope", rp_pair=10, rp_m=103, rp_n=140)
+    assert metric(shifted, "q_m · k_n") == metric(at, "q_m · k_n")
+    assert metric(shifted, "angle from q to k") == metric(at, "angle from q to k")

@@ -10,8 +10,10 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from relviz.figures.heatmap import readable
 from relviz.figures.toeplitz import ToeplitzImage, toeplitz_heatmap, toeplitz_view
 from relviz.rope import ContentScores, DecayCurves
+from relviz.rope_pair import PairAtPositions
 
 PLAIN_COLOUR = "#9e9e9e"
 SCALED_COLOUR = "#1f77b4"
@@ -143,3 +145,51 @@ def score_figure(scores: ContentScores, *, height: int = 460, browser: bool = Fa
     if browser:
         return toeplitz_view(per_offset, w, w, **options)
     return toeplitz_heatmap(per_offset, w, w, **options).figure
+
+
+#: The pair picture's colours: the query's arrow, the key's, and where each started (position 0).
+QUERY_COLOUR = "#1f77b4"
+KEY_COLOUR = "#d62728"
+
+
+@readable
+def pair_figure(pair: PairAtPositions, start: PairAtPositions, *, pair_index: int, height: int = 420) -> go.Figure:
+    """One frequency pair as two arrows on the plane: q rotated to position m, k to position n (faint: both at
+    position 0, ``start``), the arc of the angle between them and their dot product."""
+    figure = go.Figure()
+    t = np.linspace(0, 2 * math.pi, 121)
+    radius = max(math.hypot(*start.query), math.hypot(*start.key))
+    figure.add_trace(go.Scatter(x=radius * np.cos(t), y=radius * np.sin(t), mode="lines", hoverinfo="skip",
+                                line=dict(color="#cccccc", width=1, dash="dot"), showlegend=False))
+    span = pair.angle_difference
+    arc = pair.query_angle + np.linspace(0, span, 40)
+    figure.add_trace(go.Scatter(x=0.35 * radius * np.cos(arc), y=0.35 * radius * np.sin(arc), mode="lines",
+                                line=dict(color="#555555", width=2), hoverinfo="skip", showlegend=False))
+    mid = pair.query_angle + span / 2
+    figure.add_annotation(x=0.6 * radius * math.cos(mid), y=0.6 * radius * math.sin(mid), showarrow=False,
+                          text=f"{math.degrees(span):.0f}°", font=dict(size=14, color="#333333"))
+    arrows = [(start.query, f"q (position 0)", QUERY_COLOUR, 0.3), (start.key, "k (position 0)", KEY_COLOUR, 0.3),
+              (pair.query, f"q at m = {pair.query_position}", QUERY_COLOUR, 1.0),
+              (pair.key, f"k at n = {pair.key_position}", KEY_COLOUR, 1.0)]
+    for (x, y), label, colour, alpha in arrows:
+        figure.add_annotation(x=x, y=y, ax=0, ay=0, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
+                              arrowhead=2, arrowsize=1.2, arrowwidth=3 if alpha == 1.0 else 2, arrowcolor=colour,
+                              opacity=alpha, text="")
+        if alpha == 1.0:
+            figure.add_annotation(x=1.3 * x, y=1.3 * y, text=label, showarrow=False,  # clear of the tip
+                                  font=dict(size=14, color=colour))
+    figure.add_trace(go.Scatter(x=[pair.query[0], pair.key[0]], y=[pair.query[1], pair.key[1]], mode="markers",
+                                marker=dict(size=8, color=[QUERY_COLOUR, KEY_COLOUR]), showlegend=False,
+                                customdata=[[pair.query_position, math.degrees(pair.query_angle)],
+                                            [pair.key_position, math.degrees(pair.key_angle)]],
+                                hovertemplate="position %{customdata[0]}: angle %{customdata[1]:.1f}°"
+                                              "<extra></extra>"))
+    figure.add_annotation(x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+                          text="faint: q and k at position 0", font=dict(size=12, color="#777777"))
+    reach = 1.6 * radius
+    figure.update_layout(
+        height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+        title=dict(text=f"pair {pair_index}: θ = {pair.theta:.4g} rad per position", x=0, xanchor="left"),
+        xaxis=dict(range=[-reach, reach], visible=False),
+        yaxis=dict(range=[-reach, reach], visible=False, scaleanchor="x"))
+    return figure
