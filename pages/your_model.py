@@ -13,7 +13,7 @@ import streamlit as st
 
 from relviz import hf, layer_views, ui
 from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
-from relviz.figures.layers import strip_figure, view_figure
+from relviz.figures.layers import strip_figure, view_figure, with_selected
 from relviz.figures.toeplitz import toeplitz_view
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.t5_bias import T5Bias
@@ -69,8 +69,9 @@ def own_length(kind: str, target: str) -> int:
 
 # Figures are read-only once built (st.plotly_chart copies them): cached by scalars.
 @st.cache_resource(max_entries=16, show_spinner=False)
-def strip_fig(kind: str, target: str, stack: str, selected: int, title: str = ""):
-    return strip_figure(layer_views.strip(positions_of(kind, target), stack), selected=selected, title=title)
+def strip_base(kind: str, target: str, stack: str, title: str = "") -> dict:
+    """The strip as a plain figure dict, built once per model: a layer move only outlines another column."""
+    return strip_figure(layer_views.strip(positions_of(kind, target), stack), title=title).to_dict()
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -102,7 +103,7 @@ def pick_layer(chart_key: str, layer_key: str) -> None:
 def show_strip(kind: str, target: str, stack: str, layer: int, *, chart_key: str, layer_key: str,
                title: str = "") -> None:
     export = st.session_state.get(ui.EXPORT_KEY) or st.query_params.get(ui.EXPORT_KEY) or "PNG"
-    st.plotly_chart(strip_fig(kind, target, stack, layer, title), key=chart_key, width="stretch",
+    st.plotly_chart(with_selected(strip_base(kind, target, stack, title), layer), key=chart_key, width="stretch",
                     config=ui.plotly_config(export), on_select=lambda: pick_layer(chart_key, layer_key),
                     selection_mode="points")
 

@@ -42,6 +42,10 @@ CASES = [
     ("absolute", "abs_aL=1048576&abs_al_ws=512&abs_al_r0=524288&abs_al_c0=524288", "window: first query row",
      "ArrowRight"),
     ("rope", "rp_len=1048576&rp_L=256", "positions shown", "ArrowLeft"),
+    # Your model at the model's own context (Llama 4 Scout: 10,485,760 positions; Gemma 3: 131,072): the layer
+    # slider, each press a layer not shown before (its strip highlight and every view of that layer)
+    ("your_model", "ym_model=Llama+4+Scout+17B-16E+%28published+config%29", "layer", "ArrowRight"),
+    ("your_model", "ym_model=Gemma+3+27B+%28published+config%29", "layer", "ArrowRight"),
 ]
 
 #: Installed once the page is drawn: every chart div records when its data last changed and when

@@ -10,14 +10,13 @@ from collections.abc import Callable
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from relviz.figures.attention import bias_curve_figure
 from relviz.figures.rope import wavelength_figure
 from relviz.layer_views import KeysSeen, Note, SinkShare, Strip, TemperatureCurve, Wavelengths
 from relviz.schemes.views import BiasCurve
 
-__all__ = ["strip_figure", "view_figure", "PALETTES", "STRIP_ROW_HEIGHT"]
+__all__ = ["strip_figure", "with_selected", "selected_shape", "view_figure", "PALETTES", "STRIP_ROW_HEIGHT"]
 
 #: legend (a mechanism's colour group) -> shades for its distinct labels
 PALETTES: dict[str, tuple[str, ...]] = {
@@ -65,8 +64,7 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
             customdata=np.array([[c.describe, t] for c, t in zip(cells, types)], dtype=object),
             hovertemplate="layer %{x} %{customdata[1]}<br>%{customdata[0]}<extra>" + label + "</extra>"))
     if selected is not None and 0 <= selected < n:
-        figure.add_shape(type="rect", x0=selected - 0.5, x1=selected + 0.5, y0=0, y1=len(rows),
-                         line=dict(color="#111", width=2), fillcolor="rgba(0,0,0,0)", layer="above")
+        figure.add_shape(selected_shape(selected, len(rows)))
     top = 10 + 19 * -(-len(shades) // 4) + (22 if title else 0)    # the legend (about 4 entries a line) above
     step = 1 if n <= 40 else (2 if n <= 64 else (8 if n <= 160 else 16))
     figure.update_xaxes(range=[-0.5, n - 0.5], tickmode="array", tickvals=list(range(0, n, step)),
@@ -81,6 +79,18 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
     return figure
 
 
+def selected_shape(layer: int, rows: int) -> dict:
+    """The outline of the selected layer's column (a plain dict: the page adds it to a cached strip)."""
+    return dict(type="rect", x0=layer - 0.5, x1=layer + 0.5, y0=0, y1=rows, xref="x", yref="y",
+                line=dict(color="#111", width=2), fillcolor="rgba(0,0,0,0)", layer="above")
+
+
+def with_selected(strip: dict, layer: int) -> dict:
+    """A strip figure's dict (``Figure.to_dict()``) with ``layer`` outlined: a shallow copy, no figure rebuilt."""
+    rows = len(strip["layout"]["yaxis"]["ticktext"])
+    return {**strip, "layout": {**strip["layout"], "shapes": [selected_shape(layer, rows)]}}
+
+
 # ---------------------------------------------------------------------------------------
 # A layer's views
 
@@ -93,37 +103,42 @@ def _wavelengths(view: Wavelengths) -> go.Figure:
 def _keys_seen(view: KeysSeen) -> go.Figure:
     """Left: keys seen against the query position (log–log, the whole context). Right: the band of offsets
     j − i the first queries may use (linear), where windows and chunks show their edges."""
-    figure = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1,  # short titles: they fit
-                           subplot_titles=("keys each query sees",
-                                           "offsets j − i it may attend"))
+    # two panels side by side, laid out by hand (make_subplots costs ~30 ms a figure; a layer move rebuilds it)
+    figure = go.Figure(layout=dict(
+        xaxis=dict(domain=[0, 0.5], anchor="y"), yaxis=dict(anchor="x"),
+        xaxis2=dict(domain=[0.6, 1], anchor="y2"), yaxis2=dict(anchor="x2"),
+        annotations=[dict(text=text, x=x, xref="paper", y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                          font=dict(size=13)) for text, x in (("keys each query sees", 0.25),
+                                                               ("offsets j − i it may attend", 0.8))]))
     x = view.positions + 1
     figure.add_trace(go.Scatter(
         x=x, y=view.count, mode="lines", line=dict(color="#2ca02c", width=2), name="keys seen",
-        customdata=np.stack([view.positions, view.back, view.ahead], -1),
+        customdata=np.stack([view.positions, view.back, view.ahead], -1), xaxis="x", yaxis="y",
         hovertemplate="query i = %{customdata[0]:,}<br>keys seen = %{y:,}<br>offsets %{customdata[1]:,} … "
-                      "%{customdata[2]:,}<extra></extra>"), row=1, col=1)
+                      "%{customdata[2]:,}<extra></extra>"))
     figure.add_trace(go.Scatter(x=[1, view.length], y=[1, view.length], mode="lines", name="causal, no limit",
-                                line=dict(color="#bbb", dash="dot", width=1), hoverinfo="skip"), row=1, col=1)
+                                line=dict(color="#bbb", dash="dot", width=1), hoverinfo="skip", xaxis="x", yaxis="y"))
+    shapes = []
     if view.reach is not None:
-        figure.add_hline(y=view.reach + 1, line=dict(color="#555", dash="dash", width=1), row=1, col=1)
-    figure.update_xaxes(type="log", title_text="query position i + 1", row=1, col=1)
-    figure.update_yaxes(type="log", title_text="keys seen", row=1, col=1)
+        shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=view.reach + 1, y1=view.reach + 1,
+                           line=dict(color="#555", dash="dash", width=1)))
     # the band: exact edges between breakpoints, over the first queries
     span = view.reach * 4 if view.reach else 64
     shown = int(min(view.length, max(span, 16)))
     i = np.arange(shown, dtype=np.int64)
-    back = np.interp(i, view.positions, view.back) if len(view.positions) > 1 else np.zeros(shown)
-    ahead = np.interp(i, view.positions, view.ahead) if len(view.positions) > 1 else np.zeros(shown)
     if view.sampled or _sawtooth(view):
         back, ahead = _band_exact(view, i)
-    figure.add_trace(go.Scatter(x=i, y=ahead, mode="lines", line=dict(color="#2ca02c", width=1), showlegend=False,
-                                hovertemplate="query %{x}<br>farthest ahead %{y}<extra></extra>"), row=1, col=2)
+    else:
+        back, ahead = np.interp(i, view.positions, view.back), np.interp(i, view.positions, view.ahead)
+    figure.add_trace(go.Scatter(x=i, y=ahead, mode="lines", line=dict(color="#2ca02c", width=1), xaxis="x2",
+                                yaxis="y2", hovertemplate="query %{x}<br>farthest ahead %{y}<extra></extra>"))
     figure.add_trace(go.Scatter(x=i, y=back, mode="lines", line=dict(color="#2ca02c", width=1), fill="tonexty",
-                                fillcolor="rgba(44,160,44,0.35)", name="allowed offsets",
-                                hovertemplate="query %{x}<br>farthest back %{y}<extra></extra>"), row=1, col=2)
-    figure.update_xaxes(title_text="query position i (the first queries)", row=1, col=2)
-    figure.update_yaxes(title_text="j − i", row=1, col=2)
-    figure.update_layout(height=340, margin=dict(l=60, r=10, t=40, b=45), showlegend=False)
+                                fillcolor="rgba(44,160,44,0.35)", name="allowed offsets", xaxis="x2", yaxis="y2",
+                                hovertemplate="query %{x}<br>farthest back %{y}<extra></extra>"))
+    figure.update_layout(
+        xaxis=dict(type="log", title_text="query position i + 1"), yaxis=dict(type="log", title_text="keys seen"),
+        xaxis2=dict(title_text="query position i (the first queries)"), yaxis2=dict(title_text="j − i"),
+        shapes=shapes, height=340, margin=dict(l=60, r=10, t=40, b=45), showlegend=False)
     return figure
 
 
