@@ -65,7 +65,9 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
             hovertemplate="layer %{x} %{customdata[1]}<br>%{customdata[0]}<extra>" + label + "</extra>"))
     if selected is not None and 0 <= selected < n:
         figure.add_shape(selected_shape(selected, len(rows)))
-    top = 10 + 19 * -(-len(shades) // 4) + (22 if title else 0)    # the legend (about 4 entries a line) above
+    # the legend sits above the bars: at 1280 px about 3 short entries a line, 2 long ones
+    per_line = 3 if max(len(f"{r}: {lab}") for r, lab in shades) <= 24 else 2
+    top = 14 + 20 * -(-len(shades) // per_line) + (22 if title else 0)
     step = 1 if n <= 40 else (2 if n <= 64 else (8 if n <= 160 else 16))
     figure.update_xaxes(range=[-0.5, n - 0.5], tickmode="array", tickvals=list(range(0, n, step)),
                         title_text=f"{strip.stack} layer (of {n})", showgrid=False, fixedrange=True)
@@ -73,7 +75,8 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
                         ticktext=rows, showgrid=False, fixedrange=True)
     figure.update_layout(barmode="overlay", bargap=0.12 if n <= 64 else 0.0, height=70 + top + STRIP_ROW_HEIGHT * len(rows),
                          margin=dict(l=80, r=10, t=top, b=34), clickmode="event+select",
-                         title=dict(text=title, x=0, font=dict(size=13)) if title else None,
+                         title=dict(text=title, x=0, xref="container", y=1, yref="container", yanchor="top",
+                                    pad=dict(t=4, l=4), font=dict(size=13)) if title else None,
                          legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, font=dict(size=11)),
                          dragmode=False)
     return figure
@@ -105,10 +108,10 @@ def _keys_seen(view: KeysSeen) -> go.Figure:
     j − i the first queries may use (linear), where windows and chunks show their edges."""
     # two panels side by side, laid out by hand (make_subplots costs ~30 ms a figure; a layer move rebuilds it)
     figure = go.Figure(layout=dict(
-        xaxis=dict(domain=[0, 0.5], anchor="y"), yaxis=dict(anchor="x"),
+        xaxis=dict(domain=[0, 0.47], anchor="y"), yaxis=dict(anchor="x"),
         xaxis2=dict(domain=[0.6, 1], anchor="y2"), yaxis2=dict(anchor="x2"),
         annotations=[dict(text=text, x=x, xref="paper", y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                          font=dict(size=13)) for text, x in (("keys each query sees", 0.25),
+                          font=dict(size=13)) for text, x in (("keys each query sees", 0.235),
                                                                ("offsets j − i it may attend", 0.8))]))
     x = view.positions + 1
     figure.add_trace(go.Scatter(
