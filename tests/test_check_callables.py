@@ -105,3 +105,12 @@ def test_library_call(user_file):
 
     out = call("t5", load_callable(f"{user_file}:t5_bucket"), Settings(), 40)
     assert out.shape == (40, 40) and check("t5", out, Settings()).ok
+
+
+def test_a_function_with_fit_finds_its_settings(user_file, capsys):
+    """Rotary.build uses θ 10^4 and half-split pairs; --fit finds them from its output alone."""
+    code, out, _ = run_cli(capsys, "--callable", f"{user_file}:Rotary.build", "--kind", "rope_cos", "--head-dim", "32",
+                           "--fit", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["fitted"] and report["settings"]["base"] == 10000.0
+    assert report["settings"]["layout"] == "half"
