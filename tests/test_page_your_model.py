@@ -195,3 +195,21 @@ def test_each_step_of_the_todays_models_tour_opens_its_exact_view(number, monkey
     assert not [w.value for w in at.warning if "Ignored in the link" in str(w.value)]
     assert at.selectbox(key="ym_model").value == step.params["ym_model"]
     assert at.slider(key="ym_layer").value == int(step.params["ym_layer"])
+
+
+def test_a_gpt_oss_directory_shows_each_heads_sink_share(tmp_path, monkeypatch):
+    """With weights the sink curves are the checkpoint's logits, one per head (a config alone: illustrative)."""
+    from test_hf_families import FAMILIES, _run
+
+    family = next(f for f in FAMILIES if f.model_type == "gpt_oss")
+    model, plan, _, _ = _run(family, tmp_path)
+    monkeypatch.setenv("RELVIZ_MODELS", f"tiny-gpt-oss={tmp_path}")
+    at = run_page("your_model", timeout=120, ym_model="tiny-gpt-oss", ym_layer=0, ym_view="sinks")
+    assert not at.error
+    (chart,) = [c for c in charts(at) if any("sink logit" in str(t.get("name")) for t in c["data"])]
+    logits = model.layers[0].self_attn.sinks.detach().double().numpy()
+    assert [t["name"] for t in chart["data"]] == [f"head {h + 1}: sink logit {s:.3g}" for h, s in enumerate(logits)]
+    keys = decode(chart["data"][0]["customdata"])
+    share = decode(chart["data"][0]["y"])
+    assert np.allclose(share, 1 / (1 + keys * np.exp(-logits[0])))
+    assert not any("illustrative" in t["name"] for t in chart["data"])
