@@ -239,43 +239,46 @@ def _value_matches(url_value: str, value: object) -> bool:
     return url_value == str(value)
 
 
+_LINK_DROPPED_KEY = "_relviz_link_dropped"  # values dropped before the rerun, for the notice after it
+
+
 @contextlib.contextmanager
 def checked_link_values() -> Iterator[None]:
     """Around navigation.run(): drop the link's unusable values before any widget is seeded,
     and after the page ran, show one short notice naming every value that was not taken.
 
     Checks once per link (a new session, or a page switch that brings new query values), not
-    on the reruns that follow. Reads the query string Streamlit seeds widgets from
-    (QueryParams' initial values; Streamlit 1.67, pinned in requirements.txt).
+    on the reruns that follow. Public API only: Streamlit seeds URL-bound widgets from the query
+    string the run started with, so an unusable value is deleted from st.query_params (which also
+    updates the query string a rerun starts from) and the run starts again without it (st.rerun);
+    the notice is kept in session state across that rerun.
     """
-    from streamlit.runtime.state.session_state_proxy import get_session_state
-
     slot = st.empty()
-    dropped: dict[str, str] = {}
-    with get_session_state().query_params() as qp:
-        initial = {key: (values[-1] if values else "") for key, values in qp._initial_query_params.items()}
-        fingerprint = tuple(sorted(initial.items()))
-        fresh = bool(initial) and st.session_state.get(_LINK_CHECKED_KEY) != fingerprint
-        if fresh:
-            for key, value in initial.items():
-                problem = url_value_problem(value)
-                if problem is not None:
-                    dropped[f"{key}={value[:24]}"] = problem
-                    qp._initial_query_params.pop(key, None)
-                    qp.remove_param(key)
+    initial = {key: (values[-1] if values else "") for key in st.query_params
+               for values in [st.query_params.get_all(key)]}
+    fingerprint = tuple(sorted(initial.items()))
+    fresh = bool(initial) and st.session_state.get(_LINK_CHECKED_KEY) != fingerprint
+    dropped: dict[str, str] = st.session_state.pop(_LINK_DROPPED_KEY, None) or {}
     if fresh:
+        unusable = {key: problem for key, value in initial.items()
+                    if (problem := url_value_problem(value)) is not None}
+        if unusable:
+            for key, problem in unusable.items():
+                dropped[f"{key}={initial[key][:24]}"] = problem
+                with contextlib.suppress(KeyError, st.errors.StreamlitAPIException):  # bound: not seeded again
+                    del st.query_params[key]
+            st.session_state[_LINK_DROPPED_KEY] = dropped
+            st.rerun()
         st.session_state[_LINK_CHECKED_KEY] = fingerprint
     try:
         yield
     finally:
         if fresh:
-            with get_session_state().query_params() as qp:
-                current = dict(qp._query_params)
-                bound = [key for key in initial if qp.is_bound(key)]
-            for key in bound:
-                value = initial[key]
-                kept = current.get(key)
-                if (kept[-1] if isinstance(kept, list) and kept else kept) == value:
+            for key, value in initial.items():
+                if key not in st.session_state:
+                    continue  # no control of this page has this key
+                kept = st.query_params.get_all(key)
+                if (kept[-1] if kept else None) == value:
                     continue
                 if not _value_matches(value, st.session_state.get(key)):
                     dropped.setdefault(f"{key}={value[:24]}", "not a value this control takes")
