@@ -9,6 +9,7 @@ import contextlib
 import functools
 import io
 import math
+import runpy
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ PAGES: list[PageInfo] = [
 #: the picture from an outside font or emoji server, which fails offline (a lecture hall without a network).
 #: 8 × 8 cells of the relative index j − i: red past, white diagonal, blue future.
 FAVICON = str(Path(__file__).parent / "assets" / "favicon.png")
+#: The entry point every page is served through (ensure_app_navigation).
+APP_SCRIPT = Path(__file__).resolve().parents[1] / "app.py"
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
                    "Negative: the key lies in the past of the query; positive: in its future.")
@@ -152,8 +155,8 @@ def end_page() -> NoReturn:
     """End the page's run here, like st.stop(), except that app.py still draws the sidebar after it.
 
     app.py draws the sidebar after the page (so the page's own elements reach the browser first);
-    after st.stop() Streamlit refuses every further element, so the sidebar would be missing. A page
-    run on its own (AppTest of one page file) stops with st.stop().
+    after st.stop() Streamlit refuses every further element, so the sidebar would be missing. Outside
+    app.py's navigation (a script that is not a relviz page) it is st.stop().
     """
     if getattr(_APP_RUN, "active", False):
         raise PageEnded
@@ -161,29 +164,20 @@ def end_page() -> NoReturn:
 
 
 def ensure_app_navigation() -> None:
-    """Route a fresh server's first deep links through app.py. Call first thing on every page.
+    """Route every page run through app.py. Call first thing on every page.
 
     Until some session has run app.py's st.navigation, a Streamlit server that sees a pages/
-    folder serves /t5 by running pages/t5.py alone (the old folder mode: no page config, file
-    names in the sidebar). Such a run is recognised by its own thread (app.py marks its runs,
-    see running_app_navigation), not by Streamlit's process-wide folder-mode flag: a class
-    arriving at a fresh server starts many runs in folder mode before the first one clears
-    the flag. Clearing the flag and running app.py in place draws this same page through
-    app.py's navigation (page hashes come from the URL path in both modes); st.stop() then
-    ends the bare run. Unlike st.rerun(), this keeps the click that started the run. A page
-    run as the main script itself (AppTest of one page file) is left alone.
+    folder beside app.py serves /t5 by running pages/t5.py alone (the old folder mode: no page
+    config, no relviz sidebar); Streamlit has no option to turn that mode off. Such a run is
+    recognised by its own thread (app.py marks its runs, see running_app_navigation), not by
+    Streamlit's process-wide mode: a class arriving at a fresh server starts many runs in folder
+    mode before the first st.navigation ends it. app.py is then run in place (its st.navigation
+    ends folder mode, and draws this same page: page URLs are the file stems in both modes);
+    st.stop() ends the bare run. Unlike st.rerun(), this keeps the click that started the run.
+    A page is always run through app.py, in tests too (tests/page_support.py).
     """
-    import runpy
-
-    from streamlit.runtime.pages_manager import PagesManager
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    app = Path(__file__).resolve().parents[1] / "app.py"
-    served_by_app = ctx is not None and Path(ctx.pages_manager.main_script_path).resolve() == app
-    if served_by_app and not getattr(_APP_RUN, "active", False):
-        PagesManager.uses_pages_directory = False
-        runpy.run_path(str(app), run_name="__main__")
+    if not getattr(_APP_RUN, "active", False):
+        runpy.run_path(str(APP_SCRIPT), run_name="__main__")
         st.stop()
 
 

@@ -9,8 +9,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_page(name: str, *, timeout: float = 30, **params: object) -> AppTest:
-    """Run pages/<name>.py once with ``params`` as query parameters; any exception fails the test."""
-    at = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=timeout)
+    """Open pages/<name>.py once, through app.py as a deep link does, with ``params`` as query parameters;
+    any exception fails the test."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=timeout)
+    at.switch_page(f"pages/{name}.py")
     for key, value in params.items():
         at.query_params[key] = str(value)
     at.run()
