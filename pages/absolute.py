@@ -240,14 +240,14 @@ st.markdown(
     "ALiBi (Press et al., *Train Short, Test Long*) adds no position vectors at all. Each head adds "
     "**−m_h · (i − j)** to the logit of key j ≤ i: the further back, the larger the penalty; a steep head "
     "looks locally, a flat one far. The slopes are fixed, not learned.")
-a1, a2, a3, a4 = st.columns(4)
+a1, a2, a3 = st.columns(3)
 heads = int(a1.slider("heads", 1, 32, 12, key="abs_heads", bind="query-params"))
 ui.clamp_state("abs_head", 1, heads)  # fewer heads than the one shown: show the last
 head = int(a2.slider("show head", 1, heads, 1, key="abs_head", bind="query-params")) if heads > 1 else 1
 causal = a3.toggle("causal mask (j > i not allowed)", value=True, key="abs_causal", bind="query-params",
                    help="ALiBi was defined for causal language models; without the mask the bias is "
                         "−m·|j − i| on both sides, as relviz.positions.alibi_bias returns it.")
-alibi_length = a4.number_input("ALiBi length", 8, ui.MAX_LENGTH, None, key="abs_aL", bind="query-params",
+alibi_length = a1.number_input("ALiBi length", 8, ui.MAX_LENGTH, None, key="abs_aL", bind="query-params",
                                placeholder=f"{length} (L above)",
                                help=f"Up to {ui.MAX_LENGTH:,} positions (empty: L above). Above 512 the bias is "
                                     "shown as a pooled overview and an exact window, computed per offset.")
