@@ -66,7 +66,8 @@ def run_case(page: str, length: int, warm_length: int = 64) -> dict[str, Any]:
             logging.getLogger(name).setLevel(logging.ERROR)
 
     def run(n: int) -> list[str]:
-        app = AppTest.from_file(str(REPO / "pages" / f"{page}.py"), default_timeout=600)
+        app = AppTest.from_file(str(REPO / "app.py"), default_timeout=600)   # as a deep link opens it
+        app.switch_page(f"pages/{page}.py")
         for key, value in _params(page, n).items():
             app.query_params[key] = value
         app.run()
