@@ -353,12 +353,19 @@ def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, An
     data = dict(cfg.data)
     for rule in rules:
         present = data.get(rule["field"])
-        if present is not None and not (rule.get("when_empty") and present == []):
+        if present is not None and not (rule.get("when_empty") and present == []) and not rule.get("always"):
             continue
         if any(_lookup(data, k) != v and not (v is False and _lookup(data, k) is None)
                for k, v in rule.get("requires", {}).items()):
             continue
         view = ConfigView(data, cfg.prefix)
+        if "sum_of" in rule:                    # a size the config class computes from others
+            data[rule["field"]] = sum(view.int(f, minimum=0, maximum=1 << 16) for f in rule["sum_of"])
+            continue
+        if "threshold_field" in rule:           # Qwen2: sliding from layer max_window_layers on
+            start = view.int(rule["threshold_field"], layers, minimum=0, maximum=MAX_LAYERS)
+            data[rule["field"]] = [rule["then"] if i >= start else rule["else"] for i in range(layers)]
+            continue
         if "constant" in rule:
             data[rule["field"]] = [rule["constant"]] * layers
             continue

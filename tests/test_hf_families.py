@@ -370,3 +370,20 @@ def test_mrope_sections_turn_each_axis_by_its_own_position(module, model_class, 
     expected, _ = modeling.apply_rotary_pos_emb(q, q, cos, sin)
     assert torch.equal(plan.rotate(q, positions), expected)
     assert not torch.equal(plan.rotate(q, positions), plan.rotate(q, positions[0]))
+
+
+def test_published_presets_read_raw_as_with_transformers_derived_fields():
+    """Each published config in relviz/presets.json, read as published, gives the same plan, layer by layer,
+    as the same config with the fields transformers' config class derives (its ``derived``, themselves
+    checked against transformers in tests/test_layer_views.py)."""
+    import json
+    from pathlib import Path
+
+    from relviz.hf import from_config
+
+    presets = json.loads((Path(__file__).resolve().parents[1] / "relviz" / "presets.json").read_text())
+    for entry in presets["models"]:
+        raw = from_config(entry["config"])
+        derived = from_config({**entry["config"], **entry.get("derived", {})})
+        ours = [layer.to_json() for layer in raw.all_layers()]
+        assert ours == [layer.to_json() for layer in derived.all_layers()], entry["id"]

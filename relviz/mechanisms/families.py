@@ -29,13 +29,22 @@ def _every(period: int, phase: int, period_field: str | None = None, *, field: s
            then: Any = "sliding_attention", other: Any = "full_attention") -> dict[str, Any]:
     return {"field": field, "period": period, "period_field": period_field, "phase": phase, "then": then,
             "else": other}
+_QWEN2_LAYER_TYPES = [
+    {"field": "layer_types", "threshold_field": "max_window_layers", "then": "sliding_attention",
+     "else": "full_attention", "requires": {"use_sliding_window": True}},
+    {"field": "layer_types", "constant": "full_attention"}]
 _GPTJ_FIELDS = {"hidden_size": "n_embd", "num_attention_heads": "n_head", "max_position_embeddings": "n_positions"}
 _T5 = {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {}, "pattern": {}}}
 
 FAMILIES: dict[str, dict[str, Any]] = {
     # rotation, per layer type where the config nests it (Gemma 3, ModernBERT); windows from layer_types
-    **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "phi", "phi3", "olmo",
-                                 "stablelm", "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_vl", "qwen2_5_vl")},
+    **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "qwen3", "gemma", "phi", "phi3", "olmo",
+                                 "stablelm")},
+    # Qwen2 (and Qwen2-VL's text side): sliding windows only with use_sliding_window, from max_window_layers
+    # on; Qwen2-VL's config class reads rope type "mrope" as the default rule (the sections ride along)
+    **{t: {"stacks": DECODER, "derive": _QWEN2_LAYER_TYPES, "mechanisms": {
+        "rotation": {"type_aliases": {"mrope": "default"}}, "pattern": {}}}
+       for t in ("qwen2", "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_vl", "qwen2_5_vl")},
     # layer_types when a config omits them (published configs older than transformers 5), as its config class
     # derives them: type i is "then" when (i + phase) % period != 0, else "else"
     "gemma2": {**ROPE_DECODER, "derive": [_every(2, 1)]},
@@ -69,8 +78,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "rotation": {"defaults": {"rope_theta": 150000.0, "rope_scaling": {
             "rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
             "original_max_position_embeddings": 4096}}}, "pattern": {}, "sinks": {}}},
-    "deepseek_v3": {"stacks": DECODER, "mechanisms": {
-        "rotation": {"layout_field": "rope_interleave", "layout_when_set": "deinterleave",
+    "deepseek_v3": {"stacks": DECODER, "derive": [  # DeepseekV3Config sets both, whatever the config says
+        {"field": "qk_head_dim", "sum_of": ["qk_nope_head_dim", "qk_rope_head_dim"], "always": True},
+        {"field": "head_dim", "sum_of": ["qk_rope_head_dim"], "always": True}], "mechanisms": {
+        "rotation": {"layout_field": "rope_interleave", "layout_field_default": True, "layout_when_set": "deinterleave",
                      "pass_before_field": "qk_nope_head_dim"},
         "pattern": {}, "softmax_scale": {"head_dim_field": "qk_head_dim"}}},
     **{t: {"stacks": {"decoder": {"layers_field": "n_layer", "causal": True}}, "mechanisms": {

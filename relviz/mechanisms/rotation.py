@@ -90,6 +90,13 @@ class Rotation(Mechanism):
         if fields is None:
             return None
         fields = {**options.get("defaults", {}), **fields}
+        for key in ("rope_parameters", "rope_scaling"):        # e.g. Qwen2-VL: "mrope" is the default rule
+            params = fields.get(key)
+            if isinstance(params, Mapping):
+                kind = params.get("rope_type", params.get("type"))
+                if isinstance(kind, str) and kind in options.get("type_aliases", {}):
+                    fields[key] = {**{k: v for k, v in params.items() if k != "type"},
+                                   "rope_type": options["type_aliases"][kind]}
         for key, value in options.get("fields", {}).items():   # e.g. GPT-J: head_dim from n_embd / n_head
             fields[key] = fields.get(value) if isinstance(value, str) else value
         rotary_field = options.get("rotary_dim_field")
@@ -102,7 +109,7 @@ class Rotation(Mechanism):
             fields["rope_theta"] = options["theta"]
         rope = _rope_config(cfg, fields)
         layout = options.get("layout", "half")
-        if options.get("layout_field") and cfg.bool(options["layout_field"]):
+        if options.get("layout_field") and cfg.bool(options["layout_field"], options.get("layout_field_default", False)):
             layout = options.get("layout_when_set", "interleaved")
         width, offset = None, 0
         if options.get("pass_before_field"):
