@@ -328,3 +328,14 @@ def test_every_cause_that_changes_the_cache_is_named(kind, head, partial, layout
         planted = variant_cache(kind, cause, (rows, width), s)
         result = C.check(kind, planted, s)
         assert result.ok or cause in [c.name for c in result.causes], (cause, result.verdict())
+
+
+def test_fit_refuses_a_shape_no_setting_gives_with_a_message():
+    """A width that no head_dim or pair count gives (found by the page's control sweep: an IndexError)."""
+    import numpy as np
+
+    from relviz.check.rope_fit import fit
+
+    for shape in [(1, 33), (3, 1)]:
+        with pytest.raises(ValueError, match="no RoPE settings on the search grid"):
+            fit("rope_sin", np.random.default_rng(0).random(shape))

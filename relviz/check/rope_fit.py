@@ -100,6 +100,9 @@ def fit(kind_name: str, got: np.ndarray) -> CheckResult:
     if not scored:  # no partial rotary leaves these dims at rest: score the whole grid
         scored = [(_score(kind, s, sample, rows, total, storage)[1], n, s)
                   for n, s in enumerate(candidates(kind, got.shape))]
+    if not scored:  # e.g. an odd width: no head_dim (cos, sin) or pair count (angles) gives this shape
+        raise ValueError(f"no RoPE settings on the search grid give a {kind.description} of shape "
+                         f"{tuple(got.shape)}: check its width (cos and sin: head_dim, even; angles: rotary_dim / 2)")
     scored.sort(key=lambda item: (item[0], item[1]))  # the closest first (mean |difference| on the sampled rows)
     for _, _, s in scored[:MISTAKE_CANDIDATES]:
         for _, recipe in variants(kind, s, int(got.shape[0])):
