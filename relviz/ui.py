@@ -10,7 +10,6 @@ import functools
 import io
 import math
 import runpy
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,8 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import plotly.graph_objects as go
 import streamlit as st
+
+from relviz import app_internals
 
 if TYPE_CHECKING:  # imported where used: torch loads only on a page that trains or measures, numpy only
     import numpy as np  # where a page offers downloads (the landing page's first visitor skips its import)
@@ -83,46 +84,13 @@ def export_format_control() -> None:
 
 
 _PRELOAD_LOCK = threading.Lock()
-_PLOTLY_GET_MODULE: Callable | None = None  # plotly's own lookup, once _safe_plotly_lookups replaced it
-
-
-def _complete_module(name: str, should_load: bool = True):
-    """plotly's optional-import lookup (``_plotly_utils.optional_imports.get_module``), except that a
-    module another thread is still importing counts as absent: Python marks it with
-    ``__spec__._initializing`` (the flag behind its "partially initialized module" error)."""
-    if should_load:
-        return _PLOTLY_GET_MODULE(name, should_load)
-    module = sys.modules.get(name)
-    return None if getattr(getattr(module, "__spec__", None), "_initializing", False) else module
-
-
-def _safe_plotly_lookups() -> None:
-    """Point every plotly module's ``get_module`` at ``_complete_module``.
-
-    Plotly looks pandas and numpy up in sys.modules without importing them (``get_module("pandas",
-    should_load=False)``); while one session's page is still importing pandas, another session's
-    figure then meets a half-initialised module ("partially initialized module 'pandas' has no
-    attribute 'Series'"). A module being imported holds no object of a figure yet, so plotly may
-    treat it as absent until the import is done.
-    """
-    import _plotly_utils.optional_imports as optional_imports
-
-    global _PLOTLY_GET_MODULE
-    if _PLOTLY_GET_MODULE is not None:
-        return
-    _PLOTLY_GET_MODULE = optional_imports.get_module
-    # optional_imports itself included: plotly modules imported later bind the safe lookup
-    for name, module in list(sys.modules.items()):
-        if name.partition(".")[0] in ("plotly", "_plotly_utils") and \
-                getattr(module, "get_module", None) is _PLOTLY_GET_MODULE:
-            module.get_module = _complete_module
 
 
 def preload_shared_modules() -> None:
     """Make the modules every page shares ready before any page runs (app.py calls it first).
 
     plotly's figure code is imported and its optional-import lookups made thread-safe
-    (``_safe_plotly_lookups``), so a page importing pandas never breaks another session's
+    (``app_internals.safe_plotly_lookups``), so a page importing pandas never breaks another session's
     figure. The lock serialises the first imports of a fresh server, so two sessions never
     import these modules' dependencies in opposite orders. Neither pandas nor torch is imported
     here: only the pages that use them load them, and the landing page uses neither.
@@ -130,7 +98,7 @@ def preload_shared_modules() -> None:
     with _PRELOAD_LOCK:
         import plotly.graph_objects  # noqa: F401
 
-        _safe_plotly_lookups()
+        app_internals.safe_plotly_lookups()
 
 
 _APP_RUN = threading.local()
@@ -431,20 +399,6 @@ def _hashed(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _xsrf_token(cookie: str) -> str:
-    """The token inside Streamlit's XSRF cookie. The cookie is re-masked on every page load
-    ("2|mask|token xor mask|time"); the token under the mask stays the same for the browser."""
-    parts = cookie.strip("\"'").split("|")
-    try:
-        if len(parts) == 4 and parts[0] == "2":
-            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
-            if mask:
-                return bytes(byte ^ mask[i % len(mask)] for i, byte in enumerate(masked)).hex()
-    except ValueError:
-        pass
-    return cookie
-
-
 def visitor_key() -> tuple[str | None, str | None]:
     """(visitor, address): whom this session's runs count against, as Streamlit sees the client.
 
@@ -456,9 +410,9 @@ def visitor_key() -> tuple[str | None, str | None]:
     """
     address = st.context.ip_address
     address = address if isinstance(address, str) and address else None  # (AppTest gives a mock)
-    cookie = st.context.cookies.get("_streamlit_xsrf") if st.context.cookies else None
+    cookie = st.context.cookies.get(app_internals.XSRF_COOKIE) if st.context.cookies else None
     cookie = cookie if isinstance(cookie, str) and cookie else None
-    visitor = f"cookie:{_hashed(_xsrf_token(cookie))}" if cookie else (f"ip:{_hashed(address)}" if address else None)
+    visitor = f"cookie:{_hashed(app_internals.xsrf_token(cookie))}" if cookie else (f"ip:{_hashed(address)}" if address else None)
     return visitor, (_hashed(address) if address else None)
 
 
@@ -703,13 +657,7 @@ def _switch_page(path: str, params: dict, kept: dict | None = None) -> None:
     its key until the next run, and Streamlit refuses to set a bound key: release the bindings of the
     keys being set (the next page binds its own controls again). Other bindings stay: Streamlit clears
     them during the next page's run, and that is what updates the address bar to the new page."""
-    from streamlit.runtime.state.session_state_proxy import get_session_state
-
-    with get_session_state().query_params() as qp:
-        for key in params:
-            binding = qp.get_binding_for_param(key)
-            if binding is not None:
-                qp.unbind_widget(binding.widget_id)
+    app_internals.release_url_bindings(params)
     for key, value in (kept or {}).items():
         if key in params and value is not None:
             st.session_state[key] = _as_kept(params[key], value)

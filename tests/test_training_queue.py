@@ -319,7 +319,7 @@ def test_the_app_counts_a_visitor_across_sessions(monkeypatch):
 def test_the_visitor_key_is_the_token_under_the_xsrf_cookie_mask():
     """Streamlit re-masks its XSRF cookie on every page load (2|mask|token xor mask|time): two loads of
     one browser give different cookies and the same token, so a reload keeps the visitor's key."""
-    from relviz.ui import _xsrf_token
+    from relviz.app_internals import xsrf_token as _xsrf_token
 
     token = bytes(range(16))
     cookies = []

@@ -1,0 +1,94 @@
+"""The one adapter where the app reaches below Streamlit's and plotly's public API (issue 23).
+
+Everything else in relviz and pages/ uses public API only. Each piece below names the internal it
+uses, why no public route does the job (tried: see each docstring), and what would replace it.
+tests/test_streamlit_internals.py pins the Streamlit behaviour these rely on, by name, so a Streamlit
+release that moves them fails there. Imported only by relviz.ui (the app side); never by the library.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+
+#: Streamlit's XSRF cookie (set by its server on the first visit when server.enableXsrfProtection is on).
+XSRF_COOKIE = "_streamlit_xsrf"
+
+
+def release_url_bindings(keys: Iterable[str]) -> None:
+    """Unbind the controls on screen that hold ``keys`` in the URL, so st.switch_page may set them.
+
+    Internal: ``QueryParams.get_binding_for_param(key).widget_id`` and ``unbind_widget`` (through
+    ``streamlit.runtime.state.session_state_proxy.get_session_state``). Why: a control stays bound to
+    its key until the next run, and st.switch_page(query_params=...) refuses a bound key; a tour step
+    on the page already on screen sets exactly such keys. Tried (Streamlit 1.67): passing those keys
+    through st.session_state and the rest through query_params works in AppTest and in one browser
+    test, but in tests/test_browser_tools.py::test_the_presenter_view_follows_the_tour_in_a_second_tab
+    the address bar kept the old step's URL (Streamlit's sync of a programmatic value to the URL did
+    not fire). Replace with: a public way to release or override a URL binding in st.switch_page.
+    """
+    from streamlit.runtime.state.session_state_proxy import get_session_state
+
+    with get_session_state().query_params() as qp:
+        for key in keys:
+            binding = qp.get_binding_for_param(key)
+            if binding is not None:
+                qp.unbind_widget(binding.widget_id)
+
+
+def xsrf_token(cookie: str) -> str:
+    """The token inside Streamlit's XSRF cookie (read through the public st.context.cookies).
+
+    Internal: the cookie's format, "2|mask|token xor mask|time" (re-masked on every page load; the
+    token under the mask stays the same for the browser). Why: the run quota needs a per-browser key
+    that survives a reload and a new tab; Streamlit offers no way to set a cookie of the app's own,
+    and st.context.ip_address alone would make a class behind one NAT one visitor. An unknown format
+    is returned as it is (then every load is a new visitor; the address budget still holds).
+    Replace with: an app cookie set through a public Streamlit API, once one exists.
+    """
+    parts = cookie.strip("\"'").split("|")
+    try:
+        if len(parts) == 4 and parts[0] == "2":
+            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            if mask:
+                return bytes(byte ^ mask[i % len(mask)] for i, byte in enumerate(masked)).hex()
+    except ValueError:
+        pass
+    return cookie
+
+
+_PLOTLY_GET_MODULE: Callable | None = None  # plotly's own lookup, once safe_plotly_lookups replaced it
+
+
+def _complete_module(name: str, should_load: bool = True):
+    """plotly's optional-import lookup (``_plotly_utils.optional_imports.get_module``), except that a
+    module another thread is still importing counts as absent: Python marks it with
+    ``__spec__._initializing`` (the flag behind its "partially initialized module" error)."""
+    if should_load:
+        return _PLOTLY_GET_MODULE(name, should_load)
+    module = sys.modules.get(name)
+    return None if getattr(getattr(module, "__spec__", None), "_initializing", False) else module
+
+
+def safe_plotly_lookups() -> None:
+    """Point every loaded plotly module's ``get_module`` at ``_complete_module`` (app start-up only).
+
+    Internal: plotly's ``_plotly_utils.optional_imports.get_module``. Why: plotly looks pandas and
+    numpy up in sys.modules without importing them (``get_module("pandas", should_load=False)``); while
+    one session's page is still importing pandas, another session's figure meets a half-initialised
+    module ("partially initialized module 'pandas' has no attribute 'Series'"). The public route,
+    importing numpy and pandas in app.py before any page runs, costs every fresh server's first
+    visitor ~0.7 s (numpy 0.19-0.22 s + pandas 0.51-0.59 s measured here) on a landing page that uses
+    neither (tests/test_cold_start.py keeps them out of the first page). Replace with: that import,
+    if the first paint can afford it, or a plotly that imports what it inspects.
+    """
+    import _plotly_utils.optional_imports as optional_imports
+
+    global _PLOTLY_GET_MODULE
+    if _PLOTLY_GET_MODULE is not None:
+        return
+    _PLOTLY_GET_MODULE = optional_imports.get_module
+    # optional_imports itself included: plotly modules imported later bind the safe lookup
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] in ("plotly", "_plotly_utils") and \
+                getattr(module, "get_module", None) is _PLOTLY_GET_MODULE:
+            module.get_module = _complete_module
