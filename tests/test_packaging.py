@@ -3,7 +3,7 @@
 - Every dependency range in pyproject.toml is satisfied by the exact pin the tests run with
   (requirements.txt for the library and the app, requirements-dev.txt for the extras and tools),
   and every pin of requirements.txt is a dependency of the package or of its ``app`` extra.
-- The library (every module of relviz/ except relviz/ui.py, the app's support module) imports
+- The library (every module of relviz/ except the app tier: relviz/ui.py and relviz/app_internals.py) imports
   only the base dependencies; an extra's package (``app``, ``hf``, ``export``, ``dev``) only inside
   a function, in try/except ImportError (the rule of tests/test_requirements.py).
   So ``pip install relviz`` without extras gives a working library and command line.
@@ -33,7 +33,7 @@ from test_requirements import ROOT, canonical, imports_of, read_requirements
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PROJECT = PYPROJECT["project"]
 #: relviz modules that belong to the app tier (may import the app extra at top level).
-APP_TIER = {"relviz/ui.py"}
+APP_TIER = {"relviz/ui.py", "relviz/app_internals.py"}  # app_internals: the app's one adapter to internals
 
 
 def _requirements(group: list[str]) -> list[Requirement]:
