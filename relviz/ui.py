@@ -52,10 +52,11 @@ PAGES: list[PageInfo] = [
     PageInfo("pages/tour.py", "Lecture mode", ":material/co_present:"),
 ]
 
-#: The browser tab's icon, shipped with the package: a material-icon or emoji page_icon makes the browser fetch
-#: the picture from an outside font or emoji server, which fails offline (a lecture hall without a network).
-#: 8 × 8 cells of the relative index j − i: red past, white diagonal, blue future.
-FAVICON = str(Path(__file__).parent / "assets" / "favicon.png")
+#: The browser tab's icon: an emoji, which Streamlit's page draws itself as an inline SVG. A material icon (the
+#: old ":material/swap_horiz:", or a page's own icon when none is set) is fetched from an outside font server
+#: and fails offline (a lecture hall without a network); an image file is read through Streamlit's image code,
+#: which imports numpy and PIL before the landing page's first paint.
+FAVICON = "↔️"
 #: The entry point every page is served through (ensure_app_navigation).
 APP_SCRIPT = Path(__file__).resolve().parents[1] / "app.py"
 
