@@ -170,7 +170,7 @@ def test_small_matrices_keep_square_cells_and_their_width_at_1280x720(projector,
 #: What a projector shows wrong in a chart, found by the text's boxes: a title wider than its chart, two texts
 #: on each other (labels, notes, a cell's label drawn twice), a note under data markers, a legend over an
 #: axis title or scrolling, a bar's label shrunk or turned to fit: [chart, problem, text].
-CHART_CLASHES_JS = """() => {
+CHART_CLASHES_JS = r"""() => {
   const out = [];
   const R = e => e.getBoundingClientRect();
   const inter = (a, b) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left))
