@@ -23,6 +23,7 @@ import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from relviz.training_caps import CAPS  # plain numbers: no torch for a tour link
 from relviz.page_limits import MAX_LENGTH
@@ -45,53 +46,92 @@ TOUR_PARAM = "tour"
 
 @dataclass(frozen=True)
 class Param:
-    """The values one URL-bound control accepts, as link text.
+    """The values one URL-bound control accepts, as link text: one subclass per kind of control (an integer
+    or a number in lo..hi, true/false, one of ``choices``, a list of them, text matching ``pattern``).
+    ``dynamic``: the page narrows the range at run time (e.g. the query offset between −q_len and k_len) and
+    clamps a value outside it."""
 
-    kind: "int" / "float" (lo..hi), "bool" ("true"/"false"), "choice" (one of choices), "multi"
-    (a list of choices), "text" (matching pattern, at most max_chars). ``dynamic``: the page
-    narrows the range at run time (e.g. the query offset between −q_len and k_len) and clamps a
-    value outside it.
-    """
-
-    kind: str
     lo: float = 0
     hi: float = 0
     choices: tuple[str, ...] = ()
     pattern: str = ""
     max_chars: int = 0
     dynamic: bool = False
+    #: the link carries a list of values (st.query_params.get_all), not one
+    takes_list: ClassVar[bool] = False
+    #: a number in lo..hi (a slider or number input: the tests compare the range)
+    numeric: ClassVar[bool] = False
 
     def check(self, key: str, value: object) -> str | list[str]:
         """The value as link text, or ValueError naming the key and what it accepts."""
-        if self.kind == "multi":
-            items = value if isinstance(value, list) else None
-            if items is None or len(items) > len(self.choices) or not all(isinstance(v, str) for v in items):
-                raise ValueError(f"{key} must be a list of up to {len(self.choices)} of: {', '.join(self.choices)}")
-            for item in items:
-                if item not in self.choices:
-                    raise ValueError(f"{key}: {item[:40]!r} is not one of {', '.join(self.choices)}")
-            return list(items)
         if not isinstance(value, str) or len(value) > max(64, self.max_chars):
             raise ValueError(f"{key} must be a short string; got {str(value)[:40]!r}")
-        if self.kind == "bool":
-            if value not in ("true", "false"):
-                raise ValueError(f"{key} must be true or false; got {value[:40]!r}")
-        elif self.kind in ("int", "float"):
-            try:
-                number = int(value) if self.kind == "int" else float(value)
-            except ValueError:
-                raise ValueError(f"{key} must be {'an integer' if self.kind == 'int' else 'a number'} from "
-                                 f"{_fmt(self.lo)} to {_fmt(self.hi)}; got {value[:40]!r}") from None
-            if not (math.isfinite(number) and self.lo <= number <= self.hi):
-                raise ValueError(f"{key} must be from {_fmt(self.lo)} to {_fmt(self.hi)}; got {value[:40]!r}")
-        elif self.kind == "choice":
-            if value not in self.choices:
-                raise ValueError(f"{key} must be one of {', '.join(self.choices)}; got {value[:40]!r}")
-        elif self.kind == "text":
-            if len(value) > self.max_chars or not re.fullmatch(self.pattern, value):
-                raise ValueError(f"{key} must match {self.pattern} (at most {self.max_chars} characters); "
-                                 f"got {value[:40]!r}")
+        self.check_text(key, value)
         return value
+
+    def check_text(self, key: str, value: str) -> None:
+        raise NotImplementedError
+
+
+class IntParam(Param):
+    numeric = True
+
+    def check_text(self, key: str, value: str) -> None:
+        try:
+            number = int(value)
+        except ValueError:
+            raise ValueError(f"{key} must be an integer from {_fmt(self.lo)} to {_fmt(self.hi)}; "
+                             f"got {value[:40]!r}") from None
+        _in_range(self, key, number, value)
+
+
+class FloatParam(Param):
+    numeric = True
+
+    def check_text(self, key: str, value: str) -> None:
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"{key} must be a number from {_fmt(self.lo)} to {_fmt(self.hi)}; "
+                             f"got {value[:40]!r}") from None
+        _in_range(self, key, number, value)
+
+
+class BoolParam(Param):
+    def check_text(self, key: str, value: str) -> None:
+        if value not in ("true", "false"):
+            raise ValueError(f"{key} must be true or false; got {value[:40]!r}")
+
+
+class ChoiceParam(Param):
+    def check_text(self, key: str, value: str) -> None:
+        if value not in self.choices:
+            raise ValueError(f"{key} must be one of {', '.join(self.choices)}; got {value[:40]!r}")
+
+
+class TextParam(Param):
+    def check_text(self, key: str, value: str) -> None:
+        if len(value) > self.max_chars or not re.fullmatch(self.pattern, value):
+            raise ValueError(f"{key} must match {self.pattern} (at most {self.max_chars} characters); "
+                             f"got {value[:40]!r}")
+
+
+class MultiParam(Param):
+    takes_list = True
+
+    def check(self, key: str, value: object) -> list[str]:
+        items = value if isinstance(value, list) else None
+        if items is None or len(items) > len(self.choices) or not all(isinstance(v, str) for v in items):
+            raise ValueError(f"{key} must be a list of up to {len(self.choices)} of: {', '.join(self.choices)}")
+        for item in items:
+            if item not in self.choices:
+                raise ValueError(f"{key}: {item[:40]!r} is not one of {', '.join(self.choices)}")
+        return list(items)
+
+
+def _in_range(param: Param, key: str, number: float, value: str) -> None:
+    if not (math.isfinite(number) and param.lo <= number <= param.hi):
+        raise ValueError(f"{key} must be from {_fmt(param.lo)} to {_fmt(param.hi)}; got {value[:40]!r}")
 
 
 def _fmt(number: float) -> str:
@@ -99,10 +139,10 @@ def _fmt(number: float) -> str:
 
 
 def _int(lo: int, hi: int, *, dynamic: bool = False) -> Param:
-    return Param("int", lo, hi, dynamic=dynamic)
+    return IntParam(lo, hi, dynamic=dynamic)
 
 
-BOOL = Param("bool")
+BOOL = BoolParam()
 _LENGTH = MAX_LENGTH  # the pages' longest query/key length
 
 
@@ -114,7 +154,7 @@ def _length_params(prefix: str) -> dict[str, Param]:
 
 
 def _choices(*values: object) -> Param:
-    return Param("choice", choices=tuple(str(v) for v in values))
+    return ChoiceParam(choices=tuple(str(v) for v in values))
 
 
 #: The Your model page's view kinds (relviz.layer_views.VIEW_KINDS, which needs torch; a test keeps them equal)
@@ -129,21 +169,21 @@ COMMON_PARAMS: dict[str, Param] = {"chart_export": _choices("PNG", "SVG")}
 PAGE_PARAMS: dict[str, dict[str, Param]] = {
     "home": {"home_q": _int(0, 6)},
     "shaw": {**_length_params("sh"), "sh_clip": _int(0, 64),
-             "sh_d": Param("choice", choices=("8", "16", "32", "64", "128", "256", "512", "1024")),
+             "sh_d": ChoiceParam(choices=("8", "16", "32", "64", "128", "256", "512", "1024")),
              "sh_layers": _int(1, 48)},
     "t5": {**_length_params("t5"), "t5_nb": _int(2, 128), "t5_md": _int(1, 1024), "t5_bi": BOOL, "t5_logx": BOOL,
            "t5_tab": _choices("Buckets", "Precision & references", "Compare with Shaw"), "t5_ck": _int(0, 64)},
     "skew": {"skew_L": _int(3, 16), "skew_seed": _int(0, 99_999),
-             "skew_colour": Param("choice", choices=("score", "distance", "source row")),
-             "skew_tab": Param("choice", choices=("Causal skew (decoder)", "Bidirectional skew (encoder)")),
-             "skew_dl": Param("choice", choices=("QE_r^T", "padded", "reshaped", "sliced", "masked")),
+             "skew_colour": ChoiceParam(choices=("score", "distance", "source row")),
+             "skew_tab": ChoiceParam(choices=("Causal skew (decoder)", "Bidirectional skew (encoder)")),
+             "skew_dl": ChoiceParam(choices=("QE_r^T", "padded", "reshaped", "sliced", "masked")),
              "skew_mL": _int(1, 1_000_000), "skew_mD": _int(1, 65_536), "skew_mH": _int(1, 1024),
-             "skew_mdtype": Param("choice", choices=("fp32", "fp16 / bf16"))},
+             "skew_mdtype": ChoiceParam(choices=("fp32", "fp16 / bf16"))},
     "absolute": {"abs_L": _int(8, 512), "abs_d": _int(4, 512), "abs_proj": BOOL, "abs_heads": _int(1, 32),
                  "abs_head": _int(1, 32, dynamic=True), "abs_causal": BOOL, "abs_aL": _int(8, _LENGTH),
                  **{key: param for key, param in _length_params("abs_al").items()
                     if key.endswith(("_ws", "_r0", "_c0"))}},
-    "rope": {"rp_preset": Param("text", pattern=r"[A-Za-z0-9 .()_+-]{1,60}", max_chars=60),
+    "rope": {"rp_preset": TextParam(pattern=r"[A-Za-z0-9 .()_+-]{1,60}", max_chars=60),
              "rp_len": _choices(*(2 ** k for k in range(8, 21))), "rp_dim": _choices(16, 32, 64, 96, 128, 256),
              "rp_base": _choices(100, 500, 1000, 10000, 50000, 100000, 500000, 1000000, 10000000),
              "rp_rule": _choices("default", "linear", "dynamic", "yarn", "llama3"),
@@ -154,29 +194,29 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
              "rp_L": _int(8, 256), "rp_same": BOOL, "rp_seed": _int(0, 9999),
              "rp_pair": _int(0, 127, dynamic=True), "rp_m": _int(0, 256), "rp_n": _int(0, 256)},
     "attention": {
-        "at_ck": Param("text", pattern=r"[a-z0-9][a-z0-9_.-]{0,63}", max_chars=64),
+        "at_ck": TextParam(pattern=r"[a-z0-9][a-z0-9_.-]{0,63}", max_chars=64),
         "at_layer": _int(1, 12, dynamic=True), "at_head": _int(1, 16, dynamic=True),
         "at_len": _int(1, 256), "at_seed": _int(0, 2**31 - 1),
-        "at_seq": Param("text", pattern=r"[0-9]*", max_chars=256),
+        "at_seq": TextParam(pattern=r"[0-9]*", max_chars=256),
         # The scheme and its own parameters (at_t_<param>, see PAGE_KEY_FAMILIES) come from the scheme
         # registry, which needs torch; a tour reads them by shape, and the page's link check
         # (relviz.ui.checked_link_values) refuses a name or value its control does not take.
-        "at_tsch": Param("text", pattern=r"[a-z][a-z0-9_]{0,31}", max_chars=32),
-        "at_ttask": Param("choice", choices=("shift", "window_max", "absolute")),
+        "at_tsch": TextParam(pattern=r"[a-z][a-z0-9_]{0,31}", max_chars=32),
+        "at_ttask": ChoiceParam(choices=("shift", "window_max", "absolute")),
         "at_ts": _int(1, 16), "at_tw": _int(1, 8), "at_tp": _int(0, 31),
-        "at_tl": _int(1, CAPS.max_layers), "at_th": Param("choice", choices=("1", "2", "4")),
+        "at_tl": _int(1, CAPS.max_layers), "at_th": ChoiceParam(choices=("1", "2", "4")),
         "at_tsteps": _int(CAPS.min_steps, CAPS.max_steps), "at_tlen": _int(CAPS.min_length, CAPS.max_length),
         "at_tseed": _int(0, 2**31 - 1)},
     "your_model": {
-        "ym_model": Param("text", pattern=_MODEL_LABEL, max_chars=100),
-        "ym_vs": Param("text", pattern=_MODEL_LABEL, max_chars=100),
+        "ym_model": TextParam(pattern=_MODEL_LABEL, max_chars=100),
+        "ym_vs": TextParam(pattern=_MODEL_LABEL, max_chars=100),
         "ym_len": _choices("own", *(2 ** k for k in range(4, 25))),
         "ym_layer": _int(0, 4095, dynamic=True), "ym_layer2": _int(0, 4095, dynamic=True),
         "ym_view": _choices(*YOUR_MODEL_VIEWS), "ym_stack": _choices("encoder", "decoder"),
         "ym_ext": _int(16, 512), "ym_head": _int(1, 1 << 14, dynamic=True), "ym_L": _int(8, 256),
         "ym_n": _int(8, 512, dynamic=True)},
-    "experiments": {"ex_thr": Param("float", 0.5, 1.0),
-                    "ex_set": Param("multi", choices=("Shaw k = 4", "Shaw k = 16", "T5 32/128", "T5 8/32", "ALiBi",
+    "experiments": {"ex_thr": FloatParam(0.5, 1.0),
+                    "ex_set": MultiParam(choices=("Shaw k = 4", "Shaw k = 16", "T5 32/128", "T5 8/32", "ALiBi",
                                                       "sinusoidal (absolute)"))},
 }
 for _keys in PAGE_PARAMS.values():
@@ -186,7 +226,7 @@ for _keys in PAGE_PARAMS.values():
 #: the attention page's training form binds one slider at_t_<param> per parameter its scheme declares.
 #: Any finite number is taken here; the slider's own range is the page's to check.
 PAGE_KEY_FAMILIES: dict[str, tuple[str, Param]] = {
-    "attention": (r"at_t_[a-z][a-z0-9_]{0,39}", Param("float", -1e9, 1e9, dynamic=True)),
+    "attention": (r"at_t_[a-z][a-z0-9_]{0,39}", FloatParam(-1e9, 1e9, dynamic=True)),
 }
 
 

@@ -680,7 +680,7 @@ def current_view(page_name: str):
     for key in page_keys(page_name, st.query_params.keys()):
         values = st.query_params.get_all(key)
         if values:
-            params[key] = values if page_param(page_name, key).kind == "multi" else values[-1]
+            params[key] = values if page_param(page_name, key).takes_list else values[-1]
     try:
         return check_step(Step(page_name, params, title=next(
             (p.title for p in PAGES if Path(p.path).stem == page_name), page_name))), ""

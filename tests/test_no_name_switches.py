@@ -17,8 +17,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NAMES = re.compile(r"^(scheme|family|kind|mechanism|impl|method|function)(_name)?$")
 #: Where such comparisons remain, per file, with why they are left (the lead tracks them; none may be added).
 KNOWN: dict[str, int] = {
-    "relviz/tours.py": 7,        # a tour parameter's value type (int, choice, multi...): lecture mode
-    "relviz/ui.py": 1,           # the same value type, read for the lecture-mode URL
     "relviz/bench_gpu.py": 4,    # the GPU bench's rows by implementation label ("relviz auto", "FlexAttention...")
 }
 

@@ -141,9 +141,9 @@ def test_schema_lists_every_url_control_of_the_page(app, page):
         assert param is not None, f"{page}: control {key} is missing from relviz.tours.PAGE_PARAMS"
         if isinstance(element, list):  # tabs
             assert param.choices == tuple(element), key
-        elif param.kind in ("int", "float") and not param.dynamic and isinstance(element, (Slider, NumberInput)):
+        elif param.numeric and not param.dynamic and isinstance(element, (Slider, NumberInput)):
             assert (param.lo, param.hi) == (element.proto.min, element.proto.max), key
-        elif param.kind in ("choice", "multi"):
+        elif param.choices:
             assert set(element.options) <= set(param.choices), (key, element.options)
 
 
