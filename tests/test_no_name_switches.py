@@ -15,10 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: The names that stand for what a table should dispatch on (a variable, attribute, dict key or .get key).
 NAMES = re.compile(r"^(scheme|family|kind|mechanism|impl|method|function)(_name)?$")
-#: Where such comparisons remain, per file, with why they are left (the lead tracks them; none may be added).
-KNOWN: dict[str, int] = {
-    "relviz/bench_gpu.py": 4,    # the GPU bench's rows by implementation label ("relviz auto", "FlexAttention...")
-}
+#: Where such comparisons remain, per file, with why they are left (none today; none may be added).
+KNOWN: dict[str, int] = {}
 
 
 def _named(node: ast.AST) -> str | None:
