@@ -33,7 +33,12 @@ VIEWS: dict[str, tuple[Any, int | None]] = {
              None),
     "absolute": (lambda n, mid: {"abs_aL": n, "abs_al_ws": "512", "abs_al_r0": mid, "abs_al_c0": mid}, None),
     "rope": (lambda n, mid: {"rp_len": n, "rp_L": "256"}, 256),
+    # Your model at a context of L (a power of two), and at the model's own (Llama 4 Scout: 10,485,760)
+    "your_model": (lambda n, mid: {"ym_model": SCOUT, "ym_len": n, "ym_view": "all"}, 16),
 }
+SCOUT = "Llama 4 Scout 17B-16E (published config)"
+#: lengths beyond LENGTHS a page also runs at: (the value its control takes, the positions it stands for)
+OWN_CONTEXT = {"your_model": ("own", 10_485_760)}
 PAGES = tuple(VIEWS)
 
 
@@ -41,7 +46,9 @@ def _params(page: str, length: int) -> dict[str, str]:
     """Query parameters of one view at ``length`` positions per side: the window mid-way down the diagonal."""
     if page not in VIEWS:
         raise ValueError(f"page must be one of {', '.join(VIEWS)}; got {page!r}")
-    return VIEWS[page][0](str(length), str(max(0, length // 2 - 256)))
+    own, positions = OWN_CONTEXT.get(page, (None, None))
+    value = own if length == positions else str(length)
+    return VIEWS[page][0](value, str(max(0, length // 2 - 256)))
 
 
 def _status(key: str) -> int:
@@ -106,7 +113,8 @@ def view_memory_section(ctx):
     lengths = (2**10, 2**12) if ctx.quick else LENGTHS
     rows = []
     for page in PAGES[:1] if ctx.quick else PAGES:              # --quick: the T5 page at two small lengths
-        for length in lengths:
+        extra = () if ctx.quick or page not in OWN_CONTEXT else (OWN_CONTEXT[page][1],)
+        for length in (*lengths, *extra):
             ctx.log(f"view_memory: {page} L={length}")
             row = _in_fresh_process(page, length)
             earlier = next((r for r in rows if r["page"] == page and r["L"] == length // 4 and "peak_bytes" in r), None)
@@ -126,7 +134,8 @@ def view_memory_section(ctx):
                "VmRSS after minus before (the page's cache entries, Python's and malloc's free lists). Each "
                "(page, L) runs in a fresh process after one warm-up run of the page at a small setting. "
                "Pages: t5 and shaw at L × L with a 512² window mid-way down the diagonal (Shaw k = 64), "
-               "absolute = its ALiBi row at L (abs_aL), rope at context length L (rp_len, 256 positions shown)."])
+               "absolute = its ALiBi row at L (abs_aL), rope at context length L (rp_len, 256 positions shown), "
+               "your_model = Llama 4 Scout's layer views at a context of L, and at its own 10,485,760."])
 
 
 def _case_main(argv: list[str]) -> int:
