@@ -56,7 +56,7 @@ class Sizes:
 
 
 FULL = Sizes(map_length=65_536, map_heads=1, lengths=(4096, 16_384, 32_768), heads=8, dim=128, window=1024,
-             dtype="bfloat16", repeats=5, compiled=True, budget_s=270.0)
+             dtype="bfloat16", repeats=5, compiled=True, budget_s=240.0)
 DRY = Sizes(map_length=192, map_heads=2, lengths=(96,), heads=2, dim=16, window=24, dtype="float32", repeats=1,
             compiled=False, budget_s=60.0)
 

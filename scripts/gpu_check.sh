@@ -33,11 +33,12 @@ fi
 
 # 1. The CUDA tests (each file's CUDA tests; they skip with a message where there is no GPU).
 echo "== CUDA tests"
-timeout 150 "$python" -m pytest -q -rs -p no:cacheprovider -k cuda \
+timeout 60 "$python" -m pytest -q -rs -p no:cacheprovider -k cuda \
   tests/test_attention.py tests/test_positions.py tests/test_skew.py 2>&1 | tee "$out/cuda-tests.txt"
 
-# 2. The GPU bench: the bandwidth rows first, then attention by length; its own budget is 270 s
+# 2. The GPU bench: the bandwidth rows first, then attention by length; its own budget is 240 s
 # (FULL.budget_s), and the files are rewritten after every mechanism, so a timeout keeps the rows done.
+# Caps: 60 s + 290 s, so the whole script ends within 6 minutes.
 echo "== GPU bench"
-timeout 330 "$python" -m relviz.bench_gpu --out "$out" "${dry[@]}"
+timeout 290 "$python" -m relviz.bench_gpu --out "$out" "${dry[@]}"
 echo "== done in $((SECONDS - start)) s; figures in $out/gpu.md and $out/gpu.json"
