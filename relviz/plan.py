@@ -265,6 +265,11 @@ def _lookup(config: Mapping[str, Any], dotted: str) -> Any:
     return value
 
 
+def _holds(config: Mapping[str, Any], requires: Mapping[str, Any]) -> bool:
+    """Whether every (dotted) field holds its required value; an absent field counts as false."""
+    return all(_lookup(config, k) == v or (v is False and _lookup(config, k) is None) for k, v in requires.items())
+
+
 def _layer_types(cfg: ConfigView, layers: int, counted_by: str) -> list[str | None]:
     def one(name: str, value: Any) -> str:
         if not isinstance(value, str) or not value or len(value) > 64:
@@ -309,9 +314,7 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
                                has_weights=tensor is not None, shared=shared)
             found: list[Mechanism] = []
             for name, options in family["mechanisms"].items():
-                requires = options.get("requires", {})
-                if any(_lookup(cfg.data, k) != v and not (v is False and _lookup(cfg.data, k) is None)
-                       for k, v in requires.items()):
+                if not _holds(cfg.data, options.get("requires", {})):
                     continue
                 mechanism = MECHANISMS[name].read(ctx, options)
                 if mechanism is not None:
@@ -355,8 +358,7 @@ def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, An
         present = data.get(rule["field"])
         if present is not None and not (rule.get("when_empty") and present == []) and not rule.get("always"):
             continue
-        if any(_lookup(data, k) != v and not (v is False and _lookup(data, k) is None)
-               for k, v in rule.get("requires", {}).items()):
+        if not _holds(data, rule.get("requires", {})):
             continue
         view = ConfigView(data, cfg.prefix)
         if "sum_of" in rule:                    # a size the config class computes from others
