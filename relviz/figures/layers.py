@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.attention import bias_curve_figure
+from relviz.figures.parameters import bias_curve_figure
 from relviz.figures.rope import wavelength_figure
 from relviz.layer_views import KeysSeen, Note, SinkShare, Strip, TemperatureCurve, Wavelengths
 from relviz.schemes.views import BiasCurve

@@ -20,217 +20,68 @@ The app draws large windows and overviews in the browser instead (:func:`toeplit
 :class:`ToeplitzImage`, :class:`ToeplitzOverviewImage`, relviz.ui.show_toeplitz): they travel as
 per-offset slices, rows + cols − 1 values per field, and the hover is computed there, complete at
 every size. The plotly figures stay for the notebook API and exports.
+
+The geometry and hover fields are relviz.figures.toeplitz_window, the payload encoding
+relviz.figures.toeplitz_payload, the colours relviz.figures.toeplitz_colours and the browser-drawn
+forms relviz.figures.toeplitz_canvas; their public names are re-exported here.
 """
 from __future__ import annotations
 
-import base64
-import dataclasses
-import functools
-import io
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import plotly.colors
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from relviz.figures.heatmap import (
-    DISCRETE_PALETTE,
-    KEY_AXIS,
-    QUERY_AXIS,
-    READABLE_FONT,
-    READABLE_TITLE,
-    _tick_step,
-    discrete_colorscale,
-    matrix_heatmap,
+from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, matrix_heatmap
+from relviz.figures.toeplitz_canvas import (
+    ToeplitzImage,
+    ToeplitzOverviewImage,
+    toeplitz_image,
+    toeplitz_overview_image,
 )
-from relviz.views import DISPLAY_MAX, PooledView, display_block, toeplitz_pooled, toeplitz_window
+from relviz.figures.toeplitz_colours import (
+    _band_colours,
+    _continuous_range,
+    _levels,
+    _palette_256,
+    _png,
+    decode_image_indices,
+)
+from relviz.figures.toeplitz_payload import _encode, _exact_dtypes, _unshifted_z
+from relviz.figures.toeplitz_window import (
+    OFFSET_LABEL,
+    OVERVIEW_MAX,
+    HoverField,
+    Window,
+    _checked,
+    diagonal_col0,
+    fit_window,
+    full_window,
+    needs_window,
+    offsets_per_offset,
+)
+from relviz.views import PooledView, display_block, toeplitz_pooled, toeplitz_window
 
-#: The most cells per side the pooled overview sends (it sits beside the window, as an overview, in
-#: half the page: ~450 px). Every move of the window redraws it (its rectangle moves), and Streamlit
-#: re-reads a changed figure whole: 128 per side keeps that under 0.4 MB (256 took 1.26 MB).
-OVERVIEW_MAX = 128
+__all__ = [
+    "FIGURE_BUDGET", "IMAGE_BUDGET", "IMAGE_MIN_CELLS", "OFFSET_LABEL", "OVERVIEW_MAX", "HoverField",
+    "ToeplitzFigure", "ToeplitzImage", "ToeplitzOverview", "ToeplitzOverviewImage", "Window",
+    "decode_image_indices", "diagonal_col0", "fit_window", "full_window", "needs_window",
+    "offsets_per_offset", "toeplitz_heatmap", "toeplitz_image", "toeplitz_overview",
+    "toeplitz_overview_image", "toeplitz_view",
+]
+
 #: The most characters of JSON one figure may take (the app's target is 3 MB per figure).
 FIGURE_BUDGET = 2_900_000
 #: The budget of a window drawn as an image. A slider move redraws the window, and the browser's
 #: work grows with the figure's size (Streamlit parses, re-themes and re-parses the whole JSON of a
 #: changed chart), so optional hover fields are left out sooner; i, j, j − i and the value stay.
 IMAGE_BUDGET = 1_000_000
-#: Label of the offset field every hover shows.
-OFFSET_LABEL = "j − i"
 #: Windows of at least this many cells are drawn as an image (see _image_figure), smaller ones as
 #: heatmap traces (which can write a label in every cell).
 IMAGE_MIN_CELLS = 128 * 128
-
-
-# ---------------------------------------------------------------------------------------
-# Windows
-
-
-@dataclass(frozen=True)
-class Window:
-    """Rows row0..row0+rows−1 and columns col0..col0+cols−1 of a q_len × k_len matrix."""
-
-    row0: int
-    col0: int
-    rows: int
-    cols: int
-
-    @property
-    def cells(self) -> int:
-        return self.rows * self.cols
-
-
-def needs_window(q_len: int, k_len: int, max_cells: int = DISPLAY_MAX) -> bool:
-    """True when a side exceeds what one heatmap shows at full resolution."""
-    return max(q_len, k_len) > max_cells
-
-
-def fit_window(q_len: int, k_len: int, *, row0: int = 0, col0: int = 0,
-               size: int = DISPLAY_MAX) -> Window:
-    """A window of at most size × size cells (size ≤ DISPLAY_MAX), moved inside the matrix."""
-    size = min(max(int(size), 1), DISPLAY_MAX)
-    rows, cols = min(size, q_len), min(size, k_len)
-    row0 = min(max(int(row0), 0), q_len - rows)
-    col0 = min(max(int(col0), 0), k_len - cols)
-    return Window(row0, col0, rows, cols)
-
-
-def full_window(q_len: int, k_len: int) -> Window:
-    return Window(0, 0, q_len, k_len)
-
-
-def diagonal_col0(q_len: int, k_len: int, *, q_offset: int, row0: int, rows: int, cols: int) -> int:
-    """The column start that puts j − i = 0 in the middle of a window (clamped to the matrix)."""
-    centre_row = row0 + (rows - 1) / 2
-    col0 = round(q_offset + centre_row - (cols - 1) / 2)
-    return min(max(col0, 0), k_len - cols)
-
-
-def offsets_per_offset(q_len: int, k_len: int, q_offset: int = 0) -> np.ndarray:
-    """The offset j − (q_offset + i) for every entry of the per-offset vector (ascending)."""
-    return np.arange(-(q_len - 1), k_len, dtype=np.int64) - q_offset
-
-
-# ---------------------------------------------------------------------------------------
-# Hover payload
-
-
-@dataclass(frozen=True)
-class HoverField:
-    """One hover line: ``label = value`` with the value given per offset (like the matrix).
-
-    Optional fields may be left out when the figure would exceed its size budget; fields
-    with the same ``group`` are kept or left out together (e.g. a range's two ends).
-    """
-
-    label: str
-    per_offset: np.ndarray
-    required: bool = False
-    group: str | None = None
-    fmt: str = ""
-    #: The hover line, with {} where the value goes; default "label = {}". A line that starts
-    #: with "…" continues the previous line (e.g. the second end of a range).
-    line: str | None = None
-
-
-def _b64_json_chars(array: np.ndarray) -> int:
-    """Characters the array's base64 takes in plotly's JSON (each "/" is escaped as \\u002f)."""
-    data = base64.b64encode(np.ascontiguousarray(array).tobytes())
-    return len(data) + 5 * data.count(b"/")
-
-
-def _exact_dtypes(values: list[np.ndarray]) -> list[np.dtype]:
-    """The dtypes plotly decodes that hold every value exactly (integers up to 16 bits, float32)."""
-    if not all(np.issubdtype(v.dtype, np.integer) for v in values):
-        return [np.dtype(np.float32)]
-    lo = min(int(v.min()) for v in values)
-    hi = max(int(v.max()) for v in values)
-    fits = [np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16)
-            if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max]
-    return fits + [np.dtype(np.float32) if max(-lo, hi) < 2**24 else np.dtype(np.float64)]
-
-
-@dataclass(frozen=True)
-class _Encoded:
-    array: np.ndarray | None
-    order: tuple[str, ...]  # labels in storage order (a zero pad is not listed)
-    chars: int
-
-
-def _encode(cells: list[tuple[str, np.ndarray]]) -> _Encoded:
-    """The customdata array of minimum JSON size: dtype, field order and an optional zero pad.
-
-    A zero pad makes a cell's record 6 bytes for two int16 fields, which puts the high byte of
-    the first field where base64 rarely turns it into an escaped "/".
-    """
-    if not cells:
-        return _Encoded(None, (), 0)
-    labels = [label for label, _ in cells]
-    values = [v for _, v in cells]
-    shape = values[0].shape
-    rows = shape[0]
-    sample = slice(None, None, max(1, rows // 32))  # cost ranking on every ~32nd row
-    best: tuple[int, np.dtype, tuple[int, ...]] | None = None
-    for dtype in _exact_dtypes(values):
-        pads = (0, 1) if dtype.itemsize == 2 and len(cells) == 2 else (0,)
-        for pad in pads:
-            for perm in itertools.permutations(range(len(cells) + pad)):
-                stacked = np.stack([values[p][sample] if p < len(cells) else np.zeros_like(values[0][sample])
-                                    for p in perm], axis=-1).astype(dtype)
-                cost = _b64_json_chars(stacked)
-                if best is None or cost < best[0]:
-                    best = (cost, dtype, perm)
-    _, dtype, perm = best
-    array = np.stack([values[p] if p < len(cells) else np.zeros(shape, dtype=values[0].dtype) for p in perm],
-                     axis=-1).astype(dtype)
-    order = tuple(labels[p] if p < len(cells) else "" for p in perm)
-    return _Encoded(array, order, _b64_json_chars(array) + 40)
-
-
-def _unshifted_z(trace: go.Heatmap, values: np.ndarray, discrete_range: tuple[int, int] | None) -> bool:
-    """Make %{z} show the true value when that costs no payload; True if it does.
-
-    matrix_heatmap sends discrete values shifted to start at 0. When the values fit one
-    signed byte they can travel unshifted (same size) with the colour range shifted instead.
-    Integer values on a continuous scale travel in the cheaper of int16 and float32.
-    """
-    if discrete_range is None:
-        if np.issubdtype(values.dtype, np.integer) and values.size and \
-                -2**15 <= int(values.min()) and int(values.max()) < 2**15:
-            small = values.astype(np.int16)
-            if _b64_json_chars(small) < _b64_json_chars(values.astype(np.float32)):
-                trace.z = small
-        return True
-    lo, hi = discrete_range
-    if lo == 0:
-        return True
-    if -128 <= lo and hi <= 127:
-        trace.z = values.astype(np.int8)
-        trace.zmin, trace.zmax = lo - 0.5, hi + 0.5
-        bar = trace.colorbar
-        step = bar.tickvals[1] - bar.tickvals[0] if len(bar.tickvals) > 1 else 1
-        ticks = [v for v in range(lo, hi + 1) if v % step == 0]  # round numbers of the true values
-        bar.tickvals, bar.ticktext = ticks, [str(v).replace("-", "−") for v in ticks]
-        return True
-    return False
-
-
-def _checked(per_offset: np.ndarray, q_len: int, k_len: int, window: Window | None) -> tuple[np.ndarray, Window]:
-    """The per-offset vector as an array and the window to show (default: the whole matrix if it fits the
-    display, else the first DISPLAY_MAX × DISPLAY_MAX cells); ValueError for a wrong length or window."""
-    per_offset = np.asarray(per_offset)
-    if per_offset.shape != (q_len + k_len - 1,):
-        raise ValueError(f"per_offset must have q_len + k_len - 1 = {q_len + k_len - 1} values; "
-                         f"got shape {per_offset.shape}")
-    if window is None:
-        window = fit_window(q_len, k_len) if needs_window(q_len, k_len) else full_window(q_len, k_len)
-    if max(window.rows, window.cols) > DISPLAY_MAX:
-        raise ValueError(f"a window shows at most {DISPLAY_MAX} cells per side; got {window.rows} × {window.cols}")
-    return per_offset, window
 
 
 @dataclass(frozen=True)
@@ -343,176 +194,6 @@ def toeplitz_heatmap(
     return ToeplitzFigure(figure, values, window, tuple(dropped))
 
 
-# ---------------------------------------------------------------------------------------
-# Large windows drawn in the browser
-
-
-def _hex_palette(colours: Sequence[tuple[int, int, int]]) -> str:
-    """Colours as one string of 6-digit hex triples (the compact form the canvas component reads)."""
-    return "".join(f"{r:02x}{g:02x}{b:02x}" for r, g, b in colours)
-
-
-def _json_numbers(values: np.ndarray) -> list:
-    """Plain Python numbers for JSON: integers stay integers, floats keep float32's exact value."""
-    values = np.asarray(values)
-    if np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_:
-        return values.astype(np.int64).tolist()
-    return [float(v) for v in values.astype(np.float64)]
-
-
-@dataclass(frozen=True)
-class ToeplitzImage:
-    """A large window of a Toeplitz matrix described by its per-offset slices, for the browser to draw.
-
-    Every cell of the window, and every hover field, is a function of the offset: cell (r, c) of
-    the window holds ``strip[c − r + rows − 1]``, so the window travels as rows + cols − 1 values per
-    field instead of rows · cols (relviz.ui.show_toeplitz draws it on a canvas and computes the hover
-    in the browser). The app uses it where :func:`toeplitz_heatmap` would send a plotly image.
-    """
-
-    window: Window
-    q_offset: int
-    strip: np.ndarray                     # the window's slice of the per-offset vector, rows + cols − 1
-    pixels: np.ndarray                    # colour index of each entry of strip (uint8)
-    palette: tuple[tuple[int, int, int], ...]
-    colour: dict                          # {"kind": "discrete", lo, tickvals, ticktext} or continuous zmin/zmax
-    fields: tuple[tuple[str, str, np.ndarray], ...]  # (label, format "d"/".4g", per-offset slice); 0: the value
-    lines: tuple[str, ...]                # hover lines: {i}, {j}, {d} = j − i, {n} = field n
-    value_label: str
-    title: str = ""
-    height: int = 430
-    x_title: str = KEY_AXIS
-    y_title: str = QUERY_AXIS
-
-    @property
-    def values(self) -> np.ndarray:
-        """The exact values shown, [rows, cols] (a view of the strip)."""
-        w = self.window
-        windows = np.lib.stride_tricks.sliding_window_view(self.strip, w.cols)
-        return windows[::-1, :]
-
-    def payload(self) -> dict:
-        """The JSON the canvas component reads: O(rows + cols) numbers, never one per cell."""
-        w = self.window
-        return {
-            "kind": "window", "row0": w.row0, "col0": w.col0, "rows": w.rows, "cols": w.cols,
-            "q_offset": self.q_offset, "pixels": self.pixels.astype(np.int64).tolist(),
-            "palette": _hex_palette(self.palette), "colour": self.colour,
-            "fields": [{"label": label, "format": fmt, "values": _json_numbers(values)}
-                       for label, fmt, values in self.fields],
-            "lines": list(self.lines), "value_label": self.value_label, "title": self.title,
-            "height": self.height, "x_title": self.x_title, "y_title": self.y_title,
-            "font": READABLE_FONT, "title_font": READABLE_TITLE,
-        }
-
-
-def _continuous_range(values: np.ndarray, zmid: float | None) -> tuple[float, float]:
-    """The colour range of continuous values: their min and max, made symmetric about ``zmid`` if given."""
-    zmin, zmax = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
-    if zmid is not None:
-        half = max(zmax - zmid, zmid - zmin)
-        zmin, zmax = zmid - half, zmid + half
-    return zmin, zmax
-
-
-def _palette_256(colorscale: str | Sequence) -> list[tuple[int, int, int]]:
-    """256 colours sampled evenly along a plotly colour scale (a name or [[fraction, colour], ...])."""
-    key = colorscale if isinstance(colorscale, str) else tuple((float(f), str(c)) for f, c in colorscale)
-    return list(_sampled_palette(key))
-
-
-@functools.lru_cache(maxsize=32)
-def _sampled_palette(colorscale: str | tuple) -> tuple[tuple[int, int, int], ...]:
-    """:func:`_palette_256`, cached: plotly's sampling takes ~10-40 ms, a slider move pays it otherwise."""
-    scale = plotly.colors.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale
-    return tuple(_rgb(c) for c in plotly.colors.sample_colorscale([list(p) for p in scale],
-                                                                  list(np.linspace(0.0, 1.0, 256))))
-
-
-def _band_colours(scale: Sequence, count: int) -> list[tuple[int, int, int]]:
-    """The solid colour of each band of a discrete_colorscale of ``count`` values (the PNG's palette)."""
-    return [_rgb(scale[2 * v][1]) for v in range(count)] if count > 1 else [_rgb(scale[0][1])]
-
-
-def _levels(values: np.ndarray, zmin: float, zmax: float) -> np.ndarray:
-    """Continuous values as 256 colour levels over [zmin, zmax]: round((value − zmin) / (zmax − zmin) · 255)."""
-    span = zmax - zmin
-    levels = np.rint((values.astype(np.float64) - zmin) / span * 255) if span > 0 else np.zeros(values.shape)
-    return np.clip(levels, 0, 255).astype(np.uint8)
-
-
-def _image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, colorscale: str | list,
-                   zmid: float | None) -> tuple[np.ndarray, list[tuple[int, int, int]], dict] | None:
-    """(colour index per offset, palette, colour-bar description), as :func:`_image_figure` colours a
-    window; None when a discrete range needs more than 256 colours."""
-    if discrete_range is not None:
-        lo, hi = discrete_range
-        count = hi - lo + 1
-        if count > 256:
-            return None
-        palette_name = colorscale if isinstance(colorscale, str) else DISCRETE_PALETTE
-        palette = _band_colours(discrete_colorscale(count, palette_name), count)
-        step = _tick_step(count - 1)
-        ticks = [v for v in range(lo, hi + 1) if v % step == 0]  # round numbers of the true values
-        colour = {"kind": "discrete", "lo": int(lo), "hi": int(hi), "tickvals": ticks,
-                  "ticktext": [str(v).replace("-", "−") for v in ticks]}
-        return (strip.astype(np.int64) - lo).astype(np.uint8), palette, colour
-    zmin, zmax = _continuous_range(strip, zmid)
-    return _levels(strip, zmin, zmax), _palette_256(colorscale), {"kind": "continuous", "zmin": zmin, "zmax": zmax}
-
-
-def toeplitz_image(
-    per_offset: np.ndarray,
-    q_len: int,
-    k_len: int,
-    *,
-    value_label: str,
-    q_offset: int = 0,
-    window: Window | None = None,
-    hover: Sequence[HoverField] = (),
-    discrete_range: tuple[int, int] | None = None,
-    colorscale: str | list = "Viridis",
-    zmid: float | None = None,
-    title: str = "",
-    height: int = 430,
-    value_last: bool = False,
-) -> ToeplitzImage | None:
-    """The window as a :class:`ToeplitzImage` (same arguments and hover as :func:`toeplitz_heatmap`);
-    None when its colours do not fit 256 levels exactly (then draw it with toeplitz_heatmap)."""
-    per_offset, window = _checked(per_offset, q_len, k_len, window)
-    toeplitz_window(per_offset, q_len, k_len, row0=window.row0, col0=window.col0, rows=window.rows,
-                    cols=window.cols)  # checks the window lies inside the matrix
-    first = window.col0 - (window.row0 + window.rows - 1) + q_len - 1  # offset index of the bottom-left cell
-    part = slice(first, first + window.rows + window.cols - 1)
-    strip = np.ascontiguousarray(per_offset[part])
-    colours = _image_colours(strip, discrete_range, colorscale, zmid)
-    if colours is None:
-        return None
-    pixels, palette, colour = colours
-    integer = np.issubdtype(strip.dtype, np.integer)
-    fields: list[tuple[str, str, np.ndarray]] = [(value_label, "d" if integer else ".4g", strip)]
-    lines = ["i = {i}", "j = {j}", f"{OFFSET_LABEL} = {{d}}"]
-    # the window's own offsets (rows + cols − 1 of them: never the whole vector, 2^21 values at 2^20)
-    value_is_offset = value_label == OFFSET_LABEL and np.array_equal(
-        strip, np.arange(part.start, part.stop, dtype=np.int64) - (q_len - 1) - q_offset)
-    value_line = [] if value_is_offset else [f"{value_label} = {{0}}"]
-    if not value_last:
-        lines += value_line
-    for f in hover:
-        values = np.ascontiguousarray(np.asarray(f.per_offset)[part])
-        fmt = f.fmt.lstrip(":") or ("d" if np.issubdtype(values.dtype, np.integer) else ".4g")
-        fields.append((f.label, fmt, values))
-        text = (f.line or f"{f.label} = {{}}").replace("{}", f"{{{len(fields) - 1}}}")
-        if text.startswith("…") and len(lines) > 2:
-            lines[-1] += " " + text
-        else:
-            lines.append(text)
-    if value_last:
-        lines += value_line
-    return ToeplitzImage(window, q_offset, strip, pixels, tuple(palette), colour, tuple(fields), tuple(lines),
-                         value_label, title, height)
-
-
 def toeplitz_view(per_offset: np.ndarray, q_len: int, k_len: int, **options) -> ToeplitzFigure | ToeplitzImage:
     """What the app draws: a :class:`ToeplitzImage` for a window of at least IMAGE_MIN_CELLS cells whose
     colours fit 256 levels (drawn in the browser from its per-offset slices), else the plotly heatmap.
@@ -524,40 +205,6 @@ def toeplitz_view(per_offset: np.ndarray, q_len: int, k_len: int, **options) -> 
         if image is not None:
             return image
     return toeplitz_heatmap(per_offset, q_len, k_len, **options)
-
-
-# ---------------------------------------------------------------------------------------
-# Large windows as images
-
-
-def _rgb(colour: str) -> tuple[int, int, int]:
-    """'#rrggbb' or 'rgb(r, g, b)' (plotly's two spellings) as three 0..255 integers."""
-    if colour.startswith("#"):
-        return plotly.colors.hex_to_rgb(colour)
-    return tuple(int(round(float(c))) for c in plotly.colors.unlabel_rgb(colour))
-
-
-def _png(indices: np.ndarray, palette: list[tuple[int, int, int]]) -> str:
-    """A palette PNG (one byte per cell, lossless) as a data URI."""
-    from PIL import Image
-
-    rows, cols = indices.shape
-    picture = Image.frombytes("P", (cols, rows), np.ascontiguousarray(indices, dtype=np.uint8).tobytes())
-    picture.putpalette([channel for colour in palette for channel in colour])
-    out = io.BytesIO()
-    picture.save(out, format="PNG", compress_level=6)
-    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode("ascii")
-
-
-def decode_image_indices(source: str) -> np.ndarray:
-    """The palette indices of an image trace's ``source`` PNG, [rows, cols] (tests and downloads)."""
-    from PIL import Image
-
-    data = base64.b64decode(source.split(",", 1)[1])
-    picture = Image.open(io.BytesIO(data))
-    if picture.mode != "P":
-        raise ValueError(f"source must be a palette PNG; got mode {picture.mode}")
-    return np.asarray(picture)
 
 
 def _image_figure(heatmap: go.Figure, values: np.ndarray, discrete_range: tuple[int, int] | None,
@@ -686,83 +333,3 @@ def toeplitz_overview(
         for line in (dict(color="white", width=3), dict(color="black", width=1.5, dash="dot")):
             figure.add_shape(type="rect", xref="x", yref="y", line=line, fillcolor="rgba(0,0,0,0)", **corners)
     return ToeplitzOverview(figure, pooled)
-
-
-def _class_numbers(values: np.ndarray, integer: bool) -> list:
-    """Per-class statistics for JSON: None where no block has the class; integers stay integers; other
-    values to 8 significant digits (the hover shows 4, the colour 256 levels)."""
-    return [None if not math.isfinite(v) else int(v) if integer else float(f"{v:.8g}") for v in values.tolist()]
-
-
-@dataclass(frozen=True)
-class ToeplitzOverviewImage:
-    """The pooled overview described for the browser: the block statistics per class of blocks
-    (views.PooledView: the grid is Toeplitz but for its last row and column, so 4 · (rows + cols − 1)
-    numbers per statistic describe it at any length), the block size and the window's rectangle. The
-    canvas component colours each block by its exact mean and shows its min and max on hover.
-    :meth:`with_window` moves the rectangle without pooling again."""
-
-    pooled: PooledView
-    integer: bool
-    q_len: int
-    k_len: int
-    q_offset: int
-    window: Window | None
-    palette: tuple[tuple[int, int, int], ...]
-    zmin: float
-    zmax: float
-    value_label: str
-    title: str = ""
-    height: int = 430
-
-    @property
-    def block(self) -> int:
-        return self.pooled.block
-
-    def with_window(self, window: Window | None) -> "ToeplitzOverviewImage":
-        return dataclasses.replace(self, window=window)
-
-    def payload(self) -> dict:
-        p, w = self.pooled, self.window
-        return {
-            "kind": "overview", "q_len": self.q_len, "k_len": self.k_len, "q_offset": self.q_offset,
-            "block": self.block,
-            "pooled": {"mean": _class_numbers(p.class_mean, False), "min": _class_numbers(p.class_min, self.integer),
-                       "max": _class_numbers(p.class_max, self.integer)},
-            "window": None if w is None else {"row0": w.row0, "col0": w.col0, "rows": w.rows, "cols": w.cols},
-            "palette": _hex_palette(self.palette),
-            "colour": {"kind": "continuous", "zmin": self.zmin, "zmax": self.zmax,
-                       "title": f"{self.value_label} (block mean)"},
-            "format": "d" if self.integer else ".4g", "value_label": self.value_label, "title": self.title,
-            "height": self.height, "x_title": f"{KEY_AXIS} (blocks of {self.block})",
-            "y_title": f"{QUERY_AXIS} (blocks of {self.block})", "font": READABLE_FONT,
-            "title_font": READABLE_TITLE,
-        }
-
-
-def toeplitz_overview_image(
-    per_offset: np.ndarray,
-    q_len: int,
-    k_len: int,
-    *,
-    value_label: str,
-    q_offset: int = 0,
-    window: Window | None = None,
-    value_range: tuple[float, float] | None = None,
-    colorscale: str | list = "Viridis",
-    zmid: float | None = None,
-    max_cells: int = OVERVIEW_MAX,
-    title: str = "",
-    height: int = 430,
-) -> ToeplitzOverviewImage:
-    """:func:`toeplitz_overview` (same arguments, same picture and hover) for the browser to draw:
-    12 · (rows + cols − 1) numbers at most (~3,000 at 128 blocks a side), whatever the length, the same for
-    every window position but the rectangle's four."""
-    per_offset, _ = _checked(per_offset, q_len, k_len, None)
-    block = display_block(q_len, k_len, max_cells)
-    pooled = toeplitz_pooled(per_offset, q_len, k_len, block)
-    # block means lie within the values' range
-    zmin, zmax = (float(v) for v in value_range) if value_range is not None else _continuous_range(per_offset, zmid)
-    palette = _palette_256(colorscale)
-    return ToeplitzOverviewImage(pooled, bool(np.issubdtype(per_offset.dtype, np.integer)), q_len, k_len, q_offset,
-                                 window, tuple(palette), zmin, zmax, value_label, title, height)
