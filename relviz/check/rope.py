@@ -21,6 +21,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -233,20 +234,15 @@ class RopeKind:
     signature: str = "fn(seq_len, head_dim) -> (cos, sin), each [seq_len, head_dim]"
 
 
-def _cos(recipe: Recipe, rows: np.ndarray, width: int) -> torch.Tensor:
+def _cache(recipe: Recipe, rows: np.ndarray, width: int, *, sine: bool) -> torch.Tensor:
+    """The cos cache (``sine=False``) or the sin cache at ``rows``, [R, width]; a recipe with ``swap``
+    (the named mistake of swapped caches) gives the other one, pass-through dims included."""
     angle = angles_of(recipe, rows)
     if recipe.table:
         return _table(angle, recipe, width)
-    values = angle.sin() if recipe.swap else angle.cos()
-    return lay_out(values * recipe.scale, recipe, width, 0.0 if recipe.swap else 1.0)
-
-
-def _sin(recipe: Recipe, rows: np.ndarray, width: int) -> torch.Tensor:
-    angle = angles_of(recipe, rows)
-    if recipe.table:
-        return _table(angle, recipe, width)
-    values = angle.cos() if recipe.swap else angle.sin()
-    return lay_out(values * recipe.scale, recipe, width, 1.0 if recipe.swap else 0.0)
+    sine = sine != recipe.swap
+    values = angle.sin() if sine else angle.cos()
+    return lay_out(values * recipe.scale, recipe, width, 0.0 if sine else 1.0)
 
 
 def _angles(recipe: Recipe, rows: np.ndarray, width: int) -> torch.Tensor:
@@ -265,10 +261,10 @@ def _cache_pairs(s: RopeSettings, width: int) -> np.ndarray:
     return pairs
 
 
-COS = RopeKind("rope_cos", "RoPE cos cache [seq_len, head_dim]", _cos, lambda s: s.head_dim, _cache_pairs, pick=0,
-               rest=1.0)
-SIN = RopeKind("rope_sin", "RoPE sin cache [seq_len, head_dim]", _sin, lambda s: s.head_dim, _cache_pairs, pick=1,
-               signed_ok=True, rest=0.0)
+COS = RopeKind("rope_cos", "RoPE cos cache [seq_len, head_dim]", partial(_cache, sine=False),
+               lambda s: s.head_dim, _cache_pairs, pick=0, rest=1.0)
+SIN = RopeKind("rope_sin", "RoPE sin cache [seq_len, head_dim]", partial(_cache, sine=True),
+               lambda s: s.head_dim, _cache_pairs, pick=1, signed_ok=True, rest=0.0)
 ANGLES = RopeKind("rope_angles", "RoPE angles [seq_len, rotary_dim / 2]", _angles, lambda s: s.rotary_dim // 2,
                   lambda s, width: np.arange(width), scaled=False, laid_out=False,
                   dims_of=lambda shape: (2 * shape[1], 2 * shape[1]),
