@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.view_kinds import LayerView, Note
 
 __all__ = ["LearnedAbsolute"]
 
@@ -58,9 +59,7 @@ class LearnedAbsolute(Mechanism):
             out["max_positions"], out["d_model"] = int(self.table.shape[0]), int(self.table.shape[1])
         return out
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        from relviz.layer_views import Note
-
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note("Learned absolute positions (in the input, before the first layer)",
                      self.describe() + ". Every layer sees them only through the hidden states; the similarity "
                      "of the learned vectors is drawn below when the weights are read.")]

@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.view_kinds import BiasCurve, LayerView
 
 __all__ = ["Alibi", "press_slopes", "max_slopes"]
 
@@ -122,11 +124,7 @@ class Alibi(Mechanism):
             out["head_dim"] = self.head_dim
         return out
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        import numpy as np
-
-        from relviz.layer_views import BiasCurve
-
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         slopes = self.slopes().double().numpy()
         # the bias is linear in the offset: a few hundred offsets draw it exactly at any length
         offsets = np.unique(np.round(np.linspace(-(length - 1), 0, min(length, 513)))).astype(np.int64)

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from relviz.mechanisms.view_kinds import LayerView
+
 __all__ = ["ConfigView", "LayerContext", "Mechanism", "MAX_POSITIONS", "MAX_LAYERS"]
 
 #: The longest context relviz reads (Llama 4 Scout claims 10M; 2^27 leaves room, and refuses 2^40).
@@ -179,7 +181,7 @@ class Mechanism:
         """What makes two layers' mechanisms the same (for grouping runs of identical layers)."""
         return (self.name, tuple(sorted((k, repr(v)) for k, v in self.settings().items())))
 
-    def views(self, length: int, layer: Any) -> list[Any]:
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         """What this mechanism looks like on ``layer`` (its LayerPlan: the other mechanisms it sits with) at
-        ``length`` positions, as relviz.layer_views' data kinds, built per offset or per position."""
+        ``length`` positions, as relviz.mechanisms.view_kinds' data kinds, built per offset or per position."""
         return []

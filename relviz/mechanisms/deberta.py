@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from relviz._checks import check_int
 from relviz.mechanisms.base import MAX_POSITIONS, LayerContext, Mechanism
+from relviz.mechanisms.view_kinds import BiasCurve, LayerView
 
 __all__ = ["DisentangledRelative", "log_bucket_position"]
 
@@ -104,11 +106,7 @@ class DisentangledRelative(Mechanism):
                 "pos_att_type": list(self.pos_att_type), "share_att_key": self.share_att_key,
                 "norm_rel_ebd_layer_norm": self.layer_norm}
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        import numpy as np
-
-        from relviz.layer_views import BiasCurve
-
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         extent = min(length - 1, max(4 * self.span, 64), 4096)
         rel = self.relative_positions(1, extent + 1)[0].numpy()          # query 0 − key j, j = 0..extent
         offsets = -np.arange(extent + 1)[::-1]                            # j − i ≤ 0 (mirrors for j − i > 0)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.view_kinds import LayerView, Note
 
 __all__ = ["NoPosition"]
 
@@ -30,9 +31,7 @@ class NoPosition(Mechanism):
         return ("no position encoding on this layer: its logits depend on content alone (the causal mask still "
                 "orders the tokens)")
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        from relviz.layer_views import Note
-
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note("No position on this layer (NoPE)",
                      "q·k here depends on the content alone: nothing rotates, nothing is added. The causal mask "
                      "still tells a token which keys came before it, and the layers below have already mixed "

@@ -16,6 +16,7 @@ import torch
 
 from relviz._checks import check_int
 from relviz.mechanisms.base import MAX_POSITIONS, LayerContext, Mechanism
+from relviz.mechanisms.view_kinds import KeysSeen, LayerView, keys_seen
 
 __all__ = ["AttentionPattern", "MAX_MASK_LENGTH"]
 
@@ -109,9 +110,7 @@ class AttentionPattern(Mechanism):
             out["chunk"] = self.chunk
         return out
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        from relviz.layer_views import KeysSeen, keys_seen
-
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         positions, back, ahead, sampled = keys_seen(length, causal=self.causal, window=self.window,
                                                     chunk=self.chunk)
         reach = self.reach()

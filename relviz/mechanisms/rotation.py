@@ -25,6 +25,7 @@ import torch
 
 from relviz._checks import check_tensor
 from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
+from relviz.mechanisms.view_kinds import LayerView, Wavelengths
 from relviz.rope import ROPE_TYPES, RopeConfig, rope_config_from_hf, rope_parameters
 
 __all__ = ["Rotation", "LAYOUTS"]
@@ -191,8 +192,7 @@ class Rotation(Mechanism):
             out["mrope_section"] = list(self.sections)
         return out
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        from relviz.layer_views import Wavelengths
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         from relviz.rope import unscaled
 
         inv_freq, scaling = rope_parameters(self.rope, length, device="cpu")

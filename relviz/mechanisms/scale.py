@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.view_kinds import LayerView, Note, TemperatureCurve, step_positions
 
 __all__ = ["SoftmaxScale", "QueryTemperature"]
 
@@ -63,9 +64,7 @@ class SoftmaxScale(Mechanism):
     def settings(self) -> dict[str, Any]:
         return {"softmax_scale": self.scale(), "factor": self.factor, "mscale_all_dim": self.mscale_all_dim}
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        from relviz.layer_views import Note
-
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same on every position, so it "
                      "sharpens every row alike (YaRN's length correction, applied to the logits).")]
 
@@ -105,9 +104,7 @@ class QueryTemperature(Mechanism):
     def settings(self) -> dict[str, Any]:
         return {"attn_scale": self.attn_scale, "floor_scale": self.floor_scale}
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        from relviz.layer_views import TemperatureCurve, step_positions
-
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         positions, sampled = step_positions(length, self.floor_scale)
         factors = self.factors(torch.from_numpy(positions)).double().numpy()
         caption = (f"{self.describe()}. Flat at 1 for the first {int(self.floor_scale):,} positions, then a step "

@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.view_kinds import LayerView, SinkShare, keys_at, keys_seen
 
 __all__ = ["Sinks"]
 
@@ -54,10 +56,7 @@ class Sinks(Mechanism):
     def settings(self) -> dict[str, Any]:
         return {"heads": self.heads}
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        import numpy as np
-
-        from relviz.layer_views import SinkShare, keys_at, keys_seen
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         from relviz.mechanisms.pattern import AttentionPattern
 
         pattern = layer.find(AttentionPattern) if layer is not None else None

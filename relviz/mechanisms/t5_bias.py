@@ -16,6 +16,7 @@ import torch
 
 from relviz._checks import check_int
 from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.positions import t5_bias, t5_bucket, t5_config
 
 __all__ = ["T5Bias"]
@@ -109,8 +110,7 @@ class T5Bias(Mechanism):
             out["global_block_size"] = self.global_block_size
         return out
 
-    def views(self, length: int, layer: Any) -> list[Any]:
-        from relviz.layer_views import Note
+    def views(self, length: int, layer: Any) -> list[LayerView]:
         from relviz.schemes.t5 import bias_curve
 
         if self.table is None:
