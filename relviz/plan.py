@@ -18,7 +18,7 @@ from relviz._checks import check_int
 from relviz.mechanisms import MECHANISMS, Mechanism
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.alibi import Alibi
-from relviz.mechanisms.base import MAX_LAYERS, ConfigView, LayerContext
+from relviz.mechanisms.base import MAX_LAYERS, REQUIRED, ConfigView, LayerContext
 from relviz.mechanisms.deberta import DisentangledRelative
 from relviz.mechanisms.families import FAMILIES, family_of
 from relviz.mechanisms.none import NoPosition
@@ -32,7 +32,6 @@ from relviz.rope import RopeConfig
 __all__ = ["LayerPlan", "ModelPlan", "read_plan", "MAX_DEPTH"]
 
 M = TypeVar("M", bound=Mechanism)
-_REQUIRED = ConfigView.REQUIRED
 MAX_DEPTH = 12
 
 
@@ -305,7 +304,7 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         field_name = spec["layers_field"]
         if not cfg.has(field_name) and spec.get("fallback_field"):
             field_name = spec["fallback_field"]
-        layers = cfg.int(field_name, spec.get("layers_default", _REQUIRED), minimum=1, maximum=MAX_LAYERS)
+        layers = cfg.int(field_name, spec.get("layers_default", REQUIRED), minimum=1, maximum=MAX_LAYERS)
         types = _layer_types(cfg, layers, field_name)
         plans[stack] = []
         for index in range(layers):
@@ -352,7 +351,7 @@ def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, An
     if not rules:
         return cfg
     spec = next(iter(stacks.values()))
-    layers = cfg.int(spec["layers_field"], spec.get("layers_default", _REQUIRED), minimum=1, maximum=MAX_LAYERS)
+    layers = cfg.int(spec["layers_field"], spec.get("layers_default", REQUIRED), minimum=1, maximum=MAX_LAYERS)
     data = dict(cfg.data)
     for rule in rules:
         present = data.get(rule["field"])

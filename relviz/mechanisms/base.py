@@ -19,18 +19,17 @@ import torch
 
 from relviz.mechanisms.view_kinds import LayerView
 
-__all__ = ["ConfigView", "LayerContext", "Mechanism", "MAX_POSITIONS", "MAX_LAYERS"]
+__all__ = ["ConfigView", "LayerContext", "Mechanism", "MAX_POSITIONS", "MAX_LAYERS", "REQUIRED"]
 
 #: The longest context relviz reads (Llama 4 Scout claims 10M; 2^27 leaves room, and refuses 2^40).
 MAX_POSITIONS = 1 << 27
 MAX_LAYERS = 4096
-_MISSING = object()
+#: A ConfigView read's default meaning "no default: the field must be in the config".
+REQUIRED = object()
 
 
 class ConfigView:
     """A parsed config.json with reads that validate once, naming the field and what is allowed."""
-
-    REQUIRED = _MISSING
 
     def __init__(self, data: Mapping[str, Any], prefix: str = "") -> None:
         if not isinstance(data, Mapping):
@@ -48,10 +47,10 @@ class ConfigView:
         value = self.data.get(key)
         return default if value is None else value
 
-    def int(self, key: str, default: Any = _MISSING, *, minimum: int = 0, maximum: int = MAX_POSITIONS) -> int:
+    def int(self, key: str, default: Any = REQUIRED, *, minimum: int = 0, maximum: int = MAX_POSITIONS) -> int:
         value = self.data.get(key)
         if value is None:
-            if default is _MISSING:
+            if default is REQUIRED:
                 raise ValueError(f"config field {self.name(key)} is required (an integer from {minimum} to "
                                  f"{maximum})")
             return default
@@ -62,10 +61,10 @@ class ConfigView:
                              f"got {value!r}")
         return int(value)
 
-    def float(self, key: str, default: Any = _MISSING, *, minimum: float = 0.0, maximum: float = 1e12) -> Any:
+    def float(self, key: str, default: Any = REQUIRED, *, minimum: float = 0.0, maximum: float = 1e12) -> Any:
         value = self.data.get(key)
         if value is None:
-            if default is _MISSING:
+            if default is REQUIRED:
                 raise ValueError(f"config field {self.name(key)} is required (a finite number from {minimum:g} "
                                  f"to {maximum:g})")
             return default
@@ -83,10 +82,10 @@ class ConfigView:
             raise ValueError(f"config field {self.name(key)} must be true or false; got {value!r}")
         return value
 
-    def str(self, key: str, default: Any = _MISSING, *, allowed: tuple[str, ...] | None = None) -> str:
+    def str(self, key: str, default: Any = REQUIRED, *, allowed: tuple[str, ...] | None = None) -> str:
         value = self.data.get(key)
         if value is None:
-            if default is _MISSING:
+            if default is REQUIRED:
                 raise ValueError(f"config field {self.name(key)} is required")
             return default
         if not isinstance(value, str) or len(value) > 200 or (allowed is not None and value not in allowed):
