@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +52,16 @@ def app_server(port: int | None = None, timeout: float = 60.0, env: dict[str, st
         else subprocess.DEVNULL
     process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, env=None if env is None else {**os.environ, **env})
-    base = f"http://127.0.0.1:{port}"
+    with serving(process, f"http://127.0.0.1:{port}", what="streamlit", timeout=timeout) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def serving(process: subprocess.Popen, base: str, *, what: str, timeout: float = 60.0,
+            log: Callable[[], str] | None = None) -> Iterator[str]:
+    """Wait until ``process`` answers ``base``/_stcore/health with 200 (an app server, or a proxy in front of
+    one), yield ``base``, and stop the process after. RuntimeError naming ``what`` (and the end of ``log()``)
+    when the process exits or ``timeout`` seconds pass first."""
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -63,8 +72,9 @@ def app_server(port: int | None = None, timeout: float = 60.0, env: dict[str, st
             except OSError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start on {base} (exit code {process.poll()})")
-            time.sleep(0.3)
+                detail = f": {log()[-1000:]}" if log is not None else ""
+                raise RuntimeError(f"{what} did not start on {base} (exit code {process.poll()}){detail}")
+            time.sleep(0.25)
         yield base
     finally:
         process.terminate()

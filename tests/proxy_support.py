@@ -13,12 +13,10 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from browser_support import REPO, app_server, free_port
+from browser_support import REPO, app_server, free_port, serving
 
 CONF = REPO / "docs" / "nginx" / "relviz-processes.conf"
 
@@ -59,27 +57,10 @@ http {{
 """)
     process = subprocess.Popen([nginx_path(), "-p", str(folder), "-c", str(folder / "nginx.conf"), "-g", "daemon off;"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{listen}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                log = (folder / "error.log").read_text() if (folder / "error.log").exists() else ""
-                raise RuntimeError(f"nginx did not start on {base} (exit {process.poll()}): {log[-1000:]}")
-            time.sleep(0.2)
+    error_log = folder / "error.log"
+    with serving(process, f"http://127.0.0.1:{listen}", what="nginx", timeout=30,
+                 log=lambda: error_log.read_text() if error_log.exists() else "") as base:
         yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 @contextlib.contextmanager
