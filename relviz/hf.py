@@ -25,7 +25,10 @@ import torch
 from relviz._checks import check_int
 from relviz.mechanisms.families import FAMILIES
 from relviz.mechanisms.pattern import AttentionPattern
+from relviz.mechanisms.t5_bias import T5Bias
 from relviz.plan import ModelPlan, read_plan
+from relviz.schemes.t5 import bias_curve as t5_curve
+from relviz.schemes.views import SimilarityMatrix, norms_and_cosine
 
 __all__ = ["ModelPositions", "ModelPlan", "AttentionPattern", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES",
            "MAX_CONFIG_BYTES"]
@@ -271,8 +274,6 @@ def max_model_bytes(env: dict[str, str] | None = None) -> int:
 def bias_curve(positions: ModelPositions, *, stack: str = "encoder", layer: int = 0, extent: int = 160):
     """The learned bias of every head against j − i (relviz.schemes.BiasCurve, as the Live attention page
     draws it for a relviz T5 model)."""
-    from relviz.mechanisms.t5_bias import T5Bias
-    from relviz.schemes.t5 import bias_curve as t5_curve
 
     extent = check_int("extent", extent, minimum=1, maximum=1 << 16)
     found = positions.layer(layer, stack=stack).find(T5Bias)
@@ -284,7 +285,6 @@ def bias_curve(positions: ModelPositions, *, stack: str = "encoder", layer: int 
 def learned_similarity(positions: ModelPositions, n: int):
     """Cosine between the first ``n`` position vectors (relviz.schemes.SimilarityMatrix;
     relviz.schemes.views.relative_share says how much of it depends on j − i alone)."""
-    from relviz.schemes.views import SimilarityMatrix, norms_and_cosine
 
     table = positions.position_embeddings()
     n = check_int("n", n, minimum=3, maximum=table.shape[0])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from relviz.hf import from_config
 from relviz.rope import load_presets
 
 __all__ = ["GROUPS", "model_presets", "preset_config", "preset_plan", "preset_entry"]
@@ -44,7 +45,6 @@ def preset_config(entry: dict[str, Any]) -> dict[str, Any]:
 
 def preset_plan(key: str):
     """The ModelPlan of one preset ("group/id")."""
-    from relviz.hf import from_config
 
     entry = preset_entry(key)
     return from_config(preset_config(entry), source=entry["source"])

@@ -39,6 +39,10 @@ from relviz.figures import shaw as shaw_figures
 from relviz.figures import skew as skew_figures
 from relviz.figures import t5 as t5_figures
 from relviz.figures.compose import panel_grid
+from relviz.figures.layers import strip_figure, view_figure
+from relviz.layer_views import VIEW_KINDS, chosen, context_length, strip
+from relviz.layer_views import layer_views as views_of_layer
+from relviz.model_presets import preset_config, preset_entry, preset_plan
 from relviz.positions import alibi_bias as _alibi_bias
 from relviz.positions import alibi_slopes as _alibi_slopes
 from relviz.experiments.plan import SHAW_TABLE2
@@ -548,15 +552,10 @@ def forward_time(*, path: str | None = None) -> go.Figure:
 
 
 def _plan_of(model):
-    from relviz.model_presets import preset_plan
-
     return preset_plan(model) if isinstance(model, str) else model
 
 
 def _length_of(plan, model, length: int | None) -> int:
-    from relviz.layer_views import context_length
-    from relviz.model_presets import preset_config, preset_entry
-
     raw = preset_config(preset_entry(model)) if isinstance(model, str) else None
     return length if length is not None else (context_length(plan, raw) or 4096)
 
@@ -566,8 +565,6 @@ def layer_strip(model: Any = "models/gemma-3-27b", *, stack: str | None = None, 
 
     Example: ``show.layer_strip("models/llama-4-scout", layer=3)``
     """
-    from relviz.figures.layers import strip_figure
-    from relviz.layer_views import strip
 
     return strip_figure(strip(_plan_of(model), stack), selected=layer)
 
@@ -578,21 +575,15 @@ def layer_views(model: Any = "models/gemma-3-27b", layer: int = 0, *, length: in
 
     Example: ``show.layer_views("models/gpt-oss-20b", 1)``
     """
-    from relviz.figures.layers import view_figure
-    from relviz.layer_views import layer_views as views
 
     plan = _plan_of(model)
-    figures = [view_figure(v) for v in views(plan.layer(layer, stack=stack), _length_of(plan, model, length))]
+    figures = [view_figure(v) for v in views_of_layer(plan.layer(layer, stack=stack), _length_of(plan, model, length))]
     return [f for f in figures if f is not None]
 
 
 def _one(kind: str, model: Any, layer: int, length: int | None, stack: str | None) -> go.Figure:
-    from relviz.figures.layers import view_figure
-    from relviz.layer_views import VIEW_KINDS, chosen
-    from relviz.layer_views import layer_views as views
-
     plan = _plan_of(model)
-    shown = chosen(views(plan.layer(layer, stack=stack), _length_of(plan, model, length)), kind)
+    shown = chosen(views_of_layer(plan.layer(layer, stack=stack), _length_of(plan, model, length)), kind)
     if shown.missing:
         raise ValueError(f"layer {layer} of this model has no {kind} view (its views: "
                          f"{', '.join(type(v).__name__ for v in shown.views)})")

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from relviz.check.api import check, kind_of
-from relviz.check.callables import call
+from relviz.check.callables import call, to_array
 from relviz.check.matrix import Settings
 from relviz.check.result import CheckResult
 from relviz.check.rope import RopeSettings, rope_settings, settings_from_config
+from relviz.check.rope_model import settings_for_model
 from relviz.rope import RopeScaling
 
 __all__ = ["assert_matches", "assert_rope_matches", "assert_rope_cache", "assert_t5_buckets_match",
@@ -43,7 +44,6 @@ def report(result: CheckResult) -> str:
 
 def assert_matches(kind: str, got: Any, settings: Any) -> CheckResult:
     """Assert that ``got`` (an array, or a tensor) equals relviz's reference for ``kind`` at ``settings``."""
-    from relviz.check.callables import to_array
 
     result = check(kind, to_array(got, "your output"), settings)
     if not result.ok:
@@ -105,7 +105,6 @@ def assert_matches_model(config_or_path: Mapping[str, Any] | str, fn: Callable[.
     """``fn(seq_len, head_dim) -> (cos, sin)`` builds what layer ``layer`` of the model applies (its per-layer
     plan from relviz.hf: a config.json dict, a model directory or a Hub id). On a layer without rotation
     the model multiplies by cos 1, sin 0; rotating there is named as a mistake."""
-    from relviz.check.rope_model import settings_for_model
 
     s = settings_for_model(config_or_path, layer, stack=stack)
     for kind in kinds:  # fn(seq_len, head_dim) -> (cos, sin); with kinds=("rope_angles",): -> angles

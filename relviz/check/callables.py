@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from relviz.check.api import REGISTRY
 from relviz.check.registry import kind_of
 
 #: Longest sequence a function is called with (its output is checked cell by cell).
@@ -89,6 +90,5 @@ def call(kind: str, fn: Callable[..., Any], settings: Any, length: int) -> np.nd
 
 def signatures() -> dict[str, str]:
     """kind -> the signature relviz calls a function of that kind with."""
-    from relviz.check.api import REGISTRY
 
     return {name: kind.signature for name, kind in REGISTRY.items() if kind.signature}

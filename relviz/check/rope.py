@@ -327,7 +327,7 @@ def validate(kind: RopeKind, got: np.ndarray, s: RopeSettings) -> None:
 
 def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = False) -> CheckResult:
     """Compare ``got`` with the reference cache at ``s``; name every computed mistake that reproduces it."""
-    from relviz.check.rope_causes import variants
+    from relviz.check.rope_causes import variants  # here, not at the top: rope_causes imports this module
 
     kind = ROPE_KINDS[kind_name]
     got = np.asarray(got, dtype=np.float64)
@@ -385,7 +385,7 @@ def _reproduces(kind: RopeKind, recipe: Recipe, ref: Recipe, got: np.ndarray, ro
 def variant_cache(kind_name: str, cause: str, shape: tuple[int, ...], s: RopeSettings) -> np.ndarray | None:
     """The array the named mistake (relviz.check.rope_causes) produces at ``shape`` and ``s`` (None: it does not
     apply there); the reference itself for cause ''."""
-    from relviz.check.rope_causes import variants
+    from relviz.check.rope_causes import variants  # here, not at the top: rope_causes imports this module
 
     kind = ROPE_KINDS[kind_name]
     rows, width = shape
@@ -403,7 +403,7 @@ def _stored(values: torch.Tensor, storage: torch.dtype | None) -> np.ndarray:
 
 def check(kind_name: str, got: np.ndarray, settings: RopeSettings | None) -> CheckResult:
     if settings is None:
-        from relviz.check.rope_fit import fit
+        from relviz.check.rope_fit import fit  # here, not at the top: rope_fit imports this module
 
         return fit(kind_name, got)
     return compare(kind_name, got, settings)
@@ -430,7 +430,7 @@ def settings_from_args(kind: RopeKind, args: Any, shape: tuple[int, ...] | None)
         text = data.decode("utf-8", errors="replace")
         if layer is None:
             return settings_from_config(text, layout=args.layout, q_offset=args.q_offset)
-        from relviz.check.rope_model import settings_for_model
+        from relviz.check.rope_model import settings_for_model  # rope_model imports this module
 
         try:
             parsed = json.loads(text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from relviz import hf
 from relviz.check.rope import RopeSettings
 from relviz.mechanisms.rotation import Rotation
 from relviz.plan import ModelPlan
@@ -48,7 +49,6 @@ def settings_for_layer(plan: ModelPlan, layer: int, *, stack: str | None = None,
 def settings_for_model(config_or_path: Mapping[str, Any] | str, layer: int = 0, *, stack: str | None = None,
                        q_offset: int = 0) -> RopeSettings:
     """The same from a config.json dict, or a model directory / Hub id (relviz.hf.inspect: never a pickle)."""
-    from relviz import hf
 
     plan = hf.from_config(dict(config_or_path)) if isinstance(config_or_path, Mapping) else hf.inspect(config_or_path)
     return settings_for_layer(plan, layer, stack=stack, q_offset=q_offset)

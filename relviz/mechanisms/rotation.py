@@ -26,7 +26,7 @@ import torch
 from relviz._checks import check_tensor
 from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Wavelengths
-from relviz.rope import ROPE_TYPES, RopeConfig, rope_config_from_hf, rope_parameters
+from relviz.rope import ROPE_TYPES, RopeConfig, rope_config_from_hf, rope_parameters, unscaled
 
 __all__ = ["Rotation", "LAYOUTS"]
 
@@ -193,8 +193,6 @@ class Rotation(Mechanism):
         return out
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        from relviz.rope import unscaled
-
         inv_freq, scaling = rope_parameters(self.rope, length, device="cpu")
         plain = rope_parameters(unscaled(self.rope), device="cpu")[0]
         view = Wavelengths("", "", inv_freq.numpy(), plain.numpy(), length, self.rope.scaled_from,

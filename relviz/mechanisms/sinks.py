@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.view_kinds import LayerView, SinkShare, keys_at, keys_seen
 
 __all__ = ["Sinks"]
@@ -57,8 +58,6 @@ class Sinks(Mechanism):
         return {"heads": self.heads}
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        from relviz.mechanisms.pattern import AttentionPattern
-
         pattern = layer.find(AttentionPattern) if layer is not None else None
         causal = pattern.causal if pattern is not None else True
         window = pattern.window if pattern is not None else None

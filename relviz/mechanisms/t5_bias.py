@@ -18,6 +18,7 @@ from relviz._checks import check_int
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.positions import t5_bias, t5_bucket, t5_config
+from relviz.schemes.t5 import bias_curve
 
 __all__ = ["T5Bias"]
 
@@ -111,8 +112,6 @@ class T5Bias(Mechanism):
         return out
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        from relviz.schemes.t5 import bias_curve
-
         if self.table is None:
             return [Note("T5 bias: the learned table lives in the weights",
                          f"{self.describe()}. A config alone gives the buckets, not the bias values: list a model "
