@@ -139,6 +139,17 @@ def test_the_wheel_holds_every_file_under_relviz(wheel):
     assert tree - names == set(), "files under relviz/ that pip install would leave out"
 
 
+def test_the_wheel_publishes_the_results_schema(wheel):
+    """The results file's JSON Schema is package data: installed relviz validates with it, users read it."""
+    from relviz.experiments.schema import SCHEMA_PATH
+
+    name = str(SCHEMA_PATH.relative_to(ROOT))
+    assert name == "relviz/experiments/results.schema.json"
+    assert json.loads(wheel.read(name)) == json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    metadata = wheel.read(next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    assert "Requires-Dist: jsonschema<5,>=4.26.0" in metadata or "Requires-Dist: jsonschema>=4.26.0,<5" in metadata
+
+
 def test_the_wheel_declares_the_console_script_and_version(wheel):
     info = next(n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt"))
     entry_points = wheel.read(info).decode()
