@@ -177,3 +177,17 @@ def test_a_huge_file_is_refused_before_it_is_parsed(shipped, tmp_path):
     path.write_text(json.dumps(huge))
     with pytest.raises(ValueError, match=r"huge\.json is \d+ bytes; a results file is far below"):
         ex.load_results(path)
+
+
+def test_the_validator_reads_the_published_schema_with_its_references_inlined():
+    """What the validator compiles is the published schema, $refs replaced by their definitions."""
+    published = schema.load_schema()
+    inlined = schema._inline(published, published["$defs"])
+    assert "$ref" not in json.dumps(inlined) and "$defs" not in inlined
+    jsonschema.Draft202012Validator.check_schema(inlined)
+    run = inlined["properties"]["run"]  # a reference with its own description keeps the field's words
+    assert run["description"] == published["properties"]["run"]["description"]
+    assert run["required"] == published["$defs"]["run"]["required"]
+    earlier = inlined["properties"]["earlier_runs"]["items"]  # a reference with other keywords: allOf
+    assert earlier["properties"]["created"]["type"] == "string"
+    assert earlier["allOf"][0]["required"] == published["$defs"]["run"]["required"]

@@ -29,13 +29,14 @@ import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from relviz.experiments.fit import spread
 from relviz.experiments.plan import FORMAT, FORMAT_VERSION, MAX_RESULTS_BYTES, RESULTS_PATH
 from relviz.model import SCHEMES, ModelConfig
+
+if TYPE_CHECKING:  # imported where the validator is built: `import relviz.show` need not load jsonschema
+    import jsonschema
 
 #: The published JSON Schema of the results file.
 SCHEMA_PATH = Path(__file__).with_name("results.schema.json")
@@ -62,12 +63,38 @@ def _integer(checker: Any, value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_ANNOTATIONS = frozenset({"title", "description", "$comment"})
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every local ``$ref`` replaced by its definition (the schema has no recursion).
+
+    The published file keeps its ``$defs`` for readers; the validator gets them inlined, which
+    validates the shipped file about a third faster (jsonschema resolves a ``$ref`` on every use).
+    """
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _inline(value, defs) for key, value in node.items() if key != "$defs"}
+    ref = out.pop("$ref", None)
+    if ref is None:
+        return out
+    target = _inline(defs[ref.removeprefix("#/$defs/")], defs)
+    if set(out) <= _ANNOTATIONS:  # a reference with a description of its own: the field's words win
+        return target | out
+    return out | {"allOf": [target, *out.get("allOf", [])]}
+
+
 @functools.cache
-def _validator() -> Any:
+def _validator() -> jsonschema.protocols.Validator:
     """The schema's validator, built once per process (the schema is read and compiled once)."""
+    import jsonschema
+
+    schema = load_schema()
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine_many({"number": _finite_number, "integer": _integer})
-    return jsonschema.validators.extend(base, type_checker=checker)(load_schema())
+    return jsonschema.validators.extend(base, type_checker=checker)(_inline(schema, schema["$defs"]))
 
 
 def _short(value: Any) -> str:
