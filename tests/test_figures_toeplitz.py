@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 from plotly_data import cell_positions, customdata_field, decode, figure_json, heatmap_values, trace
 from relviz.figures.toeplitz import (
     FIGURE_BUDGET,
-    IMAGE_MIN_CELLS,
     IMAGE_BUDGET,
+    IMAGE_MIN_CELLS,
     OVERVIEW_MAX,
     HoverField,
-    _encode,
     diagonal_col0,
+    encode_fields,
     fit_window,
     needs_window,
     offsets_per_offset,
@@ -196,7 +196,7 @@ def test_encoding_round_trips_every_field_exactly(data, fields, rows, cols):
     hi = data.draw(st.sampled_from([7, 200, 70000]))
     arrays = [np.asarray(data.draw(st.lists(st.integers(lo, hi), min_size=rows * cols, max_size=rows * cols)))
               .reshape(rows, cols) for _ in range(fields)]
-    encoded = _encode([(f"f{n}", a) for n, a in enumerate(arrays)])
+    encoded = encode_fields([(f"f{n}", a) for n, a in enumerate(arrays)])
     for n, a in enumerate(arrays):
         assert np.array_equal(encoded.array[..., encoded.order.index(f"f{n}")].astype(np.int64), a)
 

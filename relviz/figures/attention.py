@@ -19,14 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.dict_figures import (
-    HEAD_COLOURS,
-    HEAD_SCALE,
-    _figure,
-    _hover_data,
-    head_colour,
-    head_colours,
-)
+from relviz.figures.dict_figures import HEAD_COLOURS, HEAD_SCALE, dict_figure, head_colour, head_colours, hover_data
 from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, matrix_heatmap
 from relviz.figures.parameters import (
     bias_curve_figure,
@@ -115,7 +108,7 @@ def prediction_strip(view: RunView, *, train_length: int | None = None, validate
     layout = dict(height=190, margin=dict(l=80, r=10, t=30, b=40), shapes=shapes, annotations=annotations,
                   xaxis=dict(title=dict(text="position i"), showgrid=False, range=[-0.5, length - 0.5]),
                   yaxis=dict(autorange="reversed", showgrid=False), plot_bgcolor="white")
-    return _figure([trace], layout, validate)
+    return dict_figure([trace], layout, validate)
 
 
 # ---------------------------------------------------------------------------------------
@@ -222,7 +215,7 @@ def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None =
                 fields: dict[str, np.ndarray] = {"j − i": _offsets(length)}
                 if structure is not None:
                     fields.update(structure.hover_fields(head))
-                custom, lines = _hover_data(fields, (length, length))
+                custom, lines = hover_data(fields, (length, length))
                 trace["customdata"] = custom
                 trace["meta"] = {"customdata": list(fields), "layer": layer, "head": head}
                 trace["hovertemplate"] = "<br>".join(
@@ -258,7 +251,7 @@ def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None =
         layout["coloraxis"] = dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=top,
                                    colorbar=dict(title=dict(text="weight"), len=min(1.0, 320 / height_px),
                                                  y=1.0, yanchor="top"))
-    return _figure(data, layout, validate)
+    return dict_figure(data, layout, validate)
 
 
 # ---------------------------------------------------------------------------------------
@@ -278,7 +271,7 @@ def structure_heatmap(structure: PositionStructure, *, head: int = 0, height: in
         z = np.where(np.triu(np.ones((length, length), dtype=bool), 1), np.nan, z).astype(np.float32)
     hover = {"j − i": _offsets(length)}
     hover.update({label: v for label, v in structure.hover_fields(head).items() if label != structure.label})
-    custom, lines = _hover_data(hover, (length, length))
+    custom, lines = hover_data(hover, (length, length))
     value_fmt = "" if structure.discrete is not None else ":.4g"
     trace: dict = dict(type="heatmap", z=z, x=np.arange(length), y=np.arange(length), customdata=custom,
                        hoverongaps=False,
@@ -310,7 +303,7 @@ def structure_heatmap(structure: PositionStructure, *, head: int = 0, height: in
                              range=[-0.5, length - 0.5]),
                   yaxis=dict(title=dict(text=QUERY_AXIS), showgrid=False, zeroline=False,
                              range=[length - 0.5, -0.5]))
-    return _figure([trace], layout, validate)
+    return dict_figure([trace], layout, validate)
 
 
 # ---------------------------------------------------------------------------------------
@@ -374,4 +367,4 @@ def offset_profile_figure(profile: OffsetProfile, *, causal: bool, answer_offset
                   title=dict(text="mean attention by offset j − i", x=0, xanchor="left"),
                   legend=dict(orientation="h", y=-70 / plot_px, x=0, xanchor="left", yanchor="top"),
                   hovermode="closest")
-    return _figure(data, layout, validate)
+    return dict_figure(data, layout, validate)

@@ -38,11 +38,11 @@ def head_colours(heads: int) -> list[str]:
     return sample_colorscale(HEAD_SCALE, [h / (heads - 1) for h in range(heads)])
 
 
-def _figure(data: list[dict], layout: dict, validate: bool) -> go.Figure:
+def dict_figure(data: list[dict], layout: dict, validate: bool) -> go.Figure:
     return go.Figure({"data": data, "layout": whole_number_ticks(data, readable_layout(layout))}, _validate=validate)
 
 
-def _hover_data(fields: Mapping[str, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray | None, list[str]]:
+def hover_data(fields: Mapping[str, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray | None, list[str]]:
     """customdata (smallest exact type) and the hover lines for ``fields``."""
     if not fields:
         return None, []

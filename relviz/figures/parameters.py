@@ -11,7 +11,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.dict_figures import HEAD_COLOURS, HEAD_SCALE, _figure, _hover_data, head_colours
+from relviz.figures.dict_figures import HEAD_COLOURS, HEAD_SCALE, dict_figure, head_colours, hover_data
 from relviz.figures.heatmap import legend_below_axis
 from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms, View
 
@@ -29,7 +29,7 @@ def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, vali
     """A bias per head against j − i: steps with dotted edges (buckets) or smooth lines, an
     optional shaded band, and grey where the offsets were never seen in training."""
     data = []
-    custom, lines = _hover_data(curve.hover, (len(curve.offsets),))
+    custom, lines = hover_data(curve.hover, (len(curve.offsets),))
     heads = curve.bias.shape[0]
     colours, legend = head_colours(heads), heads <= len(HEAD_COLOURS)
     for head in range(heads):
@@ -73,7 +73,7 @@ def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, vali
                   yaxis=dict(title=dict(text="bias added to the logit")))
     if legend:  # below the axis title: the long title fills the top
         legend_below_axis(layout, rows=math.ceil(heads / 4))
-    return _figure(data, layout, validate)
+    return dict_figure(data, layout, validate)
 
 
 def vector_norms_figure(tables: VectorNorms, *, train_length: int | None = None,
@@ -109,7 +109,7 @@ def vector_norms_figure(tables: VectorNorms, *, train_length: int | None = None,
                   xaxis=dict(title=dict(text="offset j − i the vector stands for")),
                   yaxis=dict(title=dict(text="vector norm"), rangemode="tozero"),
                   legend=dict(orientation="h", y=-0.25, x=0))
-    return _figure(data, layout, validate)
+    return dict_figure(data, layout, validate)
 
 
 def cosine_heatmap(cosine: np.ndarray, labels: np.ndarray, *, title: str, axis: str, height: int = 380,
@@ -122,7 +122,7 @@ def cosine_heatmap(cosine: np.ndarray, labels: np.ndarray, *, title: str, axis: 
     layout = dict(height=height, margin=dict(l=60, r=10, t=40, b=50), title=dict(text=title, x=0, xanchor="left"),
                   xaxis=dict(title=dict(text=axis), constrain="domain"),
                   yaxis=dict(title=dict(text=axis), autorange="reversed", scaleanchor="x", constrain="domain"))
-    return _figure([trace], layout, validate)
+    return dict_figure([trace], layout, validate)
 
 
 def similarity_figure(matrix: SimilarityMatrix, *, validate: bool = True) -> go.Figure:

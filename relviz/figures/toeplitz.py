@@ -36,27 +36,22 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, matrix_heatmap
-from relviz.figures.toeplitz_canvas import (
-    ToeplitzImage,
-    ToeplitzOverviewImage,
-    toeplitz_image,
-    toeplitz_overview_image,
-)
+from relviz.figures.toeplitz_canvas import ToeplitzImage, ToeplitzOverviewImage, toeplitz_image, toeplitz_overview_image
 from relviz.figures.toeplitz_colours import (
-    _band_colours,
-    _continuous_range,
-    _levels,
-    _palette_256,
-    _png,
+    band_colours,
+    continuous_range,
     decode_image_indices,
+    levels_256,
+    palette_256,
+    palette_png,
 )
-from relviz.figures.toeplitz_payload import _encode, _exact_dtypes, _unshifted_z
+from relviz.figures.toeplitz_payload import encode_fields, exact_dtypes, unshifted_z
 from relviz.figures.toeplitz_window import (
     OFFSET_LABEL,
     OVERVIEW_MAX,
     HoverField,
     Window,
-    _checked,
+    checked_per_offset,
     diagonal_col0,
     fit_window,
     full_window,
@@ -117,7 +112,7 @@ def toeplitz_heatmap(
     itself. Hover on every cell: i, j, j − i, the value, then ``hover`` fields in order
     (``value_last=True``: the value after them).
     """
-    per_offset, window = _checked(per_offset, q_len, k_len, window)
+    per_offset, window = checked_per_offset(per_offset, q_len, k_len, window)
 
     def cells(vector: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(toeplitz_window(np.asarray(vector), q_len, k_len, row0=window.row0,
@@ -137,7 +132,7 @@ def toeplitz_heatmap(
     trace = figure.data[0]
     integer_values = np.issubdtype(values.dtype, np.integer)
     # An image holds colours: the value itself travels in the hover data.
-    value_in_z = False if image else _unshifted_z(trace, values, discrete_range)
+    value_in_z = False if image else unshifted_z(trace, values, discrete_range)
     offsets = offsets_per_offset(q_len, k_len, q_offset)
     # The relative matrix itself (value_label "j − i"): its values are the offsets, sent once.
     value_is_offset = value_label == OFFSET_LABEL and np.array_equal(per_offset, offsets)
@@ -155,11 +150,11 @@ def toeplitz_heatmap(
         optional = [f for f in kept if not f.required]
         # base64 takes at least 4/3 characters per byte: a set of fields whose smallest exact dtype
         # already overflows the budget is left without encoding it (a slider move pays for each encoding).
-        smallest = min(_exact_dtypes([np.asarray(f.per_offset) for f in kept]), key=lambda t: t.itemsize) \
+        smallest = min(exact_dtypes([np.asarray(f.per_offset) for f in kept]), key=lambda t: t.itemsize) \
             if kept else None
         too_big = smallest is not None and base_chars + window.cells * len(kept) * smallest.itemsize * 4 // 3 > budget
         if not (too_big and optional):
-            encoded = _encode([(f.label, cells(f.per_offset)) for f in kept])
+            encoded = encode_fields([(f.label, cells(f.per_offset)) for f in kept])
             if base_chars + encoded.chars + 400 <= budget or not optional:
                 break
         last = optional[-1]
@@ -199,7 +194,7 @@ def toeplitz_view(per_offset: np.ndarray, q_len: int, k_len: int, **options) -> 
     colours fit 256 levels (drawn in the browser from its per-offset slices), else the plotly heatmap.
 
     Takes :func:`toeplitz_heatmap`'s arguments; only one of the two is built."""
-    _, window = _checked(per_offset, q_len, k_len, options.get("window"))
+    _, window = checked_per_offset(per_offset, q_len, k_len, options.get("window"))
     if window.cells >= IMAGE_MIN_CELLS:
         image = toeplitz_image(per_offset, q_len, k_len, **{k: v for k, v in options.items() if k != "budget"})
         if image is not None:
@@ -224,17 +219,17 @@ def _image_figure(heatmap: go.Figure, values: np.ndarray, discrete_range: tuple[
         count = hi - lo + 1
         if count > 256:
             return None
-        palette = _band_colours(heat.colorscale, count)
+        palette = band_colours(heat.colorscale, count)
         indices = (values.astype(np.int64) - lo).astype(np.uint8)
         bar = dict(z=[[0]], zmin=heat.zmin, zmax=heat.zmax)
         meta = {"image": {"kind": "discrete", "lo": int(lo)}}
     else:
-        zmin, zmax = _continuous_range(values, zmid)
-        palette = _palette_256(heat.colorscale)
-        indices = _levels(values, zmin, zmax)
+        zmin, zmax = continuous_range(values, zmid)
+        palette = palette_256(heat.colorscale)
+        indices = levels_256(values, zmin, zmax)
         bar = dict(z=[[zmin]], zmin=zmin, zmax=zmax)
         meta = {"image": {"kind": "continuous", "zmin": zmin, "zmax": zmax, "levels": 256}}
-    image = go.Image(source=_png(indices, palette), x0=x0, dx=1, y0=y0, dy=1, meta=meta)
+    image = go.Image(source=palette_png(indices, palette), x0=x0, dx=1, y0=y0, dy=1, meta=meta)
     colour_bar = go.Heatmap(x=[x0], y=[y0], colorscale=heat.colorscale, colorbar=heat.colorbar, opacity=0,
                             hoverinfo="skip", showscale=True, **bar)
     figure = go.Figure(data=[image, colour_bar], layout=heatmap.layout)
@@ -303,7 +298,7 @@ def toeplitz_overview(
     integer = np.issubdtype(per_offset.dtype, np.integer)
     vmin = pooled.vmin.astype(np.int64) if integer else pooled.vmin
     vmax = pooled.vmax.astype(np.int64) if integer else pooled.vmax
-    encoded = _encode([("d_lo", d_lo), ("d_hi", d_hi), ("min", vmin), ("max", vmax)])
+    encoded = encode_fields([("d_lo", d_lo), ("d_hi", d_hi), ("min", vmin), ("max", vmax)])
     at = {label: k for k, label in enumerate(encoded.order) if label}
     fmt = "" if integer else ":.4g"
     trace.customdata = encoded.array

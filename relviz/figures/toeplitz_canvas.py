@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, READABLE_FONT, READABLE_TITLE
-from relviz.figures.toeplitz_colours import _continuous_range, _hex_palette, _image_colours, _palette_256
-from relviz.figures.toeplitz_window import OFFSET_LABEL, OVERVIEW_MAX, HoverField, Window, _checked
+from relviz.figures.toeplitz_colours import continuous_range, hex_palette, image_colours, palette_256
+from relviz.figures.toeplitz_window import OFFSET_LABEL, OVERVIEW_MAX, HoverField, Window, checked_per_offset
 from relviz.views import PooledView, display_block, toeplitz_pooled, toeplitz_window
 
 
@@ -64,7 +64,7 @@ class ToeplitzImage:
         return {
             "kind": "window", "row0": w.row0, "col0": w.col0, "rows": w.rows, "cols": w.cols,
             "q_offset": self.q_offset, "pixels": self.pixels.astype(np.int64).tolist(),
-            "palette": _hex_palette(self.palette), "colour": self.colour,
+            "palette": hex_palette(self.palette), "colour": self.colour,
             "fields": [{"label": label, "format": fmt, "values": _json_numbers(values)}
                        for label, fmt, values in self.fields],
             "lines": list(self.lines), "value_label": self.value_label, "title": self.title,
@@ -91,13 +91,13 @@ def toeplitz_image(
 ) -> ToeplitzImage | None:
     """The window as a :class:`ToeplitzImage` (same arguments and hover as :func:`toeplitz_heatmap`);
     None when its colours do not fit 256 levels exactly (then draw it with toeplitz_heatmap)."""
-    per_offset, window = _checked(per_offset, q_len, k_len, window)
+    per_offset, window = checked_per_offset(per_offset, q_len, k_len, window)
     toeplitz_window(per_offset, q_len, k_len, row0=window.row0, col0=window.col0, rows=window.rows,
                     cols=window.cols)  # checks the window lies inside the matrix
     first = window.col0 - (window.row0 + window.rows - 1) + q_len - 1  # offset index of the bottom-left cell
     part = slice(first, first + window.rows + window.cols - 1)
     strip = np.ascontiguousarray(per_offset[part])
-    colours = _image_colours(strip, discrete_range, colorscale, zmid)
+    colours = image_colours(strip, discrete_range, colorscale, zmid)
     if colours is None:
         return None
     pixels, palette, colour = colours
@@ -167,7 +167,7 @@ class ToeplitzOverviewImage:
             "pooled": {"mean": _class_numbers(p.class_mean, False), "min": _class_numbers(p.class_min, self.integer),
                        "max": _class_numbers(p.class_max, self.integer)},
             "window": None if w is None else {"row0": w.row0, "col0": w.col0, "rows": w.rows, "cols": w.cols},
-            "palette": _hex_palette(self.palette),
+            "palette": hex_palette(self.palette),
             "colour": {"kind": "continuous", "zmin": self.zmin, "zmax": self.zmax,
                        "title": f"{self.value_label} (block mean)"},
             "format": "d" if self.integer else ".4g", "value_label": self.value_label, "title": self.title,
@@ -195,11 +195,11 @@ def toeplitz_overview_image(
     """:func:`toeplitz_overview` (same arguments, same picture and hover) for the browser to draw:
     12 · (rows + cols − 1) numbers at most (~3,000 at 128 blocks a side), whatever the length, the same for
     every window position but the rectangle's four."""
-    per_offset, _ = _checked(per_offset, q_len, k_len, None)
+    per_offset, _ = checked_per_offset(per_offset, q_len, k_len, None)
     block = display_block(q_len, k_len, max_cells)
     pooled = toeplitz_pooled(per_offset, q_len, k_len, block)
     # block means lie within the values' range
-    zmin, zmax = (float(v) for v in value_range) if value_range is not None else _continuous_range(per_offset, zmid)
-    palette = _palette_256(colorscale)
+    zmin, zmax = (float(v) for v in value_range) if value_range is not None else continuous_range(per_offset, zmid)
+    palette = palette_256(colorscale)
     return ToeplitzOverviewImage(pooled, bool(np.issubdtype(per_offset.dtype, np.integer)), q_len, k_len, q_offset,
                                  window, tuple(palette), zmin, zmax, value_label, title, height)

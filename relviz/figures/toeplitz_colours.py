@@ -17,12 +17,12 @@ import plotly.colors
 from relviz.figures.heatmap import DISCRETE_PALETTE, _tick_step, discrete_colorscale
 
 
-def _hex_palette(colours: Sequence[tuple[int, int, int]]) -> str:
+def hex_palette(colours: Sequence[tuple[int, int, int]]) -> str:
     """Colours as one string of 6-digit hex triples (the compact form the canvas component reads)."""
     return "".join(f"{r:02x}{g:02x}{b:02x}" for r, g, b in colours)
 
 
-def _continuous_range(values: np.ndarray, zmid: float | None) -> tuple[float, float]:
+def continuous_range(values: np.ndarray, zmid: float | None) -> tuple[float, float]:
     """The colour range of continuous values: their min and max, made symmetric about ``zmid`` if given."""
     zmin, zmax = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
     if zmid is not None:
@@ -31,7 +31,7 @@ def _continuous_range(values: np.ndarray, zmid: float | None) -> tuple[float, fl
     return zmin, zmax
 
 
-def _palette_256(colorscale: str | Sequence) -> list[tuple[int, int, int]]:
+def palette_256(colorscale: str | Sequence) -> list[tuple[int, int, int]]:
     """256 colours sampled evenly along a plotly colour scale (a name or [[fraction, colour], ...])."""
     key = colorscale if isinstance(colorscale, str) else tuple((float(f), str(c)) for f, c in colorscale)
     return list(_sampled_palette(key))
@@ -39,25 +39,25 @@ def _palette_256(colorscale: str | Sequence) -> list[tuple[int, int, int]]:
 
 @functools.lru_cache(maxsize=32)
 def _sampled_palette(colorscale: str | tuple) -> tuple[tuple[int, int, int], ...]:
-    """:func:`_palette_256`, cached: plotly's sampling takes ~10-40 ms, a slider move pays it otherwise."""
+    """:func:`palette_256`, cached: plotly's sampling takes ~10-40 ms, a slider move pays it otherwise."""
     scale = plotly.colors.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale
     return tuple(_rgb(c) for c in plotly.colors.sample_colorscale([list(p) for p in scale],
                                                                   list(np.linspace(0.0, 1.0, 256))))
 
 
-def _band_colours(scale: Sequence, count: int) -> list[tuple[int, int, int]]:
+def band_colours(scale: Sequence, count: int) -> list[tuple[int, int, int]]:
     """The solid colour of each band of a discrete_colorscale of ``count`` values (the PNG's palette)."""
     return [_rgb(scale[2 * v][1]) for v in range(count)] if count > 1 else [_rgb(scale[0][1])]
 
 
-def _levels(values: np.ndarray, zmin: float, zmax: float) -> np.ndarray:
+def levels_256(values: np.ndarray, zmin: float, zmax: float) -> np.ndarray:
     """Continuous values as 256 colour levels over [zmin, zmax]: round((value − zmin) / (zmax − zmin) · 255)."""
     span = zmax - zmin
     levels = np.rint((values.astype(np.float64) - zmin) / span * 255) if span > 0 else np.zeros(values.shape)
     return np.clip(levels, 0, 255).astype(np.uint8)
 
 
-def _image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, colorscale: str | list,
+def image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, colorscale: str | list,
                    zmid: float | None) -> tuple[np.ndarray, list[tuple[int, int, int]], dict] | None:
     """(colour index per offset, palette, colour-bar description), as :func:`_image_figure` colours a
     window; None when a discrete range needs more than 256 colours."""
@@ -67,14 +67,14 @@ def _image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, co
         if count > 256:
             return None
         palette_name = colorscale if isinstance(colorscale, str) else DISCRETE_PALETTE
-        palette = _band_colours(discrete_colorscale(count, palette_name), count)
+        palette = band_colours(discrete_colorscale(count, palette_name), count)
         step = _tick_step(count - 1)
         ticks = [v for v in range(lo, hi + 1) if v % step == 0]  # round numbers of the true values
         colour = {"kind": "discrete", "lo": int(lo), "hi": int(hi), "tickvals": ticks,
                   "ticktext": [str(v).replace("-", "−") for v in ticks]}
         return (strip.astype(np.int64) - lo).astype(np.uint8), palette, colour
-    zmin, zmax = _continuous_range(strip, zmid)
-    return _levels(strip, zmin, zmax), _palette_256(colorscale), {"kind": "continuous", "zmin": zmin, "zmax": zmax}
+    zmin, zmax = continuous_range(strip, zmid)
+    return levels_256(strip, zmin, zmax), palette_256(colorscale), {"kind": "continuous", "zmin": zmin, "zmax": zmax}
 
 
 def _rgb(colour: str) -> tuple[int, int, int]:
@@ -84,7 +84,7 @@ def _rgb(colour: str) -> tuple[int, int, int]:
     return tuple(int(round(float(c))) for c in plotly.colors.unlabel_rgb(colour))
 
 
-def _png(indices: np.ndarray, palette: list[tuple[int, int, int]]) -> str:
+def palette_png(indices: np.ndarray, palette: list[tuple[int, int, int]]) -> str:
     """A palette PNG (one byte per cell, lossless) as a data URI."""
     from PIL import Image
 

@@ -21,7 +21,7 @@ def _b64_json_chars(array: np.ndarray) -> int:
     return len(data) + 5 * data.count(b"/")
 
 
-def _exact_dtypes(values: list[np.ndarray]) -> list[np.dtype]:
+def exact_dtypes(values: list[np.ndarray]) -> list[np.dtype]:
     """The dtypes plotly decodes that hold every value exactly (integers up to 16 bits, float32)."""
     if not all(np.issubdtype(v.dtype, np.integer) for v in values):
         return [np.dtype(np.float32)]
@@ -33,27 +33,27 @@ def _exact_dtypes(values: list[np.ndarray]) -> list[np.dtype]:
 
 
 @dataclass(frozen=True)
-class _Encoded:
+class Encoded:
     array: np.ndarray | None
     order: tuple[str, ...]  # labels in storage order (a zero pad is not listed)
     chars: int
 
 
-def _encode(cells: list[tuple[str, np.ndarray]]) -> _Encoded:
+def encode_fields(cells: list[tuple[str, np.ndarray]]) -> Encoded:
     """The customdata array of minimum JSON size: dtype, field order and an optional zero pad.
 
     A zero pad makes a cell's record 6 bytes for two int16 fields, which puts the high byte of
     the first field where base64 rarely turns it into an escaped "/".
     """
     if not cells:
-        return _Encoded(None, (), 0)
+        return Encoded(None, (), 0)
     labels = [label for label, _ in cells]
     values = [v for _, v in cells]
     shape = values[0].shape
     rows = shape[0]
     sample = slice(None, None, max(1, rows // 32))  # cost ranking on every ~32nd row
     best: tuple[int, np.dtype, tuple[int, ...]] | None = None
-    for dtype in _exact_dtypes(values):
+    for dtype in exact_dtypes(values):
         pads = (0, 1) if dtype.itemsize == 2 and len(cells) == 2 else (0,)
         for pad in pads:
             for perm in itertools.permutations(range(len(cells) + pad)):
@@ -66,10 +66,10 @@ def _encode(cells: list[tuple[str, np.ndarray]]) -> _Encoded:
     array = np.stack([values[p] if p < len(cells) else np.zeros(shape, dtype=values[0].dtype) for p in perm],
                      axis=-1).astype(dtype)
     order = tuple(labels[p] if p < len(cells) else "" for p in perm)
-    return _Encoded(array, order, _b64_json_chars(array) + 40)
+    return Encoded(array, order, _b64_json_chars(array) + 40)
 
 
-def _unshifted_z(trace: go.Heatmap, values: np.ndarray, discrete_range: tuple[int, int] | None) -> bool:
+def unshifted_z(trace: go.Heatmap, values: np.ndarray, discrete_range: tuple[int, int] | None) -> bool:
     """Make %{z} show the true value when that costs no payload; True if it does.
 
     matrix_heatmap sends discrete values shifted to start at 0. When the values fit one

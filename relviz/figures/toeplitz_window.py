@@ -70,7 +70,7 @@ def offsets_per_offset(q_len: int, k_len: int, q_offset: int = 0) -> np.ndarray:
     return np.arange(-(q_len - 1), k_len, dtype=np.int64) - q_offset
 
 
-def _checked(per_offset: np.ndarray, q_len: int, k_len: int, window: Window | None) -> tuple[np.ndarray, Window]:
+def checked_per_offset(per_offset: np.ndarray, q_len: int, k_len: int, window: Window | None) -> tuple[np.ndarray, Window]:
     """The per-offset vector as an array and the window to show (default: the whole matrix if it fits the
     display, else the first DISPLAY_MAX × DISPLAY_MAX cells); ValueError for a wrong length or window."""
     per_offset = np.asarray(per_offset)
