@@ -30,6 +30,7 @@ from relviz.inspection import (
     resize_text,
     run_view,
 )
+from relviz.scheme_texts import parameter_caption, structure_text, texts_for
 from relviz.schemes import REGISTRY, get_scheme
 from relviz.tasks import DIGITS, TASKS
 from relviz.training import load_checkpoint, scan_checkpoints
@@ -136,7 +137,8 @@ def profile_and_findings(key: str, text: str, _model, _task):
 def parameter_figures(key: str, length: int, train_length: int, layer: int, _model):
     """The scheme's learned position parameters: [(figure, caption), ...]."""
     views = parameter_views(_model, length=length, train_length=train_length, layer=layer)
-    return parameter_panels(views, train_length=train_length, validate=False)
+    figures = parameter_panels(views, train_length=train_length, validate=False)
+    return [(figure, parameter_caption(_model.config.scheme, view)) for figure, view in zip(figures, views)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -265,16 +267,16 @@ if active is not None:
         with right:
             if current_structure is not None:
                 ui.show_figure(structure_figure(active.key, view.length, head, active.model), key=f"{P}_fig_struct")
-                st.caption(current_structure.explanation
+                st.caption(structure_text(current_structure)
                            + (" Blank: future keys, masked." if current_structure.masked_future else ""))
             else:
-                st.info(get_scheme(active.scheme).no_structure, icon=":material/info:")
+                st.info(texts_for(active.scheme).no_structure, icon=":material/info:")
     elif structure_error is None and current_structure is not None:
         st.subheader("The scheme's position structure")
         left, right = st.columns(2)
         with left:
             ui.show_figure(structure_figure(active.key, struct_length, head, active.model), key=f"{P}_fig_struct")
-        right.caption(f"At length {struct_length} (the length slider). " + current_structure.explanation)
+        right.caption(f"At length {struct_length} (the length slider). " + structure_text(current_structure))
 
     if view is not None:
         st.subheader("Prediction against target")
@@ -363,7 +365,7 @@ if active is not None:
     length_for_params = view.length if view is not None else active.train_length
     figures = parameter_figures(active.key, length_for_params, active.train_length, layer, active.model)
     if not figures:
-        st.info(get_scheme(active.scheme).no_parameters, icon=":material/info:")
+        st.info(texts_for(active.scheme).no_parameters, icon=":material/info:")
     else:
         if len(figures) == 1:
             (fig, caption), = figures

@@ -289,7 +289,7 @@ def learned_similarity(positions: ModelPositions, n: int):
     table = positions.position_embeddings()
     n = check_int("n", n, minimum=3, maximum=table.shape[0])
     _, cosine = norms_and_cosine([table[:n]])                                   # [1, n, n]
-    return SimilarityMatrix("learned absolute: cosine between position vectors p_i, p_j", "", "position",
+    return SimilarityMatrix("learned absolute: cosine between position vectors p_i, p_j", "position",
                             torch.arange(n).numpy(), cosine[0].astype("float32"))
 
 

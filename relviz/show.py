@@ -469,8 +469,7 @@ def learned_parameters(checkpoint: str = "t5-shift", *, length: int | None = Non
     train_length = loaded.info.train_length
 
     views = parameter_views(loaded.model, length=length or train_length, train_length=train_length, layer=layer - 1)
-    panels = attention_figures.parameter_panels(views, train_length=train_length)
-    return [figure for figure, _caption in panels]
+    return attention_figures.parameter_panels(views, train_length=train_length)
 
 
 def _check_count(name: str, value: object, count: int) -> None:

@@ -85,7 +85,7 @@ def test_grid_token_labels_and_shared_scale():
 def test_t5_exact_band_label_sits_above_the_plot():
     """Inside the plot the label ran across the curves; above it, no curve can reach it."""
     model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
-    figures = [spec(f) for f, _ in parameter_panels(parameter_views(model, length=64, train_length=32), train_length=32)]
+    figures = [spec(f) for f in parameter_panels(parameter_views(model, length=64, train_length=32), train_length=32)]
     labels = [a for f in figures for a in f["layout"].get("annotations", []) if a.get("text", "").startswith("exact:")]
     assert labels and all(a["yref"] == "paper" and a["y"] == 1 and a["yanchor"] == "bottom" for a in labels)
 
@@ -107,12 +107,16 @@ def test_prediction_strip_marks_errors_and_the_training_length():
     ("sinusoidal", 0, ""),
 ])
 def test_parameter_panels_per_scheme(scheme, count, phrase):
+    """Each scheme's panels, and the captions the Live attention page puts under them."""
+    from relviz.scheme_texts import parameter_caption
+
     model = build_model(ModelConfig(scheme=scheme), seed=0).eval()
-    panels = parameter_panels(parameter_views(model, length=40, train_length=32, layer=1), train_length=32)
+    views = parameter_views(model, length=40, train_length=32, layer=1)
+    panels = parameter_panels(views, train_length=32)
     assert len(panels) == count
     if panels:
-        assert phrase in " ".join(caption for _, caption in panels)
-        for figure, _ in panels:
+        assert phrase in " ".join(parameter_caption(scheme, view) for view in views)
+        for figure in panels:
             assert spec(figure)["data"]
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from relviz.scheme_texts import parameter_caption
 from relviz.attention import skew_attention
 from relviz.absolute import sinusoidal_encoding
 from relviz.inspection import (
@@ -24,6 +25,7 @@ from relviz.model import SCHEMES, ModelConfig, build_model
 from relviz.schemes.skew import skew_rows
 from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms, most_distinct, relative_share
 from relviz.positions import alibi_bias, alibi_slopes, shaw_clip_index, t5_bucket, t5_bucket_map
+from relviz.t5_notes import curve_caption
 from relviz.tasks import make_task
 from relviz.training import load_checkpoint
 
@@ -208,12 +210,13 @@ def test_t5_bias_curve_follows_the_buckets_and_marks_the_edges():
     assert np.array_equal(curve.hover["bucket"], buckets)
     table = m.position.bias.detach().numpy()
     assert np.allclose(curve.bias, table[buckets].T)
-    assert "begins at distance 113" in curve.caption  # unidirectional 32/128: the last bucket starts at 113
+    assert curve.facts["last_bucket_start"] == 113  # unidirectional 32/128: the last bucket starts at 113
+    assert "begins at distance 113" in curve_caption(32, 128, False)
     changes = {int(e + 0.5) for e in curve.edges}
     assert all(buckets[list(curve.offsets).index(c)] != buckets[list(curve.offsets).index(c - 1)] for c in changes)
     assert len(changes) == len(set(buckets)) - 1
     bi = model("t5", causal=False).position.bias_curve(140)
-    assert "begins at distance 91" in bi.caption and bi.offsets[-1] == 140
+    assert bi.facts["last_bucket_start"] == 91 and bi.offsets[-1] == 140
 
 
 def test_vector_table_views_shaw_and_skew():
@@ -297,7 +300,8 @@ def test_most_distinct_offset_and_relative_share():
         m.position.rel_k[0].copy_(table + 0.01 * torch.randn(7, 16))
     norms, cosine = parameter_views(m, length=10, train_length=8, layer=0)
     assert most_distinct(cosine.cosine, cosine.labels, norms.used) == -2
-    assert "j − i = -2" in cosine.caption
+    assert cosine.facts["most_distinct"] == -2
+    assert "j − i = -2" in parameter_caption("shaw", cosine)
     learned = model("learned", max_len=12)
     with torch.no_grad():  # a table whose similarity depends on j − i only: rotating 2-d vectors
         angles = torch.arange(12.0)[:, None] * torch.tensor([0.3, 1.1])

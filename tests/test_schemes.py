@@ -94,13 +94,19 @@ class Throwaway(Scheme):
         with torch.no_grad():
             values = detached(self._bias(length))
         return PositionStructure(self.name, "THROWAWAY STRUCTURE", "throwaway bias", values, None,
-                                 "a throwaway explanation", self.config.causal, True)
+                                 self.config.causal, True, facts={"width": self.config.throwaway_width})
 
     def parameter_views(self, *, length, train_length, layer):
         offsets = np.arange(-(length - 1), 1)
         with torch.no_grad():
             bias = detached(self.slope.sum(-1))[:, None] * np.abs(offsets)[None, :]
-        return [BiasCurve("THROWAWAY CURVE", "THROWAWAY CAPTION", offsets, bias.astype(np.float32), learned=True)]
+        return [BiasCurve("THROWAWAY CURVE", "", offsets, bias.astype(np.float32), learned=True)]
+'''
+
+#: The scheme's words on the Live attention page, added to the page's table (the one other edit).
+THROWAWAY_TEXTS = '''
+TEXTS["throwaway"] = SchemeTexts(structure=lambda s: f"a throwaway explanation of width {s.facts['width']}",
+                                 caption=lambda view: "THROWAWAY CAPTION")
 '''
 
 PROBE = '''
@@ -184,13 +190,16 @@ os._exit(0)  # skip the interpreter's teardown of torch and streamlit (seconds o
 
 
 def test_a_new_scheme_is_one_new_file(tmp_path):
-    """Copy the package, add one file, touch nothing else: the scheme is everywhere."""
+    """Copy the package, add one file and its page words (relviz/scheme_texts.py), touch nothing else:
+    the scheme is everywhere."""
     copy = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(REPO / "relviz", copy / "relviz", ignore=ignore)
     shutil.copytree(REPO / "pages", copy / "pages", ignore=ignore)
     shutil.copy(REPO / "app.py", copy / "app.py")
     (copy / "relviz" / "schemes" / "throwaway.py").write_text(textwrap.dedent(THROWAWAY), encoding="utf-8")
+    texts = copy / "relviz" / "scheme_texts.py"
+    texts.write_text(texts.read_text(encoding="utf-8") + THROWAWAY_TEXTS, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(copy))
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=copy, env=env, capture_output=True, text=True,
                           timeout=600)
@@ -218,6 +227,7 @@ def test_a_new_scheme_is_one_new_file(tmp_path):
     assert any("THROWAWAY STRUCTURE" in title for title in out["charts"]), out["charts"]
     assert any("THROWAWAY CURVE" in title for title in out["charts"]), out["charts"]
     assert "THROWAWAY CAPTION" in out["markdown"] and "a throwaway test scheme" in out["markdown"]
+    assert "a throwaway explanation of width 4" in out["markdown"]
     # lecture mode: a tour step with the scheme's parameter validates and survives its link
     assert out["tour_params"] == {"at_ck": "throwaway-shift", "at_tsch": "throwaway", "at_t_throwaway_width": "4"}
     # and a value outside the slider's range is dropped by the page with a notice naming it

@@ -149,12 +149,12 @@ def test_training_coverage_of_buckets():
 
 
 def test_live_attention_t5_caption_says_unseen_buckets_were_shaped_by_nothing():
-    from relviz.figures.attention import parameter_panels
+    from relviz.scheme_texts import parameter_caption
     from relviz.inspection import parameter_views
     from relviz.model import ModelConfig, build_model
 
     model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
-    views = parameter_views(model, length=200, train_length=32)
-    (_, caption), = parameter_panels(views, train_length=32)
+    view, = parameter_views(model, length=200, train_length=32)
+    caption = parameter_caption("t5", view)
     assert "shaped only by the shorter offsets" not in caption
     assert "shaped by nothing" in caption

@@ -2,7 +2,8 @@
 the norms of learned vectors, a similarity matrix), never by scheme name.
 
 ``view_figure`` is the one dispatch: a scheme returns its views (relviz.schemes.views) and the page
-draws each with its caption (``parameter_panels``). A new kind of view adds its figure here.
+draws each (``parameter_panels``), with the caption relviz/scheme_texts.py gives it. A new kind of view
+adds its figure here.
 """
 from __future__ import annotations
 
@@ -139,7 +140,7 @@ def similarity_figure(matrix: SimilarityMatrix, *, validate: bool = True) -> go.
 
 
 # ---------------------------------------------------------------------------------------
-# Every position-parameter picture of a model, with its caption
+# Every position-parameter picture of a model (its caption is the page's: relviz/scheme_texts.py)
 
 
 def view_figure(view: View, *, train_length: int | None = None, validate: bool = True) -> go.Figure:
@@ -153,6 +154,6 @@ def view_figure(view: View, *, train_length: int | None = None, validate: bool =
     raise ValueError(f"no figure for a parameter view of kind {type(view).__name__}")
 
 
-def parameter_panels(views: list[View], *, train_length: int, validate: bool = True) -> list[tuple[go.Figure, str]]:
-    """(figure, caption) of each of a scheme's parameter views (the caption is the view's own)."""
-    return [(view_figure(view, train_length=train_length, validate=validate), view.caption) for view in views]
+def parameter_panels(views: list[View], *, train_length: int, validate: bool = True) -> list[go.Figure]:
+    """The figure of each of a scheme's parameter views."""
+    return [view_figure(view, train_length=train_length, validate=validate) for view in views]

@@ -9,7 +9,7 @@ the side bias towards the per-block summary tokens.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -19,6 +19,7 @@ from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.positions import t5_bias, t5_bucket, t5_config
 from relviz.schemes.t5 import bias_curve
+from relviz.t5_notes import curve_caption
 
 __all__ = ["T5Bias"]
 
@@ -119,7 +120,7 @@ class T5Bias(Mechanism):
         extent = min(length - 1, max(2 * self.max_distance, 64))
         curve = bias_curve(self.table.float().numpy(), num_buckets=self.num_buckets, max_distance=self.max_distance,
                            bidirectional=self.bidirectional, extent=extent)
-        return [curve]
+        return [replace(curve, caption=curve_caption(self.num_buckets, self.max_distance, self.bidirectional))]
 
 
 def _read_tables(ctx: LayerContext, layer: int, num_buckets: int,

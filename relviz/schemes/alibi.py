@@ -36,11 +36,8 @@ class Alibi(Scheme):
 
     def structure(self, length: int) -> PositionStructure:
         bias = alibi_bias(length, num_heads=self.config.n_heads, device="cpu").numpy()   # [H, L, L]
-        return PositionStructure(
-            self.name, "ALiBi bias −slope · |j − i|", "ALiBi bias", bias, None,
-            "A fixed penalty, nothing learned: each head subtracts slope · distance from its logits (slopes "
-            + ", ".join(f"{s:.4g}" for s in self.slopes().tolist())
-            + "). Far keys fade smoothly; no offset can be singled out.", self.config.causal, True)
+        return PositionStructure(self.name, "ALiBi bias −slope · |j − i|", "ALiBi bias", bias, None,
+                                 self.config.causal, True, facts={"slopes": tuple(self.slopes().tolist())})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         return [bias_lines(self.slopes(), self.offsets_shown(length))]
@@ -51,10 +48,5 @@ def bias_lines(slopes: np.ndarray, offsets: np.ndarray) -> BiasCurve:
     slopes = np.asarray(slopes, dtype=np.float64)
     bias = (-slopes[:, None] * np.abs(offsets)[None, :]).astype(np.float32)             # [H, n]
     return BiasCurve(
-        "ALiBi: bias −slope · |j − i| per head (fixed, not learned)",
-        "**ALiBi's slopes are fixed**, a geometric sequence set by the number of heads: nothing about "
-        "position is learned. Each head subtracts a straight line from its logits; a steep head looks only "
-        "at the last few tokens, a flat one far back. It cannot prefer offset −s over −s + 1, so a shift "
-        "task must be solved from the content: compare its accuracy.",
-        np.asarray(offsets), bias, learned=False,
+        "ALiBi: bias −slope · |j − i| per head (fixed, not learned)", "", np.asarray(offsets), bias, learned=False,
         head_labels=tuple(f"head {h + 1}: slope {float(s):.4g}" for h, s in enumerate(slopes)))

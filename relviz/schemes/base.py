@@ -5,7 +5,10 @@ attributes say what the scheme is (name, one-line summary, parameters, causal-on
 defaults); an instance is the ``nn.Module`` that gives one model its positions: it adds
 absolute positions to the embeddings (:meth:`Scheme.embed`) and/or does one layer's attention
 (:meth:`Scheme.attend`), and it shows what it learned (:meth:`Scheme.structure`,
-:meth:`Scheme.parameter_views`) as plain data the figures draw by kind.
+:meth:`Scheme.parameter_views`) as plain data the figures draw by kind. The words a page says about
+a scheme live with the page (``relviz/scheme_texts.py``), the experiments' in
+``relviz/experiments/readings.py``; a scheme holds its name, its one-line summary (``python -m relviz
+schemes``), its parameters' help (the CLI flags) and its error messages.
 
 A :class:`Param` is declared once and gives everything else: the ModelConfig field, its
 validation, the ``python -m relviz train`` flag and help, the app's slider range.
@@ -187,10 +190,6 @@ class Scheme(nn.Module):
     #: Where the shipped checkpoint / CLI defaults depart from ModelConfig's and the training
     #: defaults: {"model": {...}, "training": {...}}.
     training_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
-    #: What the page says when the scheme has no position structure to draw.
-    no_structure: ClassVar[str] = "This scheme gives attention no position structure to draw."
-    #: What the page says when the scheme has no parameter views.
-    no_parameters: ClassVar[str] = "This scheme learns no position parameters."
 
     def __init__(self, config: SchemeConfig) -> None:
         super().__init__()
@@ -239,11 +238,6 @@ class Scheme(nn.Module):
         without a per-offset table."""
         return None
 
-    @classmethod
-    def exact_range_phrase(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
-        """(where the exact range is, what lies beyond) in the offset study's first sentence."""
-        return f"where −s has a bucket of its own (s ≤ {max(exact)})", "where it shares one"
-
     # -- the model -------------------------------------------------------------------------
 
     @classmethod
@@ -278,11 +272,13 @@ class Scheme(nn.Module):
     # -- what the app shows ----------------------------------------------------------------
 
     def structure(self, length: int) -> PositionStructure | None:
-        """The scheme's own quantity for every (query i, key j) at ``length`` (None: nothing to show)."""
+        """The scheme's own quantity for every (query i, key j) at ``length`` (None: nothing to show),
+        with the numbers the page's explanation cites in its ``facts``."""
         return None
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        """The learned (or fixed) position parameters, as data the figures draw by kind."""
+        """The learned (or fixed) position parameters, as data the figures draw by kind (each with the
+        numbers its caption cites in ``facts``)."""
         return []
 
     # -- helpers ---------------------------------------------------------------------------

@@ -97,11 +97,8 @@ class Fire(Scheme):
         first = self.layers[0]
         return PositionStructure(
             self.name, "FIRE bias f(ψ(i − j) / ψ(max(L, i))), layer 1", "FIRE bias (layer 1)",
-            np.ascontiguousarray(self._bias(0, length)), None,
-            f"A learned function of the distance divided by the query's own (log) position: for queries beyond "
-            f"the learned threshold L = {float(first.threshold.detach()):.3g} the same offset gets a different bias in "
-            f"every row (c = {float(first.c.detach()):.3g}), so the picture is not a Toeplitz matrix; below L it is. "
-            "Future keys are masked.", True, False)
+            np.ascontiguousarray(self._bias(0, length)), None, True, False,
+            facts={"threshold": float(first.threshold.detach()), "c": float(first.c.detach())})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         layer = min(layer, len(self.layers) - 1)
@@ -109,10 +106,7 @@ class Fire(Scheme):
         bias = self._bias(layer, length, length - 1)[:, 0, :]                       # [H, L], the last query only
         offsets = np.arange(length) - (length - 1)                                  # j − i of keys 0..L − 1
         return [BiasCurve(
-            f"FIRE, layer {layer + 1}: learned bias per head vs offset, for the last query i = {length - 1}",
-            f"**FIRE's learned function** in layer {layer + 1} (the layer of the close-up), read along the last "
-            f"row: the query i = {length - 1} looking back. f_θ sees the distance only after ψ(x) = log(c·x + 1) "
-            f"and the division by ψ(max(L, i)) (learned c = {float(fire.c.detach()):.3g}, L = {float(fire.threshold.detach()):.3g}), "
-            "so a longer input squeezes more offsets into the same [0, 1] range the MLP was trained on: "
-            "interpolation, not extrapolation. Grey: distances never seen in training.",
-            offsets, np.ascontiguousarray(bias, dtype=np.float32), learned=True)]
+            f"FIRE, layer {layer + 1}: learned bias per head vs offset, for the last query i = {length - 1}", "",
+            offsets, np.ascontiguousarray(bias, dtype=np.float32), learned=True,
+            facts={"layer": layer, "query": length - 1, "c": float(fire.c.detach()),
+                   "threshold": float(fire.threshold.detach())})]

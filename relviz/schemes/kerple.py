@@ -68,24 +68,17 @@ class Kerple(Scheme):
         r1, r2 = (detached(r) for r in self.coefficients())
         return PositionStructure(
             self.name, "KERPLE bias −r1 · log(1 + r2 · |j − i|)", "KERPLE bias",
-            expand_offsets(self._per_offset(length), length), None,
-            "A learned penalty per head that grows with the logarithm of the distance (r1 = "
-            + ", ".join(f"{x:.3g}" for x in r1) + "; r2 = " + ", ".join(f"{x:.3g}" for x in r2)
-            + "). Like ALiBi it only falls with distance, so no single offset can be singled out.",
-            self.config.causal, True)
+            expand_offsets(self._per_offset(length), length), None, self.config.causal, True,
+            facts={"r1": tuple(r1.tolist()), "r2": tuple(r2.tolist())})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         offsets = self.offsets_shown(length)
         per_offset = self._per_offset(length)[:, offsets + length - 1]
         r1, r2 = (detached(r) for r in self.coefficients())
-        steep = int(np.argmin(per_offset[:, 0]))
+        steep = int(np.argmin(per_offset[:, 0]))            # the head with the lowest bias at the farthest offset
         return [BiasCurve(
-            "KERPLE: learned bias −r1 · log(1 + r2 · |j − i|) per head",
-            "**KERPLE's learned curves.** Two numbers per head, shared by every layer: r1 scales the penalty, "
-            "r2 sets how fast the logarithm bends. The curves are concave: the step from 1 to 2 keys back costs "
-            f"more than the step from 20 to 21. Steepest here: head {steep + 1} (r1 = {r1[steep]:.3g}, "
-            f"r2 = {r2[steep]:.3g}), {per_offset[steep, 0]:.2f} at j − i = {int(offsets[0])}. The formula "
-            "is defined at every distance, so longer inputs extend the curve; grey: distances never seen in "
-            "training.",
+            "KERPLE: learned bias −r1 · log(1 + r2 · |j − i|) per head", "",
             offsets, per_offset.astype(np.float32), learned=True,
-            head_labels=tuple(f"head {h + 1}: r1 {a:.3g}, r2 {b:.3g}" for h, (a, b) in enumerate(zip(r1, r2))))]
+            head_labels=tuple(f"head {h + 1}: r1 {a:.3g}, r2 {b:.3g}" for h, (a, b) in enumerate(zip(r1, r2))),
+            facts={"steepest_head": steep, "r1": float(r1[steep]), "r2": float(r2[steep]),
+                   "farthest_bias": float(per_offset[steep, 0]), "farthest_offset": int(offsets[0])})]

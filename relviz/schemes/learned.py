@@ -48,24 +48,16 @@ class LearnedAbsolute(Scheme):
         cosine = self._cosine()[:length, :length]
         return PositionStructure(
             self.name, "learned absolute: cos(p_i, p_j) of the learned position vectors", "cos(p_i, p_j)",
-            np.ascontiguousarray(cosine)[None], None,
-            f"One learned vector per absolute position (0…{self.config.max_len - 1}). Their similarity is not "
-            "forced to depend on j − i; if it looks banded, training made it so.", self.config.causal, False)
+            np.ascontiguousarray(cosine)[None], None, self.config.causal, False,
+            facts={"max_len": self.config.max_len})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         max_len = self.config.max_len
         cosine = self._cosine()
         trained = min(train_length, max_len)
+        # relative_share: how much of the similarity among the trained positions depends on j − i alone
         share = relative_share(cosine, trained) if trained >= 3 else None
-        caption = (f"**Cosine between the learned absolute position vectors** (all {max_len}). Nothing "
-                   "forces their similarity to depend on j − i only"
-                   + ("" if share is None else
-                      f". Inside the outlined trained positions **{share:.0%}** of its variation is explained by "
-                      "j − i alone (stripes parallel to the diagonal)"
-                      + (": an absolute table that learned a relative habit" if share >= 0.5 else
-                         ": the relative part is there, but the table stays largely absolute"))
-                   + ". Beyond the training length nothing was trained (random), and beyond max_len there is no "
-                     "vector at all.")
-        return [SimilarityMatrix("learned absolute: cosine between position vectors p_i, p_j", caption, "position",
+        return [SimilarityMatrix("learned absolute: cosine between position vectors p_i, p_j", "position",
                                  np.arange(max_len), cosine, outline=train_length if train_length < max_len else None,
-                                 outline_label=" trained positions")]
+                                 outline_label=" trained positions",
+                                 facts={"max_len": max_len, "relative_share": share})]

@@ -43,8 +43,6 @@ class Rope(Scheme):
     order = 7
     params = (Param("rope_base", float, 10000.0, "rope: base of the rotation frequencies", minimum=1,
                     exclusive_minimum=True),)
-    no_parameters = ("RoPE has no position parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of "
-                     "dimensions. The structure beside the close-up shows what the rotation does to q · k.")
 
     @classmethod
     def check_config(cls, config: SchemeConfig, active: bool) -> dict[str, Any]:
@@ -71,7 +69,4 @@ class Rope(Scheme):
         per_offset = np.cos(offsets[:, None] * theta[None, :]).mean(axis=1)
         return PositionStructure(
             self.name, "RoPE: mean cos((j − i) · θ_p) over the rotation pairs", "mean cos((j−i)θ)",
-            expand_offsets(per_offset, length)[None].astype(np.float32), None,
-            "q and k are rotated by angles proportional to their positions, so q_i · k_j sees only the "
-            "difference: pair p turns by (j − i) · θ_p. Shown: how much an unchanged vector still agrees with "
-            "itself after that relative turn, averaged over the pairs. Nothing learned.", self.config.causal, True)
+            expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)

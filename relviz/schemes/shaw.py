@@ -52,12 +52,6 @@ class Shaw(Scheme):
         """s < k: offset −k is already the clipped end embedding, shared with every farther offset."""
         return [s for s in shifts if s < params["clip"]]
 
-    @classmethod
-    def exact_range_phrase(cls, params: dict, exact: list[int], first_out: int) -> tuple[str, str]:
-        # quote the measured range, not the one k implies
-        return (f"for s ≤ {max(exact)}", f"from s = {first_out} on (every offset from −{params['clip']} back shares "
-                                         "the end embedding)")
-
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, shared: None = None,
                need_weights: bool = False) -> Attention:
         return shaw_attention(q, k, v, self.rel_k[layer], self.rel_v[layer], clip=self.config.clip,
@@ -68,9 +62,7 @@ class Shaw(Scheme):
         index = shaw_clip_index(length, k=k, device="cpu").numpy()              # [L, L]
         return PositionStructure(
             self.name, f"Shaw clip index clip(j − i, −{k}, {k}) + {k}", "clip index", index[None], (0, 2 * k),
-            f"Offset j − i, clipped to ±{k}, picks one of {2 * k + 1} learned vectors a^K (added to the key) and "
-            f"a^V (added to the value); one table per layer, shared by the heads. Every key farther than {k} "
-            "back reads the same vector.", self.config.causal, True)
+            self.config.causal, True, facts={"k": k})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         k = self.config.clip
@@ -80,8 +72,5 @@ class Shaw(Scheme):
         value_norms, _ = norms_and_cosine(list(self.rel_v))
         return vector_table_views(
             name="a^K", what="Shaw: norm of a^K (solid) and a^V (dashed)", offsets=offsets, norms=norms,
-            cosine=cosine, used=used, layer=layer, second=("a^V", value_norms),
-            about=("Shaw's table has 2k + 1 rows per layer (a^K added to keys, a^V to values), shared by the "
-                   "heads; in a causal model the rows for future offsets are never read, so they stay at their "
-                   "random start (shrunk by weight decay)."))
+            cosine=cosine, used=used, layer=layer, second=("a^V", value_norms))
 

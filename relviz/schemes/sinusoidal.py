@@ -18,8 +18,6 @@ class Sinusoidal(Scheme):
     summary = "fixed sin/cos vectors added to the token embeddings (absolute)"
     order = 1
     family = "absolute"
-    no_parameters = ("Sinusoidal positions are fixed sin/cos vectors: nothing about position is learned. "
-                     "Their dot product (the structure beside the close-up) depends only on j − i.")
 
     @classmethod
     def check_config(cls, config: SchemeConfig, active: bool) -> dict[str, Any]:
@@ -38,6 +36,4 @@ class Sinusoidal(Scheme):
         per_offset = (table[offsets] @ table[0]) / (dim / 2)
         return PositionStructure(
             self.name, "sinusoidal: p_i · p_j / (d/2)", "p_i·p_j/(d/2)",
-            expand_offsets(per_offset, length)[None].astype(np.float32), None,
-            "Absolute vectors, yet their dot product depends only on j − i (a sum of cos(ω · (j − i))). Nothing "
-            "learned: the model has to turn this into the offset it needs.", self.config.causal, True)
+            expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)

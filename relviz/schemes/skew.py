@@ -60,10 +60,7 @@ class Skew(Scheme):
         m = self.config.skew_distances
         return PositionStructure(
             self.name, f"Music Transformer: row of E_r ({m} distances)", "E_r row",
-            skew_rows(length, m)[None], (-1, m - 1),
-            f"Row m of E_r stands for distance m − {m - 1}; the skew moves q_i · E_r[m] into "
-            f"cell (i, j) with j − i = m − {m - 1}. Farther keys share row 0. Future keys are "
-            "masked (the skew leaves meaningless values there; the hover says −1).", True, True)
+            skew_rows(length, m)[None], (-1, m - 1), True, True, facts={"distances": m})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         m = self.config.skew_distances
@@ -71,6 +68,4 @@ class Skew(Scheme):
         norms, cosine = norms_and_cosine(list(self.e_r))
         return vector_table_views(
             name="E_r", what="Music Transformer: norm of each E_r row", offsets=offsets, norms=norms, cosine=cosine,
-            used=np.ones(m, dtype=bool), layer=layer,
-            about=("E_r has one row per distance 0…M − 1 per layer, shared by the heads; the skew puts "
-                   "q_i · E_r[m] into every cell at that distance."))
+            used=np.ones(m, dtype=bool), layer=layer)

@@ -98,14 +98,10 @@ class T5(Scheme):
         buckets = t5_bucket_map(length, num_buckets=config.num_buckets, max_distance=config.max_distance,
                                 bidirectional=not causal, device="cpu").numpy()        # [L, L]
         bias = np.ascontiguousarray(detached(self.bias).T[:, buckets])                  # [H, L, L]
-        cfg = self.buckets
         return PositionStructure(
             self.name, f"T5 bucket of j − i ({config.num_buckets} buckets, max_distance {config.max_distance})",
-            "bucket", buckets[None], (0, config.num_buckets - 1),
-            f"Each offset j − i falls into a bucket; the model learned one bias per bucket and head (in the hover: "
-            f"this head's). Exact buckets for |j − i| < {cfg.max_exact}, then logarithmic bands."
-            + (" Causal: every future offset falls in bucket 0 (and is masked anyway)." if causal else ""),
-            causal, True, {"learned bias (this head)": bias})
+            "bucket", buckets[None], (0, config.num_buckets - 1), causal, True, {"learned bias (this head)": bias},
+            facts={"max_exact": self.buckets.max_exact})
 
     def bias_curve(self, extent: int) -> BiasCurve:
         """Bias of every head at offsets −extent..0 (causal) or −extent..extent (bidirectional)."""
@@ -114,30 +110,31 @@ class T5(Scheme):
                           bidirectional=not config.causal, extent=extent)
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
+        """The bias curve; its facts add ``coverage``: which buckets training reached
+        (relviz.t5_notes.TrainingCoverage)."""
         curve = self.bias_curve(max(length - 1, self.config.max_distance + 8))
         coverage = t5_training_coverage(self.config.num_buckets, self.config.max_distance, not self.config.causal,
                                         train_length=train_length, extent=int(np.abs(curve.offsets).max()))
-        return [dataclasses.replace(curve, caption=curve.caption + " " + coverage.sentence())]
+        return [dataclasses.replace(curve, facts={**curve.facts, "coverage": coverage})]
 
 
 def bias_curve(table: np.ndarray, *, num_buckets: int, max_distance: int, bidirectional: bool,
                extent: int) -> BiasCurve:
     """A T5 bias table [num_buckets, H] as a curve per head against the offset j − i (−extent..0
     causal, −extent..extent bidirectional), with its bucket edges and exact band. Also what
-    relviz.hf draws for a real checkpoint's table."""
+    relviz.hf draws for a real checkpoint's table. Its facts: the setting (``num_buckets``,
+    ``max_distance``, ``bidirectional``), ``max_exact`` and ``last_bucket_start`` (the distance the
+    last bucket begins at, before max_distance)."""
     nb, md = num_buckets, max_distance
     config = t5_config(nb, md, bidirectional)
     exact = config.max_exact
     offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
     b = config.bucket(offsets).numpy()
     edges = offsets.numpy()[np.flatnonzero(b[1:] != b[:-1])] + 0.5
-    last_start = last_bucket_start(nb, md, bidirectional)
     return BiasCurve(
-        "T5: learned bias per head vs offset (dotted: bucket edges)",
-        f"**The classic T5 curve.** One learned scalar per bucket and head, shared by every layer, added "
-        f"to the logit. Flat steps: offsets in one bucket share a bias (dotted lines: bucket edges; shaded: "
-        f"the exact buckets |j − i| < {exact}; the last bucket begins at distance "
-        f"{last_start}, before max_distance {md}).",
-        offsets.numpy(), np.ascontiguousarray(np.asarray(table, dtype=np.float32)[b].T), learned=True, steps=True,
+        "T5: learned bias per head vs offset (dotted: bucket edges)", "", offsets.numpy(),
+        np.ascontiguousarray(np.asarray(table, dtype=np.float32)[b].T), learned=True, steps=True,
         edges=edges, band=(-(exact - 0.5), (exact - 0.5) if bidirectional else 0.5),
-        band_label=f"exact: |j − i| < {exact}", hover={"bucket": b})
+        band_label=f"exact: |j − i| < {exact}", hover={"bucket": b},
+        facts={"num_buckets": nb, "max_distance": md, "bidirectional": bidirectional, "max_exact": exact,
+               "last_bucket_start": last_bucket_start(nb, md, bidirectional)})

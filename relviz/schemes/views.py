@@ -9,13 +9,19 @@
 - :class:`SimilarityMatrix`: cosine similarity between learned vectors (relative tables,
   learned absolute positions).
 
-Every view carries its title and its caption (markdown, computed from the data by the scheme).
+Every view is data with short labels (its title, axis, hover and legend labels) and ``facts``: the
+numbers the words about it cite (a slope, the most distinct offset, the last bucket's start),
+computed by the scheme. The words themselves live with what shows them: the Live attention page's
+in ``relviz/scheme_texts.py``, looked up by the scheme's name. ``BiasCurve.caption`` is for
+the layer views of a real model's mechanisms (``relviz.layer_views``), which carry their own words;
+a scheme leaves it empty.
 
 Sign convention everywhere: relative position = key index − query index (j − i).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,7 +37,8 @@ class PositionStructure:
     ``values`` is [G, L, L] with G = 1 (shared by the heads) or H (one per head). Integer
     values are indices (``discrete`` gives their range); floats are biases or similarities.
     ``extra`` holds more hover fields ([G, L, L] each), e.g. T5's learned bias per head.
-    ``masked_future``: the model is causal, cells j > i get no attention.
+    ``masked_future``: the model is causal, cells j > i get no attention. ``facts``: the numbers
+    the page's explanation cites (relviz/scheme_texts.py reads them by name).
     """
 
     scheme: str
@@ -39,10 +46,10 @@ class PositionStructure:
     label: str
     values: np.ndarray
     discrete: tuple[int, int] | None
-    explanation: str
     masked_future: bool
     toeplitz: bool
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def per_head(self) -> bool:
@@ -66,7 +73,8 @@ class BiasCurve:
     ``steps``: draw as steps (constant between ``edges``, the half-integer offsets where the
     value changes, e.g. T5's bucket edges). ``band``: an offset range to shade, with its label.
     ``hover``: per-offset integers shown on hover (e.g. the bucket). ``head_labels``: legend
-    names (default "head h").
+    names (default "head h"). ``caption``: a mechanism's words under its layer view
+    (relviz.layer_views); empty from a scheme. ``facts``: the numbers words about it cite.
     """
 
     title: str
@@ -80,6 +88,7 @@ class BiasCurve:
     band_label: str = ""
     hover: dict[str, np.ndarray] = field(default_factory=dict)
     head_labels: tuple[str, ...] | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,30 +97,31 @@ class VectorNorms:
 
     ``offsets[r]`` is the j − i that row r stands for; ``used[r]`` is False for rows a causal
     model never reads (future offsets), which training therefore never shapes.
-    ``second``: (name, norms) of a second table drawn dashed (Shaw's a^V).
+    ``second``: (name, norms) of a second table drawn dashed (Shaw's a^V). ``facts``: the numbers
+    words about it cite.
     """
 
     title: str
-    caption: str
     name: str
     offsets: np.ndarray          # [R]
     norms: np.ndarray            # [n_layers, R]
     used: np.ndarray             # [R] bool
     second: tuple[str, np.ndarray] | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class SimilarityMatrix:
     """Cosine similarity between learned vectors; ``outline``: the first n rows/columns framed
-    (e.g. the positions seen in training)."""
+    (e.g. the positions seen in training). ``facts``: the numbers words about it cite."""
 
     title: str
-    caption: str
     axis: str
     labels: np.ndarray           # [R]
     cosine: np.ndarray           # [R, R] float32
     outline: int | None = None
     outline_label: str = ""
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 View = BiasCurve | VectorNorms | SimilarityMatrix

@@ -1,0 +1,111 @@
+"""The words about each scheme live with what shows them, and every registered scheme has them.
+
+Schemes (relviz/schemes) hold maths, modules and parameters; the Live attention page's sentences are
+relviz/scheme_texts.py's, the offset study's relviz/experiments/readings.py's, both looked up by
+the scheme's name. A scheme added without its words fails here.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from relviz.scheme_texts import TEXTS, parameter_caption, structure_text, texts_for
+from relviz.experiments.plan import Setting
+from relviz.experiments.readings import EXACT_RANGE_WORDS, exact_range_words
+from relviz.inspection import parameter_views, position_structure
+from relviz.model import ModelConfig, build_model
+from relviz.schemes import REGISTRY
+from relviz.schemes.views import PositionStructure
+
+
+def _model(scheme: str, **fields):
+    return build_model(ModelConfig(scheme=scheme, **fields), seed=0).eval()
+
+
+@pytest.mark.parametrize("scheme", list(REGISTRY))
+def test_every_scheme_has_the_words_for_what_it_shows(scheme):
+    """Whatever the scheme shows (a structure, parameter views, or neither), the page has words for it,
+    filled from the view's facts (a fact the words cite and the scheme does not give fails here)."""
+    assert scheme in TEXTS, f"add {scheme!r} to TEXTS in relviz/scheme_texts.py"
+    model = _model(scheme)
+    structure = position_structure(model, 24)
+    if structure is None:
+        assert texts_for(scheme).no_structure
+    else:
+        text = structure_text(structure)
+        assert len(text) > 40 and "{" not in text
+    views = parameter_views(model, length=40, train_length=32, layer=1)
+    if not views:
+        assert texts_for(scheme).no_parameters
+    for view in views:
+        caption = parameter_caption(scheme, view)
+        assert len(caption) > 40 and "{" not in caption
+
+
+def test_the_page_table_holds_only_registered_schemes():
+    assert set(TEXTS) == set(REGISTRY)
+
+
+def test_a_scheme_without_words_is_named_with_the_file_to_edit():
+    with pytest.raises(LookupError, match="relviz/scheme_texts.py"):
+        texts_for("no-such-scheme")
+    structure = PositionStructure("none", "t", "l", np.zeros((1, 2, 2), dtype=np.float32), None, True, True)
+    with pytest.raises(LookupError, match="no words"):
+        structure_text(structure)   # `none` shows no structure, so it has no words for one
+
+
+@pytest.mark.parametrize("scheme", list(REGISTRY))
+def test_every_scheme_with_a_per_offset_table_has_its_exact_range_words(scheme):
+    cls = REGISTRY[scheme]
+    params = {p.name: p.default for p in cls.params}
+    shifts = list(range(1, 41))
+    exact = cls.exact_shifts(params, shifts)
+    if exact is None:
+        assert scheme not in EXACT_RANGE_WORDS
+        return
+    first_out = min(s for s in shifts if s not in exact)
+    where, beyond = exact_range_words(Setting(scheme, scheme, scheme, params), exact, first_out)
+    assert str(max(exact)) in where and beyond
+
+
+def test_the_numbers_in_the_words_are_the_schemes():
+    """The facts a view carries are what its words quote (the sentences were moved, not rewritten)."""
+    shaw = position_structure(_model("shaw", clip=4), 12)
+    assert "clipped to ±4, picks one of 9 learned vectors" in structure_text(shaw)
+    assert "Every key 4 or more back reads the same vector." in structure_text(shaw)
+    both = position_structure(_model("shaw", clip=4, causal=False), 12)
+    assert "every key 4 or more ahead, the other end's" in structure_text(both)
+    t5 = position_structure(_model("t5"), 12)
+    assert "|j − i| < 16" in structure_text(t5) and "bucket 0" in structure_text(t5)
+    alibi = position_structure(_model("alibi"), 12)
+    assert "(slopes 0.25, 0.0625, 0.01562, 0.003906)" in structure_text(alibi)   # 4 heads: 2^-2, 2^-4, ...
+    kerple = _model("kerple")
+    with torch.no_grad():
+        kerple.position.raw_r1[1] = 3.0
+    curve, = parameter_views(kerple, length=30, train_length=16, layer=0)
+    caption = parameter_caption("kerple", curve)
+    r1 = float(torch.nn.functional.softplus(torch.tensor(3.0)))
+    assert f"Steepest here: head 2 (r1 = {r1:.3g}, r2 = 1)" in caption
+    assert f"{float(curve.bias[1, 0]):.2f} at j − i = -29" in caption
+    fire = _model("fire")
+    curve, = parameter_views(fire, length=30, train_length=16, layer=5)   # 2 layers: the last one's
+    assert re.search(r"in layer 2 .* the query i = 29 looking back", parameter_caption("fire", curve))
+
+
+def test_kerple_caption_says_the_penalty_is_concave_not_the_curve():
+    """−r1·log(1 + r2·d) is convex in d; the penalty r1·log(1 + r2·d) is the concave one."""
+    curve, = parameter_views(_model("kerple"), length=30, train_length=16, layer=0)
+    bias = curve.bias[0, ::-1]                                       # distance 0, 1, 2, ...
+    assert (np.diff(bias, 2) > 0).all()                              # the drawn curve: convex
+    caption = parameter_caption("kerple", curve)
+    assert "The penalty is concave in the distance" in caption and "curves are concave" not in caption
+
+
+def test_alibi_caption_names_the_slopes_rule_for_any_head_count():
+    power, = parameter_views(_model("alibi", n_heads=4), length=10, train_length=8, layer=0)
+    assert "a geometric sequence set by the number of heads:" in parameter_caption("alibi", power)
+    other, = parameter_views(_model("alibi", n_heads=6, d_model=48), length=10, train_length=8, layer=0)
+    assert "(6, not a power of 2" in parameter_caption("alibi", other)
