@@ -59,11 +59,13 @@ def last_bucket_start(num_buckets: int, max_distance: int, bidirectional: bool) 
     return int(distances[past == config.buckets_per_direction - 1][0])
 
 
-def curve_caption(num_buckets: int, max_distance: int, bidirectional: bool) -> str:
+def curve_caption(num_buckets: int, max_distance: int, bidirectional: bool, *, per_layer: bool = False) -> str:
     """What a T5 bias curve (relviz.schemes.t5.bias_curve) shows, in words: under the Live attention
-    page's curve of a relviz T5 model and the Your model page's curve of a real T5 layer."""
+    page's curve of a relviz T5 model and the Your model page's curve of a real T5 layer (``per_layer``:
+    each layer has its own table, as in UMT5)."""
     exact = t5_config(num_buckets, max_distance, bidirectional).max_exact
-    return (f"**The classic T5 curve.** One learned scalar per bucket and head, shared by every layer, added "
+    shared = "this layer's own table (each layer has one)" if per_layer else "shared by every layer"
+    return (f"**The classic T5 curve.** One learned scalar per bucket and head, {shared}, added "
             f"to the logit. Flat steps: offsets in one bucket share a bias (dotted lines: bucket edges; shaded: "
             f"the exact buckets |j − i| < {exact}; the last bucket begins at distance "
             f"{last_bucket_start(num_buckets, max_distance, bidirectional)}, before max_distance {max_distance}).")

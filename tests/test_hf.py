@@ -50,6 +50,9 @@ def test_t5_bias_equals_compute_bias(kind, tmp_path):
             expected = block.layer[0].SelfAttention.compute_bias(q_len, k_len)[0]   # [H, q, k]
             assert torch.equal(positions.bias(q_len, k_len, stack=stack, layer=1 if stack == "encoder" else 2),
                                expected)
+    shared = positions.layer(1, stack="encoder").find(T5Bias)
+    assert not shared.per_layer and "shared by the stack" in shared.describe()
+    assert "shared by every layer" in shared.views(64, 1)[0].caption
     # Only the two tables were read, not the other weights (mt5 is sharded: read through the index).
     assert sorted(positions.tensors_read) == [
         "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
@@ -66,6 +69,11 @@ def test_umt5_has_a_table_per_layer(tmp_path):
             expected = block.layer[0].SelfAttention.compute_bias(6, 9)[0]
             assert torch.equal(positions.bias(6, 9, stack=stack, layer=layer), expected)
     assert not torch.equal(positions.bias_table(stack="encoder", layer=0), positions.bias_table(stack="encoder", layer=1))
+    # its words say so, layer 0 included (whose table sits where T5's shared one does)
+    first = positions.layer(0, stack="encoder").find(T5Bias)
+    assert first.per_layer and "layer 0's own table" in first.describe()
+    curve, = first.views(64, 0)
+    assert "this layer's own table" in curve.caption and "shared by every layer" not in curve.caption
     with pytest.raises(ValueError, match="layer must be an integer from 0 to 1"):
         positions.bias(3, 3, stack="encoder", layer=2)
 

@@ -28,7 +28,8 @@ _KINDS = ("SelfAttention", "LocalSelfAttention", "TransientGlobalSelfAttention")
 
 @dataclass(frozen=True, eq=False)
 class T5Bias(Mechanism):
-    """``table`` [num_buckets, heads] (None when read from a config alone); ``table_layer``: whose table."""
+    """``table`` [num_buckets, heads] (None when read from a config alone); ``table_layer``: whose table;
+    ``per_layer``: every layer has its own (UMT5), not block 0's shared by the stack."""
 
     num_buckets: int
     max_distance: int
@@ -38,6 +39,7 @@ class T5Bias(Mechanism):
     table: torch.Tensor | None = None
     global_table: torch.Tensor | None = None      # LongT5 transient-global side bias [num_buckets, heads]
     global_block_size: int | None = None
+    per_layer: bool = False
 
     positional = True
     needs_weights = True
@@ -64,7 +66,7 @@ class T5Bias(Mechanism):
                 ctx.shared[key] = _read_tables(ctx, owner, num_buckets, heads)
             table, global_table = ctx.shared[key]
         block = cfg.int("global_block_size", 16, minimum=1) if global_table is not None else None
-        return cls(num_buckets, max_distance, bidirectional, heads, owner, table, global_table, block)
+        return cls(num_buckets, max_distance, bidirectional, heads, owner, table, global_table, block, per_layer)
 
     def bias(self, q_len: int, k_len: int, *, q_offset: int = 0) -> torch.Tensor:
         """[H, q_len, k_len] what the layer adds to its logits (transformers' compute_bias, no batch dim)."""
@@ -99,7 +101,8 @@ class T5Bias(Mechanism):
         return f"T5 bias {self.num_buckets}/{self.max_distance}" + (" +global" if self.global_table is not None else "")
 
     def describe(self) -> str:
-        where = f"layer {self.table_layer}'s table" if self.table_layer else "block 0's table, shared by the stack"
+        where = (f"layer {self.table_layer}'s own table" if self.per_layer
+                 else "block 0's table, shared by the stack")
         side = "; plus a transient-global side bias towards block summaries" if self.global_table is not None else ""
         return (f"T5 relative bias: {self.num_buckets} buckets up to {self.max_distance}, "
                 f"{'both directions' if self.bidirectional else 'past only'}, {where}{side}")
@@ -120,7 +123,8 @@ class T5Bias(Mechanism):
         extent = min(length - 1, max(2 * self.max_distance, 64))
         curve = bias_curve(self.table.float().numpy(), num_buckets=self.num_buckets, max_distance=self.max_distance,
                            bidirectional=self.bidirectional, extent=extent)
-        return [replace(curve, caption=curve_caption(self.num_buckets, self.max_distance, self.bidirectional))]
+        return [replace(curve, caption=curve_caption(self.num_buckets, self.max_distance, self.bidirectional,
+                                                     per_layer=self.per_layer))]
 
 
 def _read_tables(ctx: LayerContext, layer: int, num_buckets: int,
