@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz.allocator import start_trimming
-from relviz.ui import (
+from relviz.app.allocator import start_trimming
+from relviz.app.ui import (
     FAVICON,
     PAGES,
     PageEnded,

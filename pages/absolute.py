@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from relviz import ui
+from relviz.app import ui
 from relviz.absolute import (
     diagonal_range,
     projected_similarity,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz import ui
+from relviz.app import ui
 from relviz.figures.attention import (
     attention_grid,
     attention_heatmap,
@@ -34,7 +34,7 @@ from relviz.scheme_texts import parameter_caption, structure_text, texts_for
 from relviz.schemes import REGISTRY, get_scheme
 from relviz.tasks import DIGITS, TASKS
 from relviz.training import load_checkpoint, scan_checkpoints
-from relviz.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
+from relviz.app.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
 
 P = "at"  # query-parameter prefix of this page
 

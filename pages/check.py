@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pandas as pd
 import streamlit as st
 
-from relviz import ui
+from relviz.app import ui
 from relviz.check import KINDS, MAX_BYTES, MAX_SIDE, SETTINGS_OF, Settings, check, kind_of, load_matrix, rope_settings
 from relviz.check.rope_fit import BASES
 from relviz.figures.check import diff_heatmap

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from relviz import experiments as ex
-from relviz import ui
+from relviz.app import ui
 from relviz.figures.experiments import (
     extrapolation_figure,
     memory_wall_figure,
@@ -21,7 +21,7 @@ from relviz.figures.experiments import (
     time_figure,
 )
 from relviz.memory import format_bytes
-from relviz.training_queue import CAPS, check_work
+from relviz.app.training_queue import CAPS, check_work
 
 ui.ensure_app_navigation()
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz import ui
+from relviz.app import ui
 from relviz.figures.intro import relative_intro_figure, signed_label
 from relviz.snippets import home_snippet
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from relviz import ui
+from relviz.app import ui
 from relviz.figures.rope import decay_figure, pair_figure, ratio_figure, score_figure, wavelength_figure
 from relviz.rope import (
     ContentScores,

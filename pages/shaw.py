@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz import ui
+from relviz.app import ui
 from relviz.figures.shaw import (
     clip_formula,
     embedding_strip,

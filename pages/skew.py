@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from relviz import ui
+from relviz.app import ui
 from relviz.figures.skew import (
     DEMO_DIM,
     bidirectional_steps,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from relviz import ui
+from relviz.app import ui
 from relviz.figures.shaw import shaw_matrices, shaw_offsets
 from relviz.figures.t5 import (
     bucket_budget_figure,

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from relviz import tours, ui
+from relviz.app import tours
 
+from relviz.app import ui
 ui.ensure_app_navigation()
 P = "tour"  # widget-key prefix of this page (the tour itself travels in the ?tour= link value)
 

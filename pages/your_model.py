@@ -11,7 +11,9 @@ import os
 import numpy as np
 import streamlit as st
 
-from relviz import hf, layer_views, ui
+from relviz import hf, layer_views
+
+from relviz.app import ui
 from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
 from relviz.figures.layers import strip_figure, view_figure, with_selected
 from relviz.figures.toeplitz import toeplitz_view

@@ -16,14 +16,14 @@ import relviz
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "bench": ("relviz.bench", "time and measure memory of the core functions and the app"),
-    "train": ("relviz.training.cli", "train a small transformer with one position scheme"),
-    "checkpoints": ("relviz.checkpoints_cli", "list the available checkpoints"),
-    "evaluate": ("relviz.evaluate_cli", "evaluate a checkpoint on fresh samples"),
-    "experiments": ("relviz.experiments.cli", "run the experiments (offset resolution, length extrapolation, cost)"),
-    "check": ("relviz.check_cli", "compare a matrix your code produced with relviz's reference; name the cause"),
-    "inspect": ("relviz.inspect_cli", "a Hugging Face checkpoint's position structure (T5, ALiBi, RoPE, learned)"),
-    "schemes": ("relviz.schemes_cli", "list the position schemes, their parameters and defaults"),
+    "bench": ("relviz.cli.bench", "time and measure memory of the core functions and the app"),
+    "train": ("relviz.cli.train", "train a small transformer with one position scheme"),
+    "checkpoints": ("relviz.cli.checkpoints", "list the available checkpoints"),
+    "evaluate": ("relviz.cli.evaluate", "evaluate a checkpoint on fresh samples"),
+    "experiments": ("relviz.cli.experiments", "run the experiments (offset resolution, length extrapolation, cost)"),
+    "check": ("relviz.cli.check", "compare a matrix your code produced with relviz's reference; name the cause"),
+    "inspect": ("relviz.cli.inspect", "a Hugging Face checkpoint's position structure (T5, ALiBi, RoPE, learned)"),
+    "schemes": ("relviz.cli.schemes", "list the position schemes, their parameters and defaults"),
 }
 
 

@@ -6,7 +6,7 @@ kernel and skips the masked blocks, and SDPA elsewhere: on CPU torch 2.13's Flex
 backward, and a per-offset bias fed to SDPA in query chunks measured 1.6-2.1x faster than compiled
 FlexAttention's forward (``python -m relviz bench --only fused``). Where FlexAttention is absent
 (an older torch, or no Triton for the GPU) "auto" falls back to SDPA. Whether FlexAttention is the
-fastest CUDA path is measured by ``scripts/gpu_check.sh`` (``python -m relviz.bench_gpu``).
+fastest CUDA path is measured by ``scripts/gpu_check.sh`` (``python -m relviz.bench.gpu``).
 """
 from __future__ import annotations
 

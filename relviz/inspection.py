@@ -74,7 +74,7 @@ class LiveModel:
 
     @classmethod
     def from_trained(cls, trained) -> LiveModel:
-        """From a :class:`relviz.training_queue.TrainedModel` (a model trained in this session)."""
+        """From a :class:`relviz.app.training_queue.TrainedModel` (a model trained in this session)."""
         return cls(trained.key, trained.name, trained.model, trained.task, trained.train_length, trained.accuracy,
                    trained.request.steps, "trained in this session")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The core on one NVIDIA GPU, in under 6 minutes: the CUDA tests, then the GPU bench
-# (python -m relviz.bench_gpu), whose figures go to OUT/gpu.json and OUT/gpu.md with the GPU's name.
+# (python -m relviz.bench.gpu), whose figures go to OUT/gpu.json and OUT/gpu.md with the GPU's name.
 #
 #   scripts/gpu_check.sh [--dry-run] [--out DIR]      (DIR defaults to gpu-check/)
 #
@@ -40,5 +40,5 @@ timeout 60 "$python" -m pytest -q -rs -p no:cacheprovider -k cuda \
 # (FULL.budget_s), and the files are rewritten after every mechanism, so a timeout keeps the rows done.
 # Caps: 60 s + 290 s, so the whole script ends within 6 minutes.
 echo "== GPU bench"
-timeout 290 "$python" -m relviz.bench_gpu --out "$out" "${dry[@]}"
+timeout 290 "$python" -m relviz.bench.gpu --out "$out" "${dry[@]}"
 echo "== done in $((SECONDS - start)) s; figures in $out/gpu.md and $out/gpu.json"

@@ -21,7 +21,7 @@ busy the whole time it waits.
 Memory: ``warm_rss`` is read after every page was opened once (websocket sessions, before the
 browsers start: the modules and caches every page loads), ``peak_rss`` during the run,
 ``closed_rss`` when every session closed and the server dropped them, ``rest_rss`` one allocator-trim
-period later (relviz.allocator). Beside them, what
+period later (relviz.app.allocator). Beside them, what
 Streamlit's caches hold (``cache_sizes``: st.cache_data's bytes, st.cache_resource's entries).
 
 Everything is bounded: a fixed number of sessions and moves and per-action timeouts. The run's
@@ -672,8 +672,8 @@ async def _open_every_page(base: str, pages, queries: dict[str, str] | None) -> 
 
 def _rest_rss(sampler, base: str, process, timeout_s: float = 60.0) -> tuple[int | None, int | None]:
     """The server's RSS once it holds no session (the browsers closed, or after ``timeout_s``), and
-    again after one period of its allocator trim (relviz.allocator: freed pages go back then)."""
-    from relviz.allocator import TRIM_EVERY_S
+    again after one period of its allocator trim (relviz.app.allocator: freed pages go back then)."""
+    from relviz.app.allocator import TRIM_EVERY_S
 
     if not all(p.is_running() for p in (process if isinstance(process, list) else [process])):
         return None, None
@@ -704,7 +704,7 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, 
     """Start a server (or ``processes`` of them behind nginx), run the sessions against it, return the
     figures (see the module docstring). Behind the proxy the memory, session and cache figures are the
     processes' sums, and ``sessions_per_process`` says how the proxy spread the sessions."""
-    from relviz.ui import PAGES
+    from relviz.app.ui import PAGES
 
     pages = list(pages or [info for info in PAGES if Path(info.path).stem not in NOT_MOVED])
     started = time.perf_counter()

@@ -27,7 +27,7 @@ import psutil  # noqa: E402
 from browser_support import app_server  # noqa: E402
 from cold_start_support import open_session  # noqa: E402
 from load_support import HEAVIEST, active_sessions, cache_sizes, server_process  # noqa: E402
-from relviz.allocator import TRIM_EVERY_S  # noqa: E402
+from relviz.app.allocator import TRIM_EVERY_S  # noqa: E402
 
 #: The slider each round varies, and its value in round r (within the control's range).
 VARY = {"shaw": lambda r: f"sh_clip={64 - r}", "t5": lambda r: f"t5_nb={128 - 2 * r}",

@@ -1,4 +1,4 @@
-"""relviz.allocator: the server's threads share two malloc arenas and free pages go back to the system.
+"""relviz.app.allocator: the server's threads share two malloc arenas and free pages go back to the system.
 
 The test frees memory that glibc cannot return by itself (every tenth block of each thread's heap
 stays allocated, so no heap has a free top to shrink) and checks that ``trim`` returns most of it.
@@ -12,14 +12,12 @@ import textwrap
 
 import pytest
 
-from relviz import allocator
-
+from relviz.app import allocator
 pytestmark = pytest.mark.skipif(allocator._libc() is None, reason="needs glibc (Linux): a no-op elsewhere")
 
 SCRIPT = textwrap.dedent("""
     import threading
-    from relviz import allocator
-
+    from relviz.app import allocator
     def rss_mb():
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * 4096 / 2**20

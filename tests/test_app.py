@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relviz.ui import PAGES
+from relviz.app.ui import PAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -113,9 +113,11 @@ def test_no_flex_leaves_the_compiled_flex_column_out_of_the_fused_section(monkey
     """--no-flex: the full fused section asks its subprocesses for every implementation but flex."""
     import argparse
 
-    from relviz import bench, bench_versus
+    from relviz.bench import report as bench
+    from relviz.bench import versus as bench_versus
+    from relviz.cli import bench as bench_cli
     parser = argparse.ArgumentParser()
-    bench.add_arguments(parser)
+    bench_cli.add_arguments(parser)
     asked: list[list[str]] = []
 
     def fake_subprocess(kind, spec, ctx):
@@ -134,7 +136,7 @@ def test_no_flex_leaves_the_compiled_flex_column_out_of_the_fused_section(monkey
 def test_time_in_turns_repeats_a_short_call_to_fill_each_sample(monkeypatch):
     """A call of 1 ms on a fake clock, samples of at least 50 ms: 50 calls a sample, reported per call;
     a 200 ms call runs once a sample. Each call is first timed once to fix its count."""
-    from relviz import bench_report
+    from relviz.bench import report as bench_report
     clock = [0.0]
     monkeypatch.setattr(bench_report.time, "perf_counter", lambda: clock[0])
     counts = {"short": 0, "long": 0}
@@ -156,7 +158,8 @@ def test_time_in_turns_repeats_a_short_call_to_fill_each_sample(monkeypatch):
 
 def test_a_t5bias_length_whose_process_fails_is_a_miss_not_a_pass(monkeypatch):
     """Each T5 bias length runs in its own process: one that fails shows its error and misses the target."""
-    from relviz import bench, bench_versus
+    from relviz.bench import report as bench
+    from relviz.bench import versus as bench_versus
     asked: list[dict] = []
 
     def fake_subprocess(kind, spec, ctx):

@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from relviz import _bounded_child
-from relviz._bounded_child import CHILD_ADDRESS_SPACE, run_bounded
+from relviz.experiments import bounded_child as _bounded_child
+from relviz.experiments.bounded_child import CHILD_ADDRESS_SPACE, run_bounded
 
 REPO = Path(__file__).resolve().parents[1]
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl and RLIMIT_AS are Linux")
@@ -55,7 +55,7 @@ def test_the_child_dies_with_its_parent():
     server = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(REPO)!r})
-        from relviz._bounded_child import run_bounded
+        from relviz.experiments.bounded_child import run_bounded
         run_bounded([sys.executable, "-c", "import time; time.sleep(600)"])
     """)
     parent = subprocess.Popen([sys.executable, "-c", server])

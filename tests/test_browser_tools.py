@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, wait_for_app
-from relviz import tours
+from relviz.app import tours
 from relviz.check import SIGN, Settings, variant_matrix
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"

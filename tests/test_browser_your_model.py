@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 
 from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, wait_for_app
-from relviz.tours import TODAY
+from relviz.app.tours import TODAY
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 

@@ -32,7 +32,7 @@ TINY = ex.QUICK_PLAN.replace(
 def _in_process_cost(monkeypatch) -> None:
     """Run the cost experiment's cases in this process: the benchmark's own attention section
     (its JSON, as `python -m relviz bench --json` writes it) and the chunked case."""
-    from relviz import bench
+    from relviz.bench import sections as bench
     from relviz.experiments import cases, cost
 
     def bench_attention(quick, log):
@@ -103,7 +103,7 @@ def test_cli_only_updates_one_section(tiny, tmp_path, monkeypatch, capsys):
     data, path = tiny
     out = tmp_path / "results.json"
     out.write_text(path.read_text())
-    from relviz.experiments import cli
+    from relviz.cli import experiments as cli
     monkeypatch.setattr(cli, "QUICK_PLAN", TINY.replace(extrap_factors=(1, 2)))
     assert main(["experiments", "--quick", "--only", "length", "--workers", "1", "--out", str(out)]) == 0
     new = ex.load_results(out)

@@ -1,6 +1,6 @@
 """scripts/gpu_check.sh --dry-run: the GPU script's steps on the CPU at tiny sizes, so it cannot rot here.
 
-On a machine with CUDA the same script runs the CUDA tests and relviz.bench_gpu at full size; these
+On a machine with CUDA the same script runs the CUDA tests and relviz.bench.gpu at full size; these
 tests check what it writes and that every implementation it compares gives the same output.
 """
 from __future__ import annotations
@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from relviz import bench_gpu
-
+from relviz.bench import gpu as bench_gpu
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -1,12 +1,12 @@
-"""relviz.lectures: the registry an audience tab and its presenter view share."""
+"""relviz.app.lectures: the registry an audience tab and its presenter view share."""
 from __future__ import annotations
 
 import threading
 
 import pytest
 
-from relviz.lectures import LECTURE_ID, Lectures
-from relviz.tours import BUILTIN, Step, Tour
+from relviz.app.lectures import LECTURE_ID, Lectures
+from relviz.app.tours import BUILTIN, Step, Tour
 
 
 def test_a_lecture_is_found_by_its_id_and_moves_within_its_tour():

@@ -3,7 +3,7 @@
 - Every dependency range in pyproject.toml is satisfied by the exact pin the tests run with
   (requirements.txt for the library and the app, requirements-dev.txt for the extras and tools),
   and every pin of requirements.txt is a dependency of the package or of its ``app`` extra.
-- The library (every module of relviz/ except the app tier: relviz/ui.py and relviz/app_internals.py) imports
+- The library (every module of relviz/ except the app tier, the package relviz/app/) imports
   only the base dependencies; an extra's package (``app``, ``hf``, ``export``, ``dev``) only inside
   a function, in try/except ImportError (the rule of tests/test_requirements.py).
   So ``pip install relviz`` without extras gives a working library and command line.
@@ -33,7 +33,7 @@ from test_requirements import ROOT, canonical, imports_of, read_requirements
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PROJECT = PYPROJECT["project"]
 #: relviz modules that belong to the app tier (may import the app extra at top level).
-APP_TIER = {"relviz/ui.py", "relviz/app_internals.py"}  # app_internals: the app's one adapter to internals
+APP_TIER = "relviz/app/"  # the app's support package: the only one that imports streamlit
 
 
 def _requirements(group: list[str]) -> list[Requirement]:
@@ -86,7 +86,7 @@ def test_the_library_imports_only_base_dependencies():
     bad = []
     for path in sorted((ROOT / "relviz").rglob("*.py")):
         rel = str(path.relative_to(ROOT))
-        if rel in APP_TIER:
+        if rel.startswith(APP_TIER):
             continue
         for imp in imports_of(path):
             if imp.top in sys.stdlib_module_names or imp.top in {"relviz", "__future__"}:
@@ -104,16 +104,16 @@ def test_the_library_imports_only_base_dependencies():
 
 
 def test_only_the_app_tier_imports_relviz_ui():
-    """relviz.ui imports streamlit at top level: the library must not import it at top level."""
+    """relviz.app.ui imports streamlit at top level: the library must not import it at top level."""
     for path in sorted((ROOT / "relviz").rglob("*.py")):
         rel = str(path.relative_to(ROOT))
-        if rel in APP_TIER:
+        if rel.startswith(APP_TIER):
             continue
         text = path.read_text()
         for imp in imports_of(path):
             if imp.top == "relviz" and not imp.in_function:
                 line = text.splitlines()[imp.line - 1]
-                assert "relviz.ui" not in line and "import ui" not in line, f"{rel}:{imp.line}: {line}"
+                assert "relviz.app.ui" not in line and "import ui" not in line, f"{rel}:{imp.line}: {line}"
 
 
 @pytest.fixture(scope="module")
@@ -186,8 +186,8 @@ def test_the_command_line_finds_its_data_from_any_directory(tmp_path, monkeypatc
 
 def test_bench_skips_the_app_section_without_a_checkout(monkeypatch, tmp_path):
     """Installed from a wheel there is no app.py: the section says so instead of a traceback."""
-    from relviz import bench_app, bench_report
-
+    from relviz.bench import app as bench_app
+    from relviz.bench import report as bench_report
     monkeypatch.setattr(bench_app, "REPO", tmp_path)
     result = bench_app.app_section(bench_report.BenchContext(quick=True, log=lambda message: None))
     assert result.rows == [] and "source checkout" in result.notes[0]

@@ -11,12 +11,12 @@ from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, title, trace
-from relviz import ui
+from relviz.app import ui
 from relviz.inspection import random_text
 from relviz.model import SCHEMES
 from relviz.positions import alibi_bias, shaw_clip_index, t5_bucket_map
 from relviz.training import load_checkpoint, shipped_name
-from relviz.training_queue import CAPS, GATE
+from relviz.app.training_queue import CAPS, GATE
 
 
 def grid_of(figures: list[dict]) -> dict:

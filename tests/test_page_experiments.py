@@ -13,8 +13,8 @@ from streamlit.testing.v1 import AppTest
 from page_support import run_page
 from plotly_data import charts, decode, find
 from relviz import experiments as ex
-from relviz import ui
-from relviz.training_queue import CAPS, GATE
+from relviz.app import ui
+from relviz.app.training_queue import CAPS, GATE
 
 ENV = "RELVIZ_EXPERIMENTS_RESULTS"
 

@@ -9,7 +9,8 @@ from plotly_data import decode
 from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
-from relviz import tours, ui
+from relviz.app import tours
+from relviz.app import ui
 from relviz.check import SIGN, Settings, variant_matrix
 from relviz.positions import t5_bucket_map
 from relviz.schemes import get_scheme
@@ -180,7 +181,7 @@ def test_a_teacher_collects_views_and_shares_them():
 
 
 def test_a_schemes_own_parameter_is_collected_and_presented():
-    """The attention page's at_t_<param> keys come from the scheme registry, not from relviz.tours: a
+    """The attention page's at_t_<param> keys come from the scheme registry, not from relviz.app.tours: a
     collected view keeps them, presenting it sets the slider even after the teacher moved it, and a
     step without the key puts the slider back at its default."""
     at = AppTest.from_file(APP, default_timeout=60)

@@ -97,7 +97,7 @@ def test_model_size_limit_refuses_to_run(listed, monkeypatch):
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from relviz.layer_views import VIEW_KINDS  # noqa: E402
-from relviz.tours import TODAY  # noqa: E402
+from relviz.app.tours import TODAY  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 from relviz.model_presets import model_presets, preset_plan  # noqa: E402

@@ -147,7 +147,7 @@ shipped = load_checkpoint("throwaway-shift")
 out["shipped_width"] = shipped.model.config.throwaway_width
 
 # the in-app training guard: the parameter within its app range passes, beyond it is refused by name
-from relviz.training_queue import TrainingRequest, check_request
+from relviz.app.training_queue import TrainingRequest, check_request
 guarded, _ = check_request(TrainingRequest(scheme="throwaway", scheme_params={"throwaway_width": 5}))
 out["guarded_width"] = guarded.throwaway_width
 try:
@@ -155,8 +155,8 @@ try:
 except ValueError as error:
     out["guard_refusal"] = str(error)
 
-# a tour step carrying the scheme and its app parameter (relviz.tours is not edited), opened as a link
-from relviz import tours
+# a tour step carrying the scheme and its app parameter (relviz.app.tours is not edited), opened as a link
+from relviz.app import tours
 step = tours.check_step(tours.Step("attention", {"at_ck": "throwaway-shift", "at_tsch": "throwaway",
                                                  "at_t_throwaway_width": "4"}))
 out["tour_params"] = tours.decode(tours.encode(tours.Tour("t", (step,)))).steps[0].params
@@ -240,7 +240,7 @@ def test_a_new_scheme_is_one_new_file(tmp_path):
 
 #: Modules about something other than relviz's model schemes: a Hugging Face checkpoint's position
 #: family (relviz.hf, its CLI and page).
-NOT_MODEL_SCHEMES = {"relviz/hf.py", "relviz/inspect_cli.py", "pages/your_model.py"}
+NOT_MODEL_SCHEMES = {"relviz/hf.py", "relviz/cli/inspect.py", "pages/your_model.py"}
 
 
 def test_no_code_outside_the_schemes_package_switches_on_a_scheme_name():
@@ -262,10 +262,10 @@ def test_no_code_outside_the_schemes_package_switches_on_a_scheme_name():
 
 
 def test_tour_links_take_every_scheme_and_its_app_parameters():
-    """relviz.tours reads the attention page's scheme keys by shape (it holds no copy of the registry):
+    """relviz.app.tours reads the attention page's scheme keys by shape (it holds no copy of the registry):
     every scheme's name and each app parameter at both ends of its slider make a valid tour step."""
-    from relviz.tours import Step, check_step, decode, encode, Tour
-    from relviz.training_queue import scheme_caps
+    from relviz.app.tours import Step, check_step, decode, encode, Tour
+    from relviz.app.training_queue import scheme_caps
 
     for name, scheme in REGISTRY.items():
         for end in (0, 1):

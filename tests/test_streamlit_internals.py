@@ -1,7 +1,7 @@
-"""Where relviz reaches below Streamlit's (and plotly's) public API: only relviz/app_internals.py.
+"""Where relviz reaches below Streamlit's (and plotly's) public API: only relviz/app/internals.py.
 
 The link check, the deep-link routing and everything else use public API. What is left is one
-adapter (relviz/app_internals.py), each piece with why and what would replace it:
+adapter (relviz/app/internals.py), each piece with why and what would replace it:
 
 - ``release_url_bindings``: ``QueryParams.get_binding_for_param(key).widget_id`` and
   ``unbind_widget`` (a tour step sets a key bound to a control on screen);
@@ -19,7 +19,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 REPO = Path(__file__).resolve().parents[1]
-ADAPTER = REPO / "relviz" / "app_internals.py"
+ADAPTER = REPO / "relviz" / "app" / "internals.py"
 #: A streamlit.runtime path, a _-prefixed Streamlit or plotly name, Streamlit's own cookie or a private
 #: attribute of st / a QueryParams object.
 INTERNAL = re.compile(r"streamlit\.runtime|_plotly_utils|_streamlit_\w+|\bst\._\w+|\bqp\._\w+|"
@@ -49,7 +49,7 @@ try:
     found["set_while_bound"] = "allowed"
 except st.errors.StreamlitAPIException:
     found["set_while_bound"] = "refused"
-from relviz.app_internals import release_url_bindings
+from relviz.app.internals import release_url_bindings
 release_url_bindings(["x_n", "absent"])
 with get_session_state().query_params() as qp:
     found["bound_after_release"] = qp.get_binding_for_param("x_n") is not None

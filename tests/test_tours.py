@@ -1,4 +1,4 @@
-"""relviz.tours: the tour format, its strict validation, the link encoding, and the built-in tour's views."""
+"""relviz.app.tours: the tour format, its strict validation, the link encoding, and the built-in tour's views."""
 from __future__ import annotations
 
 import base64
@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, NumberInput, Slider, Widget
 
-from relviz import tours
-from relviz.tours import BUILTIN, PAGE_PARAMS, Step, Tour, decode, encode, loads
+from relviz.app import tours
+from relviz.app.tours import BUILTIN, PAGE_PARAMS, Step, Tour, decode, encode, loads
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -138,7 +138,7 @@ def test_schema_lists_every_url_control_of_the_page(app, page):
     assert not app.exception, app.exception
     for key, element in bound_controls(app).items():
         param = tours.page_param(page, key)
-        assert param is not None, f"{page}: control {key} is missing from relviz.tours.PAGE_PARAMS"
+        assert param is not None, f"{page}: control {key} is missing from relviz.app.tours.PAGE_PARAMS"
         if isinstance(element, list):  # tabs
             assert param.choices == tuple(element), key
         elif param.numeric and not param.dynamic and isinstance(element, (Slider, NumberInput)):
@@ -171,7 +171,7 @@ def test_the_stated_tour_length_is_the_sum_of_its_notes():
     import re
     from pathlib import Path
 
-    from relviz.tours import BUILTIN, Step, Tour, tour_minutes
+    from relviz.app.tours import BUILTIN, Step, Tour, tour_minutes
 
     notes = [re.search(r"\((\d+) min\)$", step.note) for step in BUILTIN.steps]
     assert all(notes)

@@ -1,4 +1,4 @@
-"""relviz.training_queue: caps on one run, the process-wide gate, per-session quotas, threads."""
+"""relviz.app.training_queue: caps on one run, the process-wide gate, per-session quotas, threads."""
 from __future__ import annotations
 
 import threading
@@ -6,7 +6,7 @@ import threading
 import pytest
 import torch
 
-from relviz.training_queue import (
+from relviz.app.training_queue import (
     CAPS,
     CapExceeded,
     RunLedger,
@@ -298,11 +298,12 @@ def test_the_app_counts_a_visitor_across_sessions(monkeypatch):
     """Through the app: two AppTest sessions with the same visitor key (a reload) share the count."""
     from streamlit.testing.v1 import AppTest
 
-    from relviz import training_queue, ui
+    from relviz.app import training_queue
 
+    from relviz.app import ui
     ledger = RunLedger(TrainingCaps(max_trainings_per_session=2))
     monkeypatch.setattr(training_queue, "LEDGER", ledger)
-    script = ("from relviz import ui\n"
+    script = ("from relviz.app import ui\n"
               "ui.visitor_key = lambda: ('cookie:same', 'addr')\n"
               "t = ui.session_trainings()\n"
               "import streamlit as st\n"
@@ -319,7 +320,7 @@ def test_the_app_counts_a_visitor_across_sessions(monkeypatch):
 def test_the_visitor_key_is_the_token_under_the_xsrf_cookie_mask():
     """Streamlit re-masks its XSRF cookie on every page load (2|mask|token xor mask|time): two loads of
     one browser give different cookies and the same token, so a reload keeps the visitor's key."""
-    from relviz.app_internals import xsrf_token as _xsrf_token
+    from relviz.app.internals import xsrf_token as _xsrf_token
 
     token = bytes(range(16))
     cookies = []

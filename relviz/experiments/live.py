@@ -5,7 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 import relviz.experiments.cost as cost
-from relviz._bounded_child import run_bounded
+from relviz.experiments.bounded_child import run_bounded
 from relviz.experiments.cases import run_in_fresh_process
 from relviz.experiments.extrapolation import evaluate_lengths
 from relviz.experiments.fit import fit
@@ -25,7 +25,7 @@ def plan_from_setup(section: dict[str, Any]) -> Plan:
 
 def live_offset_work(section: dict[str, Any], layers: int, max_steps: int) -> int:
     """Upper bound of :func:`live_offset`'s training work, steps × length × layers summed over
-    its models (relviz.training_queue's measure of CPU time)."""
+    its models (relviz.app.training_queue's measure of CPU time)."""
     counted = section["setup"]["counted"]
     return sum(max_steps * (s + counted) * layers for s in section["setup"]["shifts"])
 
@@ -93,7 +93,7 @@ def live_cost(impl: str, lengths: list[int], *, chunk: int = 128, repeats: int =
               progress: Callable[[float, str], Any] | None = None) -> list[dict[str, Any]]:
     """Measure one implementation at a few lengths, each case in a fresh process that is bounded
     (one thread, an address-space cap, a time limit) and dies with the server
-    (relviz._bounded_child.run_bounded)."""
+    (relviz.experiments.bounded_child.run_bounded)."""
     if impl not in IMPLEMENTATIONS:
         raise ValueError(f"unknown implementation {impl!r}; known: {', '.join(IMPLEMENTATIONS)}")
     rows = []

@@ -9,7 +9,7 @@ One job per module:
   length the model can run at) and :func:`run_text` (one typed sequence, as the app shows it);
 - :mod:`relviz.training.checkpoints`: save, load and validate checkpoints (safetensors +
   JSON, never a pickle), list them, retrain the shipped ones;
-- :mod:`relviz.training.cli`: the ``python -m relviz train`` command.
+- :mod:`relviz.cli.train`: the ``python -m relviz train`` command.
 
 The names below load with their module on first use (:mod:`relviz._lazy`).
 """

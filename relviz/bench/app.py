@@ -1,7 +1,7 @@
 """The app section of ``python -m relviz bench``: server-side rerun time and figure payloads.
 
 This is tooling, not library: it drives the real pages through Streamlit's AppTest, so it is
-the one relviz module besides relviz/ui.py that imports streamlit (lazily, only when run).
+the one relviz module besides relviz/app/ui.py that imports streamlit (lazily, only when run).
 
 - Rerun time: the page's first slider is moved back and forth and each rerun is timed (the
   script run as the server does it, plus AppTest's small overhead). Target ≤ 150 ms median.
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RERUN_TARGET_S = 0.150
 FIGURE_TARGET_BYTES = 3_000_000
 
@@ -110,13 +110,13 @@ def measure_page(page_path: str, repeats: int) -> dict[str, Any]:
 
 
 def app_section(ctx):
-    from relviz.bench_report import Column, SectionResult, Target, ms
+    from relviz.bench.report import Column, SectionResult, Target, ms
 
     reason = unavailable()
     if reason:
         return SectionResult(name="app", title="App rerun time and figure sizes", columns=[],
                              rows=[], notes=[reason])
-    from relviz.ui import PAGES
+    from relviz.app.ui import PAGES
 
     repeats = 5 if ctx.quick else 15
     rows = []

@@ -2,7 +2,7 @@
 
 The app's live Measure (Experiments page) times attention in a fresh process per case. Unbounded,
 that process used every core and up to ~1.6 GB, and outlived a killed server. :func:`run_bounded`
-starts it through this module's launcher (``python -m relviz._bounded_child``), which, before
+starts it through this module's launcher (``python -m relviz.experiments.bounded_child``), which, before
 it execs the real command:
 
 - lowers its priority (nice 10): the server's pages come first;
@@ -42,7 +42,7 @@ def run_bounded(command: Sequence[str], *, env: dict[str, str] | None = None, ti
     """
     environment = dict(os.environ if env is None else env)
     environment.update({name: str(threads) for name in _THREAD_VARIABLES})
-    launcher = [sys.executable, "-m", "relviz._bounded_child", str(os.getpid()), str(address_space), "--",
+    launcher = [sys.executable, "-m", "relviz.experiments.bounded_child", str(os.getpid()), str(address_space), "--",
                 *command]
     limit = CHILD_MAX_SECONDS if timeout is None else min(timeout, CHILD_MAX_SECONDS)
     try:
@@ -67,7 +67,7 @@ def _die_with_parent(parent: int) -> None:
 def _main(argv: list[str]) -> None:
     parent, address_space, separator, *command = argv
     if separator != "--" or not command:
-        raise SystemExit("usage: python -m relviz._bounded_child PARENT_PID ADDRESS_SPACE -- COMMAND...")
+        raise SystemExit("usage: python -m relviz.experiments.bounded_child PARENT_PID ADDRESS_SPACE -- COMMAND...")
     import resource
 
     _die_with_parent(int(parent))

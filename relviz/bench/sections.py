@@ -1,4 +1,5 @@
-"""python -m relviz bench: time and measure the memory of the core functions.
+"""The sections of ``python -m relviz bench`` (relviz.cli.bench runs them): time and measure the memory
+of the core functions.
 
 Sections (``--only NAME`` runs some of them; ``--quick`` uses small sizes for a CI smoke run;
 ``--json PATH`` also writes the results as JSON):
@@ -19,24 +20,17 @@ is asserted by the test suite: targets are printed as PASS / MISS for people to 
 """
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
-import os
-import platform
 import statistics
-import sys
-import time
 from typing import Any
 
 import torch
 
-import relviz
-from relviz.bench_report import BenchContext, Column, Section, SectionResult, Target, format_table, time_calls
-from relviz.bench_report import bytes_text as _bytes
-from relviz.bench_report import mb as _mb
-from relviz.bench_report import ms as _ms
-from relviz.bench_report import ratio as _ratio
+from relviz.bench.report import BenchContext, Column, Section, SectionResult, Target, time_calls
+from relviz.bench.report import bytes_text as _bytes
+from relviz.bench.report import mb as _mb
+from relviz.bench.report import ms as _ms
+from relviz.bench.report import ratio as _ratio
 from relviz.experiments.cases import ATTN_B, ATTN_D, ATTN_H, run_in_fresh_process
 from relviz.memory import format_bytes, relative_term_bytes
 from relviz.positions import relative_positions, t5_bucket_map
@@ -210,81 +204,19 @@ SECTIONS: list[Section] = [
     Section("attention", "skew/shaw attention vs the naive L × L × D gather", attention_section),
     Section("memory", "Music Transformer memory example", memory_section),
     Section("fused", "Attention fused path vs SDPA with a prebuilt bias, FlexAttention, the weights path",
-            lambda ctx: importlib.import_module("relviz.bench_versus").fused_section(ctx)),
+            lambda ctx: importlib.import_module("relviz.bench.versus").fused_section(ctx)),
     Section("t5bias", "T5 bias per offset vs HF compute_bias, x-transformers, the per-cell build",
-            lambda ctx: importlib.import_module("relviz.bench_versus").t5_bias_section(ctx)),
+            lambda ctx: importlib.import_module("relviz.bench.versus").t5_bias_section(ctx)),
     Section("model", "Model train step vs the same model with fused SDPA",
-            lambda ctx: importlib.import_module("relviz.bench_versus").model_section(ctx)),
+            lambda ctx: importlib.import_module("relviz.bench.versus").model_section(ctx)),
     Section("gpu", "The core on one GPU (scripts/gpu_check.sh): bucket map, biases, attention vs FlexAttention",
-            lambda ctx: importlib.import_module("relviz.bench_gpu").gpu_section(ctx)),
+            lambda ctx: importlib.import_module("relviz.bench.gpu").gpu_section(ctx)),
     Section("app", "App rerun time and figure sizes",
-            lambda ctx: importlib.import_module("relviz.bench_app").app_section(ctx)),
+            lambda ctx: importlib.import_module("relviz.bench.app").app_section(ctx)),
     Section("slider", "Slider -> charts settled in Chromium at each large page's largest setting",
-            lambda ctx: importlib.import_module("relviz.bench_slider").slider_section(ctx)),
+            lambda ctx: importlib.import_module("relviz.bench.slider").slider_section(ctx)),
     Section("view_memory", "Server memory of one view at 2^16, 2^18, 2^20 positions (O(L))",
-            lambda ctx: importlib.import_module("relviz.bench_memory").view_memory_section(ctx)),
+            lambda ctx: importlib.import_module("relviz.bench.memory").view_memory_section(ctx)),
     Section("first_paint", "First paint in Chromium vs a minimal Streamlit + Plotly app",
-            lambda ctx: importlib.import_module("relviz.bench_first_paint").first_paint_section(ctx)),
+            lambda ctx: importlib.import_module("relviz.bench.first_paint").first_paint_section(ctx)),
 ]
-
-
-# ---------------------------------------------------------------------------------------
-# Command line
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    names = [s.name for s in SECTIONS]
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes only: a smoke test that finishes in seconds")
-    parser.add_argument("--only", action="append", choices=names, metavar="SECTION",
-                        help=f"run only this section (repeatable); one of: {', '.join(names)}")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
-    parser.add_argument("--no-flex", action="store_true",
-                        help="leave out the compiled FlexAttention columns of the fused section "
-                             "(each length and score_mod compiles, 5-15 s each on CPU)")
-
-
-def run(args: argparse.Namespace) -> int:
-    selected = [s for s in SECTIONS if not args.only or s.name in args.only]
-
-    def log(message: str) -> None:
-        print(f"  ... {message}", file=sys.stderr, flush=True)
-
-    ctx = BenchContext(quick=bool(args.quick), log=log, flex=not args.no_flex)
-    import psutil
-    header = {
-        "relviz_version": relviz.__version__,
-        "torch_version": torch.__version__,
-        "python_version": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "memory_total_bytes": psutil.virtual_memory().total,
-        "quick": ctx.quick,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    print(f"relviz {header['relviz_version']} bench, torch {header['torch_version']}, "
-          f"{header['cpu_count']} CPUs, {header['torch_threads']} torch threads"
-          f"{', quick' if ctx.quick else ''}. Timings are noisy on a shared machine.", flush=True)
-    results = []
-    for section in selected:
-        start = time.perf_counter()
-        load_before = _load_average()
-        result = section.run(ctx)
-        result.seconds = time.perf_counter() - start
-        # The machine may be shared: every figure is read beside the load it was measured under.
-        result.notes.append(f"load average (1, 5, 15 min) before: {load_before}; after: {_load_average()}")
-        results.append(result)
-        print("\n" + format_table(result), flush=True)
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(header | {"sections": [r.to_json() for r in results]}, out, indent=2)
-        print(f"\nwrote {args.json}")
-    return 0
-
-
-def _load_average() -> str:
-    try:
-        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 import plotly.graph_objects as go
 import streamlit as st
 
-from relviz import app_internals
-
+from relviz.app import internals as app_internals
 if TYPE_CHECKING:  # imported where used: torch loads only on a page that trains or measures, numpy only
     import numpy as np  # where a page offers downloads (the landing page's first visitor skips its import)
 
-    from relviz.training_queue import SessionTrainings
+    from relviz.app.training_queue import SessionTrainings
 
 T = TypeVar("T")
 
@@ -58,7 +57,7 @@ PAGES: list[PageInfo] = [
 #: which imports numpy and PIL before the landing page's first paint.
 FAVICON = "↔️"
 #: The entry point every page is served through (ensure_app_navigation).
-APP_SCRIPT = Path(__file__).resolve().parents[1] / "app.py"
+APP_SCRIPT = Path(__file__).resolve().parents[2] / "app.py"
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
                    "Negative: the key lies in the past of the query; positive: in its future.")
@@ -419,8 +418,8 @@ def visitor_key() -> tuple[str | None, str | None]:
 
 def session_trainings() -> SessionTrainings:
     """This browser session's trained models, its runs counted per visitor across reloads
-    (relviz.training_queue's quota, in the server-wide ledger)."""
-    from relviz.training_queue import LEDGER, SessionTrainings
+    (relviz.app.training_queue's quota, in the server-wide ledger)."""
+    from relviz.app.training_queue import LEDGER, SessionTrainings
 
     if SESSION_TRAININGS_KEY not in st.session_state:
         visitor, address = visitor_key()
@@ -431,7 +430,7 @@ def session_trainings() -> SessionTrainings:
 def run_guarded(run: Callable[[Callable[[float, str], None]], T]) -> T | None:
     """Run ``run(report)`` inside the training guard (session quota, one server-wide slot, one
     thread, time limit) with a progress bar; a refusal or timeout becomes an st.error and None."""
-    from relviz.training_queue import TrainingBusy, TrainingTimeout, guarded_run
+    from relviz.app.training_queue import TrainingBusy, TrainingTimeout, guarded_run
 
     bar = st.progress(0.0, text="starting…")
     try:
@@ -451,7 +450,7 @@ def run_guarded(run: Callable[[Callable[[float, str], None]], T]) -> T | None:
 # Length, offset and window controls shared by the pages that draw a q_len × k_len matrix.
 
 #: Longest query/key length the length controls allow (2^20).
-from relviz.page_limits import MAX_LENGTH  # noqa: E402
+from relviz.app.page_limits import MAX_LENGTH  # noqa: E402
 
 
 def clamp_state(key: str, lo: int, hi: int) -> None:
@@ -592,11 +591,11 @@ def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: st
 
 # ---------------------------------------------------------------------------------------
 # Lecture mode: the presenter bar every page shows while a tour runs, and collecting views.
-# The tours themselves (data, validation, links) are relviz.tours'.
+# The tours themselves (data, validation, links) are relviz.app.tours'.
 
 TOUR_STATE = "_relviz_tour"          # (Tour, step index) while presenting
 DRAFT_STATE = "_relviz_tour_draft"   # list[tours.Step]: the views a teacher collected
-LECTURE_STATE = "_relviz_lecture"    # this tab's live lecture id (relviz.lectures), followed by its presenter view
+LECTURE_STATE = "_relviz_lecture"    # this tab's live lecture id (relviz.app.lectures), followed by its presenter view
 LECTURE_PARAM = "lecture"            # the presenter view's link value on the Lecture mode page
 #: How often the presenter view looks at the lecture it follows (seconds).
 FOLLOW_EVERY_S = 1.0
@@ -610,7 +609,7 @@ def presenting() -> bool:
 @st.cache_resource
 def lectures():
     """The server's live lectures: the step an audience tab and its presenter view share."""
-    from relviz.lectures import Lectures
+    from relviz.app.lectures import Lectures
 
     return Lectures()
 
@@ -624,7 +623,7 @@ def _page_name(url_path: str) -> str:
 def go_to_step(tour, index: int) -> None:
     """Open step ``index`` of ``tour`` exactly: its page with its link values, every other control of
     that page back at its default (their kept values are forgotten first)."""
-    from relviz.tours import page_keys
+    from relviz.app.tours import page_keys
 
     index = min(max(index, 0), len(tour.steps) - 1)
     step = tour.steps[index]
@@ -672,7 +671,7 @@ NO_TOUR_STEP = ("No “Add this view to my tour” on this page: it is a tool wh
 
 def current_view(page_name: str):
     """The view on screen as a tour step (the page and its URL values), or a message why it cannot be one."""
-    from relviz.tours import PAGE_PARAMS, Step, check_step, page_keys, page_param
+    from relviz.app.tours import PAGE_PARAMS, Step, check_step, page_keys, page_param
 
     if page_name not in PAGE_PARAMS:
         return None, NO_TOUR_STEP

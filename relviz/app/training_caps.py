@@ -1,4 +1,4 @@
-"""The bounds of in-app training and measuring (relviz.training_queue enforces them).
+"""The bounds of in-app training and measuring (relviz.app.training_queue enforces them).
 
 A module of plain numbers, free of torch, so that a page or a link validator can read the bounds
 without loading the model code.

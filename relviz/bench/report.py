@@ -1,6 +1,6 @@
 """The benchmark's framework: sections, their results and targets, and the plain-text table.
 
-``python -m relviz bench`` (relviz.bench) and its app section (relviz.bench_app) both build
+``python -m relviz bench`` (relviz.bench.sections) and its app section (relviz.bench.app) both build
 on this module, so neither imports the other's internals.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@
   the floor, plain causal SDPA with no relative term.
 
 Each runs with ``python -m relviz bench --only NAME``. The fused section's functions and implementations
-are tables in relviz.bench_fused_cases.
+are tables in relviz.bench.fused_cases.
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ import torch
 import torch.nn.functional as F
 
 import relviz
-from relviz.bench_fused_cases import FLEX_IMPLS, FUNCTIONS, IMPLS, B, D, H, Function, impl_call, inputs
-from relviz.bench_report import (BenchContext, Column, SectionResult, Target, mb, ms, proc_status,
+from relviz.bench.fused_cases import FLEX_IMPLS, FUNCTIONS, IMPLS, B, D, H, Function, impl_call, inputs
+from relviz.bench.report import (BenchContext, Column, SectionResult, Target, mb, ms, proc_status,
                                  reset_peak_rss, time_in_turns)
 from relviz.model import SCHEMES, ModelConfig, build_model
 from relviz.positions import alibi_bias, expand_toeplitz, offset_range, shaw_clip_index, t5_bias, t5_bucket_map
@@ -133,8 +133,8 @@ def run_memory_case(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _subprocess(kind: str, spec: dict[str, Any], ctx: BenchContext, env_extra: dict[str, str] | None = None,
                 ) -> dict[str, Any]:
-    """``python -m relviz.bench_versus KIND SPEC`` (one of _main's cases) in a fresh process, with ``env_extra``."""
-    command = [sys.executable, "-m", "relviz.bench_versus", kind, json.dumps(spec)]
+    """``python -m relviz.bench.versus KIND SPEC`` (one of _main's cases) in a fresh process, with ``env_extra``."""
+    command = [sys.executable, "-m", "relviz.bench.versus", kind, json.dumps(spec)]
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(relviz.__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

@@ -1,4 +1,4 @@
-"""The core on one GPU: ``python -m relviz.bench_gpu --out DIR`` (run by ``scripts/gpu_check.sh``).
+"""The core on one GPU: ``python -m relviz.bench.gpu --out DIR`` (run by ``scripts/gpu_check.sh``).
 
 Two tables, written with the GPU's name to ``DIR/gpu.json`` and ``DIR/gpu.md`` after every row (a run
 cut short by its time budget keeps what it measured):
@@ -355,7 +355,7 @@ def markdown(result: dict[str, Any]) -> str:
 def gpu_section(ctx):
     """``python -m relviz bench --only gpu``: the same run on CUDA; without one, the dry run under
     ``--quick`` (its figures say they are not GPU figures) and otherwise a note."""
-    from relviz.bench_report import Column, SectionResult, Target
+    from relviz.bench.report import Column, SectionResult, Target
 
     title = "The core on one GPU: bucket map vs a copy of the same bytes; attention vs SDPA and FlexAttention"
     columns = [Column("table", "table"), Column("what", "what"), Column("mechanism", "mechanism"), Column("L", "L"),
@@ -385,7 +385,7 @@ def gpu_section(ctx):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m relviz.bench_gpu", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m relviz.bench.gpu", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for gpu.json and gpu.md")
     parser.add_argument("--dry-run", action="store_true", help="every code path on the CPU at tiny sizes")
     args = parser.parse_args(argv)

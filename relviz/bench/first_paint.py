@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TARGET_RATIO = 1.2
 
 MINIMAL_APP = '''
@@ -184,7 +184,7 @@ def _messages_text(pair) -> str:
 
 
 def first_paint_section(ctx):
-    from relviz.bench_report import Column, SectionResult, Target, ms
+    from relviz.bench.report import Column, SectionResult, Target, ms
 
     title = "First paint: a fresh visitor's landing page in Chromium, relviz vs a minimal Streamlit + Plotly app"
     reason = unavailable()

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LENGTHS = (2**16, 2**18, 2**20)
 #: The largest growth from 2^18 to 2^20 (×4 positions) that still reads as O(L).
 LINEAR_GROWTH = 6.0
@@ -92,7 +92,7 @@ def run_case(page: str, length: int, warm_length: int = 64) -> dict[str, Any]:
 def _in_fresh_process(page: str, length: int) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run([sys.executable, "-m", "relviz.bench_memory", "--case", json.dumps([page, length])],
+    proc = subprocess.run([sys.executable, "-m", "relviz.bench.memory", "--case", json.dumps([page, length])],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
     if proc.returncode != 0:
         return {"page": page, "L": length, "problems": [f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"]}
@@ -100,8 +100,8 @@ def _in_fresh_process(page: str, length: int) -> dict[str, Any]:
 
 
 def view_memory_section(ctx):
-    from relviz.bench_app import unavailable
-    from relviz.bench_report import Column, SectionResult, Target, mb
+    from relviz.bench.app import unavailable
+    from relviz.bench.report import Column, SectionResult, Target, mb
 
     title = "Server memory of one view (fresh process each), 2^16 / 2^18 / 2^20 positions per side"
     columns = [Column("page", "page"), Column("L", "L"), Column("peak_bytes", "peak added", mb),
@@ -139,7 +139,7 @@ def view_memory_section(ctx):
 
 
 def _case_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m relviz.bench_memory")
+    parser = argparse.ArgumentParser(prog="python -m relviz.bench.memory")
     parser.add_argument("--case", required=True, help='JSON ["page", length] (internal)')
     page, length = json.loads(parser.parse_args(argv).case)
     print(json.dumps(run_case(page, int(length))), flush=True)

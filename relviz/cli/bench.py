@@ -1,0 +1,75 @@
+"""``python -m relviz bench``: run the sections of relviz.bench.sections, print each table beside the
+machine's load, and write them as JSON with ``--json``."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import torch
+
+import relviz
+from relviz.bench.report import BenchContext, format_table
+from relviz.bench.sections import SECTIONS
+
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    names = [s.name for s in SECTIONS]
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes only: a smoke test that finishes in seconds")
+    parser.add_argument("--only", action="append", choices=names, metavar="SECTION",
+                        help=f"run only this section (repeatable); one of: {', '.join(names)}")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    parser.add_argument("--no-flex", action="store_true",
+                        help="leave out the compiled FlexAttention columns of the fused section "
+                             "(each length and score_mod compiles, 5-15 s each on CPU)")
+
+
+def run(args: argparse.Namespace) -> int:
+    selected = [s for s in SECTIONS if not args.only or s.name in args.only]
+
+    def log(message: str) -> None:
+        print(f"  ... {message}", file=sys.stderr, flush=True)
+
+    ctx = BenchContext(quick=bool(args.quick), log=log, flex=not args.no_flex)
+    import psutil
+    header = {
+        "relviz_version": relviz.__version__,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "memory_total_bytes": psutil.virtual_memory().total,
+        "quick": ctx.quick,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    print(f"relviz {header['relviz_version']} bench, torch {header['torch_version']}, "
+          f"{header['cpu_count']} CPUs, {header['torch_threads']} torch threads"
+          f"{', quick' if ctx.quick else ''}. Timings are noisy on a shared machine.", flush=True)
+    results = []
+    for section in selected:
+        start = time.perf_counter()
+        load_before = _load_average()
+        result = section.run(ctx)
+        result.seconds = time.perf_counter() - start
+        # The machine may be shared: every figure is read beside the load it was measured under.
+        result.notes.append(f"load average (1, 5, 15 min) before: {load_before}; after: {_load_average()}")
+        results.append(result)
+        print("\n" + format_table(result), flush=True)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(header | {"sections": [r.to_json() for r in results]}, out, indent=2)
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+def _load_average() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
