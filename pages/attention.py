@@ -10,6 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz.app import ui
+from relviz.app.scheme_texts import parameter_caption, structure_text, texts_for
+from relviz.app.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
 from relviz.figures.attention import (
     attention_grid,
     attention_heatmap,
@@ -30,11 +32,9 @@ from relviz.inspection import (
     resize_text,
     run_view,
 )
-from relviz.scheme_texts import parameter_caption, structure_text, texts_for
 from relviz.schemes import REGISTRY, get_scheme
 from relviz.tasks import DIGITS, TASKS
 from relviz.training import load_checkpoint, scan_checkpoints
-from relviz.app.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
 
 P = "at"  # query-parameter prefix of this page
 

@@ -1,7 +1,7 @@
 """The words about each scheme live with what shows them, and every registered scheme has them.
 
 Schemes (relviz/schemes) hold maths, modules and parameters; the Live attention page's sentences are
-relviz/scheme_texts.py's, the offset study's relviz/experiments/readings.py's, both looked up by
+relviz/app/scheme_texts.py's, the offset study's relviz/experiments/readings.py's, both looked up by
 the scheme's name. A scheme added without its words fails here.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from relviz.scheme_texts import TEXTS, parameter_caption, structure_text, texts_for
+from relviz.app.scheme_texts import TEXTS, parameter_caption, structure_text, texts_for
 from relviz.experiments.plan import Setting
 from relviz.experiments.readings import EXACT_RANGE_WORDS, exact_range_words
 from relviz.inspection import parameter_views, position_structure
@@ -29,7 +29,7 @@ def _model(scheme: str, **fields):
 def test_every_scheme_has_the_words_for_what_it_shows(scheme):
     """Whatever the scheme shows (a structure, parameter views, or neither), the page has words for it,
     filled from the view's facts (a fact the words cite and the scheme does not give fails here)."""
-    assert scheme in TEXTS, f"add {scheme!r} to TEXTS in relviz/scheme_texts.py"
+    assert scheme in TEXTS, f"add {scheme!r} to TEXTS in relviz/app/scheme_texts.py"
     model = _model(scheme)
     structure = position_structure(model, 24)
     if structure is None:
@@ -50,7 +50,7 @@ def test_the_page_table_holds_only_registered_schemes():
 
 
 def test_a_scheme_without_words_is_named_with_the_file_to_edit():
-    with pytest.raises(LookupError, match="relviz/scheme_texts.py"):
+    with pytest.raises(LookupError, match="relviz/app/scheme_texts.py"):
         texts_for("no-such-scheme")
     structure = PositionStructure("none", "t", "l", np.zeros((1, 2, 2), dtype=np.float32), None, True, True)
     with pytest.raises(LookupError, match="no words"):

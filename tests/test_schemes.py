@@ -190,7 +190,7 @@ os._exit(0)  # skip the interpreter's teardown of torch and streamlit (seconds o
 
 
 def test_a_new_scheme_is_one_new_file(tmp_path):
-    """Copy the package, add one file and its page words (relviz/scheme_texts.py), touch nothing else:
+    """Copy the package, add one file and its page words (relviz/app/scheme_texts.py), touch nothing else:
     the scheme is everywhere."""
     copy = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -198,7 +198,7 @@ def test_a_new_scheme_is_one_new_file(tmp_path):
     shutil.copytree(REPO / "pages", copy / "pages", ignore=ignore)
     shutil.copy(REPO / "app.py", copy / "app.py")
     (copy / "relviz" / "schemes" / "throwaway.py").write_text(textwrap.dedent(THROWAWAY), encoding="utf-8")
-    texts = copy / "relviz" / "scheme_texts.py"
+    texts = copy / "relviz" / "app" / "scheme_texts.py"
     texts.write_text(texts.read_text(encoding="utf-8") + THROWAWAY_TEXTS, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(copy))
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=copy, env=env, capture_output=True, text=True,

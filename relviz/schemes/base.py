@@ -6,7 +6,7 @@ defaults); an instance is the ``nn.Module`` that gives one model its positions: 
 absolute positions to the embeddings (:meth:`Scheme.embed`) and/or does one layer's attention
 (:meth:`Scheme.attend`), and it shows what it learned (:meth:`Scheme.structure`,
 :meth:`Scheme.parameter_views`) as plain data the figures draw by kind. The words a page says about
-a scheme live with the page (``relviz/scheme_texts.py``), the experiments' in
+a scheme live with the page (``relviz/app/scheme_texts.py``), the experiments' in
 ``relviz/experiments/readings.py``; a scheme holds its name, its one-line summary (``python -m relviz
 schemes``), its parameters' help (the CLI flags) and its error messages.
 

@@ -12,7 +12,7 @@
 Every view is data with short labels (its title, axis, hover and legend labels) and ``facts``: the
 numbers the words about it cite (a slope, the most distinct offset, the last bucket's start),
 computed by the scheme. The words themselves live with what shows them: the Live attention page's
-in ``relviz/scheme_texts.py``, looked up by the scheme's name. ``BiasCurve.caption`` is for
+in ``relviz/app/scheme_texts.py``, looked up by the scheme's name. ``BiasCurve.caption`` is for
 the layer views of a real model's mechanisms (``relviz.layer_views``), which carry their own words;
 a scheme leaves it empty.
 
@@ -38,7 +38,7 @@ class PositionStructure:
     values are indices (``discrete`` gives their range); floats are biases or similarities.
     ``extra`` holds more hover fields ([G, L, L] each), e.g. T5's learned bias per head.
     ``masked_future``: the model is causal, cells j > i get no attention. ``facts``: the numbers
-    the page's explanation cites (relviz/scheme_texts.py reads them by name).
+    the page's explanation cites (relviz/app/scheme_texts.py reads them by name).
     """
 
     scheme: str

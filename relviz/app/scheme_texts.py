@@ -5,8 +5,8 @@ A scheme (relviz/schemes) holds maths, modules and parameters; what it shows is 
 ``facts``. The sentences are here, with the page that shows them: for each scheme, the
 explanation beside its position structure, the caption under each parameter view, and what the
 page says when there is no structure or no parameter to draw. Every registered scheme has an
-entry in :data:`TEXTS` (tests/test_scheme_texts.py), so a new scheme adds one here. (It imports no
-streamlit; it moves into the app support package, relviz/app/, with the rest of the page support.)
+entry in :data:`TEXTS` (tests/test_scheme_texts.py), so a new scheme adds one here. Plain data and
+functions: it imports no streamlit.
 
 Sign convention everywhere: relative position = key index − query index (j − i).
 """
@@ -199,7 +199,7 @@ def texts_for(scheme: str) -> SchemeTexts:
         return TEXTS[scheme]
     except KeyError:
         raise LookupError(f"scheme {scheme!r} has no page texts: add its entry to TEXTS in "
-                          "relviz/scheme_texts.py") from None
+                          "relviz/app/scheme_texts.py") from None
 
 
 def structure_text(structure: PositionStructure) -> str:
@@ -207,7 +207,7 @@ def structure_text(structure: PositionStructure) -> str:
     words = texts_for(structure.scheme).structure
     if words is None:
         raise LookupError(f"scheme {structure.scheme!r} shows a position structure but has no words for it in "
-                          "relviz/scheme_texts.py")
+                          "relviz/app/scheme_texts.py")
     return words(structure)
 
 
@@ -216,5 +216,5 @@ def parameter_caption(scheme: str, view: View) -> str:
     words = texts_for(scheme).caption
     if words is None:
         raise LookupError(f"scheme {scheme!r} shows parameter views but has no captions for them in "
-                          "relviz/scheme_texts.py")
+                          "relviz/app/scheme_texts.py")
     return words(view)
