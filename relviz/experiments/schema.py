@@ -110,31 +110,43 @@ def _where(path: Sequence[str | int]) -> str:
     return text or "top level"
 
 
+def _bound(keyword: str) -> Callable[[Any, dict, Any, str], str]:
+    def message(allowed: Any, schema: dict, value: Any, when: str) -> str:
+        bound = (f"from {schema['minimum']} to {schema['maximum']}" if "minimum" in schema and "maximum" in schema
+                 else f"{_BOUNDS[keyword]} {allowed}")
+        return f"must be {bound}{when}; got {_short(value)}"
+    return message
+
+
+def _not_empty(allowed: Any, schema: dict, value: Any, when: str) -> str | None:
+    return "must not be empty" if allowed == 1 else None
+
+
+#: jsonschema keyword -> what is wrong and what is allowed (allowed, subschema, value, condition) -> words,
+#: in the words of the old hand-written checks; None falls back to jsonschema's own message.
+_MESSAGES: dict[str, Callable[[Any, dict, Any, str], str | None]] = {
+    "required": lambda allowed, schema, value, when: f"missing key {next(k for k in allowed if k not in value)!r}",
+    "type": lambda allowed, schema, value, when: "must be " + " or ".join(
+        _TYPE_NAMES[t] for t in ([allowed] if isinstance(allowed, str) else allowed)) + f"{when}; got {_short(value)}",
+    # the subschema's title names the kind of thing: "unknown implementation 'x'"
+    "enum": lambda allowed, schema, value, when:
+        f"unknown {schema.get('title', 'value')} {value!r}; known: {', '.join(map(str, allowed))}",
+    "const": lambda allowed, schema, value, when: f"must be {allowed!r}; got {_short(value)}",
+    **{keyword: _bound(keyword) for keyword in _BOUNDS},
+    "minItems": _not_empty, "minProperties": _not_empty, "minLength": _not_empty,
+    "uniqueItems": lambda allowed, schema, value, when: f"has repeated values: {_short(value)}",
+    "pattern": lambda allowed, schema, value, when: f"must match {allowed!r}; got {value!r}",
+}
+
+
 def _problem(error: jsonschema.ValidationError) -> str:
-    """What is wrong and what is allowed, in the words of the old hand-written checks."""
-    kind, allowed, schema, value = error.validator, error.validator_value, error.schema, error.instance
+    """What is wrong and what is allowed, looked up by the rule that failed (``_MESSAGES``)."""
+    schema = error.schema
     # A rule that holds only under a condition (inside an if/then) states the condition in its description.
     when = f" {schema['description']}" if "then" in error.absolute_schema_path and "description" in schema else ""
-    if kind == "required":
-        return f"missing key {next(k for k in allowed if k not in value)!r}"
-    if kind == "type":
-        names = " or ".join(_TYPE_NAMES[t] for t in ([allowed] if isinstance(allowed, str) else allowed))
-        return f"must be {names}{when}; got {_short(value)}"
-    if kind == "enum":  # the subschema's title names the kind of thing: "unknown implementation 'x'"
-        return f"unknown {schema.get('title', 'value')} {value!r}; known: {', '.join(map(str, allowed))}"
-    if kind == "const":
-        return f"must be {allowed!r}; got {_short(value)}"
-    if kind in _BOUNDS:
-        bound = (f"from {schema['minimum']} to {schema['maximum']}" if "minimum" in schema and "maximum" in schema
-                 else f"{_BOUNDS[kind]} {allowed}")
-        return f"must be {bound}{when}; got {_short(value)}"
-    if kind in ("minItems", "minProperties", "minLength") and allowed == 1:
-        return "must not be empty"
-    if kind == "uniqueItems":
-        return f"has repeated values: {_short(value)}"
-    if kind == "pattern":
-        return f"must match {allowed!r}; got {value!r}"
-    return error.message  # a keyword the schema gains later still gets jsonschema's own words
+    words = _MESSAGES.get(error.validator)
+    message = words(error.validator_value, schema, error.instance, when) if words else None
+    return message or error.message  # a keyword the schema gains later still gets jsonschema's own words
 
 
 # ---------------------------------------------------------------------------------------
