@@ -68,5 +68,8 @@ def measure_forward(fn: Callable[[], torch.Tensor], repeats: int) -> dict[str, A
               "hwm_reset": reset, "baseline_bytes": baseline_hwm, "baseline_rss_bytes": baseline_rss,
               "peak_bytes": peak}
     if peak is not None and baseline_hwm is not None:
-        result["delta_bytes"] = peak - baseline_hwm
+        # VmHWM is per process: another measurement in the same process (the tests run cases in
+        # threads) may reset it between the two reads, and the difference came out negative (-131072
+        # seen), which the readings refused. A forward adds no less than nothing.
+        result["delta_bytes"] = max(0, peak - baseline_hwm)
     return result

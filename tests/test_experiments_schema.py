@@ -123,6 +123,7 @@ NAN, INF = float("nan"), float("inf")
     (f"{COST}/rows/0/forward_s", NAN, r"rows\[0\]\.forward_s: must be a finite number or null; got nan"),
     # ranges, empties and repeats
     (f"{OFFSET}/results/0/std", -0.1, r"results\[0\]\.std: must be >= 0; got -0\.1"),
+    (f"{COST}/rows/0/delta_bytes", -131072, r"rows\[0\]\.delta_bytes: must be >= 0; got -131072"),
     (f"{EXTRAP}/results/0/min", 1.2, r"results\[0\]\.min: must be from 0 to 1; got 1\.2"),
     (f"{OFFSET}/setup/shifts", [1, 2, 2], r"setup\.shifts: has repeated values: \[1, 2, 2\]"),
     (f"{OFFSET}/setup/seeds", [], r"setup\.seeds: must not be empty"),
@@ -191,3 +192,17 @@ def test_the_validator_reads_the_published_schema_with_its_references_inlined():
     earlier = inlined["properties"]["earlier_runs"]["items"]  # a reference with other keywords: allOf
     assert earlier["properties"]["created"]["type"] == "string"
     assert earlier["allOf"][0]["required"] == published["$defs"]["run"]["required"]
+
+
+def test_a_forward_never_adds_negative_memory(monkeypatch):
+    """VmHWM is per process: a measurement in another thread may reset it between measure_forward's two
+    reads. The delta it reports is clamped at zero (a negative one crashed the cost reading)."""
+    import torch
+
+    from relviz import measure
+
+    readings = iter([1000, 5_000_000, 4_868_928])        # VmRSS, VmHWM before, VmHWM after (reset meanwhile)
+    monkeypatch.setattr(measure, "proc_status", lambda field: next(readings))
+    result = measure.measure_forward(lambda: torch.ones(2), repeats=1)
+    assert result["peak_bytes"] - result["baseline_bytes"] == -131072   # the reads did go down
+    assert result["delta_bytes"] == 0
