@@ -150,5 +150,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         for info in infos:
             print(f"{info.name}: {info.scheme} on {info.task.describe()}, accuracy {info.accuracy:.2%} at "
-                  f"length {info.train_length}, {info.train_seconds:.1f} s -> {info.json_path}")
+                  f"length {info.train_length}, {info.train_seconds:.1f} s -> {info.path}")
     return 0

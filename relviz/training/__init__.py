@@ -7,8 +7,10 @@ One job per module:
   training defaults, :func:`freeze`;
 - :mod:`relviz.training.evaluation`: :func:`evaluate` (accuracy on fresh samples at any
   length the model can run at) and :func:`run_text` (one typed sequence, as the app shows it);
-- :mod:`relviz.training.checkpoints`: save, load and validate checkpoints (safetensors +
-  JSON, never a pickle), list them, retrain the shipped ones;
+- :mod:`relviz.training.checkpoints`: save, load, validate and migrate checkpoints (one
+  safetensors file, its description in the header, never a pickle), list them, retrain the
+  shipped ones; :mod:`relviz.training.checkpoint_io` writes and reads that file,
+  :mod:`relviz.training.checkpoint_legacy` reads the old two-file checkpoints;
 - :mod:`relviz.cli.train`: the ``python -m relviz train`` command.
 
 The names below load with their module on first use (:mod:`relviz._lazy`).
@@ -19,7 +21,7 @@ from relviz._lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "checkpoints": ("CHECKPOINT_DIR", "Checkpoint", "CheckpointInfo", "CheckpointScan", "check_name",
-                    "list_checkpoints", "load_checkpoint", "read_checkpoint_info", "save_checkpoint",
+                    "list_checkpoints", "load_checkpoint", "migrate_checkpoint", "read_checkpoint_info", "save_checkpoint",
                     "scan_checkpoints", "shipped_name", "train_shipped"),
     "evaluation": ("EVAL_SEED", "TextRun", "eval_samples", "evaluate", "run_text"),
     "loop": ("DEFAULT_TRAINING", "SCHEME_DEFAULTS", "SHIPPED_TASK", "Optimization", "TrainProgress", "TrainResult",

@@ -1,17 +1,23 @@
-"""Checkpoints: save, load and validate — the one module that reads and writes them.
+"""Checkpoints: save, load, validate and migrate — the one module that says what a checkpoint is.
 
-A checkpoint is two files, ``<dir>/<name>.safetensors`` (weights) and ``<dir>/<name>.json``
-(scheme, model config, task, training settings, measured accuracy, train seconds, relviz
-version), bound to each other: the JSON records the weights' SHA-256 and the weights' metadata
-record the scheme, model and task (relviz.training.checkpoint_files, which also writes the pair
-so that a crash leaves the old pair or the new one). Loading never unpickles anything:
-safetensors and JSON only, both validated against the model the JSON describes and against each
-other; any problem is a ValueError naming the file.
+A checkpoint is one file, ``<dir>/<name>.safetensors``: the weights, and in the safetensors
+header's metadata (key ``relviz``) a JSON document saying what they are: scheme, model config,
+task, training settings, measured accuracy, train seconds, relviz version. Weights and
+description cannot come apart, and a save replaces the file atomically
+(relviz.training.checkpoint_io), so a crash leaves the old checkpoint or the new one.
+Loading never unpickles anything: safetensors' own reader, the document validated field by
+field, every tensor checked against the model the document describes; any problem is a
+ValueError naming the file.
+
+Old checkpoints (format version 1: ``<name>.safetensors`` + ``<name>.json``, bound by a hash)
+still load, read-only (relviz.training.checkpoint_legacy); :func:`migrate_checkpoint`
+(``python -m relviz checkpoints migrate DIR``) rewrites one as a single file, tensors checked
+bit for bit.
+
 :func:`list_checkpoints`, :func:`load_checkpoint` and :meth:`Checkpoint.run` are what the
-app calls: list, load by name, run a typed sequence through the model.
-
-The shipped checkpoints (one per scheme, task ``shift``) are rebuilt by
-``python -m relviz train --shipped`` (:func:`train_shipped`).
+app calls: list, load by name, run a typed sequence through the model. The shipped checkpoints
+(one per scheme, task ``shift``) are rebuilt by ``python -m relviz train --shipped``
+(:func:`train_shipped`).
 """
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ import math
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +37,8 @@ from relviz._checks import resolve_device
 from relviz.model import MAX_LENGTH as MODEL_MAX_LENGTH
 from relviz.model import SCHEMES, ModelConfig, RelvizTransformer, build_model
 from relviz.tasks import TASKS, Task, make_task
-import relviz.training.checkpoint_files as files
+import relviz.training.checkpoint_io as io
+import relviz.training.checkpoint_legacy as legacy
 from relviz.training.evaluation import EVAL_SEED, TextRun, eval_samples, evaluate, run_text
 from relviz.training.loop import (
     MAX_BATCH_SIZE, MAX_SEED, MAX_STEPS, SHIPPED_TASK, TrainProgress, TrainResult, freeze, scheme_defaults, train,
@@ -39,15 +46,14 @@ from relviz.training.loop import (
 )
 
 __all__ = ["CHECKPOINT_DIR", "FORMAT", "FORMAT_VERSION", "CheckpointInfo", "Checkpoint", "CheckpointScan",
-           "check_name", "save_checkpoint", "bind_checkpoint", "load_checkpoint", "read_checkpoint_info", "list_checkpoints",
-           "scan_checkpoints", "shipped_name", "train_shipped"]
+           "check_name", "save_checkpoint", "load_checkpoint", "read_checkpoint_info", "list_checkpoints",
+           "migrate_checkpoint", "scan_checkpoints", "shipped_name", "train_shipped"]
 
 #: Where the shipped checkpoints live, and the default directory of every function here.
 CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
 FORMAT = "relviz-checkpoint"
-FORMAT_VERSION = 1
-MAX_JSON_BYTES = 1 << 20
-MAX_WEIGHTS_BYTES = 64 << 20
+#: 2: one safetensors file, the document in its header. 1: the old pair (read-only).
+FORMAT_VERSION = 2
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
@@ -65,11 +71,11 @@ def _directory(directory: str | os.PathLike | None) -> Path:
 
 @dataclass(frozen=True)
 class CheckpointInfo:
-    """A checkpoint's validated JSON: everything but the weights."""
+    """A checkpoint's validated description: everything but the weights."""
 
     name: str
-    json_path: Path
-    weights_path: Path
+    #: The checkpoint's file, ``<name>.safetensors``.
+    path: Path
     model_config: ModelConfig
     task: Task
     train_length: int
@@ -80,10 +86,8 @@ class CheckpointInfo:
     accuracy: float
     train_seconds: float
     relviz_version: str
-    #: SHA-256 of the weights file the JSON belongs to.
-    weights_sha256: str = ""
-    #: The JSON's description the weights' metadata must repeat (checkpoint_files.BOUND_KEYS).
-    bound: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: An old pair's JSON (format version 1, read-only until migrated); None for a single file.
+    legacy_json: Path | None = None
 
     @property
     def scheme(self) -> str:
@@ -96,14 +100,15 @@ class CheckpointInfo:
             "causal": self.model_config.causal, "task": self.task.name, "task_params": self.task.params(),
             "train_length": self.train_length, "accuracy": self.accuracy, "steps": self.steps,
             "seed": self.seed, "train_seconds": self.train_seconds, "relviz_version": self.relviz_version,
-            "weights_bytes": self.weights_path.stat().st_size if self.weights_path.exists() else None,
+            "weights_bytes": self.path.stat().st_size if self.path.exists() else None,
+            "format_version": legacy.VERSION if self.legacy_json else FORMAT_VERSION,
         }
 
 
-def _metadata(result: TrainResult, name: str) -> dict[str, Any]:
+def _document(result: TrainResult) -> dict[str, Any]:
     config = result.model_config
     return {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
+        "format": FORMAT, "format_version": FORMAT_VERSION,
         "scheme": config.scheme, "scheme_params": config.scheme_params(), "model": config.to_dict(),
         "task": result.task.name, "task_params": result.task.params(),
         "train_length": result.length, "steps": result.steps, "batch_size": result.batch_size,
@@ -114,11 +119,16 @@ def _metadata(result: TrainResult, name: str) -> dict[str, Any]:
     }
 
 
-def save_checkpoint(result: TrainResult, name: str, directory: str | os.PathLike | None = None) -> Path:
-    """Write ``<directory>/<name>.safetensors`` and ``<name>.json`` as a bound pair; return the JSON path.
+def _remove_old_json(directory: Path, name: str) -> None:
+    """An old pair's JSON beside a single file is stale (the single file wins): remove it."""
+    (directory / f"{name}{legacy.JSON_SUFFIX}").unlink(missing_ok=True)
 
-    See relviz.training.checkpoint_files: a crash at any moment leaves the old pair or the new
-    pair, and temporary files of an interrupted write are removed by the next one.
+
+def save_checkpoint(result: TrainResult, name: str, directory: str | os.PathLike | None = None) -> Path:
+    """Write ``<directory>/<name>.safetensors`` (weights, description in the header); return its path.
+
+    The file is replaced atomically: a crash leaves the previous checkpoint or the new one. An old
+    pair's ``<name>.json`` is removed after the new file is in place.
     """
     if not isinstance(result, TrainResult):
         raise ValueError(f"result must be a TrainResult from train(); got {type(result).__name__}")
@@ -127,10 +137,13 @@ def save_checkpoint(result: TrainResult, name: str, directory: str | os.PathLike
     directory.mkdir(parents=True, exist_ok=True)
     tensors = {key: value.detach().to("cpu", torch.float32).contiguous()
                for key, value in result.model.state_dict().items()}
-    return files.write_pair(directory, name, tensors, _metadata(result, name))
+    path = directory / f"{name}{io.SUFFIX}"
+    io.write(path, tensors, json.dumps(_document(result)))
+    _remove_old_json(directory, name)
+    return path
 
 
-#: JSON key -> allowed types; numbers accept int too.
+#: Document key -> allowed types; numbers accept int too.
 _REQUIRED: dict[str, tuple[type, ...]] = {
     "format": (str,), "format_version": (int,), "scheme": (str,), "scheme_params": (dict,),
     "model": (dict,), "task": (str,), "task_params": (dict,), "train_length": (int,), "steps": (int,),
@@ -144,42 +157,23 @@ def _type_names(types: tuple[type, ...]) -> str:
                        [t.__name__] for t in types)
 
 
-def read_checkpoint_info(json_path: str | os.PathLike) -> CheckpointInfo:
-    """Read and validate a checkpoint's JSON (not its weights). ValueError names file and problem."""
-    json_path = Path(json_path)
-    name = json_path.stem
-
-    def fail(problem: str) -> ValueError:
-        return ValueError(f"checkpoint {name!r} ({json_path}): {problem}")
-
-    try:
-        source = files.resolve_json(json_path) if json_path.exists() else json_path
-        size = source.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise fail(f"the JSON file is {size} bytes; a checkpoint's JSON is at most {MAX_JSON_BYTES}")
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except RecursionError as exc:
-        raise fail("the JSON file is nested too deeply to be a checkpoint") from exc
-    except FileNotFoundError as exc:
-        raise fail("the JSON file does not exist") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail(f"cannot read the JSON file: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise fail(f"the JSON file is not valid JSON: {exc}") from exc
+def _validate(data: Any, version: int, fail: io.Fail) -> tuple[ModelConfig, Task]:
+    """Check a description field by field (``version``: what its place allows); its model and task."""
     if not isinstance(data, dict):
-        raise fail(f"the JSON must be an object; got {type(data).__name__}")
+        raise fail(f"the description must be a JSON object; got {type(data).__name__}")
     missing = [key for key in _REQUIRED if key not in data]
     if missing:
-        raise fail(f"the JSON lacks required keys: {', '.join(missing)}")
+        raise fail(f"the description lacks required keys: {', '.join(missing)}")
     for key, types in _REQUIRED.items():
         value = data[key]
         if isinstance(value, bool) or not isinstance(value, types):
             raise fail(f"{key!r} must be {_type_names(types)}; got {value!r:.80}")
     if data["format"] != FORMAT:
         raise fail(f"'format' must be {FORMAT!r}; got {data['format']!r:.80}")
-    if data["format_version"] != FORMAT_VERSION:
-        raise fail(f"'format_version' {data['format_version']} is not supported (this relviz reads "
-                   f"version {FORMAT_VERSION}); retrain it with python -m relviz train")
+    if data["format_version"] != version:
+        raise fail(f"'format_version' {data['format_version']} is not supported here (this relviz reads "
+                   f"version {FORMAT_VERSION} in a checkpoint's header, {legacy.VERSION} in an old pair's JSON); "
+                   "retrain it with python -m relviz train")
     if data["scheme"] not in SCHEMES:
         raise fail(f"unknown scheme {data['scheme']!r:.80}; known schemes: {', '.join(SCHEMES)}")
     if data["task"] not in TASKS:
@@ -208,50 +202,75 @@ def read_checkpoint_info(json_path: str | os.PathLike) -> CheckpointInfo:
         raise fail(f"'accuracy' must be a fraction from 0 to 1; got {data['accuracy']}")
     if not (math.isfinite(data["train_seconds"]) and data["train_seconds"] >= 0):
         raise fail(f"'train_seconds' must be a finite number >= 0; got {data['train_seconds']}")
-    digest = data.get(files.HASH_KEY)
-    if digest is None:
-        raise fail(f"the JSON records no {files.HASH_KEY!r}, so nothing binds it to its weights (written by "
-                   "an older relviz). If you trust this pair, bind it: python -m relviz checkpoints --bind "
-                   f"--dir {json_path.parent}")
-    if not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
-        raise fail(f"{files.HASH_KEY!r} must be 64 lowercase hex digits; got {digest!r:.80}")
-    return CheckpointInfo(
-        weights_sha256=digest, bound={key: data[key] for key in files.BOUND_KEYS if key in data},
-        name=name, json_path=json_path, weights_path=json_path.with_suffix(".safetensors"),
-        model_config=config, task=task, train_length=data["train_length"], steps=data["steps"],
-        batch_size=data["batch_size"], lr=float(data["lr"]), seed=data["seed"],
-        accuracy=float(data["accuracy"]), train_seconds=float(data["train_seconds"]),
-        relviz_version=data["relviz_version"])
+    return config, task
 
 
-def _read_weights(path: Path, fail: Callable[[str], ValueError]) -> tuple[bytes, dict[str, torch.Tensor],
-                                                                          dict[str, str] | None]:
-    """The weights file's bytes, tensors and metadata, read once (no pickle)."""
-    from safetensors.torch import load
+@dataclass(frozen=True)
+class _Contents:
+    """What one read of a checkpoint found: its info, its raw document, its tensors (if asked)."""
 
+    info: CheckpointInfo
+    document: dict[str, Any]
+    tensors: dict[str, torch.Tensor]
+
+
+def _failing(name: str, where: Path) -> io.Fail:
+    return lambda problem: ValueError(f"checkpoint {name!r} ({where}): {problem}")
+
+
+def _header_document(metadata: dict[str, str], fail: io.Fail) -> Any:
+    """The JSON document in a single file's header, size-bounded and parsed."""
+    text = metadata[io.METADATA_KEY]
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > io.MAX_DOCUMENT_BYTES:
+        raise fail(f"the description in the header is {size} bytes; a checkpoint's is at most "
+                   f"{io.MAX_DOCUMENT_BYTES}")
     try:
-        size = path.stat().st_size
-    except FileNotFoundError as exc:
-        raise fail("the weights file does not exist (a checkpoint needs both .json and "
-                   ".safetensors)") from exc
-    if size > MAX_WEIGHTS_BYTES:
-        raise fail(f"the weights file is {size} bytes; the small model's weights are far below "
-                   f"{MAX_WEIGHTS_BYTES}")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise fail(f"cannot read the weights file: {exc.strerror or exc}") from exc
-    try:
-        tensors = load(data)
-        header_length = int.from_bytes(data[:8], "little")
-        metadata = json.loads(data[8:8 + header_length]).get("__metadata__")
-    except Exception as exc:  # safetensors raises its own error types for corrupt headers/data
-        raise fail(f"not a valid safetensors file: {exc}") from exc
-    return data, tensors, metadata
+        return json.loads(text)
+    except RecursionError as exc:
+        raise fail("the description in the header is nested too deeply to be a checkpoint's") from exc
+    except json.JSONDecodeError as exc:
+        raise fail(f"the description in the header (metadata {io.METADATA_KEY!r}) is not valid JSON: {exc}") from exc
 
 
-def _check_tensors(tensors: dict[str, torch.Tensor], model: RelvizTransformer, scheme: str,
-                   fail: Callable[[str], ValueError]) -> None:
+def _read(directory: Path, name: str, *, tensors: bool, trust_unbound: bool = False) -> _Contents:
+    """Read checkpoint ``name`` once: a single file, or else an old pair (validated as before)."""
+    path, json_path = directory / f"{name}{io.SUFFIX}", directory / f"{name}{legacy.JSON_SUFFIX}"
+    fail = _failing(name, path)
+    if not path.exists() and json_path.exists():
+        raise fail(f"the weights file {path.name} is missing (an old checkpoint is a pair: {json_path.name} "
+                   f"and {path.name})")
+    metadata, loaded = io.read(path, fail, tensors=tensors)
+    if io.METADATA_KEY in metadata:
+        data = _header_document(metadata, fail)
+        config, task = _validate(data, FORMAT_VERSION, fail)
+        old = None
+    elif json_path.exists():
+        old, fail_json = json_path, _failing(name, json_path)
+        data = legacy.read_json(json_path, fail_json)
+        config, task = _validate(data, legacy.VERSION, fail_json)
+        legacy.check_hash_recorded(data, json_path, fail_json, trust_unbound=trust_unbound)
+        if tensors:
+            legacy.check_binding(data, path, metadata, fail, trust_unbound=trust_unbound)
+    else:
+        raise fail(f"the file holds no relviz description (header metadata {io.METADATA_KEY!r}) and there is no "
+                   f"old-style {json_path.name} beside it: not a relviz checkpoint")
+    info = CheckpointInfo(
+        name=name, path=path, legacy_json=old, model_config=config, task=task,
+        train_length=data["train_length"], steps=data["steps"], batch_size=data["batch_size"],
+        lr=float(data["lr"]), seed=data["seed"], accuracy=float(data["accuracy"]),
+        train_seconds=float(data["train_seconds"]), relviz_version=data["relviz_version"])
+    return _Contents(info, data, loaded)
+
+
+def read_checkpoint_info(path: str | os.PathLike) -> CheckpointInfo:
+    """Read and validate a checkpoint's description (not its weights) from its file
+    (``<name>.safetensors``; for an old pair either file). ValueError names file and problem."""
+    path = Path(path)
+    return _read(path.parent, path.stem, tensors=False).info
+
+
+def _check_tensors(tensors: dict[str, torch.Tensor], model: RelvizTransformer, scheme: str, fail: io.Fail) -> None:
     """Every tensor the model needs, nothing else, float32, the right shapes, finite."""
     expected = model.state_dict()
     missing = sorted(set(expected) - set(tensors))
@@ -259,12 +278,11 @@ def _check_tensors(tensors: dict[str, torch.Tensor], model: RelvizTransformer, s
     if missing or unexpected:
         parts = [f"{what} tensors {', '.join(keys[:6])}{' ...' if len(keys) > 6 else ''}"
                  for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
-        raise fail(f"the weights do not match a {scheme!r} model as the JSON describes it: "
-                   + "; ".join(parts))
+        raise fail(f"the weights do not match a {scheme!r} model as its description says: " + "; ".join(parts))
     for key, reference in expected.items():
         tensor = tensors[key]
         if tensor.shape != reference.shape:
-            raise fail(f"tensor {key!r} has shape {tuple(tensor.shape)}; the model the JSON describes "
+            raise fail(f"tensor {key!r} has shape {tuple(tensor.shape)}; the model its description says "
                        f"needs {tuple(reference.shape)}")
         if tensor.dtype != torch.float32:
             raise fail(f"tensor {key!r} has dtype {tensor.dtype}; expected torch.float32")
@@ -272,59 +290,67 @@ def _check_tensors(tensors: dict[str, torch.Tensor], model: RelvizTransformer, s
             raise fail(f"tensor {key!r} holds NaN or infinite values")
 
 
-def _load_weights(info: CheckpointInfo, model: RelvizTransformer) -> None:
-    """Read the safetensors file (no pickle), check that it is the one the JSON records (hash)
-    and describes (metadata), and check every tensor against the model."""
-    path = info.weights_path
-
-    def fail(problem: str) -> ValueError:
-        return ValueError(f"checkpoint {info.name!r} ({path}): {problem}")
-
-    data, tensors, metadata = _read_weights(path, fail)
-    digest = files.sha256_bytes(data)
-    if digest != info.weights_sha256:
-        raise fail(f"these weights are not the ones the JSON was written with (SHA-256 {digest[:16]}…, the "
-                   f"JSON records {info.weights_sha256[:16]}…): the files were edited, mixed up or left by "
-                   "an interrupted save. Restore the pair or retrain it.")
-    mismatch = files.metadata_mismatch(metadata, info.bound)
-    if mismatch:
-        raise fail(f"the weights do not belong to this JSON: {mismatch}")
-    _check_tensors(tensors, model, info.scheme, fail)
-    model.load_state_dict(tensors, strict=True)
+def _read_model(directory: Path, name: str, *, trust_unbound: bool = False) -> tuple[_Contents, RelvizTransformer]:
+    """Read a checkpoint and build its model with its weights, every tensor checked."""
+    contents = _read(directory, name, tensors=True, trust_unbound=trust_unbound)
+    info = contents.info
+    model = build_model(info.model_config, seed=0)
+    _check_tensors(contents.tensors, model, info.scheme, _failing(name, info.path))
+    model.load_state_dict(contents.tensors, strict=True)
+    return contents, model
 
 
-def bind_checkpoint(json_path: str | os.PathLike) -> bool:
-    """Bind an older checkpoint's pair (no hash, no metadata) in place; False if already bound.
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.contiguous().reshape(-1).view(torch.uint8)
 
-    The weights are validated against the model the JSON describes, rewritten with the metadata
-    (the same tensors, bit for bit: checked after writing) and the hash is added to the JSON,
-    through checkpoint_files.write_pair. Only for pairs you trust: binding asserts they belong
-    together. ``python -m relviz checkpoints --bind``.
+
+def _identical(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    """Same names, dtypes and shapes, equal values and the same bits (torch.equal alone takes -0.0 == 0.0)."""
+    return a.keys() == b.keys() and all(
+        a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and torch.equal(a[k], b[k])
+        and torch.equal(_bits(a[k]), _bits(b[k])) for k in a)
+
+
+def migrate_checkpoint(path: str | os.PathLike, *, trust_unbound: bool = False) -> str:
+    """Rewrite an old pair (``<name>.json`` + ``<name>.safetensors``) as one file; say what was done.
+
+    The pair is read as strictly as a load reads it (hash, description, every tensor); the new
+    file is written beside it and read back before it replaces the old weights: the same tensor
+    names, dtypes, shapes and bits, and the same description (minus the hash and the name, at
+    format version 2). Only then is the old JSON removed. A migration interrupted at any point
+    leaves a checkpoint that loads, and running it again finishes it. ``trust_unbound``: also
+    migrate pairs written before the hash binding (only pairs you know belong together).
+    ``python -m relviz checkpoints migrate DIR``.
     """
-    json_path = Path(json_path)
-    try:
-        read_checkpoint_info(json_path)
-        return False
-    except ValueError as exc:
-        if files.HASH_KEY not in str(exc):
-            raise
-    data = json.loads(json_path.read_text(encoding="utf-8"))
-    data.pop(files.HASH_KEY, None)
-    weights = json_path.with_suffix(".safetensors")
+    path = Path(path)
+    directory, name = path.parent, path.stem
+    json_path, target = directory / f"{name}{legacy.JSON_SUFFIX}", directory / f"{name}{io.SUFFIX}"
+    fail = _failing(name, target)
+    contents, _ = _read_model(directory, name, trust_unbound=trust_unbound)
+    if contents.info.legacy_json is None:
+        if not json_path.exists():
+            return "already one file"
+        old = legacy.upgraded(legacy.read_json(json_path, _failing(name, json_path)), FORMAT_VERSION)
+        if old != contents.document:
+            return f"already one file; {json_path.name} beside it describes something else: left alone"
+        _remove_old_json(directory, name)  # a migration interrupted after its rename
+        return f"already one file; removed the old {json_path.name}"
+    document = legacy.upgraded(contents.document, FORMAT_VERSION)
+    _validate(document, FORMAT_VERSION, fail)
 
-    def fail(problem: str) -> ValueError:
-        return ValueError(f"checkpoint {json_path.stem!r} ({weights}): {problem}")
+    def verify(tmp: Path) -> None:
+        metadata, written = io.read(tmp, fail, tensors=True)
+        if not _identical(written, contents.tensors):
+            raise fail("the rewritten tensors differ from the old pair's; nothing was replaced")
+        if io.METADATA_KEY not in metadata or _header_document(metadata, fail) != document:
+            raise fail("the rewritten description differs from the old pair's; nothing was replaced")
 
-    config = ModelConfig.from_dict(data["model"])
-    _, tensors, _ = _read_weights(weights, fail)
-    _check_tensors(tensors, build_model(config, seed=0), config.scheme, fail)
-    files.write_pair(json_path.parent, json_path.stem, tensors, data)
-    _, written, _ = _read_weights(weights, fail)
-    if written.keys() != tensors.keys() or not all(
-            written[key].dtype == tensors[key].dtype and torch.equal(written[key], tensors[key]) for key in tensors):
-        raise fail("the rewritten weights differ from the original ones")
-    read_checkpoint_info(json_path)
-    return True
+    io.write(target, contents.tensors, json.dumps(document), check=verify)
+    migrated, _ = _read_model(directory, name)  # read back as every load will read it
+    if migrated.info.legacy_json is not None or not _identical(migrated.tensors, contents.tensors):
+        raise fail("the migrated file does not read back as the old pair; the old JSON is kept")
+    _remove_old_json(directory, name)
+    return "migrated"
 
 
 @dataclass
@@ -353,15 +379,12 @@ def load_checkpoint(name: str, directory: str | os.PathLike | None = None, *,
     """Load checkpoint ``name`` from ``directory`` (default: the shipped ones), fully validated."""
     name = check_name(name)
     directory = _directory(directory)
-    json_path = directory / f"{name}.json"
-    if not json_path.exists():
+    if not any((directory / f"{name}{suffix}").exists() for suffix in (io.SUFFIX, legacy.JSON_SUFFIX)):
         available = [info.name for info in list_checkpoints(directory)]
         raise ValueError(f"no checkpoint named {name!r} in {directory}; available: "
                          f"{', '.join(available) or 'none'}")
-    info = read_checkpoint_info(json_path)
-    model = build_model(info.model_config, seed=0)
-    _load_weights(info, model)
-    return Checkpoint(info, freeze(model).to(resolve_device(device)))
+    contents, model = _read_model(directory, name)
+    return Checkpoint(contents.info, freeze(model).to(resolve_device(device)))
 
 
 @dataclass(frozen=True)
@@ -373,19 +396,17 @@ class CheckpointScan:
 
 
 def scan_checkpoints(directory: str | os.PathLike | None = None) -> CheckpointScan:
-    """Validate every ``*.json`` in ``directory`` (cheap: the weights are checked on load)."""
+    """Validate every ``*.safetensors`` (and old pair's ``*.json``) in ``directory`` (cheap: the header
+    or JSON only; the weights are checked on load)."""
     directory = _directory(directory)
+    names = sorted({path.stem for suffix in (io.SUFFIX, legacy.JSON_SUFFIX)
+                    for path in directory.glob(f"*{suffix}")}) if directory.is_dir() else []
     infos, problems = [], {}
-    for json_path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+    for name in names:
         try:
-            info = read_checkpoint_info(json_path)
-            if not info.weights_path.exists():
-                raise ValueError(f"checkpoint {info.name!r} ({json_path}): its weights file "
-                                 f"{info.weights_path.name} is missing")
+            infos.append(_read(directory, name, tensors=False).info)
         except ValueError as exc:
-            problems[json_path.stem] = str(exc)
-        else:
-            infos.append(info)
+            problems[name] = str(exc)
     return CheckpointScan(infos, problems)
 
 
