@@ -908,10 +908,20 @@ def test_a_model_too_large_to_build_is_refused_up_front(fields):
 
 
 # ---------------------------------------------------------------------------------------
-# relviz.training: checkpoints are loaded only from safetensors + validated JSON
+# relviz.training: checkpoints are loaded only from safetensors, their description validated
 
 SHIPPED = "t5-shift"
-SHIPPED_JSON = json.loads((CHECKPOINT_DIR / f"{SHIPPED}.json").read_text(encoding="utf-8"))
+SHIPPED_FILE = CHECKPOINT_DIR / f"{SHIPPED}.safetensors"
+
+
+def _shipped_header() -> tuple[dict, dict]:
+    """The shipped file's parsed header without its metadata (the tensor entries), and its description."""
+    raw = SHIPPED_FILE.read_bytes()
+    header = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
+    return header, json.loads(header.pop("__metadata__")["relviz"])
+
+
+SHIPPED_JSON = _shipped_header()[1]
 
 
 def load_outcome(directory: Path, name: str):
@@ -961,16 +971,28 @@ def checkpoint_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("checkpoints")
 
 
+def _with_description(description: bytes) -> bytes:
+    """The shipped file with ``description`` (raw bytes: not UTF-8 or a lone surrogate stay as they are)
+    as its header's relviz metadata, written by hand as safetensors lays a file out."""
+    raw = SHIPPED_FILE.read_bytes()
+    length = int.from_bytes(raw[:8], "little")
+    entries, _ = _shipped_header()
+    escaped = description.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+    header = b'{"__metadata__":{"relviz":"' + escaped + b'"},' + json.dumps(entries).encode()[1:]
+    return len(header).to_bytes(8, "little") + header + raw[8 + length:]
+
+
 def _write(directory: Path, name: str, *, json_text: str | bytes | None = None, weights: bytes | None = None) -> None:
-    json_path = directory / f"{name}.json"
-    if isinstance(json_text, bytes):
-        json_path.write_bytes(json_text)
+    """A checkpoint file: the shipped tensors with ``json_text`` as its description, or ``weights`` as is."""
+    path = directory / f"{name}.safetensors"
+    if weights is not None:
+        path.write_bytes(weights)
+    elif isinstance(json_text, bytes):
+        path.write_bytes(_with_description(json_text))
     else:
-        json_path.write_text(json_text, encoding="utf-8", errors="surrogatepass")
-    if weights is None:
-        shutil.copyfile(CHECKPOINT_DIR / f"{SHIPPED}.safetensors", directory / f"{name}.safetensors")
-    else:
-        (directory / f"{name}.safetensors").write_bytes(weights)
+        from safetensors.torch import load_file, save_file
+
+        save_file(load_file(str(SHIPPED_FILE)), str(path), metadata={"relviz": json_text})
 
 
 _counter = iter(range(10**9))
@@ -982,7 +1004,7 @@ def test_checkpoint_json_garbage(checkpoint_dir, data):
     name = f"g{next(_counter)}"
     _write(checkpoint_dir, name, json_text=json.dumps(data))
     checkpoint = load_outcome(checkpoint_dir, name)
-    info = outcome((f"checkpoint {name!r}",), read_checkpoint_info, checkpoint_dir / f"{name}.json")
+    info = outcome((f"checkpoint {name!r}",), read_checkpoint_info, checkpoint_dir / f"{name}.safetensors")
     assert refused(info) <= refused(checkpoint)  # a refused JSON never loads
     if not refused(checkpoint):
         check_loaded(checkpoint, data)
@@ -995,10 +1017,10 @@ def _weights_variants() -> dict[str, bytes]:
     tensors_ = load_file(str(CHECKPOINT_DIR / f"{SHIPPED}.safetensors"))
     first = sorted(tensors_)[0]
 
-    def variant(change) -> bytes:
+    def variant(change) -> bytes:  # the shipped description, tensors changed
         copy = {k: v.clone() for k, v in tensors_.items()}
         change(copy)
-        return save(copy)
+        return save(copy, metadata={"relviz": json.dumps(SHIPPED_JSON)})
 
     return {
         "empty": b"",
@@ -1019,7 +1041,7 @@ def _weights_variants() -> dict[str, bytes]:
 @pytest.mark.parametrize("variant", list(_weights_variants()))
 def test_checkpoint_weights_garbage(checkpoint_dir, variant):
     name = "w" + "".join(ch for ch in variant if ch.isalnum())
-    _write(checkpoint_dir, name, json_text=json.dumps(SHIPPED_JSON), weights=_weights_variants()[variant])
+    _write(checkpoint_dir, name, weights=_weights_variants()[variant])
     checkpoint = load_outcome(checkpoint_dir, name)
     assert refused(checkpoint), f"{variant}: loaded a checkpoint from corrupt weights"
 
@@ -1030,7 +1052,7 @@ METADATA = {"lr NaN": ("lr", math.nan), "lr -1": ("lr", -1.0), "lr 0": ("lr", 0)
 
 
 def test_checkpoint_metadata_that_training_cannot_write(checkpoint_dir):
-    """A checkpoint's JSON must describe a run train() could have made (lr in (0, 1], steps ≤ 10^6,
+    """A checkpoint's description must describe a run train() could have made (lr in (0, 1], steps ≤ 10^6,
     batch_size ≤ 4096, seed ≥ 0, train_length ≤ the model's 4096): anything else is refused."""
     loaded = []
     for label, (key, value) in METADATA.items():
@@ -1055,7 +1077,7 @@ def test_checkpoint_file_garbage(checkpoint_dir, case):
     elif case == "not UTF-8":
         text = b"\xff\xfe" + json.dumps(data).encode()
     elif case == "lone surrogate":
-        text = json.dumps(data).replace('"t5-shift"', '"\ud800"', 1).encode("utf-8", "surrogatepass")
+        text = json.dumps(data).replace('"t5"', '"\ud800"', 1).encode("utf-8", "surrogatepass")
     elif case == "over 1 MB":
         data["padding"] = "x" * (1 << 20)
         text = json.dumps(data)
@@ -1069,7 +1091,8 @@ def test_checkpoint_file_garbage(checkpoint_dir, case):
         data["model"].update(d_model=8192, n_layers=64, d_ff=65536)
         text = json.dumps(data)
     _write(checkpoint_dir, name, json_text=text, weights=weights)
-    if case == "no weights file":
+    if case == "no weights file":  # an old pair's JSON, its weights gone
+        (checkpoint_dir / f"{name}.json").write_text(json.dumps(data | {"format_version": 1}))
         (checkpoint_dir / f"{name}.safetensors").unlink()
     elif case == "directory":
         (checkpoint_dir / f"{name}.safetensors").unlink()
@@ -1087,7 +1110,7 @@ def test_checkpoint_file_garbage(checkpoint_dir, case):
 def test_checkpoint_names(name):
     result = outcome(("checkpoint name", "no checkpoint named", "checkpoint"), load_checkpoint, name)
     if not refused(result):
-        assert result.info.name == name and (CHECKPOINT_DIR / f"{name}.json").is_file()
+        assert result.info.name == name and (CHECKPOINT_DIR / f"{name}.safetensors").is_file()
 
 
 if __name__ == "__main__":  # pragma: no cover

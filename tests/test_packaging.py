@@ -178,7 +178,7 @@ def test_the_command_line_finds_its_data_from_any_directory(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert main(["checkpoints", "--json"]) == 0
     listed = {row["name"] for row in json.loads(capsys.readouterr().out)}
-    shipped = {p.stem for p in (ROOT / "relviz" / "checkpoints").glob("*.json")}
+    shipped = {p.stem for p in (ROOT / "relviz" / "checkpoints").glob("*.safetensors")}
     assert shipped and listed == shipped
     assert load_results()
     assert list(os.scandir(tmp_path)) == [], "the command line wrote into the working directory"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from relviz.__main__ import main
@@ -57,20 +58,19 @@ def saved(tmp_path_factory):
 @pytest.fixture
 def broken(saved, tmp_path):
     directory, _ = saved
-    for suffix in (".json", ".safetensors"):
-        shutil.copy(directory / f"tiny{suffix}", tmp_path / f"tiny{suffix}")
+    shutil.copy(directory / "tiny.safetensors", tmp_path / "tiny.safetensors")
     return tmp_path
 
 
-def _save_bound(directory: Path, tensors: dict) -> None:
-    """Replace tiny's weights with ``tensors`` as a bound pair (metadata and hash agree), so the
-    checks behind the binding (tensor names, shapes, values) are what refuses them."""
-    from relviz.training import checkpoint_files as files
+def _document(directory: Path) -> dict:
+    with safe_open(str(directory / "tiny.safetensors"), framework="pt") as handle:
+        return json.loads(handle.metadata()["relviz"])
 
-    data = json.loads((directory / "tiny.json").read_text())
-    save_file(tensors, str(directory / "tiny.safetensors"), metadata=files.weights_metadata(data))
-    data[files.HASH_KEY] = files.sha256_file(directory / "tiny.safetensors")
-    (directory / "tiny.json").write_text(json.dumps(data))
+
+def _save_with(directory: Path, tensors: dict) -> None:
+    """Replace tiny's weights with ``tensors``, its description unchanged, so that the checks of
+    the tensors (names, shapes, values) are what refuses them."""
+    save_file(tensors, str(directory / "tiny.safetensors"), metadata={"relviz": json.dumps(_document(directory))})
 
 
 # ---- training ----------------------------------------------------------------------------
@@ -146,16 +146,20 @@ def test_run_text_reports_bad_characters(saved):
 
 # ---- checkpoint files --------------------------------------------------------------------
 
-def _edit_json(directory: Path, edit) -> None:
-    path = directory / "tiny.json"
-    data = json.loads(path.read_text())
+def _edit_document(directory: Path, edit) -> None:
+    data = _document(directory)
     edit(data)
-    path.write_text(json.dumps(data))
+    _write_document(directory, json.dumps(data))
 
 
-def test_checkpoint_json_contents(saved):
+def _write_document(directory: Path, text: str) -> None:
+    path = directory / "tiny.safetensors"
+    save_file(load_file(str(path)), str(path), metadata={"relviz": text})
+
+
+def test_checkpoint_document_contents(saved):
     directory, result = saved
-    data = json.loads((directory / "tiny.json").read_text())
+    data = _document(directory)
     for key in ("scheme", "scheme_params", "model", "task", "task_params", "train_length", "steps",
                 "seed", "accuracy", "train_seconds", "relviz_version"):
         assert key in data
@@ -166,7 +170,7 @@ def test_checkpoint_json_contents(saved):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda d: d.pop("accuracy"), "the JSON lacks required keys: accuracy"),
+    (lambda d: d.pop("accuracy"), "the description lacks required keys: accuracy"),
     (lambda d: d.update(steps="many"), "'steps' must be an integer; got 'many'"),
     (lambda d: d.update(scheme="xpos"), "unknown scheme 'xpos'; known schemes: none, sinusoidal"),
     (lambda d: d.update(task="sort"), "unknown task 'sort'; known tasks: shift"),
@@ -175,15 +179,16 @@ def test_checkpoint_json_contents(saved):
     (lambda d: d.update(accuracy=1.5), "'accuracy' must be a fraction from 0 to 1"),
     (lambda d: d.update(format_version=9), "'format_version' 9 is not supported"),
 ])
-def test_invalid_json_fields(broken, edit, message):
-    _edit_json(broken, edit)
-    with pytest.raises(ValueError, match=r"checkpoint 'tiny' \(.*tiny.json\): " + re.escape(message)):
+def test_invalid_description_fields(broken, edit, message):
+    _edit_document(broken, edit)
+    with pytest.raises(ValueError, match=r"checkpoint 'tiny' \(.*tiny.safetensors\): " + re.escape(message)):
         load_checkpoint("tiny", broken)
 
 
-def test_corrupt_json(broken):
-    (broken / "tiny.json").write_text('{"format": "relviz-checkpoint", ')
-    with pytest.raises(ValueError, match=r"tiny.json\): the JSON file is not valid JSON"):
+def test_corrupt_description(broken):
+    _write_document(broken, '{"format": "relviz-checkpoint", ')
+    with pytest.raises(ValueError, match=r"tiny.safetensors\): the description in the header \(metadata 'relviz'\) "
+                                         r"is not valid JSON"):
         load_checkpoint("tiny", broken)
     scan = scan_checkpoints(broken)
     assert scan.checkpoints == [] and "not valid JSON" in scan.problems["tiny"]
@@ -193,9 +198,9 @@ def test_wrong_tensor_shape(broken):
     path = broken / "tiny.safetensors"
     tensors = load_file(str(path))
     tensors["position.bias"] = torch.zeros(9, 2)
-    _save_bound(broken, tensors)
+    _save_with(broken, tensors)
     with pytest.raises(ValueError, match=r"tiny.safetensors\): tensor 'position.bias' has shape \(9, 2\); "
-                                         r"the model the JSON describes needs \(8, 2\)"):
+                                         r"the model its description says needs \(8, 2\)"):
         load_checkpoint("tiny", broken)
 
 
@@ -204,19 +209,23 @@ def test_weights_of_another_scheme(broken):
     tensors = load_file(str(path))
     del tensors["position.bias"]
     tensors["position.table"] = torch.zeros(64, 16)
-    _save_bound(broken, tensors)
-    with pytest.raises(ValueError, match="do not match a 't5' model as the JSON describes it: missing "
+    _save_with(broken, tensors)
+    with pytest.raises(ValueError, match="do not match a 't5' model as its description says: missing "
                                          "tensors position.bias; unexpected tensors position.table"):
         load_checkpoint("tiny", broken)
 
 
-def test_corrupt_or_missing_weights(broken):
+def test_corrupt_or_missing_file(broken):
     path = broken / "tiny.safetensors"
     path.write_bytes(b"\x80\x04 this is a pickle, not safetensors")
     with pytest.raises(ValueError, match=r"tiny.safetensors\): not a valid safetensors file"):
         load_checkpoint("tiny", broken)
+    assert "not a valid safetensors file" in scan_checkpoints(broken).problems["tiny"]
     path.unlink()
-    with pytest.raises(ValueError, match="the weights file does not exist"):
+    with pytest.raises(ValueError, match="no checkpoint named 'tiny'"):
+        load_checkpoint("tiny", broken)
+    (broken / "tiny.json").write_text("{}")  # an old pair's JSON without its weights
+    with pytest.raises(ValueError, match="the weights file tiny.safetensors is missing"):
         load_checkpoint("tiny", broken)
     assert "weights file tiny.safetensors is missing" in scan_checkpoints(broken).problems["tiny"]
 
@@ -225,7 +234,7 @@ def test_nan_weights(broken):
     path = broken / "tiny.safetensors"
     tensors = load_file(str(path))
     tensors["head.bias"][0] = float("nan")
-    _save_bound(broken, tensors)
+    _save_with(broken, tensors)
     with pytest.raises(ValueError, match="tensor 'head.bias' holds NaN or infinite values"):
         load_checkpoint("tiny", broken)
 
@@ -261,7 +270,7 @@ def test_shipped_set_is_complete_and_made_with_the_current_defaults():
     names = {info.name for info in list_checkpoints()}
     assert {shipped_name(s) for s in SCHEMES} <= names
     for s in SCHEMES:
-        info = read_checkpoint_info(CHECKPOINT_DIR / f"{shipped_name(s)}.json")
+        info = read_checkpoint_info(CHECKPOINT_DIR / f"{shipped_name(s)}.safetensors")
         model_fields, training = scheme_defaults(s)
         assert info.model_config == ModelConfig(scheme=s, vocab_size=10, **model_fields)
         assert (info.steps, info.batch_size, info.train_length, info.lr, info.seed) == \
@@ -327,12 +336,12 @@ def test_cli_train_writes_a_checkpoint(tmp_path, capsys):
     assert main(["train", "--scheme", "alibi", "--steps", "1", "--length", "8", "--name", "a", "--out",
                  str(tmp_path), "--json", "--quiet"]) == 0
     [row] = json.loads(capsys.readouterr().out)
-    saved = read_checkpoint_info(tmp_path / "a.json")
+    saved = read_checkpoint_info(tmp_path / "a.safetensors")
     assert saved.model_config.n_layers == model_fields["n_layers"] and saved.lr == training["lr"]
     assert saved.steps == 1 and row["train_length"] == 8
     assert main(["train", "--scheme", "alibi", "--layers", "1", "--steps", "1", "--length", "8", "--name", "b",
                  "--out", str(tmp_path), "--quiet"]) == 0
-    assert read_checkpoint_info(tmp_path / "b.json").model_config.n_layers == 1
+    assert read_checkpoint_info(tmp_path / "b.safetensors").model_config.n_layers == 1
 
     assert main(["train", "--scheme", "t5", "--clip", "3", "--steps", "1", "--out", str(tmp_path)]) == 2
     assert "--clip applies to scheme shaw, not t5" in capsys.readouterr().err

@@ -1,5 +1,5 @@
-"""``python -m relviz checkpoints``: list the available checkpoints (a table, or JSON); ``--bind``
-binds older pairs (adds the weights' hash to the JSON and the description to the weights)."""
+"""``python -m relviz checkpoints``: list the available checkpoints (a table, or JSON);
+``python -m relviz checkpoints migrate DIR`` rewrites old two-file checkpoints as single files."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,7 @@ import sys
 
 from pathlib import Path
 
-from relviz.training.checkpoints import CHECKPOINT_DIR, bind_checkpoint, scan_checkpoints
+from relviz.training.checkpoints import CHECKPOINT_DIR, migrate_checkpoint, scan_checkpoints
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,25 +16,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"directory to list (default: the shipped checkpoints, {CHECKPOINT_DIR})")
     parser.add_argument("--json", action="store_true",
                         help="print a JSON list: name, scheme, task, train_length, accuracy, ...")
-    parser.add_argument("--bind", action="store_true",
-                        help="bind every pair in --dir written without a weights hash (an older relviz): "
-                             "records the hash in the JSON and the scheme, model and task in the weights "
-                             "(tensors unchanged, checked bit for bit). Only for pairs you trust.")
+    actions = parser.add_subparsers(dest="action")
+    migrate = actions.add_parser(
+        "migrate", help="rewrite every old checkpoint in DIR (NAME.safetensors + NAME.json) as one file",
+        description="Rewrite every old checkpoint in DIR (NAME.safetensors + NAME.json, format version 1) as one "
+                    "NAME.safetensors with its description in the header. Each tensor is checked bit for bit "
+                    "before the new file replaces the old weights; NAME.json is removed only after that.")
+    migrate.add_argument("directory", help="directory holding the old checkpoints")
+    migrate.add_argument("--trust-unbound", action="store_true",
+                         help="also migrate pairs whose JSON records no weights hash (written before the hash "
+                              "binding): only pairs you know belong together")
 
 
 def _params(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        print(f"error: {directory} is not a directory", file=sys.stderr)
+        return 2
+    status = 0
+    names = {path.name.removesuffix(suffix) for suffix in (".json", ".safetensors")
+             for path in directory.glob(f"*{suffix}")}
+    for name in sorted(names):
+        try:
+            print(f"{migrate_checkpoint(name, directory, trust_unbound=args.trust_unbound)}: {name}")
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            status = 1
+    return status
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.bind:
-        for json_path in sorted(Path(args.dir).glob("*.json")):
-            try:
-                bound = bind_checkpoint(json_path)
-            except ValueError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 1
-            print(f"{'bound' if bound else 'already bound'}: {json_path.stem}")
+    if args.action == "migrate":
+        return _migrate(args)
     scan = scan_checkpoints(args.dir)
     for name, problem in scan.problems.items():
         print(f"warning: skipped {name}: {problem}", file=sys.stderr)

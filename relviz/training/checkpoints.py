@@ -311,8 +311,8 @@ def _identical(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
         and torch.equal(_bits(a[k]), _bits(b[k])) for k in a)
 
 
-def migrate_checkpoint(path: str | os.PathLike, *, trust_unbound: bool = False) -> str:
-    """Rewrite an old pair (``<name>.json`` + ``<name>.safetensors``) as one file; say what was done.
+def migrate_checkpoint(name: str, directory: str | os.PathLike | None = None, *, trust_unbound: bool = False) -> str:
+    """Rewrite the old pair ``<name>.json`` + ``<name>.safetensors`` as one file; say what was done.
 
     The pair is read as strictly as a load reads it (hash, description, every tensor); the new
     file is written beside it and read back before it replaces the old weights: the same tensor
@@ -322,8 +322,8 @@ def migrate_checkpoint(path: str | os.PathLike, *, trust_unbound: bool = False) 
     migrate pairs written before the hash binding (only pairs you know belong together).
     ``python -m relviz checkpoints migrate DIR``.
     """
-    path = Path(path)
-    directory, name = path.parent, path.stem
+    name = check_name(name)
+    directory = _directory(directory)
     json_path, target = directory / f"{name}{legacy.JSON_SUFFIX}", directory / f"{name}{io.SUFFIX}"
     fail = _failing(name, target)
     contents, _ = _read_model(directory, name, trust_unbound=trust_unbound)
