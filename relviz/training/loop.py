@@ -41,7 +41,7 @@ def scheme_defaults(scheme: str) -> tuple[dict[str, Any], dict[str, Any]]:
     departures = get_scheme(scheme).training_defaults
     model = {name: getattr(ModelConfig(), name) for name in ("d_model", "n_layers", "n_heads", "d_ff")}
     return model | departures.get("model", {}), DEFAULT_TRAINING | departures.get("training", {})
-#: What train() accepts; a checkpoint's JSON must describe a run within them.
+#: What train() accepts; a checkpoint's description must describe a run within them.
 MAX_STEPS = 1_000_000
 MAX_BATCH_SIZE = 4096
 MAX_SEED = 2**63 - 1
