@@ -18,7 +18,7 @@ import relviz
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("relviz.cli.bench", "time and measure memory of the core functions and the app"),
     "train": ("relviz.cli.train", "train a small transformer with one position scheme"),
-    "checkpoints": ("relviz.cli.checkpoints", "list the available checkpoints"),
+    "checkpoints": ("relviz.cli.checkpoints", "list the available checkpoints; migrate old two-file ones"),
     "evaluate": ("relviz.cli.evaluate", "evaluate a checkpoint on fresh samples"),
     "experiments": ("relviz.cli.experiments", "run the experiments (offset resolution, length extrapolation, cost)"),
     "check": ("relviz.cli.check", "compare a matrix your code produced with relviz's reference; name the cause"),
