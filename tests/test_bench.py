@@ -114,7 +114,7 @@ def test_no_flex_leaves_the_compiled_flex_column_out_of_the_fused_section(monkey
     import argparse
 
     from relviz.bench import report as bench
-    from relviz.bench import versus as bench_versus
+    from relviz.bench import fused as bench_fused
     from relviz.cli import bench as bench_cli
     parser = argparse.ArgumentParser()
     bench_cli.add_arguments(parser)
@@ -124,11 +124,11 @@ def test_no_flex_leaves_the_compiled_flex_column_out_of_the_fused_section(monkey
         asked.append(list(spec["impls"]))
         return {"error": "not run"}
 
-    monkeypatch.setattr(bench_versus, "_subprocess", fake_subprocess)
+    monkeypatch.setattr(bench_fused, "case_in_fresh_process", fake_subprocess)
     for argv, with_flex in ((["--no-flex"], False), ([], True)):
         args = parser.parse_args(argv)
         asked.clear()
-        bench_versus.fused_section(bench.BenchContext(quick=False, log=lambda m: None, flex=not args.no_flex))
+        bench_fused.fused_section(bench.BenchContext(quick=False, log=lambda m: None, flex=not args.no_flex))
         assert asked and all(("flex" in impls) is with_flex for impls in asked)
         assert all("relviz" in impls and "sdpa_prebuilt" in impls for impls in asked)
 
@@ -159,15 +159,15 @@ def test_time_in_turns_repeats_a_short_call_to_fill_each_sample(monkeypatch):
 def test_a_t5bias_length_whose_process_fails_is_a_miss_not_a_pass(monkeypatch):
     """Each T5 bias length runs in its own process: one that fails shows its error and misses the target."""
     from relviz.bench import report as bench
-    from relviz.bench import versus as bench_versus
+    from relviz.bench import t5bias as bench_t5bias
     asked: list[dict] = []
 
     def fake_subprocess(kind, spec, ctx):
         asked.append(dict(spec, kind=kind))
         return {"error": "killed"}
 
-    monkeypatch.setattr(bench_versus, "_subprocess", fake_subprocess)
-    result = bench_versus.t5_bias_section(bench.BenchContext(quick=False, log=lambda m: None))
+    monkeypatch.setattr(bench_t5bias, "case_in_fresh_process", fake_subprocess)
+    result = bench_t5bias.t5_bias_section(bench.BenchContext(quick=False, log=lambda m: None))
     assert [a["L"] for a in asked] == [512, 1024, 2048, 4096, 8192] and {a["kind"] for a in asked} == {"t5bias"}
     target = next(t for t in result.targets if "L = 8192" in t.description)
     assert target.passed is False and target.detail == "killed"

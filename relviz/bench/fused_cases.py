@@ -1,7 +1,7 @@
 """The fused bench section's cases: each attention function as a table entry (its tables, relviz's
 call, the bias an SDPA user prebuilds, FlexAttention's score_mod) and each implementation beside it.
 
-relviz.bench.versus times and measures them (``python -m relviz bench --only fused``).
+relviz.bench.fused times and measures them (``python -m relviz bench --only fused``).
 Sign convention: relative position = key index − query index (j − i).
 """
 from __future__ import annotations

@@ -6,6 +6,7 @@ on this module, so neither imports the other's internals.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from collections.abc import Mapping
@@ -15,7 +16,8 @@ from relviz.measure import proc_status, reset_peak_rss, time_calls
 from relviz.memory import format_bytes
 
 __all__ = ["Target", "Column", "SectionResult", "BenchContext", "Section", "format_table", "ms", "ratio",
-           "bytes_text", "mb", "time_calls", "time_in_turns", "proc_status", "reset_peak_rss"]
+           "bytes_text", "mb", "time_calls", "time_in_turns", "proc_status", "reset_peak_rss", "SAMPLE_S",
+           "load_average"]
 
 
 @dataclass
@@ -112,6 +114,19 @@ def bytes_text(n: float) -> str:
 
 def mb(n: float) -> str:
     return f"{n / 1e6:.0f} MB"
+
+
+#: Each timed sample repeats its call for at least this long (time_in_turns): the
+#: sub-10 ms rows (L = 512, the T5 bias at 512) are then means over many calls, not single calls.
+SAMPLE_S = 0.05
+
+
+def load_average() -> str:
+    """The 1-minute load average, as ``uptime`` prints it first."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "n/a"
 
 
 def time_in_turns(calls: Mapping[str, Callable[[], Any]], rounds: int,
