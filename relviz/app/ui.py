@@ -20,6 +20,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from relviz.app import internals as app_internals
+from relviz.app.lectures import Lectures
+from relviz.app.tours import PAGE_PARAMS, Step, check_step, page_keys, page_param
+from relviz.components import toeplitz_canvas_js
 if TYPE_CHECKING:  # imported where used: torch loads only on a page that trains or measures, numpy only
     import numpy as np  # where a page offers downloads (the landing page's first visitor skips its import)
 
@@ -285,7 +288,6 @@ def _toeplitz_canvas():
     """The canvas component (relviz/components/toeplitz_canvas.js), registered once per process."""
     global _canvas_component
     if _canvas_component is None:
-        from relviz.components import toeplitz_canvas_js
         _canvas_component = st.components.v2.component(_CANVAS, js=toeplitz_canvas_js())
     return _canvas_component
 
@@ -419,7 +421,7 @@ def visitor_key() -> tuple[str | None, str | None]:
 def session_trainings() -> SessionTrainings:
     """This browser session's trained models, its runs counted per visitor across reloads
     (relviz.app.training_queue's quota, in the server-wide ledger)."""
-    from relviz.app.training_queue import LEDGER, SessionTrainings
+    from relviz.app.training_queue import LEDGER, SessionTrainings  # loads torch (TYPE_CHECKING above)
 
     if SESSION_TRAININGS_KEY not in st.session_state:
         visitor, address = visitor_key()
@@ -430,6 +432,7 @@ def session_trainings() -> SessionTrainings:
 def run_guarded(run: Callable[[Callable[[float, str], None]], T]) -> T | None:
     """Run ``run(report)`` inside the training guard (session quota, one server-wide slot, one
     thread, time limit) with a progress bar; a refusal or timeout becomes an st.error and None."""
+    # loads torch (TYPE_CHECKING above)
     from relviz.app.training_queue import TrainingBusy, TrainingTimeout, guarded_run
 
     bar = st.progress(0.0, text="starting…")
@@ -528,7 +531,7 @@ def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, defau
     relviz.figures.toeplitz.Window that lies inside the matrix: the whole matrix, with no
     controls drawn, when it is small enough to show cell by cell.
     """
-    # Imported here: this block was added at the end of a shared module, its imports with it.
+    # Imported here: both load numpy, which the landing page's first visitor skips (see TYPE_CHECKING above).
     from relviz.figures.toeplitz import Window, diagonal_col0, fit_window, needs_window
     from relviz.views import DISPLAY_MAX
 
@@ -609,7 +612,6 @@ def presenting() -> bool:
 @st.cache_resource
 def lectures():
     """The server's live lectures: the step an audience tab and its presenter view share."""
-    from relviz.app.lectures import Lectures
 
     return Lectures()
 
@@ -623,7 +625,6 @@ def _page_name(url_path: str) -> str:
 def go_to_step(tour, index: int) -> None:
     """Open step ``index`` of ``tour`` exactly: its page with its link values, every other control of
     that page back at its default (their kept values are forgotten first)."""
-    from relviz.app.tours import page_keys
 
     index = min(max(index, 0), len(tour.steps) - 1)
     step = tour.steps[index]
@@ -671,7 +672,6 @@ NO_TOUR_STEP = ("No “Add this view to my tour” on this page: it is a tool wh
 
 def current_view(page_name: str):
     """The view on screen as a tour step (the page and its URL values), or a message why it cannot be one."""
-    from relviz.app.tours import PAGE_PARAMS, Step, check_step, page_keys, page_param
 
     if page_name not in PAGE_PARAMS:
         return None, NO_TOUR_STEP

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from relviz.bench.report import Column, SectionResult, Target, ms
+
 REPO = Path(__file__).resolve().parents[2]
 RERUN_TARGET_S = 0.150
 FIGURE_TARGET_BYTES = 3_000_000
@@ -110,13 +112,11 @@ def measure_page(page_path: str, repeats: int) -> dict[str, Any]:
 
 
 def app_section(ctx):
-    from relviz.bench.report import Column, SectionResult, Target, ms
-
     reason = unavailable()
     if reason:
         return SectionResult(name="app", title="App rerun time and figure sizes", columns=[],
                              rows=[], notes=[reason])
-    from relviz.app.ui import PAGES
+    from relviz.app.ui import PAGES  # imports streamlit: only once the section knows it can run
 
     repeats = 5 if ctx.quick else 15
     rows = []

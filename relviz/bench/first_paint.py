@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from relviz.bench.report import Column, SectionResult, Target, ms
+
 REPO = Path(__file__).resolve().parents[2]
 TARGET_RATIO = 1.2
 
@@ -184,8 +186,6 @@ def _messages_text(pair) -> str:
 
 
 def first_paint_section(ctx):
-    from relviz.bench.report import Column, SectionResult, Target, ms
-
     title = "First paint: a fresh visitor's landing page in Chromium, relviz vs a minimal Streamlit + Plotly app"
     reason = unavailable()
     if reason:

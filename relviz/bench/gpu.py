@@ -34,6 +34,7 @@ import torch.nn.functional as F
 import relviz
 from relviz import flex as flex_module
 from relviz.attention import alibi_attention, t5_attention
+from relviz.bench.report import Column, SectionResult, Target
 from relviz.positions import alibi_bias_offsets, alibi_slopes, expand_toeplitz, offset_range, t5_bias_offsets, t5_bucket
 
 __all__ = ["Sizes", "FULL", "DRY", "run", "markdown"]
@@ -355,7 +356,6 @@ def markdown(result: dict[str, Any]) -> str:
 def gpu_section(ctx):
     """``python -m relviz bench --only gpu``: the same run on CUDA; without one, the dry run under
     ``--quick`` (its figures say they are not GPU figures) and otherwise a note."""
-    from relviz.bench.report import Column, SectionResult, Target
 
     title = "The core on one GPU: bucket map vs a copy of the same bytes; attention vs SDPA and FlexAttention"
     columns = [Column("table", "table"), Column("what", "what"), Column("mechanism", "mechanism"), Column("L", "L"),

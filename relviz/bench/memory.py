@@ -20,6 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from relviz.bench.app import unavailable
+from relviz.bench.report import Column, SectionResult, Target, mb
+
 REPO = Path(__file__).resolve().parents[2]
 LENGTHS = (2**16, 2**18, 2**20)
 #: The largest growth from 2^18 to 2^20 (×4 positions) that still reads as O(L).
@@ -100,9 +103,6 @@ def _in_fresh_process(page: str, length: int) -> dict[str, Any]:
 
 
 def view_memory_section(ctx):
-    from relviz.bench.app import unavailable
-    from relviz.bench.report import Column, SectionResult, Target, mb
-
     title = "Server memory of one view (fresh process each), 2^16 / 2^18 / 2^20 positions per side"
     columns = [Column("page", "page"), Column("L", "L"), Column("peak_bytes", "peak added", mb),
                Column("retained_bytes", "retained", mb), Column("growth", "× from L/4", lambda x: f"{x:.1f}x"),

@@ -26,6 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from relviz.bench.first_paint import COUNT_MESSAGES_JS, _server, launch_chromium
+from relviz.bench.first_paint import unavailable as first_paint_unavailable
+from relviz.bench.report import Column, SectionResult, Target, ms
+
 REPO = Path(__file__).resolve().parents[2]
 TARGET_S = 0.300
 BYTES_TARGET = 200_000
@@ -91,7 +95,6 @@ RUN_STATE_JS = """() => ({changed: window.__relviz.changed, drawn: window.__relv
 
 
 def unavailable() -> str | None:
-    from relviz.bench.first_paint import unavailable as first_paint_unavailable
     reason = first_paint_unavailable()
     return reason.replace("first paint", "slider") if reason else None
 
@@ -118,7 +121,6 @@ def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
     except ImportError as exc:
         raise RuntimeError("the slider bench needs playwright: pip install -r requirements-dev.txt") from exc
 
-    from relviz.bench.first_paint import COUNT_MESSAGES_JS, _server, launch_chromium
 
     rows = []
     with _server(REPO / "app.py", REPO) as (base, _), sync_playwright() as playwright:
@@ -156,8 +158,6 @@ def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
 
 
 def slider_section(ctx):
-    from relviz.bench.report import Column, SectionResult, Target, ms
-
     title = "Slider -> charts settled in Chromium, each large-matrix page at its largest setting"
     reason = unavailable()
     columns = [Column("page", "page"), Column("setting", "setting"), Column("settled_s", "settled ms", ms),

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from relviz.check.api import KINDS, REGISTRY, check, kind_of, load
+from relviz.check.callables import call, load_callable
 from relviz.check.reading import MAX_BYTES
 from relviz.check.result import FIRST_MISMATCHES
 
@@ -77,8 +78,6 @@ def _read(path: str) -> bytes:
 def _checked(args: argparse.Namespace):
     kind = kind_of(args.kind)
     if args.callable:
-        from relviz.check.callables import call, load_callable
-
         if args.file:
             raise ValueError("give a FILE or --callable, not both")
         call_settings = kind.from_args(args, None)
