@@ -1,0 +1,230 @@
+"""What a RoPE attention head is configured as: :class:`RopeConfig` and its :class:`RopeScaling`, read
+from a Hugging Face config.json (``rope_config_from_hf``) or a published preset (``rope_presets``).
+
+Its own module because everything RoPE in relviz starts from these settings (the frequencies in
+:mod:`relviz.rope_math`, the page's views in :mod:`relviz.rope_views`, the checker, the mechanisms):
+each field is checked once here, where the config is built, and the maths trusts it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from relviz._checks import check_int
+
+
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
+
+MAX_HEAD_DIM = 4096
+MAX_POSITIONS = 1 << 24
+
+
+def _check_float(name: str, value: object, *, minimum: float | None = None, above: float | None = None,
+                 maximum: float | None = None) -> float:
+    """A finite real number within bounds, or ValueError naming ``name`` and the allowed range."""
+    parts = []
+    if above is not None:
+        parts.append(f"> {above:g}")
+    if minimum is not None:
+        parts.append(f">= {minimum:g}")
+    if maximum is not None:
+        parts.append(f"<= {maximum:g}")
+    allowed = f"a finite number {' and '.join(parts)}".rstrip()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be {allowed}; got {value!r}")
+    value = float(value)
+    if (above is not None and value <= above) or (minimum is not None and value < minimum) \
+            or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be {allowed}; got {value:g}")
+    return value
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """A scaling rule and its parameters (the fields of a config's ``rope_scaling``).
+
+    ``None`` means "absent from the config": the rule then uses transformers' default for it.
+    """
+
+    rope_type: str = "default"
+    factor: float | None = None
+    original_max_position_embeddings: int | None = None
+    attention_factor: float | None = None
+    beta_fast: float | None = None      # yarn (default 32)
+    beta_slow: float | None = None      # yarn (default 1)
+    mscale: float | None = None         # yarn, DeepSeek style
+    mscale_all_dim: float | None = None
+    truncate: bool | None = None        # yarn: floor/ceil the correction range (default True)
+    low_freq_factor: float | None = None   # llama3
+    high_freq_factor: float | None = None  # llama3
+    short_factor: tuple[float, ...] | None = None  # longrope, one per rotary pair
+    long_factor: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.rope_type not in ROPE_TYPES:
+            raise ValueError(f"rope_type must be one of {', '.join(ROPE_TYPES)}; got {self.rope_type!r}")
+        needs_factor = self.rope_type in ("linear", "dynamic", "llama3") or \
+            (self.rope_type == "yarn" and self.factor is None and self.original_max_position_embeddings is None)
+        if needs_factor and self.factor is None:
+            raise ValueError(f"factor is required for rope_type {self.rope_type!r} (a number >= 1)")
+        if self.factor is not None:
+            object.__setattr__(self, "factor", _check_float("factor", self.factor, above=0.0, maximum=1e6))
+        if self.rope_type in ("yarn", "llama3", "longrope") and self.original_max_position_embeddings is not None:
+            check_int("original_max_position_embeddings", self.original_max_position_embeddings,
+                      minimum=1, maximum=MAX_POSITIONS)
+        if self.attention_factor is not None:
+            object.__setattr__(self, "attention_factor",
+                               _check_float("attention_factor", self.attention_factor, above=0.0, maximum=1e3))
+        for name in ("beta_fast", "beta_slow"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _check_float(name, value, above=0.0, maximum=1e6))
+        for name in ("mscale", "mscale_all_dim"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _check_float(name, value, minimum=0.0, maximum=1e3))
+        if self.truncate is not None and not isinstance(self.truncate, bool):
+            raise ValueError(f"truncate must be True or False; got {self.truncate!r}")
+        if self.rope_type == "llama3":
+            for name in ("low_freq_factor", "high_freq_factor"):
+                if getattr(self, name) is None:
+                    raise ValueError(f"{name} is required for rope_type 'llama3' (a number > 0)")
+                object.__setattr__(self, name, _check_float(name, getattr(self, name), above=0.0, maximum=1e6))
+            if self.high_freq_factor < self.low_freq_factor:   # equal: no smooth band (Llama 4 Scout: 1 and 1)
+                raise ValueError(f"high_freq_factor must be ≥ low_freq_factor ({self.low_freq_factor:g}); "
+                                 f"got {self.high_freq_factor:g}")
+            if self.original_max_position_embeddings is None:
+                raise ValueError("original_max_position_embeddings is required for rope_type 'llama3' "
+                                 f"(an integer from 1 to {MAX_POSITIONS})")
+        if self.rope_type == "longrope":
+            for name in ("short_factor", "long_factor"):
+                values = getattr(self, name)
+                if values is None or isinstance(values, (str, bytes)) or not isinstance(values, Sequence) \
+                        or not values:
+                    raise ValueError(f"{name} is required for rope_type 'longrope': a list of positive "
+                                     f"numbers, one per rotary pair; got {values!r}")
+                object.__setattr__(self, name, tuple(
+                    _check_float(f"{name}[{k}]", v, above=0.0, maximum=1e6) for k, v in enumerate(values)))
+
+
+@dataclass(frozen=True)
+class RopeConfig:
+    """The position-related settings of a RoPE attention head.
+
+    ``max_position_embeddings`` matters to dynamic NTK (where scaling starts) and to yarn/longrope
+    (their default factor and original length).
+    """
+
+    head_dim: int = 128
+    base: float = 10000.0
+    partial_rotary_factor: float = 1.0
+    max_position_embeddings: int = 4096
+    scaling: RopeScaling = field(default_factory=RopeScaling)
+
+    def __post_init__(self) -> None:
+        check_int("head_dim", self.head_dim, minimum=2, maximum=MAX_HEAD_DIM)
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim must be even (RoPE rotates pairs of dimensions); got {self.head_dim}")
+        object.__setattr__(self, "base", _check_float("base", self.base, above=1.0, maximum=1e12))
+        object.__setattr__(self, "partial_rotary_factor",
+                           _check_float("partial_rotary_factor", self.partial_rotary_factor, above=0.0, maximum=1.0))
+        check_int("max_position_embeddings", self.max_position_embeddings, minimum=1, maximum=MAX_POSITIONS)
+        if not isinstance(self.scaling, RopeScaling):
+            raise ValueError(f"scaling must be a RopeScaling; got {type(self.scaling).__name__}")
+        if self.rotary_dim < 2:
+            raise ValueError(f"partial_rotary_factor × head_dim must leave at least 2 rotary dimensions; "
+                             f"got int({self.partial_rotary_factor:g} × {self.head_dim}) = {self.rotary_dim}")
+        if self.scaling.rope_type == "dynamic" and self.rotary_dim < 4:
+            raise ValueError("dynamic NTK raises the base to the power d/(d − 2): rotary_dim must be >= 4; "
+                             f"got {self.rotary_dim}")
+        if self.scaling.rope_type == "longrope":
+            for name in ("short_factor", "long_factor"):
+                if len(getattr(self.scaling, name)) != self.pairs:
+                    raise ValueError(f"{name} must have {self.pairs} entries "
+                                     f"(one per rotary pair); got {len(getattr(self.scaling, name))}")
+
+    @property
+    def rotary_dim(self) -> int:
+        """How many dimensions of the head rotate (transformers: int(head_dim × partial_rotary_factor))."""
+        return int(self.head_dim * self.partial_rotary_factor)
+
+    @property
+    def pairs(self) -> int:
+        """How many pairs rotate: len(arange(0, rotary_dim, 2)) (an odd rotary_dim rounds up, as in HF)."""
+        return (self.rotary_dim + 1) // 2
+
+    @property
+    def original_max_position_embeddings(self) -> int:
+        """The pre-training context: the scaling's original length, else max_position_embeddings."""
+        return self.scaling.original_max_position_embeddings or self.max_position_embeddings
+
+    @property
+    def scaled_from(self) -> int | None:
+        """The original context a scaling stretches (what the figures mark), or None without a scaling."""
+        return self.original_max_position_embeddings if self.scaling.rope_type != "default" else None
+
+    def with_scaling(self, **changes: object) -> RopeConfig:
+        return replace(self, scaling=replace(self.scaling, **changes))
+
+
+def rope_config_from_hf(config: Mapping[str, object]) -> RopeConfig:
+    """Read a Hugging Face config.json (as a dict) into a RopeConfig, as transformers standardises it.
+
+    Reads ``rope_theta`` (or ``rope_parameters``/``rope_scaling`` holding it), ``partial_rotary_factor``,
+    ``head_dim`` (else hidden_size // num_attention_heads), GPT-NeoX's ``rotary_pct`` (default 0.25)
+    and ``rotary_emb_base`` and the scaling dict; a top-level
+    ``original_max_position_embeddings`` (Phi-3) wins over the one inside the dict, as in transformers.
+    """
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config must be a mapping (a parsed config.json); got {type(config).__name__}")
+    scaling = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    if not isinstance(scaling, Mapping):
+        raise ValueError(f"rope_scaling must be a mapping or null; got {scaling!r}")
+    if any(isinstance(v, Mapping) for v in scaling.values()):
+        raise ValueError("rope_parameters nested per layer type are not supported (one RoPE per model only)")
+    scaling = dict(scaling)
+    rope_type = scaling.pop("rope_type", None) or scaling.pop("type", None) or "default"
+    scaling.pop("type", None)
+    if rope_type == "su":  # Phi-3's first name for LongRoPE; transformers' Phi3Config reads it as longrope
+        rope_type = "longrope"
+    base = scaling.pop("rope_theta", None) or config.get("rope_theta") or config.get("rotary_emb_base") or 10000.0
+    partial = (scaling.pop("partial_rotary_factor", None) or config.get("partial_rotary_factor")
+               or config.get("rotary_pct") or 1.0)
+    heads = config.get("num_attention_heads")
+    head_dim = config.get("head_dim") or (config["hidden_size"] // heads if heads else None)
+    if head_dim is None:
+        raise ValueError("config has neither head_dim nor hidden_size and num_attention_heads")
+    max_positions = config.get("max_position_embeddings", 2048)
+    if rope_type in ("yarn", "llama3", "longrope"):
+        if config.get("original_max_position_embeddings") is not None:
+            scaling["original_max_position_embeddings"] = config["original_max_position_embeddings"]
+        scaling.setdefault("original_max_position_embeddings", max_positions)
+    known = {f for f in RopeScaling.__dataclass_fields__} - {"rope_type"}
+    if rope_type == "default":
+        scaling = {}
+    unknown = sorted(set(scaling) - known)
+    if unknown:
+        raise ValueError(f"rope_scaling has fields relviz does not know for {rope_type!r}: {', '.join(unknown)}")
+    return RopeConfig(head_dim=head_dim, base=base, partial_rotary_factor=partial,
+                      max_position_embeddings=max_positions, scaling=RopeScaling(rope_type=rope_type, **scaling))
+
+
+# ---------------------------------------------------------------------------------------
+# Presets: published checkpoints' settings (relviz/presets.json names the source of each)
+
+PRESETS_PATH = Path(__file__).with_name("presets.json")
+
+
+def load_presets() -> dict:
+    """The presets file: {"rope": [...], "t5": [...], "alibi": [...], "missing": [...]}, each with its source."""
+    return json.loads(PRESETS_PATH.read_text(encoding="utf-8"))
+
+
+def rope_presets() -> dict[str, tuple[str, RopeConfig, str]]:
+    """id -> (label, RopeConfig read from the model's config.json fields, source)."""
+    return {entry["id"]: (entry["label"], rope_config_from_hf(entry["config"]), entry["source"])
+            for entry in load_presets()["rope"]}

@@ -1,0 +1,260 @@
+"""RoPE's exact arithmetic: θ_i under each scaling rule (operation for operation as transformers'
+``modeling_rope_utils.py``, so float32 results are bit-identical), the rotation, the scores it
+gives per offset j − i and RoFormer's decay bound.
+
+Its own module because it is the part the rest is proven against: the page's views
+(:mod:`relviz.rope_views`), the mechanisms and the checker all call it. :mod:`relviz.rope` gathers
+the whole RoPE API in one import.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import torch
+
+from relviz._checks import check_int, check_tensor, resolve_device
+from relviz.rope_config import MAX_POSITIONS, RopeConfig, RopeScaling
+
+
+# ---------------------------------------------------------------------------------------
+# Frequencies and attention scaling, exactly as transformers computes them
+
+
+def _exponents(dim: int, device: torch.device) -> torch.Tensor:
+    """[dim/2]: 2i/dim in float32, as transformers builds it (arange(0, dim, 2) / dim)."""
+    return torch.arange(0, dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float) / dim
+
+
+def _get_mscale(scale: float, mscale: float = 1.0) -> float:
+    if scale <= 1:
+        return 1.0
+    return 0.1 * mscale * math.log(scale) + 1.0
+
+
+def yarn_correction_range(config: RopeConfig) -> tuple[float, float]:
+    """YaRN's ramp [low, high] in pair index: pairs below low keep θ_i, above high are interpolated.
+
+    A pair making beta_fast turns in the original context sits at low, beta_slow turns at high.
+    """
+    s = config.scaling
+    dim, base = config.rotary_dim, config.base
+    beta_fast = s.beta_fast or 32
+    beta_slow = s.beta_slow or 1
+    original = config.original_max_position_embeddings
+
+    def correction_dim(turns: float) -> float:
+        return (dim * math.log(original / (turns * 2 * math.pi))) / (2 * math.log(base))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if s.truncate is None or s.truncate:
+        low, high = math.floor(low), math.ceil(high)
+    return max(low, 0), min(high, dim - 1)
+
+
+def rope_parameters(config: RopeConfig, seq_len: int | None = None, *,
+                    device: torch.device | str | None = None) -> tuple[torch.Tensor, float]:
+    """(inv_freq [rotary_dim/2] float32, attention scaling) for a forward pass over ``seq_len`` positions.
+
+    ``seq_len`` (positions 0..seq_len − 1) matters to ``dynamic`` (a fresh module recomputes the
+    base once seq_len > max_position_embeddings) and ``longrope`` (long factors beyond the original
+    context); None means "within the original context". The attention scaling multiplies cos and
+    sin, so it multiplies every q·k logit by its square.
+    """
+    if not isinstance(config, RopeConfig):
+        raise ValueError(f"config must be a RopeConfig; got {type(config).__name__}")
+    if seq_len is not None:
+        seq_len = check_int("seq_len", seq_len, minimum=1, maximum=MAX_POSITIONS)
+    device = resolve_device(device)
+    s = config.scaling
+    dim, base = config.rotary_dim, config.base
+    max_positions = config.max_position_embeddings
+
+    if s.rope_type == "default":
+        return 1.0 / (base ** _exponents(dim, device)), 1.0
+    if s.rope_type == "linear":
+        inv_freq = 1.0 / (base ** _exponents(dim, device))
+        inv_freq /= s.factor
+        return inv_freq, 1.0
+    if s.rope_type == "dynamic":
+        if seq_len is None or seq_len <= max_positions:
+            # At init transformers uses seq_len = max_position_embeddings in Python floats.
+            scaled = base * ((s.factor * max_positions / max_positions) - (s.factor - 1)) ** (dim / (dim - 2))
+        else:
+            # A forward past the cached length recomputes with seq_len a 0-dim int64 tensor: float32 math.
+            length = torch.maximum(torch.tensor(seq_len, device=device),
+                                   torch.tensor(max_positions, device=device))
+            scaled = base * ((s.factor * length / max_positions) - (s.factor - 1)) ** (dim / (dim - 2))
+        return 1.0 / (scaled ** _exponents(dim, device)), 1.0
+    if s.rope_type == "yarn":
+        factor = s.factor if s.factor is not None else max_positions / config.original_max_position_embeddings
+        if s.attention_factor is not None:
+            attention = s.attention_factor
+        elif s.mscale and s.mscale_all_dim:
+            attention = float(_get_mscale(factor, s.mscale) / _get_mscale(factor, s.mscale_all_dim))
+        else:
+            attention = _get_mscale(factor)
+        pos_freqs = base ** (torch.arange(0, dim, 2).to(device=device, dtype=torch.float) / dim)
+        extrapolation = 1.0 / pos_freqs
+        interpolation = 1.0 / (factor * pos_freqs)
+        low, high = yarn_correction_range(config)
+        if low == high:
+            high += 0.001  # transformers' guard against a zero-width ramp
+        ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+        extrapolation_factor = 1 - ramp.to(device=device, dtype=torch.float)
+        inv_freq = interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
+        return inv_freq, attention
+    if s.rope_type == "llama3":
+        inv_freq = 1.0 / (base ** _exponents(dim, device))
+        old_context = config.original_max_position_embeddings
+        low_wavelen = old_context / s.low_freq_factor
+        high_wavelen = old_context / s.high_freq_factor
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / s.factor, inv_freq)
+        smooth = (old_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor)
+        smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled
+        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+        return torch.where(medium, smoothed, scaled), 1.0
+    # longrope
+    original = config.original_max_position_embeddings
+    factor = s.factor if s.factor is not None else max_positions / original
+    if s.attention_factor is not None:
+        attention = s.attention_factor
+    elif factor <= 1.0:
+        attention = 1.0
+    else:
+        attention = math.sqrt(1 + math.log(factor) / math.log(original))
+    chosen = s.long_factor if seq_len is not None and seq_len > original else s.short_factor
+    ext = torch.tensor(chosen, dtype=torch.float32, device=device)
+    shape = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim
+    return 1.0 / (ext * base ** shape), attention
+
+
+def rope_inv_freq(config: RopeConfig, seq_len: int | None = None, *,
+                  device: torch.device | str | None = None) -> torch.Tensor:
+    """θ_i [rotary_dim/2] (radians per position) under the config's scaling rule."""
+    return rope_parameters(config, seq_len, device=device)[0]
+
+
+def rope_attention_scaling(config: RopeConfig, seq_len: int | None = None) -> float:
+    """The factor on cos and sin (yarn, longrope; 1 otherwise): logits scale by its square."""
+    return rope_parameters(config, seq_len, device="cpu")[1]
+
+
+def unscaled(config: RopeConfig) -> RopeConfig:
+    """The same head with plain RoPE (the reference the scalings are drawn against)."""
+    return replace(config, scaling=RopeScaling())
+
+
+def wavelengths(inv_freq: torch.Tensor) -> torch.Tensor:
+    """[P] positions per full turn of each pair: 2π / θ_i."""
+    inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True)
+    return 2 * math.pi / inv_freq
+
+
+def turns_in_context(inv_freq: torch.Tensor, length: int) -> torch.Tensor:
+    """[P] how many full turns each pair makes over positions 0..length − 1 (≥ 1: the pair wraps)."""
+    length = check_int("length", length, minimum=1, maximum=MAX_POSITIONS)
+    inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True)
+    return (length - 1) * inv_freq.double() / (2 * math.pi)
+
+
+# ---------------------------------------------------------------------------------------
+# The rotation and the scores it produces
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotate(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, *,
+           attention_scaling: float = 1.0) -> torch.Tensor:
+    """Rotate x [..., L, D] at ``positions`` [L] as Hugging Face does (rotate_half pairs (i, i + r/2)).
+
+    Only the first r = 2·len(inv_freq) dimensions rotate; cos and sin carry ``attention_scaling``.
+    """
+    x = check_tensor("x", x, min_ndim=2, floating=True)
+    positions = check_tensor("positions", positions, ndim=1)
+    inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True)
+    r = 2 * inv_freq.shape[0]
+    if r > x.shape[-1]:
+        raise ValueError(f"inv_freq has {inv_freq.shape[0]} pairs: x needs at least {r} dimensions; "
+                         f"got {x.shape[-1]}")
+    if positions.shape[0] != x.shape[-2]:
+        raise ValueError(f"positions must have one entry per row of x ({x.shape[-2]}); got {positions.shape[0]}")
+    freqs = positions.to(x.device).float()[:, None] * inv_freq.to(x.device).float()[None, :]   # [L, P]
+    emb = torch.cat((freqs, freqs), dim=-1)                                                       # [L, r]
+    cos, sin = emb.cos() * attention_scaling, emb.sin() * attention_scaling
+    rot, rest = x[..., :r], x[..., r:]
+    return torch.cat((rot * cos.to(x.dtype) + _rotate_half(rot) * sin.to(x.dtype), rest), dim=-1)
+
+
+def score_per_offset(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, offsets: torch.Tensor, *,
+                     attention_scaling: float = 1.0) -> torch.Tensor:
+    """[R] the logit (R_i q)·(R_j k) for fixed content q, k [D] at each offset j − i (float64).
+
+    With z = q_a + i·q_b (pair a, b = a + r/2) and w the same for k, the pair contributes
+    Re(z·conj(w)·e^{−i(j−i)θ}) = A cos((j−i)θ) + B sin((j−i)θ), A = q_a k_a + q_b k_b,
+    B = q_b k_a − q_a k_b; the unrotated dimensions add a constant.
+    """
+    q = check_tensor("q", q, ndim=1, floating=True).double()
+    k = check_tensor("k", k, ndim=1, floating=True).double()
+    inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True).double()
+    offsets = check_tensor("offsets", offsets, ndim=1)
+    if q.shape != k.shape:
+        raise ValueError(f"q and k must have the same shape; got {tuple(q.shape)} and {tuple(k.shape)}")
+    p = inv_freq.shape[0]
+    if 2 * p > q.shape[0]:
+        raise ValueError(f"inv_freq has {p} pairs: q needs at least {2 * p} dimensions; got {q.shape[0]}")
+    qa, qb, ka, kb = q[:p], q[p:2 * p], k[:p], k[p:2 * p]
+    a = (qa * ka + qb * kb).to(inv_freq.device)                                   # [P]
+    b = (qb * ka - qa * kb).to(inv_freq.device)                                   # [P]
+    angle = offsets.to(inv_freq.device).double()[:, None] * inv_freq[None, :]   # [R, P]
+    rest = float((q[2 * p:] * k[2 * p:]).sum())
+    return (angle.cos() @ a + angle.sin() @ b) * attention_scaling ** 2 + rest
+
+
+def score_matrix(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, length: int, *,
+                 attention_scaling: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(offsets [2L − 1], per-offset scores [2L − 1]) of the L × L score matrix: it is Toeplitz.
+
+    Computed per offset; entry (i, j) is scores[j − i + L − 1].
+    """
+    length = check_int("length", length, minimum=1, maximum=1 << 20)
+    offsets = torch.arange(-(length - 1), length, device=inv_freq.device)
+    return offsets, score_per_offset(q, k, inv_freq, offsets, attention_scaling=attention_scaling)
+
+
+def decay_bound(inv_freq: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """[R] RoFormer §3.4.3's relative upper bound (1/P)·Σ_{j=1..P} |S_j|, S_j = Σ_{k<j} e^{i·(j−i)·θ_k}.
+
+    Multiplied by max_k |h_{k+1} − h_k| (h_k = z_k conj(w_k)) it bounds |q·k|; it decays with |j − i|.
+    """
+    inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True).double()
+    offsets = check_tensor("offsets", offsets, ndim=1)
+    angle = offsets.to(inv_freq.device).double()[:, None] * inv_freq[None, :]    # [R, P]
+    partial = torch.polar(torch.ones_like(angle), angle).cumsum(dim=1)           # [R, P]: S_1 .. S_P
+    return partial.abs().mean(dim=1)
+
+
+def measured_decay(inv_freq: torch.Tensor, offsets: torch.Tensor, *, rotary_dim: int | None = None,
+                   samples: int = 256, seed: int = 0, identical: bool = False) -> torch.Tensor:
+    """[R] mean over ``samples`` random unit-variance q, k of the score q·k / r at each offset.
+
+    ``identical``: k = q (a token attending to the same content), whose score is
+    Σ |z|² cos((j−i)θ) / r: 1 at offset 0, decaying as the pairs dephase. Independent q, k give a
+    mean near 0 at every offset; this returns the mean |score| for them, which stays flat.
+    """
+    inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True).double()
+    offsets = check_tensor("offsets", offsets, ndim=1)
+    samples = check_int("samples", samples, minimum=1, maximum=4096)
+    p = inv_freq.shape[0]
+    r = 2 * p if rotary_dim is None else check_int("rotary_dim", rotary_dim, minimum=2 * p, maximum=2 * p)
+    generator = torch.Generator().manual_seed(check_int("seed", seed, minimum=0, maximum=2**31 - 1))
+    z = torch.randn(samples, p, dtype=torch.complex128, generator=generator) * math.sqrt(2)   # E|z|² = 2
+    w = z if identical else torch.randn(samples, p, dtype=torch.complex128, generator=generator) * math.sqrt(2)
+    h = (z * w.conj()).to(inv_freq.device)                                                  # [S, P]
+    angle = offsets.to(inv_freq.device).double()[:, None] * inv_freq[None, :]             # [R, P]
+    scores = (h[:, None, :] * torch.polar(torch.ones_like(angle), -angle)[None]).real.sum(-1) / r   # [S, R]
+    return scores.mean(0) if identical else scores.abs().mean(0)
