@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import relviz.attention as attention_module
+import relviz.attention_fused as fused_kernels
 import relviz.flex as flex_module
 import relviz.skew as skew_module
 from relviz import attention as fused
@@ -633,7 +634,7 @@ def test_fused_paths_in_query_chunks_match_the_weights_path(chunk: int, monkeypa
     as a strided view of q·E_rᵀ, Shaw's band gathered between zeros and the far future's constant
     (clip 3 of length 10; 0; 12, past the length), T5's and ALiBi's per-offset views: same output
     and gradients as the weights path."""
-    monkeypatch.setattr(attention_module, "FUSED_CHUNK", chunk)
+    monkeypatch.setattr(fused_kernels, "FUSED_CHUNK", chunk)
     gen = torch.Generator().manual_seed(chunk)
     q, k, v = (torch.randn(2, 3, 10, 5, generator=gen, dtype=torch.float64, requires_grad=True) for _ in range(3))
     tables = {"skew": torch.randn(4, 5, generator=gen, dtype=torch.float64, requires_grad=True),
@@ -660,7 +661,7 @@ def test_fused_paths_in_query_chunks_match_the_weights_path(chunk: int, monkeypa
 
 
 def test_fused_skew_and_shaw_hold_no_bias_larger_than_one_chunk(monkeypatch) -> None:
-    monkeypatch.setattr(attention_module, "FUSED_CHUNK", 32)
+    monkeypatch.setattr(fused_kernels, "FUSED_CHUNK", 32)
     length, heads = 256, 4
     q, k, v = _qkv(length, seed=3, batch=1, heads=heads, dim=8, dtype=torch.float32)
     for call in (lambda: fused.skew_attention(q, k, v, torch.randn(length, 8)),

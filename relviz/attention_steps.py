@@ -1,0 +1,147 @@
+"""The steps every function of :mod:`relviz.attention` shares: checking q, k, v, the tables, the scale
+and the mode; the softmax step of the weights path (mask, softmax, weight v); refusing non-finite
+logits and outputs.
+
+Its own module because the public functions, the fused kernels (:mod:`relviz.attention_fused`) and
+the model's schemes (``relviz.schemes.base``) all use these steps, and each is written once.
+Shapes: q, k, v [B, H, L, D]; logits and weights [B, H, L, L].
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+from relviz._checks import check_bool, check_tensor
+from relviz.flex import BACKENDS
+
+
+def _check_qkv(q: object, k: object, v: object) -> tuple[int, int, int, int]:
+    """q, k, v must be floating tensors of one shape [B, H, L, D], one dtype, one device."""
+    q = check_tensor("q", q, ndim=4, floating=True)
+    for name, t in (("k", k), ("v", v)):
+        t = check_tensor(name, t, ndim=4, floating=True)
+        if t.shape != q.shape:
+            raise ValueError(
+                f"{name} must have the same shape as q [B, H, L, D] = {tuple(q.shape)}; "
+                f"got {tuple(t.shape)}")
+        if t.dtype != q.dtype:
+            raise ValueError(f"{name} must have the same dtype as q ({q.dtype}); got {t.dtype}")
+        if t.device != q.device:
+            raise ValueError(f"{name} must be on q's device ({q.device}); got {t.device}")
+    if min(q.shape) < 1:
+        raise ValueError(f"q, k and v must have every dimension >= 1 [B, H, L, D]; got {tuple(q.shape)}")
+    batch, heads, length, dim = q.shape
+    return batch, heads, length, dim
+
+
+def _check_table(name: str, table: object, q: torch.Tensor, rows: int, cols: int,
+                 what: str) -> torch.Tensor:
+    """A learned table of exactly [rows, cols], with q's dtype and device."""
+    table = check_tensor(name, table, ndim=2, floating=True)
+    if tuple(table.shape) != (rows, cols):
+        raise ValueError(f"{name} must have shape [{what}] = [{rows}, {cols}]; got {tuple(table.shape)}")
+    if table.dtype != q.dtype:
+        raise ValueError(f"{name} must have the same dtype as q ({q.dtype}); got {table.dtype}")
+    if table.device != q.device:
+        raise ValueError(f"{name} must be on q's device ({q.device}); got {table.device}")
+    return table
+
+
+def _scale(scale: object, dim: int) -> float:
+    """None means 1/sqrt(D); anything else must be a positive finite real number."""
+    if scale is None:
+        return 1.0 / math.sqrt(dim)
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) \
+            or not math.isfinite(float(scale)) or float(scale) <= 0:
+        raise ValueError(f"scale must be None (meaning 1/sqrt(D)) or a positive finite number; got {scale!r}")
+    return float(scale)
+
+
+def _plus_scores(relative: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """relative + q·kᵀ ([B, H, L, L]): q·kᵀ is written into a fresh tensor and relative added to it in
+    place, so no third L × L tensor exists. q is already scaled.
+
+    Not baddbmm over [B·H, L, L] and a .view back: the softmax step masks its logits in place, and an
+    in-place op on a view makes autograd copy the whole L × L gradient twice more in the backward
+    (CopySlices); matmul's result is not a view."""
+    return torch.matmul(q, k.transpose(-2, -1)).add_(relative)
+
+
+def _all_finite(tensor: torch.Tensor) -> bool:
+    """One reduction pass and no temporary of the tensor's size (isfinite would build one
+    L × L boolean per head); NaN propagates through aminmax. The two extremes are read as Python
+    floats: torch.isfinite on them would cost four more ops (~20 µs, per call of every fused path)."""
+    low, high = torch.aminmax(tensor.detach())
+    return math.isfinite(low.item()) and math.isfinite(high.item())
+
+
+def _check_finite_output(output: torch.Tensor) -> torch.Tensor:
+    if not _all_finite(output):
+        raise ValueError("v (and rel_v) must hold finite values: the attention output is not finite")
+    return output
+
+
+def _softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mask (in place: logits is always a fresh tensor here), softmax over keys, weight v.
+
+    Non-finite logits would come out of the softmax as NaN weights (inf − inf), so they are
+    refused here, before masking: NaN or inf in q or k, or scale · q · k too large for the dtype.
+    """
+    if not _all_finite(logits):
+        raise ValueError(
+            f"the attention logits are not finite: q and k (and the relative table) must hold finite "
+            f"values, and scale · q · k must fit in {str(logits.dtype).removeprefix('torch.')}; "
+            f"lower the scale or the inputs' magnitude")
+    if causal:
+        length = logits.shape[-1]
+        future = torch.ones(length, length, dtype=torch.bool, device=logits.device).triu(1)
+        logits = logits.masked_fill_(future, float("-inf"))
+    weights = torch.softmax(logits, dim=-1)
+    return _check_finite_output(torch.matmul(weights, v)), weights
+
+
+#: The shared last step (refuse non-finite logits, mask, softmax, weight v), for the model's schemes.
+softmax_output = _softmax_output
+
+
+# ---------------------------------------------------------------------------------------
+# The fused path: scaled_dot_product_attention (or compiled FlexAttention) with the bias
+
+
+
+def _check_mode(need_weights: object, backend: object) -> tuple[bool, str]:
+    need_weights = check_bool("need_weights", need_weights)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(repr(b) for b in BACKENDS)}; got {backend!r}")
+    if need_weights and backend == "flex":
+        raise ValueError(f"backend={backend!r} is a fused path, which has no weights: with need_weights=True "
+                         "the exact weights path runs, so leave backend at 'auto' or 'sdpa'")
+    return need_weights, backend
+
+
+def _check_finite_tables(*tables: torch.Tensor | None) -> None:
+    """The weights path refuses non-finite logits; the fused path never sees them. A −inf in a
+    (small) relative table would silently mask keys, so the tables are checked here; NaN or
+    infinity in q, k or v reaches the output, which :func:`_check_fused_output` refuses."""
+    if not all(_all_finite(t) for t in tables if t is not None and t.numel()):
+        raise ValueError("the relative tables (rel_k, rel_v, e_r, bias_table, per_offset) must hold finite values")
+
+
+def _check_fused_output(output: torch.Tensor) -> torch.Tensor:
+    if not _all_finite(output):
+        raise ValueError(
+            f"the attention output is not finite: q, k and v must hold finite values, and scale · q · k "
+            f"must fit in {str(output.dtype).removeprefix('torch.')}; lower the scale or the inputs' magnitude")
+    return output
+
+
+#: The fused path's last step (refuse a non-finite output), for the model's schemes.
+fused_output = _check_fused_output
+
+
+def future_mask(length: int, device: torch.device) -> torch.Tensor:
+    """[L, L] bool, True where key j lies after query i (the cells a causal model masks)."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
