@@ -16,7 +16,6 @@ drawn as their top-left 1024 × 1024 window; ``t5_overview`` / ``shaw_overview``
 """
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -31,27 +30,42 @@ from relviz.absolute import (
     sinusoidal_similarity_per_offset,
 )
 from relviz.figures import absolute as absolute_figures
-from relviz.figures import attention as attention_figures
-from relviz.figures import experiments as experiment_figures
 from relviz.figures import intro as intro_figures
 from relviz.figures import rope as rope_figures
 from relviz.figures import shaw as shaw_figures
 from relviz.figures import skew as skew_figures
 from relviz.figures import t5 as t5_figures
 from relviz.figures.compose import panel_grid
-from relviz.figures.layers import strip_figure, view_figure
-from relviz.layer_views import VIEW_KINDS, chosen, context_length, strip
-from relviz.layer_views import layer_views as views_of_layer
-from relviz.model_presets import preset_config, preset_entry, preset_plan
 from relviz.positions import alibi_bias as _alibi_bias
 from relviz.positions import alibi_slopes as _alibi_slopes
-from relviz.experiments.plan import SHAW_TABLE2
-from relviz.experiments.schema import load_results
-from relviz.inspection import mean_attention_by_offset, parameter_views, random_text, run_view
-from relviz.inspection import position_structure as structure_of
 from relviz.positions import alibi_slopes_geometric, relative_positions
 from relviz.rope import content_scores, decay_curves, rope_parameters, rope_presets, unscaled
-from relviz.training.checkpoints import load_checkpoint
+from relviz.show_experiments import (
+    forward_time,
+    length_extrapolation,
+    memory_wall,
+    offset_resolution,
+    offset_resolution_detail,
+    shaw_reference,
+)
+from relviz.show_layers import (
+    atlas,
+    layer_bias,
+    layer_pattern,
+    layer_sinks,
+    layer_strip,
+    layer_temperature,
+    layer_views,
+    layer_wavelengths,
+)
+from relviz.show_live import (
+    attention,
+    attention_by_offset,
+    attention_head,
+    learned_parameters,
+    position_structure,
+    prediction,
+)
 
 __all__ = [
     "relative_intro", "relative_index", "shaw_clipped", "shaw_index", "shaw_table", "shaw_overview",
@@ -369,275 +383,3 @@ def rope_decay(preset: str = "llama-3.1-8b", length: int | None = None) -> go.Fi
 
     config, length, _, _ = _rope(preset, length)
     return rope_figures.decay_figure(decay_curves(config, length), length=length, original=config.scaled_from)
-
-
-# ---------------------------------------------------------------------------------------
-# Live attention of the shipped checkpoints
-
-
-@functools.lru_cache(maxsize=8)
-def _checkpoint(name: str):
-    return load_checkpoint(name)
-
-
-def _run(checkpoint: str, text: str | None, length: int, seed: int):
-
-    loaded = _checkpoint(checkpoint)
-    text = random_text(length, seed) if text is None else text
-    return loaded, run_view(loaded.model, loaded.info.task, text)
-
-
-def prediction(checkpoint: str = "t5-shift", text: str | None = None, *, length: int = 32,
-               seed: int = 0) -> go.Figure:
-    """Input, the task's answer and the model's prediction, token by token.
-
-    ``checkpoint``: a shipped checkpoint (``relviz checkpoints`` lists them); ``text``: digits
-    (default: the app's random example of ``length`` and ``seed``).
-    Example: ``show.prediction("alibi-shift", length=64)``
-    """
-    loaded, view = _run(checkpoint, text, length, seed)
-    return attention_figures.prediction_strip(view, train_length=loaded.info.train_length)
-
-
-def attention(checkpoint: str = "t5-shift", text: str | None = None, *, length: int = 32,
-              seed: int = 0) -> go.Figure:
-    """The attention weights of every layer and head of a shipped checkpoint on ``text``.
-
-    Example: ``show.attention("t5-shift", text="3141592653589793238462643383279")``
-    """
-
-    loaded, view = _run(checkpoint, text, length, seed)
-    return attention_figures.attention_grid(view.weights, structure=structure_of(loaded.model, view.length))
-
-
-def attention_head(checkpoint: str = "t5-shift", text: str | None = None, *, layer: int = 1, head: int = 1,
-                   length: int = 32, seed: int = 0) -> go.Figure:
-    """One head's exact weights (layers and heads count from 1, as in the app); hover: the scheme's index.
-
-    Example: ``show.attention_head("shaw-shift", layer=2, head=3)``
-    """
-
-    loaded, view = _run(checkpoint, text, length, seed)
-    layers, heads = view.weights.shape[:2]
-    _check_count("layer", layer, layers)
-    _check_count("head", head, heads)
-    return attention_figures.attention_heatmap(view.weights[layer - 1, head - 1], layer=layer - 1, head=head - 1,
-                                               structure=structure_of(loaded.model, view.length),
-                                               train_length=loaded.info.train_length)
-
-
-def position_structure(checkpoint: str = "t5-shift", length: int = 32, *, head: int = 1) -> go.Figure:
-    """The position structure the checkpoint's scheme puts beside the weights (e.g. T5's learned bias).
-
-    Raises ValueError for a scheme without one (``none``).
-    Example: ``show.position_structure("alibi-shift", 48, head=2)``
-    """
-
-    loaded = _checkpoint(checkpoint)
-    structure = structure_of(loaded.model, length)
-    if structure is None:
-        raise ValueError(f"checkpoint {checkpoint!r} (scheme {loaded.model.config.scheme}) has no position structure")
-    _check_count("head", head, loaded.model.config.n_heads)
-    return attention_figures.structure_heatmap(structure, head=head - 1)
-
-
-def attention_by_offset(checkpoint: str = "t5-shift", text: str | None = None, *, length: int = 32,
-                        seed: int = 0) -> go.Figure:
-    """Each head's mean weight on the keys at each offset j − i (a relative habit is a peak).
-
-    Example: ``show.attention_by_offset("rope-shift", length=64)``
-    """
-
-    loaded, view = _run(checkpoint, text, length, seed)
-    task, causal = loaded.info.task, loaded.model.config.causal
-    params = task.params()
-    answer = -params["s"] if "s" in params else None
-    window = (-(params["w"] - 1), 0) if "w" in params else None
-    return attention_figures.offset_profile_figure(mean_attention_by_offset(view.weights), causal=causal,
-                                                   answer_offset=answer, window=window)
-
-
-def learned_parameters(checkpoint: str = "t5-shift", *, length: int | None = None, layer: int = 1) -> list[go.Figure]:
-    """The checkpoint's learned position parameters, one figure per panel of the app (T5: bias per
-    head against the offset; Shaw/skew: vector norms and their cosine; ALiBi: slopes; learned
-    absolute: cosine of the position vectors). Empty for schemes that learn none.
-
-    Example: ``show.learned_parameters("t5-shift")[0]``
-    """
-    loaded = _checkpoint(checkpoint)
-    _check_count("layer", layer, loaded.model.config.n_layers)
-    train_length = loaded.info.train_length
-
-    views = parameter_views(loaded.model, length=length or train_length, train_length=train_length, layer=layer - 1)
-    return attention_figures.parameter_panels(views, train_length=train_length)
-
-
-def _check_count(name: str, value: object, count: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= count:
-        raise ValueError(f"{name} must be an integer from 1 to {count}; got {value!r}")
-
-
-# ---------------------------------------------------------------------------------------
-# Experiments (the stored results shipped with relviz, or a results file of your own run)
-
-
-def _section(name: str, path: str | None) -> dict[str, Any]:
-
-    experiments = load_results(path)["experiments"]
-    if name not in experiments:
-        raise ValueError(f"the results file has no {name} experiment (run python -m relviz experiments)")
-    return experiments[name]
-
-
-def offset_resolution(threshold: float = 0.9, *, path: str | None = None) -> go.Figure:
-    """Offset resolution: mean accuracy of every setting at every shift s, ✓ at ≥ ``threshold``.
-
-    Example: ``show.offset_resolution(0.95)``
-    """
-    return experiment_figures.offset_overview(_section("offset_resolution", path), threshold)
-
-
-def offset_resolution_detail(settings: tuple[str, ...] = ("shaw-k4", "t5-8-32"), *,
-                             path: str | None = None) -> go.Figure:
-    """Accuracy against shift s for some settings, with the offsets one layer cannot tell apart.
-
-    ``settings``: ids of the stored run's settings (e.g. "shaw-k4", "t5-8-32", "alibi").
-    Example: ``show.offset_resolution_detail(("shaw-k4", "shaw-k16"))``
-    """
-    section = _section("offset_resolution", path)
-    known = [s["id"] for s in section["settings"]]
-    unknown = [s for s in settings if s not in known]
-    if unknown or not settings:
-        raise ValueError(f"settings must be ids from {known}; got {list(settings)!r}")
-    return experiment_figures.offset_detail(section, list(settings))
-
-
-def shaw_reference() -> go.Figure:
-    """Shaw et al.'s published Table 2 (BLEU against k) beside the offset-resolution study.
-
-    Example: ``show.shaw_reference()``
-    """
-
-    return experiment_figures.shaw_reference_figure(SHAW_TABLE2)
-
-
-def length_extrapolation(*, path: str | None = None) -> go.Figure:
-    """Accuracy against evaluation length: train short, test long.
-
-    Example: ``show.length_extrapolation()``
-    """
-    return experiment_figures.extrapolation_figure(_section("length_extrapolation", path))
-
-
-def memory_wall(*, path: str | None = None) -> go.Figure:
-    """Peak memory of one attention forward against L: naive gather, skew, query-chunked.
-
-    Example: ``show.memory_wall()``
-    """
-    return experiment_figures.memory_wall_figure(_section("cost", path))
-
-
-def forward_time(*, path: str | None = None) -> go.Figure:
-    """Forward time of one attention against L, per implementation.
-
-    Example: ``show.forward_time()``
-    """
-    return experiment_figures.time_figure(_section("cost", path))
-
-
-# ---------------------------------------------------------------------------------------
-# Today's models, layer by layer (the Your model page): a preset is "group/id" of relviz/presets.json
-# (e.g. "models/gemma-3-27b"), or pass a ModelPlan (relviz.hf.inspect of your own model directory).
-
-
-def _plan_of(model):
-    return preset_plan(model) if isinstance(model, str) else model
-
-
-def _length_of(plan, model, length: int | None) -> int:
-    raw = preset_config(preset_entry(model)) if isinstance(model, str) else None
-    return length if length is not None else (context_length(plan, raw) or 4096)
-
-
-def layer_strip(model: Any = "models/gemma-3-27b", *, stack: str | None = None, layer: int | None = None) -> go.Figure:
-    """One cell per layer per row (position, keys seen, softmax), coloured by what the layer applies.
-
-    Example: ``show.layer_strip("models/llama-4-scout", layer=3)``
-    """
-
-    return strip_figure(strip(_plan_of(model), stack), selected=layer)
-
-
-def layer_views(model: Any = "models/gemma-3-27b", layer: int = 0, *, length: int | None = None,
-                stack: str | None = None) -> list[go.Figure]:
-    """Every view of one layer at ``length`` positions (default: the model's own context), figures only.
-
-    Example: ``show.layer_views("models/gpt-oss-20b", 1)``
-    """
-
-    plan = _plan_of(model)
-    figures = [view_figure(v) for v in views_of_layer(plan.layer(layer, stack=stack), _length_of(plan, model, length))]
-    return [f for f in figures if f is not None]
-
-
-def _one(kind: str, model: Any, layer: int, length: int | None, stack: str | None) -> go.Figure:
-    plan = _plan_of(model)
-    shown = chosen(views_of_layer(plan.layer(layer, stack=stack), _length_of(plan, model, length)), kind)
-    if shown.missing:
-        raise ValueError(f"layer {layer} of this model has no {kind} view (its views: "
-                         f"{', '.join(type(v).__name__ for v in shown.views)})")
-    assert isinstance(shown.views[0], VIEW_KINDS[kind])
-    return view_figure(shown.views[0])
-
-
-def layer_wavelengths(model: Any = "models/gemma-3-27b", layer: int = 5, *, length: int | None = None,
-                      stack: str | None = None) -> go.Figure:
-    """A rotating layer's wavelength per pair against the context, scaled and as its base alone gives.
-
-    Example: ``show.layer_wavelengths("models/gemma-3-27b", 5)`` (a global layer: base 1M, linear ×8)
-    """
-    return _one("rotation", model, layer, length, stack)
-
-
-def layer_pattern(model: Any = "models/llama-4-scout", layer: int = 0, *, length: int | None = None,
-                  stack: str | None = None) -> go.Figure:
-    """Keys each query sees over the whole context, and the band of offsets j − i it may attend.
-
-    Example: ``show.layer_pattern("models/llama-4-scout", 0)`` (chunks of 8,192 over 10M positions)
-    """
-    return _one("pattern", model, layer, length, stack)
-
-
-def layer_bias(model: Any = "alibi/bloom-560m", layer: int = 0, *, length: int | None = None,
-               stack: str | None = None) -> go.Figure:
-    """A bias (or bucket) against j − i: ALiBi's lines, DeBERTa's buckets, a T5 table read from weights.
-
-    Example: ``show.layer_bias("alibi/bloom-560m", length=512)``
-    """
-    return _one("bias", model, layer, length, stack)
-
-
-def layer_temperature(model: Any = "models/llama-4-scout", layer: int = 3, *, length: int | None = None,
-                      stack: str | None = None) -> go.Figure:
-    """Llama 4's NoPE layers: the factor on the queries against position.
-
-    Example: ``show.layer_temperature("models/llama-4-scout", 3)``
-    """
-    return _one("temperature", model, layer, length, stack)
-
-
-def layer_sinks(model: Any = "models/gpt-oss-20b", layer: int = 0, *, length: int | None = None,
-                stack: str | None = None) -> go.Figure:
-    """GPT-OSS: the share of each softmax row the sink takes against position (illustrative logits from a config).
-
-    Example: ``show.layer_sinks("models/gpt-oss-20b", 0)``
-    """
-    return _one("sinks", model, layer, length, stack)
-
-
-def atlas(first: Any = "rope/llama-3.1-8b", second: Any = "models/llama-4-scout") -> list[go.Figure]:
-    """Two models' strips, one above the other (the page's side-by-side mode).
-
-    Example: ``show.atlas("rope/llama-3.1-8b", "models/llama-4-scout")``
-    """
-    return [layer_strip(first), layer_strip(second)]

@@ -13,6 +13,9 @@ import torch
 
 import relviz
 import relviz.show as show
+import relviz.show_experiments
+import relviz.show_layers
+import relviz.show_live
 from plotly_data import figure_json, heatmap_values
 from relviz.absolute import diagonal_range, toeplitz_deviation
 from relviz.figures import skew as skew_figures
@@ -21,9 +24,13 @@ from relviz.positions import alibi_slopes, alibi_slopes_geometric, shaw_clip_ind
 EXAMPLE = re.compile(r"Example: ``(show\.[^`]+)``")
 
 
+#: relviz.show and the modules whose pictures it re-exports.
+SHOW_MODULES = (show, relviz.show_live, relviz.show_experiments, relviz.show_layers)
+
+
 def test_every_function_is_exported_and_documented_with_one_example():
-    public = {name for name, f in inspect.getmembers(show, inspect.isfunction)
-              if f.__module__ == show.__name__ and not name.startswith("_")}
+    public = {name for module in SHOW_MODULES for name, f in inspect.getmembers(module, inspect.isfunction)
+              if f.__module__ == module.__name__ and not name.startswith("_")}
     assert public == set(show.__all__)
     for name in show.__all__:
         doc = getattr(show, name).__doc__ or ""
