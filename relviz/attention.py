@@ -32,19 +32,17 @@ from functools import partial
 import torch
 
 from relviz._checks import check_bool, check_int, check_tensor
-from relviz.attention_fused import _chunked_sdpa, _fused_offsets, _shaw_sdpa, _skew_chunk_bias, _skew_hidden
+from relviz.attention_fused import chunked_sdpa, fused_offsets, shaw_sdpa, skew_chunk_bias, skew_hidden
 from relviz.attention_steps import (
-    _check_finite_output,
-    _check_finite_tables,
-    _check_fused_output,
-    _check_mode,
-    _check_qkv,
-    _check_table,
-    _plus_scores,
-    _scale,
-    _softmax_output,
+    check_finite_output,
+    check_finite_tables,
+    check_mode,
+    check_qkv,
+    check_scale,
+    check_table,
     fused_output,
     future_mask,
+    plus_scores,
     softmax_output,
 )
 from relviz.positions import MAX_ABS_OFFSET, alibi_bias_offsets, shaw_clip_index, t5_config
@@ -66,16 +64,16 @@ def offset_bias_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per
     model computes it once per forward and passes it to every layer. The fused path never
     expands it to [H, L, L]; the weights path expands it once (one copy).
     """
-    batch, heads, length, dim = _check_qkv(q, k, v)
+    batch, heads, length, dim = check_qkv(q, k, v)
     causal = check_bool("causal", causal)
-    scale = _scale(scale, dim)
-    need_weights, backend = _check_mode(need_weights, backend)
-    per_offset = _check_table("per_offset", per_offset, q, heads, 2 * length - 1, "H, 2L-1")
+    scale = check_scale(scale, dim)
+    need_weights, backend = check_mode(need_weights, backend)
+    per_offset = check_table("per_offset", per_offset, q, heads, 2 * length - 1, "H, 2L-1")
     if not need_weights:
-        return _fused_offsets(q, k, v, per_offset, causal=causal, scale=scale, backend=backend), None
+        return fused_offsets(q, k, v, per_offset, causal=causal, scale=scale, backend=backend), None
     bias = per_offset.unfold(-1, length, 1).flip(-2)                               # [H, L, L], one copy
     logits = torch.matmul(q * scale, k.transpose(-2, -1)).add_(bias)
-    return _softmax_output(logits, v, causal)
+    return softmax_output(logits, v, causal)
 
 
 # ---------------------------------------------------------------------------------------
@@ -121,15 +119,15 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     scaled_dot_product_attention. The value term needs every weight (its per-index sums), which
     no fused kernel returns: with rel_v the weights path runs and only the weights are dropped.
     """
-    batch, heads, length, dim = _check_qkv(q, k, v)
+    batch, heads, length, dim = check_qkv(q, k, v)
     clip = check_int("clip", clip, minimum=0, maximum=MAX_ABS_OFFSET)
     causal = check_bool("causal", causal)
-    scale = _scale(scale, dim)
-    need_weights, backend = _check_mode(need_weights, backend)
+    scale = check_scale(scale, dim)
+    need_weights, backend = check_mode(need_weights, backend)
     backend = "sdpa" if backend == "auto" else backend     # its flex score_mod reads a [B, H, L, 2·clip + 1] table
-    rel_k = _check_table("rel_k", rel_k, q, 2 * clip + 1, dim, "2*clip+1, D")
+    rel_k = check_table("rel_k", rel_k, q, 2 * clip + 1, dim, "2*clip+1, D")
     if rel_v is not None:
-        rel_v = _check_table("rel_v", rel_v, q, 2 * clip + 1, dim, "2*clip+1, D")
+        rel_v = check_table("rel_v", rel_v, q, 2 * clip + 1, dim, "2*clip+1, D")
         if backend != "sdpa":
             raise ValueError(f"backend={backend!r} cannot add the value term (rel_v): it needs every attention "
                              "weight; use backend='sdpa'")
@@ -145,14 +143,14 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
         rows = slice(clip - used, clip + used + 1)
     size = rows.stop - rows.start
     if rel_v is None and not need_weights:
-        _check_finite_tables(rel_k)
+        check_finite_tables(rel_k)
         if backend == "flex":
             rel_logits = torch.matmul(q, (rel_k[rows] * scale).transpose(0, 1))      # [B, H, L, size]
 
             def score_mod(score, b, h, q_idx, kv_idx):
                 return score + rel_logits[b, h, q_idx, (kv_idx - q_idx).clamp(-used, 0 if causal else used) + used]
-            return _check_fused_output(_flex(q, k, v, score_mod, scale, (rel_k,), causal)), None
-        return _check_fused_output(_shaw_sdpa(q, k, v, rel_k[rows] * scale, used=used, causal=causal,
+            return fused_output(_flex(q, k, v, score_mod, scale, (rel_k,), causal)), None
+        return fused_output(shaw_sdpa(q, k, v, rel_k[rows] * scale, used=used, causal=causal,
                                               scale=scale)), None
     scaled = q * scale
     rel_logits = torch.matmul(scaled, rel_k[rows].transpose(0, 1))      # [B, H, L, size]
@@ -163,9 +161,9 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     index = index.expand(batch, heads, length, length)              # a view, no copy
     relative = torch.gather(rel_logits, -1, index)                  # [B, H, L, L]
     del rel_logits                                                  # (names dropped early to
-    logits = _plus_scores(relative, scaled, k)                      #  keep the peak low)
+    logits = plus_scores(relative, scaled, k)                      #  keep the peak low)
     del relative
-    output, weights = _softmax_output(logits, v, causal)
+    output, weights = softmax_output(logits, v, causal)
     del logits
     if rel_v is not None:
         # Σ_j w_ij rel_v[idx_ij] = Σ_r (Σ_{j: idx_ij = r} w_ij) rel_v[r]
@@ -173,7 +171,7 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
             per_index = _causal_index_sums(weights, used)
         else:
             per_index = weights.new_zeros(batch, heads, length, size).scatter_add_(-1, index, weights)
-        output = _check_finite_output(output + torch.matmul(per_index, rel_v[rows]))
+        output = check_finite_output(output + torch.matmul(per_index, rel_v[rows]))
     return output, (weights if need_weights else None)
 
 
@@ -194,9 +192,9 @@ def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: 
     invalid configurations raise ValueError. The bias is built per offset
     (positions.t5_bias_offsets: 2L − 1 values per head), as :func:`offset_bias_attention` takes it.
     """
-    batch, heads, length, dim = _check_qkv(q, k, v)
+    batch, heads, length, dim = check_qkv(q, k, v)
     config = t5_config(num_buckets, max_distance, bidirectional)
-    bias_table = _check_table("bias_table", bias_table, q, config.num_buckets, heads, "num_buckets, H")
+    bias_table = check_table("bias_table", bias_table, q, config.num_buckets, heads, "num_buckets, H")
     per_offset = config.bias_offsets(bias_table, length, length)                  # [H, 2L − 1]
     return offset_bias_attention(q, k, v, per_offset, causal=causal, scale=scale, need_weights=need_weights,
                                  backend=backend)
@@ -228,34 +226,34 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
     Fused path (need_weights=False): the skewed term, masked, is the bias of
     scaled_dot_product_attention (relviz.chunked holds the query-chunked variant).
     """
-    batch, heads, length, dim = _check_qkv(q, k, v)
-    scale = _scale(scale, dim)
-    need_weights, backend = _check_mode(need_weights, backend)
+    batch, heads, length, dim = check_qkv(q, k, v)
+    scale = check_scale(scale, dim)
+    need_weights, backend = check_mode(need_weights, backend)
     backend = "sdpa" if backend == "auto" else backend     # its flex score_mod reads an [B, H, L, L] q·E_rᵀ
     e_r = check_tensor("e_r", e_r, ndim=2, floating=True)
     if e_r.shape[0] < 1 or e_r.shape[1] != dim:
         raise ValueError(
             f"e_r must have shape [M, D] with M >= 1 and D = {dim} (q's last dimension); "
             f"got {tuple(e_r.shape)}")
-    e_r = _check_table("e_r", e_r, q, e_r.shape[0], dim, "M, D")
+    e_r = check_table("e_r", e_r, q, e_r.shape[0], dim, "M, D")
     table = distance_table(e_r, length)                                # distances −(L−1)..0
 
     if not need_weights:
-        _check_finite_tables(e_r)
+        check_finite_tables(e_r)
         if backend == "flex":
             qer = torch.matmul(q, (table * scale).transpose(0, 1))     # [B, H, L, L], column = distance + L − 1
 
             def score_mod(score, b, h, q_idx, kv_idx):
                 return score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
-            return _check_fused_output(_flex(q, k, v, score_mod, scale, (e_r,), True)), None
+            return fused_output(_flex(q, k, v, score_mod, scale, (e_r,), True)), None
         extended = torch.cat([table[:1], table]) * scale                                # [L + 1, D]
-        bias = partial(_skew_chunk_bias, q, extended, _skew_hidden(q, length))
-        return _check_fused_output(_chunked_sdpa(q, k, v, bias, causal=True, scale=scale)), None
+        bias = partial(skew_chunk_bias, q, extended, skew_hidden(q, length))
+        return fused_output(chunked_sdpa(q, k, v, bias, causal=True, scale=scale)), None
     scaled = q * scale
     relative = skew(torch.matmul(scaled, table.transpose(0, 1)))      # exact for j ≤ i (column = distance + L − 1)
-    logits = _plus_scores(relative, scaled, k)                         # [B, H, L, L]
+    logits = plus_scores(relative, scaled, k)                         # [B, H, L, L]
     del relative
-    return _softmax_output(logits, v, causal=True)                     # the mask hides j > i
+    return softmax_output(logits, v, causal=True)                     # the mask hides j > i
 
 
 # ---------------------------------------------------------------------------------------
@@ -273,7 +271,7 @@ def alibi_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
     ALiBi was designed for causal models (the default); causal=False keeps the symmetric
     penalty |i − j| on both sides. The bias is built per offset (2L − 1 values per head).
     """
-    batch, heads, length, dim = _check_qkv(q, k, v)
+    batch, heads, length, dim = check_qkv(q, k, v)
     per_offset = alibi_bias_offsets(length, num_heads=heads, device=q.device).to(q.dtype)   # [H, 2L − 1]
     return offset_bias_attention(q, k, v, per_offset, causal=causal, scale=scale, need_weights=need_weights,
                                  backend=backend)

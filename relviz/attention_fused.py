@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from relviz.attention_steps import _check_finite_tables, _check_fused_output
+from relviz.attention_steps import check_finite_tables, fused_output
 from relviz.flex import flex as _flex, resolve_backend
 
 
@@ -48,7 +48,7 @@ def _chunk_size(length: int) -> int:
     return 128 if length <= 1024 else 256
 
 
-def _chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias, *, causal: bool,
+def chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias, *, causal: bool,
                   scale: float, reverse: bool = False) -> torch.Tensor:
     """scaled_dot_product_attention a chunk of queries at a time (:func:`_chunk_size`).
 
@@ -91,7 +91,7 @@ def _sdpa_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset:
     bias[i, j] = per_offset[j − i + L − 1]. The unfold view V[r, j] = per_offset[r + j] is that
     bias with its rows in reverse order (r = L − 1 − i); a Toeplitz matrix needs a negative row
     stride, which torch has not, so the queries are reversed instead (an L × D copy, not L × L).
-    In query chunks (:func:`_chunked_sdpa`): causal, no chunk computes its future keys.
+    In query chunks (:func:`chunked_sdpa`): causal, no chunk computes its future keys.
     """
     length = q.shape[-2]
 
@@ -99,25 +99,25 @@ def _sdpa_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset:
         # queries stop − 1 down to start over keys 0..keys − 1: entry (r, j) = per_offset[j − (stop − 1 − r) + L − 1].
         # Four dimensions: a 3-D mask sends torch's CPU dispatch to the unfused math kernel.
         return per_offset[..., length - stop:].unfold(-1, keys, 1)[None, :, :stop - start]
-    return _chunked_sdpa(q, k, v, reversed_rows, causal=causal, scale=scale, reverse=True)
+    return chunked_sdpa(q, k, v, reversed_rows, causal=causal, scale=scale, reverse=True)
 
 
-def _fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
+def fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
                    causal: bool, scale: float, backend: str) -> torch.Tensor:
     """Fused attention with a Toeplitz bias per offset [H, 2L − 1] (T5, ALiBi)."""
-    _check_finite_tables(per_offset)
+    check_finite_tables(per_offset)
     length = q.shape[-2]
     per_offset = per_offset.to(q.dtype)
     if resolve_backend(backend, q.device) == "flex":
         def score_mod(score, b, h, q_idx, kv_idx):
             return score + per_offset[h, kv_idx - q_idx + length - 1]
-        return _check_fused_output(_flex(q, k, v, score_mod, scale, (per_offset,), causal))
-    return _check_fused_output(_sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale, causal))
+        return fused_output(_flex(q, k, v, score_mod, scale, (per_offset,), causal))
+    return fused_output(_sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale, causal))
 
 
-def _shaw_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor, *, used: int,
+def shaw_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor, *, used: int,
                causal: bool, scale: float) -> torch.Tensor:
-    """Shaw's key term as SDPA's bias, in query chunks (:func:`_chunked_sdpa`).
+    """Shaw's key term as SDPA's bias, in query chunks (:func:`chunked_sdpa`).
 
     rel_k: the used rows, already scaled ([size, D]; row c is offset c − used). Every key farther
     back than ``used`` shares row 0, so each row's logits are shifted by −q_i·rel_k[0] (a constant
@@ -142,10 +142,10 @@ def _shaw_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.T
         width = padded.shape[-1]
         return padded.as_strided((*rows, keys), (*padded.stride()[:2], width - 1, 1),
                                  padded.storage_offset() + used + lead - start)  # [B, H, n, keys]
-    return _chunked_sdpa(q, k, v, chunk_bias, causal=causal, scale=scale)
+    return chunked_sdpa(q, k, v, chunk_bias, causal=causal, scale=scale)
 
 
-def _skew_chunk_bias(q: torch.Tensor, extended: torch.Tensor, hidden: torch.Tensor, start: int, stop: int,
+def skew_chunk_bias(q: torch.Tensor, extended: torch.Tensor, hidden: torch.Tensor, start: int, stop: int,
                      keys: int) -> torch.Tensor:
     """Queries start..stop − 1 of the causal skew bias, keys 0..stop − 1, −inf above the diagonal:
     a strided view of q·E_rᵀ, the skew without its copy.
@@ -171,8 +171,8 @@ def _skew_chunk_bias(q: torch.Tensor, extended: torch.Tensor, hidden: torch.Tens
     return qer.as_strided((batch, heads, n, stop), (heads * n * width, n * width, stop, 1), qer.storage_offset() + n)
 
 
-def _skew_hidden(q: torch.Tensor, length: int) -> torch.Tensor:
-    """The masking addend of :func:`_skew_chunk_bias`: −inf × chunk, then 0 × chunk; a chunk of
+def skew_hidden(q: torch.Tensor, length: int) -> torch.Tensor:
+    """The masking addend of :func:`skew_chunk_bias`: −inf × chunk, then 0 × chunk; a chunk of
     n queries reads it as hidden[chunk − n + row + column], −inf exactly where row + column < n."""
     chunk = min(_chunk_size(length), length)
     hidden = q.new_zeros(2 * chunk)

@@ -17,7 +17,7 @@ from relviz._checks import check_bool, check_tensor
 from relviz.flex import BACKENDS
 
 
-def _check_qkv(q: object, k: object, v: object) -> tuple[int, int, int, int]:
+def check_qkv(q: object, k: object, v: object) -> tuple[int, int, int, int]:
     """q, k, v must be floating tensors of one shape [B, H, L, D], one dtype, one device."""
     q = check_tensor("q", q, ndim=4, floating=True)
     for name, t in (("k", k), ("v", v)):
@@ -36,7 +36,7 @@ def _check_qkv(q: object, k: object, v: object) -> tuple[int, int, int, int]:
     return batch, heads, length, dim
 
 
-def _check_table(name: str, table: object, q: torch.Tensor, rows: int, cols: int,
+def check_table(name: str, table: object, q: torch.Tensor, rows: int, cols: int,
                  what: str) -> torch.Tensor:
     """A learned table of exactly [rows, cols], with q's dtype and device."""
     table = check_tensor(name, table, ndim=2, floating=True)
@@ -49,7 +49,7 @@ def _check_table(name: str, table: object, q: torch.Tensor, rows: int, cols: int
     return table
 
 
-def _scale(scale: object, dim: int) -> float:
+def check_scale(scale: object, dim: int) -> float:
     """None means 1/sqrt(D); anything else must be a positive finite real number."""
     if scale is None:
         return 1.0 / math.sqrt(dim)
@@ -59,7 +59,7 @@ def _scale(scale: object, dim: int) -> float:
     return float(scale)
 
 
-def _plus_scores(relative: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+def plus_scores(relative: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """relative + q·kᵀ ([B, H, L, L]): q·kᵀ is written into a fresh tensor and relative added to it in
     place, so no third L × L tensor exists. q is already scaled.
 
@@ -77,13 +77,13 @@ def _all_finite(tensor: torch.Tensor) -> bool:
     return math.isfinite(low.item()) and math.isfinite(high.item())
 
 
-def _check_finite_output(output: torch.Tensor) -> torch.Tensor:
+def check_finite_output(output: torch.Tensor) -> torch.Tensor:
     if not _all_finite(output):
         raise ValueError("v (and rel_v) must hold finite values: the attention output is not finite")
     return output
 
 
-def _softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
+def softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask (in place: logits is always a fresh tensor here), softmax over keys, weight v.
 
@@ -100,19 +100,15 @@ def _softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
         future = torch.ones(length, length, dtype=torch.bool, device=logits.device).triu(1)
         logits = logits.masked_fill_(future, float("-inf"))
     weights = torch.softmax(logits, dim=-1)
-    return _check_finite_output(torch.matmul(weights, v)), weights
-
-
-#: The shared last step (refuse non-finite logits, mask, softmax, weight v), for the model's schemes.
-softmax_output = _softmax_output
+    return check_finite_output(torch.matmul(weights, v)), weights
 
 
 # ---------------------------------------------------------------------------------------
-# The fused path: scaled_dot_product_attention (or compiled FlexAttention) with the bias
+# The mode, and the fused path's finite checks
 
 
-
-def _check_mode(need_weights: object, backend: object) -> tuple[bool, str]:
+def check_mode(need_weights: object, backend: object) -> tuple[bool, str]:
+    """need_weights a bool; backend one of BACKENDS, and not 'flex' with need_weights (flex has no weights)."""
     need_weights = check_bool("need_weights", need_weights)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(repr(b) for b in BACKENDS)}; got {backend!r}")
@@ -122,24 +118,21 @@ def _check_mode(need_weights: object, backend: object) -> tuple[bool, str]:
     return need_weights, backend
 
 
-def _check_finite_tables(*tables: torch.Tensor | None) -> None:
+def check_finite_tables(*tables: torch.Tensor | None) -> None:
     """The weights path refuses non-finite logits; the fused path never sees them. A −inf in a
     (small) relative table would silently mask keys, so the tables are checked here; NaN or
-    infinity in q, k or v reaches the output, which :func:`_check_fused_output` refuses."""
+    infinity in q, k or v reaches the output, which :func:`fused_output` refuses."""
     if not all(_all_finite(t) for t in tables if t is not None and t.numel()):
         raise ValueError("the relative tables (rel_k, rel_v, e_r, bias_table, per_offset) must hold finite values")
 
 
-def _check_fused_output(output: torch.Tensor) -> torch.Tensor:
+def fused_output(output: torch.Tensor) -> torch.Tensor:
+    """The fused path's last step: the output [B, H, L, D], refused when it is not finite."""
     if not _all_finite(output):
         raise ValueError(
             f"the attention output is not finite: q, k and v must hold finite values, and scale · q · k "
             f"must fit in {str(output.dtype).removeprefix('torch.')}; lower the scale or the inputs' magnitude")
     return output
-
-
-#: The fused path's last step (refuse a non-finite output), for the model's schemes.
-fused_output = _check_fused_output
 
 
 def future_mask(length: int, device: torch.device) -> torch.Tensor:

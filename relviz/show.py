@@ -13,6 +13,11 @@ save it for a paper with ``fig.write_image("fig.svg")`` / ``"fig.pdf"`` / ``"fig
 Sign convention everywhere: relative position = j − i = key position − query position.
 Matrices larger than one heatmap can show at full resolution (more than 1024 per side) are
 drawn as their top-left 1024 × 1024 window; ``t5_overview`` / ``shaw_overview`` pool the whole.
+
+The position pages' pictures are written here; those of the shipped checkpoints
+(:mod:`relviz.show_live`), of the studies (:mod:`relviz.show_experiments`) and of today's models
+layer by layer (:mod:`relviz.show_layers`) in their own modules, re-exported here: every picture is
+``relviz.show.<name>``.
 """
 from __future__ import annotations
 
