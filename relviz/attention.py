@@ -151,7 +151,7 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
                 return score + rel_logits[b, h, q_idx, (kv_idx - q_idx).clamp(-used, 0 if causal else used) + used]
             return fused_output(_flex(q, k, v, score_mod, scale, (rel_k,), causal)), None
         return fused_output(shaw_sdpa(q, k, v, rel_k[rows] * scale, used=used, causal=causal,
-                                              scale=scale)), None
+                                      scale=scale)), None
     scaled = q * scale
     rel_logits = torch.matmul(scaled, rel_k[rows].transpose(0, 1))      # [B, H, L, size]
 

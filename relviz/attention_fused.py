@@ -49,7 +49,7 @@ def _chunk_size(length: int) -> int:
 
 
 def chunked_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_bias, *, causal: bool,
-                  scale: float, reverse: bool = False) -> torch.Tensor:
+                 scale: float, reverse: bool = False) -> torch.Tensor:
     """scaled_dot_product_attention a chunk of queries at a time (:func:`_chunk_size`).
 
     ``chunk_bias(start, stop, keys)`` gives the bias of queries start..stop − 1 over keys
@@ -103,7 +103,7 @@ def _sdpa_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset:
 
 
 def fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
-                   causal: bool, scale: float, backend: str) -> torch.Tensor:
+                  causal: bool, scale: float, backend: str) -> torch.Tensor:
     """Fused attention with a Toeplitz bias per offset [H, 2L − 1] (T5, ALiBi)."""
     check_finite_tables(per_offset)
     length = q.shape[-2]
@@ -116,7 +116,7 @@ def fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset:
 
 
 def shaw_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor, *, used: int,
-               causal: bool, scale: float) -> torch.Tensor:
+              causal: bool, scale: float) -> torch.Tensor:
     """Shaw's key term as SDPA's bias, in query chunks (:func:`chunked_sdpa`).
 
     rel_k: the used rows, already scaled ([size, D]; row c is offset c − used). Every key farther
@@ -146,7 +146,7 @@ def shaw_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Te
 
 
 def skew_chunk_bias(q: torch.Tensor, extended: torch.Tensor, hidden: torch.Tensor, start: int, stop: int,
-                     keys: int) -> torch.Tensor:
+                    keys: int) -> torch.Tensor:
     """Queries start..stop − 1 of the causal skew bias, keys 0..stop − 1, −inf above the diagonal:
     a strided view of q·E_rᵀ, the skew without its copy.
 

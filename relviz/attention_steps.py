@@ -37,7 +37,7 @@ def check_qkv(q: object, k: object, v: object) -> tuple[int, int, int, int]:
 
 
 def check_table(name: str, table: object, q: torch.Tensor, rows: int, cols: int,
-                 what: str) -> torch.Tensor:
+                what: str) -> torch.Tensor:
     """A learned table of exactly [rows, cols], with q's dtype and device."""
     table = check_tensor(name, table, ndim=2, floating=True)
     if tuple(table.shape) != (rows, cols):
@@ -84,7 +84,7 @@ def check_finite_output(output: torch.Tensor) -> torch.Tensor:
 
 
 def softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask (in place: logits is always a fresh tensor here), softmax over keys, weight v.
 
     Non-finite logits would come out of the softmax as NaN weights (inf − inf), so they are
