@@ -208,7 +208,7 @@ def fused_section(ctx: BenchContext) -> SectionResult:
                "a cache hit: flex's column is the cold compile. Every length recompiles: "
                "dynamic=True does not compile on CPU in torch 2.13 (a C++ error in the flex template).",
                "relviz fused: SDPA in chunks of 64 queries up to L = 256 (512 on one torch thread), 128 up "
-               "to 1024, 256 beyond (relviz.attention._chunk_size); a causal "
+               "to 1024, 256 beyond (relviz.attention_fused._chunk_size); a causal "
                "chunk attends only to keys up to its last query, so relviz skips about half the blocks. "
                "'+ is_causal': the same prebuilt bias with is_causal=True, which torch 2.13's CPU flash kernel "
                "accepts beside attn_mask (undocumented: the math fallback refuses the pair): it applies both and "
