@@ -137,7 +137,15 @@ def time_in_turns(calls: Mapping[str, Callable[[], Any]], rounds: int,
     With ``min_sample_s``, each sample repeats its call enough times to last about that long (the count
     is fixed per call from one timed call before the rounds, so every round times the same work) and
     reports the mean: a 5 ms kernel is then not judged on five single calls, where one scheduler
-    hiccup or a cold first round decides the median."""
+    hiccup or a cold first round decides the median.
+
+    Why by hand and not torch.utils.benchmark.Timer: Timer measures one statement from start to end,
+    so two implementations timed one after the other see different loads on a shared machine (2 cores
+    among five engineers here: the load average went from 4.2 to 8.7 within three minutes), and the
+    ratio these sections report takes the drift; taking turns cancels it. A turn cannot be a Timer
+    call either: Timer.timeit(n) first runs max(n // 100, 2) warm-up calls (three times the work of a
+    one-call sample of a 1 s case), and every Timer call sets torch's thread count, which slows small
+    ops for the rest of the process (relviz.measure.time_calls has the figures)."""
     repeats = {name: 1 for name in calls}
     if min_sample_s > 0:
         for name, call in calls.items():
