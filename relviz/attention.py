@@ -23,6 +23,13 @@ an [L, L] index (Shaw), a bias lookup (T5, ALiBi) or the skew (Music Transformer
 naive gather that does build L × L × D lives in :func:`relviz.skew.gather_relative` and is
 used only by tests and the benchmark.
 
+Validation: each function checks its arguments and refuses non-finite logits, outputs and
+relative tables with a ValueError that names what is wrong. The finite checks read two numbers back
+from the device per call (a host-device sync on a GPU), so ``validate=False`` skips every check:
+it is for callers that validated once already, the model's schemes (relviz.model checks its config
+and its input tokens; a checkpoint's tensors are checked finite when it loads). Invalid arguments
+then give wrong numbers or torch's own errors, and a non-finite value propagates as NaN or inf.
+
 Sign convention: relative position = key index − query index (j − i).
 """
 from __future__ import annotations
@@ -43,6 +50,7 @@ from relviz.attention_steps import (
     fused_output,
     future_mask,
     plus_scores,
+    resolve_scale,
     softmax_output,
 )
 from relviz.positions import MAX_ABS_OFFSET, alibi_bias_offsets, shaw_clip_index, t5_config
@@ -55,25 +63,31 @@ __all__ = ["BACKENDS", "offset_bias_attention", "shaw_attention", "t5_attention"
 
 def offset_bias_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
                           causal: bool = False, scale: float | None = None, need_weights: bool = False,
-                          backend: str = "auto") -> tuple[torch.Tensor, torch.Tensor | None]:
+                          backend: str = "auto", validate: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attention with a relative (Toeplitz) bias given once per offset: T5, ALiBi, or any other.
 
         logit_ij = scale · q_i · k_j + per_offset[h, j − i + L − 1]
 
     per_offset: [H, 2L − 1] (as positions.t5_bias_offsets / alibi_bias_offsets build it). A
     model computes it once per forward and passes it to every layer. The fused path never
-    expands it to [H, L, L]; the weights path expands it once (one copy).
+    expands it to [H, L, L]; the weights path expands it once (one copy). ``validate=False``: no
+    checks (the model's schemes; see the module docstring).
     """
-    batch, heads, length, dim = check_qkv(q, k, v)
-    causal = check_bool("causal", causal)
-    scale = check_scale(scale, dim)
-    need_weights, backend = check_mode(need_weights, backend)
-    per_offset = check_table("per_offset", per_offset, q, heads, 2 * length - 1, "H, 2L-1")
+    if validate:
+        _, heads, length, dim = check_qkv(q, k, v)
+        causal = check_bool("causal", causal)
+        scale = check_scale(scale, dim)
+        need_weights, backend = check_mode(need_weights, backend)
+        per_offset = check_table("per_offset", per_offset, q, heads, 2 * length - 1, "H, 2L-1")
+    length, scale = q.shape[-2], resolve_scale(scale, q.shape[-1])
     if not need_weights:
-        return fused_offsets(q, k, v, per_offset, causal=causal, scale=scale, backend=backend), None
+        if validate:
+            check_finite_tables(per_offset)
+        output = fused_offsets(q, k, v, per_offset, causal=causal, scale=scale, backend=backend)
+        return fused_output(output, validate=validate), None
     bias = per_offset.unfold(-1, length, 1).flip(-2)                               # [H, L, L], one copy
-    logits = torch.matmul(q * scale, k.transpose(-2, -1)).add_(bias)
-    return softmax_output(logits, v, causal)
+    logits = torch.matmul(q * scale, k.transpose(-2, -1)).add_(bias)               # [B, H, L, L]
+    return softmax_output(logits, v, causal, validate=validate)
 
 
 # ---------------------------------------------------------------------------------------
@@ -100,7 +114,7 @@ def _causal_index_sums(weights: torch.Tensor, used: int) -> torch.Tensor:
 def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor,
                    rel_v: torch.Tensor | None = None, *, clip: int, causal: bool = False,
                    scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
-                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
+                   validate: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Shaw et al.'s relative attention with clipped key (and optionally value) embeddings.
 
     rel_k, rel_v: [2·clip + 1, D], shared by all heads; row clip(j − i, −clip, clip) + clip
@@ -118,19 +132,23 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     Fused path (need_weights=False, rel_v None): the gathered key term is the bias of
     scaled_dot_product_attention. The value term needs every weight (its per-index sums), which
     no fused kernel returns: with rel_v the weights path runs and only the weights are dropped.
+    ``validate=False``: no checks (the model's schemes; see the module docstring).
     """
-    batch, heads, length, dim = check_qkv(q, k, v)
-    clip = check_int("clip", clip, minimum=0, maximum=MAX_ABS_OFFSET)
-    causal = check_bool("causal", causal)
-    scale = check_scale(scale, dim)
-    need_weights, backend = check_mode(need_weights, backend)
+    if validate:
+        _, _, _, dim = check_qkv(q, k, v)
+        clip = check_int("clip", clip, minimum=0, maximum=MAX_ABS_OFFSET)
+        causal = check_bool("causal", causal)
+        scale = check_scale(scale, dim)
+        need_weights, backend = check_mode(need_weights, backend)
+        rel_k = check_table("rel_k", rel_k, q, 2 * clip + 1, dim, "2*clip+1, D")
+        if rel_v is not None:
+            rel_v = check_table("rel_v", rel_v, q, 2 * clip + 1, dim, "2*clip+1, D")
+            if backend not in ("auto", "sdpa"):
+                raise ValueError(f"backend={backend!r} cannot add the value term (rel_v): it needs every "
+                                 "attention weight; use backend='sdpa'")
+    batch, heads, length, dim = q.shape
+    scale = resolve_scale(scale, dim)
     backend = "sdpa" if backend == "auto" else backend     # its flex score_mod reads a [B, H, L, 2·clip + 1] table
-    rel_k = check_table("rel_k", rel_k, q, 2 * clip + 1, dim, "2*clip+1, D")
-    if rel_v is not None:
-        rel_v = check_table("rel_v", rel_v, q, 2 * clip + 1, dim, "2*clip+1, D")
-        if backend != "sdpa":
-            raise ValueError(f"backend={backend!r} cannot add the value term (rel_v): it needs every attention "
-                             "weight; use backend='sdpa'")
 
     # Only 2·min(clip, L − 1) + 1 rows can ever be used: slice the tables to them, so that
     # the per-index tensors below are at most [B, H, L, 2L − 1] however large clip is.
@@ -143,15 +161,16 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
         rows = slice(clip - used, clip + used + 1)
     size = rows.stop - rows.start
     if rel_v is None and not need_weights:
-        check_finite_tables(rel_k)
+        if validate:
+            check_finite_tables(rel_k)
         if backend == "flex":
             rel_logits = torch.matmul(q, (rel_k[rows] * scale).transpose(0, 1))      # [B, H, L, size]
 
             def score_mod(score, b, h, q_idx, kv_idx):
                 return score + rel_logits[b, h, q_idx, (kv_idx - q_idx).clamp(-used, 0 if causal else used) + used]
-            return fused_output(_flex(q, k, v, score_mod, scale, (rel_k,), causal)), None
-        return fused_output(shaw_sdpa(q, k, v, rel_k[rows] * scale, used=used, causal=causal,
-                                      scale=scale)), None
+            return fused_output(_flex(q, k, v, score_mod, scale, (rel_k,), causal), validate=validate), None
+        output = shaw_sdpa(q, k, v, rel_k[rows] * scale, used=used, causal=causal, scale=scale)
+        return fused_output(output, validate=validate), None
     scaled = q * scale
     rel_logits = torch.matmul(scaled, rel_k[rows].transpose(0, 1))      # [B, H, L, size]
 
@@ -163,7 +182,7 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
     del rel_logits                                                  # (names dropped early to
     logits = plus_scores(relative, scaled, k)                      #  keep the peak low)
     del relative
-    output, weights = softmax_output(logits, v, causal)
+    output, weights = softmax_output(logits, v, causal, validate=validate)
     del logits
     if rel_v is not None:
         # Σ_j w_ij rel_v[idx_ij] = Σ_r (Σ_{j: idx_ij = r} w_ij) rel_v[r]
@@ -171,7 +190,9 @@ def shaw_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: tor
             per_index = _causal_index_sums(weights, used)
         else:
             per_index = weights.new_zeros(batch, heads, length, size).scatter_add_(-1, index, weights)
-        output = check_finite_output(output + torch.matmul(per_index, rel_v[rows]))
+        output = output + torch.matmul(per_index, rel_v[rows])                     # [B, H, L, D]
+        if validate:
+            check_finite_output(output)
     return output, (weights if need_weights else None)
 
 
@@ -206,7 +227,7 @@ def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: 
 
 def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch.Tensor, *,
                    scale: float | None = None, need_weights: bool = False, backend: str = "sdpa",
-                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
+                   validate: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Music Transformer relative attention (Huang et al. 2018), always causal.
 
     e_r: [M, D], one learned vector per distance, shared by all heads; row m stands for
@@ -225,35 +246,39 @@ def skew_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, e_r: torch
 
     Fused path (need_weights=False): the skewed term, masked, is the bias of
     scaled_dot_product_attention (relviz.chunked holds the query-chunked variant).
+    ``validate=False``: no checks (the model's schemes; see the module docstring).
     """
-    batch, heads, length, dim = check_qkv(q, k, v)
-    scale = check_scale(scale, dim)
-    need_weights, backend = check_mode(need_weights, backend)
+    if validate:
+        _, _, _, dim = check_qkv(q, k, v)
+        scale = check_scale(scale, dim)
+        need_weights, backend = check_mode(need_weights, backend)
+        e_r = check_tensor("e_r", e_r, ndim=2, floating=True)
+        if e_r.shape[0] < 1 or e_r.shape[1] != dim:
+            raise ValueError(
+                f"e_r must have shape [M, D] with M >= 1 and D = {dim} (q's last dimension); "
+                f"got {tuple(e_r.shape)}")
+        e_r = check_table("e_r", e_r, q, e_r.shape[0], dim, "M, D")
+    length, scale = q.shape[-2], resolve_scale(scale, q.shape[-1])
     backend = "sdpa" if backend == "auto" else backend     # its flex score_mod reads an [B, H, L, L] q·E_rᵀ
-    e_r = check_tensor("e_r", e_r, ndim=2, floating=True)
-    if e_r.shape[0] < 1 or e_r.shape[1] != dim:
-        raise ValueError(
-            f"e_r must have shape [M, D] with M >= 1 and D = {dim} (q's last dimension); "
-            f"got {tuple(e_r.shape)}")
-    e_r = check_table("e_r", e_r, q, e_r.shape[0], dim, "M, D")
     table = distance_table(e_r, length)                                # distances −(L−1)..0
 
     if not need_weights:
-        check_finite_tables(e_r)
+        if validate:
+            check_finite_tables(e_r)
         if backend == "flex":
             qer = torch.matmul(q, (table * scale).transpose(0, 1))     # [B, H, L, L], column = distance + L − 1
 
             def score_mod(score, b, h, q_idx, kv_idx):
                 return score + qer[b, h, q_idx, (kv_idx - q_idx + length - 1).clamp(max=length - 1)]
-            return fused_output(_flex(q, k, v, score_mod, scale, (e_r,), True)), None
+            return fused_output(_flex(q, k, v, score_mod, scale, (e_r,), True), validate=validate), None
         extended = torch.cat([table[:1], table]) * scale                                # [L + 1, D]
         bias = partial(skew_chunk_bias, q, extended, skew_hidden(q, length))
-        return fused_output(chunked_sdpa(q, k, v, bias, causal=True, scale=scale)), None
+        return fused_output(chunked_sdpa(q, k, v, bias, causal=True, scale=scale), validate=validate), None
     scaled = q * scale
     relative = skew(torch.matmul(scaled, table.transpose(0, 1)))      # exact for j ≤ i (column = distance + L − 1)
     logits = plus_scores(relative, scaled, k)                         # [B, H, L, L]
     del relative
-    return softmax_output(logits, v, causal=True)                     # the mask hides j > i
+    return softmax_output(logits, v, causal=True, validate=validate)  # the mask hides j > i
 
 
 # ---------------------------------------------------------------------------------------

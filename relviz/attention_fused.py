@@ -4,14 +4,14 @@ bias built a chunk of queries at a time, so no [H, L, L] bias (nor the causal fu
 Its own module because the chunking (how many queries per chunk, why, and what it measured) and the
 strided views that turn per-offset values into each chunk's bias are one piece of engineering shared
 by T5/ALiBi (per offset), Shaw (clipped table) and the Music Transformer (skew); the public functions
-in :mod:`relviz.attention` check their arguments and call these.
+in :mod:`relviz.attention` check their arguments (and, at the public boundary, the finiteness of
+what comes out) and call these, which check nothing.
 Shapes: q, k, v [B, H, L, D]; a chunk's bias [B or 1, H, chunk, keys].
 """
 from __future__ import annotations
 
 import torch
 
-from relviz.attention_steps import check_finite_tables, fused_output
 from relviz.flex import flex as _flex, resolve_backend
 
 
@@ -104,15 +104,14 @@ def _sdpa_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset:
 
 def fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, *,
                   causal: bool, scale: float, backend: str) -> torch.Tensor:
-    """Fused attention with a Toeplitz bias per offset [H, 2L − 1] (T5, ALiBi)."""
-    check_finite_tables(per_offset)
+    """Fused attention with a Toeplitz bias per offset [H, 2L − 1] (T5, ALiBi) -> output [B, H, L, D]."""
     length = q.shape[-2]
     per_offset = per_offset.to(q.dtype)
     if resolve_backend(backend, q.device) == "flex":
         def score_mod(score, b, h, q_idx, kv_idx):
             return score + per_offset[h, kv_idx - q_idx + length - 1]
-        return fused_output(_flex(q, k, v, score_mod, scale, (per_offset,), causal))
-    return fused_output(_sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale, causal))
+        return _flex(q, k, v, score_mod, scale, (per_offset,), causal)
+    return _sdpa_offsets(q, k, v, _causal_offsets(per_offset, length, causal), scale, causal)
 
 
 def shaw_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor, *, used: int,

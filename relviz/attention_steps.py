@@ -2,6 +2,9 @@
 and the mode; the softmax step of the weights path (mask, softmax, weight v); refusing non-finite
 logits and outputs.
 
+The finite checks read two numbers back to the host (a host-device sync on a GPU), so they run only
+at the public boundary: the steps take ``validate`` and the model's schemes pass False.
+
 Its own module because the public functions, the fused kernels (:mod:`relviz.attention_fused`) and
 the model's schemes (``relviz.schemes.base``) all use these steps, and each is written once.
 Shapes: q, k, v [B, H, L, D]; logits and weights [B, H, L, L].
@@ -49,10 +52,15 @@ def check_table(name: str, table: object, q: torch.Tensor, rows: int, cols: int,
     return table
 
 
+def resolve_scale(scale: float | None, dim: int) -> float:
+    """The scale a call runs with: None means 1/sqrt(D)."""
+    return 1.0 / math.sqrt(dim) if scale is None else float(scale)
+
+
 def check_scale(scale: object, dim: int) -> float:
     """None means 1/sqrt(D); anything else must be a positive finite real number."""
     if scale is None:
-        return 1.0 / math.sqrt(dim)
+        return resolve_scale(scale, dim)
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real) \
             or not math.isfinite(float(scale)) or float(scale) <= 0:
         raise ValueError(f"scale must be None (meaning 1/sqrt(D)) or a positive finite number; got {scale!r}")
@@ -83,14 +91,16 @@ def check_finite_output(output: torch.Tensor) -> torch.Tensor:
     return output
 
 
-def softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
+def softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool, *, validate: bool = True,
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mask (in place: logits is always a fresh tensor here), softmax over keys, weight v.
+    """Mask (in place: logits [B, H, L, L] is always a fresh tensor here), softmax over keys, weight
+    v [B, H, L, D] -> (output [B, H, L, D], weights [B, H, L, L]).
 
-    Non-finite logits would come out of the softmax as NaN weights (inf − inf), so they are
-    refused here, before masking: NaN or inf in q or k, or scale · q · k too large for the dtype.
+    Non-finite logits would come out of the softmax as NaN weights (inf − inf), so ``validate``
+    refuses them here, before masking: NaN or inf in q or k, or scale · q · k too large for the
+    dtype; and a non-finite output (NaN or inf in v).
     """
-    if not _all_finite(logits):
+    if validate and not _all_finite(logits):
         raise ValueError(
             f"the attention logits are not finite: q and k (and the relative table) must hold finite "
             f"values, and scale · q · k must fit in {str(logits.dtype).removeprefix('torch.')}; "
@@ -100,7 +110,8 @@ def softmax_output(logits: torch.Tensor, v: torch.Tensor, causal: bool,
         future = torch.ones(length, length, dtype=torch.bool, device=logits.device).triu(1)
         logits = logits.masked_fill_(future, float("-inf"))
     weights = torch.softmax(logits, dim=-1)
-    return check_finite_output(torch.matmul(weights, v)), weights
+    output = torch.matmul(weights, v)                                          # [B, H, L, D]
+    return (check_finite_output(output) if validate else output), weights
 
 
 # ---------------------------------------------------------------------------------------
@@ -126,9 +137,9 @@ def check_finite_tables(*tables: torch.Tensor | None) -> None:
         raise ValueError("the relative tables (rel_k, rel_v, e_r, bias_table, per_offset) must hold finite values")
 
 
-def fused_output(output: torch.Tensor) -> torch.Tensor:
-    """The fused path's last step: the output [B, H, L, D], refused when it is not finite."""
-    if not _all_finite(output):
+def fused_output(output: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+    """The fused path's last step: the output [B, H, L, D], refused (``validate``) when it is not finite."""
+    if validate and not _all_finite(output):
         raise ValueError(
             f"the attention output is not finite: q, k and v must hold finite values, and scale · q · k "
             f"must fit in {str(output.dtype).removeprefix('torch.')}; lower the scale or the inputs' magnitude")

@@ -205,6 +205,16 @@ class RelvizTransformer(nn.Module):
     ``attentions`` is a list with one [B, H, L, L] tensor per layer (rows sum to 1; causal
     models have exact zeros above the diagonal) with ``need_weights=True``, else None (every
     layer took the fused path).
+
+    Validation happens once, at this boundary: the config when it is built, the tokens' type,
+    shape and length on every call, and their ids when they are in host memory
+    (:func:`check_token_ids`). Inside, nothing is checked again and nothing is read back from the
+    device, so a forward on a GPU never waits for it: the schemes call :mod:`relviz.attention` with
+    ``validate=False``. A non-finite value cannot arise from valid weights and tokens (a
+    checkpoint's tensors are checked finite when it loads); if one does (weights set by hand, a
+    diverged training run), it propagates to the logits as NaN or inf, as in torch's own layers,
+    and the loss shows it (``train`` reads the loss at each progress report and at the end:
+    ``TrainResult.final_loss``).
     """
 
     def __init__(self, config: ModelConfig) -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
+import relviz.model as model_module
 from relviz import positions
-from relviz.attention import t5_attention
+from relviz.attention import offset_bias_attention, shaw_attention, skew_attention, t5_attention
 from relviz.model import ModelConfig, build_model
+from relviz.schemes import REGISTRY
 
 
 @pytest.fixture
@@ -65,3 +68,117 @@ def test_the_forward_refuses_token_ids_outside_the_vocabulary_on_the_host():
         model(torch.tensor([[0, 10]]))
     with pytest.raises(ValueError, match="tokens must be ids from 0 to 9; got values from -1 to 3"):
         model(torch.tensor([[3, -1]]))
+
+
+# ---------------------------------------------------------------------------------------
+# No host sync in the model's forward
+
+
+class HostReads(TorchDispatchMode):
+    """Counts, by op name, what reads a tensor's values back to the host or sizes an output by them.
+
+    ``.item()``, ``int(t)``, ``float(t)`` and ``bool(t)`` all run ``aten::_local_scalar_dense``;
+    nonzero, masked_select and unique size their output by the values. On a GPU each makes the host
+    wait for the device. (``tolist`` and ``numpy`` read without an op: :func:`host_reads` patches them.)"""
+
+    READS = ("aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::_unique", "aten::unique")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = False
+        self.seen: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.name()
+        if not self.paused and name.startswith(self.READS):
+            self.seen.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.fixture
+def host_reads(monkeypatch):
+    """A :class:`HostReads` to enter around a forward; the boundary's token check (check_token_ids,
+    which the forward runs on host-memory tokens only, by design) is not counted but recorded as
+    'boundary check'."""
+    reads = HostReads()
+    for method in ("tolist", "numpy"):
+        original = getattr(torch.Tensor, method)
+
+        def counted(self, *args, _original=original, _method=method, **kwargs):
+            if not reads.paused:
+                reads.seen.append(f"Tensor.{_method}")
+            return _original(self, *args, **kwargs)
+        monkeypatch.setattr(torch.Tensor, method, counted)
+    boundary = model_module.check_token_ids
+
+    def at_the_boundary(tokens, vocab_size):
+        reads.paused = True
+        try:
+            boundary(tokens, vocab_size)
+        finally:
+            reads.paused = False
+        reads.seen.append("boundary check")
+    monkeypatch.setattr(model_module, "check_token_ids", at_the_boundary)
+    return reads
+
+
+def test_the_counter_sees_a_host_read(host_reads):
+    x = torch.ones(3)
+    with host_reads:
+        float(x.sum())
+        bool(x.max() > 0)
+        x.tolist()
+    assert host_reads.seen == ["aten::_local_scalar_dense", "aten::_local_scalar_dense", "Tensor.tolist"]
+
+
+@pytest.mark.parametrize("scheme", sorted(REGISTRY))
+@pytest.mark.parametrize("need_weights", [False, True], ids=["fused", "weights"])
+def test_the_models_forward_reads_nothing_back_from_the_device(host_reads, scheme, need_weights):
+    """Every layer's attention runs without reading a value back to the host (on a GPU each read is
+    a host-device sync): the model's schemes call relviz.attention with validate=False. The only
+    read is the documented boundary check of host-memory token ids."""
+    model = build_model(ModelConfig(scheme=scheme, n_layers=3), seed=0)
+    tokens = torch.randint(0, 10, (2, 24), generator=torch.Generator().manual_seed(0))
+    with host_reads:
+        logits, _ = model(tokens, need_weights=need_weights)
+    assert host_reads.seen == ["boundary check"]
+    assert torch.isfinite(logits).all()
+
+
+def _attention_calls(q, k, v, need_weights: bool):
+    """One call of each relviz.attention function the model's schemes use, on these q, k, v."""
+    g = torch.Generator().manual_seed(1)
+    per_offset = torch.randn(2, 2 * 9 - 1, generator=g)                  # [H, 2L − 1]
+    table = torch.randn(7, 4, generator=g)                               # [2·clip + 1, D]
+    e_r = torch.randn(5, 4, generator=g)                                 # [M, D]
+    mode = {"need_weights": need_weights}
+    return {
+        "offset_bias": lambda **kw: offset_bias_attention(q, k, v, per_offset, causal=True, **mode, **kw),
+        "shaw": lambda **kw: shaw_attention(q, k, v, table, table.flip(0), clip=3, causal=True, **mode, **kw),
+        "shaw_key_only": lambda **kw: shaw_attention(q, k, v, table, clip=3, **mode, **kw),
+        "skew": lambda **kw: skew_attention(q, k, v, e_r, **mode, **kw),
+    }
+
+
+@pytest.mark.parametrize("need_weights", [False, True], ids=["fused", "weights"])
+def test_validate_false_computes_the_same_numbers(need_weights):
+    q, k, v = torch.randn(3, 2, 2, 9, 4, generator=torch.Generator().manual_seed(0))   # [B, H, L, D] each
+    for name, call in _attention_calls(q, k, v, need_weights).items():
+        checked, unchecked = call(), call(validate=False)
+        assert torch.equal(checked[0], unchecked[0]), name
+        assert (checked[1] is None and unchecked[1] is None) or torch.equal(checked[1], unchecked[1]), name
+
+
+@pytest.mark.parametrize("need_weights", [False, True], ids=["fused", "weights"])
+def test_a_caller_gets_the_value_error_and_the_model_gets_nan_without_a_host_read(host_reads, need_weights):
+    """The public boundary refuses non-finite q; validate=False (the model's schemes) lets NaN through
+    as torch's own layers do, and reads nothing back to check it."""
+    q, k, v = torch.randn(3, 2, 2, 9, 4, generator=torch.Generator().manual_seed(0))
+    q[0, 1, 4, 2] = float("nan")
+    for name, call in _attention_calls(q, k, v, need_weights).items():
+        with pytest.raises(ValueError, match="finite"):
+            call()
+        with host_reads:
+            output, _ = call(validate=False)
+        assert torch.isnan(output[0, 1, 4]).all(), name
+    assert host_reads.seen == []

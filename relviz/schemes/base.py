@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from relviz.attention import fused_output, future_mask, softmax_output
+from relviz.attention import future_mask, softmax_output
 from relviz.positions import expand_toeplitz
 from relviz.schemes.views import PositionStructure, View
 
@@ -134,6 +134,9 @@ def dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, 
     with the causal mask folded into the bias. need_weights=True (the app draws the weights):
     written out, so the weights exist. Causal: keys j > i get −inf, hence weight exactly 0.
     ``bias``: [H, L, L] or broadcastable.
+
+    For a scheme's ``attend`` inside the model's forward, which validated its config and tokens
+    once: nothing is checked here, and nothing is read back from the device.
     """
     if not need_weights:
         if bias is not None and causal:
@@ -142,12 +145,12 @@ def dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, 
             bias = bias.expand(*(1,) * (4 - bias.dim()), *bias.shape)   # 4-D: torch's fused CPU kernel takes it
         output = torch.nn.functional.scaled_dot_product_attention(
             q, k, v, attn_mask=bias, is_causal=causal and bias is None, scale=scale)
-        return fused_output(output), None
+        return output, None
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     logits = torch.matmul(q * scale, k.transpose(-2, -1))                     # [B, H, L, L]
     if bias is not None:
         logits = logits + bias
-    return softmax_output(logits, v, causal)   # refuses non-finite logits
+    return softmax_output(logits, v, causal, validate=False)
 
 
 def expand_offsets(per_offset: np.ndarray, length: int) -> np.ndarray:
@@ -265,7 +268,9 @@ class Scheme(nn.Module):
 
         ``shared``: this forward's :meth:`prepare` (None: built here). need_weights=False takes
         the fused path (training, evaluation, experiments); True the exact weights path the app
-        draws. Both give the same output to float rounding.
+        draws. Both give the same output to float rounding. Call :mod:`relviz.attention` with
+        ``validate=False`` here: the model validated its config and tokens once, and a check per
+        layer would read back from the device (tests/test_validate_once.py counts the reads).
         """
         return dot_product_attention(q, k, v, causal=self.config.causal, need_weights=need_weights)
 

@@ -91,7 +91,8 @@ class T5(Scheme):
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
         per_offset = self.prepare(q.shape[-2], q) if shared is None else shared
-        return offset_bias_attention(q, k, v, per_offset, causal=self.config.causal, need_weights=need_weights)
+        return offset_bias_attention(q, k, v, per_offset, causal=self.config.causal, need_weights=need_weights,
+                                     validate=False)
 
     def structure(self, length: int) -> PositionStructure:
         config, causal = self.config, self.config.causal
