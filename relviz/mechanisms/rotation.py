@@ -41,14 +41,15 @@ LAYOUTS = {
 
 def _layer_rope_fields(cfg: ConfigView, layer_type: str | None) -> Mapping[str, Any] | None:
     """The config with this layer type's rope parameters un-nested (None: this layer type has no rotation)."""
-    params = cfg.raw("rope_parameters") or cfg.raw("rope_scaling")
+    field = "rope_parameters" if cfg.raw("rope_parameters") else "rope_scaling"   # the one read, for messages
+    params = cfg.raw(field)
     if not isinstance(params, Mapping):
         return cfg.data
     nested = [k for k, v in params.items() if isinstance(v, Mapping) or (v is None and k.endswith("_attention"))]
     if not nested:
         return cfg.data
     if layer_type is None or layer_type not in params:
-        raise ValueError(f"config field {cfg.name('rope_parameters')} is nested by layer type "
+        raise ValueError(f"config field {cfg.name(field)} is nested by layer type "
                          f"({', '.join(map(str, nested))}) but {cfg.name('layer_types')} gives this layer the type "
                          f"{layer_type!r}")
     chosen = params[layer_type]
