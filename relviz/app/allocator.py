@@ -6,6 +6,13 @@ after a class leaves, the memory its figures and arrays used stays resident, sca
 arenas. glibc's manual names both remedies: fewer arenas (``mallopt(M_ARENA_MAX)``, the
 ``MALLOC_ARENA_MAX`` environment variable) and ``malloc_trim(0)``, which returns the free pages
 inside every arena. app.py starts both once per server process.
+
+Kept because it still matters after issue 23's other changes (measured 26 Nov 2026 on 2 shared
+cores at load 5-11; ``python tests/memory_fill.py 12 24``: every page at its heaviest, then 72 heavy
+views 24 at once over websocket, 36 MB in st.cache_data; server RSS 12 s after the sessions closed):
+**668 and 684 MB with it, 737 and 751 MB without** (app.py's start_trimming() call removed), 68 MB
+(9 %) less; 10 at once (``12 10``) 671 / 689 against 699 / 700 MB. With ``MALLOC_ARENA_MAX=2`` in
+the environment as well, 575 MB with it against 633 MB without.
 """
 from __future__ import annotations
 
