@@ -4,17 +4,10 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz.app.allocator import start_trimming
-from relviz.app.ui import (
-    FAVICON,
-    PAGES,
-    PageEnded,
-    checked_link_values,
-    collect_view_control,
-    export_format_control,
-    lecture_mode,
-    preload_shared_modules,
-    running_app_navigation,
-)
+from relviz.app.display import export_format_control
+from relviz.app.lecture_mode import collect_view_control, lecture_mode
+from relviz.app.links import checked_link_values
+from relviz.app.navigation import FAVICON, PAGES, PageEnded, preload_shared_modules, running_app_navigation
 
 st.set_page_config(page_title="relviz: relative position, visible", page_icon=FAVICON, layout="wide")
 preload_shared_modules()
@@ -28,7 +21,7 @@ lecture_mode(navigation.url_path)  # while a tour runs: the presenter bar, and i
 # The navigation is drawn after the page, below the page's own sidebar controls: on a 1280 × 720 projector
 # the slider a lesson is about is on the first screen (11 links, the sign-convention note and the export
 # switch above it pushed it to y ≈ 800), and the page's own elements reach the browser first. A page ends
-# early with ui.end_page(), never st.stop(): Streamlit draws nothing after st.stop(), so the navigation
+# early with end_page(), never st.stop(): Streamlit draws nothing after st.stop(), so the navigation
 # would be missing.
 with running_app_navigation(), checked_link_values():
     try:

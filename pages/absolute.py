@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from relviz.app import ui
+from relviz.app import controls, display, downloads, navigation
 from relviz.absolute import (
     diagonal_range,
     projected_similarity,
@@ -27,7 +27,7 @@ from relviz.figures.toeplitz import Window, needs_window, toeplitz_overview_imag
 from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes, alibi_slopes_geometric, relative_positions
 from relviz.snippets import alibi_snippet, sinusoidal_snippet
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 
 MAX_LENGTH = 512
 CPU = "cpu"  # the page draws on the CPU whatever the default device is
@@ -162,8 +162,8 @@ def slope_rule(heads: int) -> tuple[int, str]:
                f"{heads} slopes of {2 * p} heads do not match a model trained with the reference.")
 
 
-ui.page_title("Absolute vs relative")
-ui.sign_convention(compact=True)
+display.page_title("Absolute vs relative")
+display.sign_convention(compact=True)
 
 c1, c2, c3 = st.columns(3)
 length = int(c1.slider("positions L", 8, MAX_LENGTH, 128, step=8, key="abs_L", bind="query-params"))
@@ -174,52 +174,52 @@ projected = c3.toggle("through a random head", value=False,
                       help="Score (PE_i W_Q)·(PE_j W_K) / √64 with random Gaussian W_Q, W_K: what one head "
                            "of an untrained model sees of the positions alone.")
 
-with ui.user_errors():
+with display.user_errors():
     pe = encoding(length, d_model)
     sim, deviation = similarity(length, d_model, projected)
     rel = relative(length)
     col_pe, col_sim, col_rel = st.columns(3)
     with col_pe:
         st.markdown("**Absolute: PE[p, d]** (positions × dimensions)")
-        ui.show_figure(encoding_fig(length, d_model), key="abs_fig_pe")
+        display.show_figure(encoding_fig(length, d_model), key="abs_fig_pe")
         st.caption("Dimensions 2k and 2k + 1 hold sin and cos of p·ω_k with ω_k = 10000^(−2k/d_model): the "
                    "first pairs turn fast (wavelength 2π), later ones ever slower (up to 2π·10000). Each "
                    "row is one position's vector — a different vector for every position.")
-        ui.matrix_downloads(pe, name=f"sinusoidal_L{length}_d{d_model}", key="abs_dl_pe", corner="p\\\\d")
+        downloads.matrix_downloads(pe, name=f"sinusoidal_L{length}_d{d_model}", key="abs_dl_pe", corner="p\\\\d")
     with col_sim:
         if projected:
             st.markdown("**Through a random head: (PE_i W_Q)·(PE_j W_K) / √64**")
-            ui.show_figure(similarity_fig(length, d_model, projected), key="abs_fig_sim")
+            display.show_figure(similarity_fig(length, d_model, projected), key="abs_fig_sim")
             st.caption("The projections mix frequencies, so the sin·sin + cos·cos pairs no longer combine "
                        "into cos((j − i)ω): the score depends on where the pair sits, not only on j − i. A "
                        "trained head can learn to keep the relative part, but nothing forces it to.")
         else:
             st.markdown("**Their dot products: PE_i · PE_j / (d_model/2)**")
-            ui.show_figure(similarity_fig(length, d_model, projected), key="abs_fig_sim")
+            display.show_figure(similarity_fig(length, d_model, projected), key="abs_fig_sim")
             st.caption("sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so PE_i · PE_j = Σ_k cos((j − i)·ω_k): "
                        "constant along every diagonal, like the relative matrix beside it. Absolute vectors, "
                        "relative dot products.")
-        ui.matrix_downloads(sim, name=f"{'projected' if projected else 'sinusoidal'}_similarity_L{length}"
+        downloads.matrix_downloads(sim, name=f"{'projected' if projected else 'sinusoidal'}_similarity_L{length}"
                                       f"_d{d_model}", key="abs_dl_sim")
     with col_rel:
         st.markdown("**Relative: j − i**")
-        ui.show_figure(relative_fig(length), key="abs_fig_rel")
+        display.show_figure(relative_fig(length), key="abs_fig_rel")
         st.caption("What a relative scheme gives the score directly: the offset, the same along each "
                    "diagonal (a Toeplitz matrix). Shaw et al. look it up in a table, T5 in buckets, ALiBi "
                    "turns it into a penalty (below).")
-        ui.matrix_downloads(rel, name=f"relative_L{length}", key="abs_dl_rel")
+        downloads.matrix_downloads(rel, name=f"relative_L{length}", key="abs_dl_rel")
 
     st.markdown(
         "An **absolute** encoding gives every position its own vector and adds it to the token: the model must "
         "*learn* to compare positions. A **relative** scheme hands the attention score the offset j − i "
         "directly. The sinusoidal encoding sits in between: its vectors are absolute, but their dot products "
         "depend only on the offset.")
-    ui.code_for_this_view(sinusoidal_snippet(length, d_model, projected),
+    display.code_for_this_view(sinusoidal_snippet(length, d_model, projected),
                           note="pe is the encoding, result the middle picture.", key="abs_code_pe")
 
     curve_col, check_col = st.columns([2, 1])
     with curve_col:
-        ui.show_figure(curve_fig(length, d_model, projected), key="abs_fig_curve")
+        display.show_figure(curve_fig(length, d_model, projected), key="abs_fig_curve")
     with check_col:
         st.markdown("**Does it depend only on j − i?**")
         if projected:
@@ -242,23 +242,23 @@ st.markdown(
     "looks locally, a flat one far. The slopes are fixed, not learned.")
 a1, a2, a3 = st.columns(3)
 heads = int(a1.slider("heads", 1, 32, 12, key="abs_heads", bind="query-params"))
-ui.clamp_state("abs_head", 1, heads)  # fewer heads than the one shown: show the last
+controls.clamp_state("abs_head", 1, heads)  # fewer heads than the one shown: show the last
 head = int(a2.slider("show head", 1, heads, 1, key="abs_head", bind="query-params")) if heads > 1 else 1
 causal = a3.toggle("causal mask (j > i not allowed)", value=True, key="abs_causal", bind="query-params",
                    help="ALiBi was defined for causal language models; without the mask the bias is "
                         "−m·|j − i| on both sides, as relviz.positions.alibi_bias returns it.")
-alibi_length = a1.number_input("ALiBi length", 8, ui.MAX_LENGTH, None, key="abs_aL", bind="query-params",
+alibi_length = a1.number_input("ALiBi length", 8, controls.MAX_LENGTH, None, key="abs_aL", bind="query-params",
                                placeholder=f"{length} (L above)",
-                               help=f"Up to {ui.MAX_LENGTH:,} positions (empty: L above). Above 512 the bias is "
+                               help=f"Up to {controls.MAX_LENGTH:,} positions (empty: L above). Above 512 the bias is "
                                     "shown as a pooled overview and an exact window, computed per offset.")
 alibi_length = length if alibi_length is None else int(alibi_length)
-with ui.user_errors():
+with display.user_errors():
     _, rule = slope_rule(heads)
     slopes = alibi_slopes(heads, device=CPU).numpy()
     large = needs_window(alibi_length, alibi_length)
     if large:  # the overview panel needs the page's width (it has two columns of its own)
-        window = ui.window_controls("abs_al", alibi_length, alibi_length, q_offset=0)
-        ui.pooled_overview(alibi_overview(alibi_length, heads, head).with_window(window), q_len=alibi_length,
+        window = controls.window_controls("abs_al", alibi_length, alibi_length, q_offset=0)
+        display.pooled_overview(alibi_overview(alibi_length, heads, head).with_window(window), q_len=alibi_length,
                            k_len=alibi_length, q_offset=0, window=window, quantity="bias", key="abs_fig_alibi_ov",
                            note="Pooling keeps the exact extremes of every block; it never skips offsets.")
     left, right = st.columns([1, 1.25])
@@ -266,29 +266,29 @@ with ui.user_errors():
         st.markdown(f"**Head {head}: bias, slope m = {slopes[head - 1]:.4g}**")
         if large:
             view = alibi_window(alibi_length, heads, head, window.row0, window.col0, window.rows, window.cols)
-            ui.show_toeplitz(view, key="abs_fig_alibi_window", name=f"alibi_head{head}_window")
+            display.show_toeplitz(view, key="abs_fig_alibi_window", name=f"alibi_head{head}_window")
             st.caption("−m·|j − i| in every cell, as relviz.positions.alibi_bias returns it"
                        + (": a causal model masks the cells above the diagonal (j > i), which this large view "
                           "does not grey out." if causal else "."))
-            ui.large_matrix_downloads(view.values, np.arange(-(alibi_length - 1), alibi_length),
+            downloads.large_matrix_downloads(view.values, np.arange(-(alibi_length - 1), alibi_length),
                                       alibi_per_offset(alibi_length, heads, head), q_len=alibi_length,
                                       k_len=alibi_length, window=window, quantity="bias",
                                       name="alibi", suffix=f"L{alibi_length}_heads{heads}_head{head}",
                                       key="abs_dl_alibi")
         else:
             bias, _ = alibi(alibi_length, heads, head)
-            ui.show_figure(alibi_fig(alibi_length, heads, head, causal), key="abs_fig_alibi")
+            display.show_figure(alibi_fig(alibi_length, heads, head, causal), key="abs_fig_alibi")
             st.caption("Zero on the diagonal, falling linearly with distance into the past. Grey above the "
                        "diagonal: masked by the causal mask." if causal else
                        "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
-            ui.code_for_this_view(alibi_snippet(alibi_length, heads, head, causal),
+            display.code_for_this_view(alibi_snippet(alibi_length, heads, head, causal),
                                   note="result is the bias above; score_mod adds every head's bias in "
                                        "FlexAttention.", key="abs_code_alibi")
-            ui.matrix_downloads(np.where(relative(alibi_length) > 0, np.nan, bias) if causal else bias,
+            downloads.matrix_downloads(np.where(relative(alibi_length) > 0, np.nan, bias) if causal else bias,
                                 name=f"alibi_L{alibi_length}_heads{heads}_head{head}", key="abs_dl_alibi")
     with right:
         st.markdown("**Slopes of all heads** (bar height: −log2 m)")
-        ui.show_figure(slopes_fig(heads, head), key="abs_fig_slopes")
+        display.show_figure(slopes_fig(heads, head), key="abs_fig_slopes")
         st.markdown(rule)
         st.markdown("**Bias against distance, every head** (selected head in red)")
-        ui.show_figure(lines_fig(alibi_length, heads, head), key="abs_fig_lines")
+        display.show_figure(lines_fig(alibi_length, heads, head), key="abs_fig_lines")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz.app import ui
+from relviz.app import display, downloads, navigation, quotas
 from relviz.app.scheme_texts import parameter_caption, structure_text, texts_for
 from relviz.app.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
 from relviz.figures.attention import (
@@ -38,7 +38,7 @@ from relviz.training import load_checkpoint, scan_checkpoints
 
 P = "at"  # query-parameter prefix of this page
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 
 #: Longest sequence this page runs (attention of every layer and head is drawn).
 MAX_TEXT = 256
@@ -168,11 +168,11 @@ def on_random() -> None:
 # ---------------------------------------------------------------------------------------
 # The page
 
-trainings = ui.session_trainings()
+trainings = quotas.session_trainings()
 if f"{P}_pick" in st.session_state:  # a model trained in the last run: select it
     st.session_state[f"{P}_ck"] = st.session_state.pop(f"{P}_pick")
 
-ui.page_title("Live attention")
+display.page_title("Live attention")
 
 shipped, problems = shipped_listing()
 options = shipped + trainings.names()
@@ -244,7 +244,7 @@ if active is not None:
         st.error(f"The sequence has {len(text)} tokens; this page draws at most {MAX_TEXT} (the attention of every "
                  "layer and head). Shorten it, or set the length slider.", icon=":material/error:")
     else:
-        with ui.user_errors():
+        with display.user_errors():
             view = run(active.key, text, active.model, task)
 
     structure_error = None
@@ -259,14 +259,14 @@ if active is not None:
         st.subheader(f"Layer {layer + 1}, head {head + 1} beside the scheme's position structure")
         left, right = st.columns(2)
         with left:
-            ui.show_figure(head_figure(active.key, text, layer, head, active.train_length, active.model, task),
+            display.show_figure(head_figure(active.key, text, layer, head, active.train_length, active.model, task),
                            key=f"{P}_fig_head")
             st.caption("Exact weights of the chosen head (pick layer and head in the sidebar)."
                        + (f" Dotted lines: the training length {active.train_length}." if view.length >
                           active.train_length else ""))
         with right:
             if current_structure is not None:
-                ui.show_figure(structure_figure(active.key, view.length, head, active.model), key=f"{P}_fig_struct")
+                display.show_figure(structure_figure(active.key, view.length, head, active.model), key=f"{P}_fig_struct")
                 st.caption(structure_text(current_structure)
                            + (" Blank: future keys, masked." if current_structure.masked_future else ""))
             else:
@@ -275,12 +275,12 @@ if active is not None:
         st.subheader("The scheme's position structure")
         left, right = st.columns(2)
         with left:
-            ui.show_figure(structure_figure(active.key, struct_length, head, active.model), key=f"{P}_fig_struct")
+            display.show_figure(structure_figure(active.key, struct_length, head, active.model), key=f"{P}_fig_struct")
         right.caption(f"At length {struct_length} (the length slider). " + structure_text(current_structure))
 
     if view is not None:
         st.subheader("Prediction against target")
-        ui.show_figure(strip_figure(active.key, text, active.train_length, active.model, task), key=f"{P}_fig_strip")
+        display.show_figure(strip_figure(active.key, text, active.train_length, active.model, task), key=f"{P}_fig_strip")
         errors = view.errors
         if view.accuracy is None:
             st.info(f"Too short for {task.describe()}: positions before {task.first_counted} have no answer. "
@@ -316,12 +316,12 @@ if active is not None:
         f"{config.n_layers} layers × {config.n_heads} heads, {'causal' if config.causal else 'bidirectional'}; "
         f"trained {active.steps} steps at length **{active.train_length}**; accuracy on held-out sequences at that "
         f"length: **{active.accuracy:.1%}**.")
-    ui.sign_convention()
+    display.sign_convention()
 
     # --- every layer and head, export, mean by offset -----------------------------------------
     if view is not None:
         st.subheader("Attention of every layer and head")
-        ui.show_figure(grid_figure(active.key, text, active.model, task), key=f"{P}_fig_grid")
+        display.show_figure(grid_figure(active.key, text, active.model, task), key=f"{P}_fig_grid")
         block = grid_block(view.length)
         st.caption(
             "Row i is query i; its colours are how much it attends to each key j (rows sum to 1"
@@ -337,11 +337,11 @@ if active is not None:
         a, b = st.columns([2, 1])
         with a:
             st.caption(f"layer {layer + 1}, head {head + 1}: {view.length} × {view.length}, rows = queries")
-            ui.matrix_downloads(view.weights[layer, head], name=f"attention_{active.scheme}_L{layer + 1}H{head + 1}",
+            downloads.matrix_downloads(view.weights[layer, head], name=f"attention_{active.scheme}_L{layer + 1}H{head + 1}",
                                 key=f"{P}_dl")
         with b:
             st.caption("every layer and head, [layers, heads, L, L]")
-            st.download_button("Download all (.npy)", lambda: ui.matrix_to_npy(view.weights),
+            st.download_button("Download all (.npy)", lambda: downloads.matrix_to_npy(view.weights),
                                file_name=f"attention_{active.scheme}_all.npy", mime="application/octet-stream",
                                key=f"{P}_dl_all", on_click="ignore")
 
@@ -349,7 +349,7 @@ if active is not None:
         figure, findings = profile_and_findings(active.key, text, active.model, task)
         left, right = st.columns([3, 2])
         with left:
-            ui.show_figure(figure, key=f"{P}_fig_profile")
+            display.show_figure(figure, key=f"{P}_fig_profile")
         with right:
             st.markdown("For each head: the average weight on the keys at offset j − i, over every query that has "
                         "such a key (one diagonal of its heatmap). A relative habit shows up as a peak at a fixed "
@@ -371,12 +371,12 @@ if active is not None:
             (fig, caption), = figures
             left, right = st.columns([3, 2], vertical_alignment="center")
             with left:
-                ui.show_figure(fig, key=f"{P}_fig_param0")
+                display.show_figure(fig, key=f"{P}_fig_param0")
             right.markdown(caption)
         else:
             for n, (column, (fig, caption)) in enumerate(zip(st.columns(len(figures)), figures)):
                 with column:
-                    ui.show_figure(fig, key=f"{P}_fig_param{n}")
+                    display.show_figure(fig, key=f"{P}_fig_param{n}")
                     st.caption(caption)
 
 # ---------------------------------------------------------------------------------------
@@ -435,7 +435,7 @@ st.caption(f"steps × length × layers = {request.work:,} of at most {CAPS.max_w
 if problem:
     st.error(problem, icon=":material/block:")
 if st.button("Train", key=f"{P}_train", type="primary", icon=":material/model_training:", disabled=problem is not None):
-    result = ui.run_guarded(lambda report: train_request(request, lambda p: report(p.fraction, p.text)))
+    result = quotas.run_guarded(lambda report: train_request(request, lambda p: report(p.fraction, p.text)))
     if result is not None:
         trained = trainings.add(request, result)
         dropped = f" (dropped the oldest: {', '.join(trainings.dropped)})" if trainings.dropped else ""

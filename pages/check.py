@@ -7,12 +7,12 @@ from types import SimpleNamespace
 import pandas as pd
 import streamlit as st
 
-from relviz.app import ui
+from relviz.app import controls, display, downloads, navigation
 from relviz.check import KINDS, MAX_BYTES, MAX_SIDE, SETTINGS_OF, Settings, check, kind_of, load_matrix, rope_settings
 from relviz.check.rope_fit import BASES
 from relviz.figures.check import diff_heatmap
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 P = "ck"  # query-parameter prefix of this page
 MAX_MB = MAX_BYTES // (1024 * 1024)
 
@@ -50,7 +50,7 @@ def run_check(digest: str, kind: str, fit: bool, values: tuple, _matrix):
 def example_text(label: str) -> str:
     kind, cause, shape, settings = EXAMPLES[label]
     matrix = kind_of(kind).variant(cause, shape, settings)
-    return ui.matrix_to_csv(matrix)
+    return downloads.matrix_to_csv(matrix)
 
 
 def load_example() -> None:
@@ -67,7 +67,7 @@ st.markdown(
     "compares it **cell by cell** with its reference, lists the first cells that differ, and names the "
     "likely cause. A cause is named only when relviz has **computed** that mistake for the same settings "
     "and it reproduces your matrix exactly.")
-ui.sign_convention()
+display.sign_convention()
 
 with st.sidebar:
     st.subheader("What you computed")
@@ -94,7 +94,7 @@ with st.sidebar:
     heads = st.slider("heads", 1, 64, 8, key=f"{P}_nh", bind="query-params",
                       disabled=disabled) if "num_heads" in used else 8
     if "head" in used:
-        ui.clamp_state(f"{P}_head", 0, heads - 1)
+        controls.clamp_state(f"{P}_head", 0, heads - 1)
     head = st.number_input("head (from 0)", 0, heads - 1, 0, key=f"{P}_head", bind="query-params",
                            disabled=disabled) if "head" in used else 0
     causal = st.toggle("causal: compare only keys j ≤ i", False, key=f"{P}_causal", bind="query-params",
@@ -148,7 +148,7 @@ def checked(data: bytes | None, name: str):
     if data is None:
         st.info("Upload a file or paste a matrix (or load an example) to check it.", icon=":material/upload_file:")
         return None
-    with ui.user_errors():
+    with display.user_errors():
         matrix = load_matrix(data, name=name)
         return run_check(hashlib.sha256(data).hexdigest(), kind, bool(fit), tuple(sorted(values.items())), matrix)
     return None
@@ -177,7 +177,7 @@ if result is not None:
     with fig_col:
         offset = result.settings.q_offset if "q_offset" in used else 0
         labels = kind_of(kind).labels
-        ui.show_figure(diff_heatmap(result.expected, result.got, result.mismatch, result.compared, q_offset=offset,
+        display.show_figure(diff_heatmap(result.expected, result.got, result.mismatch, result.compared, q_offset=offset,
                                     title="Your matrix against the reference", third=result.third, labels=labels,
                                     axes=kind_of(kind).axes), key=f"{P}_fig")
         st.caption("**Red**: the cell differs from relviz's reference; pale blue: equal; white: not compared. "
@@ -192,7 +192,7 @@ if result is not None:
         st.dataframe(pd.DataFrame([{"setting": key, "value": str(value)}
                                    for key, value in result.used_settings().items()] or [{"setting": "—", "value": ""}]),
                      hide_index=True, width="stretch")
-        st.download_button("Download the reference (CSV)", lambda: ui.matrix_to_csv(result.expected),
+        st.download_button("Download the reference (CSV)", lambda: downloads.matrix_to_csv(result.expected),
                            file_name=f"relviz_reference_{kind}.csv", mime="text/csv", key=f"{P}_dl",
                            on_click="ignore")
 st.caption("The same check on the command line: `python -m relviz check FILE --kind "

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from relviz import experiments as ex
-from relviz.app import ui
+from relviz.app import controls, display, navigation, quotas
 from relviz.figures.experiments import (
     extrapolation_figure,
     memory_wall_figure,
@@ -23,7 +23,7 @@ from relviz.figures.experiments import (
 from relviz.memory import format_bytes
 from relviz.app.training_queue import CAPS, check_work
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 
 P = "ex"  # query-parameter prefix of this page
 #: Tests (and people comparing runs) can point the page at another results file.
@@ -97,8 +97,8 @@ def stat_key(path: Path) -> tuple[str, float, int]:
     return str(path), st_.st_mtime, st_.st_size
 
 
-ui.page_title("Experiments")
-ui.sign_convention(compact=True)
+display.page_title("Experiments")
+display.sign_convention(compact=True)
 INTRO = ("What each scheme can and cannot do. The other pages show what each scheme *computes*; this one shows "
          "what that does to a model: small transformers trained on **shift-by-s** (output the token s places "
          "back, so the answer sits at **j − i = −s**), measured over several seeds. Every number here comes from "
@@ -114,7 +114,7 @@ except ValueError as error:
     st.error(f"Cannot show the experiments: {error}", icon=":material/error:")
     st.info("Recreate the results with `python -m relviz experiments` (about 20 minutes on 2 cores) or "
             "`python -m relviz experiments --quick` (a smoke run).", icon=":material/terminal:")
-    ui.end_page()
+    navigation.end_page()
 
 def run_line(info: dict, created: str) -> str:
     job_cpu = info.get("training_job_cpu_seconds")
@@ -163,7 +163,7 @@ def capped_steps(work_per_step: int, most: int, step: int) -> int:
 def cell_problem(work: int, what: str) -> str | None:
     """Why a live cell cannot run now (too much work, the session's quota), shown under the
     controls with the cell's size; None when it can."""
-    trainings = ui.session_trainings()
+    trainings = quotas.session_trainings()
     problem = None
     try:
         check_work(work, what)
@@ -193,7 +193,7 @@ else:
     threshold = float(st.slider("accuracy that counts as \"resolved\"", 0.5, 1.0, 0.9, 0.05, key=f"{P}_thr",
                                 bind="query-params", format="%.2f",
                                 help="Cells at or above it get a ✓; the text below counts them."))
-    ui.show_figure(overview_fig(*key, threshold), key=f"{P}_fig_overview")
+    display.show_figure(overview_fig(*key, threshold), key=f"{P}_fig_overview")
     st.markdown(INTRO)  # below the main picture, so the picture is on a projector's first screen
     st.caption(PROVENANCE)
     st.markdown(
@@ -223,12 +223,12 @@ else:
         shown = chosen + ([live_state["setting"]] if live_state and live_state["setting"] not in chosen else [])
         if shown:
             fig = detail_fig(*key, tuple(shown), live_json(live_rows), live_label or "live")
-            ui.show_figure(fig, key=f"{P}_fig_detail")
+            display.show_figure(fig, key=f"{P}_fig_detail")
         else:
             st.info("Choose at least one setting to compare.")
     ref_left, ref_right = st.columns([1, 2])
     with ref_left:
-        ui.show_figure(shaw_reference_fig(), key=f"{P}_fig_shaw_ref")
+        display.show_figure(shaw_reference_fig(), key=f"{P}_fig_shaw_ref")
     with ref_right:
         shifts = section["setup"]["shifts"]
         table = pd.DataFrame(
@@ -254,7 +254,7 @@ else:
         live_layers = c2.selectbox("layers", section["setup"]["layers"], key=f"{P}_lo_lay")
         stored_max = section["setup"]["training"]["max_steps"].get(str(live_layers), 500)
         steps_cap = capped_steps(ex.live_offset_work(section, live_layers, 1), 400, 5)
-        ui.clamp_state(f"{P}_lo_steps", 5, steps_cap)
+        controls.clamp_state(f"{P}_lo_steps", 5, steps_cap)
         live_steps = int(c3.slider("max steps per s", 5, steps_cap, max(5, min(100, stored_max, steps_cap)), 5,
                                    key=f"{P}_lo_steps",
                                    help=f"The stored run allowed up to {stored_max}; fewer steps finish sooner "
@@ -264,7 +264,7 @@ else:
         problem = cell_problem(ex.live_offset_work(section, live_layers, live_steps), "this cell")
         if st.button(f"Train {n_s} models (≤ {live_steps} steps each)", key=f"{P}_lo_go", type="primary",
                      disabled=problem is not None):
-            rows = ui.run_guarded(lambda report: ex.live_offset(
+            rows = quotas.run_guarded(lambda report: ex.live_offset(
                 section, live_setting, live_layers, seed=live_seed, max_steps=live_steps, progress=report))
             if rows is not None:
                 label = (f"live: {settings[live_setting]['label']}, {live_layers} "
@@ -297,7 +297,7 @@ else:
     with left:
         fig = extrapolation_fig(*key, live_json(live_state["rows"] if live_state else None),
                                 live_state["label"] if live_state else "live")
-        ui.show_figure(fig, key=f"{P}_fig_extrap")
+        display.show_figure(fig, key=f"{P}_fig_extrap")
     with right:
         st.markdown("Lines: mean over seeds, band: min–max. **✕** at the bottom: the model **cannot run** at that "
                     "length (hover for the reason) — recorded, not crashed.")
@@ -318,7 +318,7 @@ else:
                                     format_func=labels.get)
         stored_max = max(setup["training"]["max_steps"].values())
         steps_cap = capped_steps(ex.live_extrapolation_work(section, 1), 600, 10)
-        ui.clamp_state(f"{P}_le_steps", 10, steps_cap)
+        controls.clamp_state(f"{P}_le_steps", 10, steps_cap)
         live_steps = int(c2.slider("max steps", 10, steps_cap, max(10, min(300, stored_max, steps_cap)), 10,
                                    key=f"{P}_le_steps",
                                    help=f"The stored run allowed up to {stored_max}."))
@@ -326,7 +326,7 @@ else:
         problem = cell_problem(ex.live_extrapolation_work(section, live_steps), "this cell")
         if st.button(f"Train and evaluate at {len(setup['factors'])} lengths", key=f"{P}_le_go", type="primary",
                      disabled=problem is not None):
-            rows = ui.run_guarded(lambda report: ex.live_extrapolation(
+            rows = quotas.run_guarded(lambda report: ex.live_extrapolation(
                 section, live_setting, seed=live_seed, max_steps=live_steps, progress=report))
             if rows is not None:
                 label = f"live: {settings[live_setting]['label']}, seed {live_seed}, ≤ {live_steps} steps"
@@ -357,9 +357,9 @@ else:
     left, right = st.columns([3, 2])
     with left:
         wall, timing = cost_figs(*key, live_json(live_state["rows"] if live_state else None))
-        ui.show_figure(wall, key=f"{P}_fig_wall")
+        display.show_figure(wall, key=f"{P}_fig_wall")
     with right:
-        ui.show_figure(timing, key=f"{P}_fig_time")
+        display.show_figure(timing, key=f"{P}_fig_time")
         st.caption("Diamonds: measured Δpeak (peak resident memory minus the peak before the forward). Lines: "
                    "the analytic size of each structure, fp32; dashed and shaded beyond the longest measured L, "
                    "where they are extrapolated, not measured. The black line is this machine's memory "
@@ -382,7 +382,7 @@ else:
                                  max_selections=3, help="Up to three; 2048 takes a few seconds per case.")
         problem = cell_problem(0, "this measurement")
         if st.button("Measure", key=f"{P}_lc_go", type="primary", disabled=not lengths or problem is not None):
-            rows = ui.run_guarded(lambda report: ex.live_cost(impl, sorted(lengths), chunk=setup["chunk"],
+            rows = quotas.run_guarded(lambda report: ex.live_cost(impl, sorted(lengths), chunk=setup["chunk"],
                                                               progress=report))
             if rows is not None:
                 st.session_state[f"{P}_live_cost"] = {"rows": rows, "impl": impl}

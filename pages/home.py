@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz.app import ui
+from relviz.app import display, navigation
 from relviz.figures.intro import relative_intro_figure, signed_label
 from relviz.snippets import home_snippet
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 
 TOKENS = ["The", "cat", "sat", "on", "the", "mat", "."]
 DEFAULT_QUERY = 2  # "sat": keys on both sides
 
-#: What each page answers, by path; a page added to ui.PAGES later still gets its link.
+#: What each page answers, by path; a page added to navigation.PAGES later still gets its link.
 ANSWERS = {
     "pages/shaw.py": "What is the relative index j − i, and what does Shaw et al.'s clipping at ±k do to it?",
     "pages/t5.py": "How does T5 squeeze every offset into 32 buckets, and where do those buckets go wrong?",
@@ -36,13 +36,13 @@ def picture(query: int):
     return relative_intro_figure(TOKENS, query=query)
 
 
-ui.page_title("relviz: relative position, visible")
+display.page_title("relviz: relative position, visible")
 st.markdown(
     "Attention compares every **query** token i with every **key** token j, and on its own it has no idea "
     "which comes first. An *absolute* encoding stamps each token with its position. A *relative* scheme "
     "gives the attention score the **offset between the two tokens, j − i**, instead: \"the key two "
     "tokens back\" means the same thing anywhere in the sentence.")
-ui.sign_convention(compact=True)
+display.sign_convention(compact=True)
 
 left, right = st.columns([1.25, 1])
 with right:
@@ -50,7 +50,7 @@ with right:
                           bind="query-params"))
 with left:  # the picture right after the slider it follows, before the text beside it: the chart reaches
     # the browser, which then loads plotly.js (most of a fresh visitor's wait), as early as it can
-    ui.show_figure(picture(query), key="home_fig")
+    display.show_figure(picture(query), key="home_fig")
 with right:
     keys = ", ".join(f"*“{token}”* {signed_label(j - query)}" for j, token in enumerate(TOKENS))
     st.markdown(
@@ -64,12 +64,12 @@ with right:
         "buckets (T5), multiply a query by one vector per distance (Music Transformer), or subtract a "
         "penalty proportional to it (ALiBi).")
 with left:
-    ui.code_for_this_view(home_snippet(len(TOKENS)), note="result is the matrix of j − i above.", key="home_code")
+    display.code_for_this_view(home_snippet(len(TOKENS)), note="result is the matrix of j − i above.", key="home_code")
 
 st.subheader("The way through")
 st.caption("In learning order; each page also stands on its own. Every control is in the URL, so a copied "
            "link opens the exact view.")
-for number, page in enumerate((p for p in ui.PAGES if not p.default), start=1):
+for number, page in enumerate((p for p in navigation.PAGES if not p.default), start=1):
     with st.container(gap=None):  # the link directly above what its page answers (no columns: fewer elements)
         st.page_link(page.path, label=f"**{number}. {page.title}**", icon=page.icon)
         st.caption(ANSWERS.get(page.path, ""))

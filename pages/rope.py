@@ -6,7 +6,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from relviz.app import ui
+from relviz.app import controls, display, downloads, navigation
 from relviz.figures.rope import decay_figure, pair_figure, ratio_figure, score_figure, wavelength_figure
 from relviz.rope import (
     ContentScores,
@@ -21,7 +21,7 @@ from relviz.rope import (
 )
 from relviz.rope_pair import rotate_pair
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 
 CPU = "cpu"
 P = "rp"
@@ -133,8 +133,8 @@ def decay_fig(key: tuple, length: int):
     return decay_figure(decay(key, length), length=length, original=config.scaled_from)
 
 
-ui.page_title("RoPE and its scalings")
-ui.sign_convention(compact=True)
+display.page_title("RoPE and its scalings")
+display.sign_convention(compact=True)
 
 preset_map = presets()
 by_label = {label: preset_id for preset_id, (label, _, _) in preset_map.items()}
@@ -175,7 +175,7 @@ if preset == CUSTOM:
 else:
     key = ("preset", preset)
 
-with ui.user_errors():
+with display.user_errors():
     config = config_of(key)
     rule = config.scaling.rope_type
     inv_freq, _, attention = frequencies(key, length)
@@ -183,7 +183,7 @@ with ui.user_errors():
     st.subheader("1 · The rotation: which pairs turn inside the context")
     col_w, col_r = st.columns([3, 2])
     with col_w:
-        ui.show_figure(wavelength_fig(key, length), key=f"{P}_fig_wave")
+        display.show_figure(wavelength_fig(key, length), key=f"{P}_fig_wave")
         st.caption("Pair i rotates by m·θ_i at position m, a full turn every 2π/θ_i positions. Early pairs "
                    "turn many times (fine, local position); the last pairs sweep only a fraction of the circle "
                    "over the whole context (coarse, long-range). A pair that never completed a turn in "
@@ -194,7 +194,7 @@ with ui.user_errors():
             st.markdown("**No scaling rule.** Pick one (custom) or a scaled model to see what it does to "
                         "each pair's frequency.")
         else:
-            ui.show_figure(ratio_fig(key, length), key=f"{P}_fig_ratio")
+            display.show_figure(ratio_fig(key, length), key=f"{P}_fig_ratio")
             st.caption("θ_scaled / θ per pair at this length: 1 = kept (extrapolated), 1/factor = "
                        "interpolated (positions squeezed into the trained range).")
 
@@ -220,7 +220,7 @@ with ui.user_errors():
 
     st.subheader("2 · Why RoPE is relative: one pair, then the whole score matrix")
     pairs = len(inv_freq)
-    ui.clamp_state(f"{P}_pair", 0, pairs - 1)
+    controls.clamp_state(f"{P}_pair", 0, pairs - 1)
     a1, a2, a3 = st.columns(3)
     pair_index = int(a1.slider("frequency pair i", 0, pairs - 1, min(4, pairs - 1), key=f"{P}_pair",
                                bind="query-params", help="Pair i turns by θ_i per position (this model's θ, "
@@ -234,7 +234,7 @@ with ui.user_errors():
     shifted = rotate_pair(PAIR_Q, PAIR_K, theta, query_position=m + shift, key_position=n + shift)
     col_p, col_e = st.columns([3, 2])
     with col_p:
-        ui.show_figure(pair_figure(pair, start, pair_index=pair_index), key=f"{P}_fig_pair")
+        display.show_figure(pair_figure(pair, start, pair_index=pair_index), key=f"{P}_fig_pair")
     with col_e:
         st.markdown(
             f"The query's pair turns by m·θ = {m}·θ, the key's by n·θ = {n}·θ. The angle between them is their "
@@ -257,7 +257,7 @@ with ui.user_errors():
     content = scores(key, length, window, same, seed)
     col_s, col_t = st.columns([3, 2])
     with col_s:
-        ui.show_toeplitz(score_fig(key, length, window, same, seed), key=f"{P}_fig_scores", name="rope_scores")
+        display.show_toeplitz(score_fig(key, length, window, same, seed), key=f"{P}_fig_scores", name="rope_scores")
     with col_t:
         st.markdown(
             "Every query position carries the same unit vector q, every key position the same k; only the "
@@ -268,12 +268,12 @@ with ui.user_errors():
                    f"{content.spread:.1e} (float32 cos/sin, as in transformers).", icon=":material/check_circle:")
         if attention != 1.0:
             st.caption(f"Scores include the attention scaling² = {attention ** 2:.4f}.")
-        ui.offset_vector_downloads(np.arange(-(window - 1), window), content.per_offset.numpy().astype(np.float32),
+        downloads.offset_vector_downloads(np.arange(-(window - 1), window), content.per_offset.numpy().astype(np.float32),
                                    name=f"rope_scores_{preset}_L{window}", key=f"{P}_dl", quantity="score")
 
     st.subheader("3 · The long-term decay, at this length")
     curves = decay(key, length)
-    ui.show_figure(decay_fig(key, length), key=f"{P}_fig_decay")
+    display.show_figure(decay_fig(key, length), key=f"{P}_fig_decay")
     st.caption(
         "RoFormer §3.4.3 bounds |q·k| by max|h_{k+1} − h_k| · (1/P)·Σ_j |S_j|, S_j = Σ_{k<j} e^{i(j−i)θ_k}; the "
         "blue curve is that relative bound divided by its value at distance 0, (P + 1)/2: it falls (with "

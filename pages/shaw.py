@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz.app import ui
+from relviz.app import controls, display, downloads, navigation
 from relviz.figures.shaw import (
     clip_formula,
     embedding_strip,
@@ -16,7 +16,7 @@ from relviz.figures.shaw import (
 from relviz.figures.toeplitz import Window, needs_window
 from relviz.snippets import shaw_snippet
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 P = "sh"  # query-parameter prefix of this page
 
 
@@ -51,17 +51,17 @@ def ablation(k: int):
     return k_ablation_figure(k)
 
 
-ui.page_title("Relative index & Shaw clipping")
-ui.sign_convention(compact=True)
+display.page_title("Relative index & Shaw clipping")
+display.sign_convention(compact=True)
 
 with st.sidebar:  # the lesson's slider first: on a 1280 × 720 projector it is on the first screen
     st.subheader("Clipping")
     k = int(st.slider("clipping distance k", 0, 64, 3, key=f"{P}_clip", bind="query-params",
                       help="Offsets beyond ±k share the end vectors of the table."))
     st.subheader("Lengths")
-    q_len, k_len, q_offset = ui.length_controls(P, q_default=10, k_default=10)
+    q_len, k_len, q_offset = controls.length_controls(P, q_default=10, k_default=10)
     large = needs_window(q_len, k_len)
-    window = ui.window_controls(P, q_len, k_len, q_offset=q_offset)
+    window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
     st.subheader("Parameter count")
     d = int(st.select_slider("vector size d (per head, d_z)", [8, 16, 32, 64, 128, 256, 512, 1024], 64,
                              key=f"{P}_d", bind="query-params"))
@@ -72,7 +72,7 @@ relative, clipped, lookup = matrices(q_len, k_len, k, q_offset, window.row0, win
 
 if large:
     summary = overview(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
-    ui.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+    display.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
                        quantity="index", key=f"{P}_fig_overview",
                        note="Blocks are pooled, never skipped, so the thin band |j − i| ≤ k stays visible as "
                             "a blend instead of vanishing between samples.")
@@ -93,7 +93,7 @@ captions = [
 ]
 for column, item, caption, name in zip(cols, (relative, clipped, lookup), captions, ("relative", "clipped", "index")):
     with column:
-        ui.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
+        display.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
         st.caption(caption)
 if k >= longest > 0:
     lowest, highest = (str(int(v)).replace("-", "−") for v in (values.offset.min(), values.offset.max()))
@@ -111,11 +111,11 @@ st.markdown(
     "Every query *i* looks at every key *j*. A relative scheme does not ask *where* the key is, only "
     "**how far and in which direction**: the offset j − i. Shaw et al. (2018) clip that offset to ±k and "
     "use it to pick one of **2k + 1 learned vectors**, added to the key (a^K) and to the value (a^V).")
-ui.code_for_this_view(shaw_snippet(q_len, k_len, k, q_offset),
+display.code_for_this_view(shaw_snippet(q_len, k_len, k, q_offset),
                       note="result is the lookup index above (the whole matrix, not only the window).",
                       key=f"{P}_code")
 
-ui.show_figure(strip, key=f"{P}_fig_strip")
+display.show_figure(strip, key=f"{P}_fig_strip")
 st.caption(
     (f"**The table itself**: {2 * k + 1} vectors, coloured like the lookup index above. The two end rows "
      f"(offset ≤ −{k} and ≥ {k}) serve every far-away key; hover shows how many cells of this matrix read "
@@ -125,7 +125,7 @@ st.caption(
 
 left, right = st.columns([3, 2])
 with left:
-    ui.show_figure(ablation(k), key=f"{P}_fig_ablation")
+    display.show_figure(ablation(k), key=f"{P}_fig_ablation")
     st.caption("From the paper's Table 2 (base model, EN-DE newstest2013). k = 0 (no position information at "
                "all, as the model has no absolute encoding either) collapses to 12.5 BLEU; from k = 2 on the "
                "score is flat: the exact offset of distant words barely matters for translation.")
@@ -141,11 +141,11 @@ with right:
 
 st.markdown("#### Download the matrix")
 if large:
-    ui.large_matrix_downloads(lookup.values, values.offset, values.index, q_len=q_len, k_len=k_len, window=window,
+    downloads.large_matrix_downloads(lookup.values, values.offset, values.index, q_len=q_len, k_len=k_len, window=window,
                               quantity="index", name="shaw_index", suffix=f"{q_len}x{k_len}_k{k}", key=f"{P}_dl")
 else:
     st.caption(f"The lookup index {clip_formula(k)} + {k}, {q_len} × {k_len}, exact.")
-    ui.matrix_downloads(lookup.values, name=f"shaw_index_{q_len}x{k_len}_k{k}_off{q_offset}", key=f"{P}_dl")
+    downloads.matrix_downloads(lookup.values, name=f"shaw_index_{q_len}x{k_len}_k{k}_off{q_offset}", key=f"{P}_dl")
 
 with st.expander("Clipping and depth: what one layer cannot see", expanded=False):
     if not k:

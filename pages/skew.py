@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from relviz.app import ui
+from relviz.app import display, downloads, navigation
 from relviz.figures.skew import (
     DEMO_DIM,
     bidirectional_steps,
@@ -18,7 +18,7 @@ from relviz.figures.skew import (
 from relviz.memory import format_bytes, relative_term_bytes
 from relviz.snippets import skew_snippet
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 
 MIN_L, MAX_L, DEFAULT_L = 3, 16, 6
 #: label shown (and written to the URL) -> step_figure's colour_by
@@ -49,7 +49,7 @@ def step(title: str, cells, caption: str, *, key: str, colour_by: str, zmax: flo
     st.markdown(f"**{title}**")
     figure = step_figure(cells, colour_by=colour_by, zmax=zmax, length=length, x_title=x_title,
                          y_title=y_title, show_scale=show_scale, width_budget=width_budget)
-    ui.show_figure(figure, key=key)
+    display.show_figure(figure, key=key)
     if not figure.layout.meta["labels"]:
         caption += (" (Cell labels are off at this size, they would overlap: hover a cell for its distance "
                     "and source, or colour by distance.)")
@@ -60,8 +60,8 @@ def fmt(x: float) -> str:
     return f"{x:.1e}" if x else "0"
 
 
-ui.page_title("The skew, step by step")
-ui.sign_convention(compact=True)
+display.page_title("The skew, step by step")
+display.sign_convention(compact=True)
 
 left, middle, right = st.columns([1, 1, 1.4])
 length = left.slider("sequence length L", MIN_L, MAX_L, DEFAULT_L, key="skew_L", bind="query-params")
@@ -134,7 +134,7 @@ with causal_tab:
             "L × L × D tensor. The Music Transformer (Huang et al. 2018) computes **Q E_rᵀ** once, one score per "
             "query and *distance*, then moves every score to its (i, j) cell with a pad, a reshape and a slice: "
             "no gather, only L × D extra memory. Every cell is labelled with the distance its score stands for.")
-        ui.code_for_this_view(skew_snippet(length, seed, bidirectional=False, dim=DEMO_DIM),
+        display.code_for_this_view(skew_snippet(length, seed, bidirectional=False, dim=DEMO_DIM),
                               note="result is step 4 (S_rel before the mask); masked is step 5.", key="skew_code_causal")
         names = {"QE_r^T": "qer", "padded": "padded", "reshaped": "reshaped", "sliced": "skewed",
                  "masked": "masked"}
@@ -142,7 +142,7 @@ with causal_tab:
         choice = names[dl_choice.selectbox("download a step's matrix", list(names), key="skew_dl",
                                            bind="query-params")]
         with dl_buttons:
-            ui.matrix_downloads(cells[choice].values, name=f"skew_{choice}_L{length}_seed{seed}",
+            downloads.matrix_downloads(cells[choice].values, name=f"skew_{choice}_L{length}_seed{seed}",
                                 key="skew_dl_causal")
         dl_note.caption("The masked step's −∞ cells are saved as NaN.")
 
@@ -180,18 +180,18 @@ with bidirectional_tab:
                  "Its lower triangle equals the causal skew's (both tabs share E_r for distances ≤ 0).",
                  key="skew_fig_bi_result", x_title="key j", y_title="query i", width_budget=380, **common)
         with bottom[0]:
-            ui.code_for_this_view(skew_snippet(length, seed, bidirectional=True, dim=DEMO_DIM),
+            display.code_for_this_view(skew_snippet(length, seed, bidirectional=True, dim=DEMO_DIM),
                                   note="result is step 3, S_rel.", key="skew_code_bidir")
         with bottom[1]:
             st.markdown("**The bug this tab avoids**")
-            ui.show_figure(unmasked_error_figure(unmasked_error(demo_inputs(length, seed))),
+            display.show_figure(unmasked_error_figure(unmasked_error(demo_inputs(length, seed))),
                            key="skew_fig_bi_bug")
             st.caption("The causal skew of the first tab, fed to an encoder without its mask: every cell above "
                        "the diagonal holds another query's score for a wrong distance (the pad and the garbage), "
                        "and the softmax uses it. Below the diagonal the error is 0. Transformer-XL's _rel_shift "
                        "has the same upper triangle; several codebases reuse it in encoders.")
         with bottom[0]:
-            ui.matrix_downloads(cells_bi["result"].values, name=f"skew_bidirectional_L{length}_seed{seed}",
+            downloads.matrix_downloads(cells_bi["result"].values, name=f"skew_bidirectional_L{length}_seed{seed}",
                                 key="skew_dl_bi")
 
 st.divider()
@@ -204,7 +204,7 @@ mem_dim = mem_cols[1].number_input("D (model width)", min_value=1, max_value=65_
 mem_heads = mem_cols[2].number_input("H (heads)", min_value=1, max_value=1024, value=8, step=1,
                                      key="skew_mH", bind="query-params")
 dtype_name = mem_cols[3].selectbox("number format", list(DTYPES), key="skew_mdtype", bind="query-params")
-with ui.user_errors():
+with display.user_errors():
     mem = relative_term_bytes(int(mem_length), int(mem_dim), int(mem_heads), DTYPES[dtype_name])
     head_dim = mem.dim // mem.heads
     metric_cols = st.columns(4)

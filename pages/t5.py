@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from relviz.app import ui
+from relviz.app import controls, display, downloads, navigation
 from relviz.figures.shaw import shaw_matrices, shaw_offsets
 from relviz.figures.t5 import (
     bucket_budget_figure,
@@ -25,7 +25,7 @@ from relviz.rope import load_presets
 from relviz.snippets import t5_snippet
 from relviz.t5_notes import t5_notes
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 P = "t5"  # query-parameter prefix of this page
 
 
@@ -111,8 +111,8 @@ def use_nearest_valid(nb: int, md: int, bidir: bool) -> None:
     st.session_state[f"{P}_nb"], st.session_state[f"{P}_md"] = t5_nearest_valid(nb, md, bidir)
 
 
-ui.page_title("T5 relative position buckets")
-ui.sign_convention(compact=True)
+display.page_title("T5 relative position buckets")
+display.sign_convention(compact=True)
 
 with st.sidebar:
     st.subheader("Buckets")
@@ -126,9 +126,9 @@ with st.sidebar:
         + (f", encoder sees ±{e['config']['local_radius']} only" if "local_radius" in e["config"] else "")
         for e in load_presets()["t5"]) + " (num_buckets / max_distance, from each model's config.json or paper).")
     st.subheader("Lengths")
-    q_len, k_len, q_offset = ui.length_controls(P, q_default=32, k_default=32)
+    q_len, k_len, q_offset = controls.length_controls(P, q_default=32, k_default=32)
     large = needs_window(q_len, k_len)
-    window = ui.window_controls(P, q_len, k_len, q_offset=q_offset)
+    window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
     st.subheader("Curve")
     log_x = bool(st.toggle("logarithmic distance axis", False, key=f"{P}_logx", bind="query-params"))
 
@@ -149,7 +149,7 @@ with tab_map:
             if large:
                 summary = overview_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0,
                                           window.rows, window.cols)
-                ui.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+                display.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
                                    quantity="bucket", key=f"{P}_fig_overview",
                                    note="Pooling keeps every bucket edge (a block that straddles one shows a "
                                         "blend); it never skips offsets.")
@@ -157,7 +157,7 @@ with tab_map:
                                  window.cols)
             left, right = st.columns(2)
             with left:
-                ui.show_toeplitz(fig_map, key=f"{P}_fig_map", name="t5_buckets_window")
+                display.show_toeplitz(fig_map, key=f"{P}_fig_map", name="t5_buckets_window")
                 st.caption(
                     f"**The bucket map.** Near the diagonal every offset has its own colour (exact buckets, "
                     f"|j − i| < {info.max_exact}); farther out, bands widen logarithmically"
@@ -167,7 +167,7 @@ with tab_map:
                     + " Hover shows the bucket's range of j − i (the two end buckets go on forever; hover "
                       "stops them at this matrix's edge).")
             with right:
-                ui.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
+                display.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
                 st.caption(
                     f"**Bucket vs distance.** The blue line is the past (j − i = −n), the red one the future "
                     f"(j − i = +n). Shaded bands, labelled above the plot: **exact**, one bucket per distance up "
@@ -184,7 +184,7 @@ with tab_map:
                 "buckets and learns **one scalar per bucket and head**, added to the attention logit. Short "
                 "distances get a bucket each; longer ones share buckets whose width grows logarithmically, up "
                 "to max_distance; everything beyond shares the last bucket.")
-            ui.code_for_this_view(t5_snippet(nb, md, bidir, q_len, k_len, q_offset),
+            display.code_for_this_view(t5_snippet(nb, md, bidir, q_len, k_len, q_offset),
                                   note="result is the bucket map above (the whole matrix, not only the window); "
                                        "score_mod adds T5's learned bias in FlexAttention.",
                                   key=f"{P}_code")
@@ -213,7 +213,7 @@ with tab_map:
             budget, sharing, composition = confusion_figures(nb, md, bidir)
             c1, c1_text = st.columns([3, 2], vertical_alignment="center")
             with c1:
-                ui.show_figure(budget, key=f"{P}_fig_budget")
+                display.show_figure(budget, key=f"{P}_fig_budget")
             with c1_text:
                 st.caption(
                     (f"**\"max_exact halved twice?\"** Yes, on purpose: {nb} buckets → {info.buckets_per_direction} "
@@ -225,12 +225,12 @@ with tab_map:
                      "upper triangle of the map above)."))
             c2, c3 = st.columns(2)
             with c2:
-                ui.show_figure(sharing, key=f"{P}_fig_sharing")
+                display.show_figure(sharing, key=f"{P}_fig_sharing")
                 st.caption("**Shared across layers:** T5 computes the bias once, in the first layer of a stack, "
                            "and every layer adds the same [num_buckets × heads] table. UMT5 learns a table in "
                            "every layer (layers × as many parameters). Encoder and decoder have their own.")
             with c3:
-                ui.show_figure(composition, key=f"{P}_fig_composition")
+                display.show_figure(composition, key=f"{P}_fig_composition")
                 st.caption(f"**One layer is blind inside a bucket** (yellow: distances that share a bucket get the "
                            f"same bias). Stacked layers can compose exact hops of up to {info.max_exact - 1}: "
                            f"two layers can in principle locate every distance up to "
@@ -240,12 +240,12 @@ with tab_map:
             st.markdown("#### Download the bucket map")
             values = offsets(q_len, k_len, nb, md, bidir, q_offset)
             if large:
-                ui.large_matrix_downloads(fig_map.values, values.offset, values.bucket, q_len=q_len, k_len=k_len,
+                downloads.large_matrix_downloads(fig_map.values, values.offset, values.bucket, q_len=q_len, k_len=k_len,
                                           window=window, quantity="bucket", name="t5_buckets",
                                           suffix=f"{q_len}x{k_len}_{nb}_{md}", key=f"{P}_dl")
             else:
                 st.caption(f"The bucket of every (i, j), {q_len} × {k_len}, exact.")
-                ui.matrix_downloads(fig_map.values, name=f"t5_buckets_{q_len}x{k_len}_{nb}_{md}_off{q_offset}",
+                downloads.matrix_downloads(fig_map.values, name=f"t5_buckets_{q_len}x{k_len}_{nb}_{md}_off{q_offset}",
                                     key=f"{P}_dl")
         else:
             st.info("The bucket map, curve and ranges appear once the setting is valid (see the message above).",
@@ -261,7 +261,7 @@ with tab_precision:
     if tab_precision.open is not False:
         if info.valid:
             figure, change_rows, edge_rows, max_offset = precision_view(nb, md, bidir)
-            ui.show_figure(figure, key=f"{P}_fig_precision")
+            display.show_figure(figure, key=f"{P}_fig_precision")
             st.caption(
                 f"relviz computes T5's buckets like Hugging Face's T5: float32, dividing. The markers show, for "
                 f"j − i within ±{max_offset}, the offsets whose bucket changes when the same formula runs in "
@@ -283,7 +283,7 @@ with tab_precision:
                     st.markdown("None for this setting: no exact value of the formula sits on an integer. "
                                 "Try num_buckets 34, max_distance 27 (j − i = −18: Hugging Face 13, Mesh "
                                 "TensorFlow 14).")
-            ui.code_for_this_view(
+            display.code_for_this_view(
                 "import torch\nfrom relviz.positions import t5_bucket\n"
                 "from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf, mesh_tf_edges\n\n"
                 f"settings = dict(num_buckets={nb}, max_distance={md}, bidirectional={bidir})\n"
@@ -308,13 +308,13 @@ with tab_compare:
         left, right = st.columns(2)
         with left:
             shaw = shaw_index_figure(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
-            ui.show_toeplitz(shaw, key=f"{P}_fig_cmp_shaw", name="shaw_index_window")
+            display.show_toeplitz(shaw, key=f"{P}_fig_cmp_shaw", name="shaw_index_window")
             st.caption(
                 f"**Shaw, k = {k}:** {2 * k + 1} table rows. Exact inside |j − i| ≤ {k}, then a hard cut: every "
                 f"key farther than {k} reads the same end row. The tables hold vectors (size d), one pair per "
                 "layer, shared across heads.")
             if k:
-                ui.show_figure(seed_table_figure(k), key=f"{P}_fig_seed_table")
+                display.show_figure(seed_table_figure(k), key=f"{P}_fig_seed_table")
                 st.caption(f"**Not T5: a \"T5 encoder\" that clips.** A seed notebook's \"T5RelativePositionalEncoder\" "
                            f"clips j − i to ±max_position (here {k}) and looks it up in a table of max_position² "
                            f"rows: Shaw-style clipping, the picture on the left, with {k * k - (2 * k + 1)} rows "
@@ -323,7 +323,7 @@ with tab_compare:
             if info.valid:
                 t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
                                     window.cols)
-                ui.show_toeplitz(t5_fig, key=f"{P}_fig_cmp_t5", name="t5_buckets_window")
+                display.show_toeplitz(t5_fig, key=f"{P}_fig_cmp_t5", name="t5_buckets_window")
                 st.caption(
                     f"**T5, {nb} buckets:** exact up to |j − i| < {info.max_exact}, then logarithmic bands up to "
                     f"{info.last_start}, then one last bucket. Far offsets are coarse but not all equal. The table "

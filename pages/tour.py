@@ -4,20 +4,19 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from relviz.app import tours
+from relviz.app import lecture_mode, navigation, tours
 
-from relviz.app import ui
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 P = "tour"  # widget-key prefix of this page (the tour itself travels in the ?tour= link value)
 
 # The presenter view: a second tab opened from the presenter bar's "Notes" (?lecture=ID) follows the tour
 # the audience's tab shows: this step's note, what comes next, every step.
-if st.query_params.get(ui.LECTURE_PARAM):
+if st.query_params.get(lecture_mode.LECTURE_PARAM):
     st.title("Presenter view")
-    ui.presenter_view(st.query_params.get(ui.LECTURE_PARAM))
-    ui.end_page()
+    lecture_mode.presenter_view(st.query_params.get(lecture_mode.LECTURE_PARAM))
+    navigation.end_page()
 
-TITLES = {page.path.removeprefix("pages/").removesuffix(".py"): page.title for page in ui.PAGES}
+TITLES = {page.path.removeprefix("pages/").removesuffix(".py"): page.title for page in navigation.PAGES}
 
 
 def share_link(code: str) -> str:
@@ -34,7 +33,7 @@ def steps_table(tour: tours.Tour) -> pd.DataFrame:
 
 
 def move(index: int, by: int) -> None:
-    draft = st.session_state[ui.DRAFT_STATE]
+    draft = st.session_state[lecture_mode.DRAFT_STATE]
     target = index + by
     if 0 <= target < len(draft):
         draft[index], draft[target] = draft[target], draft[index]
@@ -42,7 +41,7 @@ def move(index: int, by: int) -> None:
 
 
 def remove(index: int) -> None:
-    del st.session_state[ui.DRAFT_STATE][index]
+    del st.session_state[lecture_mode.DRAFT_STATE][index]
     _forget_step_widgets()
 
 
@@ -53,7 +52,7 @@ def _forget_step_widgets() -> None:
 
 
 def adopt(tour: tours.Tour) -> None:
-    st.session_state[ui.DRAFT_STATE] = list(tour.steps)
+    st.session_state[lecture_mode.DRAFT_STATE] = list(tour.steps)
     st.session_state[f"{P}_title"] = tour.title
     _forget_step_widgets()
 
@@ -87,7 +86,7 @@ st.caption(f"{len(tour.steps)} steps" + (f", about {minutes} minutes (the sum of
 start_col, at_col, copy_col = st.columns([2, 1.3, 1.7], vertical_alignment="bottom")
 first = at_col.number_input("start at step", 1, len(tour.steps), 1, key=f"{P}_at", bind="query-params")
 if start_col.button("▶ Start presenting", key=f"{P}_start", type="primary", width="stretch"):
-    ui.go_to_step(tour, int(first) - 1)
+    lecture_mode.go_to_step(tour, int(first) - 1)
 copy_col.button("Copy into my tour to edit", key=f"{P}_adopt", on_click=adopt, args=(tour,), width="stretch")
 # a static table wraps each note in its cell (a data grid's cells are one line each: long notes scrolled sideways)
 st.table(steps_table(tour), hide_index=True)
@@ -101,7 +100,7 @@ st.markdown(
     "Check my implementation and Lecture mode have no such button: they are tools whose picture comes from a "
     "model, a file or a tour, not views a tour can return to.")
 
-draft: list[tours.Step] = st.session_state.setdefault(ui.DRAFT_STATE, [])
+draft: list[tours.Step] = st.session_state.setdefault(lecture_mode.DRAFT_STATE, [])
 loaded = st.file_uploader("Open a tour file (.json)", type=["json"], key=f"{P}_file", max_upload_size=1,
                           help=f"A file saved from this page: at most {tours.MAX_JSON_BYTES // 1000} kB, "
                                "checked before use.")
@@ -139,7 +138,7 @@ else:
     if mine is not None:
         present, download = st.columns(2)
         if present.button("▶ Present my tour", key=f"{P}_mine", type="primary", width="stretch"):
-            ui.go_to_step(mine, 0)
+            lecture_mode.go_to_step(mine, 0)
         download.download_button("Download the tour file (.json)", tours.dumps(mine), file_name="relviz-tour.json",
                                  mime="application/json", key=f"{P}_dl", width="stretch", on_click="ignore")
         try:

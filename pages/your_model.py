@@ -13,7 +13,7 @@ import streamlit as st
 
 from relviz import hf, layer_views
 
-from relviz.app import ui
+from relviz.app import controls, display, navigation
 from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
 from relviz.figures.layers import strip_figure, view_figure, with_selected
 from relviz.figures.toeplitz import toeplitz_view
@@ -24,7 +24,7 @@ from relviz.positions import t5_bias_offsets, t5_config
 from relviz.schemes.views import relative_share
 from relviz.t5_notes import last_bucket_start
 
-ui.ensure_app_navigation()
+navigation.ensure_app_navigation()
 
 P = "ym"
 PRESET_MARK = " (published config)"
@@ -104,9 +104,9 @@ def pick_layer(chart_key: str, layer_key: str) -> None:
 
 def show_strip(kind: str, target: str, stack: str, layer: int, *, chart_key: str, layer_key: str,
                title: str = "") -> None:
-    export = st.session_state.get(ui.EXPORT_KEY) or st.query_params.get(ui.EXPORT_KEY) or "PNG"
+    export = st.session_state.get(display.EXPORT_KEY) or st.query_params.get(display.EXPORT_KEY) or "PNG"
     st.plotly_chart(with_selected(strip_base(kind, target, stack, title), layer), key=chart_key, width="stretch",
-                    config=ui.plotly_config(export), on_select=lambda: pick_layer(chart_key, layer_key),
+                    config=display.plotly_config(export), on_select=lambda: pick_layer(chart_key, layer_key),
                     selection_mode="points")
 
 
@@ -114,14 +114,14 @@ def show_views(shown: list, *, key: str) -> None:
     for n, (view, figure) in enumerate(shown):
         st.markdown(f"**{view.title}**")
         if figure is not None:
-            ui.show_figure(figure, key=f"{key}_{n}")
+            display.show_figure(figure, key=f"{key}_{n}")
             st.caption(view.caption)
         else:
             st.caption(view.text)
 
 
 def layer_control(key: str, layers: int, label: str, container) -> int:
-    ui.clamp_state(key, 0, layers - 1)
+    controls.clamp_state(key, 0, layers - 1)
     if layers == 1:
         return 0
     return int(container.slider(label, 0, layers - 1, 0, key=key, bind="query-params",
@@ -136,7 +136,7 @@ st.markdown(
     "position). Learned positions (T5's bucket biases, a learned absolute table) live in a checkpoint's weights: "
     "they appear for the models the server's operator lists in `RELVIZ_MODELS` (model directories with "
     "config.json and *.safetensors; see the README).")
-ui.sign_convention(compact=True)
+display.sign_convention(compact=True)
 
 options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))
 c_model, c_len, c_layer = st.columns([3.2, 1.6, 2.2])
@@ -147,7 +147,7 @@ picked_length = c_len.select_slider("context length", LENGTHS, value=OWN, key=f"
                                    help="Where the views are drawn: the model's own max_position_embeddings "
                                         "(own), or shorter.")
 chosen_length = 0 if picked_length == OWN else int(picked_length)
-with ui.user_errors():
+with display.user_errors():
     kind, target = options[label]
     positions = positions_of(kind, target)
     own = own_length(kind, target)
@@ -238,7 +238,7 @@ with ui.user_errors():
         curve = hf.bias_curve(positions, stack=t5_stack, layer=table_layer, extent=extent)
         table_bias = positions.layer(table_layer, stack=t5_stack).find(T5Bias)
         nb, md, both = table_bias.num_buckets, table_bias.max_distance, table_bias.bidirectional
-        ui.show_figure(bias_curve_figure(curve), key=f"{P}_fig_t5curve")
+        display.show_figure(bias_curve_figure(curve), key=f"{P}_fig_t5curve")
         st.caption(f"Each head's learned bias against j − i; dotted lines are bucket edges "
                    f"({nb} buckets, max_distance {md}: exact up to "
                    f"|j − i| = {t5_config(nb, md, both).max_exact - 1}, one bucket from "
@@ -253,7 +253,7 @@ with ui.user_errors():
                                      bidirectional=both)[head - 1].numpy()
         heat = toeplitz_view(per_offset.astype(np.float32), L, L, value_label="bias",
                              colorscale="RdBu_r", zmid=0.0, height=460)
-        ui.show_toeplitz(heat, key=f"{P}_fig_t5map", name=f"t5_bias_head{head}_{L}")
+        display.show_toeplitz(heat, key=f"{P}_fig_t5map", name=f"t5_bias_head{head}_{L}")
         st.caption(f"Head {head}'s bias map ({t5_stack}, table of layer {table_layer}): exactly what the model adds "
                    "to its logits (transformers' compute_bias), constant along each diagonal.")
     if absolute is not None and absolute.table is not None:
@@ -264,7 +264,7 @@ with ui.user_errors():
         learned = hf.learned_similarity(positions, n)
         c_fig, c_txt = st.columns([3, 1])
         with c_fig:
-            ui.show_figure(similarity_figure(learned), key=f"{P}_fig_learned")
+            display.show_figure(similarity_figure(learned), key=f"{P}_fig_learned")
         with c_txt:
             share = relative_share(learned.cosine, n)
             st.metric("how Toeplitz is it", f"{share:.1%}",
@@ -286,7 +286,7 @@ with ui.user_errors():
             st.caption(f"{len(tokens)} tokens: " + " ".join(tokens[:hf.MAX_TOKENS]) +
                        " — every layer (rows) and head (columns), eager attention, "
                        + ("the encoder's self-attention." if "encoder" in positions.stack_names else "self-attention."))
-            ui.show_figure(attention_grid(weights, tokens=tokens, shared_scale=True), key=f"{P}_fig_attention")
+            display.show_figure(attention_grid(weights, tokens=tokens, shared_scale=True), key=f"{P}_fig_attention")
             st.caption(f"One colour scale for every head, up to the largest weight from row "
                        f"{colour_rows(len(tokens))} on (the first rows see few keys, so a causal model's weights "
                        "there are large by necessity: they show in the top colour). Hover for i, j, j − i and "

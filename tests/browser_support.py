@@ -106,7 +106,7 @@ def wait_for_app(page, timeout_ms: int = 60000) -> None:
 def main(out_dir: str = "test-artifacts/screens") -> None:
     from playwright.sync_api import sync_playwright
 
-    from relviz.app.ui import PAGES
+    from relviz.app.navigation import PAGES
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,7 @@ def _entries() -> dict[tuple[str, str], list[int]]:
 
 
 def measure(pages: list[str] | None = None) -> dict:
-    from relviz.app.ui import PAGES
+    from relviz.app.navigation import PAGES
 
     config.set_option("server.enableExpensiveMemoryStats", True)
     names = pages or [Path(info.path).stem for info in PAGES]

@@ -107,7 +107,7 @@ async def open_at_once(base: str, visits: list[tuple[str, str]], timeout_s: floa
 
 def class_arriving(sessions: int) -> list[tuple[str, str]]:
     """``sessions`` first visits spread over every page (deep links, as a shared link would open them)."""
-    from relviz.app.ui import PAGES
+    from relviz.app.navigation import PAGES
 
     names = [Path(page.path).stem for page in PAGES]
     return [(names[i % len(names)], "") for i in range(sessions)]

@@ -704,7 +704,7 @@ def run_load(*, sessions: int = 24, moves: int = 3, deadline_s: float = 1800.0, 
     """Start a server (or ``processes`` of them behind nginx), run the sessions against it, return the
     figures (see the module docstring). Behind the proxy the memory, session and cache figures are the
     processes' sums, and ``sessions_per_process`` says how the proxy spread the sessions."""
-    from relviz.app.ui import PAGES
+    from relviz.app.navigation import PAGES
 
     pages = list(pages or [info for info in PAGES if Path(info.path).stem not in NOT_MOVED])
     started = time.perf_counter()

@@ -38,7 +38,7 @@ CANVAS = "relviz_toeplitz_canvas"
 
 
 def canvases(at) -> list[dict]:
-    """Every picture relviz's canvas component draws (relviz.app.ui.show_toeplitz), as the JSON it receives."""
+    """Every picture relviz's canvas component draws (relviz.app.display.show_toeplitz), as the JSON it receives."""
     return [json.loads(element.proto.json) for element in at.get("bidi_component")
             if element.proto.component_name == CANVAS]
 

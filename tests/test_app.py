@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relviz.app.ui import PAGES
+from relviz.app.navigation import PAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,12 +21,12 @@ def test_every_registered_page_exists_and_every_page_file_is_registered():
 
 @pytest.mark.parametrize("page", PAGES, ids=[Path(p.path).stem for p in PAGES])
 def test_page_routes_deep_links_through_app_py(page):
-    """Each page calls ui.ensure_app_navigation() at module level, before drawing anything."""
+    """Each page calls navigation.ensure_app_navigation() at module level, before drawing anything."""
     tree = ast.parse((ROOT / page.path).read_text())
     calls = [node for node in tree.body if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)]
     first_call = calls[0].value if calls else None
-    assert first_call is not None and ast.unparse(first_call.func) == "ui.ensure_app_navigation", \
-        f"{page.path}: the first statement that does something must be ui.ensure_app_navigation()"
+    assert first_call is not None and ast.unparse(first_call.func) == "navigation.ensure_app_navigation", \
+        f"{page.path}: the first statement that does something must be navigation.ensure_app_navigation()"
 
 
 def test_app_opens_on_the_landing_page_without_errors():
@@ -37,12 +37,12 @@ def test_app_opens_on_the_landing_page_without_errors():
 
 def test_no_page_calls_st_stop():
     """app.py draws the sidebar after the page, and Streamlit draws nothing after st.stop(): a page ends
-    early with ui.end_page(), which app.py catches."""
+    early with navigation.end_page(), which app.py catches."""
     for page in PAGES:
         tree = ast.parse((ROOT / page.path).read_text())
         stops = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
                  and ast.unparse(node.func) in ("st.stop", "streamlit.stop")]
-        assert not stops, f"{page.path} calls st.stop() on line(s) {stops}; use ui.end_page()"
+        assert not stops, f"{page.path} calls st.stop() on line(s) {stops}; use navigation.end_page()"
 
 
 def _sidebar_links(at: AppTest) -> list[str]:
@@ -50,7 +50,7 @@ def _sidebar_links(at: AppTest) -> list[str]:
 
 
 def test_the_sidebar_is_drawn_after_a_page_that_ends_early(monkeypatch, tmp_path):
-    """The experiments page without results shows its error and ends (ui.end_page); the sidebar, which
+    """The experiments page without results shows its error and ends (navigation.end_page); the sidebar, which
     app.py fills after the page, still holds every page link, the convention and the export control."""
     monkeypatch.setenv("RELVIZ_EXPERIMENTS_RESULTS", str(tmp_path / "missing.json"))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)

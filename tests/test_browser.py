@@ -18,7 +18,7 @@ from browser_support import (
     page_url,
     wait_for_app,
 )
-from relviz.app.ui import PAGES
+from relviz.app.navigation import PAGES
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from browser_support import REPO, app_server
 from cold_start_support import class_arriving, open_at_once
 
-from relviz.app.ui import PAGES
+from relviz.app.navigation import PAGES
 
 SESSIONS = 13
 TITLES = [page.title for page in PAGES]
@@ -75,7 +75,7 @@ def test_a_figure_drawn_while_another_session_is_still_importing_pandas():
         import numpy as np
         import plotly.graph_objects as go
         import plotly.io as pio
-        from relviz.app.ui import preload_shared_modules
+        from relviz.app.navigation import preload_shared_modules
 
         half = types.ModuleType("pandas")
         half.__spec__ = importlib.machinery.ModuleSpec("pandas", None)

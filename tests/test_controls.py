@@ -1,6 +1,6 @@
 """Every control of every page, driven to its limits (AppTest): min, max, random values, random orders.
 
-For each page in relviz.app.ui.PAGES the test discovers every widget on the rendered page (sliders,
+For each page in relviz.app.navigation.PAGES the test discovers every widget on the rendered page (sliders,
 select sliders, number inputs, select boxes, radios, segmented controls, toggles, checkboxes,
 text inputs and areas, buttons, keyed tabs) and moves them, re-discovering after every move
 because controls come and go (the window sliders appear above 512 per side, the "nearest valid
@@ -63,7 +63,7 @@ from streamlit.testing.v1.element_tree import (
     Widget,
 )
 
-from relviz.app.ui import PAGES
+from relviz.app.navigation import PAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -626,7 +626,7 @@ def test_every_control_at_its_limits(path, page_data):
 URL_JUNK = ["abc", "😀", "-99999999999999999999", "1e308", "nan", "2.5", "", "%00", "x" * 5000, "[1, 2]"]
 #: Numbers no control can take: non-finite once parsed (Python's int() of them overflowed before) or too
 #: large for a float. Every URL-bound control of every page gets each (every other spelling, e.g. "1e999",
-#: "+inf", "-nan", is checked against ui.url_value_problem, the one function that drops them).
+#: "+inf", "-nan", is checked against links.url_value_problem, the one function that drops them).
 URL_NON_FINITE = ["inf", "-Infinity", "NaN", "9" * 400]
 
 
@@ -750,7 +750,7 @@ def test_links_the_app_makes_are_taken_without_notice(path, page_data):
 
 def test_url_value_problem_names_every_non_finite_spelling():
     """The public check every link relviz builds goes through (tours): numbers no control can take."""
-    from relviz.app.ui import url_value_problem, usable_link_params
+    from relviz.app.links import url_value_problem, usable_link_params
 
     for value in URL_NON_FINITE + ["1e999", "-1e999", "+inf", "-nan", " Infinity ", "1E400", ["3", "inf"]]:
         assert url_value_problem(value) == "not a finite number", value

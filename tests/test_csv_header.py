@@ -6,7 +6,7 @@ import io
 import numpy as np
 import pandas as pd
 
-from relviz.app.ui import matrix_to_csv, offset_vector_csv
+from relviz.app.downloads import matrix_to_csv, offset_vector_csv
 
 
 def test_matrix_csv_has_a_header_row_and_row_labels():

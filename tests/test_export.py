@@ -14,7 +14,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relviz.app.ui import EXPORT_KEY
+from relviz.app.display import EXPORT_KEY
 from test_requirements import ROOT
 from test_show import _monotone, _scale_lightness
 

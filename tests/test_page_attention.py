@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, title, trace
-from relviz.app import ui
+from relviz.app import quotas
 from relviz.inspection import random_text
 from relviz.model import SCHEMES
 from relviz.positions import alibi_bias, shaw_clip_index, t5_bucket_map
@@ -232,7 +232,7 @@ def test_training_caps_and_busy_server_give_clear_messages():
     assert "Another training is running" in error_text(at)
     assert len(at.selectbox(key="at_ck").options) == len(SCHEMES)
 
-    at.session_state[ui.SESSION_TRAININGS_KEY].started = CAPS.max_trainings_per_session
+    at.session_state[quotas.SESSION_TRAININGS_KEY].started = CAPS.max_trainings_per_session
     at.run()
     assert "limit per session" in error_text(at) and at.button(key="at_train").disabled
 

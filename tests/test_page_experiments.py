@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from page_support import run_page
 from plotly_data import charts, decode, find
 from relviz import experiments as ex
-from relviz.app import ui
+from relviz.app import quotas
 from relviz.app.training_queue import CAPS, GATE
 
 ENV = "RELVIZ_EXPERIMENTS_RESULTS"
@@ -140,12 +140,12 @@ def test_live_cells_go_through_the_training_guard(monkeypatch, tiny_file):
     assert any("Another training is running" in e.value for e in at.error)
     detail = find(charts(at), "Accuracy against shift s")
     assert not [t for t in traces(detail, "scatter") if str(t.get("name", "")).startswith("live:")]
-    assert at.session_state[ui.SESSION_TRAININGS_KEY].started == 0
+    assert at.session_state[quotas.SESSION_TRAININGS_KEY].started == 0
 
     at.button(key="ex_lo_go").click().run()           # the slot is free again: it runs and counts
-    assert not at.error and at.session_state[ui.SESSION_TRAININGS_KEY].started == 1
+    assert not at.error and at.session_state[quotas.SESSION_TRAININGS_KEY].started == 1
 
-    at.session_state[ui.SESSION_TRAININGS_KEY].started = CAPS.max_trainings_per_session
+    at.session_state[quotas.SESSION_TRAININGS_KEY].started = CAPS.max_trainings_per_session
     at.run()
     assert at.button(key="ex_lo_go").disabled and at.button(key="ex_le_go").disabled
     assert any("limit per session" in e.value for e in at.error)

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from relviz.figures.heatmap import make_readable
 from relviz.positions import relative_positions
-from relviz.app.ui import PAGES
+from relviz.app.navigation import PAGES
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

@@ -9,8 +9,7 @@ from plotly_data import decode
 from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
-from relviz.app import tours
-from relviz.app import ui
+from relviz.app import lecture_mode, tours
 from relviz.check import SIGN, Settings, variant_matrix
 from relviz.positions import t5_bucket_map
 from relviz.schemes import get_scheme
@@ -115,7 +114,7 @@ def click_bar(at: AppTest, key: str) -> AppTest:
     """Click a presenter-bar button on the step's page. AppTest runs the page it was last told to
     (at.switch_page); the app's own st.switch_page changes what is drawn, not that, so point it at
     the page on screen first."""
-    tour, index = at.session_state[ui.TOUR_STATE]
+    tour, index = at.session_state[lecture_mode.TOUR_STATE]
     at.switch_page(f"pages/{tour.steps[index].page}.py")
     at.button(key=key).click().run()
     assert not at.exception, at.exception
@@ -127,7 +126,7 @@ def test_presenting_walks_the_steps_with_the_exact_views():
     at.switch_page("pages/tour.py").run()
     at.button(key="tour_start").click().run()
     assert not at.exception, at.exception
-    assert at.session_state[ui.TOUR_STATE][1] == 0
+    assert at.session_state[lecture_mode.TOUR_STATE][1] == 0
     assert at.slider(key="home_q").value == 2       # step 1: the landing page
     assert any(m.value.startswith(f"**1 / {len(tours.BUILTIN.steps)} · Relative position is j − i**") for m in at.markdown)
     assert not at.title and not at.info            # the bar stands in for the page's title and sign note
@@ -144,7 +143,7 @@ def test_presenting_walks_the_steps_with_the_exact_views():
     click_bar(at, "tour_prev")                      # back: bidirectional again, nothing left over
     assert at.toggle(key="t5_bi").value is True and at.number_input(key="t5_q").value == 128
     click_bar(at, "tour_end")
-    assert ui.TOUR_STATE not in at.session_state and at.title[0].value == "Lecture mode"
+    assert lecture_mode.TOUR_STATE not in at.session_state and at.title[0].value == "Lecture mode"
 
 
 def test_a_teacher_collects_views_and_shares_them():
@@ -158,26 +157,26 @@ def test_a_teacher_collects_views_and_shares_them():
     at.query_params.clear()
     at.switch_page("pages/skew.py").run()
     at.button(key="tour_collect").click().run()
-    draft = at.session_state[ui.DRAFT_STATE]
+    draft = at.session_state[lecture_mode.DRAFT_STATE]
     assert [(s.page, s.params.get("t5_nb")) for s in draft] == [("t5", "16"), ("skew", None)]
     at.switch_page("pages/tour.py").run()
     at.text_input(key="tour_title").set_value("Buckets, then the skew").run()
     at.text_area(key="tour_sn0").set_value("Sixteen buckets: eight per direction.").run()
     at.button(key="tour_down0").click().run()  # reorder: the skew first
-    assert [s.page for s in at.session_state[ui.DRAFT_STATE]] == ["skew", "t5"]
+    assert [s.page for s in at.session_state[lecture_mode.DRAFT_STATE]] == ["skew", "t5"]
     assert not at.code  # the link is in a text box: no code block (it loads a 1.5 MB highlighter)
     shared = tours.decode(at.text_input(key="tour_link").value.split(f"{tours.TOUR_PARAM}=")[1])
     assert shared.title == "Buckets, then the skew"
     assert [s.page for s in shared.steps] == ["skew", "t5"]
     assert shared.steps[1].params == {"t5_nb": "16"} and shared.steps[1].note.startswith("Sixteen")
     at.button(key="tour_del0").click().run()
-    assert [s.page for s in at.session_state[ui.DRAFT_STATE]] == ["t5"]
+    assert [s.page for s in at.session_state[lecture_mode.DRAFT_STATE]] == ["t5"]
     # the box follows the tour (a keyed box would keep the old link)
     assert [s.page for s in tours.decode(at.text_input(key="tour_link").value.split("=", 1)[1]).steps] == ["t5"]
     # the tool pages say where the button is not and why
     at.switch_page("pages/check.py").run()
     assert not at.sidebar.button or all(b.key != "tour_collect" for b in at.sidebar.button)
-    assert any(c.value == ui.NO_TOUR_STEP for c in at.sidebar.caption)
+    assert any(c.value == lecture_mode.NO_TOUR_STEP for c in at.sidebar.caption)
 
 
 def test_a_schemes_own_parameter_is_collected_and_presented():
@@ -189,7 +188,7 @@ def test_a_schemes_own_parameter_is_collected_and_presented():
     at.switch_page("pages/attention.py").run()
     assert at.slider(key="at_t_clip").value == 5
     at.button(key="tour_collect").click().run()
-    (step,) = at.session_state[ui.DRAFT_STATE]
+    (step,) = at.session_state[lecture_mode.DRAFT_STATE]
     assert step.params["at_tsch"] == "shaw" and step.params["at_t_clip"] == "5"
     at.slider(key="at_t_clip").set_value(7).run()
     at.query_params.clear()
@@ -209,10 +208,10 @@ def test_the_presenter_view_follows_the_lecture():
     at = _app()
     at.switch_page("pages/tour.py").run()
     at.button(key="tour_start").click().run()
-    lecture_id = at.session_state[ui.LECTURE_STATE]
+    lecture_id = at.session_state[lecture_mode.LECTURE_STATE]
     click_bar(at, "tour_next")                      # the audience on step 2
     presenter = AppTest.from_file(APP, default_timeout=60)
-    presenter.query_params[ui.LECTURE_PARAM] = lecture_id
+    presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
     presenter.switch_page("pages/tour.py").run()
     assert not presenter.exception, presenter.exception
     assert any(m.value.startswith("### 2 / 14 · Shaw et al.") for m in presenter.markdown)

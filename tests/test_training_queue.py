@@ -299,13 +299,11 @@ def test_the_app_counts_a_visitor_across_sessions(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     from relviz.app import training_queue
-
-    from relviz.app import ui
     ledger = RunLedger(TrainingCaps(max_trainings_per_session=2))
     monkeypatch.setattr(training_queue, "LEDGER", ledger)
-    script = ("from relviz.app import ui\n"
-              "ui.visitor_key = lambda: ('cookie:same', 'addr')\n"
-              "t = ui.session_trainings()\n"
+    script = ("from relviz.app import quotas\n"
+              "quotas.visitor_key = lambda: ('cookie:same', 'addr')\n"
+              "t = quotas.session_trainings()\n"
               "import streamlit as st\n"
               "st.write(f'left {t.runs_left}')\n"
               "if st.button('go'):\n"

@@ -3,7 +3,7 @@
 Everything else in relviz and pages/ uses public API only. Each piece below names the internal it
 uses, why no public route does the job (tried: see each docstring), and what would replace it.
 tests/test_streamlit_internals.py pins the Streamlit behaviour these rely on, by name, so a Streamlit
-release that moves them fails there. Imported only by relviz.app.ui (the app side); never by the library.
+release that moves them fails there. Imported only by relviz.app's page-support modules (navigation, quotas, lecture_mode); never by the library.
 """
 from __future__ import annotations
 

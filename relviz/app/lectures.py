@@ -3,7 +3,7 @@
 A teacher presents a tour in one tab (the audience's: the projector shows the picture and the step's
 title) and opens the presenter view in a second tab (notes, the step list, the next step). Two tabs are
 two Streamlit sessions, so the step they share lives here, in a :class:`Lectures` registry that the app
-keeps once per server (``relviz.app.ui`` holds it in ``st.cache_resource``; this module creates no instance
+keeps once per server (``relviz.app.lecture_mode`` holds it in ``st.cache_resource``; this module creates no instance
 and imports no streamlit). The audience's tab moves the lecture; the presenter view follows by reading it.
 
 A lecture is found by an unguessable id (the presenter link carries it). The registry is bounded: the

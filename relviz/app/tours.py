@@ -147,7 +147,7 @@ _LENGTH = MAX_LENGTH  # the pages' longest query/key length
 
 
 def _length_params(prefix: str) -> dict[str, Param]:
-    """The keys relviz.app.ui's length and window controls bind (query/key length, offset, window)."""
+    """The keys relviz.app.controls' length and window controls bind (query/key length, offset, window)."""
     return {f"{prefix}_q": _int(1, _LENGTH), f"{prefix}_k": _int(1, _LENGTH),
             f"{prefix}_off": _int(-_LENGTH, _LENGTH, dynamic=True), f"{prefix}_ws": _int(16, 512, dynamic=True),
             f"{prefix}_r0": _int(0, _LENGTH, dynamic=True), f"{prefix}_c0": _int(0, _LENGTH, dynamic=True)}
@@ -200,7 +200,7 @@ PAGE_PARAMS: dict[str, dict[str, Param]] = {
         "at_seq": TextParam(pattern=r"[0-9]*", max_chars=256),
         # The scheme and its own parameters (at_t_<param>, see PAGE_KEY_FAMILIES) come from the scheme
         # registry, which needs torch; a tour reads them by shape, and the page's link check
-        # (relviz.app.ui.checked_link_values) refuses a name or value its control does not take.
+        # (relviz.app.links.checked_link_values) refuses a name or value its control does not take.
         "at_tsch": TextParam(pattern=r"[a-z][a-z0-9_]{0,31}", max_chars=32),
         "at_ttask": ChoiceParam(choices=("shift", "window_max", "absolute")),
         "at_ts": _int(1, 16), "at_tw": _int(1, 8), "at_tp": _int(0, 31),

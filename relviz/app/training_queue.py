@@ -11,7 +11,7 @@ Three layers, each with a clear message when it stops a request:
    refused at once ("another training is running, try again in a moment").
 3. **A per-visitor quota** (:class:`RunLedger`, process-wide): how many runs one visitor may
    start per time window — keyed by the client as the app sees it (its IP address; see
-   ``relviz.app.ui.visitor_key``), so a reload or a new tab does not reset it — and how many runs
+   ``relviz.app.quotas.visitor_key``), so a reload or a new tab does not reset it — and how many runs
    the whole server starts per window (a backstop for visitors who change address).
    A client address has its own, larger budget (a class behind one NAT shares it).
    :class:`SessionTrainings` keeps a tab's trained models (the oldest is dropped) and asks the
@@ -258,7 +258,7 @@ class TrainedModel:
 class RunLedger:
     """Runs started per visitor and on the whole server, over a sliding window (process-wide).
 
-    A visitor is an opaque key (relviz.app.ui.visitor_key: a hash of the client address). Each run
+    A visitor is an opaque key (relviz.app.quotas.visitor_key: a hash of the client address). Each run
     counts against its visitor and against the server for ``caps.quota_window_s`` seconds. At
     most ``max_visitors`` keys are remembered (the least recently active are forgotten first);
     the server-wide budget still holds for them. Thread-safe: every session's script thread asks.
@@ -350,7 +350,7 @@ class SessionTrainings:
 
     def __init__(self, caps: TrainingCaps = CAPS, *, visitor: str | None = None, address: str | None = None,
                  ledger: RunLedger | None = None) -> None:
-        """``visitor``: the key the runs count against across reloads (relviz.app.ui.visitor_key); None
+        """``visitor``: the key the runs count against across reloads (relviz.app.quotas.visitor_key); None
         counts them for this session alone. ``address``: the client's (hashed) address, whose
         budget every visitor behind it shares. ``ledger``: where they are counted (a private one
         when None, so library users and tests do not share the server's budget)."""
@@ -425,7 +425,7 @@ def run_training(request: TrainingRequest, session: SessionTrainings, *,
 def train_request(request: TrainingRequest, progress: Callable[[TrainProgress], Any] | None = None, *,
                   caps: TrainingCaps = CAPS) -> TrainResult:
     """Check the request against the caps and train it, on the CPU, with no guard: call it inside
-    :func:`guarded_run` (as the app's ``ui.run_guarded`` does; :func:`run_training` checks before taking
+    :func:`guarded_run` (as the app's ``quotas.run_guarded`` does; :func:`run_training` checks before taking
     its slot and trains the checked pair)."""
     config, task = check_request(request, caps)
     return _train_checked(request, config, task, progress)

@@ -1,7 +1,7 @@
 """The app section of ``python -m relviz bench``: server-side rerun time and figure payloads.
 
 This is tooling, not library: it drives the real pages through Streamlit's AppTest, so it is
-the one relviz module besides relviz/app/ui.py that imports streamlit (lazily, only when run).
+the one relviz module besides relviz/app/ that imports streamlit (lazily, only when run).
 
 - Rerun time: the page's first slider is moved back and forth and each rerun is timed (the
   script run as the server does it, plus AppTest's small overhead). Target ≤ 150 ms median.
@@ -116,7 +116,7 @@ def app_section(ctx):
     if reason:
         return SectionResult(name="app", title="App rerun time and figure sizes", columns=[],
                              rows=[], notes=[reason])
-    from relviz.app.ui import PAGES  # imports streamlit: only once the section knows it can run
+    from relviz.app.navigation import PAGES  # imports streamlit: only once the section knows it can run
 
     repeats = 5 if ctx.quick else 15
     rows = []

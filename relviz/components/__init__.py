@@ -1,4 +1,4 @@
-"""Browser-side drawing code shipped with relviz (package data, read by relviz.app.ui).
+"""Browser-side drawing code shipped with relviz (package data, read by relviz.app.display).
 
 ``toeplitz_canvas.js``: a Streamlit component (st.components.v2) that draws a window of a Toeplitz
 matrix, or its pooled overview, on a canvas from per-offset values, with hover computed in the

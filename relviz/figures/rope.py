@@ -138,7 +138,7 @@ def decay_figure(curves: DecayCurves, *, length: int, original: int | None = Non
 def score_figure(scores: ContentScores, *, height: int = 460, browser: bool = False) -> go.Figure | ToeplitzImage:
     """The W × W score matrix of fixed content (hover i, j, j − i, score), drawn from its per-offset scores.
 
-    ``browser=True``: a large matrix comes back as a ToeplitzImage (drawn in the browser, relviz.app.ui)."""
+    ``browser=True``: a large matrix comes back as a ToeplitzImage (drawn in the browser, relviz.app.display)."""
     w = scores.window
     options = dict(value_label="score", colorscale="RdBu_r", zmid=0.0, title="", height=height)
     per_offset = scores.per_offset.numpy().astype(np.float32)

@@ -71,7 +71,7 @@ def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
                   browser: bool = False) -> tuple[ToeplitzFigure | ToeplitzImage, ...]:
     """Relative j − i, clipped offset, lookup index: same window, same hover fields everywhere.
 
-    ``browser=True``: large windows come back as ToeplitzImages (drawn in the browser, relviz.app.ui)."""
+    ``browser=True``: large windows come back as ToeplitzImages (drawn in the browser, relviz.app.display)."""
     k = values.k
     clipped = HoverField("clipped offset", values.clipped)
     index = HoverField("index", values.index)
@@ -115,7 +115,7 @@ def shaw_overview(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
                   window: Window | None = None, height: int = 400,
                   browser: bool = False) -> ToeplitzOverview | ToeplitzOverviewImage:
     """Pooled overview of the lookup index, coloured like the index heatmap, window marked
-    (``browser=True``: described for the browser to draw, relviz.app.ui)."""
+    (``browser=True``: described for the browser to draw, relviz.app.display)."""
     build = toeplitz_overview_image if browser else toeplitz_overview
     return build(values.index, q_len, k_len, value_label="index", q_offset=q_offset,
                  window=window, value_range=(0, 2 * values.k), colorscale=PALETTE,

@@ -65,7 +65,7 @@ def bucket_map(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0, 
                height: int = 430, title: str | None = None, browser: bool = False) -> ToeplitzFigure | ToeplitzImage:
     """The bucket of every cell, discrete colours; hover adds the bucket's range of j − i.
 
-    ``browser=True``: a large window comes back as a ToeplitzImage (drawn in the browser, relviz.app.ui)."""
+    ``browser=True``: a large window comes back as a ToeplitzImage (drawn in the browser, relviz.app.display)."""
     # An end bucket goes on forever: its hover range stops at this matrix's edge, not at ±extent.
     lowest, highest = int(values.offset.min()), int(values.offset.max())
     first = np.array([(max(r.first, lowest) if r.open_low else r.first) if r.used else 0
@@ -85,7 +85,7 @@ def bucket_map(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0, 
 def bucket_overview(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0,
                     window: Window | None = None, height: int = 430,
                     browser: bool = False) -> ToeplitzOverview | ToeplitzOverviewImage:
-    """Pooled overview of the bucket map (``browser=True``: described for the browser to draw, relviz.app.ui)."""
+    """Pooled overview of the bucket map (``browser=True``: described for the browser to draw, relviz.app.display)."""
     build = toeplitz_overview_image if browser else toeplitz_overview
     return build(values.bucket, q_len, k_len, value_label="bucket", q_offset=q_offset, window=window,
                  value_range=(0, values.num_buckets - 1), colorscale=PALETTE, height=height,

@@ -17,7 +17,7 @@ exceed ``FIGURE_BUDGET`` characters of JSON, optional hover fields are left out,
 first, and reported in ``ToeplitzFigure.dropped`` so the page can say so.
 
 The app draws large windows and overviews in the browser instead (:func:`toeplitz_view`,
-:class:`ToeplitzImage`, :class:`ToeplitzOverviewImage`, relviz.app.ui.show_toeplitz): they travel as
+:class:`ToeplitzImage`, :class:`ToeplitzOverviewImage`, relviz.app.display.show_toeplitz): they travel as
 per-offset slices, rows + cols − 1 values per field, and the hover is computed there, complete at
 every size. The plotly figures stay for the notebook API and exports.
 

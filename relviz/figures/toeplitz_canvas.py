@@ -1,7 +1,7 @@
 """Large Toeplitz windows and pooled overviews described for the browser to draw.
 
 A window travels as its per-offset slices, rows + cols − 1 values per field, and a pooled overview as
-its block statistics per class of blocks; relviz.app.ui.show_toeplitz draws them on a canvas and computes
+its block statistics per class of blocks; relviz.app.display.show_toeplitz draws them on a canvas and computes
 the hover there, complete at every size (a plotly figure would send one value per cell).
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ class ToeplitzImage:
 
     Every cell of the window, and every hover field, is a function of the offset: cell (r, c) of
     the window holds ``strip[c − r + rows − 1]``, so the window travels as rows + cols − 1 values per
-    field instead of rows · cols (relviz.app.ui.show_toeplitz draws it on a canvas and computes the hover
+    field instead of rows · cols (relviz.app.display.show_toeplitz draws it on a canvas and computes the hover
     in the browser). The app uses it where :func:`toeplitz_heatmap` would send a plotly image.
     """
 

@@ -1,0 +1,143 @@
+"""How the pages show things: the sign-convention note, titles, plotly figures with PNG/SVG export, the
+Toeplitz canvas, the large-matrix overview panel, code blocks and library errors as on-page messages.
+
+Exists so that every page draws the same way (one export switch, one hover canvas, one error style).
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from relviz.app.lecture_mode import presenting
+from relviz.components import toeplitz_canvas_js
+
+SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
+                   "Negative: the key lies in the past of the query; positive: in its future.")
+
+#: What plotly's camera button downloads: PNG at twice the shown size (sharp on a projector) or
+#: SVG (vector, for papers). plotly.js has one image button, so the sidebar picks its format.
+EXPORT_FORMATS = {"PNG": {"format": "png", "scale": 2}, "SVG": {"format": "svg"}}
+EXPORT_KEY = "chart_export"
+
+
+def plotly_config(export: str = "PNG") -> dict:
+    """The chart config: no plotly logo, the camera button in the chosen format (default PNG)."""
+    return {"displaylogo": False, "toImageButtonOptions": dict(EXPORT_FORMATS.get(export, EXPORT_FORMATS["PNG"]))}
+
+
+PLOTLY_CONFIG = plotly_config()
+
+
+def export_format_control() -> None:
+    """The sidebar's choice of the camera button's format, shared by every chart of every page."""
+    st.segmented_control("chart download (camera icon)", list(EXPORT_FORMATS), default="PNG", required=True,
+                         key=EXPORT_KEY, bind="query-params",
+                         help="PNG for slides and the web; SVG (vector) for papers.")
+
+
+SIGN_CONVENTION_SHORT = ("**Sign convention:** relative position = **j − i** = key − query "
+                         "(negative: the key lies in the query's past).")
+
+
+def sign_convention(*, compact: bool = False) -> None:
+    """The sign-convention note; ``compact`` is one line, so the page's main picture fits on a
+    1280 × 720 projector screen. While a tour runs the presenter bar says it instead (one short line)."""
+    if not presenting():
+        st.info(SIGN_CONVENTION_SHORT if compact else SIGN_CONVENTION, icon=":material/swap_horiz:")
+
+
+def page_title(title: str) -> None:
+    """The page's title; while a tour runs the presenter bar shows the step's title instead, so on a
+    1280 × 720 projector the step's picture starts ~150 px higher."""
+    if not presenting():
+        st.title(title)
+
+
+def show_figure(figure: go.Figure, *, key: str) -> None:
+    """Draw a plotly figure with the PNG/SVG export button; ``key`` keeps it stable across reruns.
+
+    The format is the sidebar control's, or on a link's first run (app.py draws the sidebar after the
+    page, so the control has no value yet) the link's."""
+    export = st.session_state.get(EXPORT_KEY) or st.query_params.get(EXPORT_KEY) or "PNG"
+    st.plotly_chart(figure, key=key, config=plotly_config(export), width="stretch")
+
+
+_CANVAS = "relviz_toeplitz_canvas"
+_canvas_component = None
+
+
+def _toeplitz_canvas():
+    """The canvas component (relviz/components/toeplitz_canvas.js), registered once per process."""
+    global _canvas_component
+    if _canvas_component is None:
+        _canvas_component = st.components.v2.component(_CANVAS, js=toeplitz_canvas_js())
+    return _canvas_component
+
+
+def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
+    """Draw what figures.toeplitz.toeplitz_view (or an overview builder) returned: a plotly figure
+    as :func:`show_figure` does, a picture described by its per-offset data (``.payload()``) with the
+    canvas component, which draws it and computes the hover in the browser. ``name``: the PNG's file name."""
+    payload = getattr(view, "payload", None)
+    if payload is None:
+        show_figure(view.figure, key=key)
+        return
+    _toeplitz_canvas()(key=key, data=payload() | {"name": name}, width="stretch", height="content")
+
+
+def code_for_this_view(code: str, *, note: str = "", key: str | None = None) -> None:
+    """A collapsed 'Code for this view' block: PyTorch that reproduces the picture above (relviz.snippets).
+
+    With ``key`` the block is lazy: its code is sent only once the visitor opens it. A closed
+    st.code still makes the browser fetch and compile Streamlit's syntax highlighter (1.5 MB of
+    JavaScript) before the page settles, which the landing page's first paint cannot afford.
+    """
+    expander = st.expander("Code for this view (PyTorch)", icon=":material/code:",
+                           **({"key": key, "on_change": "rerun"} if key else {}))
+    if key and not expander.open:
+        return
+    with expander:
+        if note:
+            st.caption(note)
+        st.code(code, language="python")
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Show a library ValueError as st.error (its message names the parameter) instead of a traceback.
+
+    Only the block inside stops; everything after it on the page still runs.
+    """
+    try:
+        yield
+    except ValueError as error:
+        st.error(str(error), icon=":material/error:")
+
+
+def pooled_overview(view, *, q_len: int, k_len: int, q_offset: int, window,
+                    quantity: str, note: str, key: str) -> None:
+    """The large-matrix panel of the Shaw and T5 pages: the pooled overview (figures.toeplitz's
+    ToeplitzOverview or ToeplitzOverviewImage) beside what it shows and which exact window the
+    full-resolution figures below hold (``window``: figures.toeplitz.Window)."""
+    block = view.block
+    st.markdown(f"#### The matrix is {q_len} × {k_len}: too large to draw cell by cell")
+    left, right = st.columns(2)
+    with left:
+        show_toeplitz(view, key=key, name=f"{quantity}_overview_{q_len}x{k_len}")
+    with right:
+        st.markdown(
+            f"**Downsampled overview (left).** Each cell stands for a block of {block:,} × {block:,} entries, "
+            f"coloured by the block's exact **mean** {quantity}; hover gives its exact **min** and **max** "
+            f"{quantity} and its range of j − i. {note}")
+        if block > 1:
+            st.markdown(
+                f"**What it hides:** the cells inside a block. Every offset with |j − i| < {block:,} falls in the "
+                "blocks along the diagonal, so the exact band near the diagonal shows there only as a blend (and "
+                "its min…max): read it in the full-resolution window, which is exact, one cell per entry.")
+        st.markdown(
+            f"**Full resolution (below).** Rows {q_offset + window.row0}…{q_offset + window.row0 + window.rows - 1}, "
+            f"columns {window.col0}…{window.col0 + window.cols - 1}, exact: the rectangle on the overview. Move it "
+            "with the window sliders.")

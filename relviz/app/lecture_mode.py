@@ -1,0 +1,202 @@
+"""Lecture mode: the presenter bar every page shows while a tour runs, the presenter view that follows it,
+and collecting the view on screen into a teacher's tour.
+
+Exists so that the tour's session state, its page switches and the shared live lecture are handled in
+one place; the tours themselves (data, validation, links) are relviz.app.tours'.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from relviz.app import internals as app_internals
+from relviz.app.lectures import Lectures
+from relviz.app.links import LINK_CHECKED_KEY
+from relviz.app.navigation import PAGES
+from relviz.app.tours import PAGE_PARAMS, Step, check_step, page_keys, page_param
+
+
+TOUR_STATE = "_relviz_tour"          # (Tour, step index) while presenting
+DRAFT_STATE = "_relviz_tour_draft"   # list[tours.Step]: the views a teacher collected
+LECTURE_STATE = "_relviz_lecture"    # this tab's live lecture id (relviz.app.lectures), followed by its presenter view
+LECTURE_PARAM = "lecture"            # the presenter view's link value on the Lecture mode page
+#: How often the presenter view looks at the lecture it follows (seconds).
+FOLLOW_EVERY_S = 1.0
+
+
+def presenting() -> bool:
+    """Whether this tab shows a tour step (the presenter bar is on screen)."""
+    return st.session_state.get(TOUR_STATE) is not None
+
+
+@st.cache_resource
+def lectures():
+    """The server's live lectures: the step an audience tab and its presenter view share."""
+
+    return Lectures()
+
+
+def _page_name(url_path: str) -> str:
+    """st.navigation's url_path ('' for the default page) -> the page's file stem."""
+    default = next(Path(page.path).stem for page in PAGES if page.default)
+    return url_path or default
+
+
+def go_to_step(tour, index: int) -> None:
+    """Open step ``index`` of ``tour`` exactly: its page with its link values, every other control of
+    that page back at its default (their kept values are forgotten first)."""
+
+    index = min(max(index, 0), len(tour.steps) - 1)
+    step = tour.steps[index]
+    st.session_state[TOUR_STATE] = (tour, index)
+    shared = lectures().get(st.session_state.get(LECTURE_STATE))
+    if shared is None or shared.tour != tour:
+        st.session_state[LECTURE_STATE] = lectures().start(tour, index)
+    else:
+        lectures().move(st.session_state[LECTURE_STATE], index)
+    kept = {key: st.session_state.pop(key, None)
+            for key in page_keys(step.page, [key for key in st.session_state if isinstance(key, str)])}
+    st.session_state.pop(LINK_CHECKED_KEY, None)
+    # a control of the page on screen keeps its on-screen value over a link value equal to its default (the
+    # browser sends it back): the controls the step sets get the step's value in their state, typed as before
+    _switch_page(f"pages/{step.page}.py", dict(step.params), kept)
+
+
+def _as_kept(text, kept):
+    """A link value as the type of the value the control held before."""
+    if isinstance(kept, bool):
+        return str(text).lower() == "true"
+    if isinstance(kept, int):
+        return int(float(text))
+    if isinstance(kept, float):
+        return float(text)
+    return text
+
+
+def _switch_page(path: str, params: dict, kept: dict | None = None) -> None:
+    """st.switch_page with exactly ``params`` in the URL. A control of the page on screen stays bound to
+    its key until the next run, and Streamlit refuses to set a bound key: release the bindings of the
+    keys being set (the next page binds its own controls again). Other bindings stay: Streamlit clears
+    them during the next page's run, and that is what updates the address bar to the new page."""
+    app_internals.release_url_bindings(params)
+    for key, value in (kept or {}).items():
+        if key in params and value is not None:
+            st.session_state[key] = _as_kept(params[key], value)
+    st.switch_page(path, query_params=params)
+
+
+#: Shown in the sidebar where other pages have "Add this view to my tour".
+NO_TOUR_STEP = ("No “Add this view to my tour” on this page: it is a tool whose picture comes from a model, "
+                "a file or a tour, not a view a tour can return to.")
+
+
+def current_view(page_name: str):
+    """The view on screen as a tour step (the page and its URL values), or a message why it cannot be one."""
+
+    if page_name not in PAGE_PARAMS:
+        return None, NO_TOUR_STEP
+    params = {}
+    for key in page_keys(page_name, st.query_params.keys()):
+        values = st.query_params.get_all(key)
+        if values:
+            params[key] = values if page_param(page_name, key).takes_list else values[-1]
+    try:
+        return check_step(Step(page_name, params, title=next(
+            (p.title for p in PAGES if Path(p.path).stem == page_name), page_name))), ""
+    except ValueError as error:
+        return None, f"This view cannot be collected: {error}"
+
+
+def lecture_mode(url_path: str) -> None:
+    """Call in app.py before the page runs: while a tour runs, the presenter bar above the page. The step's
+    note is in the presenter view (a second tab), never on the audience's screen."""
+    if presenting():
+        _presenter_bar(_page_name(url_path))
+
+
+def collect_view_control(url_path: str) -> None:
+    """In the sidebar (app.py draws it after the page): the button that adds the view on screen, every
+    control as the page left it, to the teacher's own tour; or why this page has none."""
+    page_name = _page_name(url_path)
+    step, why = current_view(page_name)
+    if step is not None:
+        draft = st.session_state.setdefault(DRAFT_STATE, [])
+        # on_click: the view is added before the rerun draws the button, so its count is already the new one
+        st.button(f"Add this view to my tour ({len(draft)})", key="tour_collect", icon=":material/add:",
+                  on_click=_collect_view, args=(page_name,),
+                  help="Collects this page with every control as it is now; edit notes and share the "
+                       "tour on the Lecture mode page.", width="stretch")
+    elif why == NO_TOUR_STEP:
+        st.caption(why)
+
+
+def _collect_view(page_name: str) -> None:
+    """The button's callback: the view as the page left it (its URL values) joins the teacher's tour."""
+    step, _ = current_view(page_name)
+    if step is None:
+        return
+    draft = st.session_state.setdefault(DRAFT_STATE, [])
+    draft.append(step)
+    st.toast(f"Added: {step.title} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
+
+
+def _presenter_bar(page_name: str) -> None:
+    """One compact row above the page: the step and its title, Back / Next (Page Up / Page Down), the
+    presenter view's link and End. The step's note is in the presenter view, which follows this tab."""
+    tour, index = st.session_state[TOUR_STATE]
+    lecture_id = st.session_state.get(LECTURE_STATE)
+    shared = lectures().get(lecture_id)
+    step = tour.steps[index]
+    last = len(tour.steps) - 1
+    away = page_name != step.page
+    with st.container(border=True, key="tour_bar"):
+        # widths: "◀ Back PageUp" and "Next ▶ PageDown" whole at 1280 px
+        prev_col, text_col, next_col, notes_col, end_col = st.columns([2.1, 3.6, 2.1, 1.4, 0.9],
+                                                                       vertical_alignment="center")
+        previous = prev_col.button("◀ Back", key="tour_prev", disabled=index == 0, width="stretch",
+                                   shortcut="pageup", help="Previous step (Page Up)")
+        label = f"Step {index + 1}" if away else ("Next ▶" if index < last else "Finish")
+        advance = next_col.button(label, key="tour_next", type="primary", width="stretch", shortcut="pagedown",
+                                  help="Back to this step's view" if away else
+                                  "Next step (Page Down: most presentation clickers send it)")
+        if shared is not None:
+            notes_col.link_button("Notes", f"tour?{LECTURE_PARAM}={lecture_id}", icon=":material/open_in_new:",
+                                  width="stretch", help="The presenter view in a new tab (for your own screen): "
+                                                        "this step's note, what comes next, every step. It follows "
+                                                        "this tab.")
+        end = end_col.button("End", key="tour_end", width="stretch", help="Leave lecture mode")
+        text_col.markdown(f"**{index + 1} / {len(tour.steps)} · {step.title}**"
+                          + ("  \n:gray[You left this step's page.]" if away else
+                             "  \n:gray[relative position = j − i = key − query]"))
+    if end or (advance and index == last and not away):
+        del st.session_state[TOUR_STATE]
+        if lecture_id is not None:
+            lectures().end(lecture_id)
+            st.session_state.pop(LECTURE_STATE, None)
+        _switch_page("pages/tour.py", {})
+    if previous:
+        go_to_step(tour, index - 1)
+    if advance:
+        go_to_step(tour, index if away else index + 1)
+
+
+@st.fragment(run_every=FOLLOW_EVERY_S)
+def presenter_view(lecture_id: str) -> None:
+    """The presenter's tab (Lecture mode page, ?lecture=ID): the step on the audience's screen, its note, what
+    comes next and every step. It looks every FOLLOW_EVERY_S seconds and follows the audience's tab, where
+    Back / Next and the clicker's keys stay (the audience's tab does not poll: no "running" flicker on the
+    projector)."""
+    shared = lectures().get(lecture_id)
+    if shared is None:
+        st.warning("This lecture has ended, or its link is from another server or an older session. Start the "
+                   "tour again and open **Notes** from its bar.", icon=":material/co_present:")
+        return
+    tour, index = shared.tour, shared.index
+    step, last = tour.steps[index], len(tour.steps) - 1
+    st.markdown(f"### {index + 1} / {len(tour.steps)} · {step.title}")
+    st.info(step.note or "No note for this step.", icon=":material/co_present:")
+    st.caption(f"Next: **{tour.steps[index + 1].title}**" if index < last else "This is the last step.")
+    # "3\." : a line starting "3. " would become a list item, renumbered by markdown around the marked one
+    st.markdown("  \n".join((f"**▶ {n}\\. {s.title}**" if n - 1 == index else f"{n}\\. {s.title}")
+                             for n, s in enumerate(tour.steps, start=1)))

@@ -1,0 +1,113 @@
+"""Checking a shared link's values before the page's URL-bound controls are seeded from them.
+
+Exists so that a link with a value no control can take (inf, NaN, a word where a number goes) opens the
+page with defaults and a short notice, never a traceback; tours build their links through the same check.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator, Mapping
+
+import streamlit as st
+
+
+# ---------------------------------------------------------------------------------------
+# Values in a shared link. Streamlit seeds every URL-bound widget from the link's query string;
+# a value the widget cannot take is dropped (Streamlit's own check, or the one below, which runs
+# first because Streamlit's int() of "inf" overflows), the default is used, and a short notice
+# says which values were ignored.
+
+LINK_CHECKED_KEY = "_relviz_link_checked"
+
+
+def url_value_problem(value: str | list[str]) -> str | None:
+    """Why no relviz control can take this URL value, or None when some control might.
+
+    A link's value that reads as a number but is not a finite float (inf, -Infinity, NaN,
+    1e999, 400 digits) fits no relviz control: numbers are bounded and no text control
+    takes such a word. Public so that every link relviz builds (tours) goes through it.
+    """
+    text = (value[-1] if isinstance(value, list) and value else value)
+    if not isinstance(text, str):
+        return None
+    try:
+        number = float(text.strip())
+    except ValueError:
+        return None  # text: whether it fits is the widget's own check
+    return None if math.isfinite(number) else "not a finite number"
+
+
+def usable_link_params(params: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split a link's query parameters into (usable, dropped: key -> why). For links relviz builds."""
+    usable, dropped = {}, {}
+    for key, value in params.items():
+        problem = url_value_problem(value)
+        if problem is None:
+            usable[key] = value
+        else:
+            dropped[key] = problem
+    return usable, dropped
+
+
+def _value_matches(url_value: str, value: object) -> bool:
+    """Whether a widget's value is what the link asked for (so the link's value was taken)."""
+    if isinstance(value, bool):
+        return url_value.strip().lower() == str(value).lower()
+    if isinstance(value, (int, float)):
+        try:
+            return float(url_value) == float(value)
+        except (ValueError, OverflowError):
+            return False
+    if isinstance(value, (list, tuple)):
+        return url_value == ",".join(map(str, value)) or url_value in map(str, value) and len(value) == 1
+    return url_value == str(value)
+
+
+_LINK_DROPPED_KEY = "_relviz_link_dropped"  # values dropped before the rerun, for the notice after it
+
+
+@contextlib.contextmanager
+def checked_link_values() -> Iterator[None]:
+    """Around navigation.run(): drop the link's unusable values before any widget is seeded,
+    and after the page ran, show one short notice naming every value that was not taken.
+
+    Checks once per link (a new session, or a page switch that brings new query values), not
+    on the reruns that follow. Public API only: Streamlit seeds URL-bound widgets from the query
+    string the run started with, so an unusable value is deleted from st.query_params (which also
+    updates the query string a rerun starts from) and the run starts again without it (st.rerun);
+    the notice is kept in session state across that rerun.
+    """
+    slot = st.empty()
+    initial = {key: (values[-1] if values else "") for key in st.query_params
+               for values in [st.query_params.get_all(key)]}
+    fingerprint = tuple(sorted(initial.items()))
+    fresh = bool(initial) and st.session_state.get(LINK_CHECKED_KEY) != fingerprint
+    dropped: dict[str, str] = st.session_state.pop(_LINK_DROPPED_KEY, None) or {}
+    if fresh:
+        unusable = {key: problem for key, value in initial.items()
+                    if (problem := url_value_problem(value)) is not None}
+        if unusable:
+            for key, problem in unusable.items():
+                dropped[f"{key}={initial[key][:24]}"] = problem
+                with contextlib.suppress(KeyError, st.errors.StreamlitAPIException):  # bound: not seeded again
+                    del st.query_params[key]
+            st.session_state[_LINK_DROPPED_KEY] = dropped
+            st.rerun()
+        st.session_state[LINK_CHECKED_KEY] = fingerprint
+    try:
+        yield
+    finally:
+        if fresh:
+            for key, value in initial.items():
+                if key not in st.session_state:
+                    continue  # no control of this page has this key
+                kept = st.query_params.get_all(key)
+                if (kept[-1] if kept else None) == value:
+                    continue
+                if not _value_matches(value, st.session_state.get(key)):
+                    dropped.setdefault(f"{key}={value[:24]}", "not a value this control takes")
+        if dropped:
+            items = "; ".join(f"`{item}` ({why})" for item, why in dropped.items())
+            slot.warning(f"Ignored in the link: {items}. Those controls use their defaults.",
+                         icon=":material/link_off:")
