@@ -137,7 +137,7 @@ def test_every_preset_reads_and_draws_at_both_ends_of_its_context():
 
 
 def test_view_kinds_match_the_tour_links():
-    from relviz.app.tours import YOUR_MODEL_VIEWS
+    from relviz.app.link_schema import YOUR_MODEL_VIEWS
 
     assert tuple(lv.VIEW_KINDS) == YOUR_MODEL_VIEWS
 

@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, NumberInput, Slider, Widget
 
 from relviz.app import tours
-from relviz.app.tours import BUILTIN, PAGE_PARAMS, Step, Tour, decode, encode, loads
+from relviz.app.link_schema import PAGE_PARAMS, page_param
+from relviz.app.tours import BUILTIN, Step, Tour, decode, encode, loads
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -137,8 +138,8 @@ def test_schema_lists_every_url_control_of_the_page(app, page):
     app.switch_page(f"pages/{page}.py").run()
     assert not app.exception, app.exception
     for key, element in bound_controls(app).items():
-        param = tours.page_param(page, key)
-        assert param is not None, f"{page}: control {key} is missing from relviz.app.tours.PAGE_PARAMS"
+        param = page_param(page, key)
+        assert param is not None, f"{page}: control {key} is missing from relviz.app.link_schema.PAGE_PARAMS"
         if isinstance(element, list):  # tabs
             assert param.choices == tuple(element), key
         elif param.numeric and not param.dynamic and isinstance(element, (Slider, NumberInput)):

@@ -12,9 +12,10 @@ import streamlit as st
 
 from relviz.app import internals as app_internals
 from relviz.app.lectures import Lectures
+from relviz.app.link_schema import PAGE_PARAMS, page_keys, page_param
 from relviz.app.links import LINK_CHECKED_KEY
 from relviz.app.navigation import PAGES
-from relviz.app.tours import PAGE_PARAMS, Step, check_step, page_keys, page_param
+from relviz.app.tours import Step, check_step
 
 
 TOUR_STATE = "_relviz_tour"          # (Tour, step index) while presenting

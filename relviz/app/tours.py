@@ -7,7 +7,7 @@ and shares it as ONE link (the tour encoded as a compact URL-safe string) or a s
 
 Everything read from a link or a file is validated strictly before use: bounded size (also after
 decompression), an exact schema, only pages relviz has, only the keys each page binds to the URL,
-and only values those controls accept. The Live attention page's scheme and its scheme's own
+and only values those controls accept (relviz.app.link_schema says which). The Live attention page's scheme and its scheme's own
 training parameters come from the scheme registry, which needs torch: a tour checks them by shape
 (a short lower-case name, a finite number), and the page's own link check drops, with a notice, a
 value its control does not take. A tour that fails any check is refused with a message naming what
@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import re
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from relviz.app.training_caps import CAPS  # plain numbers: no torch for a tour link
-from relviz.app.page_limits import MAX_LENGTH
+from relviz.app.link_schema import PAGE_KEY_FAMILIES, PAGE_PARAMS, page_param
 
 #: Largest tour JSON (bytes) read from a file or decoded from a link.
 MAX_JSON_BYTES = 32_000
@@ -38,213 +34,6 @@ MAX_NOTE = 700
 FORMAT_VERSION = 1
 #: The query parameter that carries an encoded tour on the Lecture mode page.
 TOUR_PARAM = "tour"
-
-
-# ---------------------------------------------------------------------------------------
-# What each page's controls accept (the keys they bind to the URL)
-
-
-@dataclass(frozen=True)
-class Param:
-    """The values one URL-bound control accepts, as link text: one subclass per kind of control (an integer
-    or a number in lo..hi, true/false, one of ``choices``, a list of them, text matching ``pattern``).
-    ``dynamic``: the page narrows the range at run time (e.g. the query offset between −q_len and k_len) and
-    clamps a value outside it."""
-
-    lo: float = 0
-    hi: float = 0
-    choices: tuple[str, ...] = ()
-    pattern: str = ""
-    max_chars: int = 0
-    dynamic: bool = False
-    #: the link carries a list of values (st.query_params.get_all), not one
-    takes_list: ClassVar[bool] = False
-    #: a number in lo..hi (a slider or number input: the tests compare the range)
-    numeric: ClassVar[bool] = False
-
-    def check(self, key: str, value: object) -> str | list[str]:
-        """The value as link text, or ValueError naming the key and what it accepts."""
-        if not isinstance(value, str) or len(value) > max(64, self.max_chars):
-            raise ValueError(f"{key} must be a short string; got {str(value)[:40]!r}")
-        self.check_text(key, value)
-        return value
-
-    def check_text(self, key: str, value: str) -> None:
-        raise NotImplementedError
-
-
-class IntParam(Param):
-    numeric = True
-
-    def check_text(self, key: str, value: str) -> None:
-        try:
-            number = int(value)
-        except ValueError:
-            raise ValueError(f"{key} must be an integer from {_fmt(self.lo)} to {_fmt(self.hi)}; "
-                             f"got {value[:40]!r}") from None
-        _in_range(self, key, number, value)
-
-
-class FloatParam(Param):
-    numeric = True
-
-    def check_text(self, key: str, value: str) -> None:
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"{key} must be a number from {_fmt(self.lo)} to {_fmt(self.hi)}; "
-                             f"got {value[:40]!r}") from None
-        _in_range(self, key, number, value)
-
-
-class BoolParam(Param):
-    def check_text(self, key: str, value: str) -> None:
-        if value not in ("true", "false"):
-            raise ValueError(f"{key} must be true or false; got {value[:40]!r}")
-
-
-class ChoiceParam(Param):
-    def check_text(self, key: str, value: str) -> None:
-        if value not in self.choices:
-            raise ValueError(f"{key} must be one of {', '.join(self.choices)}; got {value[:40]!r}")
-
-
-class TextParam(Param):
-    def check_text(self, key: str, value: str) -> None:
-        if len(value) > self.max_chars or not re.fullmatch(self.pattern, value):
-            raise ValueError(f"{key} must match {self.pattern} (at most {self.max_chars} characters); "
-                             f"got {value[:40]!r}")
-
-
-class MultiParam(Param):
-    takes_list = True
-
-    def check(self, key: str, value: object) -> list[str]:
-        items = value if isinstance(value, list) else None
-        if items is None or len(items) > len(self.choices) or not all(isinstance(v, str) for v in items):
-            raise ValueError(f"{key} must be a list of up to {len(self.choices)} of: {', '.join(self.choices)}")
-        for item in items:
-            if item not in self.choices:
-                raise ValueError(f"{key}: {item[:40]!r} is not one of {', '.join(self.choices)}")
-        return list(items)
-
-
-def _in_range(param: Param, key: str, number: float, value: str) -> None:
-    if not (math.isfinite(number) and param.lo <= number <= param.hi):
-        raise ValueError(f"{key} must be from {_fmt(param.lo)} to {_fmt(param.hi)}; got {value[:40]!r}")
-
-
-def _fmt(number: float) -> str:
-    return str(int(number)) if float(number).is_integer() else str(number)
-
-
-def _int(lo: int, hi: int, *, dynamic: bool = False) -> Param:
-    return IntParam(lo, hi, dynamic=dynamic)
-
-
-BOOL = BoolParam()
-_LENGTH = MAX_LENGTH  # the pages' longest query/key length
-
-
-def _length_params(prefix: str) -> dict[str, Param]:
-    """The keys relviz.app.controls' length and window controls bind (query/key length, offset, window)."""
-    return {f"{prefix}_q": _int(1, _LENGTH), f"{prefix}_k": _int(1, _LENGTH),
-            f"{prefix}_off": _int(-_LENGTH, _LENGTH, dynamic=True), f"{prefix}_ws": _int(16, 512, dynamic=True),
-            f"{prefix}_r0": _int(0, _LENGTH, dynamic=True), f"{prefix}_c0": _int(0, _LENGTH, dynamic=True)}
-
-
-def _choices(*values: object) -> Param:
-    return ChoiceParam(choices=tuple(str(v) for v in values))
-
-
-#: The Your model page's view kinds (relviz.layer_views.VIEW_KINDS, which needs torch; a test keeps them equal)
-YOUR_MODEL_VIEWS = ("all", "rotation", "pattern", "bias", "temperature", "sinks")
-#: A model's label in the Your model list (a preset's label or the operator's name for a directory)
-_MODEL_LABEL = r"[A-Za-z0-9][A-Za-z0-9 .()_+,:=/-]{0,99}"
-
-#: Keys the app binds on every page (the sidebar's chart export format).
-COMMON_PARAMS: dict[str, Param] = {"chart_export": _choices("PNG", "SVG")}
-
-#: page name (the file stem under pages/, the last part of its URL) -> its URL keys.
-PAGE_PARAMS: dict[str, dict[str, Param]] = {
-    "home": {"home_q": _int(0, 6)},
-    "shaw": {**_length_params("sh"), "sh_clip": _int(0, 64),
-             "sh_d": ChoiceParam(choices=("8", "16", "32", "64", "128", "256", "512", "1024")),
-             "sh_layers": _int(1, 48)},
-    "t5": {**_length_params("t5"), "t5_nb": _int(2, 128), "t5_md": _int(1, 1024), "t5_bi": BOOL, "t5_logx": BOOL,
-           "t5_tab": _choices("Buckets", "Precision & references", "Compare with Shaw"), "t5_ck": _int(0, 64)},
-    "skew": {"skew_L": _int(3, 16), "skew_seed": _int(0, 99_999),
-             "skew_colour": ChoiceParam(choices=("score", "distance", "source row")),
-             "skew_tab": ChoiceParam(choices=("Causal skew (decoder)", "Bidirectional skew (encoder)")),
-             "skew_dl": ChoiceParam(choices=("QE_r^T", "padded", "reshaped", "sliced", "masked")),
-             "skew_mL": _int(1, 1_000_000), "skew_mD": _int(1, 65_536), "skew_mH": _int(1, 1024),
-             "skew_mdtype": ChoiceParam(choices=("fp32", "fp16 / bf16"))},
-    "absolute": {"abs_L": _int(8, 512), "abs_d": _int(4, 512), "abs_proj": BOOL, "abs_heads": _int(1, 32),
-                 "abs_head": _int(1, 32, dynamic=True), "abs_causal": BOOL, "abs_aL": _int(8, _LENGTH),
-                 **{key: param for key, param in _length_params("abs_al").items()
-                    if key.endswith(("_ws", "_r0", "_c0"))}},
-    "rope": {"rp_preset": TextParam(pattern=r"[A-Za-z0-9 .()_+-]{1,60}", max_chars=60),
-             "rp_len": _choices(*(2 ** k for k in range(8, 21))), "rp_dim": _choices(16, 32, 64, 96, 128, 256),
-             "rp_base": _choices(100, 500, 1000, 10000, 50000, 100000, 500000, 1000000, 10000000),
-             "rp_rule": _choices("default", "linear", "dynamic", "yarn", "llama3"),
-             "rp_orig": _choices(*(2 ** k for k in range(9, 18))),
-             "rp_factor": _choices(1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0),
-             "rp_low": _choices(0.5, 1.0, 2.0), "rp_high": _choices(1.0, 2.0, 4.0, 8.0),
-             "rp_bf": _choices(4, 8, 16, 32, 64), "rp_bs": _choices(0.25, 0.5, 1, 2, 4),
-             "rp_L": _int(8, 256), "rp_same": BOOL, "rp_seed": _int(0, 9999),
-             "rp_pair": _int(0, 127, dynamic=True), "rp_m": _int(0, 256), "rp_n": _int(0, 256)},
-    "attention": {
-        "at_ck": TextParam(pattern=r"[a-z0-9][a-z0-9_.-]{0,63}", max_chars=64),
-        "at_layer": _int(1, 12, dynamic=True), "at_head": _int(1, 16, dynamic=True),
-        "at_len": _int(1, 256), "at_seed": _int(0, 2**31 - 1),
-        "at_seq": TextParam(pattern=r"[0-9]*", max_chars=256),
-        # The scheme and its own parameters (at_t_<param>, see PAGE_KEY_FAMILIES) come from the scheme
-        # registry, which needs torch; a tour reads them by shape, and the page's link check
-        # (relviz.app.links.checked_link_values) refuses a name or value its control does not take.
-        "at_tsch": TextParam(pattern=r"[a-z][a-z0-9_]{0,31}", max_chars=32),
-        "at_ttask": ChoiceParam(choices=("shift", "window_max", "absolute")),
-        "at_ts": _int(1, 16), "at_tw": _int(1, 8), "at_tp": _int(0, 31),
-        "at_tl": _int(1, CAPS.max_layers), "at_th": ChoiceParam(choices=("1", "2", "4")),
-        "at_tsteps": _int(CAPS.min_steps, CAPS.max_steps), "at_tlen": _int(CAPS.min_length, CAPS.max_length),
-        "at_tseed": _int(0, 2**31 - 1)},
-    "your_model": {
-        "ym_model": TextParam(pattern=_MODEL_LABEL, max_chars=100),
-        "ym_vs": TextParam(pattern=_MODEL_LABEL, max_chars=100),
-        "ym_len": _choices("own", *(2 ** k for k in range(4, 25))),
-        "ym_layer": _int(0, 4095, dynamic=True), "ym_layer2": _int(0, 4095, dynamic=True),
-        "ym_view": _choices(*YOUR_MODEL_VIEWS), "ym_stack": _choices("encoder", "decoder"),
-        "ym_ext": _int(16, 512), "ym_head": _int(1, 1 << 14, dynamic=True), "ym_L": _int(8, 256),
-        "ym_n": _int(8, 512, dynamic=True)},
-    "experiments": {"ex_thr": FloatParam(0.5, 1.0),
-                    "ex_set": MultiParam(choices=("Shaw k = 4", "Shaw k = 16", "T5 32/128", "T5 8/32", "ALiBi",
-                                                      "sinusoidal (absolute)"))},
-}
-for _keys in PAGE_PARAMS.values():
-    _keys.update(COMMON_PARAMS)
-
-#: page name -> (key pattern, what such a key accepts) for keys a page makes from data it loads at run time:
-#: the attention page's training form binds one slider at_t_<param> per parameter its scheme declares.
-#: Any finite number is taken here; the slider's own range is the page's to check.
-PAGE_KEY_FAMILIES: dict[str, tuple[str, Param]] = {
-    "attention": (r"at_t_[a-z][a-z0-9_]{0,39}", FloatParam(-1e9, 1e9, dynamic=True)),
-}
-
-
-def page_param(page: str, key: object) -> Param | None:
-    """What ``key`` accepts on ``page`` (a fixed key or one of the page's key families), or None."""
-    fixed = PAGE_PARAMS.get(page, {})
-    if isinstance(key, str) and key in fixed:
-        return fixed[key]
-    family = PAGE_KEY_FAMILIES.get(page)
-    if family is not None and isinstance(key, str) and re.fullmatch(family[0], key):
-        return family[1]
-    return None
-
-
-def page_keys(page: str, present: Iterable[str]) -> list[str]:
-    """The page's fixed keys, then those of ``present`` (e.g. the URL's or the session's) in its key families."""
-    fixed = list(PAGE_PARAMS.get(page, {}))
-    return fixed + [key for key in present if key not in fixed and page_param(page, key) is not None]
 
 
 # ---------------------------------------------------------------------------------------
