@@ -23,29 +23,18 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import streamlit as st  # noqa: E402
 from streamlit import config  # noqa: E402
-from streamlit.runtime.caching.cache_data_api import _data_caches  # noqa: E402
-from streamlit.runtime.caching.cache_resource_api import _resource_caches  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from load_support import HEAVIEST  # noqa: E402
+from relviz.app.internals import cache_entry_sizes  # noqa: E402
 from test_cache_bounds import scan  # noqa: E402
 
 REPO = HERE.parent
 ARTIFACT = REPO / "test-artifacts" / "cache_sizes.json"
 #: server.maxCacheDataSize in .streamlit/config.toml: all st.cache_data entries together.
 CACHE_DATA_BUDGET_MB = 256
-
-
-def _entries() -> dict[tuple[str, str], list[int]]:
-    """(kind, function) -> byte size of each entry now held."""
-    out: dict[tuple[str, str], list[int]] = {}
-    for provider in (_data_caches, _resource_caches):
-        for stats in provider.get_stats().values():
-            for stat in stats:
-                kind = "cache_data" if stat.category_name == "st_cache_data" else "cache_resource"
-                out.setdefault((kind, stat.cache_name.rsplit(".", 1)[-1]), []).append(stat.byte_length)
-    return out
 
 
 def measure(pages: list[str] | None = None) -> dict:
@@ -69,10 +58,10 @@ def measure(pages: list[str] | None = None) -> dict:
             seconds[label] = round(time.perf_counter() - started, 1)
             if at.exception:
                 raise RuntimeError(f"{name} ({label}): {[e.value for e in at.exception]}")
-            for key, sizes in _entries().items():
+            for key, sizes in cache_entry_sizes().items():
                 largest[key] = max(largest.get(key, 0), *sizes)
-            _data_caches.clear_all()
-            _resource_caches.clear_all()
+            st.cache_data.clear()
+            st.cache_resource.clear()
         for key, max_entries in sorted(bounds.items()):
             biggest = largest.get(key)
             rows.append({"page": name, "kind": key[0], "function": key[1], "max_entries": max_entries,

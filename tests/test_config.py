@@ -18,6 +18,7 @@ import tomllib
 import pytest
 
 from browser_support import REPO, app_server
+from relviz.app.internals import XSRF_COOKIE
 
 CONFIG = REPO / ".streamlit" / "config.toml"
 
@@ -130,7 +131,7 @@ def request(server, method: str, path: str, headers: dict | None = None, body: b
 def test_live_xsrf_cookie_and_upload_refused_without_token(server):
     status, headers, _ = request(server, "GET", "/_stcore/health")
     assert status == 200
-    assert "_streamlit_xsrf=" in headers.get("set-cookie", ""), headers
+    assert f"{XSRF_COOKIE}=" in headers.get("set-cookie", ""), headers
     status, _, body = request(server, "PUT", "/_stcore/upload_file/session/file",
                               {"Content-Type": "multipart/form-data; boundary=x"}, b"--x--\r\n")
     assert status == 403, (status, body[:200])

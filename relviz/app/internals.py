@@ -3,7 +3,8 @@
 Everything else in relviz and pages/ uses public API only. Each piece below names the internal it
 uses, why no public route does the job (tried: see each docstring), and what would replace it.
 tests/test_streamlit_internals.py pins the Streamlit behaviour these rely on, by name, so a Streamlit
-release that moves them fails there. Imported only by relviz.app's page-support modules (navigation, quotas, lecture_mode); never by the library.
+release that moves them fails there. Imported only by relviz.app's page-support modules (navigation, quotas,
+lecture_mode) and by test tooling (tests/cache_sizes.py, tests/test_config.py); never by the library.
 """
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ def release_url_bindings(keys: Iterable[str]) -> None:
     through st.session_state and the rest through query_params works in AppTest and in one browser
     test, but in tests/test_browser_tools.py::test_the_presenter_view_follows_the_tour_in_a_second_tab
     the address bar kept the old step's URL (Streamlit's sync of a programmatic value to the URL did
-    not fire). Replace with: a public way to release or override a URL binding in st.switch_page.
+    not fire). Looked again (issue 23, Streamlit 1.67 and its docs): no public call releases a binding;
+    Streamlit drops a control's binding only when a run completes without drawing it, and a run that ends
+    in st.rerun or st.switch_page skips that clean-up, so no sequence of public calls frees the key within
+    the click. Replace with: a public way to release or override a URL binding in st.switch_page.
     """
     from streamlit.runtime.state.session_state_proxy import get_session_state
 
@@ -78,8 +82,15 @@ def safe_plotly_lookups() -> None:
     module ("partially initialized module 'pandas' has no attribute 'Series'"). The public route,
     importing numpy and pandas in app.py before any page runs, costs every fresh server's first
     visitor ~0.7 s (numpy 0.19-0.22 s + pandas 0.51-0.59 s measured here) on a landing page that uses
-    neither (tests/test_cold_start.py keeps them out of the first page). Replace with: that import,
-    if the first paint can afford it, or a plotly that imports what it inspects.
+    neither (tests/test_cold_start.py keeps them out of the first page). Tried again (issue 23): having
+    the modules that build plotly figures import numpy and pandas at their top (a thread importing a
+    module that another thread is importing waits on its module lock until it is complete). That
+    protects every page but the landing page, which draws a plotly figure too (the intro picture) and
+    may not import either: a thread that builds a figure without having imported pandas still meets
+    another thread's half-imported pandas (a script that builds go.Figure in a loop while a second
+    thread imports pandas fails 3 runs in 3 with "partially initialized module 'pandas' has no
+    attribute 'Series'", and passes 2 in 2 with this lookup). Replace with: that import, if the first
+    paint can afford it, or a plotly that imports what it inspects.
     """
     import _plotly_utils.optional_imports as optional_imports
 
@@ -92,3 +103,25 @@ def safe_plotly_lookups() -> None:
         if name.partition(".")[0] in ("plotly", "_plotly_utils") and \
                 getattr(module, "get_module", None) is _PLOTLY_GET_MODULE:
             module.get_module = _complete_module
+
+
+def cache_entry_sizes() -> dict[tuple[str, str], list[int]]:
+    """(kind, function name) -> the size in bytes of each entry the st.cache_data ("cache_data") and
+    st.cache_resource ("cache_resource") caches of this process hold now. Test tooling only: the app never
+    calls it.
+
+    Internal: ``streamlit.runtime.caching``'s ``get_data_cache_stats_provider`` and
+    ``get_resource_cache_stats_provider`` (what a server's /_stcore/metrics reports). Why:
+    tests/cache_sizes.py sizes every cache's entries in one AppTest process, with no server to ask;
+    Streamlit's public API clears caches (st.cache_data.clear()) but reads no sizes. Replace with: a
+    public cache-statistics API, or reading /_stcore/metrics from a test server.
+    """
+    from streamlit.runtime.caching import get_data_cache_stats_provider, get_resource_cache_stats_provider
+
+    out: dict[tuple[str, str], list[int]] = {}
+    for provider in (get_data_cache_stats_provider(), get_resource_cache_stats_provider()):
+        for stats in provider.get_stats().values():
+            for stat in stats:
+                kind = "cache_data" if stat.category_name == "st_cache_data" else "cache_resource"
+                out.setdefault((kind, stat.cache_name.rsplit(".", 1)[-1]), []).append(stat.byte_length)
+    return out
