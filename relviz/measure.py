@@ -21,8 +21,8 @@ def time_calls(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> list[flo
     Why not torch.utils.benchmark.Timer (tried for issue 23): Timer runs every measurement inside
     torch.set_num_threads(n), with n = the current count too, and on this CPU build that call alone
     changes what small ops cost from then on in the process (Timer restores the count with the same
-    call): t5_bucket_map(128) took 0.035 ms before it and 9.5-21 ms after (median of 50 calls, three
-    fresh processes, 2 shared cores at load 6.4; torch.log and exp are hit, torch.add is not), and
+    call): t5_bucket_map(128) took 0.035 ms before it and 8-21 ms after in 6 of 7 fresh processes
+    (median of 50 calls, 2 shared cores at load 4.7-6.4; torch.log and exp are hit, torch.add is not), and
     ``python -m relviz bench --quick``'s T5 row read 19.9 ms under Timer against 0.045 ms here. Nor can
     Timer time a fixed number of single calls, which measure_forward's callers fix (the cost study's
     "N timed forwards", the Live page's two forwards under a CPU-time cap): its autoranges choose
