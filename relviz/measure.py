@@ -18,16 +18,15 @@ __all__ = ["time_calls", "proc_status", "reset_peak_rss", "measure_forward"]
 def time_calls(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> list[float]:
     """Wall-clock seconds of exactly ``repeats`` calls after ``warmup`` untimed ones.
 
-    Why not torch.utils.benchmark.Timer (tried for issue 23): Timer runs every measurement inside
-    torch.set_num_threads(n), with n = the current count too, and on this CPU build that call alone
-    changes what small ops cost from then on in the process (Timer restores the count with the same
-    call): t5_bucket_map(128) took 0.035 ms before it and 8-21 ms after in 6 of 7 fresh processes
-    (median of 50 calls, 2 shared cores at load 4.7-6.4; torch.log and exp are hit, torch.add is not), and
-    ``python -m relviz bench --quick``'s T5 row read 19.9 ms under Timer against 0.045 ms here. Nor can
-    Timer time a fixed number of single calls, which measure_forward's callers fix (the cost study's
-    "N timed forwards", the Live page's two forwards under a CPU-time cap): its autoranges choose
-    their own count after a warm-up of their own, and Timer.timeit(n) first runs max(n // 100, 2)
-    extra calls."""
+    Why not torch.utils.benchmark.Timer (tried for issue 23): Timer cannot time a fixed number of
+    single calls, which measure_forward's callers fix (the cost study's "N timed forwards", the Live
+    page's two forwards under a CPU-time cap): its autoranges choose their own count after a warm-up of
+    their own, and Timer.timeit(n) first runs max(n // 100, 2) extra calls. Where a count is free, Timer
+    and this loop agree on a quiet machine (t5_bucket_map(128): Timer's median 0.0375 ms, this loop's
+    0.0372 ms, load 0.2). On a loaded one Timer's torch.set_num_threads around each measurement (to the
+    same count) was followed by slow small ops for the rest of the process: t5_bucket_map(128) 0.035 ms
+    before, 8-21 ms after, in 6 of 7 fresh processes at load 4.7-6.4 (not seen at load 0.2), which
+    would make the bench's figures depend on the load they were taken under more than they do."""
     for _ in range(warmup):
         fn()
     times = []

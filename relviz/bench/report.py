@@ -144,8 +144,8 @@ def time_in_turns(calls: Mapping[str, Callable[[], Any]], rounds: int,
     among five engineers here: the load average went from 4.2 to 8.7 within three minutes), and the
     ratio these sections report takes the drift; taking turns cancels it. A turn cannot be a Timer
     call either: Timer.timeit(n) first runs max(n // 100, 2) warm-up calls (three times the work of a
-    one-call sample of a 1 s case), and every Timer call sets torch's thread count, which slows small
-    ops for the rest of the process (relviz.measure.time_calls has the figures)."""
+    one-call sample of a 1 s case), and every Timer call sets torch's thread count, after which small
+    ops ran slower on a loaded machine (relviz.measure.time_calls has the figures)."""
     repeats = {name: 1 for name in calls}
     if min_sample_s > 0:
         for name, call in calls.items():
