@@ -89,8 +89,10 @@ def safe_plotly_lookups() -> None:
     may not import either: a thread that builds a figure without having imported pandas still meets
     another thread's half-imported pandas (a script that builds go.Figure in a loop while a second
     thread imports pandas fails 3 runs in 3 with "partially initialized module 'pandas' has no
-    attribute 'Series'", and passes 2 in 2 with this lookup). Replace with: that import, if the first
-    paint can afford it, or a plotly that imports what it inspects.
+    attribute 'Series'", and passes 2 in 2 with this lookup). Measured on a fresh server, 4 alternating
+    rounds, navigation to the first drawn chart: with numpy and pandas imported first the landing page took
+    2.69 s (median) against 2.28 s without, the skew page 4.61 s against 4.60 s. Replace with: that import,
+    if the first paint can afford it, or a plotly that imports what it inspects.
     """
     import _plotly_utils.optional_imports as optional_imports
 
