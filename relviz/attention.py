@@ -35,6 +35,7 @@ Sign convention: relative position = key index − query index (j − i).
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import torch
 
@@ -75,19 +76,34 @@ def offset_bias_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per
     """
     if validate:
         _, heads, length, dim = check_qkv(q, k, v)
-        causal = check_bool("causal", causal)
-        scale = check_scale(scale, dim)
-        need_weights, backend = check_mode(need_weights, backend)
+        causal, scale, need_weights, backend = _check_options(causal, scale, need_weights, backend, dim)
         per_offset = check_table("per_offset", per_offset, q, heads, 2 * length - 1, "H, 2L-1")
+    return _offset_bias(q, k, v, per_offset, causal, scale, need_weights, backend, check_values=validate)
+
+
+def _check_options(causal: Any, scale: Any, need_weights: Any, backend: Any, dim: int,
+                   ) -> tuple[bool, float | None, bool, str]:
+    """The options every offset-bias function takes, checked (each public entry calls this once)."""
+    causal, scale = check_bool("causal", causal), check_scale(scale, dim)
+    return (causal, scale, *check_mode(need_weights, backend))
+
+
+def _offset_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset: torch.Tensor, causal: bool,
+                 scale: float | None, need_weights: bool, backend: str, *, check_values: bool,
+                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """offset_bias_attention's computation on arguments its public caller already checked.
+
+    ``check_values``: refuse non-finite tables, logits and outputs (a host read each; the public
+    functions do, the model's schemes do not)."""
     length, scale = q.shape[-2], resolve_scale(scale, q.shape[-1])
     if not need_weights:
-        if validate:
+        if check_values:
             check_finite_tables(per_offset)
         output = fused_offsets(q, k, v, per_offset, causal=causal, scale=scale, backend=backend)
-        return fused_output(output, validate=validate), None
+        return fused_output(output, validate=check_values), None
     bias = per_offset.unfold(-1, length, 1).flip(-2)                               # [H, L, L], one copy
     logits = torch.matmul(q * scale, k.transpose(-2, -1)).add_(bias)               # [B, H, L, L]
-    return softmax_output(logits, v, causal, validate=validate)
+    return softmax_output(logits, v, causal, validate=check_values)
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,9 +232,9 @@ def t5_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_table: 
     batch, heads, length, dim = check_qkv(q, k, v)
     config = t5_config(num_buckets, max_distance, bidirectional)
     bias_table = check_table("bias_table", bias_table, q, config.num_buckets, heads, "num_buckets, H")
+    causal, scale, need_weights, backend = _check_options(causal, scale, need_weights, backend, dim)
     per_offset = config.bias_offsets(bias_table, length, length)                  # [H, 2L − 1]
-    return offset_bias_attention(q, k, v, per_offset, causal=causal, scale=scale, need_weights=need_weights,
-                                 backend=backend)
+    return _offset_bias(q, k, v, per_offset, causal, scale, need_weights, backend, check_values=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -297,6 +313,6 @@ def alibi_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
     penalty |i − j| on both sides. The bias is built per offset (2L − 1 values per head).
     """
     batch, heads, length, dim = check_qkv(q, k, v)
+    causal, scale, need_weights, backend = _check_options(causal, scale, need_weights, backend, dim)
     per_offset = alibi_bias_offsets(length, num_heads=heads, device=q.device).to(q.dtype)   # [H, 2L − 1]
-    return offset_bias_attention(q, k, v, per_offset, causal=causal, scale=scale, need_weights=need_weights,
-                                 backend=backend)
+    return _offset_bias(q, k, v, per_offset, causal, scale, need_weights, backend, check_values=True)

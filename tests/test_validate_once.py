@@ -9,7 +9,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import relviz.model as model_module
 from relviz import positions
-from relviz.attention import offset_bias_attention, shaw_attention, skew_attention, t5_attention
+from relviz.attention import alibi_attention, offset_bias_attention, shaw_attention, skew_attention, t5_attention
 from relviz.model import ModelConfig, build_model
 from relviz.schemes import REGISTRY
 
@@ -182,3 +182,29 @@ def test_a_caller_gets_the_value_error_and_the_model_gets_nan_without_a_host_rea
             output, _ = call(validate=False)
         assert torch.isnan(output[0, 1, 4]).all(), name
     assert host_reads.seen == []
+
+
+
+@pytest.mark.parametrize("call", [
+    lambda q, k, v, w: t5_attention(q, k, v, torch.zeros(32, 2), num_buckets=32, max_distance=128,
+                                    bidirectional=True, need_weights=w),
+    lambda q, k, v, w: alibi_attention(q, k, v, need_weights=w),
+    lambda q, k, v, w: offset_bias_attention(q, k, v, torch.zeros(2, 17), need_weights=w),
+], ids=["t5_attention", "alibi_attention", "offset_bias_attention"])
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_an_offset_bias_function_checks_q_k_v_and_its_options_once(monkeypatch, call, need_weights):
+    """t5_attention and alibi_attention build the per-offset bias and compute what offset_bias_attention
+    computes, without handing their checked arguments to it to be checked again."""
+    import relviz.attention as attention
+
+    counts = {"check_qkv": 0, "check_mode": 0}
+    for name in counts:
+        def counted(*args, _original=getattr(attention, name), _name=name, **kwargs):
+            counts[_name] += 1
+            return _original(*args, **kwargs)
+        monkeypatch.setattr(attention, name, counted)
+    q, k, v = (torch.randn(1, 2, 9, 4) for _ in range(3))
+    output, weights = call(q, k, v, need_weights)
+    assert counts == {"check_qkv": 1, "check_mode": 1}
+    assert output.shape == (1, 2, 9, 4) and torch.isfinite(output).all()
+    assert (weights is not None) == need_weights
