@@ -28,9 +28,6 @@ def plotly_config(export: str = "PNG") -> dict:
     return {"displaylogo": False, "toImageButtonOptions": dict(EXPORT_FORMATS.get(export, EXPORT_FORMATS["PNG"]))}
 
 
-PLOTLY_CONFIG = plotly_config()
-
-
 def export_format_control() -> None:
     """The sidebar's choice of the camera button's format, shared by every chart of every page."""
     st.segmented_control("chart download (camera icon)", list(EXPORT_FORMATS), default="PNG", required=True,
