@@ -26,6 +26,11 @@ def _exponents(dim: int, device: torch.device) -> torch.Tensor:
     return torch.arange(0, dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float) / dim
 
 
+def default_inv_freq(dim: int, base: float, device: torch.device | str | None = None) -> torch.Tensor:
+    """θ_i = 1 / base^(2i/dim) [dim/2] float32, as transformers' default rule computes it (the toy model's too)."""
+    return 1.0 / (base ** _exponents(dim, resolve_device(device)))
+
+
 def _get_mscale(scale: float, mscale: float = 1.0) -> float:
     if scale <= 1:
         return 1.0
@@ -71,9 +76,9 @@ def rope_parameters(config: RopeConfig, seq_len: int | None = None, *,
     max_positions = config.max_position_embeddings
 
     if s.rope_type == "default":
-        return 1.0 / (base ** _exponents(dim, device)), 1.0
+        return default_inv_freq(dim, base, device), 1.0
     if s.rope_type == "linear":
-        inv_freq = 1.0 / (base ** _exponents(dim, device))
+        inv_freq = default_inv_freq(dim, base, device)
         inv_freq /= s.factor
         return inv_freq, 1.0
     if s.rope_type == "dynamic":
@@ -105,7 +110,7 @@ def rope_parameters(config: RopeConfig, seq_len: int | None = None, *,
         inv_freq = interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
         return inv_freq, attention
     if s.rope_type == "llama3":
-        inv_freq = 1.0 / (base ** _exponents(dim, device))
+        inv_freq = default_inv_freq(dim, base, device)
         old_context = config.original_max_position_embeddings
         low_wavelen = old_context / s.low_freq_factor
         high_wavelen = old_context / s.high_freq_factor
@@ -163,20 +168,77 @@ def turns_in_context(inv_freq: torch.Tensor, length: int) -> torch.Tensor:
 # The rotation and the scores it produces
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+#: layout -> what pairs it rotates, in words
+LAYOUTS = {
+    "half": "pairs (i, i + r/2), rotate_half (Llama, GPT-NeoX)",
+    "interleaved": "adjacent pairs (2i, 2i + 1), rotate_every_two (GPT-J, Cohere)",
+    "complex": "adjacent pairs (2i, 2i + 1) multiplied as complex numbers (Llama 4)",
+    "deinterleave": "adjacent pairs (2i, 2i + 1) in, written out half-split (DeepSeek-V3 rope_interleave)",
+}
+
+
+# The four pair layouts, each as transformers writes it (same operations, so float results are bit-identical).
+# rot [..., L, r]; freqs [L, r/2] radians (position × θ_i); scaling multiplies cos and sin.
+
+def half_cos_sin(freqs: torch.Tensor, scaling: float, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cos, sin) [L, r] of the half layout, ``cat(freqs, freqs)`` (what a model computes once per forward)."""
+    emb = torch.cat((freqs, freqs), dim=-1)                                      # [L, r]
+    return (emb.cos() * scaling).to(dtype), (emb.sin() * scaling).to(dtype)
+
+
+def rotate_half_by(rot: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """rot [..., L, r] rotated with the half layout's cos and sin [L, r]: rot·cos + rotate_half(rot)·sin."""
+    half = rot.shape[-1] // 2
+    return rot * cos + torch.cat((-rot[..., half:], rot[..., :half]), dim=-1) * sin
+
+
+def _half(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
+    return rotate_half_by(rot, *half_cos_sin(freqs, scaling, rot.dtype))
+
+
+def _interleaved(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
+    emb = torch.repeat_interleave(freqs, 2, dim=-1)                              # [L, r]: θ0 θ0 θ1 θ1 ...
+    cos, sin = (emb.cos() * scaling).to(rot.dtype), (emb.sin() * scaling).to(rot.dtype)
+    turned = torch.stack((-rot[..., 1::2], rot[..., 0::2]), dim=-1).flatten(-2)
+    return rot * cos + turned * sin
+
+
+def _complex(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
+    cis = torch.polar(torch.ones_like(freqs), freqs) * scaling                  # [L, r/2] complex
+    z = torch.view_as_complex(rot.float().reshape(*rot.shape[:-1], -1, 2))
+    return torch.view_as_real(z * cis).flatten(-2).type_as(rot)
+
+
+def _deinterleave(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
+    cos, sin = (freqs.cos() * scaling).to(rot.dtype), (freqs.sin() * scaling).to(rot.dtype)
+    a, b = rot[..., 0::2], rot[..., 1::2]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+
+
+_ROTATE = {"half": _half, "interleaved": _interleaved, "complex": _complex, "deinterleave": _deinterleave}
+assert set(_ROTATE) == set(LAYOUTS)
+
+
+def rotate_pairs(rot: torch.Tensor, freqs: torch.Tensor, scaling: float = 1.0, *, layout: str = "half") -> torch.Tensor:
+    """rot [..., L, r] turned by ``freqs`` [L, r/2] (angle of each pair at each position) in ``layout``'s pairs.
+
+    No checks: the callers (:func:`rotate`, the mechanisms, the toy model) check their own inputs once.
+    """
+    return _ROTATE[layout](rot, freqs, scaling)
 
 
 def rotate(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, *,
-           attention_scaling: float = 1.0) -> torch.Tensor:
-    """Rotate x [..., L, D] at ``positions`` [L] as Hugging Face does (rotate_half pairs (i, i + r/2)).
+           attention_scaling: float = 1.0, layout: str = "half") -> torch.Tensor:
+    """Rotate x [..., L, D] at ``positions`` [L] as transformers does (``layout``: one of :data:`LAYOUTS`;
+    the default pairs (i, i + r/2) as rotate_half).
 
     Only the first r = 2·len(inv_freq) dimensions rotate; cos and sin carry ``attention_scaling``.
     """
     x = check_tensor("x", x, min_ndim=2, floating=True)
     positions = check_tensor("positions", positions, ndim=1)
     inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True)
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
     r = 2 * inv_freq.shape[0]
     if r > x.shape[-1]:
         raise ValueError(f"inv_freq has {inv_freq.shape[0]} pairs: x needs at least {r} dimensions; "
@@ -184,10 +246,8 @@ def rotate(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, *,
     if positions.shape[0] != x.shape[-2]:
         raise ValueError(f"positions must have one entry per row of x ({x.shape[-2]}); got {positions.shape[0]}")
     freqs = positions.to(x.device).float()[:, None] * inv_freq.to(x.device).float()[None, :]   # [L, P]
-    emb = torch.cat((freqs, freqs), dim=-1)                                                       # [L, r]
-    cos, sin = emb.cos() * attention_scaling, emb.sin() * attention_scaling
     rot, rest = x[..., :r], x[..., r:]
-    return torch.cat((rot * cos.to(x.dtype) + _rotate_half(rot) * sin.to(x.dtype), rest), dim=-1)
+    return torch.cat((rotate_pairs(rot, freqs, attention_scaling, layout=layout), rest), dim=-1)
 
 
 def score_per_offset(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, offsets: torch.Tensor, *,

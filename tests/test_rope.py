@@ -404,3 +404,26 @@ def test_scaled_from_is_the_original_context_only_with_a_scaling():
     llama3 = RopeConfig(max_position_embeddings=131072, scaling=RopeScaling(
         "llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192))
     assert llama3.scaled_from == 8192
+
+
+@needs_transformers
+@pytest.mark.parametrize("d_model,n_heads,base", [(64, 4, 10000.0), (96, 2, 500.0), (32, 4, 1e6)])
+def test_the_toy_models_rotation_is_transformers_llama_rotation_bit_for_bit(d_model, n_heads, base):
+    """The toy model's RoPE (relviz.schemes.rope) turns q and k exactly as LlamaRotaryEmbedding and
+    apply_rotary_pos_emb do: the same θ, cos, sin and rotate_half (one RoPE arithmetic in relviz.rope_math)."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    from relviz.model import ModelConfig, build_model
+    from relviz.schemes.rope import rope_rotate
+
+    length = 40
+    position = build_model(ModelConfig(d_model=d_model, n_heads=n_heads, scheme="rope", rope_base=base)).position
+    head_dim = d_model // n_heads
+    q, k = torch.randn(2, 3, n_heads, length, head_dim, generator=torch.Generator().manual_seed(1)).unbind(0)
+    module = transformers_module({"hidden_size": d_model, "num_attention_heads": n_heads, "rope_theta": base,
+                                  "max_position_embeddings": 64}, phi3=False)
+    cos, sin = module(q, torch.arange(length)[None])                                  # [1, L, D_head] each
+    q_ref, k_ref = apply_rotary_pos_emb(q, k, cos, sin)
+    shared = position.prepare(length, q)
+    assert torch.equal(rope_rotate(q, angles=shared), q_ref)
+    assert torch.equal(rope_rotate(k, angles=shared), k_ref)

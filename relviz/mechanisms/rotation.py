@@ -6,7 +6,7 @@ this module adds what differs from layer to layer and family to family:
 - the parameters per layer type (transformers 5 nests ``rope_parameters`` by layer type: Gemma 3 and
   ModernBERT use one base on sliding layers and another on full ones) and layers without rotation
   (``no_rope_layers``: Llama 4, SmolLM3; Cohere 2 rotates on its sliding layers only);
-- the pair layout: ``half`` pairs (i, i + r/2) as Llama's rotate_half; ``interleaved`` pairs (2i, 2i + 1)
+- the pair layout (each written once, in relviz.rope_math): ``half`` pairs (i, i + r/2) as Llama's rotate_half; ``interleaved`` pairs (2i, 2i + 1)
   as GPT-J, CodeGen and Cohere (rotate_every_two); ``complex`` the same pairs multiplied as complex
   numbers (Llama 4's ``view_as_complex``); ``deinterleave`` interleaved pairs in, half-split layout out
   (DeepSeek-V3 with ``rope_interleave``);
@@ -27,17 +27,9 @@ from relviz._checks import check_tensor
 from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Wavelengths
 from relviz.rope import ROPE_TYPES, RopeConfig, rope_config_from_hf, rope_parameters, unscaled
+from relviz.rope_math import LAYOUTS, rotate_pairs
 
 __all__ = ["Rotation", "LAYOUTS"]
-
-#: layout -> what pairs it rotates, in words
-LAYOUTS = {
-    "half": "pairs (i, i + r/2), rotate_half (Llama, GPT-NeoX)",
-    "interleaved": "adjacent pairs (2i, 2i + 1), rotate_every_two (GPT-J, Cohere)",
-    "complex": "adjacent pairs (2i, 2i + 1) multiplied as complex numbers (Llama 4)",
-    "deinterleave": "adjacent pairs (2i, 2i + 1) in, written out half-split (DeepSeek-V3 rope_interleave)",
-}
-
 
 def _layer_rope_fields(cfg: ConfigView, layer_type: str | None) -> Mapping[str, Any] | None:
     """The config with this layer type's rope parameters un-nested (None: this layer type has no rotation)."""
@@ -161,7 +153,7 @@ class Rotation(Mechanism):
             freqs = freqs[0]                                                            # [L, P]
         r, start = self.rotary_dim, self.rotary_offset
         before, rot, after = x[..., :start], x[..., start:start + r], x[..., start + r:]
-        return torch.cat((before, _ROTATE[self.layout](rot, freqs, scaling), after), dim=-1)
+        return torch.cat((before, rotate_pairs(rot, freqs, scaling, layout=self.layout), after), dim=-1)
 
     # -- words -------------------------------------------------------------------------------
 
@@ -308,36 +300,3 @@ def _short(base: float) -> str:
     if base >= 1e3 and base % 100 == 0:
         return f"{base / 1e3:g}k"
     return f"{base:g}"
-
-
-# The rotations, each as transformers writes it (same operations, so float results are bit-identical).
-# rot [..., L, r]; freqs [L, r/2] radians; scaling multiplies cos and sin.
-
-def _half(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
-    emb = torch.cat((freqs, freqs), dim=-1)                                      # [L, r]
-    cos, sin = (emb.cos() * scaling).to(rot.dtype), (emb.sin() * scaling).to(rot.dtype)
-    half = rot.shape[-1] // 2
-    return rot * cos + torch.cat((-rot[..., half:], rot[..., :half]), dim=-1) * sin
-
-
-def _interleaved(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
-    emb = torch.repeat_interleave(freqs, 2, dim=-1)                              # [L, r]: θ0 θ0 θ1 θ1 ...
-    cos, sin = (emb.cos() * scaling).to(rot.dtype), (emb.sin() * scaling).to(rot.dtype)
-    turned = torch.stack((-rot[..., 1::2], rot[..., 0::2]), dim=-1).flatten(-2)
-    return rot * cos + turned * sin
-
-
-def _complex(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
-    cis = torch.polar(torch.ones_like(freqs), freqs) * scaling                  # [L, r/2] complex
-    z = torch.view_as_complex(rot.float().reshape(*rot.shape[:-1], -1, 2))
-    return torch.view_as_real(z * cis).flatten(-2).type_as(rot)
-
-
-def _deinterleave(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> torch.Tensor:
-    cos, sin = (freqs.cos() * scaling).to(rot.dtype), (freqs.sin() * scaling).to(rot.dtype)
-    a, b = rot[..., 0::2], rot[..., 1::2]
-    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
-
-
-_ROTATE = {"half": _half, "interleaved": _interleaved, "complex": _complex, "deinterleave": _deinterleave}
-assert set(_ROTATE) == set(LAYOUTS)

@@ -7,36 +7,36 @@ from typing import Any
 import numpy as np
 import torch
 
+from relviz.rope_math import default_inv_freq, half_cos_sin, rotate_half_by
 from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, dot_product_attention, expand_offsets
 from relviz.schemes.views import PositionStructure
 
 
 def rope_angles(length: int, dim: int, *, base: float = 10000.0, device: torch.device | str = "cpu",
                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
-    """(cos, sin) of the angle t · base^(−2p / D) for positions t < length and pairs p < D/2: [L, D/2] each."""
-    half = dim // 2
-    inv_freq = base ** (-torch.arange(half, device=device, dtype=torch.float32) * 2 / dim)        # [D/2]
-    angles = torch.arange(length, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]  # [L, D/2]
-    return angles.cos().to(dtype), angles.sin().to(dtype)
+    """(cos, sin) [L, D] of position t < length, pair (p, p + D/2) turned by t · θ_p, θ_p = 1 / base^(2p/D):
+    transformers' arithmetic (relviz.rope_math), computed once per forward as its rotary module does."""
+    inv_freq = default_inv_freq(dim, base, device)                                      # [D/2]
+    freqs = torch.arange(length, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]   # [L, D/2]
+    return half_cos_sin(freqs, 1.0, dtype)
 
 
 def rope_rotate(x: torch.Tensor, *, base: float = 10000.0,
                 angles: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
-    """Rotary embedding of x [B, H, L, D] (D even): pair (p, p + D/2) of position t is rotated
-    by the angle t · base^(−2p / D) (``angles``: :func:`rope_angles`, when already computed).
+    """Rotary embedding of x [B, H, L, D] (D even) at positions 0 … L − 1, Llama's rotate_half pairs
+    (``angles``: :func:`rope_angles`, when already computed).
 
     Then q_i · k_j depends on i and j only through j − i: the rotation by t_i on one side and
     t_j on the other leaves a rotation by (j − i).
     """
     length, dim = x.shape[-2], x.shape[-1]
-    half = dim // 2
     cos, sin = rope_angles(length, dim, base=base, device=x.device, dtype=x.dtype) if angles is None else angles
-    x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    return rotate_half_by(x, cos, sin)
 
 
 class Rope(Scheme):
-    """No parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of dimensions."""
+    """No parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of dimensions, in transformers'
+    arithmetic and layout (relviz.rope_math: the same θ and the same rotate_half as Llama's)."""
 
     name = "rope"
     summary = "RoPE: q and k rotated by angles proportional to position, so q · k sees only j − i"
@@ -52,7 +52,7 @@ class Rope(Scheme):
         return {}
 
     def prepare(self, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The rotation's (cos, sin) [L, D_head/2], once per forward (the same for every layer)."""
+        """The rotation's (cos, sin) [L, D_head], once per forward (the same for every layer)."""
         return rope_angles(length, self.config.head_dim, base=self.config.rope_base, device=like.device,
                            dtype=like.dtype)
 
@@ -63,10 +63,9 @@ class Rope(Scheme):
                                      causal=self.config.causal, need_weights=need_weights)
 
     def structure(self, length: int) -> PositionStructure:
-        dim = self.config.head_dim
-        theta = self.config.rope_base ** (-np.arange(dim // 2) * 2.0 / dim)
+        theta = default_inv_freq(self.config.head_dim, self.config.rope_base).double().numpy()   # [D/2]
         offsets = np.arange(-(length - 1), length)
-        per_offset = np.cos(offsets[:, None] * theta[None, :]).mean(axis=1)
+        per_offset = np.cos(offsets[:, None] * theta[None, :]).mean(axis=1)                  # [2L − 1]
         return PositionStructure(
             self.name, "RoPE: mean cos((j − i) · θ_p) over the rotation pairs", "mean cos((j−i)θ)",
             expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)
