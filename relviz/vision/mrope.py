@@ -1,0 +1,247 @@
+"""M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three position ids per token and the pairs each axis owns.
+
+Every token of the language model carries (t, h, w). A text run continues one counter on all three
+rows, so its angles are plain 1-D RoPE's. An image or a video of t × h × w tokens (after the vision
+tower's spatial merge) starting where the counter stands (s) gets t ids s + ⌊f·interval⌋, h ids s + row,
+w ids s + column; the counter then moves on by max(h, w) (transformers 5.23's ``get_rope_index``). The
+rules differ per model, as data (:class:`MropeRule`):
+
+- Qwen2-VL: interval 1 (frame f's t id is s + f).
+- Qwen2.5-VL: a video's interval is tokens_per_second · second_per_grid_t (an image's stays 1).
+- Qwen3-VL: a video's frames are separate grids of one frame each, separated by timestamp text, and
+  the pairs are interleaved across the axes instead of sectioned.
+
+Sectioned (``mrope_section`` [s_t, s_h, s_w]): pairs 0..s_t − 1 turn with t, the next s_h with h, the
+last s_w with w. Interleaved (Qwen3-VL): pair p turns with h if p ≡ 1 (mod 3) and p < 3·s_h, with w if
+p ≡ 2 (mod 3) and p < 3·s_w, with t otherwise: every axis gets fast and slow pairs alike.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from relviz._checks import check_bool, check_int, check_tensor, resolve_device
+from relviz.rope_math import score_per_offset
+from relviz.vision.grid import MAX_FRAMES, MAX_SIDE
+
+#: The most tokens a sequence here may hold (ids are per token: 2^22 is 64 frames of 256 × 256 tokens).
+MAX_TOKENS = 1 << 22
+#: Token kinds, as transformers' ``mm_token_type_ids``.
+TEXT, IMAGE, VIDEO = 0, 1, 2
+AXES = ("t", "h", "w")
+
+
+@dataclass(frozen=True)
+class MropeRule:
+    """How one model family builds the ids and splits the pairs."""
+
+    label: str
+    time_scaled: bool          # a video's t ids step by tokens_per_second · second_per_grid_t (Qwen2.5-VL)
+    frames_apart: bool         # a video's frames are one-frame grids separated by text (Qwen3-VL)
+    interleaved: bool          # pairs interleaved across t, h, w (Qwen3-VL) instead of sectioned
+    section: tuple[int, int, int]   # the default mrope_section
+
+
+#: model_type → its rule (the default sections are transformers' defaults for a 128-wide head).
+MROPE_RULES: dict[str, MropeRule] = {
+    "qwen2_vl": MropeRule("Qwen2-VL", time_scaled=False, frames_apart=False, interleaved=False, section=(16, 24, 24)),
+    "qwen2_5_vl": MropeRule("Qwen2.5-VL", time_scaled=True, frames_apart=False, interleaved=False,
+                            section=(16, 24, 24)),
+    "qwen3_vl": MropeRule("Qwen3-VL", time_scaled=False, frames_apart=True, interleaved=True, section=(24, 20, 20)),
+}
+
+
+@dataclass(frozen=True)
+class Text:
+    """``length`` text tokens (markers such as <|vision_start|> included)."""
+
+    length: int
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image of ``rows`` × ``cols`` tokens, as the language model sees it (after the spatial merge)."""
+
+    rows: int
+    cols: int
+
+
+@dataclass(frozen=True)
+class Video:
+    """``frames`` × ``rows`` × ``cols`` tokens; ``seconds_per_grid`` (Qwen2.5-VL's second_per_grid_t);
+    ``frame_text`` tokens before each frame (Qwen3-VL's timestamp, e.g. "<0.5 seconds>", and markers)."""
+
+    frames: int
+    rows: int
+    cols: int
+    seconds_per_grid: float = 1.0
+    frame_text: int = 0
+
+
+Segment = Text | Image | Video
+
+
+def _check_rule(rule: object) -> MropeRule:
+    if not isinstance(rule, MropeRule):
+        raise ValueError(f"rule must be an MropeRule (one of MROPE_RULES: {', '.join(MROPE_RULES)}); "
+                         f"got {type(rule).__name__}")
+    return rule
+
+
+def _check_segment(segment: object, rule: MropeRule, n: int) -> None:
+    where = f"segments[{n}]"
+    if isinstance(segment, Text):
+        check_int(f"{where}.length", segment.length, minimum=1, maximum=MAX_TOKENS)
+    elif isinstance(segment, (Image, Video)):
+        check_int(f"{where}.rows", segment.rows, minimum=1, maximum=MAX_SIDE)
+        check_int(f"{where}.cols", segment.cols, minimum=1, maximum=MAX_SIDE)
+    else:
+        raise ValueError(f"{where} must be a Text, Image or Video; got {type(segment).__name__}")
+    if isinstance(segment, Video):
+        frames = check_int(f"{where}.frames", segment.frames, minimum=1, maximum=MAX_FRAMES)
+        seconds = segment.seconds_per_grid
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 3600:
+            raise ValueError(f"{where}.seconds_per_grid must be a number of seconds above 0 and at most 3600; "
+                             f"got {seconds!r}")
+        between = check_int(f"{where}.frame_text", segment.frame_text, minimum=0, maximum=4096)
+        if rule.frames_apart and frames > 1 and between == 0:
+            raise ValueError(f"{where}.frame_text must be at least 1 for {rule.label}: its frames are separate "
+                             "grids told apart by the timestamp text between them")
+        if not rule.frames_apart and between:
+            raise ValueError(f"{where}.frame_text must be 0 for {rule.label}: a video is one grid, no text "
+                             "between its frames")
+
+
+def _vision_ids(start: int, frames: int, rows: int, cols: int, interval: torch.Tensor | int) -> torch.Tensor:
+    """[3, frames·rows·cols] as ``get_vision_position_ids``: t ids ⌊f·interval⌋ + start, h and w + start."""
+    t = (torch.arange(frames) * interval).long()
+    grid_t, grid_h, grid_w = torch.meshgrid(t, torch.arange(rows) + start, torch.arange(cols) + start, indexing="ij")
+    ids = torch.stack([grid_t, grid_h, grid_w], dim=0).reshape(3, -1)
+    ids[0] += start
+    return ids
+
+
+def mrope_position_ids(segments: list[Segment] | tuple[Segment, ...], rule: MropeRule, *,
+                       tokens_per_second: int = 2, device: torch.device | str | None = None,
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(position ids LongTensor [3, N], token kinds LongTensor [N]: 0 text, 1 image, 2 video) of a
+    sequence of segments, as ``get_rope_index`` builds them for the language model.
+
+    ``tokens_per_second``: Qwen2.5-VL's vision_config.tokens_per_second (its t ids step by it times each
+    video's seconds_per_grid); the other rules ignore it.
+    """
+    rule = _check_rule(rule)
+    if not isinstance(segments, (list, tuple)) or not segments:
+        raise ValueError("segments must be a non-empty list of Text, Image and Video")
+    tokens_per_second = check_int("tokens_per_second", tokens_per_second, minimum=1, maximum=1000)
+    total = 0
+    for n, segment in enumerate(segments):
+        _check_segment(segment, rule, n)
+        total += segment.length if isinstance(segment, Text) else (
+            getattr(segment, "frames", 1) * (segment.rows * segment.cols + getattr(segment, "frame_text", 0)))
+        if total > MAX_TOKENS:
+            raise ValueError(f"segments must hold at most {MAX_TOKENS:,} tokens in all; reached {total:,} at "
+                             f"segments[{n}]")
+    ids, kinds, pos = [], [], 0
+
+    def text(length: int) -> None:
+        nonlocal pos
+        ids.append(torch.arange(length).view(1, -1).expand(3, -1) + pos)
+        kinds.append(torch.full((length,), TEXT))
+        pos += length
+
+    for segment in segments:
+        if isinstance(segment, Text):
+            text(segment.length)
+            continue
+        if isinstance(segment, Image):
+            grids, kind, interval = [(1, segment)], IMAGE, 1
+        else:
+            kind = VIDEO
+            interval = (torch.tensor(segment.seconds_per_grid, dtype=torch.float32) * tokens_per_second
+                        if rule.time_scaled else 1)
+            grids = [(1, segment)] * segment.frames if rule.frames_apart else [(segment.frames, segment)]
+        for frames, grid in grids:
+            if isinstance(grid, Video) and grid.frame_text:
+                text(grid.frame_text)
+            ids.append(_vision_ids(pos, frames, grid.rows, grid.cols, interval))
+            kinds.append(torch.full((frames * grid.rows * grid.cols,), kind))
+            pos += max(grid.rows, grid.cols)
+    device = resolve_device(device)
+    return torch.cat(ids, dim=1).to(device), torch.cat(kinds).to(device)
+
+
+def check_section(section: tuple[int, ...] | list[int], pairs: int) -> tuple[int, int, int]:
+    """``mrope_section``: three positive pair counts (t, h, w) summing to the head's pairs (head_dim / 2)."""
+    pairs = check_int("pairs", pairs, minimum=3, maximum=512)
+    if not isinstance(section, (tuple, list)) or len(section) != 3:
+        raise ValueError(f"section must be three pair counts (t, h, w); got {section!r}")
+    counts = tuple(check_int(f"section[{n}]", v, minimum=1, maximum=pairs) for n, v in enumerate(section))
+    if sum(counts) != pairs:
+        raise ValueError(f"section must sum to the head's {pairs} pairs (head_dim / 2); got {list(counts)} "
+                         f"= {sum(counts)}")
+    return counts  # type: ignore[return-value]
+
+
+def mrope_pair_axes(section: tuple[int, int, int] | list[int], *, interleaved: bool) -> torch.Tensor:
+    """LongTensor [P]: the axis (0 t, 1 h, 2 w) each frequency pair turns with (P = sum(section))."""
+    interleaved = check_bool("interleaved", interleaved)
+    counts = check_section(section, sum(section) if isinstance(section, (tuple, list)) else 0)
+    if not interleaved:
+        return torch.repeat_interleave(torch.arange(3), torch.tensor(counts))
+    axes = torch.zeros(sum(counts), dtype=torch.long)
+    for axis in (1, 2):
+        axes[axis:counts[axis] * 3:3] = axis
+    return axes
+
+
+def mrope_angles(position_ids: torch.Tensor, inv_freq: torch.Tensor, section: tuple[int, int, int] | list[int], *,
+                 interleaved: bool) -> torch.Tensor:
+    """float32 [N, P]: each token's angle per pair, ids [3, N] × θ [P] on the axis the pair owns (the
+    float32 operations of the models' text rotary module: cos/sin of it are theirs bit for bit)."""
+    position_ids = check_tensor("position_ids", position_ids, ndim=2)
+    inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True)
+    if position_ids.shape[0] != 3:
+        raise ValueError(f"position_ids must have 3 rows (t, h, w); got shape {tuple(position_ids.shape)}")
+    check_section(section, inv_freq.shape[0])
+    axes = mrope_pair_axes(section, interleaved=interleaved).to(position_ids.device)
+    freqs = position_ids.float()[..., None] * inv_freq.to(position_ids.device).float()    # [3, N, P]
+    return freqs.gather(0, axes.view(1, 1, -1).expand(1, freqs.shape[1], -1))[0]           # [N, P]
+
+
+def reduces_to_rope(position_ids: torch.Tensor) -> torch.Tensor:
+    """BoolTensor [N]: the tokens whose three ids agree, for which M-RoPE's angles are plain RoPE's at
+    that id whatever the sections (every pair multiplies the same number): all text tokens."""
+    position_ids = check_tensor("position_ids", position_ids, ndim=2)
+    return (position_ids[0] == position_ids[1]) & (position_ids[1] == position_ids[2])
+
+
+def score_map_3d(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, section: tuple[int, int, int] | list[int],
+                 *, interleaved: bool, frames: int, rows: int, cols: int, t_step: float = 1,
+                 device: torch.device | str | None = None) -> torch.Tensor:
+    """float64 [2T − 1, 2H − 1, 2W − 1]: the logit (R q)·(R k) of fixed content q, k [D = 2P] between two
+    tokens of one video at (Δframe, Δh, Δw) = key − query, ascending; the t ids differ by Δframe·t_step
+    (Qwen2.5-VL's interval; ⌊f·interval⌋ makes steps uneven for a fractional one, pass the mean).
+    A sum of three per-axis terms: (2T − 1) + (2H − 1) + (2W − 1) values computed."""
+    q = check_tensor("q", q, ndim=1, floating=True)
+    k = check_tensor("k", k, ndim=1, floating=True)
+    inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True)
+    pairs = inv_freq.shape[0]
+    if q.shape[0] != 2 * pairs or k.shape[0] != 2 * pairs:
+        raise ValueError(f"q and k must have 2 · {pairs} entries (one pair per θ); got {q.shape[0]} and {k.shape[0]}")
+    sides = (check_int("frames", frames, minimum=1, maximum=MAX_FRAMES),
+             check_int("rows", rows, minimum=1, maximum=MAX_SIDE), check_int("cols", cols, minimum=1, maximum=MAX_SIDE))
+    if isinstance(t_step, bool) or not isinstance(t_step, (int, float)) or not 0 <= t_step <= 1e4:
+        raise ValueError(f"t_step must be a number from 0 to 10000; got {t_step!r}")
+    device = resolve_device(device)
+    axes = mrope_pair_axes(section, interleaved=interleaved)
+    check_section(section, pairs)
+    terms = []
+    for axis, side in enumerate(sides):
+        chosen = torch.nonzero(axes == axis).flatten()
+        dims = torch.cat((chosen, chosen + pairs))
+        offsets = torch.arange(-(side - 1), side, device=device).double() * (t_step if axis == 0 else 1)
+        terms.append(score_per_offset(q[dims].double(), k[dims].double(), inv_freq[chosen].double().to(device),
+                                      offsets))
+    return terms[0][:, None, None] + terms[1][None, :, None] + terms[2][None, None, :]

@@ -1,0 +1,167 @@
+"""Axial 2-D RoPE: half of each head's frequency pairs turn with the patch's row, half with its column.
+
+Three ways transformers 5.23 does it, each a :class:`Rope2D` (data, not a branch):
+
+- Pixtral (``PixtralVisionRotaryEmbedding``, rope_type "axial"): θ_i = 1/base^(2i/D) for i < D/2; the
+  even-indexed θ turn with the row h, the odd-indexed with the column w; integer patch positions.
+- The Qwen2-VL / 2.5-VL / 3-VL vision towers (``Qwen2VLVisionRotaryEmbedding``): θ_i = 1/base^(2i/(D/2))
+  for i < D/4, the same θ for rows and for columns; integer positions.
+- DINOv3 (``DINOv3ViTRopePositionEmbedding``): θ_i = 1/base^(4i/D); positions are patch centres
+  normalised to [−1, 1] ((p + 0.5)/H · 2 − 1) and the angle is 2π·coordinate·θ; the CLS and register
+  tokens in front of the patches are not rotated.
+
+In all three the cos/sin layout is [row pairs, column pairs] twice and Llama's rotate_half pairs
+dimension p with p + D/2. The score of rotated q and k then depends on the pair only through
+(Δh, Δw), and it is a sum of a row term and a column term: S(Δh, Δw) = S_h(Δh) + S_w(Δw).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from relviz._checks import check_int, check_tensor, resolve_device
+from relviz.rope_math import score_per_offset
+from relviz.vision.grid import Grid, as_grid
+
+#: Largest head the functions accept, and the bounds of θ's base.
+MAX_HEAD_DIM = 1024
+MAX_BASE = 1e9
+
+
+@dataclass(frozen=True)
+class Rope2D:
+    """One axial 2-D RoPE: the frequency and the axis (0 row, 1 column) of each of the D/2 pairs, in the
+    order rotate_half pairs them (pair p rotates dimensions p and p + D/2)."""
+
+    label: str
+    head_dim: int
+    pair_freq: torch.Tensor        # float32 [D/2], θ of each pair
+    pair_axis: torch.Tensor        # long [D/2], 0 (row h) or 1 (column w)
+    normalised: bool = False       # DINOv3: coordinates are patch centres in [−1, 1], angle 2π·coordinate·θ
+    prefix_tokens: int = 0         # tokens before the patches that are not rotated (DINOv3's CLS + registers)
+
+    def coordinates(self, grid: Grid) -> torch.Tensor:
+        """float32 [N, 2]: each patch's (row, column) coordinate as the model computes it."""
+        if self.normalised:
+            h = torch.arange(0.5, grid.rows, dtype=torch.float32) / grid.rows
+            w = torch.arange(0.5, grid.cols, dtype=torch.float32) / grid.cols
+            coords = torch.stack(torch.meshgrid(h, w, indexing="ij"), dim=-1).flatten(0, 1)
+            return 2.0 * coords - 1.0
+        h, w = torch.meshgrid(torch.arange(grid.rows), torch.arange(grid.cols), indexing="ij")
+        return torch.stack((h.flatten(), w.flatten()), dim=-1).float()
+
+    def step(self, grid: Grid) -> torch.Tensor:
+        """float64 [D/2]: the angle each pair turns per patch along its own axis (θ, or 2π·θ·2/side for
+        normalised coordinates: the same offset in patches turns less on a larger image)."""
+        freq = self.pair_freq.double()
+        if not self.normalised:
+            return freq
+        side = torch.where(self.pair_axis == 0, grid.rows, grid.cols).double()
+        return 2 * math.pi * freq * 2 / side
+
+
+def _check(head_dim: int, base: float, multiple: int) -> tuple[int, float]:
+    head_dim = check_int("head_dim", head_dim, minimum=multiple, maximum=MAX_HEAD_DIM)
+    if head_dim % multiple:
+        raise ValueError(f"head_dim must be a multiple of {multiple} (half the pairs per axis); got {head_dim}")
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not 1 < base <= MAX_BASE:
+        raise ValueError(f"base must be a number above 1 and at most {MAX_BASE:g}; got {base!r}")
+    return head_dim, float(base)
+
+
+def _axes(quarter: int) -> torch.Tensor:
+    return torch.cat((torch.zeros(quarter, dtype=torch.long), torch.ones(quarter, dtype=torch.long)))
+
+
+def pixtral_rope(head_dim: int = 64, base: float = 10000.0) -> Rope2D:
+    """Pixtral's vision encoder: even-indexed θ of a D-wide RoPE to rows, odd-indexed to columns."""
+    head_dim, base = _check(head_dim, base, 4)
+    inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim))
+    return Rope2D("Pixtral (axial: even θ rows, odd θ columns)", head_dim,
+                  torch.cat([inv_freq[0::2], inv_freq[1::2]]), _axes(head_dim // 4))
+
+
+def qwen_vl_vision_rope(head_dim: int = 80, base: float = 10000.0) -> Rope2D:
+    """The Qwen2-VL / 2.5-VL / 3-VL vision towers: a D/2-wide RoPE's θ, the same for rows and columns."""
+    head_dim, base = _check(head_dim, base, 4)
+    spatial = head_dim // 2
+    inv_freq = 1.0 / (base ** (torch.arange(0, spatial, 2, dtype=torch.float) / spatial))
+    return Rope2D("Qwen-VL vision (axial: same θ for rows and columns)", head_dim,
+                  torch.cat([inv_freq, inv_freq]), _axes(head_dim // 4))
+
+
+def dinov3_rope(head_dim: int = 64, base: float = 100.0, *, prefix_tokens: int = 1) -> Rope2D:
+    """DINOv3's ViT: θ_i = 1/base^(4i/D) on patch centres in [−1, 1]; ``prefix_tokens`` (1 CLS +
+    num_register_tokens) come first and are not rotated."""
+    head_dim, base = _check(head_dim, base, 4)
+    prefix_tokens = check_int("prefix_tokens", prefix_tokens, minimum=0, maximum=64)
+    inv_freq = 1 / base ** torch.arange(0, 1, 4 / head_dim, dtype=torch.float32)
+    return Rope2D("DINOv3 (normalised coordinates)", head_dim, torch.cat([inv_freq, inv_freq]),
+                  _axes(head_dim // 4), normalised=True, prefix_tokens=prefix_tokens)
+
+
+def _check_rope(rope: object) -> Rope2D:
+    if not isinstance(rope, Rope2D):
+        raise ValueError(f"rope must be a Rope2D (pixtral_rope, qwen_vl_vision_rope, dinov3_rope); "
+                         f"got {type(rope).__name__}")
+    return rope
+
+
+def rope2d_angles(rope: Rope2D, grid: Grid | tuple[int, int]) -> torch.Tensor:
+    """float32 [N, D/2]: the angle of each patch's pairs, operation for operation as the model (N = H·W
+    patches, row-major; the prefix tokens have none)."""
+    rope, grid = _check_rope(rope), as_grid(grid)
+    coords = rope.coordinates(grid)                                         # [N, 2]
+    if rope.normalised:
+        coords = 2 * math.pi * coords
+    return coords[:, rope.pair_axis] * rope.pair_freq[None, :]             # [N, D/2]
+
+
+def rope2d_cos_sin(rope: Rope2D, grid: Grid | tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cos [N, D], sin [N, D]) as the model's rotary module returns them (the angles twice)."""
+    angles = rope2d_angles(rope, grid)
+    emb = torch.cat((angles, angles), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotate_2d(x: torch.Tensor, rope: Rope2D, grid: Grid | tuple[int, int]) -> torch.Tensor:
+    """x [..., prefix + N, D] rotated: the first ``rope.prefix_tokens`` rows as they are, each patch by
+    its angles (x·cos + rotate_half(x)·sin, in float32 like the models' vision attention)."""
+    rope, grid = _check_rope(rope), as_grid(grid)
+    x = check_tensor("x", x, min_ndim=2, floating=True)
+    if x.shape[-1] != rope.head_dim or x.shape[-2] != rope.prefix_tokens + grid.patches:
+        raise ValueError(f"x must end in ({rope.prefix_tokens} + {grid.patches} tokens, {rope.head_dim}) for "
+                         f"this rope and grid; got shape {tuple(x.shape)}")
+    cos, sin = rope2d_cos_sin(rope, grid)
+    prefix, patches = x[..., :rope.prefix_tokens, :], x[..., rope.prefix_tokens:, :]
+    rotated = patches.float() * cos + _rotate_half(patches.float()) * sin
+    return torch.cat((prefix, rotated.to(x.dtype)), dim=-2)
+
+
+def score_map_2d(q: torch.Tensor, k: torch.Tensor, rope: Rope2D, grid: Grid | tuple[int, int], *,
+                 device: torch.device | str | None = None) -> torch.Tensor:
+    """float64 [2H − 1, 2W − 1]: the logit (R_query q)·(R_key k) of fixed content q, k [D] at each
+    offset (Δh, Δw) = key − query, ascending: the row pairs give S_h(Δh), the column pairs S_w(Δw),
+    the map is their sum. (2H − 1) + (2W − 1) values computed, whatever the number of patch pairs."""
+    rope, grid = _check_rope(rope), as_grid(grid)
+    q = check_tensor("q", q, ndim=1, floating=True)
+    k = check_tensor("k", k, ndim=1, floating=True)
+    if q.shape[0] != rope.head_dim or k.shape[0] != rope.head_dim:
+        raise ValueError(f"q and k must have head_dim = {rope.head_dim} entries; got {q.shape[0]} and {k.shape[0]}")
+    device = resolve_device(device)
+    half = rope.head_dim // 2
+    step = rope.step(grid)
+    terms = []
+    for axis, side in ((0, grid.rows), (1, grid.cols)):
+        pairs = torch.nonzero(rope.pair_axis == axis).flatten()
+        dims = torch.cat((pairs, pairs + half))                            # this axis's pairs, rotate_half order
+        offsets = torch.arange(-(side - 1), side, device=device)
+        terms.append(score_per_offset(q[dims].double(), k[dims].double(), step[pairs].to(device), offsets))
+    return terms[0][:, None] + terms[1][None, :]

@@ -1,0 +1,127 @@
+"""Swin's relative position bias: Shaw's clipped table in two dimensions, and Swin v2's continuous one.
+
+Inside an M × M window, the pair (query, key) reads row (δh + M − 1)(2M − 1) + (δw + M − 1) of a
+(2M − 1)² × heads table, where δ = query − key coordinates (Swin's code subtracts the key's from the
+query's; relviz's j − i is −δ). The M² × M² bias a block adds to its logits is that table gathered per pair;
+here it is gathered per offset first ((2M − 1)² values per head) and the pair matrix is a view of it.
+Swin v2 replaces the learned table by a small MLP (2 → 512 → heads) over log-spaced coordinates
+sign(x)·log2(1 + |x|)/log2(8), x = 8·δ/(M − 1), and bounds it by 16·sigmoid.
+
+Exact against transformers 5.23 (``SwinRelativePositionBias``, ``Swinv2SelfAttention``): same integer
+index, same float32 operations (tests/test_vision_transformers.py).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from relviz._checks import check_int, check_tensor, resolve_device
+from relviz.vision.grid import Grid, relative_index_2d
+
+#: Largest window side: the M² × M² bias of a 32 × 32 window is 1024² per head (Swin uses 7 to 24).
+MAX_WINDOW = 32
+#: Swin v2's continuous position bias: hidden width of its MLP and the bound 16·sigmoid.
+SWINV2_HIDDEN = 512
+SWINV2_BOUND = 16
+
+
+def check_window(window: int | tuple[int, int], name: str = "window") -> int:
+    """The window side M: an int, or a pair of equal sides (transformers' Swin configs hold one window_size)."""
+    if isinstance(window, (tuple, list)):
+        if len(window) != 2:
+            raise ValueError(f"{name} must be an integer or (M, M); got {window!r}")
+        height = check_int(f"{name}[0]", window[0], minimum=1, maximum=MAX_WINDOW)
+        width = check_int(f"{name}[1]", window[1], minimum=1, maximum=MAX_WINDOW)
+        if height != width:
+            raise ValueError(f"{name} must be square: Swin's index formula (Δh + M − 1)(2M − 1) + (Δw + M − 1) "
+                             f"and transformers' Swin configs take one side M; got {height} × {width}")
+        return height
+    return check_int(name, window, minimum=1, maximum=MAX_WINDOW)
+
+
+def _index_per_offset(m: int, device: torch.device) -> torch.Tensor:
+    delta = torch.arange(-(m - 1), m, device=device)            # relviz's Δ = key − query, ascending
+    swin = -delta + (m - 1)                                       # Swin's δ = query − key, shifted to 0..2M − 2
+    return swin[:, None] * (2 * m - 1) + swin[None, :]            # [2M − 1, 2M − 1]
+
+
+def swin_index_per_offset(window: int | tuple[int, int], *,
+                          device: torch.device | str | None = None) -> torch.Tensor:
+    """LongTensor [2M − 1, 2M − 1]: entry [Δh + M − 1, Δw + M − 1] (Δ = key − query) is the table row
+    the pair reads, (δh + M − 1)(2M − 1) + (δw + M − 1) with Swin's δ = −Δ. Every row 0..(2M − 1)² − 1 once."""
+    return _index_per_offset(check_window(window), resolve_device(device))
+
+
+def swin_relative_position_index(window: int | tuple[int, int], *,
+                                 device: torch.device | str | None = None) -> torch.Tensor:
+    """LongTensor [M², M²]: the table row each (query patch, key patch) of a window reads, as transformers'
+    ``relative_position_index`` (its buffer, unflattened); gathered from the per-offset index."""
+    m = check_window(window)
+    device = resolve_device(device)
+    dh, dw = relative_index_2d(Grid(m, m), device=device)                   # [M², M²] each, views
+    return _index_per_offset(m, device)[dh + (m - 1), dw + (m - 1)]
+
+
+def _check_table(table: torch.Tensor, m: int) -> torch.Tensor:
+    table = check_tensor("table", table, ndim=2, floating=True)
+    if table.shape[0] != (2 * m - 1) ** 2:
+        raise ValueError(f"table must have (2M − 1)² = {(2 * m - 1) ** 2} rows for a window of {m}; "
+                         f"got shape {tuple(table.shape)}")
+    return table
+
+
+def swin_bias(table: torch.Tensor, window: int | tuple[int, int]) -> torch.Tensor:
+    """[heads, M², M²]: the bias one window's logits get, table [(2M − 1)², heads] gathered per pair
+    (what ``SwinRelativePositionBias.forward`` returns, without its leading 1)."""
+    m = check_window(window)
+    table = _check_table(table, m)
+    index = swin_relative_position_index(m, device=table.device).view(-1)
+    return table[index].view(m * m, m * m, -1).permute(2, 0, 1).contiguous()
+
+
+def swin_bias_per_offset(table: torch.Tensor, window: int | tuple[int, int]) -> torch.Tensor:
+    """[heads, 2M − 1, 2M − 1]: the bias at each (Δh, Δw), Δ = key − query ascending; every pair of the
+    window reads its entry. (2M − 1)² values per head describe the whole M² × M² bias."""
+    m = check_window(window)
+    table = _check_table(table, m)
+    return table[_index_per_offset(m, table.device)].permute(2, 0, 1)
+
+
+def swinv2_coordinates(window: int | tuple[int, int], *, pretrained_window: int = 0,
+                       device: torch.device | str | None = None) -> torch.Tensor:
+    """float32 [(2M − 1)², 2]: the (δh, δw) input of Swin v2's MLP for each table row, log-spaced.
+
+    δ/(P − 1) with P the pretrained window when given (> 0), else M (when M > 1), times 8, then
+    sign(x)·log2(1 + |x|)/log2(8): the window's edge (x = ±8) maps to ±log2(9)/3 ≈ ±1.057, a window larger
+    than the pretrained one reaches further; close offsets spread, far ones compress. Row order is the table's.
+    """
+    m = check_window(window)
+    pretrained = check_int("pretrained_window", pretrained_window, minimum=0, maximum=MAX_WINDOW)
+    if pretrained == 1:
+        raise ValueError("pretrained_window must be 0 (use the window) or from 2 to "
+                         f"{MAX_WINDOW}; got 1 (the coordinates divide by P − 1 = 0)")
+    device = resolve_device(device)
+    coords = torch.arange(-(m - 1), m, dtype=torch.int64).float()
+    table = torch.stack(torch.meshgrid([coords, coords], indexing="ij")).permute(1, 2, 0).contiguous()  # [2M−1, 2M−1, 2]
+    if pretrained > 0:
+        table /= pretrained - 1
+    elif m > 1:
+        table /= m - 1
+    table *= 8
+    table = torch.sign(table) * torch.log2(torch.abs(table) + 1.0) / math.log2(8)
+    return table.reshape(-1, 2).to(device)
+
+
+def swinv2_table(coordinates: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    """[(2M − 1)², heads]: 16·sigmoid(W2·relu(W1·c + b1)), the bias each table row gives (Swin v2's
+    ``continuous_position_bias_mlp`` and its bound; the bound commutes with the gather)."""
+    coordinates = check_tensor("coordinates", coordinates, ndim=2, floating=True)
+    w1 = check_tensor("w1", w1, ndim=2, floating=True)
+    b1 = check_tensor("b1", b1, ndim=1, floating=True)
+    w2 = check_tensor("w2", w2, ndim=2, floating=True)
+    if coordinates.shape[1] != 2 or w1.shape[1] != 2 or b1.shape[0] != w1.shape[0] or w2.shape[1] != w1.shape[0]:
+        raise ValueError(f"coordinates [R, 2], w1 [hidden, 2], b1 [hidden], w2 [heads, hidden] must agree; got "
+                         f"{tuple(coordinates.shape)}, {tuple(w1.shape)}, {tuple(b1.shape)}, {tuple(w2.shape)}")
+    hidden = torch.nn.functional.relu(torch.nn.functional.linear(coordinates, w1, b1))
+    return SWINV2_BOUND * torch.sigmoid(torch.nn.functional.linear(hidden, w2))
