@@ -342,14 +342,46 @@ def t5_bucket_ranges(*, num_buckets: int = 32, max_distance: int = 128, bidirect
 # ALiBi
 
 
-def alibi_slopes(num_heads: int, *, device: torch.device | str | None = None) -> torch.Tensor:
-    """ALiBi's head slopes (float32 [num_heads]), as in the reference code.
+def press_slope_powers(num_heads: int) -> tuple[list[float], list[int]]:
+    """Press et al.'s slope rule as (base, exponent) per head, slope_h = base_h ** exponent_h.
 
-    A power of two n: the geometric sequence 2^(−8/n), 2^(−16/n), ... Otherwise: the slopes of
-    the nearest lower power of two p, then every other slope of 2p until there are n.
+    A power of two n: base 2^(−8/n), exponents 1 … n. Otherwise the nearest lower power of two p's n
+    slopes, then every other slope of 2p (base 2^(−4/p), exponents 1, 3, 5, …) until there are n. The
+    rule is written here once; :func:`alibi_slopes` evaluates it in either arithmetic.
+    """
+    lower = 1 << (num_heads.bit_length() - 1)
+    extra = num_heads - lower
+    bases = [2.0 ** (-8.0 / lower)] * lower + [2.0 ** (-4.0 / lower)] * extra
+    return bases, list(range(1, lower + 1)) + list(range(1, 2 * extra, 2))
+
+
+def alibi_slopes(num_heads: int, *, device: torch.device | str | None = None,
+                 float32_powers: bool = False) -> torch.Tensor:
+    """ALiBi's head slopes (float32 [num_heads]), Press et al.'s rule (:func:`press_slope_powers`).
+
+    ``float32_powers=False``: the reference code's arithmetic (Python floats, rounded once to float32;
+    the toy model's). True: BLOOM's and Falcon's code in transformers (base rounded to float32, then
+    ``torch.pow`` in float32): the same for 1–10 heads; from 11 some slopes differ, by up to 32 float32
+    ulps at 256 heads (the rounded base's error grows with the power).
     """
     num_heads = check_int("num_heads", num_heads, minimum=1, maximum=4096)
-    return torch.tensor(_alibi_slopes_list(num_heads), dtype=torch.float32, device=resolve_device(device))
+    device = resolve_device(device)
+    bases, exponents = press_slope_powers(num_heads)
+    if float32_powers:
+        return torch.pow(torch.tensor(bases, dtype=torch.float32, device=device),
+                         torch.tensor(exponents, dtype=torch.int32, device=device))
+    return torch.tensor([b ** e for b, e in zip(bases, exponents)], dtype=torch.float32, device=device)
+
+
+def mpt_alibi_slopes(num_heads: int, alibi_bias_max: float = 8.0) -> torch.Tensor:
+    """[H] float32, MPT's rule (MosaicML's gen_slopes, as transformers' MPT computes it): 2^(−max·h/n₂)
+    over the next power of two n₂, and for a head count that is not one its even-numbered slopes first."""
+    num_heads = check_int("num_heads", num_heads, minimum=1, maximum=4096)
+    n2 = 1 << (num_heads - 1).bit_length()
+    slopes = 1.0 / torch.pow(2, torch.arange(1, n2 + 1, dtype=torch.int64).float() * (alibi_bias_max / n2))
+    if n2 != num_heads:
+        slopes = torch.cat([slopes[1::2], slopes[::2]])[:num_heads]
+    return slopes
 
 
 def alibi_slopes_geometric(num_heads: int, *, device: torch.device | str | None = None) -> torch.Tensor:
@@ -361,17 +393,6 @@ def alibi_slopes_geometric(num_heads: int, *, device: torch.device | str | None 
     num_heads = check_int("num_heads", num_heads, minimum=1, maximum=4096)
     h = torch.arange(1, num_heads + 1, dtype=torch.float64, device=resolve_device(device))
     return (2.0 ** (-8.0 * h / num_heads)).to(torch.float32)
-
-
-def _alibi_slopes_list(n: int) -> list[float]:
-    def power_of_two(p: int) -> list[float]:
-        start = 2.0 ** (-8.0 / p)
-        return [start ** (h + 1) for h in range(p)]
-
-    if n & (n - 1) == 0:
-        return power_of_two(n)
-    lower = 1 << (n.bit_length() - 1)
-    return power_of_two(lower) + _alibi_slopes_list(2 * lower)[0::2][: n - lower]
 
 
 def alibi_bias(q_len: int, k_len: int | None = None, *, num_heads: int, q_offset: int = 0,
@@ -397,6 +418,6 @@ def alibi_bias_offsets(q_len: int, k_len: int | None = None, *, num_heads: int, 
 
 
 def _alibi_offsets(num_heads: int, q_len: int, k_len: int, q_offset: int, device: torch.device) -> torch.Tensor:
-    slopes = torch.tensor(_alibi_slopes_list(num_heads), dtype=torch.float32, device=device)   # [H]
+    slopes = alibi_slopes(num_heads, device=device)                                             # [H]
     offsets = _offsets(q_len, k_len, q_offset, device)                                          # [q_len + k_len − 1]
     return -slopes[:, None] * offsets.abs().to(torch.float32)[None, :]

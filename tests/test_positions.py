@@ -338,3 +338,19 @@ def test_per_offset_functions_take_lengths_whose_matrix_would_be_refused() -> No
                   lambda: shaw_clip_index(length, k=4, device="cpu"), lambda: relative_positions(length, device="cpu")):
         with pytest.raises(ValueError, match=r"q_len \* k_len"):
             build()
+
+
+def test_press_slope_rule_in_both_arithmetics_agrees_within_a_few_float32_ulps():
+    """One rule (press_slope_powers), two arithmetics: the reference code's Python floats (the toy model's)
+    and transformers' BLOOM/Falcon float32 torch.pow (relviz.mechanisms.alibi): equal up to 10 heads, at most
+    32 float32 ulps apart up to 256 (float32 rounds the base, and the power multiplies its error)."""
+    from relviz.positions import alibi_slopes, press_slope_powers
+
+    for heads in range(1, 257):
+        bases, exponents = press_slope_powers(heads)
+        reference = alibi_slopes(heads)
+        bloom = alibi_slopes(heads, float32_powers=True)
+        assert torch.equal(reference, torch.tensor([b ** e for b, e in zip(bases, exponents)], dtype=torch.float32))
+        gap = (reference.view(torch.int32) - bloom.view(torch.int32)).abs().max().item()
+        assert gap <= (0 if heads <= 10 else 32), (heads, gap)
+    assert not torch.equal(alibi_slopes(11), alibi_slopes(11, float32_powers=True))

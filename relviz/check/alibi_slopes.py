@@ -1,7 +1,8 @@
 """ALiBi's slopes, and the ways code gets them wrong (Press et al. 2022; MPT's alibi_bias_max).
 
 Shared by the alibi and alibi_slopes kinds of the checker (relviz.check.matrix_kinds): each function
-computes one reading of "the slopes", the reference first.
+computes one reading of "the slopes", the reference first. The rules themselves (Press et al.'s, MPT's,
+the geometric one) are relviz.positions'; the wrong readings here are built from them.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import functools
 import numpy as np
 import torch
 
-from relviz.positions import alibi_slopes
+from relviz.positions import alibi_slopes, alibi_slopes_geometric, mpt_alibi_slopes
 
 #: Most heads the ALiBi settings (and the settings search) consider.
 MAX_HEADS = 256
@@ -26,13 +27,7 @@ def _slopes(num_heads: int, bias_max: float = 8.0) -> np.ndarray:
 def _cached_slopes(num_heads: int, bias_max: float) -> np.ndarray:
     if bias_max == 8.0:
         return alibi_slopes(num_heads, device="cpu").double().numpy()
-    # MosaicML's gen_slopes: over the next power of 2, then its odd-numbered slopes first (the same
-    # order as Press et al.'s for bias_max 8)
-    n2 = 1 << max(0, (num_heads - 1).bit_length())
-    slopes = 1.0 / torch.pow(2, torch.arange(1, n2 + 1, dtype=torch.int64).float() * (bias_max / n2))
-    if n2 != num_heads:
-        slopes = torch.cat([slopes[1::2], slopes[::2]])[:num_heads]
-    return slopes.double().numpy()
+    return mpt_alibi_slopes(num_heads, bias_max).double().numpy()
 
 
 def _slopes_sorted(num_heads: int) -> np.ndarray:
@@ -49,7 +44,7 @@ def _slopes_extra_first(num_heads: int) -> np.ndarray:
 
 def _slopes_naive(num_heads: int) -> np.ndarray:
     """2^(−8h/n) for every n: the power-of-2 formula applied to any head count."""
-    return np.array([2.0 ** (-8.0 * (h + 1) / num_heads) for h in range(num_heads)], dtype=np.float32).astype(float)
+    return alibi_slopes_geometric(num_heads, device="cpu").double().numpy()
 
 
 def _slopes_truncated(num_heads: int) -> np.ndarray:

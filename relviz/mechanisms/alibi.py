@@ -8,7 +8,6 @@ ignores the config's alibi_bias_max), ``twice_in_eager`` (Falcon's eager path ad
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,31 +16,11 @@ import numpy as np
 import torch
 
 from relviz.mechanisms.base import LayerContext, Mechanism
-from relviz.mechanisms.view_kinds import BiasCurve, LayerView
+from relviz.mechanisms.view_kinds import LayerView
+from relviz.positions import alibi_slopes, mpt_alibi_slopes
+from relviz.schemes.alibi import bias_lines
 
-__all__ = ["Alibi", "press_slopes", "max_slopes"]
-
-
-def press_slopes(heads: int) -> torch.Tensor:
-    """[H] float32, Press et al.'s rule as BLOOM's and Falcon's code computes it."""
-    closest = 2 ** math.floor(math.log2(heads))
-    base = torch.full((), 2 ** (-(2 ** -(math.log2(closest) - 3))), dtype=torch.float32)
-    slopes = torch.pow(base, torch.arange(1, 1 + closest, dtype=torch.int32))
-    if closest != heads:
-        extra_base = torch.full((), 2 ** (-(2 ** -(math.log2(2 * closest) - 3))), dtype=torch.float32)
-        remaining = min(closest, heads - closest)
-        slopes = torch.cat([slopes, torch.pow(extra_base, torch.arange(1, 1 + 2 * remaining, 2, dtype=torch.int32))])
-    return slopes
-
-
-def max_slopes(heads: int, alibi_bias_max: float = 8) -> torch.Tensor:
-    """[H] float32, MPT's rule: 2^(−max·h/n₂) over the next power of 2, odd ones first when n is not one."""
-    n2 = 2 ** math.ceil(math.log2(heads))
-    base = torch.arange(1, n2 + 1, dtype=torch.int64).float() * (alibi_bias_max / n2)
-    slopes = 1.0 / torch.pow(2, base)
-    if n2 != heads:
-        slopes = torch.concat([slopes[1::2], slopes[::2]])[:heads]
-    return slopes
+__all__ = ["Alibi"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +43,7 @@ class Alibi(Mechanism):
     @classmethod
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> Alibi:
         cfg = ctx.config
-        heads = next((cfg.int(f, minimum=1, maximum=1 << 14) for f in options.get("heads_fields", ())
+        heads = next((cfg.int(f, minimum=1, maximum=4096) for f in options.get("heads_fields", ())
                       if cfg.has(f)), None)
         if heads is None:
             raise ValueError(f"config field {cfg.name(options['heads_fields'][0])} is required (the head count)")
@@ -85,7 +64,8 @@ class Alibi(Mechanism):
 
     def slopes(self) -> torch.Tensor:
         """[H] as the model's own code builds them (dtype as it uses them)."""
-        slopes = max_slopes(self.heads, self.alibi_bias_max) if self.rule == "max" else press_slopes(self.heads)
+        slopes = (mpt_alibi_slopes(self.heads, self.alibi_bias_max) if self.rule == "max"
+                  else alibi_slopes(self.heads, device="cpu", float32_powers=True))
         return slopes.to(getattr(torch, self.dtype))
 
     def rule_text(self) -> str:
@@ -128,8 +108,6 @@ class Alibi(Mechanism):
         slopes = self.slopes().double().numpy()
         # the bias is linear in the offset: a few hundred offsets draw it exactly at any length
         offsets = np.unique(np.round(np.linspace(-(length - 1), 0, min(length, 513)))).astype(np.int64)
-        bias = (-slopes[:, None] * np.abs(offsets)[None, :]).astype(np.float32)             # [H, n]
         scale = f" transformers' Falcon then divides it by √{self.head_dim}." if self.head_dim else ""
-        return [BiasCurve(f"ALiBi: bias −slope · |j − i| per head over {length:,} positions",
-                          f"{self.describe()}. {self.rule_text()}{scale}", offsets, bias, learned=False,
-                          head_labels=tuple(f"head {h + 1}: slope {s:.4g}" for h, s in enumerate(slopes)))]
+        return [bias_lines(slopes, offsets, title=f"ALiBi: bias −slope · |j − i| per head over {length:,} positions",
+                           caption=f"{self.describe()}. {self.rule_text()}{scale}")]

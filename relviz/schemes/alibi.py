@@ -44,10 +44,12 @@ class Alibi(Scheme):
         return [bias_lines(self.slopes(), self.offsets_shown(length))]
 
 
-def bias_lines(slopes: np.ndarray, offsets: np.ndarray) -> BiasCurve:
-    """ALiBi's bias −slope · |j − i| per head at ``offsets`` (also what relviz.hf draws for a real model)."""
+def bias_lines(slopes: np.ndarray, offsets: np.ndarray, *,
+               title: str = "ALiBi: bias −slope · |j − i| per head (fixed, not learned)",
+               caption: str = "") -> BiasCurve:
+    """ALiBi's bias −slope · |j − i| per head at ``offsets`` [n], from ``slopes`` [H]: the toy model's
+    parameter view, and what relviz.mechanisms.alibi draws for a real model (its title and caption)."""
     slopes = np.asarray(slopes, dtype=np.float64)
     bias = (-slopes[:, None] * np.abs(offsets)[None, :]).astype(np.float32)             # [H, n]
-    return BiasCurve(
-        "ALiBi: bias −slope · |j − i| per head (fixed, not learned)", "", np.asarray(offsets), bias, learned=False,
-        head_labels=tuple(f"head {h + 1}: slope {float(s):.4g}" for h, s in enumerate(slopes)))
+    return BiasCurve(title, caption, np.asarray(offsets), bias, learned=False,
+                     head_labels=tuple(f"head {h + 1}: slope {float(s):.4g}" for h, s in enumerate(slopes)))
