@@ -77,6 +77,8 @@ class Strip:
     cells: tuple[StripCell, ...]
     layer_types: tuple[str | None, ...] = ()
     runs: tuple[tuple[int, int, str], ...] = ()
+    #: what the strip must say about where its layers were read from ("" when every layer is verified)
+    caveat: str = ""
 
     def labels(self, row: str) -> list[str]:
         """The distinct labels of a row, in order of first appearance."""
@@ -84,7 +86,7 @@ class Strip:
 
 
 #: a mechanism's legend -> the strip row it sits in (a legend not listed gets a row of its own)
-ROWS: dict[str, str] = {"rotation": "position", "none": "position", "bias": "position", "absolute": "position",
+ROWS: dict[str, str] = {"mixer": "token mixer", "no_attention": "token mixer", "rotation": "position", "none": "position", "bias": "position", "absolute": "position",
                         "pattern": "keys seen", "sinks": "softmax", "scale": "softmax"}
 
 
@@ -100,11 +102,14 @@ def strip(plan: ModelPlan, stack: str | None = None) -> Strip:
             grouped.setdefault(ROWS.get(mechanism.legend, mechanism.legend), []).append(mechanism)
         for row, found in grouped.items():
             rows[row] = None
+            caveat = "" if layer.verified else f" [{layer.read_from}]"
             cells.append(StripCell(layer.index, row, found[0].legend, " + ".join(m.label() for m in found),
-                                   "; ".join(m.describe() for m in found)))
+                                   "; ".join(m.describe() for m in found) + caveat))
     order = [r for r in dict.fromkeys(ROWS.values()) if r in rows] + [r for r in rows if r not in ROWS.values()]
     runs = tuple((a, b, p.label()) for a, b, p in plan.runs(stack))
-    return Strip(stack, len(layers), tuple(order), tuple(cells), tuple(p.layer_type for p in layers), runs)
+    unverified = sorted({p.read_from for p in layers if not p.verified})
+    caveat = f"every layer: {unverified[0]}" if unverified else ""
+    return Strip(stack, len(layers), tuple(order), tuple(cells), tuple(p.layer_type for p in layers), runs, caveat)
 
 
 # ---------------------------------------------------------------------------------------

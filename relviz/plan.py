@@ -20,7 +20,8 @@ from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import MAX_LAYERS, REQUIRED, ConfigView, LayerContext
 from relviz.mechanisms.deberta import DisentangledRelative
-from relviz.mechanisms.families import FAMILIES, family_of
+from relviz.mechanisms.families import FAMILIES, HYBRID_FIELDS, family_of
+from relviz.mechanisms.mixer import ATTENTION, TokenMixer
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
@@ -29,10 +30,14 @@ from relviz.mechanisms.t5_bias import T5Bias
 from relviz.positions import t5_bias
 from relviz.rope import RopeConfig
 
-__all__ = ["LayerPlan", "ModelPlan", "read_plan", "MAX_DEPTH"]
+__all__ = ["LayerPlan", "ModelPlan", "read_plan", "MAX_DEPTH", "FROM_TABLE", "UNVERIFIED", "OBSERVED"]
 
 M = TypeVar("M", bound=Mechanism)
 MAX_DEPTH = 12
+#: where a layer's plan comes from (LayerPlan.read_from)
+FROM_TABLE = "relviz's family table (checked against transformers by its tests)"
+UNVERIFIED = "from config fields; not verified against transformers"
+OBSERVED = "observed: transformers built and ran this layer, and the plan equals what it did"
 
 
 @dataclass(frozen=True)
@@ -43,22 +48,34 @@ class LayerPlan:
     index: int
     layer_type: str | None
     mechanisms: tuple[Mechanism, ...]
+    read_from: str = FROM_TABLE
 
     def find(self, kind: type[M]) -> M | None:
         return next((m for m in self.mechanisms if isinstance(m, kind)), None)
+
+    @property
+    def mixer(self) -> TokenMixer:
+        """What mixes tokens on this layer (softmax attention unless the plan lists another mixer)."""
+        return self.find(TokenMixer) or TokenMixer((ATTENTION,))
+
+    @property
+    def verified(self) -> bool:
+        return self.read_from != UNVERIFIED
 
     def label(self) -> str:
         return " · ".join(m.label() for m in self.mechanisms)
 
     def describe(self) -> str:
         head = f"{self.stack} layer {self.index}" + (f" ({self.layer_type})" if self.layer_type else "")
-        return head + ": " + "; ".join(m.describe() for m in self.mechanisms)
+        caveat = "" if self.verified else f" [{UNVERIFIED}]"
+        return head + ": " + "; ".join(m.describe() for m in self.mechanisms) + caveat
 
     def key(self) -> tuple:
         return tuple(m.key() for m in self.mechanisms)
 
     def to_json(self) -> dict[str, Any]:
         return {"stack": self.stack, "layer": self.index, "layer_type": self.layer_type,
+                "mixer": list(self.mixer.kinds), "read_from": self.read_from,
                 "mechanisms": [m.to_json() for m in self.mechanisms]}
 
 
@@ -97,8 +114,21 @@ class ModelPlan:
             raise ValueError(f"stack must be one of {', '.join(self.plans)}; got {stack!r}")
         return stack
 
-    def _need(self, kind: type[M], what: str, layer: int = 0, stack: str | None = None) -> M:
+    def mixer(self, *, layer: int = 0, stack: str | None = None) -> TokenMixer:
+        """What mixes tokens on this layer: ``.kinds`` (e.g. ("softmax_attention",), ("state_space",)),
+        ``.attends``, and words (``label``, ``describe``)."""
+        return self.layer(layer, stack=stack).mixer
+
+    def _attending(self, what: str, layer: int, stack: str | None) -> LayerPlan:
         plan = self.layer(layer, stack=stack)
+        if not plan.mixer.attends:
+            raise ValueError(f"{what}: {plan.stack} layer {plan.index} of this {self.model_type} model does not "
+                             f"attend: its token mixer is {plan.mixer.label().split(': ', 1)[-1]} "
+                             f"(layer type {plan.layer_type!r}); ask a softmax-attention layer")
+        return plan
+
+    def _need(self, kind: type[M], what: str, layer: int = 0, stack: str | None = None) -> M:
+        plan = self._attending(what, layer, stack)
         found = plan.find(kind)
         if found is None:
             raise ValueError(f"{what} needs a layer with {kind.name}; {plan.stack} layer {plan.index} of this "
@@ -129,8 +159,8 @@ class ModelPlan:
 
     def rotate(self, x: torch.Tensor, positions: torch.Tensor, *, layer: int = 0,
                stack: str | None = None) -> torch.Tensor:
-        """x [..., L, head width] as this layer rotates it (x unchanged on a layer without rotation)."""
-        rotation = self.layer(layer, stack=stack).find(Rotation)
+        """x [..., L, head width] as this layer rotates it (x unchanged on an attention layer without rotation)."""
+        rotation = self._attending("rotate", layer, stack).find(Rotation)
         return x if rotation is None else rotation.rotate(x, positions)
 
     @property
@@ -274,8 +304,14 @@ def _layer_types(cfg: ConfigView, layers: int, counted_by: str) -> list[str | No
         if not isinstance(value, str) or not value or len(value) > 64:
             raise ValueError(f"config field {name} must be a layer type name such as 'full_attention'; got {value!r}")
         return value
-    types = cfg.list("layer_types", layers, one, counted_by=counted_by)
+    field = next((f for f in LAYER_TYPE_FIELDS if cfg.has(f)), LAYER_TYPE_FIELDS[0])
+    types = cfg.list(field, layers, one, counted_by=counted_by)
     return types if types is not None else [None] * layers
+
+
+#: the config fields transformers names the per-layer kinds by (layers_block_type: its alias in Zamba,
+#: Nemotron-H, Granite-MoE-Hybrid)
+LAYER_TYPE_FIELDS = ("layer_types", "layers_block_type")
 
 
 def read_plan(config: Mapping[str, Any], *, source: str = "config",
@@ -297,6 +333,13 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         family, listed = (inner, inner_listed) if inner else (family, listed)
     if not family:
         raise ValueError(_unknown(model_type, config))
+    if not listed and not any(cfg.has(f) for f in LAYER_TYPE_FIELDS):
+        hybrid = [f for f in HYBRID_FIELDS if cfg.has(f)]
+        if hybrid:
+            raise ValueError(f"model_type {model_type!r} is not in relviz's family table, and its config field "
+                             f"{cfg.name(hybrid[0])} says which layers attend in a way relviz reads only for "
+                             "families in its table: relviz cannot tell which layers attend, so it reads none "
+                             "(relviz.hf.observe asks transformers)")
     cfg = _derived(cfg, family, family["stacks"])
     shared: dict[str, Any] = {}
     plans: dict[str, list[LayerPlan]] = {}
@@ -311,24 +354,47 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
             ctx = LayerContext(config=cfg, stack=stack, index=index, layers=layers, layer_type=types[index],
                                causal=spec["causal"], layers_field=field_name, tensor=tensor or (lambda suffix: None),
                                has_weights=tensor is not None, shared=shared)
-            found: list[Mechanism] = []
+            mixer = TokenMixer.read(ctx, family["mechanisms"].get("mixer", {}))
+            found: list[Mechanism] = [mixer]
             for name, options in family["mechanisms"].items():
-                if not _holds(cfg.data, options.get("requires", {})):
+                if not mixer.attends or name == TokenMixer.name or not _holds(cfg.data, options.get("requires", {})):
                     continue
                 mechanism = MECHANISMS[name].read(ctx, options)
                 if mechanism is not None:
                     found.append(mechanism)
-            if not any(m.positional for m in found):
+            if mixer.attends and not any(m.positional for m in found):
                 found.append(NoPosition())
             found.sort(key=lambda m: m.order)
-            plans[stack].append(LayerPlan(stack, index, types[index], tuple(found)))
+            plans[stack].append(LayerPlan(stack, index, types[index], tuple(found),
+                                          FROM_TABLE if listed else UNVERIFIED))
+    plans = _mixers_where_they_differ(plans)
     plan = ModelPlan(model_type=model_type, source=source, plans=plans, in_family_table=listed)
     plan.config = _summary(plan, cfg)
     plan.notes = sorted({n for p in plan.all_layers() for m in p.mechanisms for n in m.notes()})
     if not listed:
-        plan.notes.insert(0, f"model_type {model_type!r} is not in relviz's family table: read as a decoder with "
-                             "transformers' standard rotary module (its rope settings and layer_types)")
+        read = sorted(k for k in cfg.data if k in _FIELDS_READ or k.startswith("rope"))
+        plan.notes.insert(0, f"model_type {model_type!r} is not in relviz's family table: every layer is read "
+                             f"{UNVERIFIED} (as a decoder with transformers' standard rotary module, from "
+                             f"{', '.join(read) or 'its rope settings'}); relviz.hf.observe checks it against "
+                             "transformers")
     return plan
+
+
+#: the fields a config read without a family entry looks at (the rotation's and the pattern's)
+_FIELDS_READ = ("num_hidden_layers", "layer_types", "head_dim", "hidden_size", "num_attention_heads",
+                "partial_rotary_factor", "max_position_embeddings", "sliding_window", "use_sliding_window",
+                "attention_chunk_size")
+
+
+def _mixers_where_they_differ(plans: dict[str, list[LayerPlan]]) -> dict[str, list[LayerPlan]]:
+    """Keep the token mixer in a layer's mechanisms only in models where some layer does not just attend
+    (the strip then gets a mixer row); a plain attention model's layers list their position mechanisms alone."""
+    hybrid = any(p.mixer.kinds != (ATTENTION,) for layers in plans.values() for p in layers)
+    if hybrid:
+        return plans
+    return {stack: [LayerPlan(p.stack, p.index, p.layer_type, tuple(m for m in p.mechanisms
+                                                                  if not isinstance(m, TokenMixer)), p.read_from)
+                    for p in layers] for stack, layers in plans.items()}
 
 
 def _summary(plan: ModelPlan, cfg: ConfigView) -> dict[str, Any]:
@@ -366,6 +432,26 @@ def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, An
         if "threshold_field" in rule:           # Qwen2: sliding from layer max_window_layers on
             start = view.int(rule["threshold_field"], layers, minimum=0, maximum=MAX_LAYERS)
             data[rule["field"]] = [rule["then"] if i >= start else rule["else"] for i in range(layers)]
+            continue
+        if "indices_field" in rule:             # Bamba, LFM2: the listed layers are "then", the others "else"
+            listed = view.raw(rule["indices_field"], [])
+            if not isinstance(listed, (list, tuple)) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) and 0 <= v < layers for v in listed):
+                raise ValueError(f"config field {view.name(rule['indices_field'])} must list layer indices from 0 "
+                                 f"to {layers - 1}; got {listed!r:.60}")
+            data[rule["field"]] = [rule["then"] if i in listed else rule["else"] for i in range(layers)]
+            continue
+        if "cycle_field" in rule:               # RecurrentGemma: block_types repeated over the layers
+            cycle = view.raw(rule["cycle_field"], rule.get("cycle_default"))
+            if not isinstance(cycle, (list, tuple)) or not cycle or not all(v in rule["map"] for v in cycle):
+                raise ValueError(f"config field {view.name(rule['cycle_field'])} must be a non-empty list of "
+                                 f"{', '.join(rule['map'])}; got {cycle!r:.60}")
+            data[rule["field"]] = [rule["map"][cycle[i % len(cycle)]] for i in range(layers)]
+            continue
+        if "offset_field" in rule:              # Jamba: "then" where i % period == offset
+            period = view.int(rule["period_field"], rule["period"], minimum=1, maximum=MAX_LAYERS)
+            offset = view.int(rule["offset_field"], rule["offset"], minimum=0, maximum=period - 1)
+            data[rule["field"]] = [rule["then"] if i % period == offset else rule["else"] for i in range(layers)]
             continue
         if "constant" in rule:
             data[rule["field"]] = [rule["constant"]] * layers

@@ -20,6 +20,8 @@ __all__ = ["strip_figure", "with_selected", "selected_shape", "view_figure", "PA
 
 #: legend (a mechanism's colour group) -> shades for its distinct labels
 PALETTES: dict[str, tuple[str, ...]] = {
+    "mixer": ("#d9d9d9", "#969696"),
+    "no_attention": ("#e7298a", "#7570b3", "#d95f02", "#66a61e", "#a6761d"),
     "rotation": ("#1f77b4", "#6baed6", "#08306b", "#9ecae1", "#3182bd"),
     "none": ("#bdbdbd",),
     "bias": ("#ff7f0e", "#fdae6b", "#a63603"),
@@ -43,6 +45,8 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
     Bars (not a heatmap) so that a click selects a layer (Streamlit's point selection), and so that
     126 layers and 2 layers both fill the width."""
     figure = go.Figure()
+    if strip.caveat:       # never a silent claim: a strip read from config fields alone says so on its face
+        title = f"{title} · {strip.caveat}" if title else strip.caveat
     rows = list(strip.rows)
     n = strip.layers
     shades: dict[tuple[str, str], str] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FAMILIES", "ROPE_DECODER", "family_of"]
+__all__ = ["FAMILIES", "ROPE_DECODER", "HYBRID_FIELDS", "family_of"]
 
 DECODER = {"decoder": {"layers_field": "num_hidden_layers", "causal": True}}
 ENCODER = {"encoder": {"layers_field": "num_hidden_layers", "causal": False}}
@@ -110,6 +110,38 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "learned_absolute": {"tensor": "wpe.weight"}, "pattern": {}}},
     "bert": {"stacks": {"encoder": {**ENCODER["encoder"], "layers_default": 12}}, "mechanisms": {
         "learned_absolute": {"tensor": "embeddings.position_embeddings.weight"}, "pattern": {}}},
+    # hybrids: layers that do not attend (relviz.mechanisms.mixer); "linear_kind" names what transformers'
+    # layer type linear_attention runs in the family
+    "qwen3_next": {"stacks": DECODER, "derive": [_every(4, 1, "full_attention_interval", then="linear_attention")],
+                   "mechanisms": {"mixer": {"linear_kind": "linear_attention"},
+                                  "rotation": {"defaults": {"partial_rotary_factor": 0.25}}, "pattern": {}}},
+    "bamba": {"stacks": DECODER, "derive": [
+        {"field": "layer_types", "indices_field": "attn_layer_indices", "then": "full_attention",
+         "else": "linear_attention", "always": True}],
+        "mechanisms": {"mixer": {"linear_kind": "state_space"}, "rotation": {"defaults": {
+            "partial_rotary_factor": 0.5}}, "pattern": {}}},
+    "jamba": {"stacks": DECODER, "derive": [
+        {"field": "layer_types", "period_field": "attn_layer_period", "period": 8, "offset_field": "attn_layer_offset",
+         "offset": 4, "then": "full_attention", "else": "linear_attention", "always": True}],
+        "mechanisms": {"mixer": {"linear_kind": "state_space"}, "pattern": {}}},
+    "falcon_h1": {"stacks": DECODER, "derive": [{"field": "layer_types", "constant": "hybrid", "always": True}],
+                  "mechanisms": {"mixer": {"linear_kind": "state_space"}, "rotation": {}, "pattern": {}}},
+    "recurrent_gemma": {"stacks": DECODER, "derive": [
+        {"field": "layer_types", "cycle_field": "block_types", "cycle_default": ["recurrent", "recurrent", "attention"],
+         "map": {"recurrent": "linear_attention", "attention": "sliding_attention"}, "always": True}],
+        "mechanisms": {"mixer": {"linear_kind": "recurrence"}, "rotation": {"defaults": {"partial_rotary_factor": 0.5}},
+                       "pattern": {"window_field": "attention_window_size"}}},
+    **{t: {"stacks": DECODER, "derive": [
+        {"field": "layer_types", "indices_field": "full_attn_idxs", "then": "full_attention", "else": "conv"}],
+        "mechanisms": {"rotation": {}, "pattern": {}}} for t in ("lfm2", "lfm2_moe")},
+    "granitemoehybrid": {"stacks": DECODER, "mechanisms": {
+        "mixer": {"linear_kind": "state_space"}, "rotation": {"requires": {"position_embedding_type": "rope"}},
+        "pattern": {}}},
+    "minimax": {"stacks": DECODER, "mechanisms": {"mixer": {"linear_kind": "linear_attention"}, "rotation": {},
+                                                  "pattern": {}}},
+    # EXAONE 4: RoPE on the sliding layers only, the global ones without position (when there is a window)
+    "exaone4": {"stacks": DECODER, "derive": [_every(4, 1, "sliding_window_pattern")], "mechanisms": {
+        "rotation": {"layer_types": ["sliding_attention"], "layer_types_when": "sliding_window"}, "pattern": {}}},
     "t5": _T5, "mt5": _T5,
     "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {
@@ -117,6 +149,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
 }
 
 ROPE_FIELDS = ("rope_parameters", "rope_scaling", "rope_theta")
+#: config fields that say which layers attend in a family's own way (read only through a family entry's
+#: ``derive``): a config outside the table that has one is refused rather than read as all-attention
+HYBRID_FIELDS = ("attn_layer_indices", "attn_layer_period", "block_types", "full_attn_idxs", "full_attention_interval",
+                 "hybrid_override_pattern", "hybrid_layer_ids", "linear_attn_config", "mamba_d_state", "ssm_cfg",
+                 "attn_type_list")
 
 
 def family_of(model_type: str, config: dict[str, Any]) -> tuple[dict[str, Any], bool]:

@@ -75,8 +75,9 @@ class Rotation(Mechanism):
             flags = cfg.list(skip, ctx.layers, lambda n, v: _flag(n, v), counted_by=ctx.layers_field)
             if flags is not None and not flags[ctx.index]:
                 return None
-        only = options.get("layer_types")
-        if only is not None and ctx.layer_type not in only:
+        only = options.get("layer_types")      # EXAONE 4: only while its config sets a window
+        when = options.get("layer_types_when")
+        if only is not None and ctx.layer_type not in only and (when is None or cfg.has(when)):
             return None
         if options.get("per_layer_type"):
             cfg = _nest_by_layer_type(cfg, options["per_layer_type"])

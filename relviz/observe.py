@@ -1,0 +1,357 @@
+"""Observe what transformers itself runs on every layer of a model, and hold relviz's plan against it.
+
+``observe(config)`` shrinks a config (same model_type, layer types, RoPE parameters, layer count and head
+dim; two heads, tiny MLPs and vocabulary; windows and chunks cut to a few positions so that a short probe
+shows them), builds the model with transformers from that config alone (random weights: nothing is
+loaded, nothing from a checkpoint runs, ``trust_remote_code`` is never set), and runs one eager forward on
+the CPU at each of two probe lengths with recorders around the modeling module's own functions:
+
+- each layer's ``eager_attention_forward``: whether softmax attention runs there at all, the mask it
+  gets, its softmax scale, its sinks;
+- its ``apply_rotary*`` functions: the rotation's input and output, and, by probing the same function
+  with one unit vector per dim, which dims rotate and which dim each is paired with;
+- each layer's module classes: what mixes tokens where no attention runs (``mixer.kind_of_module``).
+
+``verified_plan(config)`` reads the plan of the shrunk config, compares it layer by layer with the
+observation (``differences``: rotation ``torch.equal`` on the recorded call, the same pairs and dims, which
+layers rotate, mixer, mask at both lengths, sinks, scale), and returns the real config's plan with every
+layer marked observed; any difference refuses the model naming the layer and what differs, so no reading
+is ever claimed that transformers did not confirm. Results are cached per config.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from relviz.mechanisms.mixer import ATTENTION, TokenMixer, kind_of_module
+from relviz.mechanisms.pattern import AttentionPattern
+from relviz.mechanisms.rotation import Rotation
+from relviz.mechanisms.scale import SoftmaxScale
+from relviz.mechanisms.sinks import Sinks
+from relviz.plan import OBSERVED, LayerPlan, ModelPlan, read_plan
+
+__all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
+           "PROBE_LENGTHS", "SMALL_WINDOW", "SMALL_CHUNK"]
+
+PROBE_LENGTHS = (12, 20)
+SMALL_WINDOW = 3
+SMALL_CHUNK = 4
+#: window and chunk fields, cut to a few positions so the probes show them (the real values stay the config's)
+WINDOW_FIELDS = ("sliding_window", "attention_window_size", "sliding_window_size")
+CHUNK_FIELDS = ("attention_chunk_size",)
+#: width fields set to tiny values (position math never reads them)
+TINY = {"vocab_size": 64, "intermediate_size": 32, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16,
+        "intermediate_size_mlp": 32, "num_local_experts": 4, "n_routed_experts": 4, "num_experts": 4,
+        "num_experts_per_tok": 1, "n_group": 1, "topk_group": 1, "n_shared_experts": 1, "kv_lora_rank": 16,
+        "q_lora_rank": None, "linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 8,
+        "linear_value_head_dim": 8, "mamba_d_state": 8, "mamba_n_heads": 4, "mamba_d_head": "auto",
+        "mamba_n_groups": 1, "ssm_state_size": 8, "lru_width": None, "pad_token_id": None, "bos_token_id": None,
+        "eos_token_id": None}
+
+
+@dataclass
+class LayerObservation:
+    """What transformers did on one layer at the probe lengths."""
+
+    index: int
+    attends: bool = False
+    kinds: tuple[str, ...] = ()                       # the mixer kinds seen (module classes), attention first
+    modules: tuple[str, ...] = ()                     # the layer's module classes that decided ``kinds``
+    masks: dict[int, torch.Tensor] = field(default_factory=dict)    # probe length -> bool [L, L] allowed
+    scaling: float | None = None
+    sinks: bool = False
+    rotations: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)  # (in, out) [B, H, L, d]
+    pairs: list[int] | None = None                    # dim -> its partner (itself when it does not rotate)
+    inv_freq: torch.Tensor | None = None              # the layer's rotary module's buffer
+
+
+@dataclass
+class Observation:
+    model_type: str
+    layers: list[LayerObservation]
+    seconds: float
+    transformers_version: str
+
+
+def shrink(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The same model with tiny widths: layer count, layer types, rope fields and head dim kept; two heads."""
+    out = {k: v for k, v in config.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
+    heads = out.get("num_attention_heads")
+    if isinstance(heads, int) and heads > 0 and isinstance(out.get("hidden_size"), int):
+        head_dim = out.get("head_dim") or out["hidden_size"] // heads
+        kv = out.get("num_key_value_heads")
+        out["num_attention_heads"] = 2
+        out["num_key_value_heads"] = 2 if kv in (None, heads) else 1
+        out["head_dim"] = head_dim
+        out["hidden_size"] = 2 * head_dim if out.get("hidden_size", 0) >= 2 * head_dim else out["hidden_size"]
+    for key, value in TINY.items():
+        if key in out:
+            out[key] = value
+    for key in WINDOW_FIELDS:
+        if isinstance(out.get(key), int) and out[key] > SMALL_WINDOW:
+            out[key] = SMALL_WINDOW
+    for key in CHUNK_FIELDS:
+        if isinstance(out.get(key), int) and out[key] > SMALL_CHUNK:
+            out[key] = SMALL_CHUNK
+    return out
+
+
+class _Recorder:
+    """Recorders around one modeling module's functions, keyed by the layer that is running."""
+
+    def __init__(self, modeling: Any, model: torch.nn.Module, layers: torch.nn.ModuleList) -> None:
+        self.modeling, self.layer = modeling, -1
+        self.calls: list[tuple[int, str, tuple, dict, Any]] = []
+        self.restore: list[tuple[str, Any]] = []
+        self.hooks = [m.register_forward_pre_hook(lambda mod, args, k=k: setattr(self, "layer", k))
+                      for k, m in enumerate(layers)]
+        for name in dir(modeling):
+            fn = getattr(modeling, name)
+            if callable(fn) and getattr(fn, "__module__", None) == modeling.__name__ and not isinstance(fn, type) and (
+                    name == "eager_attention_forward" or (name.startswith("apply") and ("rotary" in name or "rope"
+                                                                                       in name))):
+                self._wrap(name, fn)
+
+    def _wrap(self, name: str, original: Any) -> None:
+        self.restore.append((name, original))
+
+        def wrapped(*args, **kwargs):
+            out = original(*args, **kwargs)
+            self.calls.append((self.layer, name, args, kwargs, out))
+            return out
+        setattr(self.modeling, name, wrapped)
+
+    def close(self) -> None:
+        for name, original in self.restore:
+            setattr(self.modeling, name, original)
+        for hook in self.hooks:
+            hook.remove()
+
+
+def _layers(model: torch.nn.Module, count: int) -> torch.nn.ModuleList:
+    lists = [m for n, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m) == count
+             and not n.split(".")[-1].startswith(("vision", "visual"))]
+    if not lists:
+        raise ValueError(f"the model transformers built has no list of {count} layers to observe")
+    return lists[0]
+
+
+def _allowed(mask: Any, length: int) -> torch.Tensor:
+    if mask is None:                                   # no mask: every query sees every key
+        return torch.ones(length, length, dtype=torch.bool)
+    mask = mask[0, 0, :, :length]
+    return mask if mask.dtype == torch.bool else mask == 0
+
+
+def _partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) -> list[int]:
+    """Probe a rotation: one unit vector per dim at position 1; the dim each lands on (itself: not rotated)."""
+    width = x.shape[-1]
+    out = []
+    for d in range(width):
+        probe = torch.zeros_like(x)
+        probe[..., d] = 1.0
+        turned = fn(probe, probe, *args[2:], **kwargs)
+        turned = turned[0] if isinstance(turned, tuple) else turned
+        at = turned.select(axis, 1).reshape(-1, width)[0]                          # [width] at position 1
+        at = at.clone()
+        at[d] = 0.0
+        out.append(int(at.abs().argmax()) if bool(at.abs().max() > 1e-6) else d)
+    return out
+
+
+def _build(config: Mapping[str, Any]):
+    try:
+        from transformers import AutoConfig, AutoModel
+        import transformers
+    except ImportError as exc:
+        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
+    fields = dict(config)
+    model_type = fields.pop("model_type")
+    try:
+        hf_config = AutoConfig.for_model(model_type, **fields)
+        hf_config._attn_implementation = "eager"
+        torch.manual_seed(0)
+        model = AutoModel.from_config(hf_config, attn_implementation="eager").eval()
+    except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
+        raise ValueError(f"transformers {transformers.__version__} could not build a {model_type!r} model from "
+                         f"this config: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    return hf_config, model, transformers.__version__
+
+
+def observe(config: Mapping[str, Any]) -> Observation:
+    """What transformers runs per layer for ``config`` (a parsed config.json, already small: see ``shrink``)."""
+    return _observe(json.dumps(config, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _observe(key: str) -> Observation:
+    start = time.perf_counter()
+    config = json.loads(key)
+    hf_config, model, version = _build(config)
+    text = getattr(hf_config, "get_text_config", lambda: hf_config)()
+    count = getattr(text, "num_hidden_layers", None)
+    if not isinstance(count, int):
+        raise ValueError(f"{config['model_type']!r}: its config class names no num_hidden_layers to observe")
+    layers = _layers(model, count)
+    modeling = sys.modules[type(model).__module__]
+    seen = [LayerObservation(k) for k in range(count)]
+    for k, layer in enumerate(layers):
+        classes = [type(m).__name__ for m in layer.modules()]
+        seen[k].modules = tuple(c for c in classes if kind_of_module(c))
+        seen[k].kinds = tuple(dict.fromkeys(kind_of_module(c) for c in seen[k].modules))
+    for length in PROBE_LENGTHS:
+        recorder = _Recorder(modeling, model, layers)
+        try:
+            with torch.no_grad():
+                model(input_ids=torch.randint(0, 16, (1, length)))
+        except Exception as exc:  # noqa: BLE001
+            raise ValueError(f"transformers could not run a {config['model_type']!r} model built from this config: "
+                             f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+        finally:
+            recorder.close()
+        for layer, name, args, kwargs, out in recorder.calls:
+            if layer < 0:
+                continue
+            here = seen[layer]
+            if name == "eager_attention_forward":
+                module = args[0]
+                here.attends = True
+                here.masks[length] = _allowed(kwargs.get("attention_mask", args[4] if len(args) > 4 else None),
+                                              length)
+                here.scaling = kwargs.get("scaling", args[5] if len(args) > 5 else None)
+                here.sinks = getattr(module, "sinks", None) is not None or kwargs.get("s_aux") is not None
+            elif length == PROBE_LENGTHS[0]:
+                x_in, x_out = args[0], out[0] if isinstance(out, tuple) else out
+                axis = next(a for a in range(x_in.ndim - 1) if x_in.shape[a] == length)
+                if not here.rotations:
+                    here.pairs = _partners(dict(recorder.restore)[name], args, kwargs, x_in, axis)
+                here.rotations.append((x_in.movedim(axis, -2).detach().clone(),
+                                       x_out.movedim(axis, -2).detach().clone()))
+    rotary = next((m for n, m in model.named_modules() if n.endswith("rotary_emb")), None)
+    for here, layer_type in zip(seen, getattr(text, "layer_types", None) or [None] * count):
+        held = getattr(rotary, f"{layer_type}_inv_freq", None) if rotary is not None and layer_type else None
+        here.inv_freq = held if held is not None else getattr(rotary, "inv_freq", None)
+        if here.attends:
+            here.kinds = (ATTENTION, *here.kinds)
+    return Observation(config["model_type"], seen, time.perf_counter() - start, version)
+
+
+def _plan_pairs(rotation: Rotation, width: int) -> list[int]:
+    """The same probe on relviz's rotation: the dim each unit vector lands on at position 1."""
+    probe = torch.eye(width)[:, None, :].expand(width, 2, width).contiguous()            # [width, L=2, width]
+    turned = rotation.rotate(probe, torch.arange(2))[:, 1, :].clone()                     # [width, width]
+    turned[torch.arange(width), torch.arange(width)] = 0.0
+    big = turned.abs().max(dim=-1)
+    return [int(i) if bool(v > 1e-6) else d for d, (v, i) in enumerate(zip(big.values, big.indices))]
+
+
+def differences(plan: ModelPlan, seen: Observation) -> list[str]:
+    """Where relviz's plan of the (shrunk) config differs from what transformers ran, one line per finding."""
+    out: list[str] = []
+    layers = plan.plans[plan.stack_names[0]]
+    if len(layers) != len(seen.layers):
+        return [f"relviz reads {len(layers)} layers; transformers built {len(seen.layers)}"]
+    for p, o in zip(layers, seen.layers):
+        where = f"layer {p.index}"
+        mixer = p.mixer
+        if mixer.attends != o.attends:
+            out.append(f"{where}: relviz reads {mixer.label()}; transformers "
+                       f"{'runs softmax attention' if o.attends else 'runs no softmax attention'}"
+                       f" ({', '.join(o.modules) or 'no recurrent module'})")
+            continue
+        known = [k for k in mixer.others() if k != "recurrent_state"]
+        if known and set(known) != set(o.kinds) - {ATTENTION}:
+            out.append(f"{where}: relviz reads {mixer.label()}; transformers runs {', '.join(o.modules)}")
+        if not o.attends:
+            continue
+        rotation = p.find(Rotation)
+        if (rotation is not None) != bool(o.rotations):
+            out.append(f"{where}: relviz says it {'rotates' if rotation else 'does not rotate'}; transformers "
+                       f"{'rotates q and k' if o.rotations else 'applies no rotation'}")
+        elif rotation is not None:
+            out.extend(_rotation_differences(where, p, rotation, o))
+        pattern = p.find(AttentionPattern)
+        for length, allowed in o.masks.items():
+            ours = pattern.mask(length) if pattern is not None else None
+            if ours is None or not torch.equal(ours, allowed):
+                out.append(f"{where}: the mask at {length} positions differs ({_mask_kind(allowed)} in transformers, "
+                           f"{pattern.label() if pattern else 'none'} in relviz)")
+                break
+        if bool(p.find(Sinks)) != o.sinks:
+            out.append(f"{where}: sinks {'read' if p.find(Sinks) else 'not read'} by relviz; transformers "
+                       f"{'has' if o.sinks else 'has none'}")
+        scale = p.find(SoftmaxScale)
+        if scale is not None and o.scaling is not None and scale.scale() != o.scaling:
+            out.append(f"{where}: softmax scale {scale.scale()} in relviz, {o.scaling} in transformers")
+    return out
+
+
+def _rotation_differences(where: str, p: LayerPlan, rotation: Rotation, o: LayerObservation) -> list[str]:
+    out = []
+    for x_in, x_out in o.rotations:
+        length = x_in.shape[-2]
+        start = rotation.rotary_offset
+        if x_in.shape[-1] > rotation.width:
+            return [f"{where}: transformers rotates {x_in.shape[-1]} dims; relviz's head is {rotation.width}"]
+        full = torch.nn.functional.pad(x_in, (start, rotation.width - start - x_in.shape[-1]))
+        ours = rotation.rotate(full, torch.arange(length))[..., start:start + x_in.shape[-1]]
+        if ours.shape != x_out.shape or not torch.equal(ours, x_out):
+            delta = (ours - x_out).abs().max() if ours.shape == x_out.shape else float("nan")
+            return [f"{where}: the rotation differs from transformers' (max |Δ| {float(delta):.3g})"]
+    if o.pairs is not None and len(o.pairs) == rotation.width and o.pairs != _plan_pairs(rotation, rotation.width):
+        out.append(f"{where}: transformers pairs the dims differently from relviz's {rotation.layout} layout")
+    if o.inv_freq is not None and o.inv_freq.shape == rotation.inv_freq().shape and \
+            not torch.equal(o.inv_freq.float(), rotation.inv_freq()):
+        out.append(f"{where}: the rotary module's inv_freq differs from relviz's")
+    return out
+
+
+def _mask_kind(allowed: torch.Tensor) -> str:
+    """A mask in words: causal, full, a window, a chunk, or something else."""
+    length = allowed.shape[0]
+    for causal in (True, False):
+        if torch.equal(AttentionPattern(causal=causal).mask(length), allowed):
+            return "causal" if causal else "full"
+        for w in range(1, length):
+            if torch.equal(AttentionPattern(causal=causal, window=w).mask(length), allowed):
+                return f"window {w}" if causal else f"local ±{w}"
+            if torch.equal(AttentionPattern(causal=causal, chunk=w).mask(length), allowed):
+                return f"chunk {w}"
+    return "a mask that is neither causal, full, a window nor a chunk"
+
+
+def verified_plan(config: Mapping[str, Any], *, source: str = "config") -> ModelPlan:
+    """The plan of ``config``, every layer checked against what transformers runs (a ValueError otherwise)."""
+    small = shrink(config)
+    seen = observe(small)
+    try:
+        plan_small = read_plan(small, source=source)
+    except ValueError as exc:
+        raise ValueError(f"transformers runs this {config.get('model_type')!r} model, but relviz cannot read it: "
+                         f"{exc}") from exc
+    found = differences(plan_small, seen)
+    if found:
+        raise ValueError(f"relviz's reading of this {config.get('model_type')!r} model differs from what "
+                         f"transformers {seen.transformers_version} runs, so it is refused: " + "; ".join(found[:4]))
+    plan = read_plan(config, source=source)
+    for stack, layers in plan.plans.items():
+        plan.plans[stack] = [_observed(p, o) for p, o in zip(layers, seen.layers)]
+    plan.notes = [n for n in plan.notes if "not verified" not in n]
+    plan.notes.append(f"observed: transformers {seen.transformers_version} built this model (tiny widths, the same "
+                      f"layers) and ran it; every layer's reading equals what it ran ({seen.seconds:.2f} s)")
+    return plan
+
+
+def _observed(p: LayerPlan, o: LayerObservation) -> LayerPlan:
+    mechanisms = p.mechanisms
+    mixer = p.find(TokenMixer)
+    if mixer is not None and "recurrent_state" in mixer.kinds and len(o.kinds) == len(mixer.kinds):
+        mechanisms = tuple(TokenMixer(o.kinds) if m is mixer else m for m in mechanisms)   # named by what ran
+    return LayerPlan(p.stack, p.index, p.layer_type, mechanisms, OBSERVED)

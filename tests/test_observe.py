@@ -1,0 +1,55 @@
+"""The observer: transformers builds the shrunk model and runs it; relviz's plan must equal what ran, or be refused."""
+from __future__ import annotations
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+
+from relviz.mechanisms import families  # noqa: E402
+from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
+from relviz.mechanisms.rotation import Rotation  # noqa: E402
+from relviz.observe import SMALL_WINDOW, differences, observe, shrink, verified_plan  # noqa: E402
+from relviz.plan import OBSERVED, read_plan  # noqa: E402
+
+
+def _config(model_type: str, **fields) -> dict:
+    return {**transformers.CONFIG_MAPPING[model_type](**fields).to_dict(), "model_type": model_type}
+
+
+def test_shrink_keeps_what_position_depends_on():
+    config = _config("exaone4", num_hidden_layers=8, sliding_window=4096, head_dim=64, hidden_size=1024,
+                     num_attention_heads=16, num_key_value_heads=4)
+    small = shrink(config)
+    assert small["num_hidden_layers"] == 8 and small["layer_types"] == config["layer_types"]
+    assert small["head_dim"] == 64 and small["num_attention_heads"] == 2 and small["num_key_value_heads"] == 1
+    assert small["rope_parameters"] == config["rope_parameters"] and small["sliding_window"] == SMALL_WINDOW
+    assert small["vocab_size"] == 64
+
+
+def test_a_hybrid_is_observed_layer_by_layer_and_its_real_settings_kept():
+    config = _config("exaone4", num_hidden_layers=4, sliding_window=4096)
+    plan = verified_plan(config)
+    assert all(p.read_from == OBSERVED for p in plan.all_layers())
+    assert [p.find(Rotation) is not None for p in plan.all_layers()] == [True, True, True, False]
+    assert plan.layer(0).find(AttentionPattern).window == 4096     # the real window, not the probe's
+    seen = observe(shrink(config))
+    assert [o.attends for o in seen.layers] == [True] * 4 and seen.layers[3].rotations == []
+    qwen = verified_plan(_config("qwen3_next", num_hidden_layers=4))
+    assert [p.mixer.kinds for p in qwen.all_layers()][:2] == [("linear_attention",), ("linear_attention",)]
+    assert "Qwen3NextGatedDeltaNet" in observe(shrink(_config("qwen3_next", num_hidden_layers=4))).layers[0].modules
+
+
+def test_a_wrong_reading_is_refused_naming_the_layer(monkeypatch):
+    """EXAONE 4 read as a plain rotary decoder (its table entry gone) rotates its global layers: refused."""
+    monkeypatch.delitem(families.FAMILIES, "exaone4")
+    config = _config("exaone4", num_hidden_layers=4, sliding_window=4096)
+    found = differences(read_plan(shrink(config)), observe(shrink(config)))
+    assert found == ["layer 3: relviz says it rotates; transformers applies no rotation"]
+    with pytest.raises(ValueError, match="differs from what transformers .* runs, so it is refused: layer 3"):
+        verified_plan(config)
+
+
+def test_a_config_transformers_cannot_build_is_refused_quoting_it():
+    with pytest.raises(ValueError, match="could not build a 'llama' model from this config: .*"):
+        verified_plan({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 2,
+                       "rope_parameters": {"rope_type": "no_such_rule", "rope_theta": 10000.0}})
