@@ -168,8 +168,11 @@ if result is not None:
         for other in result.causes[1:]:
             st.caption(f"Also reproduces your matrix exactly: **{other.name}**. {other.explanation}")
     elif result.closest and not result.ok:
-        st.caption(f"No known mistake reproduces your matrix exactly. Closest: **{result.closest.name}**, which "
-                   f"accounts for {result.closest.explains:.0%} of the differing cells.")
+        st.caption(f"Nothing relviz computes reproduces your matrix exactly, so no cause is named. Partial: "
+                   f"**{result.closest.name}** reproduces {result.closest.explains:.1%} of the compared cells, not all "
+                   "of them: the closest computed fit, not the cause.")
+    if result.difference:
+        st.caption(result.difference)
     if result.note:
         st.caption(result.note)
 

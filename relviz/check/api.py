@@ -9,6 +9,7 @@ import numpy as np
 
 from relviz.check import matrix_kinds as _matrix_kinds  # noqa: F401  (registers the matrix kinds)
 from relviz.check import rope as _rope  # noqa: F401  (registers the RoPE kinds)
+from relviz.check.difference import describe
 from relviz.check.matrix import MATRIX_KINDS, FitWork, Settings, fit, fits_another_kind, reference, variant_matrix
 from relviz.check.matrix_kinds import MAX_HEADS, SEED_NOTEBOOK, SIGN  # noqa: F401  (re-exported)
 from relviz.check.reading import MAX_BYTES, MAX_SIDE, load_matrix, parse_text
@@ -39,6 +40,8 @@ def check(kind: str, got: Any, settings: Any = None) -> CheckResult:
             text = (f"It is another kind: relviz's {kind_of(other.kind).description} for {found} matches every "
                     f"compared cell (--kind {other.kind}).")
             result = replace(result, note=(result.note + " " + text).strip(), other_kind=other.kind)
+    if not result.ok and not result.causes and not result.other_kind and not result.difference:
+        result = replace(result, difference=describe(result))
     return result
 
 

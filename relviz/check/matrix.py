@@ -22,7 +22,9 @@ import numpy as np
 from relviz._checks import check_bool, check_int
 from relviz.check.reading import MAX_SIDE
 from relviz.check.registry import Kind, register
-from relviz.check.result import ATOL, FIRST_MISMATCHES, RTOL, Cause, CheckResult, Mismatch, equal, number
+from relviz.check.result import (
+    ATOL, FIRST_MISMATCHES, RTOL, Cause, CheckResult, Mismatch, equal, number, partial_cause, partial_worth_showing,
+)
 
 #: The settings search's work bound: candidates evaluated (one reference or named mistake built for one
 #: setting, on the first row and column or on every cell) and the cells they cover. Every valid upload's
@@ -236,15 +238,19 @@ def compare(kind: str, got: np.ndarray, settings: Settings, *, fitted: bool = Fa
     causes: list[Cause] = []
     closest = None
     if mismatch.any():
+        cells = max(1, int(compared.sum()))
+        reference_share = 1.0 - int(mismatch.sum()) / cells
         for variant, built in _variants(kind, grid, settings, got):
             matches = equal(built, got) | ~compared
             if matches.all():
                 if variant.name not in [c.name for c in causes]:
                     causes.append(Cause(variant.name, variant.explanation, variant.harmless, 1.0))
                 continue
-            explained = float((matches & mismatch).sum()) / max(1, int(mismatch.sum()))
-            if explained > 0 and (closest is None or explained > closest.explains):
-                closest = Cause(variant.name, variant.explanation, variant.harmless, explained)
+            # a partial fit: the share of the compared cells it reproduces, kept only when that beats the
+            # reference's own share (a mistake that reproduces fewer cells than no mistake explains nothing)
+            explained = float((matches & compared).sum()) / cells
+            if partial_worth_showing(explained, reference_share) and (closest is None or explained > closest.explains):
+                closest = partial_cause(variant.name, variant.explanation, variant.harmless, explained)
     note = spec.note(settings) if spec.note else ""
     return CheckResult(kind, settings, fitted, expected, got, compared, mismatch, first,
                        tuple(causes), None if causes else closest, note)
@@ -418,8 +424,50 @@ def _toeplitz_key(kind: str, s: Settings) -> tuple:
 
 
 def check(kind: str, got: np.ndarray, settings: Settings | None = None) -> CheckResult:
-    """Compare with the given settings, or search for the best-fitting ones when ``settings`` is None."""
-    return fit(kind, got) if settings is None else compare(kind, got, settings)
+    """Compare with the given settings, or search for the best-fitting ones when ``settings`` is None; then
+    explain a mismatch no named mistake reproduces (:func:`explain`)."""
+    result = fit(kind, got) if settings is None else compare(kind, got, settings)
+    return explain(result, settings)
+
+
+def explain(result: CheckResult, given: Settings | None) -> CheckResult:
+    """Fit, then explain (relviz.check.search): the smallest set of differences from ``given`` (None: the
+    settings were searched) that reproduces every compared cell becomes the cause; else the closest partial
+    fit, with the share of compared cells it reproduces, and the difference described by its structure."""
+    from relviz.check.difference import describe  # here: difference and matrix_spaces import this module
+    from relviz.check.matrix_spaces import SPACES
+    from relviz.check.search import search
+
+    if result.ok or result.causes:
+        return result
+    spec = spec_of(result.kind)
+    space = SPACES.get(spec.name)
+    got = np.asarray(result.got)
+    if space is not None and got.ndim == 2:
+        q_len, k_len = got.shape
+        base = result.settings
+        offsets = [base.q_offset, base.q_offset + 1, base.q_offset - 1, 0, k_len - q_len]
+        found = search(space, tuple(n for n in spec.settings if n not in ("q_offset", "causal")), got,
+                       result.compared, base, given, offsets)
+        best = found.best
+        names = tuple(n for n in spec.settings if n not in ("q_offset", "causal"))
+        if best and given is None and best[0].cost(given, base, names)[0] == 0:
+            return compare(result.kind, got, best[0].settings, fitted=True)  # settings beyond the fit's grid
+        if best:
+            causes = []
+            for h in best:
+                cause = h.cause(base, names, space, spec.description, searched=given is None)
+                if cause.name and cause.name not in [c.name for c in causes]:
+                    causes.append(cause)
+            if causes:
+                return replace(result, causes=tuple(causes[:4]), closest=None)
+        if found.partial is not None:
+            share, h = found.partial
+            reference_share = 1.0 - result.mismatches / max(1, result.cells)
+            if partial_worth_showing(share, reference_share) and (result.closest is None or share > result.closest.explains):
+                result = replace(result, closest=h.cause(base, names, space, spec.description, share,
+                                                         searched=given is None))
+    return replace(result, difference=describe(result))
 
 
 def fits_another_kind(kind: str, got: np.ndarray) -> CheckResult | None:

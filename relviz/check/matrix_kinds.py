@@ -30,9 +30,11 @@ FIT_MAX_K = 512
 
 
 def t5_bucket_variant(n: np.ndarray, num_buckets: int, max_distance: int, bidirectional: bool, *,
-                      rounded: bool = False, max_exact_before_halving: bool = False) -> np.ndarray:
-    """T5 buckets with a coding mistake: rounding instead of truncation, or max_exact = num_buckets // 2
-    taken before the halving for direction. With both flags off this is Hugging Face's
+                      rounded: bool = False, max_exact_before_halving: bool = False, clamp: bool = True,
+                      log: bool = True) -> np.ndarray:
+    """T5 buckets with a coding mistake: rounding instead of truncation, max_exact = num_buckets // 2
+    taken before the halving for direction, no clamp to the last bucket, or no log buckets at all (every
+    distance its own bucket up to the last). With every flag at its default this is Hugging Face's
     ``_relative_position_bucket`` (tests check it equals relviz's t5_bucket). The arithmetic variants
     (Mesh TensorFlow, bfloat16, float16) are relviz.precision's."""
     n = torch.as_tensor(np.asarray(n, dtype=np.int64))
@@ -44,12 +46,13 @@ def t5_bucket_variant(n: np.ndarray, num_buckets: int, max_distance: int, bidire
     else:
         bucket = torch.zeros_like(n)
         n = (-n).clamp(min=0)
-    if max_exact < 1 or max_distance <= max_exact:
+    if not log or max_exact < 1 or max_distance <= max_exact:
         return (bucket + n.clamp(max=per_direction - 1)).numpy()
     value = torch.log(n.clamp(min=max_exact).float() / max_exact) / math.log(max_distance / max_exact) \
         * (per_direction - max_exact)
     value = value.round() if rounded else value
-    if_large = (max_exact + value.to(torch.long)).clamp(max=per_direction - 1)
+    if_large = max_exact + value.to(torch.long)
+    if_large = if_large.clamp(max=per_direction - 1) if clamp else if_large
     return (bucket + torch.where(n < max_exact, n, if_large)).numpy()
 
 

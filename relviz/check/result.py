@@ -30,7 +30,8 @@ class Cause:
     name: str
     explanation: str
     harmless: bool
-    #: Fraction of the mismatching cells the variant reproduces (1.0: all of them, and no others).
+    #: Fraction of the compared cells the computed mistake reproduces: 1.0 for a cause (every one); below 1
+    #: for the closest partial fit, which is never named as the cause.
     explains: float
 
 
@@ -55,6 +56,8 @@ class CheckResult:
     third: np.ndarray | None = field(default=None, repr=False)
     #: Another kind whose settings search reproduces the upload exactly (a mistake of kind, not of detail)
     other_kind: str | None = None
+    #: When nothing reproduces the upload: the difference described by its structure (relviz.check.difference)
+    difference: str = ""
 
     @property
     def cause(self) -> Cause | None:
@@ -90,9 +93,14 @@ class CheckResult:
                 text += " Also consistent with: " + "; ".join(c.name for c in self.causes[1:]) + "."
         elif self.other_kind:
             text += f" It looks like another kind: {kind_of(self.other_kind).description} (see the note)."
-        elif self.closest and self.closest.explains >= 0.5:
-            text += (f" No known mistake reproduces it exactly; the closest, {self.closest.name}, accounts "
-                     f"for {self.closest.explains:.0%} of the differing cells.")
+        else:
+            text += " Nothing relviz computes reproduces it exactly, so no cause is named."
+            if self.closest:
+                text += (f" Partial: {self.closest.name} reproduces {self.closest.explains:.1%} of the compared "
+                         f"cells (the settings above {1 - self.mismatches / max(1, self.cells):.1%}): the closest "
+                         "computed fit, not the cause.")
+            if self.difference:
+                text += " " + self.difference
         return text
 
     def to_json(self) -> dict[str, object]:
@@ -103,8 +111,22 @@ class CheckResult:
             "cause": asdict(self.cause) if self.cause else None,
             "also_consistent_with": [asdict(c) for c in self.causes[1:]],
             "closest": asdict(self.closest) if self.closest else None,
-            "other_kind": self.other_kind, "verdict": self.verdict(), "note": self.note,
+            "other_kind": self.other_kind, "difference": self.difference, "verdict": self.verdict(),
+            "note": self.note,
         }
+
+
+def partial_cause(name: str, explanation: str, harmless: bool, share: float) -> Cause:
+    """A computed mistake as the closest partial fit: it says how much it reproduces and that it is not the cause."""
+    return Cause(name, f"Partial: this reproduces {share:.1%} of the compared cells, not all of them: the closest "
+                 f"computed fit, not the cause. {explanation}", harmless, share)
+
+
+def partial_worth_showing(share: float, reference_share: float) -> bool:
+    """Whether a computed mistake that reproduces ``share`` of the compared cells is worth showing as the closest
+    partial fit when the reference reproduces ``reference_share``: only if it reproduces at least half of the
+    cells the reference gets wrong (a mistake that accounts for a sliver of them explains nothing)."""
+    return share >= reference_share + 0.5 * (1.0 - reference_share) and share < 1.0
 
 
 def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:

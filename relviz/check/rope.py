@@ -29,7 +29,9 @@ import torch
 
 from relviz._checks import check_int
 from relviz.check.registry import Kind, register
-from relviz.check.result import FIRST_MISMATCHES, Cause, CheckResult, Mismatch, number
+from relviz.check.result import (
+    FIRST_MISMATCHES, Cause, CheckResult, Mismatch, number, partial_cause, partial_worth_showing,
+)
 from relviz.rope import RopeConfig, RopeScaling, rope_config_from_hf, rope_parameters
 
 LAYOUTS = ("half", "interleaved")
@@ -355,12 +357,13 @@ def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = 
                         causes.append(Cause(variant.name, variant.explanation, variant.harmless, 1.0))
                     continue
             near.append((float((matches & mismatch[probe]).sum()), variant, recipe))
-        if not causes:  # the closest: the share of the differing cells each of the best three reproduces
+        if not causes:  # the closest partial fit: the share of the cells it reproduces, where that beats the
+            reference_share = 1.0 - float(mismatch.mean())  # reference's own (else it explains nothing)
             for _, variant, recipe in sorted(near, key=lambda item: -item[0])[:3]:
                 matches = _reproduces(kind, recipe, ref, got, every, width, storage)
-                explained = float((matches & mismatch).sum()) / int(mismatch.sum())
-                if explained > 0 and (closest is None or explained > closest.explains):
-                    closest = Cause(variant.name, variant.explanation, variant.harmless, explained)
+                explained = float(matches.mean())
+                if partial_worth_showing(explained, reference_share) and (closest is None or explained > closest.explains):
+                    closest = partial_cause(variant.name, variant.explanation, variant.harmless, explained)
     pairs = kind.pairs_of(s, width)
     cells = np.argwhere(mismatch)[:FIRST_MISMATCHES]
     first = tuple(Mismatch(int(i), int(j), int(pairs[j]), number(expected[i, j]), number(got[i, j]))

@@ -1,0 +1,227 @@
+"""Fit, then explain: the smallest set of differences that reproduces a position matrix exactly.
+
+A list of known mistakes misses most real ones, which are a known setting or step done differently
+(max_distance not passed on, a clamp left out, the log in bfloat16) or two of them at once. This search
+composes them: the kind's settings (derived from the upload's values, not a grid), one step of its formula
+computed differently, and the transformations real bugs apply (the sign of j − i flipped, which for a
+Toeplitz matrix is also its transpose; positions off by one, i.e. another q_offset; values off by a
+constant or scaled). A hypothesis is kept only when it reproduces every compared cell; the one with the
+fewest differences from the given settings is the cause. Nothing here guesses: each hypothesis is computed.
+
+Each kind says what can differ in a ``Space`` (relviz.check.matrix_spaces); this engine never names a kind.
+Sign convention: relative position = key index − query index (j − i).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from relviz.check.result import ATOL, RTOL, Cause
+
+if TYPE_CHECKING:
+    from relviz.check.matrix import Settings
+
+#: Most hypotheses one search evaluates (each on one value per offset: at most q_len + k_len − 1 cells).
+MAX_HYPOTHESES = 40_000
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a kind's formula done differently (``name`` ""): the reference itself).
+
+    ``per_offset(n, settings)``: the values at offsets n = j − (q_offset + i) (None: no such step there)."""
+
+    name: str
+    text: str
+    per_offset: Callable[[np.ndarray, "Settings"], "np.ndarray | None"]
+    harmless: bool = False
+    #: What the kind's settings derivation needs to know of the step (e.g. T5: {"clamp": False})
+    options: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Space:
+    """What can differ in a kind's matrix, for the search.
+
+    ``steps[0]`` is the reference; ``settings(n, values, given, step)`` derives the settings worth trying
+    from the upload's values at offsets n (after a known anchor's shift is removed); ``anchor``: the value
+    every setting gives at n = 0 (None: it depends on the settings); ``shift``: values may be off by a
+    constant (an index); ``scales``: factors a bias may be multiplied by (1 first); ``flip``: the sign of
+    j − i may be flipped; ``why``: per setting, why code ends up with another value.
+    """
+
+    steps: tuple[Step, ...]
+    settings: Callable[[np.ndarray, np.ndarray, "Settings", Step], Iterable["Settings"]]
+    anchor: float | None = 0.0
+    shift: bool = False
+    scales: tuple[float, ...] = (1.0,)
+    flip: bool = True
+    why: Mapping[str, str] = field(default_factory=dict)
+    searched: tuple[str, ...] = ()
+
+
+SIGN_PHRASE = "sign flipped: i − j instead of j − i"
+SCALE_PHRASES = {-1.0: "bias sign flipped (+ instead of −)", 2.0: "bias added twice",
+                 -2.0: "bias sign flipped and added twice"}
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """Settings, one step, and the transformations that together reproduce the upload."""
+
+    settings: "Settings"
+    step: Step
+    flipped: bool = False
+    shift: float = 0.0
+    scale: float = 1.0
+
+    def cost(self, given: "Settings | None", base: "Settings", names: tuple[str, ...]) -> tuple[int, int]:
+        """(differences from ``given``, of them value shifts or scales): fewer is a better explanation, and at
+        a tie a step of the formula beats a bare shift. ``given`` None: the settings were searched, so a
+        setting other than the search's ``base`` costs nothing."""
+        settings = len(self.differences(base, names)) - len(self.differences(base, names, settings=False))
+        count = len(self.differences(given, names)) if given is not None \
+            else len(self.differences(base, names)) - settings
+        return count, int(bool(self.shift)) + int(self.scale != 1.0)
+
+    def differences(self, given: "Settings | None", names: tuple[str, ...], *, settings: bool = True) -> list[str]:
+        """The differences from ``given`` as short phrases (given None, or ``settings`` False: only steps and
+        transformations)."""
+        out: list[str] = []
+        if given is not None and settings:
+            for name in names:
+                new, old = getattr(self.settings, name), getattr(given, name)
+                if new != old:
+                    out.append(f"{name} = {new}, not {old}")
+            delta = self.settings.q_offset - given.q_offset
+            if delta:
+                out.append(f"positions off by {delta:+d} (q_offset = {self.settings.q_offset}, not {given.q_offset})")
+        if self.step.name:
+            out.append(self.step.name)
+        if self.flipped:
+            out.append(SIGN_PHRASE)
+        if self.shift:
+            out.append(f"values off by {self.shift:+g}")
+        if self.scale != 1.0:
+            out.append(SCALE_PHRASES.get(self.scale, f"values × {self.scale:g}"))
+        return out
+
+    def cause(self, given: "Settings", names: tuple[str, ...], space: Space, description: str,
+              share: float = 1.0, searched: bool = False) -> Cause:
+        """The hypothesis as a cause, its settings compared with ``given`` (``share`` < 1: a partial fit, which
+        says so and is never the cause; ``searched``: the user gave no settings, so no setting was "not passed
+        on")."""
+        phrases = self.differences(given, names) or ["the settings found"]
+        name = " + ".join(phrases)
+        if share < 1.0:
+            parts = [f"relviz's {description} with " + "; ".join(phrases) + f" reproduces {share:.1%} of the "
+                     "compared cells, not all of them: it is the closest computed fit, not the cause."]
+        else:
+            parts = [f"Your matrix is relviz's {description} with " + "; ".join(phrases)
+                     + ": that reproduces every compared cell."]
+        if not searched:
+            for setting in names:
+                if getattr(self.settings, setting) != getattr(given, setting) and setting in space.why:
+                    parts.append(space.why[setting])
+            if self.settings.q_offset != given.q_offset:
+                parts.append("One position range starts elsewhere (e.g. counted from 1, or a cache offset added "
+                             "on one side only): query i sits at key position i + q_offset.")
+        if self.step.name:
+            parts.append(self.step.text)
+        if self.flipped:
+            parts.append("Your code computes query − key; relviz, T5 and Shaw et al. use key − query (j − i). "
+                         "For a matrix that depends on j − i only, the transpose gives the same picture.")
+        if self.shift:
+            parts.append(f"Every value is {self.shift:+g} from the formula's: an index shifted somewhere.")
+        if self.scale != 1.0:
+            parts.append(f"Every value is {self.scale:g} times the formula's.")
+        harmless = self.step.harmless and len(phrases) == 1
+        return Cause(name, " ".join(parts), harmless, share)
+
+
+def diagonals(got: np.ndarray, compared: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(offset j − i, its value, its number of compared cells) per diagonal with a compared cell, or None when
+    two compared cells of one diagonal differ (the upload is not a function of j − i there)."""
+    q_len, k_len = got.shape
+    a, b = got[1:, 1:], got[:-1, :-1]
+    both = compared[1:, 1:] & compared[:-1, :-1]
+    with np.errstate(invalid="ignore"):
+        same = np.isclose(a, b, rtol=3 * RTOL, atol=3 * ATOL) | (a == b)
+    if not (same | ~both).all():
+        return None
+    d = (np.arange(k_len)[None, :] - np.arange(q_len)[:, None])                    # [q, k] j − i
+    index = (d + q_len - 1)[compared]
+    values = np.full(q_len + k_len - 1, np.nan)
+    values[index] = got[compared]
+    counts = np.bincount(index, minlength=q_len + k_len - 1)
+    present = counts > 0
+    offsets = np.arange(-(q_len - 1), k_len)
+    return offsets[present], values[present], counts[present]
+
+
+def _agree(built: np.ndarray, values: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.isclose(built, values, rtol=RTOL, atol=ATOL) | (built == values)
+
+
+@dataclass
+class Found:
+    """The search's result: the exact hypotheses of fewest differences, and the closest partial one."""
+
+    exact: list[tuple[tuple[int, int], Hypothesis]] = field(default_factory=list)
+    partial: tuple[float, Hypothesis] | None = None
+    evaluated: int = 0
+
+    @property
+    def best(self) -> list[Hypothesis]:
+        if not self.exact:
+            return []
+        low = min(cost for cost, _ in self.exact)
+        return [h for cost, h in self.exact if cost == low]
+
+
+def search(space: Space, names: tuple[str, ...], got: np.ndarray, compared: np.ndarray, base: "Settings",
+           given: "Settings | None", q_offsets: Iterable[int]) -> Found:
+    """Every hypothesis the space allows at the given query offsets that reproduces ``got`` on every compared
+    cell, with its number of differences from ``given`` (None: settings free); the closest partial one by the
+    share of compared cells it reproduces."""
+    found = Found()
+    diag = diagonals(np.asarray(got, dtype=np.float64), compared)
+    if diag is None:
+        return found
+    offsets, values, counts = diag
+    total = float(counts.sum())
+    for q_offset in dict.fromkeys(q_offsets):
+        n = offsets - q_offset
+        for flipped in ((False, True) if space.flip else (False,)):
+            m = -n if flipped else n
+            anchor_shift = 0.0
+            if space.shift and space.anchor is not None and (m == 0).any():
+                anchor_shift = float(values[m == 0][0]) - space.anchor
+            for step in space.steps:
+                for s in space.settings(m, values - anchor_shift, replace(base, q_offset=q_offset), step):
+                    if found.evaluated >= MAX_HYPOTHESES:
+                        return found
+                    found.evaluated += 1
+                    built = step.per_offset(m, s)
+                    if built is None:
+                        continue
+                    built = np.asarray(built, dtype=np.float64)
+                    for scale in space.scales:
+                        shift = 0.0
+                        candidate = scale * built
+                        if space.shift:
+                            shift = float(values[0] - candidate[0])
+                            candidate = candidate + shift
+                        agree = _agree(candidate, values)
+                        h = Hypothesis(replace(s, q_offset=q_offset), step, flipped, shift, scale)
+                        if agree.all():
+                            found.exact.append((h.cost(given, base, names), h))
+                        else:
+                            share = float(counts[agree].sum()) / total
+                            if found.partial is None or share > found.partial[0]:
+                                found.partial = (share, h)
+    return found

@@ -1,0 +1,137 @@
+"""Fit, then explain: a mismatch gets the smallest set of differences that reproduces every compared cell, or
+no cause at all (a partial fit says it is partial; the difference is described by its structure)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import relviz.check as C
+from relviz.check import matrix_kinds as MK
+from relviz.check.rope import rope_settings, variant_cache
+from relviz.positions import alibi_slopes, t5_bucket_map
+
+
+def offsets(q_len: int, k_len: int | None = None) -> np.ndarray:
+    k_len = q_len if k_len is None else k_len
+    return np.arange(k_len)[None, :] - np.arange(q_len)[:, None]                    # [q, k] j − i
+
+
+def cli_json(capsys, tmp_path, array: np.ndarray, *args: str) -> dict:
+    """``python -m relviz check FILE --json ...`` as a user runs it (relviz.__main__.main, in process)."""
+    from relviz.__main__ import main
+
+    path = tmp_path / "upload.npy"
+    np.save(path, array)
+    code = main(["check", str(path), "--json", *args])
+    report = json.loads(capsys.readouterr().out)
+    assert code == (0 if report["ok"] else 1)
+    return report
+
+
+@pytest.mark.parametrize("settings", [C.Settings(k=3), None], ids=["given k", "searched"])
+def test_shaw_without_clipping_is_named_and_never_read_as_a_sign_flip(settings):
+    result = C.check("shaw", offsets(12) + 3, settings)  # j − i + k, no clip: the issue's wrong verdict
+    assert result.cause.name == "no clipping"
+    assert all("sign" not in c.name for c in result.causes) and result.closest is None
+
+
+def test_a_setting_not_passed_on_is_the_cause_in_json(capsys, tmp_path):
+    report = cli_json(capsys, tmp_path, t5_bucket_map(200, 200, max_distance=128).numpy(), "--kind", "t5",
+                      "--max-distance", "64")
+    assert report["cause"]["name"] == "max_distance = 128, not 64"
+    assert "max_distance was not passed on" in report["cause"]["explanation"] and report["cause"]["explains"] == 1.0
+    assert report["closest"] is None
+
+
+@pytest.mark.parametrize("kind, got, settings, cause", [
+    # two differences at once: no list of mistakes holds these
+    ("t5", MK.t5_bucket_variant(-offsets(60), 32, 20, True), C.Settings(),
+     "max_distance = 20, not 128 + sign flipped: i − j instead of j − i"),
+    ("t5", MK.t5_bucket_variant(offsets(100), 32, 64, False), C.Settings(),
+     "max_distance = 64, not 128 + bidirectional = False, not True"),
+    ("t5", MK.t5_bucket_variant(offsets(150), 32, 128, True, clamp=False), C.Settings(),
+     "no clamp to the last bucket"),
+    ("alibi", 2 * MK._slopes(12)[3] * np.abs(offsets(20)), C.Settings(num_heads=12, head=3),
+     "bias sign flipped and added twice"),
+    ("alibi", -MK._slopes_naive(12)[4] * np.abs(offsets(20)), C.Settings(num_heads=12, head=3),
+     "head = 4, not 3 + non-power-of-2 slopes: 2^(−8h/n) for every n"),
+    ("relative", offsets(20).T + 2, C.Settings(), "sign flipped: i − j instead of j − i + values off by +2"),
+    ("shaw", np.clip(offsets(20), -5, 5) + 5, C.Settings(k=3), "k = 5, not 3"),
+])
+def test_composed_differences_are_found_by_the_search(kind, got, settings, cause):
+    result = C.check(kind, got, settings)
+    assert not result.ok and result.cause.name == cause and result.cause.explains == 1.0
+
+
+def test_settings_beyond_the_grid_are_found_by_the_search():
+    result = C.check("t5", t5_bucket_map(300, 300, num_buckets=32, max_distance=300).numpy())
+    assert result.ok and result.settings.max_distance == 300  # 300 is on no grid: read from the bucket edges
+
+
+RNG = np.random.default_rng(31)
+
+
+def _noise(x: np.ndarray) -> np.ndarray:
+    return x + RNG.normal(0, 1e-3 * (np.abs(x).max() + 1), x.shape)
+
+
+def _cells(x: np.ndarray) -> np.ndarray:
+    y = x.copy()
+    compared = np.flatnonzero(np.tril(np.ones_like(x)) if x.ndim == 2 else np.ones_like(x))  # the skew: j ≤ i
+    picked = RNG.choice(compared, max(1, x.size // 50), replace=False)
+    y.flat[picked] += RNG.integers(1, 5, picked.size)
+    return y
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    y = x.copy()
+    rows = RNG.choice(x.shape[0], max(1, x.shape[0] // 10), replace=False)
+    y[rows] = RNG.permutation(y[rows].ravel()).reshape(y[rows].shape) + RNG.integers(0, 3, y[rows].shape)
+    return y
+
+
+ROPE = rope_settings(head_dim=32, base=500000.0)
+CLEAN = {
+    "t5": (C.reference("t5", (40, 40), C.Settings()), C.Settings()),
+    "shaw": (C.reference("shaw", (30, 30), C.Settings(k=4)), C.Settings(k=4)),
+    "relative": (C.reference("relative", (20, 20), C.Settings()), C.Settings()),
+    "alibi": (C.reference("alibi", (20, 20), C.Settings(num_heads=12, head=5)), C.Settings(num_heads=12, head=5)),
+    "alibi_slopes": (alibi_slopes(12).double().numpy(), C.Settings()),
+    "skew": (C.reference("skew", (12, 12), C.Settings()), C.Settings()),
+    "rope_cos": (variant_cache("rope_cos", "", (96, 32), ROPE), ROPE),
+    "rope_sin": (variant_cache("rope_sin", "", (96, 32), ROPE), ROPE),
+}
+CORRUPT = [(kind, how) for kind in CLEAN for how in (_noise, _cells, _rows)
+           if not (how is _rows and CLEAN[kind][0].ndim == 1)]
+
+
+@pytest.mark.parametrize("kind, corrupt", CORRUPT, ids=[f"{k}-{c.__name__[1:]}" for k, c in CORRUPT])
+@pytest.mark.parametrize("searched", [False, True], ids=["given", "searched"])
+def test_no_cause_is_named_for_random_corruption(kind, corrupt, searched):
+    """Noise, random cells, random rows: nothing systematic, so no cause, no partial fit passed off as one, and the
+    difference described by where it is."""
+    clean, settings = CLEAN[kind]
+    got = corrupt(np.asarray(clean, dtype=np.float64))
+    result = C.check(kind, got, None if searched else settings)
+    assert not result.ok and result.cause is None and not result.causes, result.verdict()
+    assert result.closest is None or result.closest.explains < 1.0
+    assert result.difference.startswith("The difference:") and "no cause is named" in result.verdict()
+
+
+def test_a_partial_fit_says_so_and_is_never_the_cause():
+    flipped = MK.t5_bucket_variant(-offsets(64), 32, 128, True)
+    flipped[3, 40] += 1  # one cell nothing systematic explains
+    result = C.check("t5", flipped, C.Settings())
+    assert result.cause is None and result.closest.explains > 0.99 and "sign flipped" in result.closest.name
+    assert "Partial:" in result.verdict() and "not the cause" in result.closest.explanation
+
+
+def test_the_difference_names_rows_offsets_and_how():
+    got = t5_bucket_map(30, 30).numpy()
+    got[[4, 9]] += 2
+    assert "every compared cell of i = 4, 9" in C.check("t5", got, C.Settings()).difference
+    assert "a constant shift" in C.check("t5", got, C.Settings()).difference
+    slopes = alibi_slopes(8).double().numpy()[[1, 0, 2, 3, 4, 5, 6, 7]]
+    assert "permutation" in C.check("alibi_slopes", slopes, C.Settings()).difference
