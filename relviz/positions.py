@@ -124,8 +124,20 @@ def shaw_clip_index(q_len: int, k_len: int | None = None, *, k: int, q_offset: i
 # T5 relative position buckets
 
 
-#: Most buckets a T5 configuration may have.
-_MAX_NUM_BUCKETS = 1_000_000
+@dataclass(frozen=True)
+class T5Limits:
+    """T5's limits, in one table: every reader of a T5 setting takes its bounds from here."""
+
+    #: buckets a T5 setting may have: the bucket formula, a real model's relative_attention_num_buckets and
+    #: the checker (2^16; the published T5 presets use 32)
+    num_buckets: int = 1 << 16
+    #: buckets the toy model may learn ([buckets, heads] parameters): its ModelConfig, training flag and guard
+    trained_num_buckets: int = 4096
+    #: the largest max_distance (the longest offset relviz computes)
+    max_distance: int = MAX_ABS_OFFSET
+
+
+T5_LIMITS = T5Limits()
 #: Integer dtypes whose every value converts to int64 exactly (wider unsigned ones may not).
 _EXACT_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
@@ -146,8 +158,8 @@ class T5Config:
     def __post_init__(self) -> None:
         # The reference divides by log(max_distance / max_exact): max_exact = 0 divides by zero, and
         # max_distance <= max_exact gives a zero or negative log, hence garbage or negative buckets.
-        num_buckets = check_int("num_buckets", self.num_buckets, minimum=1, maximum=_MAX_NUM_BUCKETS)
-        max_distance = check_int("max_distance", self.max_distance, minimum=1, maximum=MAX_ABS_OFFSET)
+        num_buckets = check_int("num_buckets", self.num_buckets, minimum=1, maximum=T5_LIMITS.num_buckets)
+        max_distance = check_int("max_distance", self.max_distance, minimum=1, maximum=T5_LIMITS.max_distance)
         bidirectional = check_bool("bidirectional", self.bidirectional)
         for name, value in (("num_buckets", num_buckets), ("max_distance", max_distance),
                             ("bidirectional", bidirectional)):
@@ -220,9 +232,9 @@ def t5_nearest_valid(num_buckets: int, max_distance: int, bidirectional: bool) -
     num_buckets = check_int("num_buckets", num_buckets)
     max_distance = check_int("max_distance", max_distance)
     bidirectional = check_bool("bidirectional", bidirectional)
-    num_buckets = min(max(num_buckets, 4 if bidirectional else 2), _MAX_NUM_BUCKETS)
+    num_buckets = min(max(num_buckets, 4 if bidirectional else 2), T5_LIMITS.num_buckets)
     max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
-    return num_buckets, min(max(max_distance, max_exact + 1), MAX_ABS_OFFSET)
+    return num_buckets, min(max(max_distance, max_exact + 1), T5_LIMITS.max_distance)
 
 
 def t5_bucket(relative_position: torch.Tensor | int, *, num_buckets: int = 32,

@@ -354,3 +354,24 @@ def test_press_slope_rule_in_both_arithmetics_agrees_within_a_few_float32_ulps()
         gap = (reference.view(torch.int32) - bloom.view(torch.int32)).abs().max().item()
         assert gap <= (0 if heads <= 10 else 32), (heads, gap)
     assert not torch.equal(alibi_slopes(11), alibi_slopes(11, float32_powers=True))
+
+
+def test_t5_limits_come_from_one_table():
+    """The bucket formula, a real model's config (relviz.plan) and the toy model (ModelConfig) all refuse one
+    bucket past T5_LIMITS, naming the field they read."""
+    from relviz.model import ModelConfig
+    from relviz.plan import read_plan
+    from relviz.positions import T5_LIMITS, t5_config
+
+    far = 1 << 20                                       # past max_exact at any bucket count
+    t5_config(T5_LIMITS.num_buckets, far, True)
+    with pytest.raises(ValueError, match=f"num_buckets must be an integer from 1 to {T5_LIMITS.num_buckets}"):
+        t5_config(T5_LIMITS.num_buckets + 1, far, True)
+    config = {"model_type": "t5", "d_model": 64, "d_kv": 16, "d_ff": 128, "num_heads": 4, "num_layers": 1,
+              "num_decoder_layers": 1, "relative_attention_max_distance": far, "vocab_size": 10}
+    read_plan({**config, "relative_attention_num_buckets": T5_LIMITS.num_buckets})
+    with pytest.raises(ValueError, match="relative_attention_num_buckets"):
+        read_plan({**config, "relative_attention_num_buckets": T5_LIMITS.num_buckets + 1})
+    ModelConfig(scheme="t5", num_buckets=T5_LIMITS.trained_num_buckets, max_distance=far)
+    with pytest.raises(ValueError, match="num_buckets"):
+        ModelConfig(scheme="t5", num_buckets=T5_LIMITS.trained_num_buckets + 1, max_distance=far)

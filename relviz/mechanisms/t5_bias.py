@@ -17,7 +17,7 @@ import torch
 from relviz._checks import check_int
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
-from relviz.positions import t5_bias, t5_bucket, t5_config
+from relviz.positions import T5_LIMITS, t5_bias, t5_bucket, t5_config
 from relviz.schemes.t5 import bias_curve
 from relviz.t5_notes import curve_caption
 
@@ -52,8 +52,8 @@ class T5Bias(Mechanism):
     @classmethod
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> T5Bias:
         cfg = ctx.config
-        num_buckets = cfg.int("relative_attention_num_buckets", 32, minimum=1, maximum=1 << 16)
-        max_distance = cfg.int("relative_attention_max_distance", 128, minimum=1)
+        num_buckets = cfg.int("relative_attention_num_buckets", 32, minimum=1, maximum=T5_LIMITS.num_buckets)
+        max_distance = cfg.int("relative_attention_max_distance", 128, minimum=1, maximum=T5_LIMITS.max_distance)
         bidirectional = not ctx.causal
         t5_config(num_buckets, max_distance, bidirectional)    # ValueError names what is wrong
         heads = cfg.int("num_heads", minimum=1, maximum=1 << 14)

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from relviz.attention import offset_bias_attention
-from relviz.positions import MAX_ABS_OFFSET, t5_bucket, t5_bucket_map, t5_config
+from relviz.positions import T5_LIMITS, t5_bucket, t5_bucket_map, t5_config
 from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, detached
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 from relviz.t5_notes import last_bucket_start, t5_training_coverage
@@ -27,9 +27,9 @@ class T5(Scheme):
     name = "t5"
     summary = "T5: a learned scalar per (bucket of j − i, head), one table shared by all layers"
     order = 4
-    params = (Param("num_buckets", int, 32, "t5: number of buckets", minimum=1, maximum=4096, app_min=2,
+    params = (Param("num_buckets", int, 32, "t5: number of buckets", minimum=1, maximum=T5_LIMITS.trained_num_buckets, app_min=2,
                     app_max=64, label="T5 num_buckets"),
-              Param("max_distance", int, 128, "t5: max_distance", minimum=1, maximum=MAX_ABS_OFFSET, app_max=512,
+              Param("max_distance", int, 128, "t5: max_distance", minimum=1, maximum=T5_LIMITS.max_distance, app_max=512,
                     label="T5 max_distance"))
 
     def __init__(self, config: SchemeConfig) -> None:
