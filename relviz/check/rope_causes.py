@@ -54,6 +54,14 @@ def inv_freq_in(dtype: torch.dtype) -> str:
     return f"inv_freq (θ) rounded to {_name(dtype)}"
 
 
+#: Linear factors tried where the settings scale nothing (published models use 2 to 64).
+SPURIOUS_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+
+
+def scaling_where_none(factor: float) -> str:
+    return f"linear scaling ×{factor:g} applied where the settings have none"
+
+
 def wrong_rule(rule: str) -> str:
     return f"wrong scaling rule: {rule}"
 
@@ -168,6 +176,13 @@ def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeC
                 continue
             yield RopeCause(wrong_rule(rule), f"Your frequencies follow the {rule} rule at the same factor; the "
                             f"settings say {scaling.rope_type}."), replace(ref, inv_freq=inv_freq, scale=scale)
+    else:
+        for factor in SPURIOUS_FACTORS:  # a rule applied where this layer has none (a model's other layers' rule)
+            yield RopeCause(scaling_where_none(factor), f"Your frequencies are divided by {factor:g} (linear "
+                            "scaling, position interpolation) but these settings scale nothing: a model-wide "
+                            "rope_scaling was applied to a layer that keeps plain RoPE (Gemma 3's sliding layers "
+                            "rotate unscaled at their local base; only its global layers use the ×8)."), \
+                replace(ref, inv_freq=ref.inv_freq / factor)
     default = 0.1 * math.log(scaling.factor) + 1.0 if (scaling.factor or 1.0) > 1.0 else 1.0
     configured = scaling.attention_factor is not None or (scaling.mscale and scaling.mscale_all_dim)
     if kind.scaled and scaling.rope_type == "yarn" and configured and abs(default - ref.scale) > 1e-9:
