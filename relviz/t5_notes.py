@@ -19,7 +19,7 @@ from relviz.positions import t5_bucket, t5_bucket_ranges, t5_config, t5_nearest_
 
 
 @dataclass(frozen=True)
-class Note:
+class T5Note:
     kind: str
     level: str   # "warning" | "info"
     text: str
@@ -41,7 +41,7 @@ class T5Notes:
     unused_reasons: dict[int, str] = field(default_factory=dict)
     unreached: tuple[int, ...] = ()             # used buckets this matrix never reaches
     longest: int | None = None                  # longest |j − i| in the matrix, if lengths were given
-    notes: tuple[Note, ...] = ()
+    notes: tuple[T5Note, ...] = ()
 
     def kinds(self) -> list[str]:
         return [note.kind for note in self.notes]
@@ -87,7 +87,7 @@ def t5_notes(num_buckets: int, max_distance: int, bidirectional: bool, *, q_len:
                 f"({mode}): {str(error).rstrip('.')}. The nearest setting it can serve is "
                 f"num_buckets = {nearest[0]}, max_distance = {nearest[1]}.")
         return T5Notes(num_buckets, max_distance, bidirectional, valid=False, error=str(error),
-                       nearest=nearest, notes=(Note("invalid", "warning", text),))
+                       nearest=nearest, notes=(T5Note("invalid", "warning", text),))
 
     per_dir = config.buckets_per_direction
     max_exact = config.max_exact
@@ -109,7 +109,7 @@ def t5_notes(num_buckets: int, max_distance: int, bidirectional: bool, *, q_len:
 
     last_start = last_bucket_start(num_buckets, max_distance, bidirectional)
 
-    notes: list[Note] = []
+    notes: list[T5Note] = []
 
     # --- warnings: capacity wasted or behaviour that surprises -----------------------------
     if unused:
@@ -129,19 +129,19 @@ def t5_notes(num_buckets: int, max_distance: int, bidirectional: bool, *, q_len:
                          f"{', '.join(map(str, skipped))}: max_distance = {max_distance} leaves only "
                          f"{max_distance - max_exact} distances ({max_exact}…{max_distance - 1}) for "
                          f"{log_buckets} logarithmic buckets, so neighbouring distances jump over some")
-        notes.append(Note("unused", "warning",
+        notes.append(T5Note("unused", "warning",
                           f"**{len(unused)} of {num_buckets} buckets {'is' if len(unused) == 1 else 'are'} "
                           f"never used** ({names}): "
                           + "; ".join(parts) + f". {'Its' if len(unused) == 1 else 'Their'} bias values "
                           f"are trained by nothing."))
     if last_start < max_distance:
-        notes.append(Note("saturation", "warning",
+        notes.append(T5Note("saturation", "warning",
                           f"**Saturation starts before max_distance:** the last bucket of a direction begins at "
                           f"distance {last_start}, not {max_distance}. Distances {last_start}…{max_distance - 1} "
                           f"already share one bias with every longer distance; max_distance only sets the scale "
                           f"of the logarithm."))
     if not bidirectional:
-        notes.append(Note("future_bucket0", "warning",
+        notes.append(T5Note("future_bucket0", "warning",
                           "**Every future offset (j − i > 0) lands in bucket 0**, together with j − i = 0: the "
                           "unidirectional formula uses n = max(i − j, 0). A decoder does not care, because its "
                           "causal mask removes every future key before the softmax, so those biases are never "
@@ -149,25 +149,25 @@ def t5_notes(num_buckets: int, max_distance: int, bidirectional: bool, *, q_len:
 
     # --- how T5 is built (info) --------------------------------------------------------------
     if bidirectional:
-        notes.append(Note("split", "info",
+        notes.append(T5Note("split", "info",
                           f"**{num_buckets} buckets = {per_dir} per direction"
                           f"{' (+1 left over)' if num_buckets % 2 else ''} = {max_exact} exact + {log_buckets} "
                           f"logarithmic per direction**, not \"{per_dir} for close and {per_dir} for far "
                           f"distances\": the halving for the direction comes first, then half of each "
                           f"direction's buckets are exact."))
     else:
-        notes.append(Note("split", "info",
+        notes.append(T5Note("split", "info",
                           f"**{num_buckets} buckets, all for one direction: {max_exact} exact + {log_buckets} "
                           f"logarithmic.** No halving for the direction in unidirectional mode."))
     exact_text = ("distance 0 gets its own bucket." if max_exact == 1 else
                   f"distances 0…{max_exact - 1} get a bucket each.")
     if bidirectional:
-        notes.append(Note("max_exact", "info",
+        notes.append(T5Note("max_exact", "info",
                           f"**max_exact = {max_exact}** = (buckets per direction) // 2 = {per_dir} // 2. It is "
                           f"taken after the halving for the direction on purpose (the reference does the same), "
                           f"not a double-halving bug: " + exact_text))
     else:
-        notes.append(Note("max_exact", "info",
+        notes.append(T5Note("max_exact", "info",
                           f"**max_exact = {max_exact}** = num_buckets // 2 = {num_buckets} // 2: unidirectional "
                           f"mode does not halve for the direction, so all {num_buckets} buckets serve the past "
                           f"and half of them are exact: " + exact_text))
@@ -180,12 +180,12 @@ def t5_notes(num_buckets: int, max_distance: int, bidirectional: bool, *, q_len:
                    f"and {10 * max_distance} share bucket {per_dir - 1}{side}.")
     else:
         example = ""
-    notes.append(Note("blind", "info",
+    notes.append(T5Note("blind", "info",
                       "**One layer is blind inside a bucket:** every offset in a bucket gets the same bias, so a "
                       "single attention layer cannot tell them apart from the bias alone." + example +
                       " Later layers can compose exact short offsets into longer ones (the T5 paper's argument "
                       "for coarse buckets far away), which is why a deep model still locates tokens."))
-    notes.append(Note("sharing", "info",
+    notes.append(T5Note("sharing", "info",
                       f"**One bias table per head, shared by all layers:** T5 learns one scalar per (bucket, head), "
                       f"{num_buckets} × heads values, computed in the first layer of a stack and reused by the "
                       f"others; the encoder and the decoder have separate tables, and cross-attention has no "
@@ -203,7 +203,7 @@ def t5_notes(num_buckets: int, max_distance: int, bidirectional: bool, *, q_len:
                                          max_distance=max_distance, bidirectional=bidirectional)).tolist()
         unreached = tuple(r.bucket for r in ranges if r.used and r.bucket not in set(present))
         if unreached:
-            notes.append(Note("unreached", "info",
+            notes.append(T5Note("unreached", "info",
                               f"**This matrix reaches {len(present)} of the {num_buckets - len(unused)} usable "
                               f"buckets:** its offsets run from {lowest} to {highest}, so bucket"
                               f"{'s' if len(unreached) > 1 else ''} {_ranges_text(unreached)} "

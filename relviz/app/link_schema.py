@@ -17,7 +17,7 @@ from relviz.app.training_caps import CAPS  # plain numbers: no torch for a tour 
 
 
 @dataclass(frozen=True)
-class Param:
+class LinkParam:
     """The values one URL-bound control accepts, as link text: one subclass per kind of control (an integer
     or a number in lo..hi, true/false, one of ``choices``, a list of them, text matching ``pattern``).
     ``dynamic``: the page narrows the range at run time (e.g. the query offset between −q_len and k_len) and
@@ -45,7 +45,7 @@ class Param:
         raise NotImplementedError
 
 
-class IntParam(Param):
+class IntParam(LinkParam):
     numeric = True
 
     def check_text(self, key: str, value: str) -> None:
@@ -57,7 +57,7 @@ class IntParam(Param):
         _in_range(self, key, number, value)
 
 
-class FloatParam(Param):
+class FloatParam(LinkParam):
     numeric = True
 
     def check_text(self, key: str, value: str) -> None:
@@ -69,26 +69,26 @@ class FloatParam(Param):
         _in_range(self, key, number, value)
 
 
-class BoolParam(Param):
+class BoolParam(LinkParam):
     def check_text(self, key: str, value: str) -> None:
         if value not in ("true", "false"):
             raise ValueError(f"{key} must be true or false; got {value[:40]!r}")
 
 
-class ChoiceParam(Param):
+class ChoiceParam(LinkParam):
     def check_text(self, key: str, value: str) -> None:
         if value not in self.choices:
             raise ValueError(f"{key} must be one of {', '.join(self.choices)}; got {value[:40]!r}")
 
 
-class TextParam(Param):
+class TextParam(LinkParam):
     def check_text(self, key: str, value: str) -> None:
         if len(value) > self.max_chars or not re.fullmatch(self.pattern, value):
             raise ValueError(f"{key} must match {self.pattern} (at most {self.max_chars} characters); "
                              f"got {value[:40]!r}")
 
 
-class MultiParam(Param):
+class MultiParam(LinkParam):
     takes_list = True
 
     def check(self, key: str, value: object) -> list[str]:
@@ -101,7 +101,7 @@ class MultiParam(Param):
         return list(items)
 
 
-def _in_range(param: Param, key: str, number: float, value: str) -> None:
+def _in_range(param: LinkParam, key: str, number: float, value: str) -> None:
     if not (math.isfinite(number) and param.lo <= number <= param.hi):
         raise ValueError(f"{key} must be from {_fmt(param.lo)} to {_fmt(param.hi)}; got {value[:40]!r}")
 
@@ -110,7 +110,7 @@ def _fmt(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else str(number)
 
 
-def _int(lo: int, hi: int, *, dynamic: bool = False) -> Param:
+def _int(lo: int, hi: int, *, dynamic: bool = False) -> LinkParam:
     return IntParam(lo, hi, dynamic=dynamic)
 
 
@@ -118,14 +118,14 @@ BOOL = BoolParam()
 _LENGTH = MAX_LENGTH  # the pages' longest query/key length
 
 
-def _length_params(prefix: str) -> dict[str, Param]:
+def _length_params(prefix: str) -> dict[str, LinkParam]:
     """The keys relviz.app.controls' length and window controls bind (query/key length, offset, window)."""
     return {f"{prefix}_q": _int(1, _LENGTH), f"{prefix}_k": _int(1, _LENGTH),
             f"{prefix}_off": _int(-_LENGTH, _LENGTH, dynamic=True), f"{prefix}_ws": _int(16, 512, dynamic=True),
             f"{prefix}_r0": _int(0, _LENGTH, dynamic=True), f"{prefix}_c0": _int(0, _LENGTH, dynamic=True)}
 
 
-def _choices(*values: object) -> Param:
+def _choices(*values: object) -> LinkParam:
     return ChoiceParam(choices=tuple(str(v) for v in values))
 
 
@@ -135,10 +135,10 @@ YOUR_MODEL_VIEWS = ("all", "rotation", "pattern", "bias", "temperature", "sinks"
 _MODEL_LABEL = r"[A-Za-z0-9][A-Za-z0-9 .()_+,:=/-]{0,99}"
 
 #: Keys the app binds on every page (the sidebar's chart export format).
-COMMON_PARAMS: dict[str, Param] = {"chart_export": _choices("PNG", "SVG")}
+COMMON_PARAMS: dict[str, LinkParam] = {"chart_export": _choices("PNG", "SVG")}
 
 #: page name (the file stem under pages/, the last part of its URL) -> its URL keys.
-PAGE_PARAMS: dict[str, dict[str, Param]] = {
+PAGE_PARAMS: dict[str, dict[str, LinkParam]] = {
     "home": {"home_q": _int(0, 6)},
     "shaw": {**_length_params("sh"), "sh_clip": _int(0, 64),
              "sh_d": ChoiceParam(choices=("8", "16", "32", "64", "128", "256", "512", "1024")),
@@ -197,12 +197,12 @@ for _keys in PAGE_PARAMS.values():
 #: page name -> (key pattern, what such a key accepts) for keys a page makes from data it loads at run time:
 #: the attention page's training form binds one slider at_t_<param> per parameter its scheme declares.
 #: Any finite number is taken here; the slider's own range is the page's to check.
-PAGE_KEY_FAMILIES: dict[str, tuple[str, Param]] = {
+PAGE_KEY_FAMILIES: dict[str, tuple[str, LinkParam]] = {
     "attention": (r"at_t_[a-z][a-z0-9_]{0,39}", FloatParam(-1e9, 1e9, dynamic=True)),
 }
 
 
-def page_param(page: str, key: object) -> Param | None:
+def page_param(page: str, key: object) -> LinkParam | None:
     """What ``key`` accepts on ``page`` (a fixed key or one of the page's key families), or None."""
     fixed = PAGE_PARAMS.get(page, {})
     if isinstance(key, str) and key in fixed:

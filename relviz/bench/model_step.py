@@ -20,7 +20,7 @@ from relviz.bench.report import (SAMPLE_S, BenchContext, Column, SectionResult, 
                                  time_in_turns)
 from relviz.model import SCHEMES, ModelConfig, build_model
 from relviz.positions import alibi_bias, expand_toeplitz, offset_range, shaw_clip_index, t5_bias
-from relviz.schemes.alibi import Alibi
+from relviz.schemes.alibi import AlibiScheme
 from relviz.schemes.fire import Fire
 from relviz.schemes.kerple import Kerple
 from relviz.schemes.rope import Rope, rope_rotate
@@ -74,7 +74,7 @@ def _toeplitz_user(position, config, causal):
         if isinstance(position, T5):
             bias = t5_bias(position.bias, length, num_buckets=config.num_buckets, max_distance=config.max_distance,
                            bidirectional=not causal)
-        elif isinstance(position, Alibi):
+        elif isinstance(position, AlibiScheme):
             bias = alibi_bias(length, num_heads=config.n_heads, device=like.device)
         else:
             bias = expand_toeplitz(position.bias_per_offset(offset_range(length)), length, length)
@@ -119,7 +119,7 @@ def _user_sdpa(model: torch.nn.Module) -> tuple[torch.nn.Module, str]:
     """The same model as a user would write it for F.scaled_dot_product_attention: the scheme's own
     term, built the usual way and passed as attn_mask (a transcription per scheme class; schemes
     without a relative term: plain SDPA). Returns the model and what its attention leaves out."""
-    writers = {T5: _toeplitz_user, Alibi: _toeplitz_user, Kerple: _toeplitz_user, Rope: _rope_user,
+    writers = {T5: _toeplitz_user, AlibiScheme: _toeplitz_user, Kerple: _toeplitz_user, Rope: _rope_user,
                Fire: _fire_user, Skew: _skew_user, Shaw: _shaw_user}
     position, config = model.position, model.config
     writer = writers.get(type(position))

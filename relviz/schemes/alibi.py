@@ -11,7 +11,7 @@ from relviz.schemes.base import Attention, Scheme
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 
 
-class Alibi(Scheme):
+class AlibiScheme(Scheme):
     """No parameters: the slopes follow from the number of heads."""
 
     name = "alibi"

@@ -9,7 +9,7 @@ from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
 from relviz.schemes.views import PositionStructure, SimilarityMatrix, View, norms_and_cosine, relative_share
 
 
-class LearnedAbsolute(Scheme):
+class LearnedAbsoluteScheme(Scheme):
     """A table [max_len, D] added to the token embeddings; nothing exists beyond max_len."""
 
     name = "learned"
