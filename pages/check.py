@@ -71,7 +71,9 @@ display.sign_convention()
 
 with st.sidebar:
     st.subheader("What you computed")
-    kind = st.selectbox("matrix kind", PAGE_KINDS, format_func=KINDS.get, key=f"{P}_kind", bind="query-params")
+    # the options are the command line's kind names (--kind t5, a link's ?ck_kind=rope_cos); the caption says what
+    kind = st.selectbox("matrix kind (as --kind)", PAGE_KINDS, key=f"{P}_kind", bind="query-params")
+    st.caption(KINDS[kind])
     fit = st.toggle("find the settings for me", False, key=f"{P}_fit", bind="query-params",
                     help="Searches a bounded grid (T5: num_buckets 2–128, common max_distances, both directions, "
                          "both query alignments; Shaw: k up to 512; ALiBi: up to 64 heads; RoPE: 12 bases from "

@@ -161,7 +161,7 @@ def test_check_page_upload_shows_the_diff_and_the_cause(server, tmp_path):
     path = tmp_path / "flipped.npy"
     np.save(path, variant_matrix("t5", SIGN, (12, 12), Settings()))
     page = chromium.new_page(viewport={"width": size[0], "height": size[1]})
-    page.goto(f"{base}/check?ck_kind=T5+bucket+map")
+    page.goto(f"{base}/check?ck_kind=t5")
     settle(page)
     page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(path))
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)

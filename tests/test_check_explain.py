@@ -135,3 +135,23 @@ def test_the_difference_names_rows_offsets_and_how():
     assert "a constant shift" in C.check("t5", got, C.Settings()).difference
     slopes = alibi_slopes(8).double().numpy()[[1, 0, 2, 3, 4, 5, 6, 7]]
     assert "permutation" in C.check("alibi_slopes", slopes, C.Settings()).difference
+
+
+def test_a_closed_pipe_ends_the_output_quietly(tmp_path):
+    """`python -m relviz check ... | head` where head has gone: no BrokenPipeError traceback, the exit status kept."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "bad.npy"
+    got = t5_bucket_map(40, 40).numpy()
+    got[::3] += 1
+    np.save(path, got)
+    for extra in ([], ["--json"]):
+        child = subprocess.Popen([sys.executable, "-m", "relviz", "check", str(path), "--kind", "t5", *extra],
+                                 cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+        child.stdout.close()  # the reader is gone before relviz writes a byte
+        err = child.stderr.read()
+        assert child.wait(timeout=300) == 1
+        assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()

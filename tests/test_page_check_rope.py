@@ -8,7 +8,7 @@ from plotly_data import decode
 
 from page_support import run_page
 
-COS = "RoPE cos cache [seq_len, head_dim]"
+COS = "rope_cos"  # the command line's kind name
 
 
 def csv(matrix: np.ndarray) -> str:

@@ -34,7 +34,7 @@ def test_check_page_asks_for_a_matrix_first():
 
 def test_check_page_names_the_cause_and_draws_the_diff():
     faulty = variant_matrix("t5", SIGN, (12, 12), Settings())
-    at = run_page("check", ck_kind="T5 bucket map")
+    at = run_page("check", ck_kind="t5")
     at.text_area(key="ck_paste").set_value(csv(faulty)).run()
     assert not at.exception
     assert at.error and "132 of 144 compared cells differ" in at.error[0].value
@@ -48,7 +48,7 @@ def test_check_page_names_the_cause_and_draws_the_diff():
 
 
 def test_check_page_matches_a_correct_upload_and_uses_the_sidebar_settings():
-    at = run_page("check", ck_kind="T5 bucket map", ck_nb="16", ck_md="64", ck_bi="false")
+    at = run_page("check", ck_kind="t5", ck_nb="16", ck_md="64", ck_bi="false")
     at.text_area(key="ck_paste").set_value(
         csv(t5_bucket_map(9, 9, num_buckets=16, max_distance=64, bidirectional=False).numpy())).run()
     assert at.success and "Matches: all 81 compared cells" in at.success[0].value
@@ -65,7 +65,7 @@ def test_check_page_examples_load_and_fit():
 
 
 def test_check_page_refuses_malformed_input_with_a_message():
-    at = run_page("check", ck_kind="T5 bucket map")
+    at = run_page("check", ck_kind="t5")
     for junk, message in [("1,2,3\n4,5", "ragged"), ("1,2\nx,4", "not a number"), ("1,nan", "NaN"),
                           ("[[[1]]]\n" * 3, "differ|compared"), ("<script>alert(1)</script>", "not a number"),
                           ("1,2\n3,4", "")]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -96,23 +97,35 @@ def run(args: argparse.Namespace) -> int:
         result = _checked(args)
     except (ValueError, OSError) as exc:
         if args.json:
-            print(json.dumps({"error": str(exc)}))
+            _write(json.dumps({"error": str(exc)}))
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    code = 0 if result.ok else 1
     if args.json:
-        print(json.dumps(result.to_json()))
-        return 0 if result.ok else 1
-    print(result.verdict())
+        _write(json.dumps(result.to_json()))
+        return code
+    lines = [result.verdict()]
     if result.first:
         row, column, offset = kind_of(result.kind).labels
-        print(f"\nfirst {min(len(result.first), FIRST_MISMATCHES)} mismatches:")
-        print(f"{row:>5} {column:>6} {offset:>7} {'expected':>14} {'got':>14}")
-        for m in result.first:
-            print(f"{m.i:>5} {m.j:>6} {m.offset:>7} {m.expected!s:>14} {m.got!s:>14}")
+        lines += [f"\nfirst {min(len(result.first), FIRST_MISMATCHES)} mismatches:",
+                  f"{row:>5} {column:>6} {offset:>7} {'expected':>14} {'got':>14}"]
+        lines += [f"{m.i:>5} {m.j:>6} {m.offset:>7} {m.expected!s:>14} {m.got!s:>14}" for m in result.first]
     if result.cause:
-        print(f"\nlikely cause: {result.cause.name}\n  {result.cause.explanation}")
+        lines.append(f"\nlikely cause: {result.cause.name}\n  {result.cause.explanation}")
         if result.cause.harmless:
-            print("  (an equivalent convention, not a bug, if your model uses it throughout)")
+            lines.append("  (an equivalent convention, not a bug, if your model uses it throughout)")
     if result.note:
-        print(f"\n{result.note}")
-    return 0 if result.ok else 1
+        lines.append(f"\n{result.note}")
+    _write("\n".join(lines))
+    return code
+
+
+def _write(text: str) -> None:
+    """Print ``text``; a reader that closed the pipe early (``| head``) ends the output quietly: no traceback, and
+    none at exit when Python flushes standard output again."""
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
