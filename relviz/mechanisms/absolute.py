@@ -22,6 +22,7 @@ class LearnedAbsolute(Mechanism):
     positional = True
     needs_weights = True
     name = "learned_absolute"
+    option_types = {"tensor": str, "switch_field": str}
     role = "adds a learned vector per position to the input"
     order = 20
     scheme = "learned"

@@ -35,6 +35,9 @@ class Alibi(Mechanism):
 
     positional = True
     name = "alibi"
+    option_types = {"heads_fields": (str, tuple, list), "slopes": frozenset({"press", "max"}),
+                    "dtype": frozenset({"float32", "bfloat16"}), "scale_by_head_dim": bool, "bias_max_field": str,
+                    "bias_max_ignored": bool, "twice_in_eager": bool}
     role = "adds a fixed linear bias per head"
     order = 11
     scheme = "alibi"

@@ -151,6 +151,9 @@ class Mechanism:
     positional: ClassVar[bool] = False
     #: whether its values live in the checkpoint's tensors (a config alone gives only its settings)
     needs_weights: ClassVar[bool] = False
+    #: the options its ``read`` interprets in the family table: key -> its type (or a tuple of types), or the
+    #: values it may take (a frozenset); relviz.mechanisms.families.check_family refuses any other key
+    option_types: ClassVar[Mapping[str, Any]] = {}
 
     @classmethod
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> Mechanism | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FAMILIES", "ROPE_DECODER", "HYBRID_FIELDS", "family_of"]
+__all__ = ["FAMILIES", "ROPE_DECODER", "HYBRID_FIELDS", "check_family", "family_of"]
 
 DECODER = {"decoder": {"layers_field": "num_hidden_layers", "causal": True}}
 ENCODER = {"encoder": {"layers_field": "num_hidden_layers", "causal": False}}
@@ -156,11 +156,56 @@ HYBRID_FIELDS = ("attn_layer_indices", "attn_layer_period", "block_types", "full
                  "attn_type_list")
 
 
+# ---------------------------------------------------------------------------------------
+# The table's keys, typed: a misspelt key ("layuot") is a ValueError naming it, never a silent default.
+# Each mechanism declares its own options (Mechanism.option_types); the entry, stack and derive keys are here.
+
+_ENTRY_KEYS = frozenset({"stacks", "mechanisms", "derive"})
+_STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_field"})
+_DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
+                          "constant", "from_field", "when_empty", "sum_of", "always", "indices_field", "offset_field",
+                          "offset", "cycle_field", "cycle_default", "map"})
+
+
+def _unknown(where: str, keys: Any, allowed: Any) -> None:
+    extra = sorted(set(keys) - set(allowed))
+    if extra:
+        raise ValueError(f"family table: {where} has no key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}")
+
+
+def check_family(model_type: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry, after every key in it is checked against the table's types (ValueError naming the key)."""
+    where = f"FAMILIES[{model_type!r}]"
+    _unknown(where, entry, _ENTRY_KEYS)
+    for stack, spec in entry.get("stacks", {}).items():
+        _unknown(f"{where} stack {stack!r}", spec, _STACK_KEYS)
+    for rule in entry.get("derive", ()):
+        _unknown(f"{where} derive rule", rule, _DERIVE_KEYS)
+    from relviz.mechanisms.registry import MECHANISMS   # at call time: the registry imports this module
+
+    for name, options in entry.get("mechanisms", {}).items():
+        if name not in MECHANISMS:
+            raise ValueError(f"family table: {where} names mechanism {name!r}; known: {', '.join(sorted(MECHANISMS))}")
+        types = {**MECHANISMS[name].option_types, "requires": dict}
+        _unknown(f"{where} mechanism {name!r}", options, types)
+        for key, value in options.items():
+            kind = types[key]
+            ok = value in kind if isinstance(kind, frozenset) else isinstance(value, kind) and not (
+                kind in (float, int) and isinstance(value, bool))
+            if not ok:
+                allowed = ", ".join(sorted(kind)) if isinstance(kind, frozenset) else getattr(
+                    kind, "__name__", " or ".join(t.__name__ for t in kind) if isinstance(kind, tuple) else kind)
+                raise ValueError(f"family table: {where} mechanism {name!r} option {key!r} must be {allowed}; "
+                                 f"got {value!r:.60}")
+    return entry
+
+
 def family_of(model_type: str, config: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """(the family's entry, whether it came from the table) — the standard rotary reading for a model_type
-    the table lacks whose config has RoPE settings; ({}, False) when neither."""
+    the table lacks whose config has RoPE settings; ({}, False) when neither. The entry's keys are checked
+    (:func:`check_family`) each time it is read, so an entry added or edited by hand fails at its first use."""
     if model_type in FAMILIES:
-        return FAMILIES[model_type], True
+        return check_family(model_type, FAMILIES[model_type]), True
     if any(config.get(f) is not None for f in ROPE_FIELDS):
         return ROPE_DECODER, False
     return {}, False

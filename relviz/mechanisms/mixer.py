@@ -78,6 +78,7 @@ class TokenMixer(Mechanism):
     kinds: tuple[str, ...] = (ATTENTION,)
 
     name = "mixer"
+    option_types = {"linear_kind": str}
     role = "mixes tokens"
     order = -10
 

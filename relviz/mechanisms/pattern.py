@@ -34,6 +34,9 @@ class AttentionPattern(Mechanism):
     chunk: int | None = None
 
     name = "pattern"
+    option_types = {"window_field": str, "window_layer_type": str, "window_on_all_layers": bool,
+                    "window_switch": str, "window_is_width": bool, "chunk_field": str, "chunk_layer_type": str,
+                    "local_radius_field": str}
     role = "decides which keys a query sees"
     order = 50
     legend = "pattern"

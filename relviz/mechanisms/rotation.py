@@ -62,6 +62,10 @@ class Rotation(Mechanism):
 
     positional = True
     name = "rotation"
+    option_types = {"layout": frozenset(LAYOUTS), "layout_when_set": frozenset(LAYOUTS), "skip_field": str,
+                    "layer_types": (str, tuple, list), "layer_types_when": str, "per_layer_type": dict,
+                    "defaults": dict, "type_aliases": dict, "fields": dict, "rotary_dim_field": str, "theta": float,
+                    "layout_field": str, "layout_field_default": bool, "pass_before_field": str}
     role = "rotates q and k"
     order = 0
     scheme = "rope"

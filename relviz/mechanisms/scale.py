@@ -32,6 +32,7 @@ class SoftmaxScale(Mechanism):
     mscale_all_dim: float
 
     name = "softmax_scale"
+    option_types = {"head_dim_field": str}
     role = "scales the softmax"
     order = 70
     legend = "scale"
@@ -75,6 +76,7 @@ class QueryTemperature(Mechanism):
     floor_scale: float
 
     name = "query_temperature"
+    option_types = {"rope_flags_field": str}
     role = "scales queries with position"
     order = 71
     legend = "scale"

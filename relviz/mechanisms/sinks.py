@@ -23,6 +23,7 @@ class Sinks(Mechanism):
 
     needs_weights = True
     name = "sinks"
+    option_types = {"tensor": str}
     role = "takes attention mass into a learned sink"
     order = 60
     legend = "sinks"

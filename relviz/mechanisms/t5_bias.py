@@ -44,6 +44,7 @@ class T5Bias(Mechanism):
     positional = True
     needs_weights = True
     name = "t5_bias"
+    option_types = {"per_layer": bool}
     role = "adds a learned bias per offset bucket"
     order = 10
     scheme = "t5"
