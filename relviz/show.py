@@ -15,8 +15,9 @@ Matrices larger than one heatmap can show at full resolution (more than 1024 per
 drawn as their top-left 1024 × 1024 window; ``t5_overview`` / ``shaw_overview`` pool the whole.
 
 The position pages' pictures are written here; those of the shipped checkpoints
-(:mod:`relviz.show_live`), of the studies (:mod:`relviz.show_experiments`) and of today's models
-layer by layer (:mod:`relviz.show_layers`) in their own modules, re-exported here: every picture is
+(:mod:`relviz.show_live`), of the studies (:mod:`relviz.show_experiments`), of today's models
+layer by layer (:mod:`relviz.show_layers`) and of position in images and video (:mod:`relviz.show_vision`) in their
+own modules, re-exported here: every picture is
 ``relviz.show.<name>``.
 """
 from __future__ import annotations
@@ -63,6 +64,20 @@ from relviz.show_layers import (
     layer_views,
     layer_wavelengths,
 )
+from relviz.show_vision import (
+    mrope_ids,
+    mrope_pairs,
+    mrope_scores,
+    patch_pairs,
+    patch_row,
+    rope2d_pairs,
+    rope2d_query_scores,
+    rope2d_scores,
+    swin_bias_matrix,
+    swin_index,
+    swin_query_bias,
+    swinv2_coords,
+)
 from relviz.show_live import (
     attention,
     attention_by_offset,
@@ -82,6 +97,8 @@ __all__ = [
     "length_extrapolation", "memory_wall", "forward_time",
     "layer_strip", "layer_wavelengths", "layer_pattern", "layer_bias", "layer_temperature", "layer_sinks",
     "layer_views", "atlas",
+    "patch_row", "patch_pairs", "swin_index", "swin_bias_matrix", "swin_query_bias", "swinv2_coords",
+    "rope2d_scores", "rope2d_query_scores", "rope2d_pairs", "mrope_ids", "mrope_pairs", "mrope_scores",
 ]
 
 CPU = "cpu"  # figures are drawn from CPU tensors whatever the default device is

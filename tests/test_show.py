@@ -16,6 +16,7 @@ import relviz.show as show
 import relviz.show_experiments
 import relviz.show_layers
 import relviz.show_live
+import relviz.show_vision
 from plotly_data import figure_json, heatmap_values
 from relviz.absolute import diagonal_range, toeplitz_deviation
 from relviz.figures import skew as skew_figures
@@ -25,7 +26,7 @@ EXAMPLE = re.compile(r"Example: ``(show\.[^`]+)``")
 
 
 #: relviz.show and the modules whose pictures it re-exports.
-SHOW_MODULES = (show, relviz.show_live, relviz.show_experiments, relviz.show_layers)
+SHOW_MODULES = (show, relviz.show_live, relviz.show_experiments, relviz.show_layers, relviz.show_vision)
 
 
 def test_every_function_is_exported_and_documented_with_one_example():

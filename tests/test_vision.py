@@ -16,6 +16,7 @@ from relviz.vision.mrope import (
     mrope_pair_axes,
     mrope_position_ids,
     score_map_3d,
+    video_frame_step,
 )
 from relviz.vision.rope2d import (
     dinov3_rope,
@@ -97,8 +98,8 @@ def test_large_grids_are_described_per_offset():
     q, k = torch.randn(64), torch.randn(64)
     plane = score_map_2d(q, k, pixtral_rope(64), Grid(64, 64), device="cpu")          # 4,096 patches
     assert plane.shape == (127, 127)
-    video = score_map_3d(torch.randn(128), torch.randn(128), 1 / 10000 ** (torch.arange(64) / 64), (16, 24, 24),
-                         interleaved=False, frames=8, rows=64, cols=64, device="cpu")    # 8 frames of them
+    video = score_map_3d(torch.randn(128), torch.randn(128), 1 / 10000 ** (torch.arange(64) / 64), (24, 20, 20),
+                         interleaved=True, frames=8, rows=64, cols=64, frame_step=(66, 66, 66), device="cpu")    # 8 frames of them
     assert video.shape == (15, 127, 127)
     with pytest.raises(ValueError, match="use query_offsets"):
         relative_index_2d(Grid(128, 128))
@@ -111,23 +112,32 @@ def test_mrope_pair_axes_sectioned_and_interleaved():
     assert [axes.count(a) for a in range(3)] == [24, 20, 20]
 
 
-def test_mrope_score_between_video_tokens_is_the_per_offset_map():
+@pytest.mark.parametrize("rule, video", [
+    ("qwen2_vl", Video(3, 2, 3)), ("qwen2_5_vl", Video(3, 2, 3, seconds_per_grid=1.5)),
+    ("qwen3_vl", Video(3, 2, 3, frame_text=2))])
+def test_mrope_score_between_video_tokens_is_the_per_offset_map(rule, video):
+    """Rotate q and k at the ids get_rope_index gives two video tokens (relviz's, equal to transformers' in
+    test_vision_transformers) and compare with the per-offset map at their (Δframe, Δh, Δw)."""
     torch.manual_seed(1)
     inv_freq = 1 / 10000 ** (torch.arange(8, dtype=torch.float64) / 8)
     q, k = torch.randn(16, dtype=torch.float64), torch.randn(16, dtype=torch.float64)
-    section, step = (2, 3, 3), 2.0
-    plane = score_map_3d(q, k, inv_freq, section, interleaved=False, frames=2, rows=2, cols=3, t_step=step,
-                         device="cpu")
-    axes = mrope_pair_axes(section, interleaved=False)
+    r = MROPE_RULES[rule]
+    section = (2, 3, 3)
+    ids, kinds = mrope_position_ids([Text(2), video], r, tokens_per_second=2, device="cpu")
+    video_ids = ids[:, kinds == 2].T.reshape(3, 2, 3, 3)                # [frame, h, w, axis]
+    step = video_frame_step(video, r, tokens_per_second=2)
+    plane = score_map_3d(q, k, inv_freq, section, interleaved=r.interleaved, frames=3, rows=2, cols=3,
+                         frame_step=step, device="cpu")
+    axes = mrope_pair_axes(section, interleaved=r.interleaved)
 
-    def rotated(x, t, h, w):
-        angle = torch.tensor([t, h, w], dtype=torch.float64)[axes] * inv_freq
+    def rotated(x, where):
+        angle = where.double()[axes] * inv_freq
         a, b = x[:8], x[8:]
         return torch.cat((a * angle.cos() - b * angle.sin(), b * angle.cos() + a * angle.sin()))
 
-    for (t0, h0, w0), (t1, h1, w1) in (((0, 0, 0), (1, 1, 2)), ((1, 1, 2), (0, 0, 1)), ((0, 1, 0), (0, 1, 0))):
-        score = rotated(q, t0 * step, h0, w0) @ rotated(k, t1 * step, h1, w1)
-        assert torch.isclose(score, plane[t1 - t0 + 1, h1 - h0 + 1, w1 - w0 + 2], atol=1e-10)
+    for (f0, h0, w0), (f1, h1, w1) in (((0, 0, 0), (1, 1, 2)), ((2, 1, 2), (0, 0, 1)), ((1, 1, 0), (1, 1, 0))):
+        score = rotated(q, video_ids[f0, h0, w0]) @ rotated(k, video_ids[f1, h1, w1])
+        assert torch.isclose(score, plane[f1 - f0 + 2, h1 - h0 + 1, w1 - w0 + 2], atol=1e-10)
 
 
 def test_a_long_video_overlaps_the_next_texts_ids_in_transformers_5_23():
@@ -152,6 +162,7 @@ def test_a_long_video_overlaps_the_next_texts_ids_in_transformers_5_23():
     (lambda: mrope_position_ids([Text(4)], "qwen2_vl"), "rule must be an MropeRule"),
     (lambda: mrope_pair_axes((16, 24, 20), interleaved=True), None),
     (lambda: score_map_2d(torch.zeros(8), torch.zeros(8), pixtral_rope(16), (2, 2)), "head_dim = 16"),
+    (lambda: video_frame_step(Video(2, 2, 2, seconds_per_grid=0.3), MROPE_RULES["qwen2_5_vl"]), "whole number"),
 ])
 def test_bad_input_names_the_parameter_and_what_is_allowed(call, match):
     if match is None:                                    # a valid but uneven section is accepted

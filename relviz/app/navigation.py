@@ -34,6 +34,7 @@ PAGES: list[PageInfo] = [
     PageInfo("pages/skew.py", "The skew, step by step", ":material/south_east:"),
     PageInfo("pages/absolute.py", "Absolute vs relative", ":material/compare_arrows:"),
     PageInfo("pages/rope.py", "RoPE and its scalings", ":material/360:"),
+    PageInfo("pages/images.py", "Images and video", ":material/grid_view:"),
     PageInfo("pages/attention.py", "Live attention", ":material/visibility:"),
     PageInfo("pages/your_model.py", "Your model", ":material/model_training:"),
     PageInfo("pages/experiments.py", "Experiments", ":material/science:"),

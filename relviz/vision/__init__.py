@@ -17,5 +17,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "rope2d": ("Rope2D", "pixtral_rope", "qwen_vl_vision_rope", "dinov3_rope", "rope2d_angles",
                "rope2d_cos_sin", "rotate_2d", "score_map_2d"),
     "mrope": ("MropeRule", "MROPE_RULES", "Text", "Image", "Video", "mrope_position_ids", "mrope_pair_axes",
-              "mrope_angles", "score_map_3d"),
+              "mrope_angles", "video_frame_step", "score_map_3d"),
 })

@@ -217,13 +217,39 @@ def reduces_to_rope(position_ids: torch.Tensor) -> torch.Tensor:
     return (position_ids[0] == position_ids[1]) & (position_ids[1] == position_ids[2])
 
 
+def video_frame_step(video: Video, rule: MropeRule, *, tokens_per_second: int = 2) -> tuple[int, int, int]:
+    """How the ids (t, h, w) of a video token move from one frame to the next at the same (row, column).
+
+    Qwen2-VL: (1, 0, 0). Qwen2.5-VL: (tokens_per_second · seconds_per_grid, 0, 0), a whole number here (the
+    ids are ⌊f·interval⌋: a fractional interval steps unevenly and has no single per-offset map). Qwen3-VL: each
+    frame is its own grid starting where the counter stands, so all three ids move by max(rows, cols) +
+    frame_text: its frames are told apart by a shift on every axis, not by t alone.
+    """
+    rule = _check_rule(rule)
+    _check_segment(video, rule, 0)
+    if not isinstance(video, Video):
+        raise ValueError(f"video must be a Video; got {type(video).__name__}")
+    tokens_per_second = check_int("tokens_per_second", tokens_per_second, minimum=1, maximum=1000)
+    if rule.frames_apart:
+        shift = max(video.rows, video.cols) + video.frame_text
+        return shift, shift, shift
+    if not rule.time_scaled:
+        return 1, 0, 0
+    interval = float(torch.tensor(video.seconds_per_grid, dtype=torch.float32) * tokens_per_second)
+    if interval != int(interval):
+        raise ValueError(f"tokens_per_second · seconds_per_grid must be a whole number for a per-offset map; got "
+                         f"{tokens_per_second} · {video.seconds_per_grid} = {interval:g} (⌊f·interval⌋ steps unevenly)")
+    return int(interval), 0, 0
+
+
 def score_map_3d(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, section: tuple[int, int, int] | list[int],
-                 *, interleaved: bool, frames: int, rows: int, cols: int, t_step: float = 1,
+                 *, interleaved: bool, frames: int, rows: int, cols: int,
+                 frame_step: tuple[int, int, int] = (1, 0, 0),
                  device: torch.device | str | None = None) -> torch.Tensor:
     """float64 [2T − 1, 2H − 1, 2W − 1]: the logit (R q)·(R k) of fixed content q, k [D = 2P] between two
-    tokens of one video at (Δframe, Δh, Δw) = key − query, ascending; the t ids differ by Δframe·t_step
-    (Qwen2.5-VL's interval; ⌊f·interval⌋ makes steps uneven for a fractional one, pass the mean).
-    A sum of three per-axis terms: (2T − 1) + (2H − 1) + (2W − 1) values computed."""
+    tokens of one video at (Δframe, Δh, Δw) = key − query, ascending. Their ids differ by
+    Δframe·frame_step + (0, Δh, Δw) (:func:`video_frame_step`). A sum of three per-axis terms, each over
+    (2T − 1)(2·side − 1) id offsets at most: never per token pair."""
     q = check_tensor("q", q, ndim=1, floating=True)
     k = check_tensor("k", k, ndim=1, floating=True)
     inv_freq = check_tensor("inv_freq", inv_freq, ndim=1, floating=True)
@@ -232,16 +258,22 @@ def score_map_3d(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, secti
         raise ValueError(f"q and k must have 2 · {pairs} entries (one pair per θ); got {q.shape[0]} and {k.shape[0]}")
     sides = (check_int("frames", frames, minimum=1, maximum=MAX_FRAMES),
              check_int("rows", rows, minimum=1, maximum=MAX_SIDE), check_int("cols", cols, minimum=1, maximum=MAX_SIDE))
-    if isinstance(t_step, bool) or not isinstance(t_step, (int, float)) or not 0 <= t_step <= 1e4:
-        raise ValueError(f"t_step must be a number from 0 to 10000; got {t_step!r}")
+    if not isinstance(frame_step, (tuple, list)) or len(frame_step) != 3:
+        raise ValueError(f"frame_step must be three whole numbers (t, h, w); got {frame_step!r}")
+    step = [check_int(f"frame_step[{n}]", v, minimum=0, maximum=1 << 20) for n, v in enumerate(frame_step)]
+    check_section(section, pairs)
     device = resolve_device(device)
     axes = mrope_pair_axes(section, interleaved=interleaved)
-    check_section(section, pairs)
-    terms = []
+    df = torch.arange(-(frames - 1), frames, device=device)                                # [2T − 1]
+    total = torch.zeros(2 * frames - 1, 2 * rows - 1, 2 * cols - 1, dtype=torch.float64, device=device)
     for axis, side in enumerate(sides):
         chosen = torch.nonzero(axes == axis).flatten()
         dims = torch.cat((chosen, chosen + pairs))
-        offsets = torch.arange(-(side - 1), side, device=device).double() * (t_step if axis == 0 else 1)
-        terms.append(score_per_offset(q[dims].double(), k[dims].double(), inv_freq[chosen].double().to(device),
-                                      offsets))
-    return terms[0][:, None, None] + terms[1][None, :, None] + terms[2][None, None, :]
+        own = torch.arange(-(side - 1), side, device=device) if axis else torch.zeros(1, device=device, dtype=torch.long)
+        offsets = (df[:, None] * step[axis] + own[None, :]).flatten()                     # [(2T − 1)·(2·side − 1)]
+        scores = score_per_offset(q[dims].double(), k[dims].double(), inv_freq[chosen].double().to(device), offsets)
+        shape = [2 * frames - 1, 1, 1]
+        if axis:
+            shape[axis] = 2 * side - 1
+        total += scores.view(shape)
+    return total

@@ -1,0 +1,142 @@
+"""Figures of position in images and video: maps laid out as the image (one query patch's row), maps
+over the offset plane (Δh, Δw), a window's pair matrix, the pairs each axis owns, Swin v2's coordinates and
+M-RoPE's three rows of ids.
+
+Every builder takes plain arrays (relviz.show_vision computes them) and sends them as float32 or the
+smallest unsigned integers (figures.heatmap's payload rules); no map here has more than 127 × 127 cells
+except a window's pair matrix, which the callers bound (M² ≤ 256 per side).
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from relviz.figures.heatmap import READABLE_FONT, compact_ints, make_readable, matrix_heatmap
+
+#: Colours of the axes a frequency pair turns with (t, h, w).
+AXIS_COLOURS = ("#7b3294", "#1f77b4", "#e66101")
+AXIS_NAMES = ("time t", "row h", "column w")
+QUERY_OUTLINE = dict(type="rect", line=dict(color="#d62728", width=3), fillcolor="rgba(0,0,0,0)")
+
+
+def _outline(figure: go.Figure, row: float, col: float, *, rows: float = 1, cols: float = 1) -> go.Figure:
+    figure.add_shape(**QUERY_OUTLINE, x0=col - 0.5, x1=col + cols - 0.5, y0=row - 0.5, y1=row + rows - 0.5)
+    return figure
+
+
+def _square(figure: go.Figure) -> go.Figure:
+    figure.update_yaxes(scaleanchor="x", scaleratio=1)
+    return figure
+
+
+def image_map_figure(values: np.ndarray, dh: np.ndarray, dw: np.ndarray, *, query: tuple[int, int], title: str,
+                     value_label: str, discrete_range: tuple[int, int] | None = None, zmid: float | None = None,
+                     colorscale: str = "Viridis", height: int = 420, validate: bool = True) -> go.Figure:
+    """[H, W] one query patch's row laid out as the image: key patch (h, w) coloured by ``values``, hover
+    Δh, Δw (key − query); the query patch outlined."""
+    rows, cols = values.shape
+    figure = matrix_heatmap(values, x=np.arange(cols), y=np.arange(rows), title=title, value_label=value_label,
+                            hover={"Δh": dh, "Δw": dw}, hover_value=discrete_range is None,
+                            discrete_range=discrete_range, zmid=zmid, colorscale=colorscale,
+                            x_title="key patch column w", y_title="key patch row h", height=height, validate=validate)
+    return _square(_outline(figure, *query))
+
+
+def offset_plane_figure(plane: np.ndarray, *, title: str, value_label: str, window: tuple[int, int, int, int] | None,
+                        zmid: float | None = None, colorscale: str = "RdBu_r", height: int = 420,
+                        validate: bool = True) -> go.Figure:
+    """[2H − 1, 2W − 1] a value per offset (Δh, Δw) = key − query, both ascending; ``window`` (Δh0, Δw0,
+    rows, cols) outlines the offsets one query patch reads."""
+    rows, cols = plane.shape
+    dh = np.arange(rows) - rows // 2
+    dw = np.arange(cols) - cols // 2
+    figure = matrix_heatmap(plane, x=dw, y=dh, hover={}, hover_value=True, title=title, value_label=value_label,
+                            zmid=zmid, colorscale=colorscale, x_title="Δw = key column − query column",
+                            y_title="Δh = key row − query row", height=height, validate=validate)
+    if window is not None:
+        _outline(figure, window[0], window[1], rows=window[2], cols=window[3])
+    return _square(figure)
+
+
+def pair_matrix_figure(values: np.ndarray, dh: np.ndarray, dw: np.ndarray, *, title: str, value_label: str,
+                       query: int | None = None, discrete_range: tuple[int, int] | None = None,
+                       colorscale: str = "Viridis", height: int = 460, validate: bool = True) -> go.Figure:
+    """[N, N] a value per (query patch, key patch) of a small grid or window; hover Δh, Δw; the row of
+    ``query`` outlined. Its W × W blocks are Toeplitz: the 2-D index is a grid of 1-D ones."""
+    n = values.shape[0]
+    figure = matrix_heatmap(values, x=np.arange(n), y=np.arange(n), hover={"Δh": dh, "Δw": dw},
+                            hover_value=discrete_range is None, discrete_range=discrete_range, colorscale=colorscale,
+                            title=title, value_label=value_label, x_title="key patch (row-major)",
+                            y_title="query patch (row-major)", height=height, validate=validate)
+    if query is not None:
+        figure.add_shape(**QUERY_OUTLINE, x0=-0.5, x1=n - 0.5, y0=query - 0.5, y1=query + 0.5)
+    return _square(figure)
+
+
+def pair_axes_figure(rows: dict[str, np.ndarray], freqs: dict[str, np.ndarray], *, title: str,
+                     height: int | None = None) -> go.Figure:
+    """One row of cells per variant (``rows``: label → the axis of each pair), coloured by the axis the
+    pair turns with (0 t, 1 h, 2 w); hover θ and the wavelength 2π/θ (``freqs``: label → θ per pair, radians per position)."""
+    figure = go.Figure()
+    labels = list(rows)
+    for axis in sorted(set(np.concatenate(list(rows.values())).tolist())):
+        xs, ys, custom = [], [], []
+        for label in labels:
+            chosen = np.nonzero(rows[label] == axis)[0]
+            xs += chosen.tolist()
+            ys += [label] * len(chosen)
+            theta = freqs[label][chosen].astype(np.float64)
+            custom += np.stack([theta, 2 * np.pi / theta], -1).tolist()
+        figure.add_trace(go.Scatter(
+            x=xs, y=ys, mode="markers", name=f"turns with {AXIS_NAMES[axis]}",
+            marker=dict(symbol="square", size=11, color=AXIS_COLOURS[axis]), customdata=custom,
+            hovertemplate="pair %{x}<br>θ = %{customdata[0]:.4g} rad per step<br>wavelength = %{customdata[1]:.4g} "
+                          "steps<extra>" + AXIS_NAMES[axis] + "</extra>"))
+    figure.update_layout(title=dict(text=title, x=0, xanchor="left"), height=height or 150 + 46 * len(labels),
+                         margin=dict(l=10, r=10, t=50, b=60), legend=dict(orientation="h", y=-0.35, x=0),
+                         xaxis=dict(title="frequency pair (fastest first)"), yaxis=dict(autorange="reversed"))
+    return make_readable(figure)
+
+
+def swinv2_coordinates_figure(delta: np.ndarray, coords: np.ndarray, *, window: int, pretrained: int,
+                              height: int = 360) -> go.Figure:
+    """Swin v2's MLP input against the offset δ (one axis): log-spaced, against the linear δ/(M − 1)."""
+    reference = max(pretrained, window) if pretrained else window
+    linear = 8 * delta / max(reference - 1, 1) / 3
+    figure = go.Figure([
+        go.Scatter(x=delta, y=linear, mode="lines", name="linear: 8·δ/(P − 1)/log2(8)", line=dict(dash="dash",
+                                                                                                 color="#9e9e9e")),
+        go.Scatter(x=delta, y=coords, mode="lines+markers", name="log-spaced: sign·log2(1 + |x|)/log2(8)",
+                   line=dict(color="#1f77b4"),
+                   hovertemplate="δ = %{x}<br>coordinate = %{y:.4f}<extra></extra>")])
+    figure.update_layout(title=dict(text=f"Swin v2: the coordinate its MLP reads, window {window}"
+                                         + (f", pretrained window {pretrained}" if pretrained else ""),
+                                    x=0, xanchor="left"),
+                         xaxis=dict(title="δ = query − key (one axis)"), yaxis=dict(title="MLP input"),
+                         height=height, margin=dict(l=60, r=10, t=50, b=60),
+                         legend=dict(orientation="h", y=-0.3, x=0))
+    return make_readable(figure)
+
+
+def mrope_ids_figure(ids: np.ndarray, kinds: np.ndarray, kind_names: tuple[str, ...], *, title: str,
+                     height: int = 380) -> go.Figure:
+    """M-RoPE's three rows of ids against the token index, the token kinds as shaded spans."""
+    n = ids.shape[1]
+    figure = go.Figure()
+    for axis in range(3):  # x is implicit (x0 = 0, dx = 1), y the smallest unsigned integers: 2 bytes a token
+        figure.add_trace(go.Scattergl(x0=0, dx=1, y=compact_ints(ids[axis]), mode="lines", name=AXIS_NAMES[axis],
+                                      line=dict(color=AXIS_COLOURS[axis], width=2 if axis else 3),
+                                      hovertemplate="token %{x}<br>" + AXIS_NAMES[axis] + " id = %{y}<extra></extra>"))
+    edges = np.flatnonzero(np.diff(kinds)) + 1
+    starts, ends = np.concatenate([[0], edges]), np.concatenate([edges, [n]])
+    for start, end in zip(starts, ends):
+        kind = int(kinds[start])
+        if kind:
+            figure.add_vrect(x0=start - 0.5, x1=end - 0.5, fillcolor="#cccccc" if kind == 1 else "#fde0c5",
+                             opacity=0.45, line_width=0, layer="below")
+        figure.add_annotation(x=(start + end - 1) / 2, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                              text=kind_names[kind], font=dict(size=READABLE_FONT - 2))
+    figure.update_layout(title=dict(text=title, x=0, xanchor="left", y=0.97), height=height,
+                         margin=dict(l=60, r=10, t=70, b=60), xaxis=dict(title="token index"),
+                         yaxis=dict(title="position id"), legend=dict(orientation="h", y=-0.25, x=0))
+    return make_readable(figure)

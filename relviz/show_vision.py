@@ -1,0 +1,247 @@
+"""``relviz.show``'s pictures of position in images and video (the Images and video page draws the same).
+
+Each function computes its numbers with :mod:`relviz.vision` (per offset, never per patch pair; the seeded
+content and the page's sequence are :mod:`relviz.vision.views`) and draws them with :mod:`relviz.figures.vision`.
+
+    >>> import relviz.show as show
+    >>> show.rope2d_scores(64, 64, rope="pixtral")        # doctest: +SKIP  (4,096 patches, 127 × 127 offsets)
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from relviz._checks import check_int
+from relviz.figures import vision as figures
+from relviz.vision.grid import Grid, offset_window, query_offsets, relative_index_2d
+from relviz.vision.mrope import check_section, mrope_pair_axes, mrope_position_ids
+from relviz.vision.views import ROPES_2D, make_rope2d, mixed_sequence, mrope_plane, rope2d_plane, rule_named
+from relviz.vision.swin import swin_bias, swin_bias_per_offset, swin_index_per_offset, swinv2_coordinates
+
+CPU = "cpu"
+#: The axis a relative-index view draws, by name.
+AXES_2D = {"h": 0, "w": 1}
+#: Grids up to this many patches get the full pair matrix (256² cells); larger ones only per offset.
+PAIR_MATRIX_MAX = 256
+KIND_NAMES = ("text", "image", "video")
+
+
+def _grid(rows: int, cols: int, query_row: int, query_col: int) -> Grid:
+    grid = Grid(rows, cols)
+    grid.patch(query_row, query_col)
+    return grid
+
+
+def _axis(axis: str) -> int:
+    if axis not in AXES_2D:
+        raise ValueError(f"axis must be one of {', '.join(AXES_2D)}; got {axis!r}")
+    return AXES_2D[axis]
+
+
+# ---------------------------------------------------------------------------------------
+# The 2-D relative index
+
+
+def patch_row(rows: int = 8, cols: int = 8, *, query_row: int = 3, query_col: int = 2, axis: str = "h",
+              validate: bool = True) -> go.Figure:
+    """One query patch's row of the 2-D relative index, laid out as the image: Δh (``axis="h"``) or Δw.
+
+    Example: ``show.patch_row(64, 64, query_row=10, query_col=40, axis="w")``
+    """
+    a = _axis(axis)
+    grid = _grid(rows, cols, query_row, query_col)
+    dh, dw = (t.numpy() for t in query_offsets(grid, query_row, query_col, device=CPU))
+    values = (dh, dw)[a]
+    side = (grid.rows, grid.cols)[a]
+    name = ("Δh = key row − query row", "Δw = key column − query column")[a]
+    return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate,
+                                    title=f"{name}, query patch ({query_row}, {query_col})", value_label=name[:2],
+                                    discrete_range=(-(side - 1), side - 1))
+
+
+def patch_pairs(rows: int = 4, cols: int = 4, *, query_row: int = 1, query_col: int = 2, axis: str = "w",
+                validate: bool = True) -> go.Figure:
+    """Δh or Δw of every (query patch, key patch) of a grid of at most 256 patches: a grid of Toeplitz blocks.
+
+    Example: ``show.patch_pairs(4, 4, axis="h")``
+    """
+    a = _axis(axis)
+    grid = _grid(rows, cols, query_row, query_col)
+    if grid.patches > PAIR_MATRIX_MAX:
+        raise ValueError(f"rows × cols must be at most {PAIR_MATRIX_MAX} patches for the pair matrix; got "
+                         f"{grid.patches}: patch_row and the per-offset maps draw larger grids")
+    dh, dw = (t.numpy() for t in relative_index_2d(grid, device=CPU))
+    side = (grid.rows, grid.cols)[a]
+    name = ("Δh", "Δw")[a]
+    return figures.pair_matrix_figure((dh, dw)[a], dh, dw, title=f"{name} of every patch pair ({grid.rows} × "
+                                      f"{grid.cols} patches, {grid.patches ** 2:,} pairs)", value_label=name,
+                                      query=grid.patch(query_row, query_col), validate=validate,
+                                      discrete_range=(-(side - 1), side - 1))
+
+
+# ---------------------------------------------------------------------------------------
+# Swin and Swin v2
+
+
+def _swin_table(window: int, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(check_int("seed", seed, minimum=0, maximum=2**31 - 1))
+    return torch.randn((2 * window - 1) ** 2, 1, generator=generator)
+
+
+def swin_index(window: int = 7, *, query_row: int | None = None, query_col: int | None = None,
+               validate: bool = True) -> go.Figure:
+    """The table row each offset (Δh, Δw) reads: (δh + M − 1)(2M − 1) + (δw + M − 1), δ = query − key = −Δ.
+
+    Example: ``show.swin_index(7)``
+    """
+    index = swin_index_per_offset(window, device=CPU).numpy()
+    m = (index.shape[0] + 1) // 2
+    window_box = None
+    if query_row is not None and query_col is not None:
+        Grid(m, m).patch(query_row, query_col)
+        window_box = (-query_row, -query_col, m, m)
+    figure = figures.offset_plane_figure(index, title=f"Swin's table row per offset, window {m}: "
+                                         f"(δh + {m - 1})·{2 * m - 1} + (δw + {m - 1}), δ = −Δ",
+                                         value_label="table row", window=window_box, colorscale="Viridis",
+                                         validate=validate)
+    return figure
+
+
+def swin_bias_matrix(window: int = 7, *, seed: int = 0, query_row: int = 0, query_col: int = 0,
+                     validate: bool = True) -> go.Figure:
+    """The M² × M² bias a window's logits get from a random (seeded) table, one head: the table gathered per pair.
+
+    Example: ``show.swin_bias_matrix(4)``
+    """
+    table = _swin_table(window, seed)
+    m = int(round(((table.shape[0]) ** 0.5 + 1) / 2))
+    grid = _grid(m, m, query_row, query_col)
+    bias = swin_bias(table, m)[0].numpy()
+    dh, dw = (t.numpy() for t in relative_index_2d(grid, device=CPU))
+    return figures.pair_matrix_figure(bias, dh, dw, title=f"the bias a {m} × {m} window adds ({m * m} × {m * m}), "
+                                      f"random table, seed {seed}", value_label="bias", colorscale="RdBu_r",
+                                      query=grid.patch(query_row, query_col), validate=validate)
+
+
+def swin_query_bias(window: int = 7, *, seed: int = 0, query_row: int = 0, query_col: int = 0,
+                    validate: bool = True) -> go.Figure:
+    """One query patch's bias over its window, laid out as the window (a window of the per-offset plane).
+
+    Example: ``show.swin_query_bias(7, query_row=3, query_col=3)``
+    """
+    table = _swin_table(window, seed)
+    m = int(round(((table.shape[0]) ** 0.5 + 1) / 2))
+    grid = _grid(m, m, query_row, query_col)
+    values = offset_window(swin_bias_per_offset(table, m), grid, query_row, query_col)[0].numpy()
+    dh, dw = (t.numpy() for t in query_offsets(grid, query_row, query_col, device=CPU))
+    return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate,
+                                    title=f"bias of query patch ({query_row}, {query_col}) over its window",
+                                    value_label="bias", colorscale="RdBu_r", zmid=0.0)
+
+
+def swinv2_coords(window: int = 8, *, pretrained_window: int = 0) -> go.Figure:
+    """Swin v2's log-spaced MLP input against the offset, one axis.
+
+    Example: ``show.swinv2_coords(16, pretrained_window=8)``
+    """
+    coords = swinv2_coordinates(window, pretrained_window=pretrained_window, device=CPU)
+    m = int(round((coords.shape[0] ** 0.5 + 1) / 2))
+    axis = coords.view(2 * m - 1, 2 * m - 1, 2)[:, 0, 0].numpy()
+    return figures.swinv2_coordinates_figure(np.arange(-(m - 1), m), axis, window=m, pretrained=pretrained_window)
+
+
+# ---------------------------------------------------------------------------------------
+# 2-D RoPE
+
+
+def rope2d_scores(rows: int = 16, cols: int = 16, *, rope: str = "pixtral", head_dim: int = 64,
+                  base: float | None = None, seed: int = 0, same: bool = True, query_row: int | None = None,
+                  query_col: int | None = None, validate: bool = True) -> go.Figure:
+    """The score of q at a query patch against k at every offset (Δh, Δw), one map for every query.
+
+    Example: ``show.rope2d_scores(64, 64, rope="dinov3")``
+    """
+    plane = rope2d_plane(rows, cols, rope=rope, head_dim=head_dim, base=base, seed=seed, same=same)
+    box = None
+    if query_row is not None and query_col is not None:
+        _grid(rows, cols, query_row, query_col)
+        box = (-query_row, -query_col, rows, cols)
+    label = make_rope2d(rope, head_dim, base).label
+    return figures.offset_plane_figure(plane.astype(np.float32), window=box, value_label="q·k", zmid=0.0,
+                                       title=f"{label}: score per (Δh, Δw), {rows} × {cols} patches",
+                                       validate=validate)
+
+
+def rope2d_query_scores(rows: int = 16, cols: int = 16, *, rope: str = "pixtral", head_dim: int = 64,
+                        base: float | None = None, seed: int = 0, same: bool = True, query_row: int = 0,
+                        query_col: int = 0, validate: bool = True) -> go.Figure:
+    """One query patch's scores against every key patch, laid out as the image.
+
+    Example: ``show.rope2d_query_scores(64, 64, query_row=20, query_col=40)``
+    """
+    grid = _grid(rows, cols, query_row, query_col)
+    plane = torch.from_numpy(rope2d_plane(rows, cols, rope=rope, head_dim=head_dim, base=base, seed=seed,
+                                          same=same))
+    values = offset_window(plane, grid, query_row, query_col).numpy().astype(np.float32)
+    dh, dw = (t.numpy() for t in query_offsets(grid, query_row, query_col, device=CPU))
+    return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate,
+                                    title=f"query patch ({query_row}, {query_col}) against every key patch",
+                                    value_label="q·k", colorscale="RdBu_r", zmid=0.0)
+
+
+def rope2d_pairs(head_dim: int = 64) -> go.Figure:
+    """Which frequency pairs turn with the row and which with the column, in the three 2-D RoPEs.
+
+    Example: ``show.rope2d_pairs(64)``
+    """
+    ropes = [make_rope2d(name, head_dim) for name in ROPES_2D]
+    return figures.pair_axes_figure({r.label.split(" (")[0]: r.pair_axis.numpy() + 1 for r in ropes},
+                                    {r.label.split(" (")[0]: r.pair_freq.numpy() for r in ropes},
+                                    title=f"which pairs turn with the row, which with the column (head_dim {head_dim})")
+
+
+# ---------------------------------------------------------------------------------------
+# M-RoPE
+
+
+def mrope_ids(rule: str = "qwen2_5_vl", rows: int = 4, cols: int = 6, frames: int = 3, *,
+              tokens_per_second: int = 2, seconds_per_grid: float = 1.0) -> go.Figure:
+    """The three rows of position ids (t, h, w) of text, an image, text, a video, text, as get_rope_index.
+
+    Example: ``show.mrope_ids("qwen3_vl", 4, 4, 8)``
+    """
+    r = rule_named(rule)
+    ids, kinds = mrope_position_ids(mixed_sequence(rule, rows, cols, frames, seconds_per_grid=seconds_per_grid), r,
+                                    tokens_per_second=tokens_per_second, device=CPU)
+    return figures.mrope_ids_figure(ids.numpy(), kinds.numpy(), KIND_NAMES,
+                                    title=f"{r.label}: position ids of text, a {rows} × {cols} image, text, "
+                                          f"a {frames}-frame video, text")
+
+
+def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:
+    """Which frequency pairs turn with t, h and w: sectioned (Qwen2-VL, 2.5-VL) and interleaved (Qwen3-VL).
+
+    Example: ``show.mrope_pairs((24, 20, 20))``
+    """
+    pairs = sum(check_section(section, sum(section) if all(isinstance(v, int) for v in section) else 0))
+    theta = (1.0 / 10000 ** (np.arange(0, 2 * pairs, 2) / (2 * pairs))).astype(np.float32)
+    rows = {"sectioned": mrope_pair_axes(section, interleaved=False).numpy(),
+            "interleaved": mrope_pair_axes(section, interleaved=True).numpy()}
+    return figures.pair_axes_figure(rows, {name: theta for name in rows},
+                                    title=f"mrope_section {list(section)}: the axis each of {pairs} pairs turns with")
+
+
+def mrope_scores(rule: str = "qwen2_5_vl", rows: int = 16, cols: int = 16, frames: int = 8, *, dt: int = 0,
+                 head_dim: int = 128, seed: int = 0, same: bool = True, tokens_per_second: int = 2,
+                 seconds_per_grid: float = 1.0, validate: bool = True) -> go.Figure:
+    """The score between two video tokens per (Δh, Δw) at one frame offset Δt (key − query, in frames).
+
+    Example: ``show.mrope_scores("qwen2_vl", 64, 64, 8, dt=2)``
+    """
+    plane = mrope_plane(rule, rows, cols, frames, head_dim=head_dim, seed=seed, same=same,
+                        tokens_per_second=tokens_per_second, seconds_per_grid=seconds_per_grid)
+    dt = check_int("dt", dt, minimum=-(frames - 1), maximum=frames - 1)
+    return figures.offset_plane_figure(plane[dt + frames - 1].astype(np.float32), window=None, value_label="q·k", zmid=0.0,
+                                       title=f"{rule_named(rule).label}: video tokens {dt:+d} frames apart, score per "
+                                             f"(Δh, Δw)", validate=validate)

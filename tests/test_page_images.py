@@ -1,0 +1,82 @@
+"""AppTest for the Images and video page: each view draws what relviz.vision computes, at the largest grid too."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from page_support import run_page
+from plotly_data import charts, decode, find, heatmap_values, title, trace
+from relviz.vision.grid import Grid, offset_window
+from relviz.vision.mrope import MROPE_RULES, mrope_position_ids
+from relviz.vision.rope2d import pixtral_rope, score_map_2d
+from relviz.vision.swin import swin_index_per_offset
+from relviz.vision import views as sv
+
+
+def test_relative_index_view_draws_the_query_row_and_every_pair():
+    at = run_page("images", im_rows=3, im_cols=4, im_qr=1, im_qc=2)
+    figures = charts(at)
+    assert len(figures) == 4
+    dh = heatmap_values(find(figures, "Δh = key row − query row"))
+    dw = heatmap_values(find(figures, "Δw = key column − query column"))
+    assert np.array_equal(dh, np.arange(3)[:, None].repeat(4, 1) - 1)
+    assert np.array_equal(dw, np.arange(4)[None, :].repeat(3, 0) - 2)
+    pairs = heatmap_values(find(figures, "Δw of every patch pair"))
+    w = np.arange(12) % 4
+    assert np.array_equal(pairs, w[None, :] - w[:, None])
+    assert any("Sign convention" in info.value for info in at.info)
+
+
+def test_swin_view_draws_the_index_formula_the_bias_and_v2_coordinates():
+    at = run_page("images", im_view="Swin's bias table", im_win=5, im_pre=8, im_qr=6, im_qc=2)
+    figures = charts(at)
+    index = heatmap_values(find(figures, "Swin's table row per offset"))
+    assert np.array_equal(index, swin_index_per_offset(5, device="cpu").numpy())
+    assert index[4, 4] == 4 * 9 + 4                                     # Δ = 0: (0 + M − 1)(2M − 1) + (0 + M − 1)
+    bias = heatmap_values(find(figures, "the bias a 5 × 5 window adds"))
+    query = heatmap_values(find(figures, "bias of query patch (1, 2)"))  # grid patch (6, 2) is (1, 2) of its window
+    assert bias.shape == (25, 25) and np.array_equal(query.flatten(), bias[1 * 5 + 2])
+    v2 = find(figures, "Swin v2")
+    assert "pretrained window 8" in title(v2)
+    assert np.allclose(decode(trace(v2, 1)["y"])[-1], np.log2(8 * 4 / 7 + 1) / 3, atol=1e-6)
+
+
+def test_rope_view_at_4096_patches_is_the_per_offset_score():
+    at = run_page("images", im_view="2-D RoPE", im_rows=64, im_cols=64, im_qr=10, im_qc=40, im_dim=64)
+    figures = charts(at)
+    plane = heatmap_values(find(figures, "score per (Δh, Δw), 64 × 64 patches"))
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randn(64, generator=generator, dtype=torch.float64)
+    expected = score_map_2d(q, q.clone(), pixtral_rope(64), Grid(64, 64), device="cpu").float().numpy()
+    assert plane.shape == (127, 127) and np.array_equal(plane, expected)
+    query = heatmap_values(find(figures, "query patch (10, 40) against every key patch"))
+    assert np.array_equal(query, offset_window(torch.from_numpy(expected), Grid(64, 64), 10, 40).numpy())
+    assert find(figures, "which pairs turn with the row")
+    for figure in figures:
+        assert len(str(figure)) < 400_000
+
+
+def test_mrope_view_ids_are_get_rope_index_and_the_slice_moves_with_dt():
+    at = run_page("images", im_view="M-RoPE (video)", im_rows=4, im_cols=6, im_frames=3, im_dt=2, im_tps=2,
+                  im_sec="1.5", im_rule="Qwen2.5-VL")
+    figures = charts(at)
+    ids_figure = find(figures, "Qwen2.5-VL: position ids")
+    shown = np.stack([decode(trace(ids_figure, a)["y"]) for a in range(3)])
+    expected, _ = mrope_position_ids(sv.mixed_sequence("qwen2_5_vl", 4, 6, 3, seconds_per_grid=1.5),
+                                     MROPE_RULES["qwen2_5_vl"], tokens_per_second=2, device="cpu")
+    assert np.array_equal(shown, expected.numpy())
+    scores = heatmap_values(find(figures, "video tokens +2 frames apart"))
+    plane = sv.mrope_plane("qwen2_5_vl", 4, 6, 3, tokens_per_second=2, seconds_per_grid=1.5)
+    assert np.array_equal(scores, plane[4].astype(np.float32))
+    assert find(figures, "mrope_section [16, 24, 24]")
+    assert any("Why text is plain RoPE" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("rule", ["Qwen2-VL", "Qwen3-VL"])
+def test_mrope_view_at_8_frames_of_4096_patches(rule):
+    at = run_page("images", im_view="M-RoPE (video)", im_rows=64, im_cols=64, im_frames=8, im_dt=-7, im_rule=rule)
+    figures = charts(at)
+    assert heatmap_values(find(figures, "video tokens -7 frames apart")).shape == (127, 127)
+    ids = find(figures, "position ids")
+    assert len(decode(trace(ids)["y"])) == 4 + 4096 + 3 + 8 * 4096 + 2 + (16 if rule == "Qwen3-VL" else 0)
