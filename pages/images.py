@@ -140,12 +140,13 @@ elif view == VIEWS[2]:
                             key=f"{P}_fig_rope_query")
         st.caption(f"**The query patch ({query_row}, {query_col}) against every key patch**: the outlined part "
                    "of the map beside, laid out as the image. Move the query: the picture slides, its shape stays.")
-    show("rope2d_pairs", head_dim, key=f"{P}_fig_rope_pairs")
-    st.caption("**Which pairs turn with which axis.** Pixtral takes a D-wide RoPE and gives its even-indexed θ to "
-               "the row, the odd-indexed to the column; the Qwen-VL vision towers use the same θ (from a D/2-wide "
-               "RoPE) for both; DINOv3 uses θ_i = 1/100^(4i/D) on patch centres normalised to [−1, 1], with an angle "
-               "of 2π·coordinate·θ. All three lay cos and sin out as [row pairs, column pairs] twice and pair "
-               "dimension p with p + D/2 (rotate_half).")
+    show("rope2d_pairs", head_dim, rows, cols, key=f"{P}_fig_rope_pairs")
+    st.caption("**Which pairs turn with which axis, and how fast.** Pixtral takes a D-wide RoPE and gives its "
+               "even-indexed θ to the row, the odd-indexed to the column, so rows and columns alternate along the "
+               "wavelengths; the Qwen-VL vision towers use the same θ (from a D/2-wide RoPE) for both; DINOv3 uses "
+               "θ_i = 1/100^(4i/D) on patch centres normalised to [−1, 1], an angle of 2π·coordinate·θ, so its "
+               "wavelengths in patches grow with the grid. All three lay cos and sin out as [row pairs, column "
+               "pairs] twice and pair dimension p with p + D/2 (rotate_half).")
     if views.make_rope2d(rope, head_dim).normalised:
         st.caption("**DINOv3's coordinates depend on the image size**: neighbouring patches are 2/H apart, so one "
                    "patch of offset turns a pair by 2π·θ·2/H, less on a larger image: the map stretches with the "
@@ -190,8 +191,9 @@ else:
             show("mrope_pairs", views.rule_named(rule).section, key=f"{P}_fig_mrope_pairs")
             st.caption("**Which pairs each axis owns.** Sectioned (Qwen2-VL, 2.5-VL, mrope_section [16, 24, 24]): "
                        "the fastest pairs turn with time, then a block with the row, then the slowest with the "
-                       "column. Interleaved (Qwen3-VL, [24, 20, 20]): t, h, w take turns, so every axis gets fast "
-                       "and slow pairs.")
+                       "column, whose wavelengths (base 10,000 here) run from about 2,000 to 54,000 ids: across a few dozen columns they "
+                       "hardly turn, so the map beside barely changes along Δw. Interleaved (Qwen3-VL, [24, 20, 20]): "
+                       "t, h, w take turns, so every axis gets fast and slow pairs.")
         st.markdown(
             "**Why text is plain RoPE.** A text token carries the same id n on all three rows, so every pair turns "
             "by n·θ_i whichever axis owns it: the sections no longer matter, and between two text tokens M-RoPE "

@@ -54,9 +54,10 @@ def patch_row(rows: int = 8, cols: int = 8, *, query_row: int = 3, query_col: in
     dh, dw = (t.numpy() for t in query_offsets(grid, query_row, query_col, device=CPU))
     values = (dh, dw)[a]
     side = (grid.rows, grid.cols)[a]
-    name = ("Δh = key row − query row", "Δw = key column − query column")[a]
+    name = ("Δh", "Δw")[a]
     return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate,
-                                    title=f"{name}, query patch ({query_row}, {query_col})", value_label=name[:2],
+                                    title=f"{name} of every key patch from query ({query_row}, {query_col})",
+                                    value_label=name,
                                     discrete_range=(-(side - 1), side - 1))
 
 
@@ -101,8 +102,8 @@ def swin_index(window: int = 7, *, query_row: int | None = None, query_col: int 
     if query_row is not None and query_col is not None:
         Grid(m, m).patch(query_row, query_col)
         window_box = (-query_row, -query_col, m, m)
-    figure = figures.offset_plane_figure(index, title=f"Swin's table row per offset, window {m}: "
-                                         f"(δh + {m - 1})·{2 * m - 1} + (δw + {m - 1}), δ = −Δ",
+    figure = figures.offset_plane_figure(index, title=f"Swin's table row per offset, M = {m}<br><sup>row = "
+                                         f"(δh + {m - 1})·{2 * m - 1} + (δw + {m - 1}), δ = query − key = −Δ</sup>",
                                          value_label="table row", window=window_box, colorscale="Viridis",
                                          validate=validate)
     return figure
@@ -167,9 +168,10 @@ def rope2d_scores(rows: int = 16, cols: int = 16, *, rope: str = "pixtral", head
     if query_row is not None and query_col is not None:
         _grid(rows, cols, query_row, query_col)
         box = (-query_row, -query_col, rows, cols)
-    label = make_rope2d(rope, head_dim, base).label
+    label = make_rope2d(rope, head_dim, base).label.split(" (")[0]
     return figures.offset_plane_figure(plane.astype(np.float32), window=box, value_label="q·k", zmid=0.0,
-                                       title=f"{label}: score per (Δh, Δw), {rows} × {cols} patches",
+                                       title=f"{label}: score per (Δh, Δw)<br><sup>{rows} × {cols} patches, "
+                                             f"{plane.size:,} offsets</sup>",
                                        validate=validate)
 
 
@@ -186,19 +188,21 @@ def rope2d_query_scores(rows: int = 16, cols: int = 16, *, rope: str = "pixtral"
     values = offset_window(plane, grid, query_row, query_col).numpy().astype(np.float32)
     dh, dw = (t.numpy() for t in query_offsets(grid, query_row, query_col, device=CPU))
     return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate,
-                                    title=f"query patch ({query_row}, {query_col}) against every key patch",
+                                    title=f"query ({query_row}, {query_col}) against every key patch",
                                     value_label="q·k", colorscale="RdBu_r", zmid=0.0)
 
 
-def rope2d_pairs(head_dim: int = 64) -> go.Figure:
-    """Which frequency pairs turn with the row and which with the column, in the three 2-D RoPEs.
+def rope2d_pairs(head_dim: int = 64, rows: int = 16, cols: int = 16) -> go.Figure:
+    """The wavelength (patches per turn) of each frequency pair, by the axis it turns with, in the three 2-D RoPEs.
 
-    Example: ``show.rope2d_pairs(64)``
+    Example: ``show.rope2d_pairs(64, 32, 32)``
     """
+    grid = Grid(rows, cols)
     ropes = [make_rope2d(name, head_dim) for name in ROPES_2D]
     return figures.pair_axes_figure({r.label.split(" (")[0]: r.pair_axis.numpy() + 1 for r in ropes},
-                                    {r.label.split(" (")[0]: r.pair_freq.numpy() for r in ropes},
-                                    title=f"which pairs turn with the row, which with the column (head_dim {head_dim})")
+                                    {r.label.split(" (")[0]: r.step(grid).numpy() for r in ropes},
+                                    title=f"each pair's wavelength and axis (head_dim {head_dim}, {rows} × {cols} "
+                                          "patches)", step="patch", units="patches")
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,7 +220,7 @@ def mrope_ids(rule: str = "qwen2_5_vl", rows: int = 4, cols: int = 6, frames: in
                                     tokens_per_second=tokens_per_second, device=CPU)
     return figures.mrope_ids_figure(ids.numpy(), kinds.numpy(), KIND_NAMES,
                                     title=f"{r.label}: position ids of text, a {rows} × {cols} image, text, "
-                                          f"a {frames}-frame video, text")
+                                          f"a {frames}-frame video, text ({ids.shape[1]:,} tokens)")
 
 
 def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:
@@ -225,11 +229,12 @@ def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:
     Example: ``show.mrope_pairs((24, 20, 20))``
     """
     pairs = sum(check_section(section, sum(section) if all(isinstance(v, int) for v in section) else 0))
-    theta = (1.0 / 10000 ** (np.arange(0, 2 * pairs, 2) / (2 * pairs))).astype(np.float32)
+    theta = 1.0 / 10000 ** (np.arange(0, 2 * pairs, 2) / (2 * pairs))
     rows = {"sectioned": mrope_pair_axes(section, interleaved=False).numpy(),
             "interleaved": mrope_pair_axes(section, interleaved=True).numpy()}
     return figures.pair_axes_figure(rows, {name: theta for name in rows},
-                                    title=f"mrope_section {list(section)}: the axis each of {pairs} pairs turns with")
+                                    title=f"mrope_section {list(section)}<br><sup>each pair's wavelength and axis, "
+                                          "base 10,000</sup>", step="position id", units="position ids")
 
 
 def mrope_scores(rule: str = "qwen2_5_vl", rows: int = 16, cols: int = 16, frames: int = 8, *, dt: int = 0,
@@ -243,5 +248,5 @@ def mrope_scores(rule: str = "qwen2_5_vl", rows: int = 16, cols: int = 16, frame
                         tokens_per_second=tokens_per_second, seconds_per_grid=seconds_per_grid)
     dt = check_int("dt", dt, minimum=-(frames - 1), maximum=frames - 1)
     return figures.offset_plane_figure(plane[dt + frames - 1].astype(np.float32), window=None, value_label="q·k", zmid=0.0,
-                                       title=f"{rule_named(rule).label}: video tokens {dt:+d} frames apart, score per "
-                                             f"(Δh, Δw)", validate=validate)
+                                       title=f"{rule_named(rule).label}: video tokens {dt:+d} frames apart<br><sup>"
+                                             f"score per (Δh, Δw){', k = q' if same else ''}</sup>", validate=validate)

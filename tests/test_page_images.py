@@ -18,8 +18,8 @@ def test_relative_index_view_draws_the_query_row_and_every_pair():
     at = run_page("images", im_rows=3, im_cols=4, im_qr=1, im_qc=2)
     figures = charts(at)
     assert len(figures) == 4
-    dh = heatmap_values(find(figures, "Δh = key row − query row"))
-    dw = heatmap_values(find(figures, "Δw = key column − query column"))
+    dh = heatmap_values(find(figures, "Δh of every key patch"))
+    dw = heatmap_values(find(figures, "Δw of every key patch"))
     assert np.array_equal(dh, np.arange(3)[:, None].repeat(4, 1) - 1)
     assert np.array_equal(dw, np.arange(4)[None, :].repeat(3, 0) - 2)
     pairs = heatmap_values(find(figures, "Δw of every patch pair"))
@@ -45,14 +45,14 @@ def test_swin_view_draws_the_index_formula_the_bias_and_v2_coordinates():
 def test_rope_view_at_4096_patches_is_the_per_offset_score():
     at = run_page("images", im_view="2-D RoPE", im_rows=64, im_cols=64, im_qr=10, im_qc=40, im_dim=64)
     figures = charts(at)
-    plane = heatmap_values(find(figures, "score per (Δh, Δw), 64 × 64 patches"))
+    plane = heatmap_values(find(figures, "score per (Δh, Δw)<br><sup>64 × 64 patches"))
     generator = torch.Generator().manual_seed(0)
     q = torch.randn(64, generator=generator, dtype=torch.float64)
     expected = score_map_2d(q, q.clone(), pixtral_rope(64), Grid(64, 64), device="cpu").float().numpy()
     assert plane.shape == (127, 127) and np.array_equal(plane, expected)
-    query = heatmap_values(find(figures, "query patch (10, 40) against every key patch"))
+    query = heatmap_values(find(figures, "query (10, 40) against every key patch"))
     assert np.array_equal(query, offset_window(torch.from_numpy(expected), Grid(64, 64), 10, 40).numpy())
-    assert find(figures, "which pairs turn with the row")
+    assert find(figures, "each pair's wavelength and axis (head_dim 64, 64 × 64")
     for figure in figures:
         assert len(str(figure)) < 400_000
 

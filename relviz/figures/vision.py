@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import READABLE_FONT, compact_ints, make_readable, matrix_heatmap
+from relviz.figures.heatmap import READABLE_FONT, compact_ints, legend_below_axis, make_readable, matrix_heatmap
 
 #: Colours of the axes a frequency pair turns with (t, h, w).
 AXIS_COLOURS = ("#7b3294", "#1f77b4", "#e66101")
@@ -73,29 +73,35 @@ def pair_matrix_figure(values: np.ndarray, dh: np.ndarray, dw: np.ndarray, *, ti
     return _square(figure)
 
 
-def pair_axes_figure(rows: dict[str, np.ndarray], freqs: dict[str, np.ndarray], *, title: str,
-                     height: int | None = None) -> go.Figure:
-    """One row of cells per variant (``rows``: label → the axis of each pair), coloured by the axis the
-    pair turns with (0 t, 1 h, 2 w); hover θ and the wavelength 2π/θ (``freqs``: label → θ per pair, radians per position)."""
-    figure = go.Figure()
+def pair_axes_figure(rows: dict[str, np.ndarray], steps: dict[str, np.ndarray], *, title: str, step: str,
+                     units: str, height: int | None = None) -> go.Figure:
+    """Each variant (``rows``: label → the axis of each pair, 0 t, 1 h, 2 w) as a row of markers at each pair's
+    wavelength 2π/θ (``steps``: label → θ per pair, radians per ``step``, a patch or a position id; ``units`` its
+    plural), log axis,
+    coloured by the axis the pair turns with; each axis on its own line within the row, so shared wavelengths
+    (the same θ for rows and columns) show as two markers one above the other."""
     labels = list(rows)
-    for axis in sorted(set(np.concatenate(list(rows.values())).tolist())):
+    axes_present = sorted(set(np.concatenate(list(rows.values())).tolist()))
+    lift = {axis: (n - (len(axes_present) - 1) / 2) * 0.22 for n, axis in enumerate(axes_present)}
+    data = []
+    for axis in axes_present:
         xs, ys, custom = [], [], []
-        for label in labels:
+        for r, label in enumerate(labels):
             chosen = np.nonzero(rows[label] == axis)[0]
-            xs += chosen.tolist()
-            ys += [label] * len(chosen)
-            theta = freqs[label][chosen].astype(np.float64)
-            custom += np.stack([theta, 2 * np.pi / theta], -1).tolist()
-        figure.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers", name=f"turns with {AXIS_NAMES[axis]}",
-            marker=dict(symbol="square", size=11, color=AXIS_COLOURS[axis]), customdata=custom,
-            hovertemplate="pair %{x}<br>θ = %{customdata[0]:.4g} rad per step<br>wavelength = %{customdata[1]:.4g} "
-                          "steps<extra>" + AXIS_NAMES[axis] + "</extra>"))
-    figure.update_layout(title=dict(text=title, x=0, xanchor="left"), height=height or 150 + 46 * len(labels),
-                         margin=dict(l=10, r=10, t=50, b=60), legend=dict(orientation="h", y=-0.35, x=0),
-                         xaxis=dict(title="frequency pair (fastest first)"), yaxis=dict(autorange="reversed"))
-    return make_readable(figure)
+            theta = steps[label][chosen].astype(np.float64)
+            xs += (2 * np.pi / theta).tolist()
+            ys += [r + lift[axis]] * len(chosen)
+            custom += np.stack([chosen, theta], -1).tolist()
+        data.append(dict(type="scatter", x=xs, y=ys, mode="markers", name=f"turns with {AXIS_NAMES[axis]}",
+                         marker=dict(symbol="square", size=9, color=AXIS_COLOURS[axis]), customdata=custom,
+                         hovertemplate=f"pair %{{customdata[0]}}<br>θ = %{{customdata[1]:.4g}} rad per {step}<br>"
+                                       f"wavelength = %{{x:.4g}} {units}<extra>{AXIS_NAMES[axis]}</extra>"))
+    layout = dict(title=dict(text=title, x=0, xanchor="left"), height=height or 120 + 60 * len(labels),
+                  margin=dict(l=10, r=10, t=50, b=10),
+                  xaxis=dict(title=dict(text=f"wavelength 2π/θ ({units} per turn, log)"), type="log"),
+                  yaxis=dict(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed",
+                             range=[len(labels) - 0.5, -0.5], showgrid=False))
+    return make_readable(go.Figure(data=data, layout=legend_below_axis(layout, rows=len(axes_present) - 1)))
 
 
 def swinv2_coordinates_figure(delta: np.ndarray, coords: np.ndarray, *, window: int, pretrained: int,
@@ -119,24 +125,30 @@ def swinv2_coordinates_figure(delta: np.ndarray, coords: np.ndarray, *, window: 
 
 
 def mrope_ids_figure(ids: np.ndarray, kinds: np.ndarray, kind_names: tuple[str, ...], *, title: str,
-                     height: int = 380) -> go.Figure:
-    """M-RoPE's three rows of ids against the token index, the token kinds as shaded spans."""
+                     height: int = 460) -> go.Figure:
+    """M-RoPE's three rows of ids against the token index, one panel each (t, h, w) sharing the token axis, the
+    image and video spans shaded. A long video's w panel is a dense sawtooth: zoom in to see each row."""
+    from plotly.subplots import make_subplots
+
     n = ids.shape[1]
-    figure = go.Figure()
+    figure = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.04)
     for axis in range(3):  # x is implicit (x0 = 0, dx = 1), y the smallest unsigned integers: 2 bytes a token
         figure.add_trace(go.Scattergl(x0=0, dx=1, y=compact_ints(ids[axis]), mode="lines", name=AXIS_NAMES[axis],
-                                      line=dict(color=AXIS_COLOURS[axis], width=2 if axis else 3),
-                                      hovertemplate="token %{x}<br>" + AXIS_NAMES[axis] + " id = %{y}<extra></extra>"))
+                                      line=dict(color=AXIS_COLOURS[axis], width=1.5),
+                                      hovertemplate="token %{x}<br>" + AXIS_NAMES[axis] + " id = %{y}<extra></extra>"),
+                         row=axis + 1, col=1)
+        figure.update_yaxes(title_text=AXIS_NAMES[axis].split()[-1], row=axis + 1, col=1)
     edges = np.flatnonzero(np.diff(kinds)) + 1
     starts, ends = np.concatenate([[0], edges]), np.concatenate([edges, [n]])
     for start, end in zip(starts, ends):
         kind = int(kinds[start])
         if kind:
             figure.add_vrect(x0=start - 0.5, x1=end - 0.5, fillcolor="#cccccc" if kind == 1 else "#fde0c5",
-                             opacity=0.45, line_width=0, layer="below")
-        figure.add_annotation(x=(start + end - 1) / 2, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                              text=kind_names[kind], font=dict(size=READABLE_FONT - 2))
-    figure.update_layout(title=dict(text=title, x=0, xanchor="left", y=0.97), height=height,
-                         margin=dict(l=60, r=10, t=70, b=60), xaxis=dict(title="token index"),
-                         yaxis=dict(title="position id"), legend=dict(orientation="h", y=-0.25, x=0))
+                             opacity=0.45, line_width=0, layer="below", row="all", col=1)
+        if end - start >= n / 40:  # a label where the span is wide enough to hold it
+            figure.add_annotation(x=(start + end - 1) / 2, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                                  text=kind_names[kind], font=dict(size=READABLE_FONT - 2))
+    figure.update_layout(title=dict(text=title, x=0, xanchor="left", y=0.98), height=height,
+                         margin=dict(l=60, r=10, t=80, b=50), showlegend=False)
+    figure.update_xaxes(title_text="token index", row=3, col=1)
     return make_readable(figure)

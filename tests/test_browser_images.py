@@ -1,0 +1,80 @@
+"""Images and video in a real browser: every view of the page drawn at projector and laptop sizes, at the
+largest grid (64 × 64 = 4,096 patches; 8 frames of them on the M-RoPE view). Screenshots go to
+test-artifacts/browser/images-<view>-<size>.png
+(the viewport) and images-<view>-lower.png (scrolled to the end at 1440 × 900)."""
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+import pytest
+
+from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, wait_for_app
+
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+
+if chromium_path() is None and not os.environ.get("CI"):
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
+                allow_module_level=True)
+
+#: view (its URL value) -> (a short name for the screenshot, the charts it draws, a title each must show)
+VIEWS = {
+    "2-D relative index": ("index", 2, ("Δh of every key patch", "Δw of every key patch")),
+    "Swin's bias table": ("swin", 4, ("table row per offset", "bias of query patch", "window adds", "Swin v2")),
+    "2-D RoPE": ("rope", 3, ("score per (Δh, Δw)", "against every key patch", "each pair's wavelength and axis (head_dim")),
+    "M-RoPE (video)": ("mrope", 3, ("position ids", "frames apart", "mrope_section [16, 24, 24]")),
+}
+
+#: Per chart in the main area: its title, how many traces plotly drew and whether its plot area has height.
+CHARTS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map(div => ({
+  title: (div.layout && div.layout.title && div.layout.title.text) || '',
+  drawn: div.querySelectorAll('.heatmaplayer .hm, .heatmaplayer image, .scatterlayer .trace, .gl-container canvas')
+           .length,
+  height: div.getBoundingClientRect().height, width: div.getBoundingClientRect().width}))"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with app_server() as base, sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield base, chromium
+        chromium.close()
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_every_view_is_drawn_at_both_sizes(browser, view):
+    """Opened once at 1280 × 720, then resized to 1440 × 900: both draw every chart of the view."""
+    base, chromium = browser
+    name, count, titles = VIEWS[view]
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        query = {"im_view": view, "im_rows": 64, "im_cols": 64, "im_qr": 20, "im_qc": 40}
+        if name == "mrope":
+            query.update(im_frames=8, im_dt=2)
+        page.goto(f"{base}/images?{urllib.parse.urlencode(query)}")
+        wait_for_app(page)
+        page.wait_for_function("n => document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-plot .main-svg')"
+                               ".length >= n", arg=count, timeout=90000)
+        for width, height in ((1280, 720), (1440, 900)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(1500)
+            charts = page.evaluate(CHARTS_JS)
+            page.screenshot(path=str(ARTIFACTS / f"images-{name}-{width}x{height}.png"))
+            assert len(charts) == count, [c["title"] for c in charts]
+            for part in titles:
+                hits = [c for c in charts if part in c["title"]]
+                assert len(hits) == 1, (part, [c["title"] for c in charts])
+                assert hits[0]["drawn"] > 0 and hits[0]["height"] > 200 and hits[0]["width"] > 250, (width, hits[0])
+        page.evaluate("() => { const main = document.querySelector('[data-testid=\"stMain\"]'); "
+                      "main.scrollTop = main.scrollHeight; }")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ARTIFACTS / f"images-{name}-lower.png"))
+        assert page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]') == []
+        assert errors == []
+    finally:
+        page.close()
