@@ -14,7 +14,7 @@ import torch
 
 from relviz._checks import check_int
 from relviz.figures import vision as figures
-from relviz.vision.grid import Grid, offset_window, query_offsets, relative_index_2d
+from relviz.vision.grid import PatchGrid, offset_window, query_offsets, relative_index_2d
 from relviz.vision.mrope import check_section, mrope_pair_axes, mrope_position_ids
 from relviz.vision.views import ROPES_2D, make_rope2d, mixed_sequence, mrope_plane, rope2d_plane, rule_named
 from relviz.vision.swin import swin_bias, swin_bias_per_offset, swin_index_per_offset, swinv2_coordinates
@@ -27,8 +27,8 @@ PAIR_MATRIX_MAX = 256
 KIND_NAMES = ("text", "image", "video")
 
 
-def _grid(rows: int, cols: int, query_row: int, query_col: int) -> Grid:
-    grid = Grid(rows, cols)
+def _grid(rows: int, cols: int, query_row: int, query_col: int) -> PatchGrid:
+    grid = PatchGrid(rows, cols)
     grid.patch(query_row, query_col)
     return grid
 
@@ -100,7 +100,7 @@ def swin_index(window: int = 7, *, query_row: int | None = None, query_col: int 
     m = (index.shape[0] + 1) // 2
     window_box = None
     if query_row is not None and query_col is not None:
-        Grid(m, m).patch(query_row, query_col)
+        PatchGrid(m, m).patch(query_row, query_col)
         window_box = (-query_row, -query_col, m, m)
     figure = figures.offset_plane_figure(index, title=f"Swin's table row per offset, M = {m}<br><sup>row = "
                                          f"(δh + {m - 1})·{2 * m - 1} + (δw + {m - 1}), δ = query − key = −Δ</sup>",
@@ -197,7 +197,7 @@ def rope2d_pairs(head_dim: int = 64, rows: int = 16, cols: int = 16) -> go.Figur
 
     Example: ``show.rope2d_pairs(64, 32, 32)``
     """
-    grid = Grid(rows, cols)
+    grid = PatchGrid(rows, cols)
     ropes = [make_rope2d(name, head_dim) for name in ROPES_2D]
     return figures.pair_axes_figure({r.label.split(" (")[0]: r.pair_axis.numpy() + 1 for r in ropes},
                                     {r.label.split(" (")[0]: r.step(grid).numpy() for r in ropes},

@@ -7,7 +7,7 @@ import torch
 
 from page_support import run_page
 from plotly_data import charts, decode, find, heatmap_values, title, trace
-from relviz.vision.grid import Grid, offset_window
+from relviz.vision.grid import PatchGrid, offset_window
 from relviz.vision.mrope import MROPE_RULES, mrope_position_ids
 from relviz.vision.rope2d import pixtral_rope, score_map_2d
 from relviz.vision.swin import swin_index_per_offset
@@ -48,10 +48,10 @@ def test_rope_view_at_4096_patches_is_the_per_offset_score():
     plane = heatmap_values(find(figures, "score per (Δh, Δw)<br><sup>64 × 64 patches"))
     generator = torch.Generator().manual_seed(0)
     q = torch.randn(64, generator=generator, dtype=torch.float64)
-    expected = score_map_2d(q, q.clone(), pixtral_rope(64), Grid(64, 64), device="cpu").float().numpy()
+    expected = score_map_2d(q, q.clone(), pixtral_rope(64), PatchGrid(64, 64), device="cpu").float().numpy()
     assert plane.shape == (127, 127) and np.array_equal(plane, expected)
     query = heatmap_values(find(figures, "query (10, 40) against every key patch"))
-    assert np.array_equal(query, offset_window(torch.from_numpy(expected), Grid(64, 64), 10, 40).numpy())
+    assert np.array_equal(query, offset_window(torch.from_numpy(expected), PatchGrid(64, 64), 10, 40).numpy())
     assert find(figures, "each pair's wavelength and axis (head_dim 64, 64 × 64")
     for figure in figures:
         assert len(str(figure)) < 400_000

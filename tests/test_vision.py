@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from relviz.vision.grid import Grid, offset_window, patch_coordinates, query_offsets, relative_index_2d
+from relviz.vision.grid import PatchGrid, offset_window, patch_coordinates, query_offsets, relative_index_2d
 from relviz.vision.mrope import (
     MROPE_RULES,
     Image,
@@ -30,7 +30,7 @@ from relviz.vision.swin import swin_bias, swin_bias_per_offset, swin_index_per_o
 
 
 def test_relative_index_2d_is_key_minus_query_per_axis():
-    grid = Grid(3, 4)
+    grid = PatchGrid(3, 4)
     dh, dw = relative_index_2d(grid, device="cpu")
     coords = patch_coordinates(grid, device="cpu")
     for n in range(12):
@@ -41,7 +41,7 @@ def test_relative_index_2d_is_key_minus_query_per_axis():
 
 
 def test_a_query_rows_window_of_the_offset_plane_is_its_row_of_the_pair_matrix():
-    grid = Grid(4, 5)
+    grid = PatchGrid(4, 5)
     plane = torch.arange(7 * 9).view(7, 9)                            # any per-offset map
     dh, dw = relative_index_2d(grid, device="cpu")
     for row, col in ((0, 0), (3, 4), (2, 1)):
@@ -61,13 +61,13 @@ def test_swin_index_is_the_papers_formula_with_delta_query_minus_key():
     assert int(per_offset[m - 1, m - 1]) == (m - 1) * (2 * m - 1) + (m - 1)          # Δ = 0: the centre row
     table = torch.randn((2 * m - 1) ** 2, 2)
     bias = swin_bias(table, m)
-    assert torch.equal(offset_window(swin_bias_per_offset(table, m), Grid(m, m), 1, 2).reshape(2, -1),
+    assert torch.equal(offset_window(swin_bias_per_offset(table, m), PatchGrid(m, m), 1, 2).reshape(2, -1),
                        bias[:, 1 * m + 2])
 
 
 def test_2d_rope_score_depends_only_on_the_offset_and_is_the_per_offset_map():
     torch.manual_seed(0)
-    grid = Grid(3, 4)
+    grid = PatchGrid(3, 4)
     for rope in (pixtral_rope(16, 100.0), qwen_vl_vision_rope(16, 100.0), dinov3_rope(16, 100.0, prefix_tokens=0)):
         q, k = torch.randn(16, dtype=torch.float64), torch.randn(16, dtype=torch.float64)
         rq = rotate_2d(q.expand(12, 16).clone(), rope, grid).double()
@@ -96,13 +96,13 @@ def test_axial_pairs_as_each_paper_writes_them():
 
 def test_large_grids_are_described_per_offset():
     q, k = torch.randn(64), torch.randn(64)
-    plane = score_map_2d(q, k, pixtral_rope(64), Grid(64, 64), device="cpu")          # 4,096 patches
+    plane = score_map_2d(q, k, pixtral_rope(64), PatchGrid(64, 64), device="cpu")          # 4,096 patches
     assert plane.shape == (127, 127)
     video = score_map_3d(torch.randn(128), torch.randn(128), 1 / 10000 ** (torch.arange(64) / 64), (24, 20, 20),
                          interleaved=True, frames=8, rows=64, cols=64, frame_step=(66, 66, 66), device="cpu")    # 8 frames of them
     assert video.shape == (15, 127, 127)
     with pytest.raises(ValueError, match="use query_offsets"):
-        relative_index_2d(Grid(128, 128))
+        relative_index_2d(PatchGrid(128, 128))
 
 
 def test_mrope_pair_axes_sectioned_and_interleaved():
@@ -149,11 +149,11 @@ def test_a_long_video_overlaps_the_next_texts_ids_in_transformers_5_23():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: Grid(0, 4), "rows must be an integer from 1 to 1024; got 0"),
-    (lambda: Grid(4, 10**9), "cols must be an integer from 1 to 1024"),
+    (lambda: PatchGrid(0, 4), "rows must be an integer from 1 to 1024; got 0"),
+    (lambda: PatchGrid(4, 10**9), "cols must be an integer from 1 to 1024"),
     (lambda: swin_bias(torch.zeros(25, 2), (3, 4)), "window must be square"),
     (lambda: swin_bias(torch.zeros(24, 2), 3), "table must have"),
-    (lambda: Grid(65, 64).check_fits(64, 64, model="Pixtral (image_size 1024 / patch_size 16)"),
+    (lambda: PatchGrid(65, 64).check_fits(64, 64, model="Pixtral (image_size 1024 / patch_size 16)"),
      r"must fit Pixtral .* 64 × 64 patches; got 65 × 64"),
     (lambda: pixtral_rope(18), "head_dim must be a multiple of 4"),
     (lambda: mrope_position_ids([Video(3, 2, 2)], MROPE_RULES["qwen3_vl"]), "frame_text must be at least 1"),

@@ -10,7 +10,7 @@ import types
 import pytest
 import torch
 
-from relviz.vision.grid import Grid
+from relviz.vision.grid import PatchGrid
 from relviz.vision.mrope import (
     IMAGE,
     MROPE_RULES,
@@ -126,7 +126,7 @@ def test_qwen_vl_vision_rotary_at_the_towers_own_position_ids(module, rotary, co
     positions = get_vision_position_ids(grid, 2)                                   # [N, 2]
     cos, sin = embedding(torch.randn(1, 4), positions)
     rope = qwen_vl_vision_rope(head_dim, config.rope_parameters["rope_theta"])
-    mine_cos, mine_sin = rope2d_cos_sin(rope, Grid(4, 6))
+    mine_cos, mine_sin = rope2d_cos_sin(rope, PatchGrid(4, 6))
     flat = positions[:, 0] * 6 + positions[:, 1]
     assert torch.equal(mine_cos[flat], cos) and torch.equal(mine_sin[flat], sin)
 

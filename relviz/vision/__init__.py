@@ -11,7 +11,7 @@ from relviz._lazy import lazy_exports
 
 # Names load with their module on first use (relviz/_lazy.py), so this package's body imports nothing.
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "grid": ("Grid", "patch_coordinates", "relative_index_2d", "query_offsets"),
+    "grid": ("PatchGrid", "patch_coordinates", "relative_index_2d", "query_offsets"),
     "swin": ("swin_index_per_offset", "swin_relative_position_index", "swin_bias", "swin_bias_per_offset",
              "swinv2_coordinates", "swinv2_table"),
     "rope2d": ("Rope2D", "pixtral_rope", "qwen_vl_vision_rope", "dinov3_rope", "rope2d_angles",

@@ -26,7 +26,7 @@ MAX_PAIRS = 1 << 24
 
 
 @dataclass(frozen=True)
-class Grid:
+class PatchGrid:
     """H × W patches (``rows`` × ``cols``), checked once: each side 1..MAX_SIDE."""
 
     rows: int
@@ -46,7 +46,7 @@ class Grid:
         col = check_int("query_col", col, minimum=0, maximum=self.cols - 1)
         return row * self.cols + col
 
-    def check_fits(self, max_rows: int, max_cols: int, *, model: str) -> Grid:
+    def check_fits(self, max_rows: int, max_cols: int, *, model: str) -> PatchGrid:
         """Refuse a grid larger than a model's: ``model`` names where the limit comes from (its config)."""
         if self.rows > max_rows or self.cols > max_cols:
             raise ValueError(f"rows × cols must fit {model}'s grid of {max_rows} × {max_cols} patches; "
@@ -54,13 +54,13 @@ class Grid:
         return self
 
 
-def as_grid(grid: Grid | tuple[int, int]) -> Grid:
-    """A Grid from a Grid or (rows, cols): the public functions' one check of a grid argument."""
-    if isinstance(grid, Grid):
+def as_grid(grid: PatchGrid | tuple[int, int]) -> PatchGrid:
+    """A PatchGrid from a PatchGrid or (rows, cols): the public functions' one check of a grid argument."""
+    if isinstance(grid, PatchGrid):
         return grid
     if not isinstance(grid, (tuple, list)) or len(grid) != 2:
-        raise ValueError(f"grid must be a Grid or (rows, cols); got {grid!r}")
-    return Grid(*grid)
+        raise ValueError(f"grid must be a PatchGrid or (rows, cols); got {grid!r}")
+    return PatchGrid(*grid)
 
 
 def axis_offsets(length: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -69,7 +69,7 @@ def axis_offsets(length: int, device: torch.device | str | None = None) -> torch
     return torch.arange(-(length - 1), length, device=resolve_device(device))
 
 
-def patch_coordinates(grid: Grid | tuple[int, int], *, device: torch.device | str | None = None) -> torch.Tensor:
+def patch_coordinates(grid: PatchGrid | tuple[int, int], *, device: torch.device | str | None = None) -> torch.Tensor:
     """[H·W, 2] each patch's (h, w), row-major: the order the patches enter the sequence."""
     grid = as_grid(grid)
     device = resolve_device(device)
@@ -78,7 +78,7 @@ def patch_coordinates(grid: Grid | tuple[int, int], *, device: torch.device | st
     return torch.stack((h, w), dim=-1)
 
 
-def relative_index_2d(grid: Grid | tuple[int, int], *,
+def relative_index_2d(grid: PatchGrid | tuple[int, int], *,
                       device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(Δh, Δw), each LongTensor [N, N] (N = H·W): entry (query n, key m) is key − query along each axis.
 
@@ -99,7 +99,7 @@ def relative_index_2d(grid: Grid | tuple[int, int], *,
     return dh.reshape(n, n), dw.reshape(n, n)
 
 
-def query_offsets(grid: Grid | tuple[int, int], query_row: int, query_col: int, *,
+def query_offsets(grid: PatchGrid | tuple[int, int], query_row: int, query_col: int, *,
                   device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(Δh [H, W], Δw [H, W]): one query patch's row of the pair matrix, laid out as the image.
 
@@ -114,7 +114,7 @@ def query_offsets(grid: Grid | tuple[int, int], query_row: int, query_col: int, 
     return dh, dw
 
 
-def offset_window(per_offset: torch.Tensor, grid: Grid, query_row: int, query_col: int) -> torch.Tensor:
+def offset_window(per_offset: torch.Tensor, grid: PatchGrid, query_row: int, query_col: int) -> torch.Tensor:
     """[..., H, W] the values one query patch reads from a per-offset map [..., 2H − 1, 2W − 1] (Δh, Δw
     ascending): a slice, no gather. Key (h, w) reads entry (h − query_row + H − 1, w − query_col + W − 1)."""
     grid.patch(query_row, query_col)

@@ -23,7 +23,7 @@ import torch
 
 from relviz._checks import check_int, check_tensor, resolve_device
 from relviz.rope_math import score_per_offset
-from relviz.vision.grid import Grid, as_grid
+from relviz.vision.grid import PatchGrid, as_grid
 
 #: Largest head the functions accept, and the bounds of θ's base.
 MAX_HEAD_DIM = 1024
@@ -42,7 +42,7 @@ class Rope2D:
     normalised: bool = False       # DINOv3: coordinates are patch centres in [−1, 1], angle 2π·coordinate·θ
     prefix_tokens: int = 0         # tokens before the patches that are not rotated (DINOv3's CLS + registers)
 
-    def coordinates(self, grid: Grid) -> torch.Tensor:
+    def coordinates(self, grid: PatchGrid) -> torch.Tensor:
         """float32 [N, 2]: each patch's (row, column) coordinate as the model computes it."""
         if self.normalised:
             h = torch.arange(0.5, grid.rows, dtype=torch.float32) / grid.rows
@@ -52,7 +52,7 @@ class Rope2D:
         h, w = torch.meshgrid(torch.arange(grid.rows), torch.arange(grid.cols), indexing="ij")
         return torch.stack((h.flatten(), w.flatten()), dim=-1).float()
 
-    def step(self, grid: Grid) -> torch.Tensor:
+    def step(self, grid: PatchGrid) -> torch.Tensor:
         """float64 [D/2]: the angle each pair turns per patch along its own axis (θ, or 2π·θ·2/side for
         normalised coordinates: the same offset in patches turns less on a larger image)."""
         freq = self.pair_freq.double()
@@ -109,7 +109,7 @@ def _check_rope(rope: object) -> Rope2D:
     return rope
 
 
-def rope2d_angles(rope: Rope2D, grid: Grid | tuple[int, int]) -> torch.Tensor:
+def rope2d_angles(rope: Rope2D, grid: PatchGrid | tuple[int, int]) -> torch.Tensor:
     """float32 [N, D/2]: the angle of each patch's pairs, operation for operation as the model (N = H·W
     patches, row-major; the prefix tokens have none)."""
     rope, grid = _check_rope(rope), as_grid(grid)
@@ -119,7 +119,7 @@ def rope2d_angles(rope: Rope2D, grid: Grid | tuple[int, int]) -> torch.Tensor:
     return coords[:, rope.pair_axis] * rope.pair_freq[None, :]             # [N, D/2]
 
 
-def rope2d_cos_sin(rope: Rope2D, grid: Grid | tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+def rope2d_cos_sin(rope: Rope2D, grid: PatchGrid | tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
     """(cos [N, D], sin [N, D]) as the model's rotary module returns them (the angles twice)."""
     angles = rope2d_angles(rope, grid)
     emb = torch.cat((angles, angles), dim=-1)
@@ -131,7 +131,7 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def rotate_2d(x: torch.Tensor, rope: Rope2D, grid: Grid | tuple[int, int]) -> torch.Tensor:
+def rotate_2d(x: torch.Tensor, rope: Rope2D, grid: PatchGrid | tuple[int, int]) -> torch.Tensor:
     """x [..., prefix + N, D] rotated: the first ``rope.prefix_tokens`` rows as they are, each patch by
     its angles (x·cos + rotate_half(x)·sin, in float32 like the models' vision attention)."""
     rope, grid = _check_rope(rope), as_grid(grid)
@@ -145,7 +145,7 @@ def rotate_2d(x: torch.Tensor, rope: Rope2D, grid: Grid | tuple[int, int]) -> to
     return torch.cat((prefix, rotated.to(x.dtype)), dim=-2)
 
 
-def score_map_2d(q: torch.Tensor, k: torch.Tensor, rope: Rope2D, grid: Grid | tuple[int, int], *,
+def score_map_2d(q: torch.Tensor, k: torch.Tensor, rope: Rope2D, grid: PatchGrid | tuple[int, int], *,
                  device: torch.device | str | None = None) -> torch.Tensor:
     """float64 [2H − 1, 2W − 1]: the logit (R_query q)·(R_key k) of fixed content q, k [D] at each
     offset (Δh, Δw) = key − query, ascending: the row pairs give S_h(Δh), the column pairs S_w(Δw),

@@ -17,7 +17,7 @@ import math
 import torch
 
 from relviz._checks import check_int, check_tensor, resolve_device
-from relviz.vision.grid import Grid, relative_index_2d
+from relviz.vision.grid import PatchGrid, relative_index_2d
 
 #: Largest window side: the M² × M² bias of a 32 × 32 window is 1024² per head (Swin uses 7 to 24).
 MAX_WINDOW = 32
@@ -59,7 +59,7 @@ def swin_relative_position_index(window: int | tuple[int, int], *,
     ``relative_position_index`` (its buffer, unflattened); gathered from the per-offset index."""
     m = check_window(window)
     device = resolve_device(device)
-    dh, dw = relative_index_2d(Grid(m, m), device=device)                   # [M², M²] each, views
+    dh, dw = relative_index_2d(PatchGrid(m, m), device=device)                   # [M², M²] each, views
     return _index_per_offset(m, device)[dh + (m - 1), dw + (m - 1)]
 
 

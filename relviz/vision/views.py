@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from relviz._checks import check_bool, check_int
-from relviz.vision.grid import Grid
+from relviz.vision.grid import PatchGrid
 from relviz.vision.mrope import MROPE_RULES, Image, MropeRule, Text, Video, score_map_3d, video_frame_step
 from relviz.vision.rope2d import Rope2D, dinov3_rope, pixtral_rope, qwen_vl_vision_rope, score_map_2d
 
@@ -43,7 +43,7 @@ def rope2d_plane(rows: int, cols: int, *, rope: str = "pixtral", head_dim: int =
     """float64 [2H − 1, 2W − 1]: the score per (Δh, Δw) of the content (q, k) under a 2-D RoPE."""
     r = make_rope2d(rope, head_dim, base)
     q, k = content(r.head_dim, seed, same)
-    return score_map_2d(q, k, r, Grid(rows, cols), device=CPU).numpy()
+    return score_map_2d(q, k, r, PatchGrid(rows, cols), device=CPU).numpy()
 
 
 def mixed_sequence(rule: str, rows: int, cols: int, frames: int, *, seconds_per_grid: float = 1.0) -> list:
