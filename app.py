@@ -8,7 +8,10 @@ from relviz.app.display import export_format_control
 from relviz.app.lecture_mode import collect_view_control, lecture_mode
 from relviz.app.links import checked_link_values
 from relviz.app.navigation import FAVICON, PAGES, PageEnded, preload_shared_modules, running_app_navigation
+from relviz.app.run_profile import begin as begin_run_profile
+from relviz.app.run_profile import end as end_run_profile
 
+run_profile = begin_run_profile()  # None unless the class benchmark started this server to measure its runs
 st.set_page_config(page_title="relviz: relative position, visible", page_icon=FAVICON, layout="wide")
 preload_shared_modules()
 start_trimming()  # fewer malloc arenas and a periodic malloc_trim: freed memory goes back to the system
@@ -37,3 +40,4 @@ with running_app_navigation(), checked_link_values():
                        "(as in T5, Mesh TensorFlow, tensor2tensor and Shaw et al.). Every control is in "
                        "the URL: copy the address bar to share the exact view.")
             export_format_control()
+        end_run_profile(run_profile, navigation.url_path)

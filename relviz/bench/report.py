@@ -68,6 +68,8 @@ class BenchContext:
     log: Callable[[str], None]
     #: time torch.compile(flex_attention) beside relviz (each length compiles for 5-15 s on CPU)
     flex: bool = True
+    #: a section's own settings from the command line (e.g. the class section's students and seconds)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -217,6 +217,8 @@ SECTIONS: list[Section] = [
             lambda ctx: importlib.import_module("relviz.bench.slider").slider_section(ctx)),
     Section("view_memory", "Server memory of one view at 2^16, 2^18, 2^20 positions (O(L))",
             lambda ctx: importlib.import_module("relviz.bench.memory").view_memory_section(ctx)),
+    Section("class", "A class of N students opens the lecture's link at once, one process and one per core",
+            lambda ctx: importlib.import_module("relviz.bench.class_load").class_section(ctx)),
     Section("first_paint", "First paint in Chromium vs a minimal Streamlit + Plotly app",
             lambda ctx: importlib.import_module("relviz.bench.first_paint").first_paint_section(ctx)),
 ]

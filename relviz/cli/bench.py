@@ -27,6 +27,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-flex", action="store_true",
                         help="leave out the compiled FlexAttention columns of the fused section "
                              "(each length and score_mod compiles, 5-15 s each on CPU)")
+    group = parser.add_argument_group("the class section (--only class; relviz/bench/class_load.py)")
+    group.add_argument("--class-students", type=int, metavar="N", help="students who open the link (default 30)")
+    group.add_argument("--class-seconds", type=float, metavar="S",
+                       help="how long each student moves the slider after arriving (default 120)")
+    group.add_argument("--class-arrive", type=float, metavar="S",
+                       help="every student opens the link within S seconds (default 10)")
+    group.add_argument("--class-page", metavar="PAGE[?QUERY]",
+                       help="the link the class opens: a page name (its tour step's link) or page?query "
+                            "(default shaw)")
+    group.add_argument("--class-pages", metavar="P1,P2",
+                       help="the pages whose server CPU per run is measured (default every page with a slider; "
+                            "'' for none)")
+    group.add_argument("--class-modes", metavar="one,per-core",
+                       help="one process, and/or one process per core behind nginx (default both)")
+    group.add_argument("--class-tabs", type=int, metavar="N", help="Chromium tabs that open the link too (default 2)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     def log(message: str) -> None:
         print(f"  ... {message}", file=sys.stderr, flush=True)
 
-    ctx = BenchContext(quick=bool(args.quick), log=log, flex=not args.no_flex)
+    options = {key.removeprefix("class_"): value for key, value in vars(args).items() if key.startswith("class_")}
+    ctx = BenchContext(quick=bool(args.quick), log=log, flex=not args.no_flex, options=options)
     import psutil
     header = {
         "relviz_version": relviz.__version__,
