@@ -185,3 +185,11 @@ def test_view_memory_and_gpu_sections_run_their_code_paths_under_quick(quick_run
         assert "no CUDA" in " ".join(gpu["notes"])
     else:
         assert {r["table"] for r in gpu["rows"]} == {"bandwidth", "attention"}
+
+
+def test_check_rows_name_what_the_search_found(quick_run) -> None:
+    rows = _sections(quick_run[1])["check"]["rows"]
+    verdicts = [r["verdict"] for r in rows]
+    assert verdicts == ["matches", "max_distance = 300, not 128", "no cause", "matches",
+                        "angles computed in bfloat16", "no cause"]
+    assert all(r["seconds"] > 0 for r in rows)

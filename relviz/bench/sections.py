@@ -221,4 +221,6 @@ SECTIONS: list[Section] = [
             lambda ctx: importlib.import_module("relviz.bench.class_load").class_section(ctx)),
     Section("first_paint", "First paint in Chromium vs a minimal Streamlit + Plotly app",
             lambda ctx: importlib.import_module("relviz.bench.first_paint").first_paint_section(ctx)),
+    Section("check", "Checker: fit, then explain on a 1024 × 1024 T5 map and a 4096 × 128 cos cache",
+            lambda ctx: importlib.import_module("relviz.bench.check").check_section(ctx)),
 ]

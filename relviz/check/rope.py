@@ -189,11 +189,18 @@ def lay_out(values: torch.Tensor, recipe: Recipe, head_dim: int, rest: float) ->
     """[R, head_dim]: per-pair values [R, P] placed in the recipe's columns, ``rest`` elsewhere."""
     rows, pairs = values.shape
     out = torch.full((rows, head_dim), rest, dtype=torch.float32)                                  # [R, D]
+    stride = recipe.stride or pairs
+    if not recipe.signed and recipe.start + 2 * pairs <= head_dim and (recipe.layout == "interleaved"
+                                                                      or stride == pairs):
+        # the common case as one contiguous block: [R, 2P] written at once (fancy indexing costs 10x more)
+        block = (values.repeat_interleave(2, dim=1) if recipe.layout == "interleaved"
+                 else torch.cat([values, values], 1))
+        out[:, recipe.start:recipe.start + 2 * pairs] = block
+        return out
     index = torch.arange(pairs)
     if recipe.layout == "interleaved":
         first, second = recipe.start + 2 * index, recipe.start + 2 * index + 1
     else:
-        stride = recipe.stride or pairs
         first, second = recipe.start + index, recipe.start + index + stride
     keep = second < head_dim
     out[:, first[keep]] = -values[:, keep] if recipe.signed else values[:, keep]

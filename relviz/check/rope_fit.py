@@ -36,7 +36,7 @@ SCALINGS: tuple[RopeScaling, ...] = (
 #: A pass-through dim's values lie this close to the kind's rest value (bfloat16 stores 1 and 0 exactly).
 PASS_THROUGH_TOL = 1e-6
 #: Named mistakes are tried on this many of the closest candidates.
-MISTAKE_CANDIDATES = 24
+MISTAKE_CANDIDATES = 8
 
 
 def sample_rows(rows: int) -> np.ndarray:
