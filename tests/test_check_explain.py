@@ -155,3 +155,25 @@ def test_a_closed_pipe_ends_the_output_quietly(tmp_path):
         err = child.stderr.read()
         assert child.wait(timeout=300) == 1
         assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
+
+
+def test_rope_settings_that_differ_are_found_with_a_named_mistake():
+    s = rope_settings(head_dim=64, base=500000.0)
+    swapped = variant_cache("rope_cos", "pair layout swapped (interleaved vs half-split)", (300, 64), s)
+    result = C.check("rope_cos", swapped, rope_settings(head_dim=64))       # the user says base 10^4, half-split
+    assert result.cause.name == "base = 500000, not 10000 + layout interleaved, not half"
+    assert "rope_theta was not passed on" in result.cause.explanation
+    bf16 = variant_cache("rope_cos", "angles computed in bfloat16", (600, 64), s)
+    assert C.check("rope_cos", bf16, rope_settings(head_dim=64)).cause.name == \
+        "base = 500000, not 10000 + angles computed in bfloat16"
+
+
+def test_a_low_precision_step_says_how_large_the_error_is_and_where_positions_collapse():
+    s = rope_settings(head_dim=64, base=500000.0)
+    bf16 = variant_cache("rope_cos", "angles computed in bfloat16", (600, 64), s)
+    reference = variant_cache("rope_cos", "", (600, 64), s)
+    text = C.check("rope_cos", bf16, s).cause.explanation
+    assert f"largest difference from the float32 reference is {np.abs(bf16 - reference).max():.3g}" in text
+    assert "From position 256 on, neighbouring positions round to the same bfloat16 value" in text
+    angles = variant_cache("rope_angles", "angles computed in bfloat16", (600, 32), s)
+    np.testing.assert_array_equal(angles[256], angles[257])  # what the sentence says: 257 rounds to 256

@@ -361,7 +361,14 @@ def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = 
                 matches = _reproduces(kind, recipe, ref, got, every, width, storage)
                 if matches.all():
                     if variant.name not in [c.name for c in causes]:
-                        causes.append(Cause(variant.name, variant.explanation, variant.harmless, 1.0))
+                        explanation = variant.explanation
+                        if variant.precision is not None:
+                            from relviz.check.rope_causes import precision_note
+
+                            gap = np.abs(expected - got)
+                            worst = int(np.unravel_index(int(gap.argmax()), gap.shape)[0])
+                            explanation += precision_note(variant, float(gap.max()), worst, s.q_offset, rows)
+                        causes.append(Cause(variant.name, explanation, variant.harmless, 1.0))
                     continue
             near.append((float((matches & mismatch[probe]).sum()), variant, recipe))
         if not causes:  # the closest partial fit: the share of the cells it reproduces, where that beats the
@@ -412,11 +419,13 @@ def _stored(values: torch.Tensor, storage: torch.dtype | None) -> np.ndarray:
 
 
 def check(kind_name: str, got: np.ndarray, settings: RopeSettings | None) -> CheckResult:
-    if settings is None:
-        from relviz.check.rope_fit import fit  # here, not at the top: rope_fit imports this module
+    """Compare with ``settings`` (None: search for them); a mismatch no named mistake reproduces is explained by
+    the settings search (relviz.check.rope_fit.explain): other settings, with or without one named mistake."""
+    from relviz.check.rope_fit import explain, fit  # here, not at the top: rope_fit imports this module
 
+    if settings is None:
         return fit(kind_name, got)
-    return compare(kind_name, got, settings)
+    return explain(compare(kind_name, got, settings), settings)
 
 
 MAX_CONFIG_BYTES = 4 << 20

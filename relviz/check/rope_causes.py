@@ -75,6 +75,32 @@ class RopeCause:
     name: str
     explanation: str
     harmless: bool = False
+    #: the low-precision format a step was done in (the check then says how large the error is and, with
+    #: ``positions``, from which position neighbouring positions collapse)
+    precision: torch.dtype | None = None
+    positions: bool = False
+
+
+def collapse_position(dtype: torch.dtype) -> int:
+    """The first integer position p whose successor p + 1 rounds to the same value in ``dtype`` (bfloat16: 256,
+    float16: 2048): from there on, neighbouring positions share one angle."""
+    mantissa = round(-math.log2(torch.finfo(dtype).eps)) + 1   # significant bits: 8 (bfloat16), 11 (float16)
+    return 1 << mantissa
+
+
+def precision_note(cause: RopeCause, error: float, worst_row: int, first: int, rows: int) -> str:
+    """What a low-precision step did to this cache, in numbers: the largest error and where positions collapse."""
+    text = (f" The largest difference from the float32 reference is {error:.3g}, at row {worst_row} (position "
+            f"{first + worst_row}).")
+    if cause.positions:
+        p = collapse_position(cause.precision)
+        if first + rows - 1 > p:
+            text += (f" From position {p} on, neighbouring positions round to the same {_name(cause.precision)} value "
+                     f"({p + 1} → {p}), so rows {p - first} and {p + 1 - first} hold the same angles.")
+        else:
+            text += (f" Positions here end before {p}, where neighbouring positions would start to share one "
+                     f"{_name(cause.precision)} value; the error is θ's and the product's rounding.")
+    return text
 
 
 def _with(s: RopeSettings, rows: int, **config_changes: object) -> torch.Tensor:
@@ -159,10 +185,11 @@ def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeC
         yield RopeCause(angles_in(dtype), f"Your positions and θ were multiplied in {_name(dtype)} (e.g. "
                         f"arange(L, dtype=inv_freq.dtype) after the model was cast with .to({_name(dtype)})): "
                         "positions round and the angles drift with the position. Compute them in float32 "
-                        "(transformers does it under autocast disabled)."), replace(ref, dtype=dtype)
+                        "(transformers does it under autocast disabled).", precision=dtype, positions=True), \
+            replace(ref, dtype=dtype)
         yield RopeCause(inv_freq_in(dtype), f"Your θ (inv_freq) was rounded to {_name(dtype)}, e.g. a buffer cast "
-                        "with the model; the angles then drift with the position. Keep inv_freq in float32."), \
-            replace(ref, inv_freq=ref.inv_freq.to(dtype).float())
+                        "with the model; the angles then drift with the position. Keep inv_freq in float32.",
+                        precision=dtype), replace(ref, inv_freq=ref.inv_freq.to(dtype).float())
     scaling = s.config.scaling
     if scaling.rope_type != "default":
         yield RopeCause(SCALING_MISSING, f"Your cache is plain RoPE: the config's {scaling.rope_type} scaling "

@@ -10,13 +10,14 @@ about a millisecond each on the sampled rows; a partial rotary whose pass-throug
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 
-from relviz.check.result import CheckResult
+from relviz.check.result import Cause, CheckResult
 from relviz.check.rope import (
-    LAYOUTS, ROPE_KINDS, RopeKind, RopeSettings, _angle_bound, _storage, _stored, compare, reference_recipe,
-    rope_settings, tolerance,
+    LAYOUTS, ROPE_KINDS, RopeKind, RopeSettings, _angle_bound, _storage, _stored, compare, describe_scaling,
+    reference_recipe, rope_settings, tolerance,
 )
 from relviz.check.rope_causes import COMMON_BASES, variants
 from relviz.rope import RopeScaling
@@ -112,3 +113,52 @@ def fit(kind_name: str, got: np.ndarray) -> CheckResult:
                     return result
     result = compare(kind_name, got, scored[0][2], fitted=True)
     return result
+
+
+def differences(found: RopeSettings, given: RopeSettings) -> list[str]:
+    """How ``found`` differs from ``given``, as short phrases (what a user passes: base, dims, layout, scaling,
+    the first position)."""
+    out = []
+    if found.base != given.base:
+        out.append(f"base = {found.base:g}, not {given.base:g}")
+    if found.rotary_dim != given.rotary_dim:
+        out.append(f"rotary_dim = {found.rotary_dim}, not {given.rotary_dim}")
+    if found.layout != given.layout:
+        out.append(f"layout {found.layout}, not {given.layout}")
+    if describe_scaling(found.config.scaling) != describe_scaling(given.config.scaling):
+        out.append(f"scaling {describe_scaling(found.config.scaling)}, not {describe_scaling(given.config.scaling)}")
+    if found.q_offset != given.q_offset:
+        out.append(f"first position {found.q_offset}, not {given.q_offset}")
+    return out
+
+
+WHY = {"base": "rope_theta was not passed on (a default of 10000 is the usual culprit).",
+       "rotary_dim": "partial_rotary_factor (rotary_dim) was not passed on.",
+       "layout": "The pair layout differs: adjacent pairs (2i, 2i + 1) against rotate_half's (i, i + d/2).",
+       "scaling": "The scaling rule differs: rope_scaling / rope_parameters was not applied as the config says.",
+       "first": "The positions start elsewhere."}
+
+
+def explain(result: CheckResult, given: RopeSettings) -> CheckResult:
+    """Fit, then explain, for a RoPE mismatch no named mistake reproduces: the settings search over the upload;
+    settings that reproduce it exactly (or with one named mistake) are the cause, said as their differences from
+    ``given``. Otherwise the result is returned as it was."""
+    if result.ok or result.causes or not given.rotates:
+        return result
+    try:
+        found = fit(result.kind, result.got)
+    except ValueError:
+        return result
+    if not (found.ok or found.causes):
+        return result
+    phrases = differences(found.settings, given)
+    if not phrases:
+        return result  # the same settings: the named mistakes were tried already
+    extra = found.cause
+    kind = ROPE_KINDS[result.kind]
+    name = " + ".join(phrases + ([extra.name] if extra else []))
+    text = (f"Your cache is relviz's {kind.description} with " + "; ".join(phrases)
+            + (f", and {extra.name}" if extra else "") + ": that reproduces every cell. "
+            + " ".join(why for key, why in WHY.items() if any(p.startswith(key) for p in phrases))
+            + (f" {extra.explanation}" if extra else ""))
+    return replace(result, causes=(Cause(name, text.strip(), False, 1.0),), closest=None)
