@@ -10,7 +10,6 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz.app import display, downloads, navigation, quotas
-from relviz.app.scheme_texts import parameter_caption, structure_text, texts_for
 from relviz.app.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
 from relviz.figures.attention import (
     attention_grid,
@@ -26,11 +25,13 @@ from relviz.inspection import (
     LiveModel,
     mean_attention_by_offset,
     offset_findings,
+    parameter_caption,
     parameter_views,
     position_structure,
     random_text,
     resize_text,
     run_view,
+    structure_text,
 )
 from relviz.schemes import REGISTRY, get_scheme
 from relviz.tasks import DIGITS, TASKS
@@ -270,7 +271,7 @@ if active is not None:
                 st.caption(structure_text(current_structure)
                            + (" Blank: future keys, masked." if current_structure.masked_future else ""))
             else:
-                st.info(texts_for(active.scheme).no_structure, icon=":material/info:")
+                st.info(get_scheme(active.scheme).no_structure, icon=":material/info:")
     elif structure_error is None and current_structure is not None:
         st.subheader("The scheme's position structure")
         left, right = st.columns(2)
@@ -365,7 +366,7 @@ if active is not None:
     length_for_params = view.length if view is not None else active.train_length
     figures = parameter_figures(active.key, length_for_params, active.train_length, layer, active.model)
     if not figures:
-        st.info(texts_for(active.scheme).no_parameters, icon=":material/info:")
+        st.info(get_scheme(active.scheme).no_parameters, icon=":material/info:")
     else:
         if len(figures) == 1:
             (fig, caption), = figures

@@ -30,7 +30,7 @@ from relviz.training.evaluation import run_text
 __all__ = [
     "LiveModel", "RunView", "run_view", "random_text", "resize_text", "OffsetProfile", "mean_attention_by_offset",
     "peak_offsets", "Finding", "offset_findings", "column_attention", "window_attention",
-    "PositionStructure", "position_structure", "parameter_views",
+    "PositionStructure", "position_structure", "parameter_views", "structure_text", "parameter_caption",
 ]
 
 #: Longest random example :func:`random_text` draws.
@@ -325,3 +325,13 @@ def position_structure(model: RelvizTransformer, length: int) -> PositionStructu
 def parameter_views(model: RelvizTransformer, *, length: int, train_length: int, layer: int = 0) -> list[View]:
     """The scheme's position parameters as data (a bias curve, vector norms, a similarity matrix, ...)."""
     return model.position.parameter_views(length=length, train_length=train_length, layer=layer)
+
+
+def structure_text(structure: PositionStructure) -> str:
+    """The explanation beside a position structure, in its scheme's words (the scheme's module owns them)."""
+    return get_scheme(structure.scheme).structure_text(structure)
+
+
+def parameter_caption(scheme: str, view: View) -> str:
+    """The caption under one of scheme ``scheme``'s parameter views, in its words."""
+    return get_scheme(scheme).parameter_caption(view)

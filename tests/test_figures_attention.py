@@ -108,7 +108,7 @@ def test_prediction_strip_marks_errors_and_the_training_length():
 ])
 def test_parameter_panels_per_scheme(scheme, count, phrase):
     """Each scheme's panels, and the captions the Live attention page puts under them."""
-    from relviz.app.scheme_texts import parameter_caption
+    from relviz.inspection import parameter_caption
 
     model = build_model(ModelConfig(scheme=scheme), seed=0).eval()
     views = parameter_views(model, length=40, train_length=32, layer=1)

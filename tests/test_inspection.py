@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from relviz.app.scheme_texts import parameter_caption
+from relviz.inspection import parameter_caption
 from relviz.attention import skew_attention
 from relviz.absolute import sinusoidal_encoding
 from relviz.inspection import (

@@ -1,8 +1,9 @@
-"""The words about each scheme live with what shows them, and every registered scheme has them.
+"""The words about each scheme live in its module, and every registered scheme has them.
 
-Schemes (relviz/schemes) hold maths, modules and parameters; the Live attention page's sentences are
-relviz/app/scheme_texts.py's, the offset study's relviz/experiments/readings.py's, both looked up by
-the scheme's name. A scheme added without its words fails here.
+One rule: the concept's module owns its sentences. A scheme's module says what the Live attention page
+shows beside its structure and under each parameter view (functions of the view's facts), the notices
+when there is nothing to draw, and the offset study's words for its exact range. A scheme added without
+its words fails here.
 """
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from relviz.app.scheme_texts import TEXTS, parameter_caption, structure_text, texts_for
 from relviz.experiments.plan import Setting
-from relviz.experiments.readings import EXACT_RANGE_WORDS, exact_range_words
-from relviz.inspection import parameter_views, position_structure
+from relviz.experiments.readings import exact_range_words
+from relviz.inspection import parameter_caption, parameter_views, position_structure, structure_text
 from relviz.model import ModelConfig, build_model
 from relviz.schemes import REGISTRY
 from relviz.schemes.views import PositionStructure
@@ -29,32 +29,39 @@ def _model(scheme: str, **fields):
 def test_every_scheme_has_the_words_for_what_it_shows(scheme):
     """Whatever the scheme shows (a structure, parameter views, or neither), the page has words for it,
     filled from the view's facts (a fact the words cite and the scheme does not give fails here)."""
-    assert scheme in TEXTS, f"add {scheme!r} to TEXTS in relviz/app/scheme_texts.py"
     model = _model(scheme)
     structure = position_structure(model, 24)
     if structure is None:
-        assert texts_for(scheme).no_structure
+        assert REGISTRY[scheme].no_structure
     else:
         text = structure_text(structure)
         assert len(text) > 40 and "{" not in text
     views = parameter_views(model, length=40, train_length=32, layer=1)
     if not views:
-        assert texts_for(scheme).no_parameters
+        assert REGISTRY[scheme].no_parameters
     for view in views:
         caption = parameter_caption(scheme, view)
         assert len(caption) > 40 and "{" not in caption
 
 
-def test_the_page_table_holds_only_registered_schemes():
-    assert set(TEXTS) == set(REGISTRY)
+def test_every_schemes_words_are_in_its_own_module():
+    """No table of words keyed by scheme name: each scheme that shows something overrides the words for it."""
+    for scheme, cls in REGISTRY.items():
+        model = _model(scheme)
+        if position_structure(model, 8) is not None:
+            assert "structure_text" in vars(cls), scheme
+        if parameter_views(model, length=8, train_length=8, layer=0):
+            assert "parameter_caption" in vars(cls), scheme
+        if cls.exact_shifts({p.name: p.default for p in cls.params}, [1, 2]) is not None:
+            assert "exact_range_words" in vars(cls), scheme
 
 
-def test_a_scheme_without_words_is_named_with_the_file_to_edit():
-    with pytest.raises(LookupError, match="relviz/app/scheme_texts.py"):
-        texts_for("no-such-scheme")
+def test_a_scheme_without_words_is_named_with_the_module_to_edit():
     structure = PositionStructure("none", "t", "l", np.zeros((1, 2, 2), dtype=np.float32), None, True, True)
-    with pytest.raises(LookupError, match="no words"):
+    with pytest.raises(LookupError, match="no words for it: override structure_text in relviz.schemes.none"):
         structure_text(structure)   # `none` shows no structure, so it has no words for one
+    with pytest.raises(LookupError, match="override parameter_caption in relviz.schemes.rope"):
+        parameter_caption("rope", None)
 
 
 @pytest.mark.parametrize("scheme", list(REGISTRY))
@@ -64,7 +71,6 @@ def test_every_scheme_with_a_per_offset_table_has_its_exact_range_words(scheme):
     shifts = list(range(1, 41))
     exact = cls.exact_shifts(params, shifts)
     if exact is None:
-        assert scheme not in EXACT_RANGE_WORDS
         return
     first_out = min(s for s in shifts if s not in exact)
     where, beyond = exact_range_words(Setting(scheme, scheme, scheme, params), exact, first_out)

@@ -101,12 +101,14 @@ class Throwaway(Scheme):
         with torch.no_grad():
             bias = detached(self.slope.sum(-1))[:, None] * np.abs(offsets)[None, :]
         return [BiasCurve("THROWAWAY CURVE", "", offsets, bias.astype(np.float32), learned=True)]
-'''
 
-#: The scheme's words on the Live attention page, added to the page's table (the one other edit).
-THROWAWAY_TEXTS = '''
-TEXTS["throwaway"] = SchemeTexts(structure=lambda s: f"a throwaway explanation of width {s.facts['width']}",
-                                 caption=lambda view: "THROWAWAY CAPTION")
+    @classmethod
+    def structure_text(cls, structure):
+        return f"a throwaway explanation of width {structure.facts['width']}"
+
+    @classmethod
+    def parameter_caption(cls, view):
+        return "THROWAWAY CAPTION"
 '''
 
 PROBE = '''
@@ -190,16 +192,14 @@ os._exit(0)  # skip the interpreter's teardown of torch and streamlit (seconds o
 
 
 def test_a_new_scheme_is_one_new_file(tmp_path):
-    """Copy the package, add one file and its page words (relviz/app/scheme_texts.py), touch nothing else:
-    the scheme is everywhere."""
+    """Copy the package, add one file (the scheme, its words included), touch nothing else: the scheme is
+    everywhere."""
     copy = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(REPO / "relviz", copy / "relviz", ignore=ignore)
     shutil.copytree(REPO / "pages", copy / "pages", ignore=ignore)
     shutil.copy(REPO / "app.py", copy / "app.py")
     (copy / "relviz" / "schemes" / "throwaway.py").write_text(textwrap.dedent(THROWAWAY), encoding="utf-8")
-    texts = copy / "relviz" / "app" / "scheme_texts.py"
-    texts.write_text(texts.read_text(encoding="utf-8") + THROWAWAY_TEXTS, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(copy))
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=copy, env=env, capture_output=True, text=True,
                           timeout=600)

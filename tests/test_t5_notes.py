@@ -149,7 +149,7 @@ def test_training_coverage_of_buckets():
 
 
 def test_live_attention_t5_caption_says_unseen_buckets_were_shaped_by_nothing():
-    from relviz.app.scheme_texts import parameter_caption
+    from relviz.inspection import parameter_caption
     from relviz.inspection import parameter_views
     from relviz.model import ModelConfig, build_model
 

@@ -2,7 +2,7 @@
 sentences the page prints under each chart (computed from the data, never written by hand)."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from relviz.experiments.cost import attention_matrix_bytes, chunked_bytes, fmt_bytes, naive_gather_bytes, skew_table_bytes, wall_length
@@ -62,27 +62,9 @@ def bucket_segments(setting: Setting, max_s: int) -> list[tuple[int, int, str]]:
     return get_scheme(setting.scheme).offset_segments(setting.params, max_s)
 
 
-#: The offset study's words for where one layer's exact range lies and what lies beyond it, by scheme
-#: name: (params, the exact s measured, the first s beyond them) -> (where, beyond). Every scheme with
-#: a per-offset table (``Scheme.exact_shifts`` not None) has one (tests/test_scheme_texts.py).
-EXACT_RANGE_WORDS: dict[str, Callable[[dict[str, Any], list[int], int], tuple[str, str]]] = {
-    "t5": lambda params, exact, first_out: (f"where −s has a bucket of its own (s ≤ {max(exact)})",
-                                            "where it shares one"),
-    # quote the measured range, not the one k implies
-    "shaw": lambda params, exact, first_out: (
-        f"for s ≤ {max(exact)}",
-        f"from s = {first_out} on (every offset from −{params['clip']} back shares the end embedding)"),
-}
-
-
 def exact_range_words(setting: Setting, exact: list[int], first_out: int) -> tuple[str, str]:
-    """(where the exact range is, what lies beyond) in the offset study's first sentence."""
-    try:
-        words = EXACT_RANGE_WORDS[setting.scheme]
-    except KeyError:
-        raise LookupError(f"scheme {setting.scheme!r} has a per-offset table but no words for its exact range: "
-                          "add them to EXACT_RANGE_WORDS in relviz/experiments/readings.py") from None
-    return words(setting.params, exact, first_out)
+    """(where the exact range is, what lies beyond) in the offset study's first sentence: the scheme's words."""
+    return get_scheme(setting.scheme).exact_range_words(setting.params, exact, first_out)
 
 
 def _pct(x: float | None) -> str:

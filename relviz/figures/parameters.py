@@ -2,7 +2,7 @@
 the norms of learned vectors, a similarity matrix), never by scheme name.
 
 ``view_figure`` is the one dispatch: a scheme returns its views (relviz.schemes.views) and the page
-draws each (``parameter_panels``), with the caption relviz/app/scheme_texts.py gives it. A new kind of view
+draws each (``parameter_panels``), with the caption its scheme gives it (Scheme.parameter_caption). A new kind of view
 adds its figure here.
 """
 from __future__ import annotations
@@ -140,7 +140,7 @@ def similarity_figure(matrix: SimilarityMatrix, *, validate: bool = True) -> go.
 
 
 # ---------------------------------------------------------------------------------------
-# Every position-parameter picture of a model (its caption is the page's: relviz/app/scheme_texts.py)
+# Every position-parameter picture of a model (its caption is its scheme's: Scheme.parameter_caption)
 
 
 def view_figure(view: View, *, train_length: int | None = None, validate: bool = True) -> go.Figure:

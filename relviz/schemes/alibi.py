@@ -7,7 +7,7 @@ import torch
 
 from relviz.attention import offset_bias_attention
 from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes
-from relviz.schemes.base import Attention, Scheme
+from relviz.schemes.base import Attention, Scheme, numbers_text
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 
 
@@ -42,6 +42,23 @@ class AlibiScheme(Scheme):
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         return [bias_lines(self.slopes(), self.offsets_shown(length))]
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        return ("A fixed penalty, nothing learned: each head subtracts slope · distance from its logits (slopes "
+                + numbers_text(structure.facts["slopes"], 4) + "). Far keys fade smoothly; no offset can be "
+                "singled out.")
+
+    @classmethod
+    def parameter_caption(cls, view: View) -> str:
+        heads = view.bias.shape[0]
+        sequence = ("a geometric sequence set by the number of heads" if heads & (heads - 1) == 0 else
+                    f"set by the number of heads ({heads}, not a power of 2: the geometric sequence of the nearest "
+                    "lower power of 2, then every other slope of twice that many)")
+        return (f"**ALiBi's slopes are fixed**, {sequence}: nothing about position is learned. Each head subtracts "
+                "a straight line from its logits; a steep head looks only at the last few tokens, a flat one far "
+                "back. It cannot prefer offset −s over −s + 1, so a shift task must be solved from the content: "
+                "compare its accuracy.")
 
 
 def bias_lines(slopes: np.ndarray, offsets: np.ndarray, *,

@@ -6,9 +6,12 @@ defaults); an instance is the ``nn.Module`` that gives one model its positions: 
 absolute positions to the embeddings (:meth:`Scheme.embed`) and/or does one layer's attention
 (:meth:`Scheme.attend`), and it shows what it learned (:meth:`Scheme.structure`,
 :meth:`Scheme.parameter_views`) as plain data the figures draw by kind. The words a page says about
-a scheme live with the page (``relviz/app/scheme_texts.py``), the experiments' in
-``relviz/experiments/readings.py``; a scheme holds its name, its one-line summary (``python -m relviz
-schemes``), its parameters' help (the CLI flags) and its error messages.
+a scheme live in its module, under one rule: the concept's module owns its sentences. A scheme holds
+its name, its one-line summary (``python -m relviz schemes``), its parameters' help (the CLI flags), its
+error messages, and what the pages say about what it shows: the explanation beside its structure
+(:meth:`Scheme.structure_text`), the caption under each parameter view (:meth:`Scheme.parameter_caption`),
+the notices when there is nothing to draw, and the offset study's words for its exact range
+(:meth:`Scheme.exact_range_words`), each a function of the numbers the view carries in its ``facts``.
 
 A :class:`Param` is declared once and gives everything else: the ModelConfig field, its
 validation, the ``python -m relviz train`` flag and help, the app's slider range.
@@ -30,7 +33,8 @@ from relviz.attention import future_mask, softmax_output
 from relviz.positions import expand_toeplitz
 from relviz.schemes.views import PositionStructure, View
 
-__all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_product_attention", "expand_offsets", "detached"]
+__all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_product_attention", "expand_offsets", "detached",
+           "numbers_text"]
 
 #: Longest sequence a model accepts: the attention weights it returns take
 #: n_layers · B · H · L² floats (L = 4096, 2 layers, 4 heads: 537 MB per sequence).
@@ -241,6 +245,13 @@ class Scheme(nn.Module):
         without a per-offset table."""
         return None
 
+    @classmethod
+    def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
+        """The offset study's words (where the exact range ``exact`` lies, what lies beyond it from
+        ``first_out`` on); a scheme whose :meth:`exact_shifts` is not None overrides it."""
+        raise LookupError(f"scheme {cls.name!r} has a per-offset table but no words for its exact range: "
+                          f"override exact_range_words in {cls.__module__}")
+
     # -- the model -------------------------------------------------------------------------
 
     @classmethod
@@ -286,11 +297,36 @@ class Scheme(nn.Module):
         numbers its caption cites in ``facts``)."""
         return []
 
+    # -- what the pages say about it (the Live attention page) -------------------------------
+
+    #: The notices when :meth:`structure` or :meth:`parameter_views` gives nothing to draw.
+    no_structure: ClassVar[str] = "This scheme gives attention no position structure to draw."
+    no_parameters: ClassVar[str] = "This scheme learns no position parameters."
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        """The explanation beside the scheme's position structure, citing its ``facts``; a scheme
+        whose :meth:`structure` gives one overrides it."""
+        raise LookupError(f"scheme {cls.name!r} shows a position structure but has no words for it: "
+                          f"override structure_text in {cls.__module__}")
+
+    @classmethod
+    def parameter_caption(cls, view: View) -> str:
+        """The markdown under one of the scheme's parameter views, citing its ``facts``; a scheme
+        whose :meth:`parameter_views` gives any overrides it."""
+        raise LookupError(f"scheme {cls.name!r} shows parameter views but has no captions for them: "
+                          f"override parameter_caption in {cls.__module__}")
+
     # -- helpers ---------------------------------------------------------------------------
 
     def offsets_shown(self, length: int) -> np.ndarray:
         """Offsets a per-offset view covers: −(L − 1)..0 causal, −(L − 1)..L − 1 bidirectional."""
         return np.arange(-(length - 1), 1 if self.config.causal else length)
+
+
+def numbers_text(values: tuple[float, ...], digits: int) -> str:
+    """'0.25, 0.0625, …': numbers a sentence quotes, to ``digits`` significant digits."""
+    return ", ".join(f"{x:.{digits}g}" for x in values)
 
 
 def detached(t: torch.Tensor) -> np.ndarray:

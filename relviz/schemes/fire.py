@@ -110,3 +110,21 @@ class Fire(Scheme):
             offsets, np.ascontiguousarray(bias, dtype=np.float32), learned=True,
             facts={"layer": layer, "query": length - 1, "c": float(fire.c.detach()),
                    "threshold": float(fire.threshold.detach())})]
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        facts = structure.facts
+        return ("A learned function of the distance divided by the query's own (log) position: for queries "
+                f"beyond the learned threshold L = {facts['threshold']:.3g} the same offset gets a different bias "
+                f"in every row (c = {facts['c']:.3g}), so the picture is not a Toeplitz matrix; below L it is. "
+                "Future keys are masked.")
+
+    @classmethod
+    def parameter_caption(cls, view: View) -> str:
+        facts = view.facts
+        return (f"**FIRE's learned function** in layer {facts['layer'] + 1} (the layer of the close-up), read "
+                f"along the last row: the query i = {facts['query']} looking back. f_θ sees the distance only "
+                f"after ψ(x) = log(c·x + 1) and the division by ψ(max(L, i)) (learned c = {facts['c']:.3g}, "
+                f"L = {facts['threshold']:.3g}), so a longer input squeezes more offsets into the same [0, 1] "
+                "range the MLP was trained on: interpolation, not extrapolation. Grey: distances never seen in "
+                "training.")

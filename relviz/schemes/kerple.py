@@ -14,7 +14,7 @@ from torch import nn
 
 from relviz.attention import offset_bias_attention
 from relviz.positions import offset_range
-from relviz.schemes.base import Attention, Scheme, SchemeConfig, detached, expand_offsets
+from relviz.schemes.base import Attention, Scheme, SchemeConfig, detached, expand_offsets, numbers_text
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 
 
@@ -83,3 +83,19 @@ class Kerple(Scheme):
             head_labels=tuple(f"head {h + 1}: r1 {a:.3g}, r2 {b:.3g}" for h, (a, b) in enumerate(zip(r1, r2))),
             facts={"steepest_head": steep, "r1": float(r1[steep]), "r2": float(r2[steep]),
                    "farthest_bias": float(per_offset[steep, 0]), "farthest_offset": int(offsets[0])})]
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        return ("A learned penalty per head that grows with the logarithm of the distance (r1 = "
+                + numbers_text(structure.facts["r1"], 3) + "; r2 = " + numbers_text(structure.facts["r2"], 3)
+                + "). Like ALiBi it only falls with distance, so no single offset can be singled out.")
+
+    @classmethod
+    def parameter_caption(cls, view: View) -> str:
+        facts = view.facts
+        return ("**KERPLE's learned curves.** Two numbers per head, shared by every layer: r1 scales the penalty, "
+                "r2 sets how fast the logarithm bends. The penalty is concave in the distance: the step from 1 to "
+                "2 keys back costs more than the step from 20 to 21. Steepest here: head "
+                f"{facts['steepest_head'] + 1} (r1 = {facts['r1']:.3g}, r2 = {facts['r2']:.3g}), "
+                f"{facts['farthest_bias']:.2f} at j − i = {facts['farthest_offset']}. The formula is defined at "
+                "every distance, so longer inputs extend the curve; grey: distances never seen in training.")

@@ -61,3 +61,21 @@ class LearnedAbsoluteScheme(Scheme):
                                  np.arange(max_len), cosine, outline=train_length if train_length < max_len else None,
                                  outline_label=" trained positions",
                                  facts={"max_len": max_len, "relative_share": share})]
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        return (f"One learned vector per absolute position (0…{structure.facts['max_len'] - 1}). Their similarity "
+                "is not forced to depend on j − i; if it looks banded, training made it so.")
+
+    @classmethod
+    def parameter_caption(cls, view: View) -> str:
+        share = view.facts["relative_share"]
+        return (f"**Cosine between the learned absolute position vectors** (all {view.facts['max_len']}). Nothing "
+                "forces their similarity to depend on j − i only"
+                + ("" if share is None else
+                   f". Inside the outlined trained positions **{share:.0%}** of its variation is explained by "
+                   "j − i alone (stripes parallel to the diagonal)"
+                   + (": an absolute table that learned a relative habit" if share >= 0.5 else
+                      ": the relative part is there, but the table stays largely absolute"))
+                + ". Beyond the training length nothing was trained (random), and beyond max_len there is no "
+                  "vector at all.")

@@ -69,3 +69,12 @@ class Rope(Scheme):
         return PositionStructure(
             self.name, "RoPE: mean cos((j − i) · θ_p) over the rotation pairs", "mean cos((j−i)θ)",
             expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)
+
+    no_parameters = ("RoPE has no position parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of "
+                     "dimensions. The structure beside the close-up shows what the rotation does to q · k.")
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        return ("q and k are rotated by angles proportional to their positions, so q_i · k_j sees only the "
+                "difference: pair p turns by (j − i) · θ_p. Shown: how much an unchanged vector still agrees with "
+                "itself after that relative turn, averaged over the pairs. Nothing learned.")

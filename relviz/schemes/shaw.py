@@ -5,6 +5,8 @@ a^K_ij = w^K[clip(j − i, k)]: 2k + 1 learned vectors each, per layer, shared b
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import nn
@@ -13,7 +15,7 @@ from relviz.attention import shaw_attention
 from relviz.positions import shaw_clip_index
 from relviz.schemes.base import Attention, MAX_LENGTH, Param, Scheme, SchemeConfig
 from relviz.schemes.views import PositionStructure, View, norms_and_cosine
-from relviz.schemes.vectors import vector_table_views
+from relviz.schemes.vectors import vector_table_caption, vector_table_views
 
 
 class Shaw(Scheme):
@@ -73,4 +75,25 @@ class Shaw(Scheme):
         return vector_table_views(
             name="a^K", what="Shaw: norm of a^K (solid) and a^V (dashed)", offsets=offsets, norms=norms,
             cosine=cosine, used=used, layer=layer, second=("a^V", value_norms))
+
+    @classmethod
+    def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
+        # quote the measured range, not the one k implies
+        return (f"for s ≤ {max(exact)}",
+                f"from s = {first_out} on (every offset from −{params['clip']} back shares the end embedding)")
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        k = structure.facts["k"]
+        return (f"Offset j − i, clipped to ±{k}, picks one of {2 * k + 1} learned vectors a^K (added to the key) "
+                f"and a^V (added to the value); one table per layer, shared by the heads. Every key {k} or more "
+                "back reads the same vector"
+                + ("." if structure.masked_future else f" (every key {k} or more ahead, the other end's)."))
+
+    @classmethod
+    def parameter_caption(cls, view: View) -> str:
+        return vector_table_caption(view, (
+            "Shaw's table has 2k + 1 rows per layer (a^K added to keys, a^V to values), shared by the heads; in a "
+            "causal model the rows for future offsets are never read, so they stay at their random start (shrunk "
+            "by weight decay)."))
 

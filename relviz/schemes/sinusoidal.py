@@ -37,3 +37,11 @@ class Sinusoidal(Scheme):
         return PositionStructure(
             self.name, "sinusoidal: p_i · p_j / (d/2)", "p_i·p_j/(d/2)",
             expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)
+
+    no_parameters = ("Sinusoidal positions are fixed sin/cos vectors: nothing about position is learned. "
+                     "Their dot product (the structure beside the close-up) depends only on j − i.")
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        return ("Absolute vectors, yet their dot product depends only on j − i (a sum of cos(ω · (j − i))). "
+                "Nothing learned: the model has to turn this into the offset it needs.")

@@ -9,7 +9,7 @@ from torch import nn
 from relviz._checks import check_int
 from relviz.attention import skew_attention
 from relviz.schemes.base import Attention, MAX_LENGTH, Param, Scheme, SchemeConfig, expand_offsets
-from relviz.schemes.vectors import vector_table_views
+from relviz.schemes.vectors import vector_table_caption, vector_table_views
 from relviz.schemes.views import PositionStructure, View, norms_and_cosine
 
 
@@ -69,3 +69,16 @@ class Skew(Scheme):
         return vector_table_views(
             name="E_r", what="Music Transformer: norm of each E_r row", offsets=offsets, norms=norms, cosine=cosine,
             used=np.ones(m, dtype=bool), layer=layer)
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        last = structure.facts["distances"] - 1
+        return (f"Row m of E_r stands for distance m − {last}; the skew moves q_i · E_r[m] into cell (i, j) with "
+                f"j − i = m − {last}. Farther keys share row 0. Future keys are masked (the skew leaves meaningless "
+                "values there; the hover says −1).")
+
+    @classmethod
+    def parameter_caption(cls, view: View) -> str:
+        return vector_table_caption(view, (
+            "E_r has one row per distance 0…M − 1 per layer, shared by the heads; the skew puts q_i · E_r[m] into "
+            "every cell at that distance."))

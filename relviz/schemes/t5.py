@@ -14,7 +14,7 @@ from relviz.attention import offset_bias_attention
 from relviz.positions import T5_LIMITS, t5_bucket, t5_bucket_map, t5_config
 from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, detached
 from relviz.schemes.views import BiasCurve, PositionStructure, View
-from relviz.t5_notes import last_bucket_start, t5_training_coverage
+from relviz.t5_notes import curve_caption, last_bucket_start, t5_training_coverage
 
 
 class T5(Scheme):
@@ -117,6 +117,24 @@ class T5(Scheme):
         coverage = t5_training_coverage(self.config.num_buckets, self.config.max_distance, not self.config.causal,
                                         train_length=train_length, extent=int(np.abs(curve.offsets).max()))
         return [dataclasses.replace(curve, facts={**curve.facts, "coverage": coverage})]
+
+    @classmethod
+    def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
+        return f"where −s has a bucket of its own (s ≤ {max(exact)})", "where it shares one"
+
+    @classmethod
+    def structure_text(cls, structure: PositionStructure) -> str:
+        return (f"Each offset j − i falls into a bucket; the model learned one bias per bucket and head (in the "
+                f"hover: this head's). Exact buckets for |j − i| < {structure.facts['max_exact']}, then "
+                "logarithmic bands."
+                + (" Causal: every future offset falls in bucket 0 (and is masked anyway)."
+                   if structure.masked_future else ""))
+
+    @classmethod
+    def parameter_caption(cls, view: View) -> str:
+        facts = view.facts
+        return (curve_caption(facts["num_buckets"], facts["max_distance"], facts["bidirectional"]) + " "
+                + facts["coverage"].sentence())
 
 
 def bias_curve(table: np.ndarray, *, num_buckets: int, max_distance: int, bidirectional: bool,

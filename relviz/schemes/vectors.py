@@ -1,6 +1,6 @@
 """The views of a learned per-offset vector table (Shaw's a^K / a^V, the Music Transformer's
 E_r): the norm of each vector against its offset, and the cosine between the vectors of one
-layer. Shared by the schemes that learn such a table; not a scheme itself."""
+layer, and their captions. Shared by the schemes that learn such a table; not a scheme itself."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,3 +24,16 @@ def vector_table_views(*, name: str, what: str, offsets: np.ndarray, norms: np.n
         facts={"layer": layer, "most_distinct": most_distinct(cosine[layer], offsets, used),
                "unused_rows": not bool(used.all())})
     return [norms_view, similarity]
+
+
+def vector_table_caption(view: View, about: str) -> str:
+    """The caption under one of :func:`vector_table_views`' views; ``about``: the table's own sentence."""
+    if isinstance(view, VectorNorms):
+        return (f"**Norm of each learned vector {view.name} against its offset**, per layer. An unusual norm can "
+                "mark an offset the layer singles out; the similarity map beside it usually shows that more "
+                "clearly. " + about)
+    facts = view.facts
+    return (f"**Similarity between the vectors of layer {facts['layer'] + 1}** (the layer of the close-up). "
+            "Offsets whose vectors point the same way look alike to the layer; a row unlike all others is an "
+            f"offset the layer can tell apart. Here the most distinct is **j − i = {facts['most_distinct']}**"
+            + (" (unused future rows left out)." if facts["unused_rows"] else "."))

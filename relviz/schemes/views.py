@@ -11,10 +11,10 @@
 
 Every view is data with short labels (its title, axis, hover and legend labels) and ``facts``: the
 numbers the words about it cite (a slope, the most distinct offset, the last bucket's start),
-computed by the scheme. The words themselves live with what shows them: the Live attention page's
-in ``relviz/app/scheme_texts.py``, looked up by the scheme's name. ``BiasCurve.caption`` is for
-the layer views of a real model's mechanisms (``relviz.layer_views``), which carry their own words;
-a scheme leaves it empty.
+computed by the scheme. The words themselves are the scheme's too (``Scheme.structure_text``,
+``Scheme.parameter_caption``: functions of the facts, so the numbers they quote are the view's).
+``BiasCurve.caption`` is for the layer views of a real model's mechanisms (``relviz.layer_views``),
+which carry their words in the view; a scheme leaves it empty.
 
 Sign convention everywhere: relative position = key index − query index (j − i).
 """
@@ -38,7 +38,7 @@ class PositionStructure:
     values are indices (``discrete`` gives their range); floats are biases or similarities.
     ``extra`` holds more hover fields ([G, L, L] each), e.g. T5's learned bias per head.
     ``masked_future``: the model is causal, cells j > i get no attention. ``facts``: the numbers
-    the page's explanation cites (relviz/app/scheme_texts.py reads them by name).
+    the scheme's explanation of it cites (``Scheme.structure_text`` reads them by name).
     """
 
     scheme: str
