@@ -27,14 +27,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Plan", "Student", "run_plan", "check_isolation", "main"]
+__all__ = ["ClassPlan", "Student", "run_plan", "check_isolation", "main"]
 
 #: Longest a student waits for one answer (a stuck server is a failure, not a hang).
 ANSWER_TIMEOUT_S = 120.0
 
 
 @dataclass
-class Plan:
+class ClassPlan:
     """What the class does: the link (page and query), the control moved and the schedule."""
 
     base: str                   # http://host:port of the server (or the proxy)
@@ -157,7 +157,7 @@ def _values(slider, rng: random.Random, count: int) -> list[float]:
     return values
 
 
-async def _student(plan: Plan, student: Student, started: float, rng: random.Random) -> None:
+async def _student(plan: ClassPlan, student: Student, started: float, rng: random.Random) -> None:
     from streamlit.proto.WidgetStates_pb2 import WidgetState
 
     await asyncio.sleep(max(0.0, started + student.arrival_s - time.perf_counter()))
@@ -199,7 +199,7 @@ async def _student(plan: Plan, student: Student, started: float, rng: random.Ran
         await session.close()
 
 
-async def _run(plan: Plan) -> list[Student]:
+async def _run(plan: ClassPlan) -> list[Student]:
     rng = random.Random(plan.seed)
     students = [Student(i, arrival_s=rng.uniform(0.0, plan.arrive_s)) for i in range(plan.students)]
     started = time.perf_counter()
@@ -207,7 +207,7 @@ async def _run(plan: Plan) -> list[Student]:
     return students
 
 
-def run_plan(plan: Plan) -> list[Student]:
+def run_plan(plan: ClassPlan) -> list[Student]:
     return asyncio.run(_run(plan))
 
 
@@ -233,7 +233,7 @@ def main(argv: list[str]) -> int:
     plan_path, out_path = argv
     raw = json.loads(open(plan_path, encoding="utf-8").read())
     raw["move_every_s"] = tuple(raw["move_every_s"])
-    plan = Plan(**raw)
+    plan = ClassPlan(**raw)
     started = time.time()
     students = run_plan(plan)
     with open(out_path, "w", encoding="utf-8") as out:
