@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz.app.allocator import start_trimming
+from relviz.app.collector import freeze_new_modules
 from relviz.app.display import export_format_control
 from relviz.app.lecture_mode import collect_view_control, lecture_mode
 from relviz.app.links import checked_link_values
@@ -41,3 +42,4 @@ with running_app_navigation(), checked_link_values():
                        "the URL: copy the address bar to share the exact view.")
             export_format_control()
         end_run_profile(run_profile, navigation.url_path)
+        freeze_new_modules()  # a run that imported modules: the collector stops walking them (relviz.app.collector)

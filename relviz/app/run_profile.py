@@ -12,6 +12,7 @@ before and after each visit. Sampling slows the server, so it runs on a server o
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -65,10 +66,24 @@ def category(frames: list[tuple[str, str]]) -> str:
 
 @dataclass
 class RunProfile:
-    """One run being measured: its thread's CPU clock and the wall clock at the start."""
+    """One run being measured: its thread's CPU clock, the wall clock and the collector's total at the start."""
 
     started_cpu: float
     started_wall: float
+    started_gc: float = 0.0
+
+
+#: Seconds the cyclic garbage collector ran in this process so far (any thread), and collections per generation.
+_GC = {"seconds": 0.0, "started": 0.0, "collections": [0, 0, 0]}
+
+
+def _gc_clock(phase: str, info: dict) -> None:
+    """gc.callbacks: time each collection (the collector runs in the thread whose allocation triggered it)."""
+    if phase == "start":
+        _GC["started"] = time.perf_counter()
+    else:
+        _GC["seconds"] += time.perf_counter() - _GC["started"]
+        _GC["collections"][info.get("generation", 2)] += 1
 
 
 #: (file, function) of a thread's innermost Python frame while it waits (not counted as work).
@@ -127,6 +142,9 @@ def begin() -> RunProfile | None:
     """At the start of app.py's run: None unless the server measures its runs (``RELVIZ_RUN_PROFILE``)."""
     if not os.environ.get(ENV_FOLDER):
         return None
+    with _LOCK:
+        if _gc_clock not in gc.callbacks:
+            gc.callbacks.append(_gc_clock)
     if os.environ.get(ENV_SAMPLE) == "1":
         with _LOCK:
             if not _SAMPLER:
@@ -134,7 +152,7 @@ def begin() -> RunProfile | None:
                 _SAMPLER.append(threading.Thread(target=_sample_process, args=(Path(os.environ[ENV_FOLDER]),),
                                                  daemon=True, name="relviz-run-sampler"))
                 _SAMPLER[0].start()
-    return RunProfile(time.thread_time(), time.perf_counter())
+    return RunProfile(time.thread_time(), time.perf_counter(), _GC["seconds"])
 
 
 def end(profile: RunProfile | None, page: str) -> None:
@@ -144,6 +162,8 @@ def end(profile: RunProfile | None, page: str) -> None:
     cpu = time.thread_time() - profile.started_cpu
     wall = time.perf_counter() - profile.started_wall
     record = {"page": page or "home", "thread_cpu_s": round(cpu, 6), "wall_s": round(wall, 6),
+              "gc_s": round(_GC["seconds"] - profile.started_gc, 6), "gc_total_s": round(_GC["seconds"], 6),
+              "gc_collections": list(_GC["collections"]),
               "pid": os.getpid(), "time": time.time()}
     folder = Path(os.environ[ENV_FOLDER])
     folder.mkdir(parents=True, exist_ok=True)
