@@ -319,7 +319,7 @@ def test_deepspeed_reads_rope_theta_where_transformers_5_no_longer_puts_it():
     moved into config.rope_parameters in transformers 5, so getattr(config, "rope_theta", default) "silently returns
     the default for every checkpoint". A transformers 5 style config.json (Llama 3: θ 500000 inside rope_parameters,
     head 128) read by relviz, checked against the cache the default 10000 gives."""
-    config = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
+    config = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128, "num_hidden_layers": 2,
               "max_position_embeddings": 8192, "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}
     report = cli("rope_cos", llama_cos(1024, 128, 10000.0), config=config)
     assert causes(report)[0] == RC.base_off(10000.0, 500000.0)

@@ -87,12 +87,13 @@ def test_scaled_configs_match_and_read_from_config_json():
     inv, attention = yarn(150000.0, 64, 32.0, 4096)
     cos, sin = cache(128, 64, inv, scale=attention)
     config = {"model_type": "gpt_oss", "head_dim": 64, "num_attention_heads": 64, "hidden_size": 2880,
-              "rope_theta": 150000, "max_position_embeddings": 131072,
+              "num_hidden_layers": 2, "rope_theta": 150000, "max_position_embeddings": 131072,
               "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096,
                                "beta_fast": 32.0, "beta_slow": 1.0}}
     s = settings_from_config(json.dumps(config))
     assert C.check("rope_cos", cos, s).ok and C.check("rope_sin", sin, s).ok
-    gptj = settings_from_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64})
+    gptj = settings_from_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64, "n_layer": 2,
+                                 "n_positions": 2048})  # read through the model's plan: its layout is the plan's
     assert (gptj.layout, gptj.rotary_dim, gptj.head_dim) == ("interleaved", 64, 256)
 
 
@@ -258,6 +259,7 @@ def test_cli_rope_flags_config_fit_and_exit_codes(tmp_path, capsys):
     assert report["first_mismatches"][0]["offset"] >= 0  # the frequency pair of the column
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 64,
+                                  "num_hidden_layers": 2,
                                   "rope_theta": 500000.0}))
     code, out, _ = run_cli(capsys, str(tmp_path / "cos.npy"), "--kind", "rope_cos", "--config", str(config))
     assert code == 0, out
@@ -283,7 +285,8 @@ def test_a_sign_folded_sin_cache_is_named_harmless_and_compact_caches_get_a_hint
     with pytest.raises(ValueError, match="one column per pair"):
         C.check("rope_cos", np.cos(angle), rope_settings(head_dim=16))
     with pytest.raises(ValueError, match="give the layer"):
-        settings_from_config({"model_type": "gemma3_text", "head_dim": 16, "rope_parameters": {
+        settings_from_config({"model_type": "gemma3_text", "head_dim": 16, "num_hidden_layers": 6,
+                              "num_attention_heads": 2, "hidden_size": 32, "rope_parameters": {
             "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
             "full_attention": {"rope_type": "default", "rope_theta": 1e6}}})
 

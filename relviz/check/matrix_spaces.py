@@ -67,15 +67,17 @@ T5_STEPS = (
          options={"wide": True}),
     Step("rounded instead of truncated", "The logarithmic bucket is rounded to the nearest integer; T5 "
          "truncates toward zero.", _t5_step(rounded=True), options={"rounded": True}),
-    Step("max_exact taken before halving", "max_exact is num_buckets // 2 even in bidirectional mode; T5 takes half of one "
-         "direction's buckets.", lambda n, s: t5_bucket_variant(n, s.num_buckets, s.max_distance, s.bidirectional,
-                                                               max_exact_before_halving=True)
-         if s.bidirectional else None, options={"before_halving": True}),
-    Step("no clamp to the last bucket", "The logarithmic bucket is not clamped to num_buckets − 1 (per direction): distances beyond "
-         "max_distance get buckets past the table (an index error, or another direction's bucket).",
-         _t5_step(clamp=False), options={"clamp": False}),
-    Step("no log buckets (every distance its own bucket, clamped)", "Every distance up to the last bucket has its own bucket: the logarithmic part is missing "
-         "(plain clipping, as Shaw's).", _t5_step(log=False), options={"log": False}),
+    Step("max_exact taken before halving", "max_exact is num_buckets // 2 even in bidirectional mode; T5 takes "
+         "half of one direction's buckets.",
+         lambda n, s: t5_bucket_variant(n, s.num_buckets, s.max_distance, s.bidirectional,
+                                        max_exact_before_halving=True) if s.bidirectional else None,
+         options={"before_halving": True}),
+    Step("no clamp to the last bucket", "The logarithmic bucket is not clamped to num_buckets − 1 (per "
+         "direction): distances beyond max_distance get buckets past the table (an index error, or another "
+         "direction's bucket).", _t5_step(clamp=False), options={"clamp": False}),
+    Step("no log buckets (every distance its own bucket, clamped)", "Every distance up to the last bucket has its "
+         "own bucket: the logarithmic part is missing (plain clipping, as Shaw's).", _t5_step(log=False),
+         options={"log": False}),
     Step("relative positions in bfloat16", "j − i was cast to bfloat16 before bucketing: beyond 256 the "
          "distances round to multiples of 2, 4, ... and neighbouring offsets collapse.",
          _t5_positions(torch.bfloat16), options={"wide": True}),

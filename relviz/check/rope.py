@@ -44,9 +44,6 @@ ATOL = 1e-6
 ANGLE_RTOL = 2.0 ** -18
 #: A named mistake is first tried on this many rows spread over the cache.
 PROBE_ROWS = 64
-#: model_type values whose rotation pairs adjacent dims (transformers' configs of these families).
-INTERLEAVED_MODEL_TYPES = frozenset({"gptj", "codegen", "llama4", "llama4_text", "cohere", "cohere2", "glm",
-                                     "chatglm"})
 
 
 @dataclass(frozen=True)
@@ -117,8 +114,11 @@ def settings_from_config(config: Mapping[str, Any] | str, *, layout: str | None 
                          q_offset: int = 0) -> RopeSettings:
     """RopeSettings from a Hugging Face config.json (a dict, or its text), scaling rules included.
 
-    The layout comes from ``layout`` when given, else from the config (``rope_interleave``, or a family
-    that rotates adjacent pairs: GPT-J, CodeGen, Llama 4, Cohere), else half-split.
+    A model's config (it names its ``model_type``) is read only through the model's per-layer plan
+    (relviz.hf.from_config, relviz.check.rope_model): the layout, the rotary dims and the rule per layer are the
+    plan's, so the checker keeps no list of families of its own. A model whose layers rotate differently needs
+    the layer (``--layer N``). A bare RoPE block without a model_type is read by relviz.rope's reader, the one
+    the plan's rotation uses. ``layout`` overrides the layout read.
     """
     if isinstance(config, str):
         try:
@@ -128,11 +128,19 @@ def settings_from_config(config: Mapping[str, Any] | str, *, layout: str | None 
     if not isinstance(config, Mapping):
         raise ValueError(f"config must be a JSON object (a config.json); got {type(config).__name__}")
     config = dict(config)
-    # GPT-J and CodeGen name their fields differently and give rotary_dim in dims, not as a fraction.
-    for ours, theirs in (("hidden_size", "n_embd"), ("num_attention_heads", "n_head"),
-                         ("max_position_embeddings", "n_positions")):
-        if ours not in config and theirs in config:
-            config[ours] = config[theirs]
+    if "model_type" in config:
+        from relviz import hf  # the plan: here, since relviz.check.rope_model imports this module
+        from relviz.check.rope_model import settings_for_layer
+
+        plan = hf.from_config(config)
+        layers = range(len(plan.plans[plan.stack_names[0]]))
+        per_layer = [settings_for_layer(plan, n, q_offset=q_offset) for n in layers]
+        if any((p.config, p.layout, p.rotates) != (per_layer[0].config, per_layer[0].layout, per_layer[0].rotates)
+               for p in per_layer):
+            raise ValueError(f"this {plan.model_type} model's layers rotate differently (per layer type): give the "
+                             "layer (--layer N, or relviz.check.rope_model.settings_for_model), whose settings the "
+                             "model's per-layer plan reads")
+        return replace(per_layer[0], layout=layout) if layout else per_layer[0]
     try:
         rope = rope_config_from_hf(config)
     except ValueError as exc:
@@ -140,12 +148,7 @@ def settings_from_config(config: Mapping[str, Any] | str, *, layout: str | None 
             raise ValueError(f"{exc}: give the layer (--layer N, or relviz.check.rope_model.settings_for_model), "
                              "whose settings the model's per-layer plan reads") from None
         raise
-    if config.get("rotary_dim"):
-        rope = replace(rope, partial_rotary_factor=min(1.0, int(config["rotary_dim"]) / rope.head_dim))
-    if layout is None:
-        layout = "interleaved" if (config.get("rope_interleave") or config.get("model_type")
-                                   in INTERLEAVED_MODEL_TYPES) else "half"
-    return RopeSettings(rope, layout, q_offset)
+    return RopeSettings(rope, layout or ("interleaved" if config.get("rope_interleave") else "half"), q_offset)
 
 
 # ---------------------------------------------------------------------------------------
