@@ -177,3 +177,30 @@ def test_a_low_precision_step_says_how_large_the_error_is_and_where_positions_co
     assert "From position 256 on, neighbouring positions round to the same bfloat16 value" in text
     angles = variant_cache("rope_angles", "angles computed in bfloat16", (600, 32), s)
     np.testing.assert_array_equal(angles[256], angles[257])  # what the sentence says: 257 rounds to 256
+
+
+def _cache_with(settings, rows: int, **recipe_changes) -> np.ndarray:
+    """The cos cache at ``settings`` with the recipe changed (θ or the attention factor), as the mistake builds it."""
+    from dataclasses import replace
+
+    from relviz.check.rope import ROPE_KINDS, reference_recipe
+
+    recipe = replace(reference_recipe(settings, rows), **recipe_changes)
+    return ROPE_KINDS["rope_cos"].build(recipe, np.arange(rows), settings.head_dim).double().numpy()
+
+
+def test_rope_scaling_parameters_are_read_from_the_data_or_varied():
+    from dataclasses import replace
+
+    from relviz.rope import RopeScaling, rope_parameters
+
+    yarn = rope_settings(head_dim=64, base=1e6, max_position_embeddings=131072,
+                         scaling=RopeScaling("yarn", factor=32.0, original_max_position_embeddings=4096))
+    assert C.check("rope_cos", _cache_with(yarn, 200, scale=1.2345), yarn).cause.name == \
+        "attention factor 1.2345, not 1.34657"
+    betas = replace(yarn.config, scaling=replace(yarn.config.scaling, beta_fast=16.0))
+    got = _cache_with(yarn, 200, inv_freq=rope_parameters(betas, 200, device="cpu")[0])
+    assert C.check("rope_cos", got, yarn).cause.name.startswith("YaRN with beta_fast 16")
+    dynamic = rope_settings(head_dim=64, base=1e4, max_position_embeddings=128, scaling=RopeScaling("dynamic", factor=2.0))
+    got = _cache_with(dynamic, 300, inv_freq=rope_parameters(dynamic.config, 512, device="cpu")[0])
+    assert C.check("rope_cos", got, dynamic).cause.name == "dynamic NTK evaluated at length 512, not 300"

@@ -16,11 +16,11 @@ import numpy as np
 
 from relviz.check.result import Cause, CheckResult
 from relviz.check.rope import (
-    LAYOUTS, ROPE_KINDS, RopeKind, RopeSettings, _angle_bound, _storage, _stored, compare, describe_scaling,
-    reference_recipe, rope_settings, tolerance,
+    LAYOUTS, ROPE_KINDS, Recipe, RopeKind, RopeSettings, _angle_bound, _reproduces, _storage, _stored, compare,
+    describe_scaling, reference_recipe, rope_settings, tolerance,
 )
 from relviz.check.rope_causes import COMMON_BASES, variants
-from relviz.rope import RopeScaling
+from relviz.rope import RopeScaling, rope_parameters
 
 #: The bases tried, most common first (Llama 2 / Mistral 10^4, Llama 3 5·10^5, Qwen 10^6, ...).
 BASES = (10000.0, 500000.0, 1000000.0) + tuple(b for b in COMMON_BASES if b not in (10000.0, 500000.0, 1000000.0))
@@ -145,6 +145,9 @@ def explain(result: CheckResult, given: RopeSettings) -> CheckResult:
     ``given``. Otherwise the result is returned as it was."""
     if result.ok or result.causes or not given.rotates:
         return result
+    derived = _derived(result, given)
+    if derived is not None:
+        return derived
     try:
         found = fit(result.kind, result.got)
     except ValueError:
@@ -162,3 +165,63 @@ def explain(result: CheckResult, given: RopeSettings) -> CheckResult:
             + " ".join(why for key, why in WHY.items() if any(p.startswith(key) for p in phrases))
             + (f" {extra.explanation}" if extra else ""))
     return replace(result, causes=(Cause(name, text.strip(), False, 1.0),), closest=None)
+
+
+#: YaRN's correction range tried when the settings use YaRN (transformers' defaults first: beta_fast 32, beta_slow 1).
+YARN_BETAS = ((32.0, 1.0), (16.0, 1.0), (64.0, 1.0), (32.0, 2.0), (32.0, 0.5), (16.0, 2.0))
+
+
+def _derived(result: CheckResult, given: RopeSettings) -> CheckResult | None:
+    """One setting of the given scaling rule read from the data or varied where the grid does not reach: the
+    attention factor (cos and sin carry it: the upload over the unscaled reference), dynamic NTK evaluated at
+    another length, YaRN's correction range (beta_fast, beta_slow) and its truncation. The first that reproduces
+    every cell is the cause."""
+    kind = ROPE_KINDS[result.kind]
+    got = np.asarray(result.got, dtype=np.float64)
+    rows, width = got.shape
+    every = np.arange(rows)
+    storage = _storage(got)
+    ref = reference_recipe(given, rows)
+    tries: list[tuple[str, str, Recipe]] = []
+    if kind.scaled:
+        unit = kind.build(replace(ref, scale=1.0), every, width).double().numpy()
+        big = np.abs(unit) > 0.5
+        if big.any():
+            observed = float(np.median(got[big] / unit[big]))
+            if abs(observed - ref.scale) > 1e-6 * max(1.0, abs(ref.scale)):
+                tries.append((f"attention factor {observed:.6g}, not {ref.scale:.6g}",
+                              "The attention factor on cos and sin differs from the settings' (YaRN's 0.1·ln(factor) "
+                              "+ 1, the config's attention_factor, or DeepSeek's mscale ratio): read from your cache, "
+                              "it is the ratio of your values to the unscaled ones.", replace(ref, scale=observed)))
+    scaling = given.config.scaling
+    if scaling.rope_type == "dynamic":
+        original = given.config.max_position_embeddings
+        for length in sorted({rows, given.q_offset + rows, 2 * original, 4 * original} - {given.q_offset + rows}):
+            if length > 0:
+                inv_freq, _ = rope_parameters(given.config, max(length, 1), device="cpu")
+                tries.append((f"dynamic NTK evaluated at length {length}, not {given.q_offset + rows}",
+                              "Dynamic NTK raises the base with the current length once it exceeds the original "
+                              "context; your cache was computed for another length (a cache built once at its "
+                              "longest, or never recomputed).", replace(ref, inv_freq=inv_freq)))
+    if scaling.rope_type == "yarn":
+        current = (scaling.beta_fast or 32.0, scaling.beta_slow or 1.0)
+        for fast, slow in YARN_BETAS:
+            for truncate in (True, False):
+                if (fast, slow) == current and truncate == (scaling.truncate is not False):
+                    continue
+                other = replace(scaling, beta_fast=fast, beta_slow=slow, truncate=truncate)
+                inv_freq, _ = rope_parameters(replace(given.config, scaling=other), given.q_offset + rows, device="cpu")
+                changes = [f"beta_fast {fast:g}" if fast != current[0] else "",
+                           f"beta_slow {slow:g}" if slow != current[1] else "",
+                           ("" if truncate == (scaling.truncate is not False) else f"truncate {truncate}")]
+                tries.append(("YaRN with " + ", ".join(c for c in changes if c) + " (the settings: beta_fast "
+                              f"{current[0]:g}, beta_slow {current[1]:g}, truncate {scaling.truncate is not False})",
+                              "YaRN's ramp between interpolated and original frequencies is set by beta_fast and "
+                              "beta_slow (turns within the original context) and rounded to whole dims unless "
+                              "truncate is false: the config's values were not passed on.",
+                              replace(ref, inv_freq=inv_freq)))
+    for name, text, recipe in tries:
+        if _reproduces(kind, recipe, ref, got, every, width, storage).all():
+            return replace(result, causes=(Cause(name, f"Your cache is the settings' with {name}: that reproduces "
+                                                 f"every cell. {text}", False, 1.0),), closest=None)
+    return None
