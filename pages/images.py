@@ -31,6 +31,23 @@ def show(name: str, *args, key: str, **kwargs) -> None:
     display.show_figure(figure(name, *args, **kwargs), key=key)
 
 
+@st.fragment
+def mrope_scores_panel(rule: str, rows: int, cols: int, frames: int, tps: int, seconds: float) -> None:
+    """The frame-offset slider and the slice it picks, rerun alone when the slider moves (a fragment): the ids chart
+    above (36,873 tokens at 8 frames of 64 × 64) is not sent again."""
+    controls.clamp_state(f"{P}_dt", -(frames - 1), frames - 1)
+    dt = int(st.slider("frame offset Δt (key − query)", -(frames - 1), frames - 1, 0, key=f"{P}_dt",
+                       bind="query-params")) if frames > 1 else 0
+    with display.user_errors():
+        show("mrope_scores", rule, rows, cols, frames, dt=dt, tokens_per_second=tps, seconds_per_grid=seconds,
+             validate=False, key=f"{P}_fig_mrope_scores")
+    st.caption(f"**Two video tokens {dt:+d} frames apart**, score per (Δh, Δw) (k = q). Their ids differ by Δt on the "
+               "time axis (Qwen2.5-VL: times the interval; Qwen3-VL: every axis moves by the frame's start), so the "
+               "map of each Δt is one slice of a (Δt, Δh, Δw) volume: "
+               f"{(2 * frames - 1) * (2 * rows - 1) * (2 * cols - 1):,} values for {(frames * rows * cols) ** 2:,} "
+               "pairs.")
+
+
 display.page_title("Images and video")
 display.sign_convention(compact=True)
 
@@ -129,17 +146,17 @@ elif view == VIEWS[2]:
     args = dict(rope=rope, head_dim=head_dim, seed=seed, same=same)
     left, right = st.columns(2)
     with left:
-        show("rope2d_scores", rows, cols, query_row=query_row, query_col=query_col, **args, validate=False,
-                            key=f"{P}_fig_rope_plane")
+        show("rope2d_scores", rows, cols, **args, validate=False, key=f"{P}_fig_rope_plane")
         st.caption(f"**The score per offset (Δh, Δw)**: {(2 * rows - 1) * (2 * cols - 1):,} values describe all "
                    f"{(rows * cols) ** 2:,} pairs. Half the frequency pairs turn with the row, half with the "
                    "column, so the map is a row term plus a column term: S(Δh, Δw) = S_h(Δh) + S_w(Δw). The "
-                   "outline: the offsets the query patch reads.")
+                   f"query patch ({query_row}, {query_col}) reads the part Δh ∈ [{-query_row}, {rows - 1 - query_row}], "
+                   f"Δw ∈ [{-query_col}, {cols - 1 - query_col}]; every query reads its own part of the same map.")
     with right:
         show("rope2d_query_scores", rows, cols, query_row=query_row, query_col=query_col, **args, validate=False,
                             key=f"{P}_fig_rope_query")
-        st.caption(f"**The query patch ({query_row}, {query_col}) against every key patch**: the outlined part "
-                   "of the map beside, laid out as the image. Move the query: the picture slides, its shape stays.")
+        st.caption(f"**The query patch ({query_row}, {query_col}) against every key patch**: its part of the map "
+                   "beside, laid out as the image. Move the query: the picture slides, its shape stays.")
     show("rope2d_pairs", head_dim, rows, cols, key=f"{P}_fig_rope_pairs")
     st.caption("**Which pairs turn with which axis, and how fast.** Pixtral takes a D-wide RoPE and gives its "
                "even-indexed θ to the row, the odd-indexed to the column, so rows and columns alternate along the "
@@ -159,11 +176,9 @@ else:
         rule_label = st.selectbox("model", tuple(RULES), index=1, key=f"{P}_rule", bind="query-params")
         frames = int(st.slider("video frames T", 1, 8, 4, key=f"{P}_frames", bind="query-params",
                                help="Temporal patches of the video's grid (grid_thw's t)."))
-        controls.clamp_state(f"{P}_dt", -(frames - 1), frames - 1)
-        dt = int(st.slider("frame offset Δt (key − query)", -(frames - 1), max(frames - 1, 1), 0, key=f"{P}_dt",
-                           bind="query-params", disabled=frames == 1)) if frames > 1 else 0
-        tps = int(st.selectbox("tokens_per_second (Qwen2.5-VL)", ("1", "2", "4"), index=1, key=f"{P}_tps",
-                               bind="query-params"))
+        tps = int(st.selectbox("tokens_per_second (Qwen2.5-VL)", ("2", "4"), key=f"{P}_tps", bind="query-params",
+                               help="2 in Qwen2.5-VL's published configs, 4 by default in transformers' config class. "
+                                    "With these and the seconds below, f·interval is a whole number for every frame."))
         seconds = float(st.selectbox("seconds per temporal patch (Qwen2.5-VL)", SECONDS, index=1, key=f"{P}_sec",
                                      bind="query-params"))
     rule = RULES[rule_label]
@@ -180,19 +195,13 @@ else:
                    "max(H, W) only.")
         left, right = st.columns(2)
         with left:
-            show("mrope_scores", rule, rows, cols, frames, dt=dt, tokens_per_second=tps,
-                                             seconds_per_grid=seconds, validate=False, key=f"{P}_fig_mrope_scores")
-            st.caption(f"**Two video tokens {dt:+d} frames apart**, score per (Δh, Δw) (k = q). Their ids differ "
-                       "by Δt on the time axis (Qwen2.5-VL: times the interval; Qwen3-VL: every axis moves by the "
-                       "frame's start), so the map of each Δt is one slice of a (Δt, Δh, Δw) volume: "
-                       f"{(2 * frames - 1) * (2 * rows - 1) * (2 * cols - 1):,} values for "
-                       f"{(frames * rows * cols) ** 2:,} pairs.")
+            mrope_scores_panel(rule, rows, cols, frames, tps, seconds)
         with right:
             show("mrope_pairs", views.rule_named(rule).section, key=f"{P}_fig_mrope_pairs")
             st.caption("**Which pairs each axis owns.** Sectioned (Qwen2-VL, 2.5-VL, mrope_section [16, 24, 24]): "
                        "the fastest pairs turn with time, then a block with the row, then the slowest with the "
-                       "column, whose wavelengths (base 10,000 here) run from about 2,000 to 54,000 ids: across a few dozen columns they "
-                       "hardly turn, so the map beside barely changes along Δw. Interleaved (Qwen3-VL, [24, 20, 20]): "
+                       "column, whose wavelengths (base 10,000 here) run from about 2,000 to 54,000 ids: across a "
+                       "few dozen columns they hardly turn, so the map beside barely changes along Δw. Interleaved (Qwen3-VL, [24, 20, 20]): "
                        "t, h, w take turns, so every axis gets fast and slow pairs.")
         st.markdown(
             "**Why text is plain RoPE.** A text token carries the same id n on all three rows, so every pair turns "

@@ -183,9 +183,8 @@ def rope2d_query_scores(rows: int = 16, cols: int = 16, *, rope: str = "pixtral"
     Example: ``show.rope2d_query_scores(64, 64, query_row=20, query_col=40)``
     """
     grid = _grid(rows, cols, query_row, query_col)
-    plane = torch.from_numpy(rope2d_plane(rows, cols, rope=rope, head_dim=head_dim, base=base, seed=seed,
-                                          same=same))
-    values = offset_window(plane, grid, query_row, query_col).numpy().astype(np.float32)
+    plane = rope2d_plane(rows, cols, rope=rope, head_dim=head_dim, base=base, seed=seed, same=same)
+    values = offset_window(plane, grid, query_row, query_col).astype(np.float32)      # a slice of the numpy plane
     dh, dw = (t.numpy() for t in query_offsets(grid, query_row, query_col, device=CPU))
     return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate,
                                     title=f"query ({query_row}, {query_col}) against every key patch",

@@ -193,7 +193,7 @@ PAGE_PARAMS: dict[str, dict[str, LinkParam]] = {
                "im_seed": _int(0, 999), "im_rope": _choices("Pixtral", "Qwen-VL vision", "DINOv3"),
                "im_dim": _choices(16, 32, 64, 80, 128), "im_same": BOOL,
                "im_rule": _choices("Qwen2-VL", "Qwen2.5-VL", "Qwen3-VL"), "im_frames": _int(1, 8),
-               "im_dt": _int(-7, 7, dynamic=True), "im_tps": _choices(1, 2, 4),
+               "im_dt": _int(-7, 7, dynamic=True), "im_tps": _choices(2, 4),
                "im_sec": _choices("0.5", "1.0", "1.5", "2.0")},
     "experiments": {"ex_thr": FloatParam(0.5, 1.0),
                     "ex_set": MultiParam(choices=("Shaw k = 4", "Shaw k = 16", "T5 32/128", "T5 8/32", "ALiBi",

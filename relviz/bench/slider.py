@@ -50,6 +50,11 @@ CASES = [
     # slider, each press a layer not shown before (its strip highlight and every view of that layer)
     ("your_model", "ym_model=Llama+4+Scout+17B-16E+%28published+config%29", "layer", "ArrowRight"),
     ("your_model", "ym_model=Gemma+3+27B+%28published+config%29", "layer", "ArrowRight"),
+    # Images and video at a 1024 × 1024 image in 16-px patches (4,096 patches): the query patch moves; and 8 frames
+    # of such patches: each press a frame offset Δt not shown before
+    ("images", "im_view=2-D+RoPE&im_rows=64&im_cols=64&im_qr=20&im_qc=10", "query patch column", "ArrowRight"),
+    ("images", "im_view=M-RoPE+%28video%29&im_rows=64&im_cols=64&im_frames=8&im_dt=-7",
+     "frame offset Δt (key − query)", "ArrowRight"),
 ]
 
 #: Installed once the page is drawn: every chart div records when its data last changed and when

@@ -12,10 +12,14 @@ Sign convention as everywhere in relviz: relative position = key − query.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from relviz._checks import check_int, resolve_device
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Patches per side a grid may have: 1024 is a 16,384-pixel side at 16 px; (2·1024 − 1)² offsets stay small.
 MAX_SIDE = 1024
@@ -114,9 +118,10 @@ def query_offsets(grid: PatchGrid | tuple[int, int], query_row: int, query_col: 
     return dh, dw
 
 
-def offset_window(per_offset: torch.Tensor, grid: PatchGrid, query_row: int, query_col: int) -> torch.Tensor:
+def offset_window(per_offset: torch.Tensor | np.ndarray, grid: PatchGrid, query_row: int,
+                  query_col: int) -> torch.Tensor | np.ndarray:
     """[..., H, W] the values one query patch reads from a per-offset map [..., 2H − 1, 2W − 1] (Δh, Δw
-    ascending): a slice, no gather. Key (h, w) reads entry (h − query_row + H − 1, w − query_col + W − 1)."""
+    ascending; a tensor or a numpy array, returned as the same kind): a slice, no gather. Key (h, w) reads entry (h − query_row + H − 1, w − query_col + W − 1)."""
     grid.patch(query_row, query_col)
     if tuple(per_offset.shape[-2:]) != (2 * grid.rows - 1, 2 * grid.cols - 1):
         raise ValueError(f"per_offset must end in ({2 * grid.rows - 1}, {2 * grid.cols - 1}) offsets (Δh, Δw); "

@@ -7,6 +7,7 @@ its own content elsewhere), so a map shows what the position mechanism alone doe
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -38,12 +39,14 @@ def make_rope2d(rope: str, head_dim: int, base: float | None = None) -> Rope2D:
     return build(head_dim, default if base is None else base)
 
 
+@functools.lru_cache(maxsize=16)
 def rope2d_plane(rows: int, cols: int, *, rope: str = "pixtral", head_dim: int = 64, base: float | None = None,
                  seed: int = 0, same: bool = True) -> np.ndarray:
-    """float64 [2H − 1, 2W − 1]: the score per (Δh, Δw) of the content (q, k) under a 2-D RoPE."""
+    """float64 [2H − 1, 2W − 1], read-only: the score per (Δh, Δw) of the content (q, k) under a 2-D RoPE.
+    Kept for the last 16 settings (a query or frame slider then only slices it)."""
     r = make_rope2d(rope, head_dim, base)
     q, k = content(r.head_dim, seed, same)
-    return score_map_2d(q, k, r, PatchGrid(rows, cols), device=CPU).numpy()
+    return _read_only(score_map_2d(q, k, r, PatchGrid(rows, cols), device=CPU).numpy())
 
 
 def mixed_sequence(rule: str, rows: int, cols: int, frames: int, *, seconds_per_grid: float = 1.0) -> list:
@@ -61,9 +64,11 @@ def rule_named(rule: str) -> MropeRule:
     return MROPE_RULES[rule]
 
 
+@functools.lru_cache(maxsize=16)
 def mrope_plane(rule: str, rows: int, cols: int, frames: int, *, head_dim: int = 128, seed: int = 0, same: bool = True,
                 tokens_per_second: int = 2, seconds_per_grid: float = 1.0) -> np.ndarray:
-    """float64 [2T − 1, 2H − 1, 2W − 1]: the score between two tokens of one video per (Δframe, Δh, Δw)."""
+    """float64 [2T − 1, 2H − 1, 2W − 1], read-only: the score between two tokens of one video per (Δframe, Δh,
+    Δw). Kept for the last 16 settings (moving Δt only slices it)."""
     r = rule_named(rule)
     head_dim = check_int("head_dim", head_dim, minimum=6, maximum=1024)
     pairs = head_dim // 2
@@ -72,8 +77,14 @@ def mrope_plane(rule: str, rows: int, cols: int, frames: int, *, head_dim: int =
     q, k = content(2 * pairs, seed, same)
     video = mixed_sequence(rule, rows, cols, frames, seconds_per_grid=seconds_per_grid)[3]
     step = video_frame_step(video, r, tokens_per_second=tokens_per_second)
-    return score_map_3d(q, k, inv_freq, section, interleaved=r.interleaved, frames=frames, rows=rows, cols=cols,
-                        frame_step=step, device=CPU).numpy()
+    return _read_only(score_map_3d(q, k, inv_freq, section, interleaved=r.interleaved, frames=frames, rows=rows,
+                                   cols=cols, frame_step=step, device=CPU).numpy())
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A cached array, shared by every caller: nobody may change it."""
+    array.flags.writeable = False
+    return array
 
 
 def _scaled_section(section: tuple[int, int, int], pairs: int) -> tuple[int, int, int]:
