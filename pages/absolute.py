@@ -3,28 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 import streamlit as st
-import torch
 
 from relviz.app import controls, display, downloads, navigation
-from relviz.absolute import (
-    diagonal_range,
-    projected_similarity,
-    sinusoidal_encoding,
-    sinusoidal_similarity,
-    sinusoidal_similarity_per_offset,
-    toeplitz_deviation,
-)
-from relviz.figures.absolute import (
-    alibi_bias_figure,
-    alibi_lines_figure,
-    alibi_slopes_figure,
-    encoding_figure,
-    offset_curve_figure,
-    relative_figure,
-    similarity_figure,
-)
+from relviz.absolute import projected_similarity, sinusoidal_encoding, sinusoidal_similarity, toeplitz_deviation
+from relviz.figures import absolute as pictures
+from relviz.figures.absolute import relative_figure
 from relviz.figures.toeplitz import Window, needs_window, toeplitz_overview_image, toeplitz_view
-from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes, alibi_slopes_geometric, relative_positions
+from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes, relative_positions
+from relviz.schemes.alibi import slope_rule_text
 from relviz.snippets import alibi_snippet, sinusoidal_snippet
 
 navigation.ensure_app_navigation()
@@ -48,20 +34,6 @@ def similarity(length: int, d_model: int, projected: bool) -> tuple[np.ndarray, 
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def offset_curve(length: int, d_model: int) -> tuple[np.ndarray, np.ndarray]:
-    offsets = torch.arange(-(length - 1), length)
-    return offsets.numpy(), sinusoidal_similarity_per_offset(offsets, d_model, normalize=True).numpy()
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def diagonal_spread(length: int, d_model: int) -> tuple[np.ndarray, np.ndarray]:
-    """Min and max over each diagonal of the projected similarity (how far from Toeplitz it is)."""
-    matrix, _ = similarity(length, d_model, True)
-    lo, hi = diagonal_range(torch.from_numpy(matrix))
-    return lo.numpy(), hi.numpy()
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
 def relative(length: int) -> np.ndarray:
     return relative_positions(length, device=CPU).numpy().astype(np.int16)
 
@@ -73,39 +45,21 @@ def alibi(length: int, heads: int, head: int) -> tuple[np.ndarray, np.ndarray]:
     return bias.numpy(), alibi_slopes(heads, device=CPU).numpy()
 
 
-# Figures, cached by the same scalars: a figure is read-only once built (st.plotly_chart copies it),
-# so going back to a recent setting skips plotly's slow property validation.
+# Figures (relviz.figures.absolute's, which relviz.show re-exports), cached by the same scalars: a figure is
+# read-only once built (st.plotly_chart copies it), so going back to a recent setting skips plotly's slow
+# property validation.
 FIGURE_CACHE = dict(max_entries=8, show_spinner=False)
-
-
-@st.cache_resource(**FIGURE_CACHE)
-def encoding_fig(length: int, d_model: int):
-    return encoding_figure(encoding(length, d_model))
-
-
-@st.cache_resource(**FIGURE_CACHE)
-def similarity_fig(length: int, d_model: int, projected: bool):
-    matrix, _ = similarity(length, d_model, projected)
-    if projected:
-        return similarity_figure(matrix, relative(length), value_label="score", diverging=True)
-    return similarity_figure(matrix, relative(length), value_label="similarity")
+encoding_fig = st.cache_resource(**FIGURE_CACHE)(pictures.sinusoidal_encoding_map)
+similarity_fig = st.cache_resource(**FIGURE_CACHE)(pictures.sinusoidal_similarity_map)
+curve_fig = st.cache_resource(**FIGURE_CACHE)(pictures.sinusoidal_offset_curve)
+alibi_fig = st.cache_resource(**FIGURE_CACHE)(pictures.alibi_bias)
+slopes_fig = st.cache_resource(**FIGURE_CACHE)(pictures.alibi_slopes)
+lines_fig = st.cache_resource(**FIGURE_CACHE)(pictures.alibi_lines)
 
 
 @st.cache_resource(**FIGURE_CACHE)
 def relative_fig(length: int):
     return relative_figure(relative(length))
-
-
-@st.cache_resource(**FIGURE_CACHE)
-def curve_fig(length: int, d_model: int, projected: bool):
-    offsets, curve = offset_curve(length, d_model)
-    return offset_curve_figure(offsets, curve, projected=diagonal_spread(length, d_model) if projected else None)
-
-
-@st.cache_resource(**FIGURE_CACHE)
-def alibi_fig(length: int, heads: int, head: int, causal: bool):
-    bias, slopes = alibi(length, heads, head)
-    return alibi_bias_figure(bias, relative(length), head=head, slope=float(slopes[head - 1]), causal=causal)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -124,42 +78,6 @@ def alibi_overview(length: int, heads: int, head: int):
 def alibi_window(length: int, heads: int, head: int, row0: int, col0: int, rows: int, cols: int):
     return toeplitz_view(alibi_per_offset(length, heads, head), length, length, value_label="bias",
                          window=Window(row0, col0, rows, cols), title=f"head {head}: bias, full resolution")
-
-
-@st.cache_resource(**FIGURE_CACHE)
-def slopes_fig(heads: int, head: int):
-    slopes = alibi_slopes(heads, device=CPU).numpy()
-    p = 1 << (heads.bit_length() - 1)
-    naive = alibi_slopes_geometric(heads, device=CPU).numpy() if p != heads else None
-    return alibi_slopes_figure(slopes, from_p=p, naive=naive, selected=head)
-
-
-@st.cache_resource(**FIGURE_CACHE)
-def lines_fig(length: int, heads: int, head: int):
-    return alibi_lines_figure(alibi_slopes(heads, device=CPU).numpy(), length, selected=head)
-
-
-def slope_rule(heads: int) -> tuple[int, str]:
-    """The nearest lower power of 2 and the sentence that explains the slopes for this head count."""
-    p = 1 << (heads.bit_length() - 1)
-    if heads == 1:
-        return p, "**1 head is a power of 2:** its one slope is 2^(−8/1) = 2^−8 = 1/256."
-    if p == heads:
-        return p, (f"**{heads} heads is a power of 2:** the slopes are the geometric sequence that starts at "
-                   f"2^(−8/{p}) = {2 ** (-8 / heads):.4g} with that same ratio, down to 2^−8 = 1/256"
-                   f"{' (8 heads: 1/2, 1/4, …, 1/256)' if heads == 8 else ''}.")
-    extra = heads - p
-    first = f"2^(−8/{p})" if p > 1 else "2^−8"
-    steepest_blue, first_extra = 8 / p, 4 / p
-    return p, (f"**{heads} heads is not a power of 2.** The rule of the reference code: take the {p} slopes "
-               f"of the nearest lower power of 2 (blue: {first} … 2^−8), then the remaining {extra} from the "
-               f"{2 * p}-head sequence (2^(−8/{2 * p}), 2^(−16/{2 * p}), …), taking **every other one**, "
-               f"starting with the first (orange). That first one, 2^−{first_extra:g}, is **steeper than every "
-               f"blue slope** (the steepest blue is 2^−{steepest_blue:g}), so the range of steepness widens at "
-               f"the steep end"
-               + (f"; the other {extra - 1} fall between blue slopes" if extra > 1 else "")
-               + f". No slope repeats. Codebases that instead use 2^(−8h/{heads}) (grey marks) or the first "
-               f"{heads} slopes of {2 * p} heads do not match a model trained with the reference.")
 
 
 display.page_title("Absolute vs relative")
@@ -189,13 +107,13 @@ with display.user_errors():
     with col_sim:
         if projected:
             st.markdown("**Through a random head: (PE_i W_Q)·(PE_j W_K) / √64**")
-            display.show_figure(similarity_fig(length, d_model, projected), key="abs_fig_sim")
+            display.show_figure(similarity_fig(length, d_model, projected=projected), key="abs_fig_sim")
             st.caption("The projections mix frequencies, so the sin·sin + cos·cos pairs no longer combine "
                        "into cos((j − i)ω): the score depends on where the pair sits, not only on j − i. A "
                        "trained head can learn to keep the relative part, but nothing forces it to.")
         else:
             st.markdown("**Their dot products: PE_i · PE_j / (d_model/2)**")
-            display.show_figure(similarity_fig(length, d_model, projected), key="abs_fig_sim")
+            display.show_figure(similarity_fig(length, d_model, projected=projected), key="abs_fig_sim")
             st.caption("sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so PE_i · PE_j = Σ_k cos((j − i)·ω_k): "
                        "constant along every diagonal, like the relative matrix beside it. Absolute vectors, "
                        "relative dot products.")
@@ -219,7 +137,7 @@ with display.user_errors():
 
     curve_col, check_col = st.columns([2, 1])
     with curve_col:
-        display.show_figure(curve_fig(length, d_model, projected), key="abs_fig_curve")
+        display.show_figure(curve_fig(length, d_model, projected=projected), key="abs_fig_curve")
     with check_col:
         st.markdown("**Does it depend only on j − i?**")
         if projected:
@@ -253,7 +171,7 @@ alibi_length = a1.number_input("ALiBi length", 8, controls.MAX_LENGTH, None, key
                                     "shown as a pooled overview and an exact window, computed per offset.")
 alibi_length = length if alibi_length is None else int(alibi_length)
 with display.user_errors():
-    _, rule = slope_rule(heads)
+    rule = slope_rule_text(heads)
     slopes = alibi_slopes(heads, device=CPU).numpy()
     large = needs_window(alibi_length, alibi_length)
     if large:  # the overview panel needs the page's width (it has two columns of its own)
@@ -277,7 +195,7 @@ with display.user_errors():
                                       key="abs_dl_alibi")
         else:
             bias, _ = alibi(alibi_length, heads, head)
-            display.show_figure(alibi_fig(alibi_length, heads, head, causal), key="abs_fig_alibi")
+            display.show_figure(alibi_fig(alibi_length, heads, head, causal=causal), key="abs_fig_alibi")
             st.caption("Zero on the diagonal, falling linearly with distance into the past. Grey above the "
                        "diagonal: masked by the causal mask." if causal else
                        "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
@@ -288,7 +206,7 @@ with display.user_errors():
                                 name=f"alibi_L{alibi_length}_heads{heads}_head{head}", key="abs_dl_alibi")
     with right:
         st.markdown("**Slopes of all heads** (bar height: −log2 m)")
-        display.show_figure(slopes_fig(heads, head), key="abs_fig_slopes")
+        display.show_figure(slopes_fig(heads, head=head), key="abs_fig_slopes")
         st.markdown(rule)
         st.markdown("**Bias against distance, every head** (selected head in red)")
-        display.show_figure(lines_fig(alibi_length, heads, head), key="abs_fig_lines")
+        display.show_figure(lines_fig(alibi_length, heads, head=head), key="abs_fig_lines")

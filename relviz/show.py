@@ -26,25 +26,21 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-import torch
 
-from relviz.absolute import (
-    diagonal_range,
-    projected_similarity,
-    sinusoidal_encoding,
-    sinusoidal_similarity,
-    sinusoidal_similarity_per_offset,
+from relviz.figures.absolute import (
+    alibi_bias,
+    alibi_lines,
+    alibi_slopes,
+    sinusoidal_encoding_map,
+    sinusoidal_offset_curve,
+    sinusoidal_similarity_map,
 )
-from relviz.figures import absolute as absolute_figures
 from relviz.figures import intro as intro_figures
 from relviz.figures import rope as rope_figures
 from relviz.figures import shaw as shaw_figures
 from relviz.figures import skew as skew_figures
 from relviz.figures import t5 as t5_figures
 from relviz.figures.compose import panel_grid
-from relviz.positions import alibi_bias as _alibi_bias
-from relviz.positions import alibi_slopes as _alibi_slopes
-from relviz.positions import alibi_slopes_geometric, relative_positions
 from relviz.rope import content_scores, decay_curves, rope_parameters, rope_presets, unscaled
 from relviz.show_experiments import (
     forward_time,
@@ -262,85 +258,6 @@ def skew_steps(L: int = 6, *, seed: int = 0, bidirectional: bool = False, colour
                                                scale_below=False))
               for n, (title, name, x_title, y_title) in enumerate(steps)]
     return panel_grid(panels, cols=3)
-
-
-# ---------------------------------------------------------------------------------------
-# Absolute vs relative, ALiBi
-
-
-def sinusoidal_encoding_map(length: int = 128, d_model: int = 128) -> go.Figure:
-    """The sinusoidal encoding PE[p, d] (Vaswani et al. 2017), positions × dimensions.
-
-    Example: ``show.sinusoidal_encoding_map(64, 32)``
-    """
-    return absolute_figures.encoding_figure(sinusoidal_encoding(length, d_model, device=CPU).numpy())
-
-
-def _projected(length: int, d_model: int) -> torch.Tensor:
-    """What one random head (d_head 64, seed 0, as on the page) makes of the positions alone."""
-    return projected_similarity(length, d_model, d_head=64, seed=0, device=CPU)
-
-
-def sinusoidal_similarity_map(length: int = 128, d_model: int = 128, *, projected: bool = False) -> go.Figure:
-    """PE_i · PE_j / (d_model / 2): depends only on j − i. ``projected=True``: through a random head,
-    (PE_i W_Q)·(PE_j W_K) / √64, which does not.
-
-    Example: ``show.sinusoidal_similarity_map(64, 32, projected=True)``
-    """
-    rel = relative_positions(length, device=CPU).numpy().astype(np.int16)
-    if projected:
-        return absolute_figures.similarity_figure(_projected(length, d_model).numpy(), rel, value_label="score",
-                                                  diverging=True)
-    matrix = sinusoidal_similarity(length, d_model, normalize=True, device=CPU).numpy()
-    return absolute_figures.similarity_figure(matrix, rel, value_label="similarity")
-
-
-def sinusoidal_offset_curve(length: int = 128, d_model: int = 128, *, projected: bool = False) -> go.Figure:
-    """The similarity against j − i (closed form); ``projected=True`` adds the random head's
-    min … max along each diagonal.
-
-    Example: ``show.sinusoidal_offset_curve(128, 64, projected=True)``
-    """
-    offsets = torch.arange(-(length - 1), length)
-    curve = sinusoidal_similarity_per_offset(offsets, d_model, normalize=True).numpy()
-    spread = None
-    if projected:
-        lo, hi = diagonal_range(_projected(length, d_model))
-        spread = (lo.numpy(), hi.numpy())
-    return absolute_figures.offset_curve_figure(offsets.numpy(), curve, projected=spread)
-
-
-def alibi_bias(length: int = 32, heads: int = 8, head: int = 1, *, causal: bool = True) -> go.Figure:
-    """One head's ALiBi bias −m_h·|j − i| (Press et al. 2022); heads count from 1, as in the app.
-
-    Example: ``show.alibi_bias(32, heads=8, head=3)``
-    """
-    slopes = _alibi_slopes(heads, device=CPU).numpy()
-    if isinstance(head, bool) or not isinstance(head, int) or not 1 <= head <= len(slopes):
-        raise ValueError(f"head must be an integer from 1 to {len(slopes)}; got {head!r}")
-    bias = _alibi_bias(length, num_heads=heads, device=CPU)[head - 1].numpy()
-    rel = relative_positions(length, device=CPU).numpy().astype(np.int16)
-    return absolute_figures.alibi_bias_figure(bias, rel, head=head, slope=float(slopes[head - 1]), causal=causal)
-
-
-def alibi_slopes(heads: int = 12, *, head: int = 1) -> go.Figure:
-    """The slopes of every head (−log2 m), coloured by the reference rule's two sources; for a
-    head count that is not a power of 2, grey marks show the common 2^(−8h/n) mistake.
-
-    Example: ``show.alibi_slopes(12)``
-    """
-    slopes = _alibi_slopes(heads, device=CPU).numpy()
-    p = 1 << (heads.bit_length() - 1)
-    naive = alibi_slopes_geometric(heads, device=CPU).numpy() if p != heads else None
-    return absolute_figures.alibi_slopes_figure(slopes, from_p=p, naive=naive, selected=head)
-
-
-def alibi_lines(length: int = 32, heads: int = 8, *, head: int = 1) -> go.Figure:
-    """Every head's bias against the distance, ``head`` highlighted.
-
-    Example: ``show.alibi_lines(64, heads=8, head=8)``
-    """
-    return absolute_figures.alibi_lines_figure(_alibi_slopes(heads, device=CPU).numpy(), length, selected=head)
 
 
 # ---------------------------------------------------------------------------------------

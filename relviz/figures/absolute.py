@@ -1,6 +1,7 @@
 """Figures for the "absolute vs relative" page: the sinusoidal encoding, its position
 similarity, the relative index, and ALiBi's per-head bias and slopes (the landing page's
-picture of j − i is figures.intro's).
+picture of j − i is figures.intro's): each from its arrays, and (the last section) from the page's
+settings, which the page and ``relviz.show`` both call.
 
 Heatmaps go through the shared ``matrix_heatmap`` (query 0 on top, hover on every cell,
 float32 payloads); the colour value itself is shown in the hover (``hover_value``) so no
@@ -10,8 +11,19 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+import torch
 
+from relviz import positions
+from relviz.absolute import (
+    diagonal_range,
+    projected_similarity,
+    sinusoidal_encoding,
+    sinusoidal_similarity,
+    sinusoidal_similarity_per_offset,
+)
 from relviz.figures.heatmap import matrix_heatmap, readable
+
+CPU = "cpu"  # figures are drawn from CPU tensors whatever the default device is
 
 #: Colours for the slope chart: slopes of the nearest lower power of 2, and the ones taken from 2p.
 FROM_P_COLOUR = "#1f77b4"
@@ -170,3 +182,81 @@ def alibi_lines_figure(slopes: np.ndarray, length: int, *, selected: int, height
     figure.update_xaxes(title_text="distance into the past i − j  (= −(j − i))")
     figure.update_yaxes(title_text="bias added to the logit")
     return figure
+
+
+# ---------------------------------------------------------------------------------------
+# The page's pictures from its settings (relviz.show re-exports them for notebooks)
+
+
+def sinusoidal_encoding_map(length: int = 128, d_model: int = 128) -> go.Figure:
+    """The sinusoidal encoding PE[p, d] (Vaswani et al. 2017), positions × dimensions.
+
+    Example: ``show.sinusoidal_encoding_map(64, 32)``
+    """
+    return encoding_figure(sinusoidal_encoding(length, d_model, device=CPU).numpy())
+
+
+def _projected(length: int, d_model: int) -> torch.Tensor:
+    """What one random head (d_head 64, seed 0, as on the page) makes of the positions alone."""
+    return projected_similarity(length, d_model, d_head=64, seed=0, device=CPU)
+
+
+def sinusoidal_similarity_map(length: int = 128, d_model: int = 128, *, projected: bool = False) -> go.Figure:
+    """PE_i · PE_j / (d_model / 2): depends only on j − i. ``projected=True``: through a random head,
+    (PE_i W_Q)·(PE_j W_K) / √64, which does not.
+
+    Example: ``show.sinusoidal_similarity_map(64, 32, projected=True)``
+    """
+    rel = positions.relative_positions(length, device=CPU).numpy().astype(np.int16)
+    if projected:
+        return similarity_figure(_projected(length, d_model).numpy(), rel, value_label="score", diverging=True)
+    matrix = sinusoidal_similarity(length, d_model, normalize=True, device=CPU).numpy()
+    return similarity_figure(matrix, rel, value_label="similarity")
+
+
+def sinusoidal_offset_curve(length: int = 128, d_model: int = 128, *, projected: bool = False) -> go.Figure:
+    """The similarity against j − i (closed form); ``projected=True`` adds the random head's
+    min … max along each diagonal.
+
+    Example: ``show.sinusoidal_offset_curve(128, 64, projected=True)``
+    """
+    offsets = torch.arange(-(length - 1), length)
+    curve = sinusoidal_similarity_per_offset(offsets, d_model, normalize=True).numpy()
+    spread = None
+    if projected:
+        lo, hi = diagonal_range(_projected(length, d_model))
+        spread = (lo.numpy(), hi.numpy())
+    return offset_curve_figure(offsets.numpy(), curve, projected=spread)
+
+
+def alibi_bias(length: int = 32, heads: int = 8, head: int = 1, *, causal: bool = True) -> go.Figure:
+    """One head's ALiBi bias −m_h·|j − i| (Press et al. 2022); heads count from 1, as in the app.
+
+    Example: ``show.alibi_bias(32, heads=8, head=3)``
+    """
+    slopes = positions.alibi_slopes(heads, device=CPU).numpy()
+    if isinstance(head, bool) or not isinstance(head, int) or not 1 <= head <= len(slopes):
+        raise ValueError(f"head must be an integer from 1 to {len(slopes)}; got {head!r}")
+    bias = positions.alibi_bias(length, num_heads=heads, device=CPU)[head - 1].numpy()
+    rel = positions.relative_positions(length, device=CPU).numpy().astype(np.int16)
+    return alibi_bias_figure(bias, rel, head=head, slope=float(slopes[head - 1]), causal=causal)
+
+
+def alibi_slopes(heads: int = 12, *, head: int = 1) -> go.Figure:
+    """The slopes of every head (−log2 m), coloured by the reference rule's two sources; for a
+    head count that is not a power of 2, grey marks show the common 2^(−8h/n) mistake.
+
+    Example: ``show.alibi_slopes(12)``
+    """
+    slopes = positions.alibi_slopes(heads, device=CPU).numpy()
+    p = 1 << (heads.bit_length() - 1)
+    naive = positions.alibi_slopes_geometric(heads, device=CPU).numpy() if p != heads else None
+    return alibi_slopes_figure(slopes, from_p=p, naive=naive, selected=head)
+
+
+def alibi_lines(length: int = 32, heads: int = 8, *, head: int = 1) -> go.Figure:
+    """Every head's bias against the distance, ``head`` highlighted.
+
+    Example: ``show.alibi_lines(64, heads=8, head=8)``
+    """
+    return alibi_lines_figure(positions.alibi_slopes(heads, device=CPU).numpy(), length, selected=head)

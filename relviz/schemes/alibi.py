@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from relviz.attention import offset_bias_attention
-from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes
+from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes, press_slope_powers
 from relviz.schemes.base import Attention, Scheme, numbers_text
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 
@@ -70,3 +70,28 @@ def bias_lines(slopes: np.ndarray, offsets: np.ndarray, *,
     bias = (-slopes[:, None] * np.abs(offsets)[None, :]).astype(np.float32)             # [H, n]
     return BiasCurve(title, caption, np.asarray(offsets), bias, learned=False,
                      head_labels=tuple(f"head {h + 1}: slope {float(s):.4g}" for h, s in enumerate(slopes)))
+
+
+def slope_rule_text(heads: int) -> str:
+    """The sentence (markdown) that explains Press et al.'s slopes for ``heads`` heads (the Absolute vs relative
+    page, beside its slope chart: blue the nearest lower power of 2's slopes, orange those taken from 2p)."""
+    bases, _ = press_slope_powers(heads)
+    p = bases.count(bases[0])                     # the nearest lower power of 2: the heads with base 2^(−8/p)
+    if heads == 1:
+        return "**1 head is a power of 2:** its one slope is 2^(−8/1) = 2^−8 = 1/256."
+    if p == heads:
+        return (f"**{heads} heads is a power of 2:** the slopes are the geometric sequence that starts at "
+                f"2^(−8/{p}) = {2 ** (-8 / heads):.4g} with that same ratio, down to 2^−8 = 1/256"
+                f"{' (8 heads: 1/2, 1/4, …, 1/256)' if heads == 8 else ''}.")
+    extra = heads - p
+    first = f"2^(−8/{p})" if p > 1 else "2^−8"
+    steepest_blue, first_extra = 8 / p, 4 / p
+    return (f"**{heads} heads is not a power of 2.** The rule of the reference code: take the {p} slopes "
+            f"of the nearest lower power of 2 (blue: {first} … 2^−8), then the remaining {extra} from the "
+            f"{2 * p}-head sequence (2^(−8/{2 * p}), 2^(−16/{2 * p}), …), taking **every other one**, "
+            f"starting with the first (orange). That first one, 2^−{first_extra:g}, is **steeper than every "
+            f"blue slope** (the steepest blue is 2^−{steepest_blue:g}), so the range of steepness widens at "
+            f"the steep end"
+            + (f"; the other {extra - 1} fall between blue slopes" if extra > 1 else "")
+            + f". No slope repeats. Codebases that instead use 2^(−8h/{heads}) (grey marks) or the first "
+            f"{heads} slopes of {2 * p} heads do not match a model trained with the reference.")
