@@ -24,8 +24,15 @@ EXPORT_KEY = "chart_export"
 
 
 def plotly_config(export: str = "PNG") -> dict:
-    """The chart config: no plotly logo, the camera button in the chosen format (default PNG)."""
-    return {"displaylogo": False, "toImageButtonOptions": dict(EXPORT_FORMATS.get(export, EXPORT_FORMATS["PNG"]))}
+    """The chart config: no plotly logo, and of plotly's toolbar only the camera button (the chosen format, default
+    PNG). The full toolbar (zoom, pan, box select, autoscale: nine buttons) appeared over the chart's title and
+    legend wherever the pointer rested; dragging still zooms and a double click still resets. While a tour step is
+    on a projector, no toolbar at all."""
+    config = {"displaylogo": False, "toImageButtonOptions": dict(EXPORT_FORMATS.get(export, EXPORT_FORMATS["PNG"])),
+              "modeBarButtons": [["toImage"]]}
+    if presenting():
+        config["displayModeBar"] = False
+    return config
 
 
 def export_format_control() -> None:

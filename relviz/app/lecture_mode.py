@@ -24,11 +24,24 @@ LECTURE_STATE = "_relviz_lecture"    # this tab's live lecture id (relviz.app.le
 LECTURE_PARAM = "lecture"            # the presenter view's link value on the Lecture mode page
 #: How often the presenter view looks at the lecture it follows (seconds).
 FOLLOW_EVERY_S = 1.0
+#: The presenter view's copy of the audience's 1280 × 720 screen, scaled to fit half of a 1280 px tab.
+MIRROR_SCALE = 0.3
 
 
 def presenting() -> bool:
-    """Whether this tab shows a tour step (the presenter bar is on screen)."""
-    return st.session_state.get(TOUR_STATE) is not None
+    """Whether this tab shows a tour step to an audience: the audience's tab (the presenter bar is on screen) or
+    the presenter view's small copy of it (a page opened with ?lecture=ID)."""
+    return st.session_state.get(TOUR_STATE) is not None or _mirrored_step() is not None
+
+
+def _mirrored_step():
+    """The step this tab copies for the presenter view (a page, not Lecture mode, opened with ?lecture=ID and the
+    step's values), or None. The step comes from the server's lecture, never from the link."""
+    lecture_id = st.query_params.get(LECTURE_PARAM)
+    if not lecture_id:
+        return None
+    shared = lectures().get(lecture_id)
+    return None if shared is None else shared.tour.steps[shared.index]
 
 
 @st.cache_resource
@@ -112,8 +125,36 @@ def current_view(page_name: str):
 def lecture_mode(url_path: str) -> None:
     """Call in app.py before the page runs: while a tour runs, the presenter bar above the page. The step's
     note is in the presenter view (a second tab), never on the audience's screen."""
-    if presenting():
-        _presenter_bar(_page_name(url_path))
+    page_name = _page_name(url_path)
+    if st.session_state.get(TOUR_STATE) is not None:
+        _presenter_bar(page_name)
+    elif page_name != "tour" and (step := _mirrored_step()) is not None and step.page == page_name:
+        lecture_layout(step.subject)
+
+
+#: The presenter bar's key (a container): the lecture layout keeps it on screen.
+BAR_KEY = "tour_bar"
+
+
+def lecture_css(subject: str) -> str:
+    """The audience's layout of a step, as CSS: no header band (nor its menu and "running" badge), and every
+    element above the step's subject chart (the element keyed ``subject``) dropped, at every level of nesting,
+    except the presenter bar and the subject's own row of columns (its neighbours and their headings stay
+    level with it): the subject then starts at the top of the first screen, whole at 1280 × 720. Elements
+    below it stay. An empty subject (a collected view) drops only the header band."""
+    rules = ['header[data-testid="stHeader"]{display:none}']
+    if subject:
+        s, bar = f".st-key-{subject}", f".st-key-{BAR_KEY}"
+        column = '[data-testid="stColumn"]'  # the subject's row stays whole: its neighbours, their headings
+        rules.append(f'[data-testid="stMainBlockContainer"] :is(:has(~ {s}), :has(~ * {s}))'
+                     f':not({bar}, :has({bar}), {column}, {column} *){{display:none !important}}')
+    return "<style>" + "\n".join(rules) + "</style>"
+
+
+def lecture_layout(subject: str) -> None:
+    """Lay this page out for the projector (lecture_css); Streamlit's st.html sends a style-only block to the
+    page without drawing an element."""
+    st.html(lecture_css(subject))
 
 
 def collect_view_control(url_path: str) -> None:
@@ -150,8 +191,12 @@ def _presenter_bar(page_name: str) -> None:
     shared = lectures().get(lecture_id)
     step = tour.steps[index]
     last = len(tour.steps) - 1
+    if shared is not None and shared.tour == tour and shared.index != index:
+        go_to_step(tour, shared.index)  # the presenter view moved the lecture (_follow saw it)
     away = page_name != step.page
-    with st.container(border=True, key="tour_bar"):
+    if not away:
+        lecture_layout(step.subject)
+    with st.container(border=True, key=BAR_KEY):
         # widths: "◀ Back PageUp" and "Next ▶ PageDown" whole at 1280 px
         prev_col, text_col, next_col, notes_col, end_col = st.columns([2.1, 3.6, 2.1, 1.4, 0.9],
                                                                        vertical_alignment="center")
@@ -170,6 +215,9 @@ def _presenter_bar(page_name: str) -> None:
         text_col.markdown(f"**{index + 1} / {len(tour.steps)} · {step.title}**"
                           + ("  \n:gray[You left this step's page.]" if away else
                              "  \n:gray[relative position = j − i = key − query]"))
+        if shared is not None:
+            with text_col:
+                _follow(lecture_id)
     if end or (advance and index == last and not away):
         del st.session_state[TOUR_STATE]
         if lecture_id is not None:
@@ -183,11 +231,41 @@ def _presenter_bar(page_name: str) -> None:
 
 
 @st.fragment(run_every=FOLLOW_EVERY_S)
+def _follow(lecture_id: str) -> None:
+    """In the audience's tab: every FOLLOW_EVERY_S seconds, open the step the presenter view moved the lecture
+    to. Draws nothing (the header band, with its "running" badge, is hidden during a lecture)."""
+    shared, here = lectures().get(lecture_id), st.session_state.get(TOUR_STATE)
+    if shared is not None and here is not None and shared.tour == here[0] and shared.index != here[1]:
+        st.rerun(scope="app")  # the bar opens the step in a full run, as its own buttons do (_presenter_bar)
+
+
+def _move(lecture_id: str, index: int) -> None:
+    """A presenter-view button's callback: the lecture's step, which the audience's tab follows."""
+    lectures().move(lecture_id, index)
+
+
+def _mirror_html(lecture_id: str, step, *, scale: float = MIRROR_SCALE) -> str:
+    """A small copy of the audience's picture: the step's page laid out as on the projector (1280 × 720, the
+    lecture layout: ?lecture=ID makes that page a copy of the lecture's step), scaled down. The page and its
+    values are the tour's, checked when the tour was read (a page from relviz's list, values its controls take)."""
+    from html import escape
+    from urllib.parse import urlencode
+
+    default = next(Path(page.path).stem for page in PAGES if page.default)
+    query = urlencode({**step.params, "embed": "true", LECTURE_PARAM: lecture_id}, doseq=True)
+    src = escape(f"{'./' if step.page == default else step.page}?{query}")
+    width, height = round(1280 * scale), round(720 * scale)
+    return (f'<div style="width:{width}px;height:{height}px;overflow:hidden;border:1px solid #ccc">'
+            f'<iframe src="{src}" title="the audience\'s screen" style="width:1280px;height:720px;border:0;'
+            f'transform:scale({scale});transform-origin:0 0"></iframe></div>')
+
+
+@st.fragment(run_every=FOLLOW_EVERY_S)
 def presenter_view(lecture_id: str) -> None:
     """The presenter's tab (Lecture mode page, ?lecture=ID): the step on the audience's screen, its note, what
-    comes next and every step. It looks every FOLLOW_EVERY_S seconds and follows the audience's tab, where
-    Back / Next and the clicker's keys stay (the audience's tab does not poll: no "running" flicker on the
-    projector)."""
+    comes next and every step, and the presenter's own Back / Next (Page Up / Page Down here too) and step list:
+    they move the lecture, and the audience's tab follows within FOLLOW_EVERY_S seconds. It looks every
+    FOLLOW_EVERY_S seconds, so it also follows Back / Next clicked in the audience's tab."""
     shared = lectures().get(lecture_id)
     if shared is None:
         st.warning("This lecture has ended, or its link is from another server or an older session. Start the "
@@ -195,9 +273,20 @@ def presenter_view(lecture_id: str) -> None:
         return
     tour, index = shared.tour, shared.index
     step, last = tour.steps[index], len(tour.steps) - 1
-    st.markdown(f"### {index + 1} / {len(tour.steps)} · {step.title}")
-    st.info(step.note or "No note for this step.", icon=":material/co_present:")
-    st.caption(f"Next: **{tour.steps[index + 1].title}**" if index < last else "This is the last step.")
-    # "3\." : a line starting "3. " would become a list item, renumbered by markdown around the marked one
-    st.markdown("  \n".join((f"**▶ {n}\\. {s.title}**" if n - 1 == index else f"{n}\\. {s.title}")
-                             for n, s in enumerate(tour.steps, start=1)))
+    left, right = st.columns([1, 1.05])
+    with left:
+        st.markdown(f"### {index + 1} / {len(tour.steps)} · {step.title}")
+        back, forward = st.columns(2)
+        back.button("◀ Back", key="pv_prev", disabled=index == 0, width="stretch", shortcut="pageup",
+                    on_click=_move, args=(lecture_id, index - 1), help="The audience's tab goes back (Page Up)")
+        forward.button("Next ▶", key="pv_next", type="primary", disabled=index == last, width="stretch",
+                       shortcut="pagedown", on_click=_move, args=(lecture_id, index + 1),
+                       help="The audience's tab moves on (Page Down: most presentation clickers send it)")
+        st.info(step.note or "No note for this step.", icon=":material/co_present:")
+        st.caption(f"Next: **{tour.steps[index + 1].title}**" if index < last else "This is the last step.")
+    with right:
+        st.caption("The audience's screen (a small copy, reloaded at each step)")
+        st.iframe(_mirror_html(lecture_id, step), height=round(720 * MIRROR_SCALE) + 4)
+        for n, item in enumerate(tour.steps):
+            st.button(f"{n + 1}. {item.title}", key=f"pv_step{n}", type="primary" if n == index else "tertiary",
+                      on_click=_move, args=(lecture_id, n), help="Show this step to the audience")
