@@ -1,0 +1,95 @@
+"""Lecture mode on a projector (issue 33): each step's subject chart, the audience's layout, the presenter view
+driving the lecture. The browser walk at 1280 × 720 is tests/test_browser_lecture.py."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from relviz.app import lecture_mode, tours
+from relviz.app.display import plotly_config
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def test_every_built_in_step_names_its_subject_chart_by_the_pages_key_prefix():
+    for tour in tours.BUILTINS.values():
+        for step in tour.steps:
+            assert step.subject, step.title
+            prefix = {"home": "home", "your_model": "ym", "absolute": "abs", "attention": "at", "rope": "rp",
+                      "experiments": "ex", "shaw": "sh", "t5": "t5", "skew": "skew"}[step.page]
+            assert step.subject.startswith(f"{prefix}_"), (step.title, step.subject)
+
+
+def test_a_subject_travels_with_the_tour_and_a_bad_one_is_refused():
+    tour = tours.Tour("t", (tours.Step("shaw", {"sh_clip": "2"}, "a", "b", "sh_fig_clipped"), tours.Step("home")))
+    again = tours.decode(tours.encode(tour))
+    assert [s.subject for s in again.steps] == ["sh_fig_clipped", ""]
+    assert "subject" not in tours.tour_to_json(again)["steps"][1]          # older readers see no new field
+    for bad in ["Sh", "a b", "x" * 49, "x}{display:block", 3]:
+        with pytest.raises(ValueError, match="subject"):
+            tours.check_step(tours.Step("shaw", {}, "a", "", bad))
+
+
+def test_the_lecture_layout_drops_what_precedes_the_subject_but_not_the_bar_or_its_row():
+    css = lecture_mode.lecture_css("sh_fig_relative")
+    assert 'header[data-testid="stHeader"]{display:none}' in css
+    rule = re.search(r"(\S.*)\{display:none !important\}", css).group(1)
+    assert ":has(~ .st-key-sh_fig_relative)" in rule and ":has(~ * .st-key-sh_fig_relative)" in rule
+    assert ".st-key-tour_bar" in rule and '[data-testid="stColumn"]' in rule
+    assert "!important" not in lecture_mode.lecture_css("")                 # a collected view: only the band
+
+
+def test_plotly_shows_only_the_camera_button_and_none_during_a_lecture(monkeypatch):
+    config = plotly_config("SVG")
+    assert config["modeBarButtons"] == [["toImage"]] and config["toImageButtonOptions"]["format"] == "svg"
+    assert "displayModeBar" not in config
+    monkeypatch.setattr("relviz.app.display.presenting", lambda: True)
+    assert plotly_config()["displayModeBar"] is False
+
+
+def _audience() -> tuple[AppTest, str]:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/tour.py").run()
+    at.button(key="tour_start").click().run()
+    assert not at.exception, at.exception
+    return at, at.session_state[lecture_mode.LECTURE_STATE]
+
+
+def test_the_presenter_views_buttons_move_the_lecture_and_the_audience_follows():
+    at, lecture_id = _audience()
+    presenter = AppTest.from_file(APP, default_timeout=60)
+    presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
+    presenter.switch_page("pages/tour.py").run()
+    assert not presenter.exception, presenter.exception
+    assert presenter.button(key="pv_prev").disabled                         # step 1: nothing before it
+    presenter.button(key="pv_next").click().run()
+    assert lecture_mode.lectures().get(lecture_id).index == 1
+    assert any(m.value.startswith(f"### 2 / {len(tours.BUILTIN.steps)}") for m in presenter.markdown)
+    at.run()                                                                # the audience's tab looks again
+    assert at.session_state[lecture_mode.TOUR_STATE][1] == 1
+    at.switch_page("pages/shaw.py").run()                                   # AppTest follows the page switch
+    assert at.slider(key="sh_clip").value == 3
+    presenter.button(key="pv_step3").click().run()                          # the step list: step 4
+    assert lecture_mode.lectures().get(lecture_id).index == 3
+    presenter.button(key="pv_prev").click().run()
+    assert lecture_mode.lectures().get(lecture_id).index == 2
+    assert [b.label for b in presenter.button if b.key == "pv_step2"] == [f"3. {tours.BUILTIN.steps[2].title}"]
+
+
+def test_the_presenter_view_shows_a_small_copy_of_the_audiences_step():
+    _, lecture_id = _audience()
+    presenter = AppTest.from_file(APP, default_timeout=60)
+    presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
+    presenter.switch_page("pages/tour.py").run()
+    html = lecture_mode._mirror_html(lecture_id, tours.BUILTIN.steps[0])
+    assert f'src="./?home_q=2&amp;embed=true&amp;lecture={lecture_id}"' in html
+    assert "scale(0.3)" in html and "width:1280px;height:720px" in html
+    # a page opened with ?lecture=ID copies the lecture's step: laid out as on the projector, no title
+    copy = AppTest.from_file(APP, default_timeout=60)
+    copy.query_params.update({"home_q": "2", lecture_mode.LECTURE_PARAM: lecture_id})
+    copy.run()
+    assert not copy.exception and not copy.title
+    assert any("st-key-home_fig" in h.proto.body for h in copy.get("html"))
