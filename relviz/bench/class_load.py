@@ -123,11 +123,7 @@ def _settle(process, quiet_s: float = 0.25, timeout_s: float = 10.0) -> float:
 
 def _page_costs(base: str, process, page: str, query: str, first_runs: int, moves: int, log) -> dict[str, Any]:
     """CPU seconds of the server for the page's cold first run, a later first run (mean) and a move (mean)."""
-    import random
-
-    from streamlit.proto.WidgetStates_pb2 import WidgetState
-
-    from relviz.bench.class_clients import Session, _values
+    from relviz.bench.class_clients import Session
 
     async def visit() -> dict:
         session = Session(base, page, query)
@@ -148,36 +144,10 @@ def _page_costs(base: str, process, page: str, query: str, first_runs: int, move
         seen = asyncio.run(visit())
         out["errors"] += seen["errors"]
     out["first_run_cpu_s"] = (_settle(process) - before) / first_runs
-    control = CONTROLS.get(page)
 
-    async def move_all() -> list[float]:
-        session = Session(base, page, query)
-        await session.connect()
-        await session.run()
-        slider = session.sliders.get(control)
-        if slider is None:
-            out["errors"].append(f"no slider {control}")
-            return []
-        seconds = []
-        values = _values(slider, random.Random(1), moves)
-        for n, value in enumerate(values):
-            state = WidgetState(id=slider.id)
-            state.double_array_value.data.append(value)
-            if n == 1:
-                out["_move_cpu_start"] = _settle(process)
-            seen = await session.run(state, session.fragments.get(control, ""))
-            session.set_query_value(control, value, slider.default[0])
-            out["errors"] += seen["errors"]
-            if n >= 1:
-                seconds.append(seen["seconds"])
-        out["move_fragment"] = bool(session.fragments.get(control))
-        await session.close()
-        return seconds
-
-    wall = asyncio.run(move_all())
-    if wall:
-        out["move_cpu_s"] = (_settle(process) - out.pop("_move_cpu_start")) / len(wall)
-        out["move_wall_s"] = statistics.median(wall)
+    passes = _moves(base, process, page, query, moves)
+    out["errors"] += passes.pop("errors")
+    out |= passes
     log(f"class: cost of {page}: cold {out['cold_first_run_cpu_s'] * 1e3:.0f} ms, first run "
         f"{out['first_run_cpu_s'] * 1e3:.0f} ms, move {out.get('move_cpu_s', float('nan')) * 1e3:.0f} ms CPU")
     return out
@@ -190,6 +160,58 @@ def _samples(folder: Path, process) -> dict:
     time.sleep(0.5)
     path = folder / f"samples-{process.pid}.json"
     return json.loads(path.read_text()) if path.exists() else {"counts": {}, "functions": {}}
+
+
+def _moves(base: str, process, page: str, query: str, count: int, between=None) -> dict[str, Any]:
+    """One session moves the page's slider to ``count`` values (a fixed draw; the first move is not counted), then
+    to the same values again: the server's CPU per move for values new to the server (``move_cpu_s``) and for
+    values it has seen (``seen_move_cpu_s``: every cache answers), the median seconds of each, and errors.
+    ``between(label)`` is called before each counted pass ('new', 'seen') and once after (None)."""
+    import random
+
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    from relviz.bench.class_clients import Session, _values
+
+    control = CONTROLS.get(page)
+    out: dict[str, Any] = {"errors": []}
+
+    async def run() -> None:
+        session = Session(base, page, query)
+        await session.connect()
+        try:
+            await session.run()
+            slider = session.sliders.get(control)
+            if slider is None:
+                out["errors"].append(f"no slider {control}")
+                return
+            values = _values(slider, random.Random(1), count + 1)
+
+            async def move(value) -> float:
+                state = WidgetState(id=slider.id)
+                state.double_array_value.data.append(value)
+                seen = await session.run(state, session.fragments.get(control, ""))
+                session.set_query_value(control, value, slider.default[0])
+                out["errors"].extend(seen["errors"])
+                return seen["seconds"]
+
+            await move(values[0])
+            for label in ("new", "seen"):
+                if between is not None:
+                    between(label)
+                start = _settle(process)
+                walls = [await move(value) for value in values[1:]]
+                prefix = "" if label == "new" else "seen_"
+                out[f"{prefix}move_cpu_s"] = (_settle(process) - start) / len(walls)
+                out[f"{prefix}move_wall_s"] = statistics.median(walls)
+            if between is not None:
+                between(None)
+            out["move_fragment"] = bool(session.fragments.get(control))
+        finally:
+            await session.close()
+
+    asyncio.run(run())
+    return out
 
 
 def _profile_records(folder: Path) -> list[dict]:
@@ -240,6 +262,21 @@ def measure_costs(pages: list[str], options: dict, log) -> list[dict[str, Any]]:
                     functions = {name: n - before["functions"].get(name, 0) for name, n in after["functions"].items()}
                     row[f"{label}_top"] = sorted(((k, v) for k, v in functions.items() if v > 0),
                                                  key=lambda kv: -kv[1])[:10]
+                marks: dict[str, dict] = {}
+
+                def mark(label, marks=marks):
+                    marks[label or "end"] = _samples(sampled, process)
+
+                _moves(base, process, row["page"], row["link"], options["moves"], between=mark)
+                if "new" in marks and "seen" in marks:
+                    for label, (a, b) in (("move", ("new", "seen")), ("seen_move", ("seen", "end"))):
+                        counts = {c: marks[b]["counts"].get(c, 0) - marks[a]["counts"].get(c, 0) for c in CATEGORIES}
+                        total = sum(counts.values())
+                        row[f"{label}_profile"] = {c: counts[c] / total for c in CATEGORIES} if total else {}
+                        functions = {name: n - marks[a]["functions"].get(name, 0)
+                                     for name, n in marks[b]["functions"].items()}
+                        row[f"{label}_top"] = sorted(((k, v) for k, v in functions.items() if v > 0),
+                                                     key=lambda kv: -kv[1])[:10]
     return rows
 
 
@@ -451,6 +488,9 @@ def class_section(ctx) -> SectionResult:
                      "first_ms": row["first_run_cpu_s"] * 1e3,
                      "thread_ms": (row.get("first_run_thread_cpu_s") or 0) * 1e3,
                      "move_ms": row.get("move_cpu_s", float("nan")) * 1e3,
+                     "seen_ms": row.get("seen_move_cpu_s", float("nan")) * 1e3,
+                     "move_profile": " ".join(f"{_pct(row.get('move_profile', {}), c)}" for c in
+                                              ("import", "serialisation", "figure building", "streamlit", "script")),
                      "profile": " ".join(f"{_pct(row.get('warm_profile', {}), c)}" for c in
                                          ("import", "serialisation", "figure building", "streamlit", "script")),
                      "cold_profile": " ".join(f"{_pct(row.get('cold_profile', {}), c)}" for c in
@@ -492,7 +532,8 @@ def class_section(ctx) -> SectionResult:
              f"{server_cores[0]}",
              "page rows: server CPU ms (process, all threads) of the page's first run on a fresh server (cold: "
              "imports), of a later student's first run of the same link (first), the script thread's share of it "
-             "(thread: app.py's body, relviz.app.run_profile), and of a move of its slider; profile = % of the "
+             "(thread: app.py's body, relviz.app.run_profile), of a move of its slider to a value new to the server (move) "
+             "and to one it has drawn before (seen: every cache answers); profile = % of the "
              "server's working-thread samples in a later first run (cold: the first run), as import / serialisation / "
              "figure building / streamlit / script (page and library)",
              "class rows: first chart and move response in seconds, p50 / p95; peak RSS MB per process"]
@@ -505,7 +546,8 @@ def class_section(ctx) -> SectionResult:
                                  for t in run["tabs"]))
     columns = [Column("what", "what"), Column("cold_ms", "cold ms", _num), Column("first_ms", "first run ms", _num),
                Column("thread_ms", "thread ms", _num), Column("move_ms", "move ms", _num),
-               Column("profile", "profile %"), Column("cold_profile", "cold profile %"),
+               Column("seen_ms", "seen move ms", _num), Column("profile", "profile %"),
+               Column("cold_profile", "cold profile %"), Column("move_profile", "move profile %"),
                Column("first_chart", "first chart s"), Column("move", "move s"), Column("rss", "peak MB"),
                Column("errors", "errors")]
     return SectionResult(name="class", title=title, columns=columns, rows=rows, targets=targets, notes=notes)
