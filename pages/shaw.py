@@ -20,7 +20,7 @@ navigation.ensure_app_navigation()
 P = "sh"  # query-parameter prefix of this page
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+@st.cache_resource(max_entries=24, show_spinner=False)  # read-only figures, shared: never unpickled per rerun
 def matrices(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
     values = strip_and_offsets(q_len, k_len, k, q_offset)[1]   # per offset, computed once per matrix
     return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),

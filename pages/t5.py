@@ -41,7 +41,7 @@ def offsets(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int
     return t5_offsets(q_len, k_len, num_buckets=nb, max_distance=md, bidirectional=bidir, q_offset=q_offset)
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+@st.cache_resource(max_entries=24, show_spinner=False)  # read-only figures, shared: never unpickled per rerun
 def map_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int,
                row0: int, col0: int, rows: int, cols: int, height: int = 470):
     values = offsets(q_len, k_len, nb, md, bidir, q_offset)
@@ -79,7 +79,7 @@ def kind_column_px(kinds: pd.Series) -> int:
     return int(7.5 * max(len(k) for k in kinds)) + 24
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+@st.cache_resource(max_entries=24, show_spinner=False)  # read-only figures, shared: never unpickled per rerun
 def shaw_index_figure(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
     values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
     return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
