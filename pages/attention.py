@@ -47,10 +47,6 @@ DEFAULT_LENGTH = 32
 DEFAULT_MODEL = "t5-shift"
 DEFAULT_SCHEME = "t5"
 SEED_MAX = 2**31 - 1
-#: Task parameter controls of the training form: key, label, min, max, default.
-TASK_CONTROLS = {"shift": ("s", f"{P}_ts", "shift s (answer at j − i = −s)", 1, 16, 5),
-                 "window_max": ("w", f"{P}_tw", "window w (max of the last w tokens)", 1, 8, 3),
-                 "absolute": ("p", f"{P}_tp", "absolute position p", 0, 31, 4)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -126,11 +122,8 @@ def profile_and_findings(key: str, text: str, _model, _task):
     profile = mean_attention_by_offset(view.weights)
     findings = offset_findings(_task, profile, view.weights, causal=_model.config.causal,
                                scheme=_model.config.scheme)
-    params = _task.params()
-    answer = -params["s"] if _task.name == "shift" else None
-    window = (-(params["w"] - 1), 0) if _task.name == "window_max" else None
-    figure = offset_profile_figure(profile, causal=_model.config.causal, answer_offset=answer, window=window,
-                                   validate=False)
+    figure = offset_profile_figure(profile, causal=_model.config.causal, answer_offset=_task.answer_offset,
+                                   window=_task.answer_window, validate=False)
     return figure, findings
 
 
@@ -398,8 +391,9 @@ def training_request() -> TrainingRequest:
     with c2:
         task_name = st.selectbox("task", list(TASKS), key=f"{P}_ttask", bind="query-params",
                                  help="; ".join(f"{k}: {cls.summary}" for k, cls in TASKS.items()))
-        field, key, label, lo, hi, default = TASK_CONTROLS[task_name]
-        task_value = st.slider(label, lo, hi, default, key=key, bind="query-params")
+        task_params = {slider.field: int(st.slider(slider.label, slider.minimum, slider.maximum, slider.default,
+                                                   key=f"{P}_t{slider.field}", bind="query-params"))
+                       for slider in TASKS[task_name].sliders()}
         layers = st.slider("layers", 1, CAPS.max_layers, 2, key=f"{P}_tl", bind="query-params")
         heads = st.segmented_control("heads", [1, 2, 4], default=4, required=True, key=f"{P}_th",
                                      bind="query-params") or 4
@@ -410,7 +404,7 @@ def training_request() -> TrainingRequest:
                            bind="query-params")
         seed = st.number_input("training seed", 0, SEED_MAX, 0, key=f"{P}_tseed", bind="query-params")
     return TrainingRequest(
-        scheme=scheme, task=task_name, task_params={field: int(task_value)}, n_layers=int(layers),
+        scheme=scheme, task=task_name, task_params=task_params, n_layers=int(layers),
         n_heads=int(heads), steps=int(steps), length=int(length), seed=int(seed), scheme_params=scheme_params)
 
 

@@ -15,7 +15,9 @@ Sign convention everywhere: relative position = key index − query index (j −
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,7 +26,7 @@ from relviz._checks import check_int
 from relviz.model import RelvizTransformer
 from relviz.schemes import get_scheme
 from relviz.schemes.views import PositionStructure, View
-from relviz.tasks import DIGITS, Task
+from relviz.tasks import DIGITS, Absolute, Shift, Task, WindowMax
 from relviz.training.evaluation import run_text
 
 __all__ = [
@@ -244,70 +246,97 @@ def offset_findings(task: Task, profile: OffsetProfile, weights: np.ndarray, *, 
     """What the mean-attention-by-offset profile ([n_layers, H, 2L − 1]) says about the task.
 
     Every sentence is computed from the data: which heads peak where the task's answer sits.
-    ``scheme`` (its family: absolute, relative or none) shapes the explanation.
+    ``scheme`` (its family: absolute, relative or none) shapes the explanation. Each task's reading is
+    its own function, found by the task's class (:data:`_FINDINGS`; a task without one: no findings).
     """
     kind = get_scheme(scheme) if scheme is not None else None
     absolute, blind = (kind.in_input(), kind.without_position()) if kind is not None else (False, False)
     if profile.mean.ndim != 3:
         raise ValueError("profile must come from weights [n_layers, H, L, L]")
-    length = (len(profile.offsets) + 1) // 2
-    peaks = peak_offsets(profile, causal=causal)
+    seen = _Seen(profile, weights, peak_offsets(profile, causal=causal), (len(profile.offsets) + 1) // 2,
+                 absolute, blind)
+    reading = _FINDINGS.get(type(task))
+    return [] if reading is None else reading(task, seen)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What every task's reading looks at: the profile, the weights, each head's peak offset [n_layers, H]."""
+
+    profile: OffsetProfile
+    weights: np.ndarray
+    peaks: np.ndarray
+    length: int
+    absolute: bool      # the scheme adds positions to the input
+    blind: bool         # the model gets no position at all
+
+    @property
+    def heads(self) -> int:
+        return self.peaks.shape[0] * self.peaks.shape[1]
+
+
+def _shift_findings(task: Shift, seen: _Seen) -> list[Finding]:
+    s, profile, peaks = task.s, seen.profile, seen.peaks
     n_layers, n_heads = peaks.shape
-    params = task.params()
-    findings: list[Finding] = []
-    if task.name == "shift":
-        s = params["s"]
-        if s > length - 1:
-            return [Finding(f"The answer sits at j − i = −{s}, beyond this sequence (length {length}): "
-                            "make the sequence longer.", False)]
-        t = int(np.flatnonzero(profile.offsets == -s)[0])
-        at_answer = profile.mean[:, :, t]
-        hits = sorted(((l, h) for l in range(n_layers) for h in range(n_heads) if peaks[l, h] == -s),
-                      key=lambda lh: -at_answer[lh])
-        if hits:
-            best = ", ".join(f"{_head_name(l, h)} ({at_answer[l, h]:.0%})" for l, h in hits[:3])
-            habit = ("Its positions are absolute, yet it learned a relative habit: from every query it finds the "
-                     f"key {s} back." if absolute else
-                     "The model has learned the task's offset and finds it from every query: a relative habit.")
-            findings.append(Finding(
-                f"{len(hits)} of {n_layers * n_heads} heads peak at j − i = −{s} = −s, the key exactly s places "
-                f"back, where the answer is. Strongest: {best}{' …' if len(hits) > 3 else ''} — the share of the "
-                f"head's attention that sits on that one offset, on average. {habit}", True))
-        else:
-            l, h = np.unravel_index(np.argmax(at_answer), at_answer.shape)
-            findings.append(Finding(
-                f"No head peaks at j − i = −{s}, where the answer sits. The most attention on that offset: "
-                f"{_head_name(l, h)}, {at_answer[l, h]:.0%} on average. "
-                + ("Without position information the model cannot single out that key; it can only guess among "
-                   "the tokens it sees." if blind else
-                   "This model finds the answer some other way, or not at all: compare its accuracy."), False))
-    elif task.name == "window_max":
-        w = params["w"]
-        if w > length:
-            return [Finding(f"The window (the last w = {w} tokens) is longer than this sequence (length {length}).",
-                            False)]
-        mass = window_attention(weights, w)
-        uniform = float(np.mean([min(w, i + 1) / (i + 1) for i in range(w - 1, length)]))
-        l, h = np.unravel_index(np.argmax(mass), mass.shape)
-        inside = [(a, b) for a in range(n_layers) for b in range(n_heads) if -(w - 1) <= peaks[a, b] <= 0]
-        findings.append(Finding(
-            f"The answer lies in the window j − i = −{w - 1}…0. {_head_name(l, h)} keeps {mass[l, h]:.0%} of its "
-            f"attention inside it, on average over the queries i ≥ {w - 1} (a head spreading evenly over the past "
-            f"would keep {uniform:.0%}); {len(inside)} of {n_layers * n_heads} heads peak inside it.",
-            bool(mass[l, h] >= 0.8 and mass[l, h] > uniform + 0.1)))
-    elif task.name == "absolute":
-        p = params["p"]
-        if p > length - 1:
-            return [Finding(f"The answer sits at key position p = {p}, beyond this sequence (length {length}).",
-                            False)]
-        mass = column_attention(weights, p)
-        l, h = np.unravel_index(np.argmax(mass), mass.shape)
-        findings.append(Finding(
-            f"The answer sits at absolute key position p = {p}: a different offset p − i for every query, so "
-            f"no single offset can hold it and this profile has no peak for it. Look for a vertical line at "
-            f"j = {p} in the heatmaps instead: {_head_name(l, h)} puts {mass[l, h]:.0%} of its attention on "
-            f"key {p}, on average over the queries i ≥ {p}.", bool(mass[l, h] >= 0.5)))
-    return findings
+    if s > seen.length - 1:
+        return [Finding(f"The answer sits at j − i = −{s}, beyond this sequence (length {seen.length}): "
+                        "make the sequence longer.", False)]
+    t = int(np.flatnonzero(profile.offsets == -s)[0])
+    at_answer = profile.mean[:, :, t]
+    hits = sorted(((l, h) for l in range(n_layers) for h in range(n_heads) if peaks[l, h] == -s),
+                  key=lambda lh: -at_answer[lh])
+    if hits:
+        best = ", ".join(f"{_head_name(l, h)} ({at_answer[l, h]:.0%})" for l, h in hits[:3])
+        habit = ("Its positions are absolute, yet it learned a relative habit: from every query it finds the "
+                 f"key {s} back." if seen.absolute else
+                 "The model has learned the task's offset and finds it from every query: a relative habit.")
+        return [Finding(
+            f"{len(hits)} of {seen.heads} heads peak at j − i = −{s} = −s, the key exactly s places "
+            f"back, where the answer is. Strongest: {best}{' …' if len(hits) > 3 else ''} — the share of the "
+            f"head's attention that sits on that one offset, on average. {habit}", True)]
+    l, h = np.unravel_index(np.argmax(at_answer), at_answer.shape)
+    return [Finding(
+        f"No head peaks at j − i = −{s}, where the answer sits. The most attention on that offset: "
+        f"{_head_name(l, h)}, {at_answer[l, h]:.0%} on average. "
+        + ("Without position information the model cannot single out that key; it can only guess among "
+           "the tokens it sees." if seen.blind else
+           "This model finds the answer some other way, or not at all: compare its accuracy."), False)]
+
+
+def _window_findings(task: WindowMax, seen: _Seen) -> list[Finding]:
+    w, length, peaks = task.w, seen.length, seen.peaks
+    n_layers, n_heads = peaks.shape
+    if w > length:
+        return [Finding(f"The window (the last w = {w} tokens) is longer than this sequence (length {length}).",
+                        False)]
+    mass = window_attention(seen.weights, w)
+    uniform = float(np.mean([min(w, i + 1) / (i + 1) for i in range(w - 1, length)]))
+    l, h = np.unravel_index(np.argmax(mass), mass.shape)
+    inside = [(a, b) for a in range(n_layers) for b in range(n_heads) if -(w - 1) <= peaks[a, b] <= 0]
+    return [Finding(
+        f"The answer lies in the window j − i = −{w - 1}…0. {_head_name(l, h)} keeps {mass[l, h]:.0%} of its "
+        f"attention inside it, on average over the queries i ≥ {w - 1} (a head spreading evenly over the past "
+        f"would keep {uniform:.0%}); {len(inside)} of {seen.heads} heads peak inside it.",
+        bool(mass[l, h] >= 0.8 and mass[l, h] > uniform + 0.1))]
+
+
+def _absolute_findings(task: Absolute, seen: _Seen) -> list[Finding]:
+    p = task.p
+    if p > seen.length - 1:
+        return [Finding(f"The answer sits at key position p = {p}, beyond this sequence (length {seen.length}).",
+                        False)]
+    mass = column_attention(seen.weights, p)
+    l, h = np.unravel_index(np.argmax(mass), mass.shape)
+    return [Finding(
+        f"The answer sits at absolute key position p = {p}: a different offset p − i for every query, so "
+        f"no single offset can hold it and this profile has no peak for it. Look for a vertical line at "
+        f"j = {p} in the heatmaps instead: {_head_name(l, h)} puts {mass[l, h]:.0%} of its attention on "
+        f"key {p}, on average over the queries i ≥ {p}.", bool(mass[l, h] >= 0.5))]
+
+
+#: task class -> its reading of the offset profile
+_FINDINGS: dict[type[Task], Callable[[Any, _Seen], list[Finding]]] = {
+    Shift: _shift_findings, WindowMax: _window_findings, Absolute: _absolute_findings}
 
 
 # ---------------------------------------------------------------------------------------

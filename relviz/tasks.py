@@ -61,9 +61,21 @@ class Sample(NamedTuple):
     mask: torch.Tensor     # BoolTensor [B, L], True at the positions that count
 
 
-def _param(cli: str, help_text: str, default: int) -> Any:
-    """A task parameter: an int field plus the command-line flag and help the CLI shows."""
-    return field(default=default, metadata={"cli": cli, "help": help_text})
+def _param(cli: str, help_text: str, default: int, *, label: str, app: tuple[int, int, int]) -> Any:
+    """A task parameter: an int field plus the command-line flag and help the CLI shows, and the app's slider
+    (``label``; ``app``: its minimum, maximum and default)."""
+    return field(default=default, metadata={"cli": cli, "help": help_text, "label": label, "app": app})
+
+
+@dataclass(frozen=True)
+class TaskSlider:
+    """A task parameter as the app's training form shows it."""
+
+    field: str
+    label: str
+    minimum: int
+    maximum: int
+    default: int
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,21 @@ class Task(ABC):
 
     def params(self) -> dict[str, int]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def sliders(cls) -> list[TaskSlider]:
+        """The task's parameters as the app's training form shows them."""
+        return [TaskSlider(f.name, f.metadata["label"], *f.metadata["app"]) for f in dataclasses.fields(cls)]
+
+    @property
+    def answer_offset(self) -> int | None:
+        """The one offset j − i where every answer sits (None: no single offset holds it)."""
+        return None
+
+    @property
+    def answer_window(self) -> tuple[int, int] | None:
+        """The offsets j − i (first, last) the answer is computed from, when they form a window; else None."""
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``{"name": ..., "params": {...}}``; :func:`task_from_dict` reverses it."""
@@ -157,7 +184,8 @@ class Shift(Task):
     name: ClassVar[str] = "shift"
     summary: ClassVar[str] = ("Output the token s places back. The answer always sits at relative "
                               "position j − i = −s.")
-    s: int = _param("shift", "how many positions back the answer is (s >= 1)", 5)
+    s: int = _param("shift", "how many positions back the answer is (s >= 1)", 5,
+                    label="shift s (answer at j − i = −s)", app=(1, 16, 5))
 
     def __post_init__(self) -> None:
         check_int("shift s", self.s, minimum=1, maximum=MAX_PARAM)
@@ -165,6 +193,10 @@ class Shift(Task):
     @property
     def first_counted(self) -> int:
         return self.s
+
+    @property
+    def answer_offset(self) -> int:
+        return -self.s
 
     def _targets(self, inputs: torch.Tensor) -> torch.Tensor:
         return inputs.roll(self.s, dims=1)  # wrapped-around entries sit at masked positions
@@ -177,7 +209,8 @@ class WindowMax(Task):
     name: ClassVar[str] = "window_max"
     summary: ClassVar[str] = ("Output the largest of the last w tokens (the current one included): "
                               "a local window, relative offsets −(w − 1)..0.")
-    w: int = _param("window", "window size, the current token included (w >= 1)", 3)
+    w: int = _param("window", "window size, the current token included (w >= 1)", 3,
+                    label="window w (max of the last w tokens)", app=(1, 8, 3))
 
     def __post_init__(self) -> None:
         check_int("window_max w", self.w, minimum=1, maximum=MAX_PARAM)
@@ -185,6 +218,10 @@ class WindowMax(Task):
     @property
     def first_counted(self) -> int:
         return self.w - 1
+
+    @property
+    def answer_window(self) -> tuple[int, int]:
+        return -(self.w - 1), 0
 
     def _targets(self, inputs: torch.Tensor) -> torch.Tensor:
         if inputs.shape[1] < self.w:
@@ -201,7 +238,8 @@ class Absolute(Task):
     name: ClassVar[str] = "absolute"
     summary: ClassVar[str] = ("Output the token at absolute position p (from position p on). "
                               "Nothing here is relative: relative-only schemes should struggle.")
-    p: int = _param("position", "the absolute position to copy (p >= 0)", 12)
+    p: int = _param("position", "the absolute position to copy (p >= 0)", 12, label="absolute position p",
+                    app=(0, 31, 4))
 
     def __post_init__(self) -> None:
         check_int("absolute p", self.p, minimum=0, maximum=MAX_PARAM)

@@ -13,8 +13,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The names that stand for what a table should dispatch on (a variable, attribute, dict key or .get key).
-NAMES = re.compile(r"^(scheme|family|kind|mechanism|impl|method|function)(_name)?$")
+#: The names that stand for what a table should dispatch on (a variable, attribute, dict key or .get key;
+#: ``x.name`` counts as x's, so ``task.name == "shift"`` is a switch on a task).
+NAMES = re.compile(r"^(scheme|family|kind|mechanism|impl|method|function|task)(_name)?$")
 #: Where such comparisons remain, per file, with why they are left (none today; none may be added).
 KNOWN: dict[str, int] = {}
 
@@ -23,6 +24,9 @@ def _named(node: ast.AST) -> str | None:
     """The identifier a node reads, when it is a name, an attribute, d["key"] or d.get("key")."""
     if isinstance(node, ast.Name):
         return node.id
+    if isinstance(node, ast.Attribute) and node.attr == "name":   # task.name, _task.name: the task's name
+        owner = _named(node.value)
+        return owner.lstrip("_") if owner else None
     if isinstance(node, ast.Attribute):
         dtype = isinstance(node.value, (ast.Attribute, ast.Name)) and getattr(node.value, "attr",
                                                                               getattr(node.value, "id", "")) == "dtype"

@@ -147,3 +147,17 @@ def test_accuracy():
     assert Shift().accuracy(logits, targets, mask) == 1.0
     with pytest.raises(ValueError, match="no position counts"):
         accuracy(targets, targets, torch.zeros_like(mask))
+
+
+def test_the_link_schema_takes_each_task_slider_over_its_range():
+    """The tour link schema is torch-free, so it spells the task sliders out; they must be the tasks' own."""
+    from relviz.app.link_schema import PAGE_PARAMS
+    from relviz.tasks import TASKS
+
+    params = PAGE_PARAMS["attention"]
+    assert set(params["at_ttask"].choices) == set(TASKS)
+    for cls in TASKS.values():
+        for slider in cls.sliders():
+            link = params[f"at_t{slider.field}"]
+            assert (link.lo, link.hi) == (slider.minimum, slider.maximum), slider
+            assert slider.minimum <= slider.default <= slider.maximum
