@@ -31,7 +31,8 @@ __all__ = ["assert_matches", "assert_rope_matches", "assert_rope_cache", "assert
 
 
 def report(result: CheckResult) -> str:
-    """The verdict, the first mismatches and the cause, as the command line prints them."""
+    """The verdict (with the difference described where nothing explains it), the first mismatches and the cause
+    or the closest partial fit, and the note: what ``python -m relviz check`` prints, the same explanation."""
     lines = [result.verdict()]
     if result.first:
         row, column, offset = kind_of(result.kind).labels
@@ -39,6 +40,10 @@ def report(result: CheckResult) -> str:
         lines += [f"  {m.i}, {m.j}, {m.offset}: {m.expected} / {m.got}" for m in result.first[:10]]
     if result.cause:
         lines.append(f"likely cause: {result.cause.name}. {result.cause.explanation}")
+    elif result.closest:
+        lines.append(f"closest partial fit (not the cause): {result.closest.name}. {result.closest.explanation}")
+    if result.note:
+        lines.append(result.note)
     return "\n".join(lines)
 
 

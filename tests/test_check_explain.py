@@ -204,3 +204,23 @@ def test_rope_scaling_parameters_are_read_from_the_data_or_varied():
     dynamic = rope_settings(head_dim=64, base=1e4, max_position_embeddings=128, scaling=RopeScaling("dynamic", factor=2.0))
     got = _cache_with(dynamic, 300, inv_freq=rope_parameters(dynamic.config, 512, device="cpu")[0])
     assert C.check("rope_cos", got, dynamic).cause.name == "dynamic NTK evaluated at length 512, not 300"
+
+
+def test_the_testing_asserts_carry_the_same_explanation():
+    from relviz.testing import assert_matches, assert_t5_buckets_match
+
+    with pytest.raises(AssertionError) as raised:
+        assert_matches("shaw", offsets(12) + 3, C.Settings(k=3))
+    expected = C.check("shaw", offsets(12) + 3, C.Settings(k=3))
+    assert expected.verdict() in str(raised.value) and expected.cause.explanation in str(raised.value)
+
+    def bucket_without_max_distance(relative_position, bidirectional, num_buckets, max_distance):
+        from relviz.positions import t5_bucket
+
+        return t5_bucket(relative_position, num_buckets=num_buckets, bidirectional=bidirectional)  # 128 always
+
+    with pytest.raises(AssertionError, match="max_distance = 128, not 64"):
+        assert_t5_buckets_match(bucket_without_max_distance, max_distance=64)
+    noisy = _cells(np.asarray(CLEAN["t5"][0], dtype=np.float64))
+    with pytest.raises(AssertionError, match="no cause is named.*The difference:"):
+        assert_matches("t5", noisy, C.Settings())

@@ -223,3 +223,18 @@ def test_the_presenter_view_follows_the_lecture():
     click_bar(at, "tour_end")
     presenter.run()
     assert any("This lecture has ended" in w.value for w in presenter.warning)
+
+
+def test_check_page_links_use_kind_names_and_a_refused_value_says_the_range():
+    at = run_page("check", ck_kind="rope_cos")
+    assert not at.exception and at.selectbox(key="ck_kind").value == "rope_cos"
+    at = run_page("check", ck_kind="t5", ck_nb="500")
+    assert not at.exception and at.slider(key="ck_nb").value == 32
+    notice = " ".join(str(w.value) for w in at.warning)
+    assert "ck_nb must be from 2 to 128" in notice, notice
+    from relviz.app.link_schema import LINK_ONLY_PARAMS  # the ranges the notice cites are the controls' own
+
+    for key in ("ck_nb", "ck_md", "ck_k"):
+        slider = at.slider(key=key) if key != "ck_k" else run_page("check", ck_kind="shaw").slider(key=key)
+        assert (LINK_ONLY_PARAMS["check"][key].lo, LINK_ONLY_PARAMS["check"][key].hi) == \
+            (slider.proto.min, slider.proto.max), key

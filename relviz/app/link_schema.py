@@ -202,6 +202,18 @@ PAGE_PARAMS: dict[str, dict[str, LinkParam]] = {
 for _keys in PAGE_PARAMS.values():
     _keys.update(COMMON_PARAMS)
 
+#: Pages whose links are checked but which a tour does not collect (the tool pages): page -> its URL keys.
+LINK_ONLY_PARAMS: dict[str, dict[str, LinkParam]] = {
+    # the Check page: its kind is a command-line kind name (--kind t5; the names are the checker's registry,
+    # which needs torch: the page's selectbox refuses a name it does not list)
+    "check": {"ck_kind": TextParam(pattern=r"[a-z][a-z0-9_]{0,31}", max_chars=32), "ck_fit": BOOL,
+              "ck_off": _int(-512, 512), "ck_k": _int(0, 64), "ck_nb": _int(2, 128), "ck_md": _int(1, 1024),
+              "ck_bi": BOOL, "ck_nh": _int(1, 64), "ck_head": _int(0, 63, dynamic=True), "ck_causal": BOOL,
+              "ck_full": BOOL, "ck_hd": _int(0, 1024), "ck_rd": _int(0, 1024),
+              "ck_base": TextParam(pattern=r"[0-9,]{1,16}", max_chars=16),
+              "ck_layout": TextParam(pattern=r"[a-z]{1,16}", max_chars=16)},
+}
+
 #: page name -> (key pattern, what such a key accepts) for keys a page makes from data it loads at run time:
 #: the attention page's training form binds one slider at_t_<param> per parameter its scheme declares.
 #: Any finite number is taken here; the slider's own range is the page's to check.
@@ -218,6 +230,21 @@ def page_param(page: str, key: object) -> LinkParam | None:
     family = PAGE_KEY_FAMILIES.get(page)
     if family is not None and isinstance(key, str) and re.fullmatch(family[0], key):
         return family[1]
+    return None
+
+
+def range_problem(key: str, value: str) -> str | None:
+    """What the control bound to ``key`` (on whichever page binds it: keys carry their page's prefix) accepts,
+    when ``value`` is outside it (e.g. "ck_nb must be from 2 to 128; got '500'"); None when the schema takes it
+    or no page lists the key."""
+    for page in [*PAGE_PARAMS, *LINK_ONLY_PARAMS]:
+        param = page_param(page, key) or LINK_ONLY_PARAMS.get(page, {}).get(key)
+        if param is not None:
+            try:
+                param.check(key, value)
+            except ValueError as exc:
+                return str(exc)
+            return None
     return None
 
 
