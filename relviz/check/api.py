@@ -1,5 +1,5 @@
 """The checker's entry points (``check``, ``load``, the kinds and their settings), re-exported by
-:mod:`relviz.check`. Importing this module registers the kinds (relviz.check.matrix_kinds, relviz.check.rope)."""
+:mod:`relviz.check`. Importing this module registers the kinds (relviz.check.matrix_kinds, relviz.check.rope, relviz.check.vision)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,6 +9,7 @@ import numpy as np
 
 from relviz.check import matrix_kinds as _matrix_kinds  # noqa: F401  (registers the matrix kinds)
 from relviz.check import rope as _rope  # noqa: F401  (registers the RoPE kinds)
+from relviz.check import vision as _vision  # noqa: F401  (registers the 2-D RoPE and M-RoPE kinds)
 from relviz.check.difference import describe
 from relviz.check.matrix import MATRIX_KINDS, FitWork, Settings, fit, fits_another_kind, reference, variant_matrix
 from relviz.check.matrix_kinds import MAX_HEADS, SEED_NOTEBOOK, SIGN  # noqa: F401  (re-exported)
