@@ -20,9 +20,7 @@ from relviz.figures.toeplitz import toeplitz_view
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model_presets import model_presets, preset_config
-from relviz.positions import t5_bias_offsets, t5_config
 from relviz.schemes.views import relative_share
-from relviz.t5_notes import last_bucket_start
 
 navigation.ensure_app_navigation()
 
@@ -235,27 +233,18 @@ with display.user_errors():
         extent = int(c1.slider("offsets shown ±", 16, 512, 160, step=16, key=f"{P}_ext", bind="query-params"))
         layers = positions.layers(t5_stack)
         table_layer = layer if layer in layers else layers[0]
-        curve = hf.bias_curve(positions, stack=t5_stack, layer=table_layer, extent=extent)
         table_bias = positions.layer(table_layer, stack=t5_stack).find(T5Bias)
-        nb, md, both = table_bias.num_buckets, table_bias.max_distance, table_bias.bidirectional
+        curve = table_bias.curve(extent)
         display.show_figure(bias_curve_figure(curve), key=f"{P}_fig_t5curve")
-        st.caption(f"Each head's learned bias against j − i; dotted lines are bucket edges "
-                   f"({nb} buckets, max_distance {md}: exact up to "
-                   f"|j − i| = {t5_config(nb, md, both).max_exact - 1}, one bucket from "
-                   f"{last_bucket_start(nb, md, both)} on). T5 adds it to the raw "
-                   f"q·k logit" + ("; UMT5 has a table in every layer." if len(layers) > 1 else
-                                   ", and block 0's table serves every layer of the stack."))
+        st.caption(curve.caption)
         h1, h2 = st.columns(2)
         head = int(h1.slider("head", 1, t5.heads, 1, key=f"{P}_head", bind="query-params"))
         L = int(h2.slider("positions L", 8, 256, 64, step=8, key=f"{P}_L", bind="query-params"))  # noqa: N816
-        per_offset = t5_bias_offsets(positions.bias_table(stack=t5_stack, layer=table_layer).float(), L, L,
-                                     num_buckets=nb, max_distance=md,
-                                     bidirectional=both)[head - 1].numpy()
+        per_offset = table_bias.bias_per_offset(L, L)[head - 1].numpy()                      # [2L − 1]
         heat = toeplitz_view(per_offset.astype(np.float32), L, L, value_label="bias",
                              colorscale="RdBu_r", zmid=0.0, height=460)
         display.show_toeplitz(heat, key=f"{P}_fig_t5map", name=f"t5_bias_head{head}_{L}")
-        st.caption(f"Head {head}'s bias map ({t5_stack}, table of layer {table_layer}): exactly what the model adds "
-                   "to its logits (transformers' compute_bias), constant along each diagonal.")
+        st.caption(table_bias.map_caption(head, t5_stack))
     if absolute is not None and absolute.table is not None:
         st.subheader("Learned absolute positions")
         table = positions.position_embeddings()

@@ -27,7 +27,6 @@ from relviz.mechanisms.families import FAMILIES
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.plan import ModelPlan, read_plan
-from relviz.schemes.t5 import bias_curve as t5_curve
 from relviz.schemes.views import SimilarityMatrix, norms_and_cosine
 
 __all__ = ["ModelPositions", "ModelPlan", "AttentionPattern", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES",
@@ -275,11 +274,8 @@ def bias_curve(positions: ModelPositions, *, stack: str = "encoder", layer: int 
     """The learned bias of every head against j − i (relviz.schemes.BiasCurve, as the Live attention page
     draws it for a relviz T5 model)."""
 
-    extent = check_int("extent", extent, minimum=1, maximum=1 << 16)
-    found = positions.layer(layer, stack=stack).find(T5Bias)
-    table = positions.bias_table(stack=stack, layer=layer).float().numpy()
-    return t5_curve(table, num_buckets=found.num_buckets, max_distance=found.max_distance,
-                    bidirectional=found.bidirectional, extent=extent)
+    positions.bias_table(stack=stack, layer=layer)          # ValueError when this layer has no table in hand
+    return positions.layer(layer, stack=stack).find(T5Bias).curve(extent)
 
 
 def learned_similarity(positions: ModelPositions, n: int):

@@ -53,6 +53,12 @@ def test_t5_bias_equals_compute_bias(kind, tmp_path):
     shared = positions.layer(1, stack="encoder").find(T5Bias)
     assert not shared.per_layer and "shared by the stack" in shared.describe()
     assert "shared by every layer" in shared.views(64, 1)[0].caption
+    # the Your model page's bias map, per offset: entry j − i + q_len − 1 is compute_bias's diagonal
+    expected = model.encoder.block[0].layer[0].SelfAttention.compute_bias(6, 9)[0]         # [H, 6, 9]
+    per_offset = shared.bias_per_offset(6, 9)                                                # [H, 14]
+    offsets = torch.arange(9)[None, :] - torch.arange(6)[:, None] + 5                        # [6, 9]
+    assert torch.equal(per_offset[:, offsets], expected)
+    assert shared.curve(30).caption == shared.views(31, 1)[0].caption and "layer 0" in shared.map_caption(2, "x")
     # Only the two tables were read, not the other weights (mt5 is sharded: read through the index).
     assert sorted(positions.tensors_read) == [
         "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",

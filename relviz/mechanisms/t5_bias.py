@@ -16,8 +16,8 @@ import torch
 
 from relviz._checks import check_int
 from relviz.mechanisms.base import LayerContext, Mechanism
-from relviz.mechanisms.view_kinds import LayerView, Note
-from relviz.positions import T5_LIMITS, t5_bias, t5_bucket, t5_config
+from relviz.mechanisms.view_kinds import BiasCurve, LayerView, Note
+from relviz.positions import T5_LIMITS, t5_bias, t5_bias_offsets, t5_bucket, t5_config
 from relviz.schemes.t5 import bias_curve
 from relviz.t5_notes import curve_caption
 
@@ -74,6 +74,24 @@ class T5Bias(Mechanism):
         return t5_bias(self._table().float(), q_len, k_len, num_buckets=self.num_buckets,
                        max_distance=self.max_distance, bidirectional=self.bidirectional, q_offset=q_offset)
 
+    def bias_per_offset(self, q_len: int, k_len: int) -> torch.Tensor:
+        """[H, q_len + k_len − 1] the bias per offset j − i from −(q_len − 1) (the layer's bias map, never L × L)."""
+        return t5_bias_offsets(self._table().float(), q_len, k_len, num_buckets=self.num_buckets,
+                               max_distance=self.max_distance, bidirectional=self.bidirectional)
+
+    def curve(self, extent: int) -> BiasCurve:
+        """Every head's learned bias against j − i for |j − i| ≤ ``extent``, with its caption."""
+        extent = check_int("extent", extent, minimum=0, maximum=1 << 16)
+        curve = bias_curve(self._table().float().numpy(), num_buckets=self.num_buckets,
+                           max_distance=self.max_distance, bidirectional=self.bidirectional, extent=extent)
+        return replace(curve, caption=curve_caption(self.num_buckets, self.max_distance, self.bidirectional,
+                                                    per_layer=self.per_layer))
+
+    def map_caption(self, head: int, stack: str) -> str:
+        """The words under one head's bias map (:meth:`bias_per_offset` drawn as a Toeplitz matrix)."""
+        return (f"Head {head}'s bias map ({stack}, table of layer {self.table_layer}): exactly what the model adds to "
+                "its logits (transformers' compute_bias), constant along each diagonal.")
+
     def global_side_bias(self, seq_len: int) -> torch.Tensor:
         """[H, seq_len, seq_len // global_block_size]: the bias of each token towards each block summary,
         by the bucket of (summary block − the token's block), for a sequence without padding (transformers'
@@ -121,11 +139,7 @@ class T5Bias(Mechanism):
             return [Note("T5 bias: the learned table lives in the weights",
                          f"{self.describe()}. A config alone gives the buckets, not the bias values: list a model "
                          "directory (RELVIZ_MODELS) to see each head's learned bias.")]
-        extent = min(length - 1, max(2 * self.max_distance, 64))
-        curve = bias_curve(self.table.float().numpy(), num_buckets=self.num_buckets, max_distance=self.max_distance,
-                           bidirectional=self.bidirectional, extent=extent)
-        return [replace(curve, caption=curve_caption(self.num_buckets, self.max_distance, self.bidirectional,
-                                                     per_layer=self.per_layer))]
+        return [self.curve(min(length - 1, max(2 * self.max_distance, 64)))]
 
 
 def _read_tables(ctx: LayerContext, layer: int, num_buckets: int,
