@@ -62,8 +62,9 @@ st.markdown(
     "A **tour** is an ordered list of views, each a page with every control set, plus a short note for you. "
     "Start one and a bar at the top of every page shows the step's title and big **◀ Back** / "
     "**Next ▶** buttons (**Page Up / Page Down** work too: most presentation clickers send them). The audience "
-    "sees the picture and its title; **Notes** in the bar opens the presenter view in a new tab (for your "
-    "own screen): the step's note, what comes next and every step, following the audience's tab.")
+    "sees the step's picture whole on the first screen; **Notes** in the bar opens the presenter view in a new "
+    "tab (for your own screen): the step's note, a small copy of the audience's screen, every step, and its own "
+    "Back / Next (Page Up / Page Down there too). The audience's tab follows it within about a second.")
 
 # ---- which tour: a shared link, else the built-in one --------------------------------------
 code = st.query_params.get(tours.TOUR_PARAM)

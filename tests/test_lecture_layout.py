@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from relviz.app import lecture_mode, tours
 from relviz.app.display import plotly_config
+from test_page_tools import open_link
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -69,9 +70,12 @@ def test_the_presenter_views_buttons_move_the_lecture_and_the_audience_follows()
     assert lecture_mode.lectures().get(lecture_id).index == 1
     assert any(m.value.startswith(f"### 2 / {len(tours.BUILTIN.steps)}") for m in presenter.markdown)
     at.run()                                                                # the audience's tab looks again
-    assert at.session_state[lecture_mode.TOUR_STATE][1] == 1
-    at.switch_page("pages/shaw.py").run()                                   # AppTest follows the page switch
-    assert at.slider(key="sh_clip").value == 3
+    opener = [c for c in at.get("bidi_component") if "lecture_open" in c.proto.id]
+    link = lecture_mode.step_link(lecture_id, tours.BUILTIN.steps[1])
+    assert len(opener) == 1 and link.replace("&", "\\u0026") in str(opener[0].proto) or link in str(opener[0].proto)
+    audience = open_link(link)                                              # ... and opens the step's link
+    assert audience.session_state[lecture_mode.TOUR_STATE][1] == 1          # presenting step 2, exactly
+    assert audience.slider(key="sh_clip").value == 3 and not audience.title
     presenter.button(key="pv_step3").click().run()                          # the step list: step 4
     assert lecture_mode.lectures().get(lecture_id).index == 3
     presenter.button(key="pv_prev").click().run()
@@ -85,11 +89,12 @@ def test_the_presenter_view_shows_a_small_copy_of_the_audiences_step():
     presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
     presenter.switch_page("pages/tour.py").run()
     html = lecture_mode._mirror_html(lecture_id, tours.BUILTIN.steps[0])
-    assert f'src="./?home_q=2&amp;embed=true&amp;lecture={lecture_id}"' in html
+    assert f'src="./?home_q=2&amp;lecture={lecture_id}&amp;lecture_copy=1&amp;embed=true"' in html
     assert "scale(0.3)" in html and "width:1280px;height:720px" in html
     # a page opened with ?lecture=ID copies the lecture's step: laid out as on the projector, no title
     copy = AppTest.from_file(APP, default_timeout=60)
-    copy.query_params.update({"home_q": "2", lecture_mode.LECTURE_PARAM: lecture_id})
+    copy.query_params.update({"home_q": "2", lecture_mode.LECTURE_PARAM: lecture_id, lecture_mode.COPY_PARAM: "1"})
     copy.run()
     assert not copy.exception and not copy.title
+    assert lecture_mode.TOUR_STATE not in copy.session_state                 # a copy: no bar, it moves nothing
     assert any("st-key-home_fig" in h.proto.body for h in copy.get("html"))

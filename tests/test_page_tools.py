@@ -113,12 +113,31 @@ def _app() -> AppTest:
 def click_bar(at: AppTest, key: str) -> AppTest:
     """Click a presenter-bar button on the step's page. AppTest runs the page it was last told to
     (at.switch_page); the app's own st.switch_page changes what is drawn, not that, so point it at
-    the page on screen first."""
+    the page on screen first. Back and Next move the lecture, and the tab then opens the new step's link (a
+    page load, in the browser): returned as a fresh AppTest on that link."""
     tour, index = at.session_state[lecture_mode.TOUR_STATE]
     at.switch_page(f"pages/{tour.steps[index].page}.py")
     at.button(key=key).click().run()
     assert not at.exception, at.exception
-    return at
+    lecture_id = at.session_state[lecture_mode.LECTURE_STATE] if lecture_mode.LECTURE_STATE in at.session_state \
+        else None
+    shared = lecture_mode.lectures().get(lecture_id)
+    if shared is None or shared.index == index:
+        return at
+    return open_link(lecture_mode.step_link(lecture_id, shared.tour.steps[shared.index]))
+
+
+def open_link(link: str) -> AppTest:
+    """A fresh tab on one of the app's relative links ("shaw?sh_clip=3&lecture=..."), as the browser opens it."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(link)
+    page = parts.path.strip("./") or "home"
+    fresh = AppTest.from_file(APP, default_timeout=60)
+    fresh.query_params.update(dict(parse_qsl(parts.query)))
+    fresh.switch_page(f"pages/{page}.py").run()
+    assert not fresh.exception, fresh.exception
+    return fresh
 
 
 def test_presenting_walks_the_steps_with_the_exact_views():
@@ -130,19 +149,19 @@ def test_presenting_walks_the_steps_with_the_exact_views():
     assert at.slider(key="home_q").value == 2       # step 1: the landing page
     assert any(m.value.startswith(f"**1 / {len(tours.BUILTIN.steps)} · Relative position is j − i**") for m in at.markdown)
     assert not at.title and not at.info            # the bar stands in for the page's title and sign note
-    click_bar(at, "tour_next")                      # step 2: Shaw, k = 3
+    at = click_bar(at, "tour_next")                      # step 2: Shaw, k = 3
     assert at.slider(key="sh_clip").value == 3 and any("2 / 14 · Shaw et al." in m.value for m in at.markdown)
-    click_bar(at, "tour_next")                      # step 3: Shaw, k = 0
+    at = click_bar(at, "tour_next")                      # step 3: Shaw, k = 0
     assert at.slider(key="sh_clip").value == 0
     note = tours.BUILTIN.steps[2].note               # the note is the presenter view's, not the audience's
     assert not any(note[:40] in e.value for e in [*at.markdown, *at.info, *at.sidebar.markdown, *at.caption])
-    click_bar(at, "tour_next")                      # step 4: T5 at 128 × 128
+    at = click_bar(at, "tour_next")                      # step 4: T5 at 128 × 128
     assert at.number_input(key="t5_q").value == 128 and at.toggle(key="t5_bi").value is True
-    click_bar(at, "tour_next")                      # step 5: unidirectional
+    at = click_bar(at, "tour_next")                      # step 5: unidirectional
     assert at.toggle(key="t5_bi").value is False
-    click_bar(at, "tour_prev")                      # back: bidirectional again, nothing left over
+    at = click_bar(at, "tour_prev")                      # back: bidirectional again, nothing left over
     assert at.toggle(key="t5_bi").value is True and at.number_input(key="t5_q").value == 128
-    click_bar(at, "tour_end")
+    at = click_bar(at, "tour_end")
     assert lecture_mode.TOUR_STATE not in at.session_state and at.title[0].value == "Lecture mode"
 
 
@@ -198,7 +217,7 @@ def test_a_schemes_own_parameter_is_collected_and_presented():
     at.switch_page("pages/attention.py").run()
     assert not at.exception, at.exception
     assert at.slider(key="at_t_clip").value == 5
-    click_bar(at, "tour_next")
+    at = click_bar(at, "tour_next")
     assert at.slider(key="at_t_clip").value == get_scheme("shaw").params[0].default
 
 
@@ -209,18 +228,18 @@ def test_the_presenter_view_follows_the_lecture():
     at.switch_page("pages/tour.py").run()
     at.button(key="tour_start").click().run()
     lecture_id = at.session_state[lecture_mode.LECTURE_STATE]
-    click_bar(at, "tour_next")                      # the audience on step 2
+    at = click_bar(at, "tour_next")                      # the audience on step 2
     presenter = AppTest.from_file(APP, default_timeout=60)
     presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
     presenter.switch_page("pages/tour.py").run()
     assert not presenter.exception, presenter.exception
     assert any(m.value.startswith("### 2 / 14 · Shaw et al.") for m in presenter.markdown)
     assert tours.BUILTIN.steps[1].note in [i.value for i in presenter.info]
-    click_bar(at, "tour_next")                      # the audience on step 3
+    at = click_bar(at, "tour_next")                      # the audience on step 3
     presenter.run()                                 # the view looks again (every second in a browser)
     assert any(m.value.startswith("### 3 / 14 · k = 0") for m in presenter.markdown)
     assert tours.BUILTIN.steps[2].note in [i.value for i in presenter.info]
-    click_bar(at, "tour_end")
+    at = click_bar(at, "tour_end")
     presenter.run()
     assert any("This lecture has ended" in w.value for w in presenter.warning)
 

@@ -21,7 +21,8 @@ from relviz.app.tours import Step, check_step
 TOUR_STATE = "_relviz_tour"          # (Tour, step index) while presenting
 DRAFT_STATE = "_relviz_tour_draft"   # list[tours.Step]: the views a teacher collected
 LECTURE_STATE = "_relviz_lecture"    # this tab's live lecture id (relviz.app.lectures), followed by its presenter view
-LECTURE_PARAM = "lecture"            # the presenter view's link value on the Lecture mode page
+LECTURE_PARAM = "lecture"            # the presenter view's link value on the Lecture mode page, a step's elsewhere
+COPY_PARAM = "lecture_copy"          # "1": this tab is the presenter view's small copy of the audience's screen
 #: How often the presenter view looks at the lecture it follows (seconds).
 FOLLOW_EVERY_S = 1.0
 #: The presenter view's copy of the audience's 1280 × 720 screen, scaled to fit half of a 1280 px tab.
@@ -30,15 +31,15 @@ MIRROR_SCALE = 0.3
 
 def presenting() -> bool:
     """Whether this tab shows a tour step to an audience: the audience's tab (the presenter bar is on screen) or
-    the presenter view's small copy of it (a page opened with ?lecture=ID)."""
+    the presenter view's small copy of it (a page opened with ?lecture=ID&lecture_copy=1)."""
     return st.session_state.get(TOUR_STATE) is not None or _mirrored_step() is not None
 
 
 def _mirrored_step():
-    """The step this tab copies for the presenter view (a page, not Lecture mode, opened with ?lecture=ID and the
-    step's values), or None. The step comes from the server's lecture, never from the link."""
+    """The step this tab copies for the presenter view (a page, not Lecture mode, opened with ?lecture=ID and
+    lecture_copy=1), or None. The step comes from the server's lecture, never from the link."""
     lecture_id = st.query_params.get(LECTURE_PARAM)
-    if not lecture_id:
+    if not lecture_id or st.query_params.get(COPY_PARAM) != "1":
         return None
     shared = lectures().get(lecture_id)
     return None if shared is None else shared.tour.steps[shared.index]
@@ -73,8 +74,31 @@ def go_to_step(tour, index: int) -> None:
             for key in page_keys(step.page, [key for key in st.session_state if isinstance(key, str)])}
     st.session_state.pop(LINK_CHECKED_KEY, None)
     # a control of the page on screen keeps its on-screen value over a link value equal to its default (the
-    # browser sends it back): the controls the step sets get the step's value in their state, typed as before
-    _switch_page(f"pages/{step.page}.py", dict(step.params), kept)
+    # browser sends it back): the controls the step sets get the step's value in their state, typed as before.
+    # The lecture's id rides in the link: a reload of the tab, or the next step's link, finds the lecture again.
+    _switch_page(f"pages/{step.page}.py", {**step.params, LECTURE_PARAM: st.session_state[LECTURE_STATE]}, kept)
+
+
+def step_link(lecture_id: str, step, **extra: str) -> str:
+    """The link of a lecture's step, relative to the app's own pages: the step's page with its values and the
+    lecture's id (which the page adopts: _adopt). The page and values are the tour's, checked when it was read."""
+    from urllib.parse import urlencode
+
+    default = next(Path(page.path).stem for page in PAGES if page.default)
+    query = urlencode({**step.params, LECTURE_PARAM: lecture_id, **extra}, doseq=True)
+    return f"{'./' if step.page == default else step.page}?{query}"
+
+
+def _adopt(lecture_id: str) -> None:
+    """A tab opened on a step's link (?lecture=ID, from the lecture's own moves) presents that lecture: a fresh
+    session on the step's exact link, so no control keeps a value from the step before. Once per tab and
+    lecture: the tab then shows the step it was opened on until the lecture moves (_follow)."""
+    if st.session_state.get(LECTURE_STATE) == lecture_id and st.session_state.get(TOUR_STATE) is not None:
+        return
+    shared = lectures().get(lecture_id)
+    if shared is not None:
+        st.session_state[LECTURE_STATE] = lecture_id
+        st.session_state[TOUR_STATE] = (shared.tour, shared.index)
 
 
 def _as_kept(text, kept):
@@ -126,10 +150,15 @@ def lecture_mode(url_path: str) -> None:
     """Call in app.py before the page runs: while a tour runs, the presenter bar above the page. The step's
     note is in the presenter view (a second tab), never on the audience's screen."""
     page_name = _page_name(url_path)
+    lecture_id = st.query_params.get(LECTURE_PARAM)
+    if page_name != "tour" and lecture_id:
+        if (step := _mirrored_step()) is not None:      # the presenter view's small copy
+            if step.page == page_name:
+                lecture_layout(step.subject)
+            return
+        _adopt(lecture_id)
     if st.session_state.get(TOUR_STATE) is not None:
         _presenter_bar(page_name)
-    elif page_name != "tour" and (step := _mirrored_step()) is not None and step.page == page_name:
-        lecture_layout(step.subject)
 
 
 #: The presenter bar's key (a container): the lecture layout keeps it on screen.
@@ -191,8 +220,6 @@ def _presenter_bar(page_name: str) -> None:
     shared = lectures().get(lecture_id)
     step = tour.steps[index]
     last = len(tour.steps) - 1
-    if shared is not None and shared.tour == tour and shared.index != index:
-        go_to_step(tour, shared.index)  # the presenter view moved the lecture (_follow saw it)
     away = page_name != step.page
     if not away:
         lecture_layout(step.subject)
@@ -209,34 +236,59 @@ def _presenter_bar(page_name: str) -> None:
         if shared is not None:
             notes_col.link_button("Notes", f"tour?{LECTURE_PARAM}={lecture_id}", icon=":material/open_in_new:",
                                   width="stretch", help="The presenter view in a new tab (for your own screen): "
-                                                        "this step's note, what comes next, every step. It follows "
-                                                        "this tab.")
+                                                        "this step's note, what comes next, every step, Back and "
+                                                        "Next. This tab follows it.")
         end = end_col.button("End", key="tour_end", width="stretch", help="Leave lecture mode")
         text_col.markdown(f"**{index + 1} / {len(tour.steps)} · {step.title}**"
                           + ("  \n:gray[You left this step's page.]" if away else
                              "  \n:gray[relative position = j − i = key − query]"))
-        if shared is not None:
-            with text_col:
-                _follow(lecture_id)
     if end or (advance and index == last and not away):
         del st.session_state[TOUR_STATE]
         if lecture_id is not None:
             lectures().end(lecture_id)
             st.session_state.pop(LECTURE_STATE, None)
         _switch_page("pages/tour.py", {})
-    if previous:
-        go_to_step(tour, index - 1)
-    if advance:
-        go_to_step(tour, index if away else index + 1)
+    if shared is None or shared.tour != tour:  # the lecture is gone from the registry: move this tab alone
+        if previous:
+            go_to_step(tour, index - 1)
+        if advance:
+            go_to_step(tour, index if away else index + 1)
+        return
+    if previous or advance:
+        lectures().move(lecture_id, index - 1 if previous else index if away else index + 1)
+    with text_col:
+        _follow(lecture_id, again=bool(advance and away))
+
+
+def _open(url: str) -> None:
+    """Open ``url`` in this tab (a page load: a fresh session on the step's exact link)."""
+    global _opener
+    if _opener is None:
+        _opener = st.components.v2.component(
+            "relviz_lecture_open",
+            js="export default function ({data}) {\n"
+               "  if (!data || !data.url) return;\n"
+               "  const target = new URL(data.url, window.location.href);\n"
+               "  if (target.href !== window.location.href) window.location.assign(target.href);\n"
+               "}\n")
+    _opener(key="lecture_open", data={"url": url})
+
+
+_opener = None
 
 
 @st.fragment(run_every=FOLLOW_EVERY_S)
-def _follow(lecture_id: str) -> None:
-    """In the audience's tab: every FOLLOW_EVERY_S seconds, open the step the presenter view moved the lecture
-    to. Draws nothing (the header band, with its "running" badge, is hidden during a lecture)."""
+def _follow(lecture_id: str, again: bool = False) -> None:
+    """In the audience's tab: every FOLLOW_EVERY_S seconds, look at the lecture; when it moved (the presenter
+    view's Back / Next, or this tab's own), open the new step's link. A page load rather than a page switch in
+    this session: the fragment's timer keeps sending the old page's control values while a switched page runs,
+    and a control could take a value from the step before. ``again``: open this step's link anew (the bar's
+    "Step N" after the presenter left the step's page). Draws nothing until it moves."""
     shared, here = lectures().get(lecture_id), st.session_state.get(TOUR_STATE)
-    if shared is not None and here is not None and shared.tour == here[0] and shared.index != here[1]:
-        st.rerun(scope="app")  # the bar opens the step in a full run, as its own buttons do (_presenter_bar)
+    if shared is None or here is None or shared.tour != here[0]:
+        return
+    if shared.index != here[1] or again:
+        _open(step_link(lecture_id, shared.tour.steps[shared.index]))
 
 
 def _move(lecture_id: str, index: int) -> None:
@@ -249,11 +301,8 @@ def _mirror_html(lecture_id: str, step, *, scale: float = MIRROR_SCALE) -> str:
     lecture layout: ?lecture=ID makes that page a copy of the lecture's step), scaled down. The page and its
     values are the tour's, checked when the tour was read (a page from relviz's list, values its controls take)."""
     from html import escape
-    from urllib.parse import urlencode
 
-    default = next(Path(page.path).stem for page in PAGES if page.default)
-    query = urlencode({**step.params, "embed": "true", LECTURE_PARAM: lecture_id}, doseq=True)
-    src = escape(f"{'./' if step.page == default else step.page}?{query}")
+    src = escape(step_link(lecture_id, step, **{COPY_PARAM: "1", "embed": "true"}))
     width, height = round(1280 * scale), round(720 * scale)
     return (f'<div style="width:{width}px;height:{height}px;overflow:hidden;border:1px solid #ccc">'
             f'<iframe src="{src}" title="the audience\'s screen" style="width:1280px;height:720px;border:0;'

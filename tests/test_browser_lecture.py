@@ -1,0 +1,111 @@
+"""A lecture on a projector, in a real browser: both built-in tours walked at 1280 × 720 from the presenter
+view (a second tab), as a teacher presents them (issue 33).
+
+At every step: the audience's tab follows the presenter's Next (and, at the end, Back), the step's subject chart
+is whole inside the 1280 × 720 viewport with its title and legend, and the step's note is not on the audience's
+screen. One server and one browser for the whole walk; screenshots of each step land in test-artifacts/lecture/.
+"""
+from __future__ import annotations
+
+import os
+from urllib.parse import quote_plus, urljoin
+
+import pytest
+
+from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, wait_for_app
+from relviz.app import tours
+
+ARTIFACTS = REPO / "test-artifacts" / "lecture"
+WIDTH, HEIGHT = 1280, 720
+
+if chromium_path() is None and not os.environ.get("CI"):
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
+                allow_module_level=True)
+
+#: The subject's box, its plotly title's and legend's boxes (null where it has none), and whether every
+#: plotly chart inside it has drawn: [box, title box, legend box, drawn].
+SUBJECT_JS = """(key) => {
+  const el = document.querySelector('[data-testid="stMain"] .st-key-' + key);
+  if (!el) return null;
+  const box = r => r ? (({top, bottom, left, right}) => ({top, bottom, left, right}))(r.getBoundingClientRect()) : null;
+  const plots = Array.from(el.querySelectorAll('.js-plotly-plot'));
+  return [box(el), box(el.querySelector('.gtitle')), box(el.querySelector('.legend')),
+          plots.every(p => p.querySelector('.main-svg'))];
+}"""
+
+
+@pytest.fixture(scope="module")
+def lecture():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with app_server() as base, sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        context = chromium.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+        yield base, context
+        chromium.close()
+
+
+def _bar_text(tour: tours.Tour, index: int) -> str:
+    return f"{index + 1} / {len(tour.steps)} · {tour.steps[index].title}"
+
+
+def _on_step(audience, tour: tours.Tour, index: int, name: str) -> None:
+    """The audience's tab shows step ``index``: its bar, its subject whole on the first screen, no note."""
+    step = tour.steps[index]
+    # the projector's window is in front (a background tab does not paint: plotly's redraws wait for it)
+    audience.bring_to_front()
+    try:
+        audience.wait_for_selector(f"text={_bar_text(tour, index)}", timeout=60_000)
+        audience.wait_for_function(f"() => {{ const r = ({SUBJECT_JS})('{step.subject}'); return r && r[3]; }}",
+                                   timeout=60_000)
+    except Exception:
+        audience.screenshot(path=str(ARTIFACTS / f"{name}-{index + 1:02d}-failed.png"))
+        raise
+    audience.wait_for_timeout(700)  # the charts' layout settles
+    found = audience.evaluate(SUBJECT_JS, step.subject)
+    audience.screenshot(path=str(ARTIFACTS / f"{name}-{index + 1:02d}.png"))
+    box, title, legend, _ = found
+    where = (name, index + 1, step.subject)
+    for part in (box, title, legend):
+        if part is not None:
+            assert 0 <= part["top"] and part["bottom"] <= HEIGHT + 1, (where, found)
+            assert 0 <= part["left"] and part["right"] <= WIDTH + 1, (where, found)
+    assert audience.get_by_text(step.note[:40]).count() == 0, where             # the note stays with the teacher
+    assert not audience.query_selector_all('[data-testid="stException"]'), where
+    assert not audience.locator('header[data-testid="stHeader"]').is_visible()  # no header band
+
+
+@pytest.mark.parametrize("title", list(tours.BUILTINS), ids=["first", "today"])
+def test_the_presenter_view_drives_a_built_in_tour_at_1280x720(lecture, title):
+    base, context = lecture
+    tour = tours.BUILTINS[title]
+    name = "first" if tour is tours.BUILTIN else "today"
+    audience = context.new_page()
+    audience.goto(f"{base}/tour?tour_pick={quote_plus(title)}")
+    wait_for_app(audience)
+    audience.get_by_role("button", name="Start presenting").click()
+    audience.wait_for_selector(f"text={_bar_text(tour, 0)}", timeout=60_000)
+    presenter = context.new_page()
+    presenter.goto(urljoin(audience.url, audience.get_by_role("link", name="Notes").get_attribute("href")))
+    presenter.wait_for_selector(f"text={tour.steps[0].note[:40]}", timeout=60_000)
+    for index in range(len(tour.steps)):
+        _on_step(audience, tour, index, name)
+        if index == 1:
+            presenter.screenshot(path=str(ARTIFACTS / f"{name}-presenter.png"))
+        if index < len(tour.steps) - 1:
+            presenter.bring_to_front()
+            if index == 1:                           # the clicker's Page Down, in the presenter's tab
+                presenter.keyboard.press("PageDown")
+            else:
+                presenter.get_by_role("button", name="Next ▶").click()
+            try:
+                presenter.wait_for_selector(f"text={_bar_text(tour, index + 1)}", timeout=60_000)
+            except Exception:
+                presenter.screenshot(path=str(ARTIFACTS / f"{name}-presenter-{index + 1:02d}-failed.png"))
+                raise
+    presenter.bring_to_front()
+    presenter.get_by_role("button", name="◀ Back").click()   # and back
+    _on_step(audience, tour, len(tour.steps) - 2, name)
+    presenter.close()
+    audience.close()
