@@ -54,6 +54,10 @@ SOURCES = {"dir": (hf.open_configured, lambda target: {}),
            "preset": (_preset_plan, lambda target: preset_config(model_presets()[target]))}
 
 
+#: whether a listed model's source may be shown (a published config's URL) or not (a path on the server)
+SOURCE_IS_PUBLIC = {"dir": False, "preset": True}
+
+
 @st.cache_resource(max_entries=16, show_spinner="Reading the model's position plan…")
 def positions_of(kind: str, target: str) -> hf.ModelPositions:
     return SOURCES[kind][0](target)
@@ -211,7 +215,11 @@ with display.user_errors():
     with st.expander("every layer, run by run", expanded=False):
         st.markdown("\n".join(f"- layers {a}–{b}: {text}" if a != b else f"- layer {a}: {text}"
                               for a, b, text in layer_views.strip(positions, stack).runs))
-    st.caption(f"**{positions.model_type}** · Source: {positions.source}")
+    # a model directory is named by the operator's label, never by its path on the server
+    st.caption(f"**{positions.model_type}** · Source: " + (positions.source if SOURCE_IS_PUBLIC[kind] else
+                                                            f"the server's model directory {label!r}"))
+    read_from = sorted({p.read_from for p in positions.all_layers()})
+    st.caption("Layers read: " + "; ".join(read_from) + ".")
     unconfirmed = model_presets().get(target, {}).get("unconfirmed")
     if unconfirmed:
         st.caption("Not confirmed from a public copy of the model's own config.json (typed from third-party copies): "

@@ -13,6 +13,7 @@ together per layer. The result is a :class:`relviz.plan.ModelPlan` (also known h
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -163,10 +164,28 @@ def _hub_fetcher(repo_id: str) -> Callable[[str], Path]:
 # The entry point
 
 
-def inspect(path: str | os.PathLike[str], *, allow_hub: bool = True) -> ModelPositions:
+def can_observe() -> bool:
+    """Whether transformers is installed, so a model_type outside the family table can be observed."""
+    return importlib.util.find_spec("transformers") is not None
+
+
+def _read(config: dict[str, Any], source: str, observe: bool | None) -> ModelPositions:
+    """The family table's reading; observed (relviz.observe.verified_plan) when asked, or by default for a
+    model_type outside the table while transformers is installed (else marked unverified, layer by layer)."""
+    plan = read_plan(config, source=source) if observe is not True else None
+    if observe is False or (plan is not None and (plan.in_family_table or not can_observe())):
+        return plan
+    from relviz.observe import verified_plan
+
+    return verified_plan(config, source=source)
+
+
+def inspect(path: str | os.PathLike[str], *, allow_hub: bool = True, observe: bool | None = None) -> ModelPositions:
     """Read a model directory's position structure (or, with ``allow_hub``, a Hub id "owner/name").
 
-    Only config.json and the position tensors are read; the result says which tensors.
+    Only config.json and the position tensors are read; the result says which tensors. ``observe``: check the
+    reading against the model transformers builds from the config (None: for model_types outside the family
+    table, when transformers is installed; True: always; False: never).
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"path must be a directory path or a Hub id; got {type(path).__name__}")
@@ -188,8 +207,9 @@ def inspect(path: str | os.PathLike[str], *, allow_hub: bool = True) -> ModelPos
         raise ValueError(f"{text!r} is not a model directory" + (" (and Hub ids are disabled here)"
                                                                   if HUB_ID.match(text) else ""))
     config = _read_config(config_path)
-    plan = read_plan(config, source=source)
+    plan = _read(config, source, observe)
     if not any(m.needs_weights for layer in plan.all_layers() for m in layer.mechanisms):
+        plan.directory = directory               # its own attention can run on text (a tokenizer permitting)
         return plan                              # rotation, ALiBi, windows: the config says it all
     tensors = _Tensors(directory, fetch)
     if not tensors.where:
@@ -205,13 +225,13 @@ def inspect(path: str | os.PathLike[str], *, allow_hub: bool = True) -> ModelPos
     return plan
 
 
-def from_config(config: dict[str, Any], *, source: str = "config") -> ModelPositions:
+def from_config(config: dict[str, Any], *, source: str = "config", observe: bool | None = False) -> ModelPositions:
     """The plan a config alone determines: e.g. a published config.json's fields, typed in as a preset.
 
     Mechanisms whose values live in weights (T5 tables, learned positions, sinks) are listed with their
-    settings; their tables need :func:`inspect` on a model directory.
+    settings; their tables need :func:`inspect` on a model directory. ``observe`` as :func:`inspect`'s.
     """
-    return read_plan(config, source=source)
+    return _read(config, source, observe)
 
 
 # ---------------------------------------------------------------------------------------
@@ -324,5 +344,9 @@ def model_attention(tokenizer, model, text: str, *, max_tokens: int = MAX_TOKENS
             out = model.get_encoder()(input_ids=ids, output_attentions=True)
         else:
             out = model(input_ids=ids, output_attentions=True)
-    attentions = torch.stack([a[0] for a in out.attentions]).float()         # [layers, heads, L, L]
+    found = [a[0] for a in (out.attentions or ()) if a is not None]           # hybrids: attending layers only
+    if not found:
+        raise ValueError("this model returns no attention weights (none of its layers runs softmax attention "
+                         "with output_attentions)")
+    attentions = torch.stack(found).float()                                  # [layers, heads, L, L]
     return tokenizer.convert_ids_to_tokens(ids[0].tolist()), attentions

@@ -41,19 +41,22 @@ __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences"
            "PROBE_LENGTHS", "SMALL_WINDOW", "SMALL_CHUNK"]
 
 PROBE_LENGTHS = (12, 20)
+#: a shrunk model larger than this is refused before it is allocated (counted on the meta device)
+MAX_PARAMETERS = 60_000_000
 SMALL_WINDOW = 3
 SMALL_CHUNK = 4
 #: window and chunk fields, cut to a few positions so the probes show them (the real values stay the config's)
 WINDOW_FIELDS = ("sliding_window", "attention_window_size", "sliding_window_size")
 CHUNK_FIELDS = ("attention_chunk_size",)
 #: width fields set to tiny values (position math never reads them)
-TINY = {"vocab_size": 64, "intermediate_size": 32, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16,
+TINY = {"vocab_size": 64, "vocab_size_per_layer_input": 64, "intermediate_size": 32, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16,
         "intermediate_size_mlp": 32, "num_local_experts": 4, "n_routed_experts": 4, "num_experts": 4,
         "num_experts_per_tok": 1, "n_group": 1, "topk_group": 1, "n_shared_experts": 1, "kv_lora_rank": 16,
-        "q_lora_rank": None, "linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 8,
+        "linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 8,
         "linear_value_head_dim": 8, "mamba_d_state": 8, "mamba_n_heads": 4, "mamba_d_head": "auto",
-        "mamba_n_groups": 1, "ssm_state_size": 8, "lru_width": None, "pad_token_id": None, "bos_token_id": None,
-        "eos_token_id": None}
+        "mamba_n_groups": 1, "ssm_state_size": 8, "lru_width": None}
+#: token ids a tiny vocabulary must still hold (an id past it is moved inside: position ids never read them)
+TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 1}
 
 
 @dataclass
@@ -89,11 +92,16 @@ def shrink(config: Mapping[str, Any]) -> dict[str, Any]:
         kv = out.get("num_key_value_heads")
         out["num_attention_heads"] = 2
         out["num_key_value_heads"] = 2 if kv in (None, heads) else 1
-        out["head_dim"] = head_dim
+        if "head_dim" in config:                # a property on some config classes (Falcon): never set there
+            out["head_dim"] = head_dim
         out["hidden_size"] = 2 * head_dim if out.get("hidden_size", 0) >= 2 * head_dim else out["hidden_size"]
     for key, value in TINY.items():
         if key in out:
             out[key] = value
+    for key, inside in TOKEN_IDS.items():
+        value = out.get(key)
+        if isinstance(value, list) or (isinstance(value, int) and value >= TINY["vocab_size"]):
+            out[key] = inside
     for key in WINDOW_FIELDS:
         if isinstance(out.get(key), int) and out[key] > SMALL_WINDOW:
             out[key] = SMALL_WINDOW
@@ -177,12 +185,23 @@ def _build(config: Mapping[str, Any]):
     try:
         hf_config = AutoConfig.for_model(model_type, **fields)
         hf_config._attn_implementation = "eager"
+        with torch.device("meta"):                      # count first: nothing large is ever allocated
+            size = sum(p.numel() for p in AutoModel.from_config(hf_config, attn_implementation="eager").parameters())
+        if size > MAX_PARAMETERS:
+            raise _TooLarge(f"{model_type!r} shrunk to tiny widths still has {size / 1e6:.0f}M parameters (more than "
+                            f"{MAX_PARAMETERS / 1e6:.0f}M): its width fields are not ones relviz shrinks")
         torch.manual_seed(0)
         model = AutoModel.from_config(hf_config, attn_implementation="eager").eval()
+    except _TooLarge as exc:
+        raise ValueError(f"transformers could not build a small model to observe: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
         raise ValueError(f"transformers {transformers.__version__} could not build a {model_type!r} model from "
                          f"this config: {type(exc).__name__}: {str(exc)[:300]}") from exc
     return hf_config, model, transformers.__version__
+
+
+class _TooLarge(Exception):
+    pass
 
 
 def observe(config: Mapping[str, Any]) -> Observation:
@@ -210,7 +229,7 @@ def _observe(key: str) -> Observation:
         recorder = _Recorder(modeling, model, layers)
         try:
             with torch.no_grad():
-                model(input_ids=torch.randint(0, 16, (1, length)))
+                model(input_ids=torch.randint(2, 16, (1, length)), use_cache=False)
         except Exception as exc:  # noqa: BLE001
             raise ValueError(f"transformers could not run a {config['model_type']!r} model built from this config: "
                              f"{type(exc).__name__}: {str(exc)[:300]}") from exc
@@ -255,6 +274,9 @@ def _plan_pairs(rotation: Rotation, width: int) -> list[int]:
 def differences(plan: ModelPlan, seen: Observation) -> list[str]:
     """Where relviz's plan of the (shrunk) config differs from what transformers ran, one line per finding."""
     out: list[str] = []
+    if not any(o.attends or o.kinds for o in seen.layers):
+        return ["transformers' attention was not seen: this family's modeling code does not go through "
+                "eager_attention_forward, so the observer cannot check it"]
     layers = plan.plans[plan.stack_names[0]]
     if len(layers) != len(seen.layers):
         return [f"relviz reads {len(layers)} layers; transformers built {len(seen.layers)}"]
@@ -329,7 +351,9 @@ def _mask_kind(allowed: torch.Tensor) -> str:
 
 def verified_plan(config: Mapping[str, Any], *, source: str = "config") -> ModelPlan:
     """The plan of ``config``, every layer checked against what transformers runs (a ValueError otherwise)."""
-    small = shrink(config)
+    text = config.get("text_config")
+    side = text if isinstance(text, Mapping) and isinstance(text.get("model_type"), str) else config
+    small = shrink(side)                                  # a vision-language model: its text model alone
     seen = observe(small)
     try:
         plan_small = read_plan(small, source=source)

@@ -76,3 +76,18 @@ def write_large_t5_checkpoint(directory: Path, *, d_model: int = 1024, layers: i
         weight_map.update({n: shard for n in part})
     (directory / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     return sum(p.stat().st_size for p in directory.glob("*.safetensors"))
+
+
+def tiny_causal_lm_with_tokenizer(directory: Path, model_type: str, **fields) -> Path:
+    """A tiny random causal LM of any family transformers builds from a config (Llama, Qwen3-Next, ...)."""
+    import torch
+    from transformers import AutoModelForCausalLM, CONFIG_MAPPING
+
+    torch.manual_seed(0)
+    config = CONFIG_MAPPING[model_type](**{"vocab_size": len(WORDS), "hidden_size": 32, "num_attention_heads": 2,
+                                           "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 16,
+                                           "max_position_embeddings": 64, "pad_token_id": 0, "bos_token_id": None,
+                                           "eos_token_id": None, **fields})
+    AutoModelForCausalLM.from_config(config).save_pretrained(directory)
+    save_tokenizer(directory)
+    return directory

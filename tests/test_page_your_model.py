@@ -213,3 +213,28 @@ def test_a_gpt_oss_directory_shows_each_heads_sink_share(tmp_path, monkeypatch):
     share = decode(chart["data"][0]["y"])
     assert np.allclose(share, 1 / (1 + keys * np.exp(-logits[0])))
     assert not any("illustrative" in t["name"] for t in chart["data"])
+
+
+def test_a_rope_directory_and_a_hybrid_one_run_their_own_attention_and_show_no_server_path(tmp_path, monkeypatch):
+    """A RoPE-only directory offers its own attention (the plan keeps its directory); a hybrid's strip has a
+    token-mixer row with its linear-attention layers; the page names each by its label, never its path."""
+    from hf_support import tiny_causal_lm_with_tokenizer
+
+    llama = tiny_causal_lm_with_tokenizer(tmp_path / "tiny-llama", "llama", num_hidden_layers=2)
+    hybrid = tiny_causal_lm_with_tokenizer(tmp_path / "tiny-next", "qwen3_next", num_hidden_layers=4,
+                                           linear_num_value_heads=2, linear_num_key_heads=2, linear_key_head_dim=8,
+                                           linear_value_head_dim=8, num_experts=2, num_experts_per_tok=1,
+                                           moe_intermediate_size=8, shared_expert_intermediate_size=8)
+    monkeypatch.setenv("RELVIZ_MODELS", f"{llama}:{hybrid}")
+    monkeypatch.delenv("RELVIZ_MAX_MODEL_MB", raising=False)
+    for name, layers in (("tiny-llama", 2), ("tiny-next", 1)):
+        at = run_page("your_model", timeout=180, ym_model=name, ym_text="the cat sat on the mat")
+        assert not at.error, name
+        assert any(s.value == "Its own attention on your text" for s in at.subheader), name
+        grid = charts(at)[-1]
+        assert len([t for t in grid["data"] if t["type"] == "heatmap"]) == 2 * layers    # attending layers × heads
+        shown = " ".join(str(e.value) for kind in ("markdown", "caption", "info") for e in at.get(kind))
+        assert str(tmp_path) not in shown and f"model directory '{name}'" in shown
+    strip = charts(at)[0]
+    names = {t["name"] for t in strip["data"]}
+    assert "token mixer: no attention: linear attention" in names and "token mixer: softmax attention" in names

@@ -140,8 +140,14 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "minimax": {"stacks": DECODER, "mechanisms": {"mixer": {"linear_kind": "linear_attention"}, "rotation": {},
                                                   "pattern": {}}},
     # EXAONE 4: RoPE on the sliding layers only, the global ones without position (when there is a window)
-    "exaone4": {"stacks": DECODER, "derive": [_every(4, 1, "sliding_window_pattern")], "mechanisms": {
-        "rotation": {"layer_types": ["sliding_attention"], "layer_types_when": "sliding_window"}, "pattern": {}}},
+    **{t: {"stacks": DECODER, "derive": [_every(4, 1, "sliding_window_pattern")], "mechanisms": {
+        "rotation": {"layer_types": ["sliding_attention"], "layer_types_when": "sliding_window"}, "pattern": {}}}
+       for t in ("exaone4", "exaone_moe")},
+    # AFMoE: RoPE on its local (sliding) layers only, whatever the window
+    "afmoe": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},
+    # Ernie 4.5: GLM-style interleaved pairs over the whole head
+    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved"}, "pattern": {}}}
+       for t in ("ernie4_5", "ernie4_5_moe")},
     "t5": _T5, "mt5": _T5,
     "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {

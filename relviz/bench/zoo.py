@@ -1,0 +1,79 @@
+"""``python -m relviz bench --only zoo`` and ``--only observe``: the sweep over every text family transformers
+ships (relviz.zoo), and the first read of a family by the observer in a fresh process (target ≤ 2 s)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from relviz.bench.report import BenchContext, Column, SectionResult, Target, load_average
+
+__all__ = ["zoo_section", "observe_section", "FIRST_READ_FAMILIES"]
+
+#: families whose first read is timed: a plain decoder, a NoPE-global one, hybrids (linear attention, Mamba)
+FIRST_READ_FAMILIES = ("llama", "exaone4", "qwen3_next", "bamba", "gemma3_text")
+FIRST_READ_TARGET_S = 2.0
+
+_FIRST_READ = """
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+start = time.perf_counter()
+import transformers
+transformers.logging.set_verbosity_error()
+imported = time.perf_counter() - start
+from relviz.zoo import tiny_config
+from relviz.observe import verified_plan
+config = tiny_config(sys.argv[1])
+start = time.perf_counter()
+verified_plan(config)
+first = time.perf_counter() - start
+start = time.perf_counter()
+verified_plan(config)
+print(json.dumps({"import_s": imported, "first_s": first, "cached_s": time.perf_counter() - start}))
+"""
+
+
+def observe_section(ctx: BenchContext) -> SectionResult:
+    rows = []
+    for model_type in FIRST_READ_FAMILIES[:2] if ctx.quick else FIRST_READ_FAMILIES:
+        done = subprocess.run([sys.executable, "-c", _FIRST_READ, model_type], capture_output=True, text=True,
+                              timeout=300, check=False)
+        if done.returncode:
+            rows.append({"family": model_type, "import_s": float("nan"), "first_s": float("nan"),
+                         "cached_s": float("nan")})
+            ctx.log(f"observe {model_type}: {done.stderr.strip().splitlines()[-1:]}")
+            continue
+        rows.append({"family": model_type, **json.loads(done.stdout.strip().splitlines()[-1])})
+        ctx.log(f"observe {model_type}: first read {rows[-1]['first_s']:.2f} s")
+    worst = max(r["first_s"] for r in rows)
+    return SectionResult(
+        name="observe", title="The observer's first read of a family, in a fresh process (tiny model, 2 forwards)",
+        columns=[Column("family", "model_type"), Column("import_s", "import transformers", lambda s: f"{s:.2f} s"),
+                 Column("first_s", "first read", lambda s: f"{s:.2f} s"),
+                 Column("cached_s", "again (cached)", lambda s: f"{s * 1e3:.1f} ms")],
+        rows=rows, targets=[Target(f"first read of a family ≤ {FIRST_READ_TARGET_S:g} s (after the import)",
+                                   worst <= FIRST_READ_TARGET_S, f"worst {worst:.2f} s")],
+        notes=[f"load average {load_average()}; the import of transformers is paid once per server process"])
+
+
+def zoo_section(ctx: BenchContext) -> SectionResult:
+    from relviz.zoo import summary, sweep, text_families
+
+    families = text_families()
+    outcomes = sweep(families[:12] if ctx.quick else families)
+    counts = summary(outcomes)
+    rows = [{"outcome": "exact", "families": counts["exact"],
+             "which": ", ".join(o.model_type for o in outcomes if o.exact)}]
+    for group, n in counts["refused"].items():
+        rows.append({"outcome": f"refused: {group}", "families": n,
+                     "which": ", ".join(o.model_type for o in outcomes if o.group == group)})
+    share = counts["exact"] / max(counts["built"], 1)
+    return SectionResult(
+        name="zoo", title=f"Every text family transformers ships ({counts['families']}), built tiny: exact or refused",
+        columns=[Column("outcome", "outcome"), Column("families", "families"), Column("which", "model_types")],
+        rows=rows, targets=[Target("0 silent misreadings (every family exact or refused with its reason)",
+                                   all(o.exact or o.reason for o in outcomes), "by construction of verified_plan"),
+                            Target("≥ 95% of the families transformers builds read exactly", share >= 0.95,
+                                   f"{counts['exact']} of {counts['built']} built ({share:.0%})")],
+        notes=[f"{counts['families']} families, {counts['built']} built and run by transformers, {counts['exact']} "
+               f"exact; sweep {counts['seconds']} s; load average {load_average()}"])

@@ -1,0 +1,109 @@
+"""The sweep over transformers' zoo: every text family it ships, built tiny and read, exactly or refused.
+
+``text_families()`` lists the model_types transformers maps to a causal language model (its own
+``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``, read at run time, never a hand-written list). ``tiny_config``
+builds each family's config class with its defaults and at most ``LAYERS`` layers; ``sweep`` hands each
+to ``relviz.observe.verified_plan``, which builds the model, runs it and compares the plan layer by layer.
+Each family ends as ``exact`` (every layer equal to what transformers ran) or ``refused`` with the reason,
+grouped by ``REASONS``; there is no third outcome, so a misreading cannot pass silently.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from relviz.observe import verified_plan
+
+__all__ = ["Outcome", "text_families", "tiny_config", "sweep", "summary", "REASONS", "RAN", "LAYERS"]
+
+#: layers per tiny model: enough for every interleaving period in today's families (Gemma 3's 6, Jamba's 8)
+LAYERS = 8
+#: words in a refusal -> its group in the summary (the first that matches)
+REASONS = (
+    ("could not build its default config", "transformers cannot build its own default config"),
+    ("could not build a small model", "the shrunk model is still too large to observe (width fields relviz "
+                                      "does not shrink)"),
+    ("could not build a", "transformers cannot build it from the shrunk config"),
+    ("could not run", "transformers cannot run it on text alone"),
+    ("transformers' attention was not seen", "its attention does not go through eager_attention_forward"),
+    ("has no list of", "no layer list to observe"),
+    ("relviz cannot read it", "relviz cannot read its config"),
+    ("differs from what transformers", "relviz's reading differs from what transformers runs"),
+)
+#: the groups where transformers built and ran the model
+RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1]}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    model_type: str
+    exact: bool
+    reason: str           # "" when exact
+    group: str            # REASONS' group ("" when exact)
+    layers: int
+    seconds: float
+
+
+def text_families() -> list[str]:
+    """Every model_type transformers maps to a causal LM (its auto mapping, as installed)."""
+    try:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    except ImportError as exc:
+        raise ValueError("the zoo is transformers': pip install 'relviz[hf]'") from exc
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def tiny_config(model_type: str) -> dict[str, Any]:
+    """The family's config class with its defaults and at most LAYERS layers, as its config.json would hold it."""
+    try:
+        from transformers import CONFIG_MAPPING
+    except ImportError as exc:
+        raise ValueError("a family's config class is transformers': pip install 'relviz[hf]'") from exc
+    cls = CONFIG_MAPPING[model_type]
+    default = cls()
+    text = default.get_text_config() if hasattr(default, "get_text_config") else default
+    layers = getattr(text, "num_hidden_layers", None)
+    fewer = {"num_hidden_layers": min(layers, LAYERS)} if isinstance(layers, int) else {}
+    try:
+        config = cls(**fewer) if text is default else cls(text_config={**text.to_dict(), **fewer})
+    except Exception:  # noqa: BLE001 - a per-layer default list of fixed length: keep the class's own count
+        config = default
+    return {**config.to_dict(), "model_type": model_type}
+
+
+def _group(message: str) -> str:
+    for start, group in REASONS:
+        if start in message:
+            return group
+    return "other: " + message[:80]
+
+
+def sweep(model_types: Iterable[str] | None = None) -> list[Outcome]:
+    """Each family read exactly or refused with its reason."""
+    out = []
+    for model_type in (text_families() if model_types is None else model_types):
+        start = time.perf_counter()
+        try:
+            config = tiny_config(model_type)
+        except Exception as exc:  # noqa: BLE001 - transformers' own refusal of its defaults
+            message = f"transformers could not build its default config: {type(exc).__name__}: {str(exc)[:200]}"
+            out.append(Outcome(model_type, False, message, _group(message), 0, time.perf_counter() - start))
+            continue
+        try:
+            plan = verified_plan(config)
+        except ValueError as exc:
+            out.append(Outcome(model_type, False, str(exc), _group(str(exc)), 0, time.perf_counter() - start))
+            continue
+        out.append(Outcome(model_type, True, "", "", len(plan.all_layers()), time.perf_counter() - start))
+    return out
+
+
+def summary(outcomes: list[Outcome]) -> dict[str, Any]:
+    """Counts: built (transformers built and ran it: exact, or refused after it ran), exact, refused by reason."""
+    refused = Counter(o.group for o in outcomes if not o.exact)
+    built = sum(1 for o in outcomes if o.exact or o.group in RAN)
+    return {"families": len(outcomes), "built": built, "exact": sum(o.exact for o in outcomes),
+            "refused": dict(refused.most_common()), "seconds": round(sum(o.seconds for o in outcomes), 1)}

@@ -1,0 +1,39 @@
+"""The observer against the family table: what relviz's table says equals what transformers builds and runs,
+layer by layer, or the observer says why it cannot look. Here one family for each kind of table entry (its
+derive rules, hybrids, layers without RoPE, pair layouts, sinks, MLA); every family of the table and the whole
+zoo (every text family transformers ships) are ``python -m relviz bench --only zoo`` (a full run here took
+7.8 min at load 10: past CI's budget)."""
+from __future__ import annotations
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+
+from relviz.mechanisms.families import FAMILIES  # noqa: E402
+from relviz.zoo import REASONS, sweep, summary, text_families, tiny_config  # noqa: E402
+
+#: the refusals that say the observer could not look (never that relviz's table reads a family wrongly)
+CANNOT_LOOK = {group for _, group in REASONS[:6]}
+#: one family per kind of table entry
+TABLE = ["llama", "gemma3_text", "llama4_text", "smollm3", "cohere2", "gpt_oss", "deepseek_v3", "qwen3_next", "bamba",
+         "jamba", "falcon_h1", "recurrent_gemma", "lfm2", "exaone4", "afmoe", "ernie4_5", "glm4"]
+assert set(TABLE) <= set(FAMILIES)
+
+
+def test_the_zoo_is_transformers_own_list():
+    families = text_families()
+    assert len(families) > 150 and {"llama", "qwen3_next", "bamba", "exaone4"} <= set(families)
+    assert tiny_config("jamba")["num_hidden_layers"] == 8
+
+
+@pytest.mark.parametrize("model_type", TABLE)
+def test_the_observer_agrees_with_the_family_table(model_type):
+    (outcome,) = sweep([model_type])
+    assert outcome.exact or outcome.group in CANNOT_LOOK, outcome.reason
+
+
+def test_a_sweep_counts_every_family_once():
+    outcomes = sweep(["llama", "afmoe", "bloom"])
+    counts = summary(outcomes)
+    assert counts["families"] == 3 and counts["exact"] == 2
+    assert counts["refused"] == {"its attention does not go through eager_attention_forward": 1}
