@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from relviz._checks import check_int, check_tensor, resolve_device
-from relviz.rope_math import score_per_offset
+from relviz.rope_math import default_inv_freq, rotate_half_by, score_per_offset
 from relviz.vision.grid import PatchGrid, as_grid
 
 #: Largest head the functions accept, and the bounds of θ's base.
@@ -78,7 +78,7 @@ def _axes(quarter: int) -> torch.Tensor:
 def pixtral_rope(head_dim: int = 64, base: float = 10000.0) -> Rope2D:
     """Pixtral's vision encoder: even-indexed θ of a D-wide RoPE to rows, odd-indexed to columns."""
     head_dim, base = _check(head_dim, base, 4)
-    inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim))
+    inv_freq = default_inv_freq(head_dim, base)                                  # [D/2]: transformers' θ
     return Rope2D("Pixtral (axial: even θ rows, odd θ columns)", head_dim,
                   torch.cat([inv_freq[0::2], inv_freq[1::2]]), _axes(head_dim // 4))
 
@@ -87,7 +87,7 @@ def qwen_vl_vision_rope(head_dim: int = 80, base: float = 10000.0) -> Rope2D:
     """The Qwen2-VL / 2.5-VL / 3-VL vision towers: a D/2-wide RoPE's θ, the same for rows and columns."""
     head_dim, base = _check(head_dim, base, 4)
     spatial = head_dim // 2
-    inv_freq = 1.0 / (base ** (torch.arange(0, spatial, 2, dtype=torch.float) / spatial))
+    inv_freq = default_inv_freq(spatial, base)                                   # [D/4]
     return Rope2D("Qwen-VL vision (axial: same θ for rows and columns)", head_dim,
                   torch.cat([inv_freq, inv_freq]), _axes(head_dim // 4))
 
@@ -126,11 +126,6 @@ def rope2d_cos_sin(rope: Rope2D, grid: PatchGrid | tuple[int, int]) -> tuple[tor
     return emb.cos(), emb.sin()
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
 def rotate_2d(x: torch.Tensor, rope: Rope2D, grid: PatchGrid | tuple[int, int]) -> torch.Tensor:
     """x [..., prefix + N, D] rotated: the first ``rope.prefix_tokens`` rows as they are, each patch by
     its angles (x·cos + rotate_half(x)·sin, in float32 like the models' vision attention)."""
@@ -141,7 +136,7 @@ def rotate_2d(x: torch.Tensor, rope: Rope2D, grid: PatchGrid | tuple[int, int]) 
                          f"this rope and grid; got shape {tuple(x.shape)}")
     cos, sin = rope2d_cos_sin(rope, grid)
     prefix, patches = x[..., :rope.prefix_tokens, :], x[..., rope.prefix_tokens:, :]
-    rotated = patches.float() * cos + _rotate_half(patches.float()) * sin
+    rotated = rotate_half_by(patches.float(), cos, sin)
     return torch.cat((prefix, rotated.to(x.dtype)), dim=-2)
 
 
