@@ -14,8 +14,8 @@ The rule:
    package's choice (pandas arrives with streamlit today) and can vanish on that package's
    upgrade, so whatever relviz itself imports, relviz itself pins.
 3. Optional extras (``OPTIONAL`` below: real-model inspection with transformers,
-   huggingface_hub and tokenizers; ray for clusters; the dev tools playwright and kaleido that
-   a benchmark or an export may use) are the only exception. Such an import must sit inside a
+   huggingface_hub and tokenizers; ray for clusters; the dev tools playwright, kaleido and websockets
+   that a benchmark or an export may use) are the only exception. Such an import must sit inside a
    function (never at module level, where it would break ``import relviz`` for everyone
    without the extra) and inside a ``try`` whose ``except ImportError`` (or
    ``ModuleNotFoundError``) handler deals with the absence: either it raises, and then its
@@ -45,6 +45,7 @@ OPTIONAL = {
     "ray": "ray",
     "playwright": "playwright",
     "kaleido": "kaleido",
+    "websockets": "websockets",
 }
 
 

@@ -65,6 +65,17 @@ def _digest(specs: list[str]) -> str:
     return hashlib.sha1("\n".join(canon).encode()).hexdigest()[:16]
 
 
+
+def streamlit_protos() -> tuple[type, type, type]:
+    """Streamlit's BackMsg, ForwardMsg and WidgetState: what a tab sends and receives (the app extra)."""
+    try:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+    except ImportError as error:
+        raise RuntimeError("bench --only class drives the app: pip install \".[app]\"") from error
+    return BackMsg, ForwardMsg, WidgetState
+
 class Session:
     """One tab's websocket: runs the page, reruns it with a changed control, reads what comes back."""
 
@@ -77,7 +88,10 @@ class Session:
         self.socket = None
 
     async def connect(self) -> None:
-        import websockets
+        try:
+            import websockets
+        except ImportError as error:  # a dev tool, pinned in requirements-dev.txt
+            raise RuntimeError("bench --only class needs websockets: pip install -r requirements-dev.txt") from error
 
         self.socket = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None,
                                                open_timeout=ANSWER_TIMEOUT_S, ping_interval=None)
@@ -89,8 +103,7 @@ class Session:
     async def run(self, widget=None, fragment_id: str = "") -> dict[str, Any]:
         """One run: the first visit, or a rerun with ``widget`` (a WidgetState) changed. Returns seconds to
         the first chart and to the end, the charts' specs, errors and how the run ended."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        BackMsg, ForwardMsg, _ = streamlit_protos()
 
         request = BackMsg()
         request.rerun_script.query_string = self.query
@@ -158,7 +171,7 @@ def _values(slider, rng: random.Random, count: int) -> list[float]:
 
 
 async def _student(plan: ClassPlan, student: Student, started: float, rng: random.Random) -> None:
-    from streamlit.proto.WidgetStates_pb2 import WidgetState
+    WidgetState = streamlit_protos()[2]
 
     await asyncio.sleep(max(0.0, started + student.arrival_s - time.perf_counter()))
     session = Session(plan.base, plan.page, plan.query)

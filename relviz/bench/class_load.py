@@ -169,9 +169,9 @@ def _moves(base: str, process, page: str, query: str, count: int, between=None) 
     ``between(label)`` is called before each counted pass ('new', 'seen') and once after (None)."""
     import random
 
-    from streamlit.proto.WidgetStates_pb2 import WidgetState
+    from relviz.bench.class_clients import Session, _values, streamlit_protos
 
-    from relviz.bench.class_clients import Session, _values
+    WidgetState = streamlit_protos()[2]
 
     control = CONTROLS.get(page)
     out: dict[str, Any] = {"errors": []}
