@@ -348,13 +348,18 @@ def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = 
     every = np.arange(rows)
     storage = _storage(got)
     ref = reference_recipe(s, rows)
-    expected = _stored(kind.build(ref, every, width), storage)
+    exact = kind.build(ref, every, width)                                    # [R, W] float32, the reference
+    expected = exact.double().numpy()
     bound = _angle_bound(kind, ref, every, width)
-    tol = tolerance(bound, expected, storage)
-    mismatch = ~(np.abs(expected - got) <= tol)
+    # "matches": the float32 reference within float32 rounding; a cache stored in bfloat16 or float16 is named
+    mismatch = ~(np.abs(expected - got) <= tolerance(bound, expected, None))
     causes: list[Cause] = []
     closest = None
-    if mismatch.any():
+    if mismatch.any() and storage is not None:
+        stored = _stored(exact, storage)
+        if (np.abs(stored - got) <= tolerance(bound, stored, storage)).all():
+            causes.append(stored_cause(storage, expected, got, stored, s.q_offset))
+    if mismatch.any():  # a mistake can coincide with the storage rounding (a few positions): list both
         # Each mistake is tried on a spread of rows first; only one that reproduces them is built in full.
         probe = np.unique(np.linspace(0, rows - 1, min(rows, PROBE_ROWS)).round().astype(np.int64))
         near: list[tuple[float, Any, Recipe]] = []
@@ -391,6 +396,28 @@ def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = 
             if kind.laid_out else f"Row m holds position {s.q_offset} + m; column i is pair i's angle.")
     return CheckResult(kind_name, s, fitted, expected, got, np.ones_like(mismatch), mismatch, first,
                        tuple(causes), None if causes else closest, note, np.broadcast_to(pairs, got.shape))
+
+
+def stored_in(storage: torch.dtype) -> str:
+    return f"stored in {str(storage).removeprefix('torch.')}"
+
+
+def stored_cause(storage: torch.dtype, expected: np.ndarray, got: np.ndarray, stored: np.ndarray,
+                 first: int) -> Cause:
+    """The reference rounded to ``storage`` reproduces the upload: name the step, the error, and where neighbouring
+    positions start to share one stored value (their float32 values differ)."""
+    name = str(storage).removeprefix("torch.")
+    gap = np.abs(got - expected)
+    worst = int(np.unravel_index(int(gap.argmax()), gap.shape)[0])
+    collapsed = (stored[1:] == stored[:-1]) & (expected[1:] != expected[:-1])            # [R − 1, W]
+    rows = np.flatnonzero(collapsed.any(axis=1))
+    text = (f"Every cell is relviz's float32 reference rounded to {name}: the cache was stored (or cast) in {name}, "
+            f"as transformers does for a {name} model (cos and sin are cast to the dtype of q and k). The largest "
+            f"difference from the float32 reference is {gap.max():.3g}, at row {worst} (position {first + worst}).")
+    if rows.size:
+        text += (f" From position {first + int(rows[0])} on, neighbouring positions share one stored value in some "
+                 "dims where their float32 values differ.")
+    return Cause(stored_in(storage), text, True, 1.0)
 
 
 def _reproduces(kind: RopeKind, recipe: Recipe, ref: Recipe, got: np.ndarray, rows: np.ndarray, width: int,

@@ -17,7 +17,7 @@ import numpy as np
 from relviz.check.result import Cause, CheckResult
 from relviz.check.rope import (
     LAYOUTS, ROPE_KINDS, Recipe, RopeKind, RopeSettings, _angle_bound, _reproduces, _storage, _stored, compare,
-    describe_scaling, reference_recipe, rope_settings, tolerance,
+    describe_scaling, reference_recipe, rope_settings, stored_in, tolerance,
 )
 from relviz.check.rope_causes import COMMON_BASES, variants
 from relviz.rope import RopeScaling, rope_parameters
@@ -95,7 +95,7 @@ def fit(kind_name: str, got: np.ndarray) -> CheckResult:
         share, error = _score(kind, s, sample, rows, total, storage)
         if share == 1.0:
             result = compare(kind_name, got, s, fitted=True)
-            if result.ok:
+            if result.ok or (storage is not None and result.cause and result.cause.name == stored_in(storage)):
                 return result
         scored.append((error, n, s))
     if not scored:  # no partial rotary leaves these dims at rest: score the whole grid
