@@ -7,7 +7,8 @@ layer's attention weights on fixed token sequences, recorded with the code befor
 that is meant to move them (a new arithmetic) records them again, and its commit says by how much
 they moved:
 
-    .venv/bin/python -m tests.test_shipped_outputs --record
+    .venv/bin/python -m tests.test_shipped_outputs --record            # a new checkpoint: its outputs added
+    .venv/bin/python -m tests.test_shipped_outputs --record --again    # a change meant to move them all
 
 The comparison is ``torch.equal``: float32 on this CPU build is deterministic run to run (the same
 ops on the same shapes), so any difference is a change of arithmetic.
@@ -65,15 +66,21 @@ def test_shipped_outputs_are_bit_identical(name: str) -> None:
         assert torch.equal(before, after), f"{key}: max |difference| {(before - after).abs().max().item():.3g}"
 
 
-def record() -> None:
-    """Record every shipped checkpoint's outputs with the code as it is now."""
+def record(*, again: bool = False) -> None:
+    """Record the outputs of every shipped checkpoint not recorded yet; ``again``: re-record all of them (a
+    change meant to move them). Without ``again`` an already recorded output that moved is refused."""
     RECORDED.parent.mkdir(exist_ok=True)
+    before = dict(np.load(RECORDED)) if RECORDED.exists() else {}
     values: dict[str, np.ndarray] = {}
     for name in shipped():
-        values.update(outputs(name))
+        for key, value in outputs(name).items():
+            if key in before and not again and not np.array_equal(before[key], value):
+                raise SystemExit(f"{key} moved since it was recorded: re-record all with --record --again, "
+                                 "and say why in the commit")
+            values[key] = value
     np.savez_compressed(RECORDED, **values)
     print(f"recorded {len(values)} arrays of {len(shipped())} checkpoints in {RECORDED}")
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
-    record()
+if __name__ == "__main__" and sys.argv[1:2] == ["--record"]:
+    record(again=sys.argv[2:] == ["--again"])
