@@ -35,7 +35,7 @@ from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.scale import SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
-from relviz.plan import OBSERVED, LayerPlan, ModelPlan, read_plan
+from relviz.plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
 
 __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
            "PROBE_LENGTHS", "SMALL_WINDOW", "SMALL_CHUNK"]
@@ -367,9 +367,10 @@ def verified_plan(config: Mapping[str, Any], *, source: str = "config") -> Model
     plan = read_plan(config, source=source)
     for stack, layers in plan.plans.items():
         plan.plans[stack] = [_observed(p, o) for p, o in zip(layers, seen.layers)]
-    plan.notes = [n for n in plan.notes if "not verified" not in n]
-    plan.notes.append(f"observed: transformers {seen.transformers_version} built this model (tiny widths, the same "
-                      f"layers) and ran it; every layer's reading equals what it ran ({seen.seconds:.2f} s)")
+    plan.notes = [n for n in plan.notes if UNVERIFIED not in n]
+    where = "" if plan.in_family_table else f"model_type {plan.model_type!r} is not in relviz's family table: "
+    plan.notes.insert(0, f"{where}observed: transformers {seen.transformers_version} built this model (tiny widths, "
+                         f"the same layers) and ran it; every layer's reading equals what it ran")
     return plan
 
 

@@ -19,6 +19,7 @@ import torch
 pytest.importorskip("transformers")
 
 from relviz.hf import inspect  # noqa: E402
+from relviz.plan import OBSERVED  # noqa: E402
 from relviz.mechanisms.absolute import LearnedAbsolute  # noqa: E402
 from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
 from relviz.mechanisms.rotation import Rotation  # noqa: E402
@@ -282,7 +283,8 @@ def test_a_family_missing_from_the_table_is_read_from_its_config(family, tmp_pat
     assert family.model_type not in TABLE
     test_plan_equals_what_transformers_applies_layer_by_layer(family, tmp_path)
     plan = inspect(tmp_path)
-    assert not plan.in_family_table and "not in relviz's family table" in plan.notes[0]
+    assert not plan.in_family_table and "not in relviz's family table: observed" in plan.notes[0]
+    assert all(p.read_from == OBSERVED for p in plan.all_layers())          # transformers was asked, not guessed
 
 
 @pytest.mark.parametrize("buckets, max_relative, norm", [(8, 16, "layer_norm"), (-1, 6, "none")])
