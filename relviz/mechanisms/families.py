@@ -36,6 +36,13 @@ _QWEN2_LAYER_TYPES = [
 _GPTJ_FIELDS = {"hidden_size": "n_embd", "num_attention_heads": "n_head", "max_position_embeddings": "n_positions"}
 _T5 = {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {}, "pattern": {}}}
 
+_DEEPSEEK_V3: dict[str, Any] = {"stacks": DECODER, "derive": [  # DeepseekV3Config sets both, whatever the config says
+    {"field": "qk_head_dim", "sum_of": ["qk_nope_head_dim", "qk_rope_head_dim"], "always": True},
+    {"field": "head_dim", "sum_of": ["qk_rope_head_dim"], "always": True}], "mechanisms": {
+    "rotation": {"layout_field": "rope_interleave", "layout_field_default": True, "layout_when_set": "deinterleave",
+                 "pass_before_field": "qk_nope_head_dim"},
+    "pattern": {}, "softmax_scale": {"head_dim_field": "qk_head_dim"}}}
+
 FAMILIES: dict[str, dict[str, Any]] = {
     # rotation, per layer type where the config nests it (Gemma 3, ModernBERT); windows from layer_types
     **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "qwen3", "gemma", "phi", "phi3", "olmo",
@@ -78,12 +85,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "rotation": {"defaults": {"rope_theta": 150000.0, "rope_scaling": {
             "rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
             "original_max_position_embeddings": 4096}}}, "pattern": {}, "sinks": {}}},
-    "deepseek_v3": {"stacks": DECODER, "derive": [  # DeepseekV3Config sets both, whatever the config says
-        {"field": "qk_head_dim", "sum_of": ["qk_nope_head_dim", "qk_rope_head_dim"], "always": True},
-        {"field": "head_dim", "sum_of": ["qk_rope_head_dim"], "always": True}], "mechanisms": {
-        "rotation": {"layout_field": "rope_interleave", "layout_field_default": True, "layout_when_set": "deinterleave",
-                     "pass_before_field": "qk_nope_head_dim"},
-        "pattern": {}, "softmax_scale": {"head_dim_field": "qk_head_dim"}}},
+    "deepseek_v3": _DEEPSEEK_V3,
     **{t: {"stacks": {"decoder": {"layers_field": "n_layer", "causal": True}}, "mechanisms": {
         "rotation": {"layout": "interleaved", "rotary_dim_field": "rotary_dim", "theta": 10000.0,
                      "fields": _GPTJ_FIELDS}, "pattern": {}}} for t in ("gptj", "codegen")},
@@ -148,6 +150,19 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # Ernie 4.5: GLM-style interleaved pairs over the whole head
     **{t: {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved"}, "pattern": {}}}
        for t in ("ernie4_5", "ernie4_5_moe")},
+    # found by the zoo sweep (python -m relviz bench --only zoo): each refused as misread, each exact with its entry
+    "cohere2_moe": {"stacks": DECODER, "mechanisms": {
+        "rotation": {"layout": "interleaved", "layer_types": ["sliding_attention"]}, "pattern": {}}},
+    "helium": {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved"}, "pattern": {}}},
+    # MLA as DeepSeek-V3 (the rotated dims after the unrotated ones); DeepSeek-V2 multiplies them as complex numbers
+    **{t: _DEEPSEEK_V3 for t in ("glm4_moe_lite", "youtu")},
+    "deepseek_v2": {**_DEEPSEEK_V3, "mechanisms": {**_DEEPSEEK_V3["mechanisms"], "rotation": {
+        "layout": "complex", "pass_before_field": "qk_nope_head_dim"}}},
+    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "sinks": {}}}
+       for t in ("granite_swa", "granitemoe_swa")},
+    "flint": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {},
+                                                "sinks": {}}},
+    "kolibri1": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},
     "t5": _T5, "mt5": _T5,
     "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {
