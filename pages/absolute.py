@@ -58,6 +58,11 @@ lines_fig = st.cache_resource(**FIGURE_CACHE)(pictures.alibi_lines)
 
 
 @st.cache_resource(**FIGURE_CACHE)
+def shift_fig(length: int, d_model: int, shift: int):
+    return pictures.sinusoidal_shift(length, d_model, shift)
+
+
+@st.cache_resource(**FIGURE_CACHE)
 def relative_fig(length: int):
     return relative_figure(relative(length))
 
@@ -134,6 +139,18 @@ with display.user_errors():
         "depend only on the offset.")
     display.code_for_this_view(sinusoidal_snippet(length, d_model, projected),
                           note="pe is the encoding, result the middle picture.", key="abs_code_pe")
+
+    # the whole sequence shifted: the absolute vectors all change, the scores by j − i stay (relviz.absolute)
+    shift_col, shift_fig_col = st.columns([1, 3.2])
+    shift = int(shift_col.slider("shift the whole sequence by s", 0, 512, 16, key="abs_shift", bind="query-params",
+                                 help="The same tokens, starting at position s instead of 0."))
+    shift_col.markdown(
+        f"**Move every token {shift} positions along.** Each position's own vector PE(i) becomes PE(i + {shift}): "
+        "left, how far each one moved. A model that reads positions from these vectors sees a different input. "
+        "Right: the dot products by offset j − i, before (line) and after (dots): the relative structure, what "
+        "a relative scheme gives the score, does not move.")
+    with shift_fig_col:
+        display.show_figure(shift_fig(length, d_model, shift), key="abs_fig_shift")
 
     curve_col, check_col = st.columns([2, 1])
     with curve_col:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 
 import torch
 
@@ -34,6 +35,8 @@ __all__ = [
     "projected_similarity",
     "diagonal_range",
     "toeplitz_deviation",
+    "ShiftedSequence",
+    "shift_sequence",
 ]
 
 #: Largest number of positions accepted (an L × L similarity at this size is 4 TB: the cell check bites first).
@@ -220,3 +223,38 @@ def toeplitz_deviation(matrix: torch.Tensor) -> float:
         return 0.0
     lo, hi = diagonal_range(matrix)
     return float((hi - lo).max())
+
+
+@dataclass(frozen=True)
+class ShiftedSequence:
+    """A whole sequence moved ``shift`` positions along (the same tokens, starting at position s instead of 0):
+    every absolute vector changes, the relative structure does not. Arrays are float64 on the CPU."""
+
+    shift: int
+    #: [L] ‖PE(i + s) − PE(i)‖: how far each position's own vector moved (never 0 for s > 0)
+    change: torch.Tensor
+    #: [2L − 1] the offsets j − i of the diagonals below
+    offsets: torch.Tensor
+    #: [2L − 1] each diagonal's min and max of PE_i · PE_j / (d_model / 2), before and after the shift
+    before: tuple[torch.Tensor, torch.Tensor]
+    after: tuple[torch.Tensor, torch.Tensor]
+    #: the largest |after − before| over every pair (i, j): rounding only
+    largest_difference: float
+
+
+def shift_sequence(length: int, d_model: int, shift: int, *, base: float = 10000.0) -> ShiftedSequence:
+    """What shifting the whole sequence by ``shift`` positions does to sinusoidal encodings (float64).
+
+    The vectors are computed at positions 0…L−1 and s…s+L−1 and compared as they are: their distances, and
+    their dot products PE_i · PE_j per diagonal j − i (an L × L product: at most 512² cells on the page), so
+    the picture shows the invariance rather than assuming it."""
+    length = check_int("length", length, minimum=1, maximum=4096)
+    shift = check_int("shift", shift, minimum=0, maximum=MAX_POSITIONS - length)
+    pe = sinusoidal_encoding(length + shift, d_model, base=base, dtype=torch.float64, device="cpu")
+    before, after = pe[:length], pe[shift:shift + length]                    # [L, d] each
+    scale = d_model / 2
+    sim_before, sim_after = before @ before.T / scale, after @ after.T / scale  # [L, L]
+    return ShiftedSequence(shift=shift, change=(after - before).norm(dim=1),
+                           offsets=torch.arange(-(length - 1), length),
+                           before=diagonal_range(sim_before), after=diagonal_range(sim_after),
+                           largest_difference=float((sim_after - sim_before).abs().max()))

@@ -33,6 +33,7 @@ from relviz.figures.absolute import (
     alibi_slopes,
     sinusoidal_encoding_map,
     sinusoidal_offset_curve,
+    sinusoidal_shift,
     sinusoidal_similarity_map,
 )
 from relviz.figures import intro as intro_figures
@@ -86,7 +87,7 @@ from relviz.show_live import (
 __all__ = [
     "relative_intro", "relative_index", "shaw_clipped", "shaw_index", "shaw_table", "shaw_overview",
     "shaw_k_ablation", "t5_buckets", "t5_overview", "t5_bucket_curve", "skew_steps",
-    "sinusoidal_encoding_map", "sinusoidal_similarity_map", "sinusoidal_offset_curve", "alibi_bias",
+    "sinusoidal_encoding_map", "sinusoidal_similarity_map", "sinusoidal_offset_curve", "sinusoidal_shift", "alibi_bias",
     "alibi_slopes", "alibi_lines", "rope_wavelengths", "rope_frequency_ratio", "rope_scores", "rope_decay",
     "prediction", "attention", "attention_head", "position_structure",
     "attention_by_offset", "learned_parameters", "offset_resolution", "offset_resolution_detail", "shaw_reference",

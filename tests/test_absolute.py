@@ -165,3 +165,21 @@ def test_tensor2tensor_frequencies_differ_from_the_paper_and_the_docstring_says_
     torch.testing.assert_close(t2t[:, :1], concat[:, :1])  # both start at frequency 1
     doc = sinusoidal_encoding.__doc__
     assert "tensor2tensor's layout)" not in doc and "tensor2tensor_timing_signal" in doc
+
+
+def test_shifting_the_whole_sequence_moves_every_vector_but_not_the_scores_by_offset():
+    """Issue 33: the picture of a shifted sequence (relviz.absolute.shift_sequence, show.sinusoidal_shift)."""
+    from relviz.absolute import shift_sequence
+
+    moved = shift_sequence(32, 16, 100)
+    assert moved.change.shape == (32,) and bool((moved.change > 0.1).all())        # every absolute vector moves
+    lo0, hi0 = moved.before
+    lo1, hi1 = moved.after
+    assert moved.offsets.tolist() == list(range(-31, 32))
+    assert float((hi1 - lo1).max()) < 1e-12 and float((lo1 - lo0).abs().max()) < 1e-12  # the same curve by j − i
+    assert moved.largest_difference < 1e-12
+    still = shift_sequence(32, 16, 0)
+    assert float(still.change.abs().max()) == 0.0 and still.largest_difference == 0.0
+    import pytest
+    with pytest.raises(ValueError, match="shift"):
+        shift_sequence(32, 16, -1)

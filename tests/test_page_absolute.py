@@ -19,7 +19,7 @@ def _run(**params) -> AppTest:
     return run_page("absolute", **params)
 
 
-FIGURES = ["pe", "sim", "rel", "curve", "alibi", "slopes", "lines"]
+FIGURES = ["pe", "sim", "rel", "shift", "curve", "alibi", "slopes", "lines"]
 
 
 def _figures(at: AppTest) -> dict[str, dict]:
@@ -183,3 +183,15 @@ def test_alibi_at_a_million_positions_is_a_pooled_overview_and_an_exact_window()
         assert len(chart.proto.spec) < 1_000_000
     assert any("What it hides" in m.value for m in at.markdown)
     assert any("does not grey out" in c.value for c in at.caption)
+
+
+def test_the_shifted_sequence_is_drawn_from_the_library_at_the_links_shift():
+    """Issue 33: the tour's "Shift the whole sequence" step (abs_shift in the link)."""
+    from relviz.absolute import shift_sequence
+
+    at = _run(abs_L="64", abs_d="64", abs_shift="100")
+    shown = _figures(at)["shift"]
+    expected = shift_sequence(64, 64, 100)
+    np.testing.assert_allclose(decode(shown["data"][0]["y"]), expected.change.numpy())
+    assert shown["layout"]["annotations"][0]["text"] == "absolute: PE(i + 100) − PE(i)"
+    assert "largest change" in shown["data"][2]["name"]

@@ -150,7 +150,7 @@ def test_presenting_walks_the_steps_with_the_exact_views():
     assert any(m.value.startswith(f"**1 / {len(tours.BUILTIN.steps)} · Relative position is j − i**") for m in at.markdown)
     assert not at.title and not at.info            # the bar stands in for the page's title and sign note
     at = click_bar(at, "tour_next")                      # step 2: Shaw, k = 3
-    assert at.slider(key="sh_clip").value == 3 and any("2 / 14 · Shaw et al." in m.value for m in at.markdown)
+    assert at.slider(key="sh_clip").value == 3 and any("2 / 15 · Shaw et al." in m.value for m in at.markdown)
     at = click_bar(at, "tour_next")                      # step 3: Shaw, k = 0
     assert at.slider(key="sh_clip").value == 0
     note = tours.BUILTIN.steps[2].note               # the note is the presenter view's, not the audience's
@@ -233,11 +233,11 @@ def test_the_presenter_view_follows_the_lecture():
     presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
     presenter.switch_page("pages/tour.py").run()
     assert not presenter.exception, presenter.exception
-    assert any(m.value.startswith("### 2 / 14 · Shaw et al.") for m in presenter.markdown)
+    assert any(m.value.startswith("### 2 / 15 · Shaw et al.") for m in presenter.markdown)
     assert tours.BUILTIN.steps[1].note in [i.value for i in presenter.info]
     at = click_bar(at, "tour_next")                      # the audience on step 3
     presenter.run()                                 # the view looks again (every second in a browser)
-    assert any(m.value.startswith("### 3 / 14 · k = 0") for m in presenter.markdown)
+    assert any(m.value.startswith("### 3 / 15 · k = 0") for m in presenter.markdown)
     assert tours.BUILTIN.steps[2].note in [i.value for i in presenter.info]
     at = click_bar(at, "tour_end")
     presenter.run()

@@ -29,7 +29,8 @@ EXAMPLE = re.compile(r"Example: ``(show\.[^`]+)``")
 SHOW_MODULES = (show, relviz.show_live, relviz.show_experiments, relviz.show_layers, relviz.show_vision)
 #: pictures a page draws from its settings, defined beside their figures and re-exported by relviz.show
 PAGE_PICTURES = {"relviz.figures.absolute": ("sinusoidal_encoding_map", "sinusoidal_similarity_map",
-                                             "sinusoidal_offset_curve", "alibi_bias", "alibi_slopes", "alibi_lines")}
+                                             "sinusoidal_offset_curve", "sinusoidal_shift", "alibi_bias", "alibi_slopes",
+                                             "alibi_lines")}
 
 
 def test_every_function_is_exported_and_documented_with_one_example():

@@ -151,7 +151,8 @@ PAGE_PARAMS: dict[str, dict[str, LinkParam]] = {
              "skew_dl": ChoiceParam(choices=("QE_r^T", "padded", "reshaped", "sliced", "masked")),
              "skew_mL": _int(1, 1_000_000), "skew_mD": _int(1, 65_536), "skew_mH": _int(1, 1024),
              "skew_mdtype": ChoiceParam(choices=("fp32", "fp16 / bf16"))},
-    "absolute": {"abs_L": _int(8, 512), "abs_d": _int(4, 512), "abs_proj": BOOL, "abs_heads": _int(1, 32),
+    "absolute": {"abs_L": _int(8, 512), "abs_d": _int(4, 512), "abs_proj": BOOL, "abs_shift": _int(0, 512),
+                 "abs_heads": _int(1, 32),
                  "abs_head": _int(1, 32, dynamic=True), "abs_causal": BOOL, "abs_aL": _int(8, _LENGTH),
                  **{key: param for key, param in _length_params("abs_al").items()
                     if key.endswith(("_ws", "_r0", "_c0"))}},

@@ -235,6 +235,11 @@ _BUILTIN_STEPS = (
          "A sinusoidal encoding's dot products PE_i · PE_j depend only on j − i; a head's projections "
          "W_Q, W_K blur that. ALiBi drops position vectors altogether: it subtracts slope × distance, one slope per head. "
          "With 12 heads, note the extra slopes: the first is steeper than every power-of-2 one. (2 min)", subject="abs_fig_pe"),
+    Step("absolute", {"abs_L": "64", "abs_d": "64", "abs_shift": "100"}, "Shift the whole sequence",
+         "Move every token 100 positions along. Left: every position's own vector changes, so a model that reads "
+         "absolute vectors sees a new input and must have learned each position. Right: the dot products by "
+         "j − i are the same curve before and after: a relative scheme scores the offset, which did not move. "
+         "(2 min)", subject="abs_fig_shift"),
     Step("rope", {"rp_preset": "custom", "rp_len": "8192", "rp_L": "48"}, "RoPE: rotate, do not add",
          "RoPE rotates each pair of query and key dimensions by an angle m·θ_i, θ_i = base^(−2i/d). The dot "
          "product q_m · k_n then depends only on n − m: section 2's score matrix is Toeplitz without any "

@@ -15,13 +15,15 @@ import torch
 
 from relviz import positions
 from relviz.absolute import (
+    ShiftedSequence,
     diagonal_range,
     projected_similarity,
+    shift_sequence,
     sinusoidal_encoding,
     sinusoidal_similarity,
     sinusoidal_similarity_per_offset,
 )
-from relviz.figures.heatmap import matrix_heatmap, readable
+from relviz.figures.heatmap import legend_below_axis, matrix_heatmap, readable
 
 CPU = "cpu"  # figures are drawn from CPU tensors whatever the default device is
 
@@ -184,6 +186,39 @@ def alibi_lines_figure(slopes: np.ndarray, length: int, *, selected: int, height
     return figure
 
 
+@readable
+def shift_figure(shifted: ShiftedSequence, *, height: int = 420) -> go.Figure:
+    """Shift the whole sequence by s: left, how far each position's absolute vector moved; right, the dot
+    products by offset j − i before (line) and after (markers, each diagonal's min…max): the same curve."""
+    from plotly.subplots import make_subplots
+
+    s = shifted.shift
+    figure = make_subplots(rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.12, subplot_titles=(
+        f"absolute: PE(i + {s}) − PE(i)", "relative: PE_i · PE_j by j − i"))
+    positions_ = np.arange(len(shifted.change))
+    figure.add_trace(go.Bar(x=positions_, y=shifted.change.numpy(), marker_color="#d62728",
+                            name=f"‖PE(i + {s}) − PE(i)‖: how far each position's vector moved", hovertemplate="position i = %{x}<br>"
+                            "‖PE(i + s) − PE(i)‖ = %{y:.3f}<extra></extra>"), row=1, col=1)
+    offsets = shifted.offsets.numpy()
+    (lo0, hi0), (lo1, hi1) = [(lo.numpy(), hi.numpy()) for lo, hi in (shifted.before, shifted.after)]
+    figure.add_trace(go.Scatter(x=offsets, y=(lo0 + hi0) / 2, mode="lines", line=dict(color="#1f77b4", width=3),
+                                name="positions 0 … L − 1", hovertemplate="j − i = %{x}<br>%{y:.4f}<extra></extra>"),
+                     row=1, col=2)
+    figure.add_trace(go.Scatter(
+        x=offsets, y=(lo1 + hi1) / 2, mode="markers", marker=dict(color="#ff7f0e", size=5),
+        error_y=dict(type="data", symmetric=False, array=hi1 - (lo1 + hi1) / 2, arrayminus=(lo1 + hi1) / 2 - lo1,
+                     width=0), name=f"shifted by {s}: each diagonal's min … max (largest change "
+                                    f"{shifted.largest_difference:.0e})",
+        hovertemplate="j − i = %{x}<br>%{y:.4f}<extra></extra>"), row=1, col=2)
+    figure.update_xaxes(title_text="position i", row=1, col=1)
+    figure.update_yaxes(title_text="distance moved", rangemode="tozero", row=1, col=1)
+    figure.update_xaxes(title_text="relative position j − i", row=1, col=2)
+    figure.update_yaxes(title_text="PE_i · PE_j / (d/2)", row=1, col=2)
+    figure.update_layout(**legend_below_axis(dict(height=height, margin=dict(l=60, r=10, t=40, b=40)), rows=1))
+    figure.update_annotations(font_size=16)
+    return figure
+
+
 # ---------------------------------------------------------------------------------------
 # The page's pictures from its settings (relviz.show re-exports them for notebooks)
 
@@ -260,3 +295,12 @@ def alibi_lines(length: int = 32, heads: int = 8, *, head: int = 1) -> go.Figure
     Example: ``show.alibi_lines(64, heads=8, head=8)``
     """
     return alibi_lines_figure(positions.alibi_slopes(heads, device=CPU).numpy(), length, selected=head)
+
+
+def sinusoidal_shift(length: int = 64, d_model: int = 64, shift: int = 16) -> go.Figure:
+    """Shift the whole sequence by ``shift``: every sinusoidal vector PE(i) changes, the dot products by j − i
+    do not (relviz.absolute.shift_sequence).
+
+    Example: ``show.sinusoidal_shift(64, 64, shift=100)``
+    """
+    return shift_figure(shift_sequence(length, d_model, shift))
