@@ -175,55 +175,63 @@ st.markdown(
     "ALiBi (Press et al., *Train Short, Test Long*) adds no position vectors at all. Each head adds "
     "**−m_h · (i − j)** to the logit of key j ≤ i: the further back, the larger the penalty; a steep head "
     "looks locally, a flat one far. The slopes are fixed, not learned.")
-a1, a2, a3 = st.columns(3)
-heads = int(a1.slider("heads", 1, 32, 12, key="abs_heads", bind="query-params"))
-controls.clamp_state("abs_head", 1, heads)  # fewer heads than the one shown: show the last
-head = int(a2.slider("show head", 1, heads, 1, key="abs_head", bind="query-params")) if heads > 1 else 1
-causal = a3.toggle("causal mask (j > i not allowed)", value=True, key="abs_causal", bind="query-params",
-                   help="ALiBi was defined for causal language models; without the mask the bias is "
-                        "−m·|j − i| on both sides, as relviz.positions.alibi_bias returns it.")
-alibi_length = a1.number_input("ALiBi length", 8, controls.MAX_LENGTH, None, key="abs_aL", bind="query-params",
-                               placeholder=f"{length} (L above)",
-                               help=f"Up to {controls.MAX_LENGTH:,} positions (empty: L above). Above 512 the bias is "
-                                    "shown as a pooled overview and an exact window, computed per offset.")
-alibi_length = length if alibi_length is None else int(alibi_length)
-with display.user_errors():
-    rule = slope_rule_text(heads)
-    slopes = alibi_slopes(heads, device=CPU).numpy()
-    large = needs_window(alibi_length, alibi_length)
-    if large:  # the overview panel needs the page's width (it has two columns of its own)
-        window = controls.window_controls("abs_al", alibi_length, alibi_length, q_offset=0)
-        display.pooled_overview(alibi_overview(alibi_length, heads, head).with_window(window), q_len=alibi_length,
-                           k_len=alibi_length, q_offset=0, window=window, quantity="bias", key="abs_fig_alibi_ov",
-                           note="Pooling keeps the exact extremes of every block; it never skips offsets.")
-    left, right = st.columns([1, 1.25])
-    with left:
-        st.markdown(f"**Head {head}: bias, slope m = {slopes[head - 1]:.4g}**")
-        if large:
-            view = alibi_window(alibi_length, heads, head, window.row0, window.col0, window.rows, window.cols)
-            display.show_toeplitz(view, key="abs_fig_alibi_window", name=f"alibi_head{head}_window")
-            st.caption("−m·|j − i| in every cell, as relviz.positions.alibi_bias returns it"
-                       + (": a causal model masks the cells above the diagonal (j > i), which this large view "
-                          "does not grey out." if causal else "."))
-            downloads.large_matrix_downloads(view.values, np.arange(-(alibi_length - 1), alibi_length),
-                                      alibi_per_offset(alibi_length, heads, head), q_len=alibi_length,
-                                      k_len=alibi_length, window=window, quantity="bias",
-                                      name="alibi", suffix=f"L{alibi_length}_heads{heads}_head{head}",
-                                      key="abs_dl_alibi")
-        else:
-            bias, _ = alibi(alibi_length, heads, head)
-            display.show_figure(alibi_fig(alibi_length, heads, head, causal=causal), key="abs_fig_alibi")
-            st.caption("Zero on the diagonal, falling linearly with distance into the past. Grey above the "
-                       "diagonal: masked by the causal mask." if causal else
-                       "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
-            display.code_for_this_view(alibi_snippet(alibi_length, heads, head, causal),
-                                  note="result is the bias above; score_mod adds every head's bias in "
-                                       "FlexAttention.", key="abs_code_alibi")
-            downloads.matrix_downloads(np.where(relative(alibi_length) > 0, np.nan, bias) if causal else bias,
-                                name=f"alibi_L{alibi_length}_heads{heads}_head{head}", key="abs_dl_alibi")
-    with right:
-        st.markdown("**Slopes of all heads** (bar height: −log2 m)")
-        display.show_figure(slopes_fig(heads, head=head), key="abs_fig_slopes")
-        st.markdown(rule)
-        st.markdown("**Bias against distance, every head** (selected head in red)")
-        display.show_figure(lines_fig(alibi_length, heads, head=head), key="abs_fig_lines")
+@st.fragment
+def alibi_section(length: int) -> None:
+    """ALiBi's controls and pictures. A fragment: moving the heads (the tour's slider), the head shown, the mask or
+    the ALiBi length reruns this section alone, not the sinusoidal figures above it."""
+    a1, a2, a3 = st.columns(3)
+    heads = int(a1.slider("heads", 1, 32, 12, key="abs_heads", bind="query-params"))
+    controls.clamp_state("abs_head", 1, heads)  # fewer heads than the one shown: show the last
+    head = int(a2.slider("show head", 1, heads, 1, key="abs_head", bind="query-params")) if heads > 1 else 1
+    causal = a3.toggle("causal mask (j > i not allowed)", value=True, key="abs_causal", bind="query-params",
+                       help="ALiBi was defined for causal language models; without the mask the bias is "
+                            "−m·|j − i| on both sides, as relviz.positions.alibi_bias returns it.")
+    alibi_length = a1.number_input("ALiBi length", 8, controls.MAX_LENGTH, None, key="abs_aL", bind="query-params",
+                                   placeholder=f"{length} (L above)",
+                                   help=f"Up to {controls.MAX_LENGTH:,} positions (empty: L above). Above 512 the "
+                                        "bias is "
+                                        "shown as a pooled overview and an exact window, computed per offset.")
+    alibi_length = length if alibi_length is None else int(alibi_length)
+    with display.user_errors():
+        rule = slope_rule_text(heads)
+        slopes = alibi_slopes(heads, device=CPU).numpy()
+        large = needs_window(alibi_length, alibi_length)
+        if large:  # the overview panel needs the page's width (it has two columns of its own)
+            window = controls.window_controls("abs_al", alibi_length, alibi_length, q_offset=0)
+            display.pooled_overview(alibi_overview(alibi_length, heads, head).with_window(window), q_len=alibi_length,
+                               k_len=alibi_length, q_offset=0, window=window, quantity="bias", key="abs_fig_alibi_ov",
+                               note="Pooling keeps the exact extremes of every block; it never skips offsets.")
+        left, right = st.columns([1, 1.25])
+        with left:
+            st.markdown(f"**Head {head}: bias, slope m = {slopes[head - 1]:.4g}**")
+            if large:
+                view = alibi_window(alibi_length, heads, head, window.row0, window.col0, window.rows, window.cols)
+                display.show_toeplitz(view, key="abs_fig_alibi_window", name=f"alibi_head{head}_window")
+                st.caption("−m·|j − i| in every cell, as relviz.positions.alibi_bias returns it"
+                           + (": a causal model masks the cells above the diagonal (j > i), which this large view "
+                              "does not grey out." if causal else "."))
+                downloads.large_matrix_downloads(view.values, np.arange(-(alibi_length - 1), alibi_length),
+                                          alibi_per_offset(alibi_length, heads, head), q_len=alibi_length,
+                                          k_len=alibi_length, window=window, quantity="bias",
+                                          name="alibi", suffix=f"L{alibi_length}_heads{heads}_head{head}",
+                                          key="abs_dl_alibi")
+            else:
+                bias, _ = alibi(alibi_length, heads, head)
+                display.show_figure(alibi_fig(alibi_length, heads, head, causal=causal), key="abs_fig_alibi")
+                st.caption("Zero on the diagonal, falling linearly with distance into the past. Grey above the "
+                           "diagonal: masked by the causal mask." if causal else
+                           "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
+                display.code_for_this_view(alibi_snippet(alibi_length, heads, head, causal),
+                                      note="result is the bias above; score_mod adds every head's bias in "
+                                           "FlexAttention.", key="abs_code_alibi")
+                downloads.matrix_downloads(np.where(relative(alibi_length) > 0, np.nan, bias) if causal else bias,
+                                    name=f"alibi_L{alibi_length}_heads{heads}_head{head}", key="abs_dl_alibi")
+        with right:
+            st.markdown("**Slopes of all heads** (bar height: −log2 m)")
+            display.show_figure(slopes_fig(heads, head=head), key="abs_fig_slopes")
+            st.markdown(rule)
+            st.markdown("**Bias against distance, every head** (selected head in red)")
+            display.show_figure(lines_fig(alibi_length, heads, head=head), key="abs_fig_lines")
+
+
+alibi_section(length)

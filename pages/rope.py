@@ -133,6 +133,37 @@ def decay_fig(key: tuple, length: int):
     return decay_figure(decay(key, length), length=length, original=config.scaled_from)
 
 
+@st.fragment
+def score_matrix(key: tuple, length: int, preset: str, attention: float) -> None:
+    """Every pair at once: its controls and the score matrix. A fragment: moving "positions shown" (the tour's
+    slider), the content toggle or the seed reruns this block alone, not the page above it."""
+    with display.user_errors():
+        st.markdown("**Every pair at once: the score matrix is Toeplitz.**")
+        t1, t2, t3 = st.columns(3)
+        window = int(t1.slider("positions shown", 8, SHOWN_MAX, 48, step=8, key=f"{P}_L", bind="query-params"))
+        same = t2.toggle("same content q = k", value=True, key=f"{P}_same", bind="query-params",
+                         help="The same vector at every position (q for queries, k for keys).")
+        seed = int(t3.number_input("seed", 0, 9999, 0, key=f"{P}_seed", bind="query-params"))
+        content = scores(key, length, window, same, seed)
+        col_s, col_t = st.columns([3, 2])
+        with col_s:
+            display.show_toeplitz(score_fig(key, length, window, same, seed), key=f"{P}_fig_scores",
+                                  name="rope_scores")
+        with col_t:
+            st.markdown(
+                "Every query position carries the same unit vector q, every key position the same k; only the "
+                "rotation differs. The score (R_i q)·(R_j k) is then Σ_pairs A·cos((j − i)θ) + B·sin((j − i)θ): "
+                "**constant along each diagonal**. relviz computes it once per offset (2W − 1 values for W positions "
+                "shown) and expands.")
+            st.success(f"Checked: rotating q and k at every position and multiplying gives the same matrix up to "
+                       f"{content.spread:.1e} (float32 cos/sin, as in transformers).", icon=":material/check_circle:")
+            if attention != 1.0:
+                st.caption(f"Scores include the attention scaling² = {attention ** 2:.4f}.")
+            downloads.offset_vector_downloads(np.arange(-(window - 1), window),
+                                              content.per_offset.numpy().astype(np.float32),
+                                              name=f"rope_scores_{preset}_L{window}", key=f"{P}_dl", quantity="score")
+
+
 display.page_title("RoPE and its scalings")
 display.sign_convention(compact=True)
 
@@ -248,28 +279,7 @@ with display.user_errors():
                    "score of one pair depends on n − m alone. Every pair does this at its own speed θ_i; the sum "
                    "over pairs is the score matrix below.")
 
-    st.markdown("**Every pair at once: the score matrix is Toeplitz.**")
-    t1, t2, t3 = st.columns(3)
-    window = int(t1.slider("positions shown", 8, SHOWN_MAX, 48, step=8, key=f"{P}_L", bind="query-params"))
-    same = t2.toggle("same content q = k", value=True, key=f"{P}_same", bind="query-params",
-                     help="The same vector at every position (q for queries, k for keys).")
-    seed = int(t3.number_input("seed", 0, 9999, 0, key=f"{P}_seed", bind="query-params"))
-    content = scores(key, length, window, same, seed)
-    col_s, col_t = st.columns([3, 2])
-    with col_s:
-        display.show_toeplitz(score_fig(key, length, window, same, seed), key=f"{P}_fig_scores", name="rope_scores")
-    with col_t:
-        st.markdown(
-            "Every query position carries the same unit vector q, every key position the same k; only the "
-            "rotation differs. The score (R_i q)·(R_j k) is then Σ_pairs A·cos((j − i)θ) + B·sin((j − i)θ): "
-            "**constant along each diagonal**. relviz computes it once per offset (2W − 1 values for W positions "
-            "shown) and expands.")
-        st.success(f"Checked: rotating q and k at every position and multiplying gives the same matrix up to "
-                   f"{content.spread:.1e} (float32 cos/sin, as in transformers).", icon=":material/check_circle:")
-        if attention != 1.0:
-            st.caption(f"Scores include the attention scaling² = {attention ** 2:.4f}.")
-        downloads.offset_vector_downloads(np.arange(-(window - 1), window), content.per_offset.numpy().astype(np.float32),
-                                   name=f"rope_scores_{preset}_L{window}", key=f"{P}_dl", quantity="score")
+    score_matrix(key, length, preset, attention)
 
     st.subheader("3 · The long-term decay, at this length")
     curves = decay(key, length)
