@@ -32,6 +32,8 @@ class Alibi(Mechanism):
     config_bias_max: float | None = None     # what the config says, where transformers ignores it
     head_dim: int | None = None              # the bias is divided by √head_dim (Falcon)
     twice_in_eager: bool = False
+    float32_powers: bool = True              # Press's rule as transformers' BLOOM/Falcon compute it (False: as the
+                                             # reference code and relviz's toy model, in Python floats)
 
     positional = True
     name = "alibi"
@@ -68,7 +70,7 @@ class Alibi(Mechanism):
     def slopes(self) -> torch.Tensor:
         """[H] as the model's own code builds them (dtype as it uses them)."""
         slopes = (mpt_alibi_slopes(self.heads, self.alibi_bias_max) if self.rule == "max"
-                  else alibi_slopes(self.heads, device="cpu", float32_powers=True))
+                  else alibi_slopes(self.heads, device="cpu", float32_powers=self.float32_powers))
         return slopes.to(getattr(torch, self.dtype))
 
     def rule_text(self) -> str:

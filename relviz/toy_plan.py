@@ -1,0 +1,83 @@
+"""relviz's own toy model as a plan of mechanisms: a shipped (or session-trained) toy checkpoint read as
+a :class:`relviz.plan.ModelPlan`, so the Your model page draws it as it draws a real model (its layer strip
+and each layer's views), with the same mechanism views.
+
+The toy schemes keep their learned parameters (checkpoint tensor names ``position.<attr>`` unchanged);
+:data:`MECHANISMS_OF` gives, per scheme, the mechanisms of :mod:`relviz.mechanisms` that compute what the
+scheme does, holding the model's own values (tests/test_toy_plan.py proves each equal to the scheme's own
+forward). This module sits above both packages: the mechanisms already import the schemes' bias curves,
+so the schemes cannot import the mechanisms. Schemes no mechanism describes yet (Shaw's clipped tables,
+the Music Transformer skew, KERPLE, FIRE, sinusoidal) are refused naming the scheme.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from relviz.mechanisms.absolute import LearnedAbsolute
+from relviz.mechanisms.alibi import Alibi
+from relviz.mechanisms.base import Mechanism
+from relviz.mechanisms.none import NoPosition
+from relviz.mechanisms.pattern import AttentionPattern
+from relviz.mechanisms.rotation import Rotation
+from relviz.mechanisms.t5_bias import T5Bias
+from relviz.model import RelvizTransformer
+from relviz.plan import LayerPlan, ModelPlan
+from relviz.rope import RopeConfig
+from relviz.schemes.alibi import AlibiScheme
+from relviz.schemes.base import Scheme
+from relviz.schemes.learned import LearnedAbsoluteScheme
+from relviz.schemes.none import NoPositions
+from relviz.schemes.rope import Rope
+from relviz.schemes.t5 import T5
+
+__all__ = ["MECHANISMS_OF", "TOY", "toy_plan"]
+
+#: the plan's model_type and where each layer's plan comes from
+TOY = "relviz-toy"
+READ_FROM = "relviz's toy model: the mechanisms compute what its scheme does (tests/test_toy_plan.py)"
+
+
+def _rotation(model: RelvizTransformer) -> tuple[Mechanism, ...]:
+    config = model.config
+    return (Rotation(rope=RopeConfig(head_dim=config.head_dim, base=config.rope_base,
+                                     max_position_embeddings=config.max_len)),)
+
+
+def _t5(model: RelvizTransformer) -> tuple[Mechanism, ...]:
+    config = model.config
+    table = model.position.bias.detach().to("cpu", copy=True)                        # [num_buckets, H]
+    return (T5Bias(config.num_buckets, config.max_distance, not config.causal, config.n_heads, 0, table=table),)
+
+
+def _learned(model: RelvizTransformer) -> tuple[Mechanism, ...]:
+    return (LearnedAbsolute("position.table", table=model.position.table.detach().to("cpu", copy=True)),)
+
+
+#: toy scheme -> the mechanisms one of its layers applies (besides the attention pattern), from the model
+MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism, ...]]] = {
+    NoPositions: lambda model: (NoPosition(),),
+    Rope: _rotation,
+    AlibiScheme: lambda model: (Alibi(heads=model.config.n_heads, float32_powers=False),),
+    T5: _t5,
+    LearnedAbsoluteScheme: _learned,
+}
+
+
+def toy_plan(model: RelvizTransformer, *, source: str = "relviz toy model") -> ModelPlan:
+    """The toy model's plan: one stack (decoder when causal, else encoder), every layer the scheme's
+    mechanisms and its attention pattern. ValueError naming the scheme when no mechanism describes it."""
+    if not isinstance(model, RelvizTransformer):
+        raise ValueError(f"model must be a relviz RelvizTransformer; got {type(model).__name__}")
+    config = model.config
+    build = MECHANISMS_OF.get(type(model.position))
+    if build is None:
+        known = ", ".join(cls.name for cls in MECHANISMS_OF)
+        raise ValueError(f"scheme {config.scheme!r} has no mechanism in relviz.mechanisms yet, so it cannot be "
+                         f"drawn as a plan; the toy schemes that can: {known}")
+    mechanisms = (*build(model), AttentionPattern(causal=config.causal))
+    stack = "decoder" if config.causal else "encoder"
+    layers = [LayerPlan(stack, index, None, mechanisms, read_from=READ_FROM) for index in range(config.n_layers)]
+    return ModelPlan(TOY, source, {stack: layers},
+                     config={"max_position_embeddings": config.max_len, **config.to_dict()},
+                     notes=[f"relviz's toy {config.scheme} model: {type(model.position).summary}"],
+                     in_family_table=False)

@@ -1,0 +1,83 @@
+"""A shipped toy checkpoint as a plan of mechanisms (relviz.toy_plan): each mechanism computes exactly what
+the toy scheme computes in the model's forward, and the Your model page's strip and views draw it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from relviz.layer_views import layer_views, strip
+from relviz.mechanisms.absolute import LearnedAbsolute
+from relviz.mechanisms.alibi import Alibi
+from relviz.mechanisms.none import NoPosition
+from relviz.mechanisms.pattern import AttentionPattern
+from relviz.mechanisms.rotation import Rotation
+from relviz.mechanisms.t5_bias import T5Bias
+from relviz.model import ModelConfig, build_model
+from relviz.schemes.rope import rope_rotate
+from relviz.toy_plan import MECHANISMS_OF, toy_plan
+from relviz.training.checkpoints import load_checkpoint
+
+LENGTH = 40
+
+
+def plan_of(name: str):
+    model = load_checkpoint(f"{name}-shift").model
+    return model, toy_plan(model, source=name)
+
+
+@pytest.mark.parametrize("name", ["none", "rope", "alibi", "t5", "learned"])
+def test_every_layer_applies_the_schemes_mechanism_and_the_strip_draws_it(name):
+    model, plan = plan_of(name)
+    layers = plan.all_layers()
+    assert len(layers) == model.config.n_layers and plan.stack_names == ["decoder"]
+    pattern = layers[0].find(AttentionPattern)
+    assert pattern is not None and pattern.causal
+    assert {cell.layer for cell in strip(plan).cells} == set(range(model.config.n_layers))
+    assert layer_views(layers[0], LENGTH)
+
+
+def test_rotation_turns_q_as_the_toy_rope_does_bit_for_bit():
+    model, plan = plan_of("rope")
+    rotation = plan.layer(1).find(Rotation)
+    q = torch.randn(2, model.config.n_heads, LENGTH, model.config.head_dim, generator=torch.Generator().manual_seed(0))
+    ours = rope_rotate(q, angles=model.position.prepare(LENGTH, q))
+    assert torch.equal(rotation.rotate(q, torch.arange(LENGTH)), ours)
+
+
+def test_alibi_slopes_and_curve_are_the_toy_models():
+    model, plan = plan_of("alibi")
+    alibi = plan.first(Alibi)
+    assert np.array_equal(alibi.slopes().numpy(), model.position.slopes())
+    toy_curve, = model.position.parameter_views(length=LENGTH, train_length=32, layer=0)
+    curve = alibi.views(LENGTH, 0)[0]
+    common = np.intersect1d(curve.offsets, toy_curve.offsets)
+    assert len(common) > 10
+    assert np.array_equal(curve.bias[:, np.isin(curve.offsets, common)],
+                          toy_curve.bias[:, np.isin(toy_curve.offsets, common)])
+
+
+def test_t5_bias_per_offset_is_the_toy_forwards():
+    model, plan = plan_of("t5")
+    t5 = plan.first(T5Bias)
+    x = torch.zeros(1, LENGTH, model.config.d_model)
+    with torch.no_grad():
+        assert torch.equal(t5.bias_per_offset(LENGTH, LENGTH), model.position.prepare(LENGTH, x))
+    assert torch.equal(t5.table, model.position.bias.detach())
+
+
+def test_learned_table_and_no_position():
+    model, plan = plan_of("learned")
+    assert torch.equal(plan.first(LearnedAbsolute).table, model.position.table.detach())
+    _, plan = plan_of("none")
+    assert plan.first(NoPosition) is not None
+
+
+def test_a_bidirectional_toy_is_an_encoder_and_an_undescribed_scheme_is_refused_by_name():
+    model = build_model(ModelConfig(scheme="t5", causal=False), seed=0)
+    plan = toy_plan(model)
+    assert plan.stack_names == ["encoder"] and plan.first(T5Bias).bidirectional
+    for scheme in ("shaw", "skew", "kerple", "fire", "sinusoidal"):
+        with pytest.raises(ValueError, match=f"scheme '{scheme}' has no mechanism"):
+            toy_plan(build_model(ModelConfig(scheme=scheme), seed=0))
+    assert len(MECHANISMS_OF) == 5
