@@ -307,6 +307,18 @@ _TODAY_STEPS = (
     Step("your_model", _ym("DeepSeek-V3", ym_layer="0", ym_view="rotation"), "DeepSeek-V3: YaRN ×40 on part of the head",
          "DeepSeek-V3 rotates only 64 of each head's 192 q·k dims (the rest carry content), with YaRN ×40 over "
          "4,096; its softmax scale is raised by mscale² to match. (2 min)", subject="ym_fig_view_0"),
+    Step("images", {"im_view": "2-D RoPE", "im_rows": "64", "im_cols": "64", "im_qr": "20", "im_qc": "40",
+                    "im_rope": "Pixtral"}, "Images: RoPE in two dimensions",
+         "Inside a vision tower, position is 2-D. Pixtral turns half of each head's pairs with the patch's row and "
+         "half with its column, so a score depends only on (Δh, Δw): a row term plus a column term. A 1024-pixel "
+         "image is 4,096 patches, 16.8 million pairs and only 127 × 127 offsets. (2 min)",
+         subject="im_fig_rope_plane"),
+    Step("images", {"im_view": "M-RoPE (video)", "im_rows": "16", "im_cols": "16", "im_frames": "4",
+                    "im_rule": "Qwen2.5-VL"}, "Video: three ids per token (M-RoPE)",
+         "Qwen2.5-VL's language model gives every token three ids, time, row and column. Text counts on all three "
+         "at once, so for text M-RoPE is plain RoPE; an image's tokens share one time id, a video's frames step it "
+         "by tokens_per_second × seconds. The pairs are split in sections: the column owns the slowest. (2 min)",
+         subject="im_fig_mrope_ids"),
     Step("your_model", _ym("Llama-3.1 8B", ym_vs="Llama 4 Scout 17B-16E (published config)", ym_layer="3",
                            ym_layer2="3", ym_view="pattern"), "Side by side: Llama 3.1 and Llama 4",
          "The same family one generation apart: every layer alike against RoPE + chunk with a NoPE layer in every "
