@@ -21,11 +21,14 @@ from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model_presets import model_presets, preset_config
 from relviz.schemes.views import relative_share
+from relviz.toy_plan import drawn_schemes, toy_plan
+from relviz.training import list_checkpoints, load_checkpoint
 
 navigation.ensure_app_navigation()
 
 P = "ym"
 PRESET_MARK = " (published config)"
+TOY_MARK = " (relviz toy model)"
 NONE = "(none)"
 #: the length control: "own" is the model's own context, then powers of two (clamped to the model's own);
 #: plain strings, as the link carries them
@@ -41,6 +44,9 @@ def choices(models_setting: str, allow_hub: str) -> dict[str, tuple[str, str]]:
     out = {name: ("dir", target) for name, target in hf.configured_models(env).items()}
     for key, entry in model_presets().items():
         out[entry["label"] + PRESET_MARK] = ("preset", key)
+    for info in list_checkpoints():
+        if info.model_config.scheme in drawn_schemes():
+            out[info.name + TOY_MARK] = ("toy", info.name)
     return out
 
 
@@ -49,13 +55,18 @@ def _preset_plan(key: str) -> hf.ModelPositions:
     return hf.from_config(preset_config(entry), source=entry["source"])
 
 
+def _toy_plan(name: str) -> hf.ModelPositions:
+    return toy_plan(load_checkpoint(name).model, source=f"relviz's shipped checkpoint {name}")
+
+
 #: where a listed model comes from -> (how its plan is read, its raw config for the context length)
 SOURCES = {"dir": (hf.open_configured, lambda target: {}),
-           "preset": (_preset_plan, lambda target: preset_config(model_presets()[target]))}
+           "preset": (_preset_plan, lambda target: preset_config(model_presets()[target])),
+           "toy": (_toy_plan, lambda target: {})}
 
 
 #: whether a listed model's source may be shown (a published config's URL) or not (a path on the server)
-SOURCE_IS_PUBLIC = {"dir": False, "preset": True}
+SOURCE_IS_PUBLIC = {"dir": False, "preset": True, "toy": True}
 
 
 @st.cache_resource(max_entries=16, show_spinner="Reading the model's position plan…")

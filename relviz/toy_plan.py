@@ -30,7 +30,7 @@ from relviz.schemes.none import NoPositions
 from relviz.schemes.rope import Rope
 from relviz.schemes.t5 import T5
 
-__all__ = ["MECHANISMS_OF", "TOY", "toy_plan"]
+__all__ = ["MECHANISMS_OF", "TOY", "toy_plan", "drawn_schemes"]
 
 #: the plan's model_type and where each layer's plan comes from
 TOY = "relviz-toy"
@@ -81,3 +81,8 @@ def toy_plan(model: RelvizTransformer, *, source: str = "relviz toy model") -> M
                      config={"max_position_embeddings": config.max_len, **config.to_dict()},
                      notes=[f"relviz's toy {config.scheme} model: {type(model.position).summary}"],
                      in_family_table=False)
+
+
+def drawn_schemes() -> tuple[str, ...]:
+    """The toy schemes :func:`toy_plan` can draw (the Your model page lists their checkpoints)."""
+    return tuple(cls.name for cls in MECHANISMS_OF)

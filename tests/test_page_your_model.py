@@ -241,3 +241,22 @@ def test_a_rope_directory_and_a_hybrid_one_run_their_own_attention_and_show_no_s
     strip = charts(at)[0]
     names = {t["name"] for t in strip["data"]}
     assert "token mixer: no attention: linear attention" in names and "token mixer: softmax attention" in names
+
+
+def test_a_shipped_toy_checkpoint_is_a_model_the_page_draws():
+    """relviz's own t5-shift checkpoint, read as a plan (relviz.toy_plan): strip and views, its learned T5
+    bias map exactly what the toy model adds (per offset, from its own table)."""
+    from relviz.training import load_checkpoint
+
+    at = run_page("your_model", timeout=120, ym_model="t5-shift (relviz toy model)", ym_head=2, ym_L=24)
+    assert not at.error and not at.exception
+    assert {"alibi-shift", "rope-shift", "t5-shift", "learned-shift", "none-shift"} <= {
+        option.removesuffix(" (relviz toy model)") for option in at.selectbox(key="ym_model").options}
+    assert "shaw-shift (relviz toy model)" not in at.selectbox(key="ym_model").options
+    position = load_checkpoint("t5-shift").model.position
+    with torch.no_grad():
+        per_offset = position.prepare(24, torch.zeros(1, 24, 1))[1].numpy()           # head 2: [2L − 1]
+    expected = per_offset[np.arange(24)[None, :] - np.arange(24)[:, None] + 23]       # [L, L]
+    heats = [c for c in charts(at) if any(t["type"] == "heatmap" for t in c["data"])] + \
+        [c for c in canvases(at) if c.get("value_label") == "bias"]
+    assert any(np.array_equal(heatmap_values(h), expected) for h in heats)
