@@ -85,7 +85,7 @@ with causal_tab:
         common = dict(colour_by=colour_by, zmax=zmax, length=length)
         row1 = st.columns(3)
         with row1[0]:
-            step("1 · Q E_rᵀ: one score per query and distance", cells["qer"],
+            step("1 · Q E_rᵀ: query × distance", cells["qer"],
                  f"Row i: query i against every distance vector. Column m stands for distance m − {last}: "
                  f"the last column is distance 0 (the query itself), the first is −{last}. A causal model "
                  "only needs these L distances.",
@@ -154,7 +154,7 @@ with bidirectional_tab:
         last = length - 1
         top = st.columns([2.2, 1])
         with top[0]:
-            step("1 · Q E_allᵀ: 2L − 1 distances, past and future", cells_bi["qer"],
+            step("1 · Q E_allᵀ: 2L − 1 distances", cells_bi["qer"],
                  f"An encoder's key can lie on either side of the query, so the table holds one vector per "
                  f"distance −{last} … +{last}. Column m stands for distance m − {last}.",
                  key="skew_fig_bi_qer", y_title="query i", x_title="column m", show_scale=True,

@@ -19,7 +19,7 @@ from relviz.figures.t5 import (
     t5_offsets,
 )
 from relviz.figures.toeplitz import Window, needs_window
-from relviz.positions import t5_nearest_valid
+from relviz.positions import smallest_num_buckets, t5_nearest_valid
 from relviz.precision import mesh_tf_edges, precision_changes
 from relviz.rope import load_presets
 from relviz.snippets import t5_snippet
@@ -116,10 +116,14 @@ display.sign_convention(compact=True)
 
 with st.sidebar:
     st.subheader("Buckets")
-    nb = int(st.slider("num_buckets", 2, 128, 32, key=f"{P}_nb", bind="query-params"))
-    md = int(st.slider("max_distance", 1, 1024, 128, key=f"{P}_md", bind="query-params"))
     bidir = bool(st.toggle("bidirectional (encoder)", True, key=f"{P}_bi", bind="query-params",
                            help="Off: unidirectional, as in T5's decoder."))
+    fewest = smallest_num_buckets(bidir)  # the slider starts at the smallest value this direction takes
+    controls.clamp_state(f"{P}_nb", fewest, 128)
+    nb = int(st.slider("num_buckets", fewest, 128, 32, key=f"{P}_nb", bind="query-params",
+                       help=f"From {fewest} ({'bidirectional' if bidir else 'unidirectional'}: fewer leaves no "
+                            "exact bucket) to 128."))
+    md = int(st.slider("max_distance", 1, 1024, 128, key=f"{P}_md", bind="query-params"))
     st.caption("Published: " + "; ".join(
         f"{e['label']} {e['config']['relative_attention_num_buckets']} / "
         f"{e['config']['relative_attention_max_distance']}, {e['config']['num_heads']} heads"

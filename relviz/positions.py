@@ -142,6 +142,12 @@ T5_LIMITS = T5Limits()
 _EXACT_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
 
+def smallest_num_buckets(bidirectional: bool) -> int:
+    """The fewest buckets T5's formula can use in a direction: max_exact = num_buckets (// 2 when bidirectional)
+    // 2 must be at least 1, so 4 bidirectional, 2 unidirectional (the T5 page's slider starts there)."""
+    return 4 if bidirectional else 2
+
+
 @dataclass(frozen=True)
 class T5Config:
     """A valid T5 bucket configuration, the quantities derived from it, and its bucket function.
@@ -165,7 +171,7 @@ class T5Config:
                             ("bidirectional", bidirectional)):
             object.__setattr__(self, name, value)           # numpy integers become ints
         if self.max_exact < 1:
-            smallest = 4 if bidirectional else 2
+            smallest = smallest_num_buckets(bidirectional)
             mode = "bidirectional" if bidirectional else "unidirectional"
             raise ValueError(
                 f"num_buckets must be at least {smallest} when {mode}: max_exact = "

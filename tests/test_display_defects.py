@@ -113,3 +113,38 @@ def test_readme_gives_the_cpu_index_install_first_and_names_relviz_models():
     first = next(line for line in start.splitlines() if "pip install" in line and line.startswith("python3"))
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in first
     assert "RELVIZ_MODELS=" in start
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 33: the defects a teacher found presenting both tours at 1280 × 720
+
+
+@pytest.mark.parametrize("k, length, span", [(64, 10, 9), (3, 10, 3), (0, 10, 0)])
+def test_shaw_colour_scale_fits_the_values_shown(k, length, span):
+    """Defect 2: at k = 64 on a 10 × 10 matrix the scale spanned ±64 while the offsets span ±9: one flat colour."""
+    from relviz.figures.shaw import shaw_matrices, shaw_offsets
+
+    _, clipped, lookup = shaw_matrices(shaw_offsets(length, length, k=k), length, length)
+    assert (clipped.figure.data[0].zmin, clipped.figure.data[0].zmax) == (-span - 0.5, span + 0.5)
+    assert (lookup.figure.data[0].zmin, lookup.figure.data[0].zmax) == (k - span - 0.5, k + span + 0.5)
+
+
+def test_alibi_slope_labels_are_readable_and_never_shrunk():
+    """Defect 12: the slope bars' labels were about 8 px ("2^-0.5" at 10 px, shrunk to fit a bar)."""
+    from relviz.figures.absolute import SLOPE_LABEL_PX, alibi_slopes_figure
+    from relviz.figures.heatmap import READABLE_FONT
+    from relviz.positions import alibi_slopes
+
+    bars = alibi_slopes_figure(alibi_slopes(12).numpy(), from_p=8).data[0]
+    assert bars.textfont.size == SLOPE_LABEL_PX >= READABLE_FONT and bars.constraintext == "none"
+    assert list(bars.text[:2]) == ["1", "2"] and bars.text[8] == "0.5"   # −log2 of 2^-1, 2^-2, ... 2^-0.5
+
+
+def test_skew_panel_titles_fit_a_third_of_the_page_on_one_line():
+    """Defect 19: panel 1's title ("… one score per query and distance") wrapped, so panel 1 sat lower than 2 and 3.
+    A bold 16 px title fits ~35 characters in a third of 1280 px ("2 · Pad one zero column on the left" does)."""
+    from page_support import run_page
+
+    at = run_page("skew")
+    titles = [m.value.strip("*") for m in at.markdown if m.value.startswith("**1 ·")]
+    assert titles and all(len(t) <= 35 for t in titles), titles

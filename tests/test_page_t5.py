@@ -93,11 +93,23 @@ def test_each_control_at_its_extremes(kind, key, value):
         assert find(charts(at), "bucket vs distance")["layout"]["xaxis"]["type"] == "log"
 
 
-INVALID = [  # (num_buckets, max_distance, bidirectional): every way the formula fails, at the slider ends
-    (2, 128, True), (3, 128, True), (2, 1, True), (3, 1024, True),   # max_exact = 0
+INVALID = [  # (num_buckets, max_distance, bidirectional): every way the formula fails, at the slider ends (the
+    # num_buckets slider starts at the smallest value each direction takes: max_exact = 0 cannot be set)
     (128, 1, True), (128, 32, True), (4, 1, True), (33, 8, True),      # max_distance <= max_exact
     (2, 1, False), (128, 64, False), (5, 2, False),
 ]
+
+
+@pytest.mark.parametrize("bidir, fewest", [(True, 4), (False, 2)])
+def test_the_num_buckets_slider_starts_at_the_smallest_value_its_direction_takes(bidir, fewest):
+    """Issue 33, defect 3: the slider went down to 2 bidirectional, which the formula refuses (max_exact = 0)."""
+    at = run(t5_bi=str(bidir).lower(), t5_nb=fewest)
+    assert at.slider(key="t5_nb").min == fewest and at.slider(key="t5_nb").value == fewest
+    assert not at.error and not at.exception
+    if bidir:                                      # a link below the range opens inside it, with a notice
+        at = run(t5_bi="true", t5_nb=2)
+        assert at.slider(key="t5_nb").value >= 4 and not at.exception
+        assert any("t5_nb=2" in w.value for w in at.warning)
 
 
 @pytest.mark.parametrize("nb, md, bidir", INVALID)
@@ -116,7 +128,7 @@ def test_invalid_settings_show_the_library_message_and_nearest_valid_never_a_tra
 
 
 def test_invalid_setting_keeps_the_compare_view_with_shaw():
-    at = run(t5_nb=2, t5_tab="Compare with Shaw")
+    at = run(t5_nb=128, t5_md=32, t5_tab="Compare with Shaw")
     assert [e.value for e in at.error][-1].startswith("No T5 map for this setting")
     shaw = find(charts(at), "lookup index:")
     assert np.array_equal(heatmap_values(shaw), shaw_clip_index(32, 32, k=8, device="cpu").numpy())

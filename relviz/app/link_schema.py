@@ -143,7 +143,7 @@ PAGE_PARAMS: dict[str, dict[str, LinkParam]] = {
     "shaw": {**_length_params("sh"), "sh_clip": _int(0, 64),
              "sh_d": ChoiceParam(choices=("8", "16", "32", "64", "128", "256", "512", "1024")),
              "sh_layers": _int(1, 48)},
-    "t5": {**_length_params("t5"), "t5_nb": _int(2, 128), "t5_md": _int(1, 1024), "t5_bi": BOOL, "t5_logx": BOOL,
+    "t5": {**_length_params("t5"), "t5_nb": _int(2, 128, dynamic=True), "t5_md": _int(1, 1024), "t5_bi": BOOL, "t5_logx": BOOL,
            "t5_tab": _choices("Buckets", "Precision & references", "Compare with Shaw"), "t5_ck": _int(0, 64)},
     "skew": {"skew_L": _int(3, 16), "skew_seed": _int(0, 99_999),
              "skew_colour": ChoiceParam(choices=("score", "distance", "source row")),

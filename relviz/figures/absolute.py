@@ -31,6 +31,8 @@ CPU = "cpu"  # figures are drawn from CPU tensors whatever the default device is
 FROM_P_COLOUR = "#1f77b4"
 FROM_2P_COLOUR = "#ff7f0e"
 NAIVE_COLOUR = "#7f7f7f"
+#: The slope bars' labels (px): readable at the back of a room.
+SLOPE_LABEL_PX = 15
 
 
 @readable
@@ -138,8 +140,10 @@ def alibi_slopes_figure(slopes: np.ndarray, *, from_p: int, naive: np.ndarray | 
     figure.add_trace(go.Bar(
         x=heads, y=-exponents, marker_color=colours, name="reference slopes",
         customdata=slopes.astype(np.float32), hovertext=origin,
-        text=[f"2^{e:.3g}" for e in exponents] if n <= 16 else None, textposition="outside",
-        textfont=dict(size=10),
+        # the bar's height, −log2(slope), at a projector's size: "2^-0.5" at 10 px, shrunk by plotly to ~8 px to
+        # fit a bar, was unreadable; the slope itself is in the hover
+        text=[f"{-e:.3g}" for e in exponents] if n <= 12 else None, textposition="outside",
+        textfont=dict(size=SLOPE_LABEL_PX), constraintext="none", cliponaxis=False,
         hovertemplate="head %{x}<br>slope m = %{customdata:.5g} = 2^-%{y:.4g}"
                       "<br>%{hovertext}<extra></extra>",
         marker_line=dict(width=[3 if h == selected else 0 for h in heads], color="black")))

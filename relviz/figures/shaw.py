@@ -77,12 +77,15 @@ def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
     index = HoverField("index", values.index)
     common = dict(q_offset=q_offset, window=window, height=height)
     build = toeplitz_view if browser else toeplitz_heatmap
+    # the colours span the values this matrix holds, not ±k: at k = 64 on a 10 × 10 matrix (offsets ±9) a
+    # scale over ±64 painted every cell nearly one colour
+    lo, hi = int(values.clipped.min()), int(values.clipped.max())
     relative = build(values.offset, q_len, k_len, value_label="j − i", colorscale="RdBu",
                      zmid=0, hover=[clipped, index], title="relative position j − i", **common)
     clip = build(values.clipped, q_len, k_len, value_label="clipped offset",
-                 discrete_range=(-k, k), colorscale=PALETTE, hover=[index],
+                 discrete_range=(lo, hi), colorscale=PALETTE, hover=[index],
                  title=f"clipped: {clip_formula(k)}", **common)
-    lookup = build(values.index, q_len, k_len, value_label="index", discrete_range=(0, 2 * k),
+    lookup = build(values.index, q_len, k_len, value_label="index", discrete_range=(lo + k, hi + k),
                    colorscale=PALETTE, hover=[clipped], value_last=True,
                    title=f"lookup index: clipped + {k}", **common)  # the full formula overflowed a third of 1280 px
     return tuple(_square_cells(view, height) for view in (relative, clip, lookup))
