@@ -141,6 +141,24 @@ def reading(sentences: list[str]) -> None:
                 + "\n".join(f"- {s}" for s in sentences if s))
 
 
+@st.fragment
+def resolved_overview(key: tuple, section: dict) -> None:
+    """The threshold, the overview it marks and the reading it counts. A fragment: moving the threshold (the
+    tour's slider) reruns this block alone, not the page's other studies."""
+    threshold = float(st.slider("accuracy that counts as \"resolved\"", 0.5, 1.0, 0.9, 0.05, key=f"{P}_thr",
+                                bind="query-params", format="%.2f",
+                                help="Cells at or above it get a ✓; the text below counts them."))
+    display.show_figure(overview_fig(*key, threshold), key=f"{P}_fig_overview")
+    st.markdown(INTRO)  # below the main picture, so the picture is on a projector's first screen
+    st.caption(PROVENANCE)
+    st.markdown(
+        "A single attention layer finds \"the token s back\" only if its position term can single out the "
+        "offset −s. **Shaw** has one embedding per offset up to k, then every farther key reads the same one; "
+        "**T5** gives each offset a bucket, and far offsets share one. A second layer can compose: copy a "
+        "token one step, then look a few steps further back.")
+    reading(ex.offset_reading(section, threshold))
+
+
 def setup_box(section: dict, extra: dict | None = None) -> None:
     setup = section["setup"]
     with st.expander("Setup: task, lengths, steps, seeds", icon=":material/settings:"):
@@ -190,18 +208,7 @@ else:
     section = experiments["offset_resolution"]
     settings = {s["id"]: s for s in section["settings"]}
     labels = {sid: s["label"] for sid, s in settings.items()}
-    threshold = float(st.slider("accuracy that counts as \"resolved\"", 0.5, 1.0, 0.9, 0.05, key=f"{P}_thr",
-                                bind="query-params", format="%.2f",
-                                help="Cells at or above it get a ✓; the text below counts them."))
-    display.show_figure(overview_fig(*key, threshold), key=f"{P}_fig_overview")
-    st.markdown(INTRO)  # below the main picture, so the picture is on a projector's first screen
-    st.caption(PROVENANCE)
-    st.markdown(
-        "A single attention layer finds \"the token s back\" only if its position term can single out the "
-        "offset −s. **Shaw** has one embedding per offset up to k, then every farther key reads the same one; "
-        "**T5** gives each offset a bucket, and far offsets share one. A second layer can compose: copy a "
-        "token one step, then look a few steps further back.")
-    reading(ex.offset_reading(section, threshold))
+    resolved_overview(key, section)
 
     left, right = st.columns([3, 1])
     with right:
