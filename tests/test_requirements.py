@@ -239,3 +239,15 @@ def test_checker_applies_the_rule(tmp_path, source, pinned, expect):
     assert len(found) == len(expect), found
     for line, fragment in zip(found, expect):
         assert fragment in line
+
+
+def test_requirements_install_relviz_itself_so_python_m_relviz_works_from_any_folder():
+    """Issue 33: after the README's app command (pip install -r requirements.txt), `python -m relviz` must work
+    outside the checkout: requirements.txt installs the checkout itself (editable), and .ci/run runs it from /."""
+    lines = [line.split("#", 1)[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert "-e ." in lines
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert '(cd / && "$OLDPWD/.venv/bin/python" -m relviz --version)' in ci
+    assert ci.index("-r requirements-dev.txt") < ci.index('-m relviz --version)')
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "-r requirements.txt && .venv/bin/streamlit run app.py" in readme and "from any folder" in readme
