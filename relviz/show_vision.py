@@ -14,6 +14,7 @@ import torch
 
 from relviz._checks import check_int
 from relviz.figures import vision as figures
+from relviz.rope_math import default_inv_freq
 from relviz.vision.grid import PatchGrid, offset_window, query_offsets, relative_index_2d
 from relviz.vision.mrope import check_section, mrope_pair_axes, mrope_position_ids
 from relviz.vision.views import ROPES_2D, make_rope2d, mixed_sequence, mrope_plane, rope2d_plane, rule_named
@@ -228,7 +229,7 @@ def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:
     Example: ``show.mrope_pairs((24, 20, 20))``
     """
     pairs = sum(check_section(section, sum(section) if all(isinstance(v, int) for v in section) else 0))
-    theta = 1.0 / 10000 ** (np.arange(0, 2 * pairs, 2) / (2 * pairs))
+    theta = default_inv_freq(2 * pairs, 10000.0).double().numpy()                # [P]
     rows = {"sectioned": mrope_pair_axes(section, interleaved=False).numpy(),
             "interleaved": mrope_pair_axes(section, interleaved=True).numpy()}
     return figures.pair_axes_figure(rows, {name: theta for name in rows},

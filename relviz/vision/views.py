@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from relviz._checks import check_bool, check_int
+from relviz.rope_math import default_inv_freq
 from relviz.vision.grid import PatchGrid
 from relviz.vision.mrope import MROPE_RULES, Image, MropeRule, Text, Video, score_map_3d, video_frame_step
 from relviz.vision.rope2d import Rope2D, dinov3_rope, pixtral_rope, qwen_vl_vision_rope, score_map_2d
@@ -73,7 +74,7 @@ def mrope_plane(rule: str, rows: int, cols: int, frames: int, *, head_dim: int =
     head_dim = check_int("head_dim", head_dim, minimum=6, maximum=1024)
     pairs = head_dim // 2
     section = r.section if sum(r.section) == pairs else _scaled_section(r.section, pairs)
-    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, 2 * pairs, 2, dtype=torch.float64) / (2 * pairs)))
+    inv_freq = default_inv_freq(2 * pairs, 10000.0).double()                     # [P]: the text head's θ
     q, k = content(2 * pairs, seed, same)
     video = mixed_sequence(rule, rows, cols, frames, seconds_per_grid=seconds_per_grid)[3]
     step = video_frame_step(video, r, tokens_per_second=tokens_per_second)
