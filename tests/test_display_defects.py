@@ -148,3 +148,14 @@ def test_skew_panel_titles_fit_a_third_of_the_page_on_one_line():
     at = run_page("skew")
     titles = [m.value.strip("*") for m in at.markdown if m.value.startswith("**1 ·")]
     assert titles and all(len(t) <= 35 for t in titles), titles
+
+
+@pytest.mark.parametrize("num_buckets", [32, 128])
+def test_t5_band_labels_do_not_share_a_row_where_a_band_is_narrower_than_its_label(num_buckets):
+    """Defect 1: at 128 buckets "exact n < 32" and "logarithmic" overlapped (the exact band was 12 % of the axis)."""
+    from relviz.figures.t5 import bucket_curve
+
+    notes = [a for a in bucket_curve(num_buckets, 128, True).layout.annotations
+             if a.yref == "paper" and a.y == 1.0]
+    assert [a.text for a in notes][:2] == [f"exact n < {num_buckets // 4}", "logarithmic"]
+    assert notes[0].yshift != notes[1].yshift                     # one row up: they cannot overlap

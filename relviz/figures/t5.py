@@ -50,6 +50,9 @@ class T5Offsets:
     bidirectional: bool
 
 
+#: The narrowest plot the bucket curve's band labels are laid out for (px): half of a 1280 px page.
+LABEL_PLOT_PX = 300
+
 def t5_offsets(q_len: int, k_len: int, *, num_buckets: int, max_distance: int, bidirectional: bool,
                q_offset: int = 0) -> T5Offsets:
     config = t5_config(num_buckets, max_distance, bidirectional)
@@ -157,7 +160,9 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
                                     bgcolor=colour.replace("0.1", "0.3"), showarrow=False, yref="paper"))
             width = (float(np.log10(x1)) - float(np.log10(x0))) / (float(np.log10(hi)) - float(np.log10(lo))) \
                 if log_x else (x1 - x0) / (hi - lo)
-            row = 1 if width < 0.12 and row == 0 else 0
+            # the label's own width, as a share of a plot in half of a 1280 px page (~300 px, 7 px per
+            # character at 13 px): "exact n < 32" at 128 buckets ran into "logarithmic" behind a 12 % band
+            row = 1 if width < len(text) * 7 / LABEL_PLOT_PX and row == 0 else 0
     shapes.append(dict(type="line", xref="x", yref="paper", x0=reg.max_distance, x1=reg.max_distance, y0=0, y1=1,
                        line=dict(color="black", dash="dash", width=1.5)))
     annotations.append(dict(x=at(reg.max_distance), y=0.02, text=f"max_distance = {reg.max_distance}",
