@@ -76,11 +76,12 @@ def test_absolute_page_snippets_reproduce_the_similarity_and_the_alibi_bias(proj
     at = _open_code(run_page("absolute", **params), "abs_code_pe", "abs_code_alibi")
     blocks = [c.value for c in at.code if "result =" in c.value]
     assert len(blocks) == 2
-    figures = charts(at)
+    # the page's heatmaps, in order: the encoding, the similarity, the relative index, the ALiBi bias
+    heatmaps = [f for f in charts(at) if f["data"][0]["type"] == "heatmap"]
     sim = _run_code(blocks[0])["result"].numpy()
-    np.testing.assert_array_equal(sim, decode(figures[1]["data"][0]["z"]))
+    np.testing.assert_array_equal(sim, decode(heatmaps[1]["data"][0]["z"]))
     ns = _run_code(blocks[1])
-    np.testing.assert_array_equal(ns["result"].numpy(), decode(figures[4]["data"][0]["z"]))
+    np.testing.assert_array_equal(ns["result"].numpy(), decode(heatmaps[3]["data"][0]["z"]))
     q, k, v = (torch.randn(1, 6, 24, 4, generator=torch.Generator().manual_seed(s)) for s in range(3))
     out = ns["flex_attention"](q, k, v, score_mod=ns["score_mod"])
     slopes = ns["slopes"]
