@@ -168,7 +168,8 @@ with display.user_errors():
 
     stacks = positions.stack_names
     stack = st.radio("stack", stacks, horizontal=True, key=f"{P}_stack", bind="query-params",
-                     help="Encoder: bidirectional; decoder: causal.") if len(stacks) > 1 else stacks[0]
+                     help="Encoder: bidirectional; decoder: causal; vision: a vision-language model's image encoder "
+                          "(its patches see each other both ways).") if len(stacks) > 1 else stacks[0]
     n_layers = len(positions.plans[stack])
     layer = layer_control(f"{P}_layer", n_layers, "layer", c_layer)
     # the strip comes first (on the first screen); it is titled when a second model is drawn under it

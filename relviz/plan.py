@@ -327,6 +327,8 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
     text = config.get("text_config")
     cfg = ConfigView(config)
     family, listed = family_of(model_type, dict(config))
+    # the model's stacks read from nested configs (a vision tower): kept when the text side's family is read
+    nested = {name: spec for name, spec in family.get("stacks", {}).items() if spec.get("config")}
     if isinstance(text, Mapping) and (not family or not listed or text.get("model_type") in FAMILIES):
         cfg = ConfigView(text, "text_config.")          # a vision-language model: its text side
         inner, inner_listed = family_of(str(text.get("model_type")), dict(text))
@@ -341,23 +343,30 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
                              "families in its table: relviz cannot tell which layers attend, so it reads none "
                              "(relviz.hf.observe asks transformers)")
     cfg = _derived(cfg, family, family["stacks"])
+    root = ConfigView(config)
     shared: dict[str, Any] = {}
     plans: dict[str, list[LayerPlan]] = {}
-    for stack, spec in family["stacks"].items():
+    for stack, spec in {**family["stacks"], **nested}.items():
+        # a stack read from a nested config (a vision tower's vision_config), with its own mechanisms; absent
+        # from this config (a text-only checkpoint of the family): no such stack
+        stack_cfg = root.sub(spec["config"]) if spec.get("config") else cfg
+        if stack_cfg is None:
+            continue
+        mechanisms = spec.get("mechanisms", family["mechanisms"])
         field_name = spec["layers_field"]
-        if not cfg.has(field_name) and spec.get("fallback_field"):
+        if not stack_cfg.has(field_name) and spec.get("fallback_field"):
             field_name = spec["fallback_field"]
-        layers = cfg.int(field_name, spec.get("layers_default", REQUIRED), minimum=1, maximum=MAX_LAYERS)
-        types = _layer_types(cfg, layers, field_name)
+        layers = stack_cfg.int(field_name, spec.get("layers_default", REQUIRED), minimum=1, maximum=MAX_LAYERS)
+        types = _layer_types(stack_cfg, layers, field_name)
         plans[stack] = []
         for index in range(layers):
-            ctx = LayerContext(config=cfg, stack=stack, index=index, layers=layers, layer_type=types[index],
+            ctx = LayerContext(config=stack_cfg, stack=stack, index=index, layers=layers, layer_type=types[index],
                                causal=spec["causal"], layers_field=field_name, tensor=tensor or (lambda suffix: None),
                                has_weights=tensor is not None, shared=shared)
-            mixer = TokenMixer.read(ctx, family["mechanisms"].get("mixer", {}))
+            mixer = TokenMixer.read(ctx, mechanisms.get("mixer", {}))
             found: list[Mechanism] = [mixer]
-            for name, options in family["mechanisms"].items():
-                if not mixer.attends or name == TokenMixer.name or not _holds(cfg.data, options.get("requires", {})):
+            for name, options in mechanisms.items():
+                if not mixer.attends or name == TokenMixer.name or not _holds(stack_cfg.data, options.get("requires", {})):
                     continue
                 mechanism = MECHANISMS[name].read(ctx, options)
                 if mechanism is not None:

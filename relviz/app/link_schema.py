@@ -185,7 +185,7 @@ PAGE_PARAMS: dict[str, dict[str, LinkParam]] = {
         "ym_vs": TextParam(pattern=_MODEL_LABEL, max_chars=100),
         "ym_len": _choices("own", *(2 ** k for k in range(4, 25))),
         "ym_layer": _int(0, 4095, dynamic=True), "ym_layer2": _int(0, 4095, dynamic=True),
-        "ym_view": _choices(*YOUR_MODEL_VIEWS), "ym_stack": _choices("encoder", "decoder"),
+        "ym_view": _choices(*YOUR_MODEL_VIEWS), "ym_stack": _choices("encoder", "decoder", "vision"),
         "ym_ext": _int(16, 512), "ym_head": _int(1, 1 << 14, dynamic=True), "ym_L": _int(8, 256),
         "ym_n": _int(8, 512, dynamic=True)},
     "images": {"im_view": _choices("2-D relative index", "Swin's bias table", "2-D RoPE", "M-RoPE (video)"),

@@ -1,7 +1,8 @@
 """The family table: which mechanisms each model_type applies, with which options. Data, not code.
 
 Each entry: ``stacks`` (stack name -> the config field counting its layers, whether its self-attention is
-causal) and ``mechanisms`` (mechanism name -> options that mechanism's ``read`` interprets; ``requires``
+causal; a stack with ``config`` is read from that nested config when the config has it, e.g. a vision tower's
+``vision_config``, with its own ``mechanisms`` table) and ``mechanisms`` (mechanism name -> options that mechanism's ``read`` interprets; ``requires``
 maps a config field, dotted for nested ones, to the value it must hold for the mechanism to apply;
 the rotation's ``defaults`` are the family's config-class defaults for fields a config may omit).
 ``layers_default`` is transformers' default where a config may omit the layer count; ``derive`` lists how
@@ -51,7 +52,15 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # on; Qwen2-VL's config class reads rope type "mrope" as the default rule (the sections ride along)
     **{t: {"stacks": DECODER, "derive": _QWEN2_LAYER_TYPES, "mechanisms": {
         "rotation": {"type_aliases": {"mrope": "default"}}, "pattern": {}}}
-       for t in ("qwen2", "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_vl", "qwen2_5_vl")},
+       for t in ("qwen2", "qwen2_vl_text", "qwen2_5_vl_text")},
+    # Qwen2-VL and Qwen2.5-VL: the text side as Qwen2, then the vision tower (a stack read from vision_config when
+    # the config has one): 2-D RoPE on every block; Qwen2.5-VL's blocks attend in windows but for fullatt_block_indexes
+    **{t: {"stacks": {**DECODER, "vision": {"layers_field": "depth", "config": "vision_config", "causal": False,
+                                            "mechanisms": vision}},
+           "derive": _QWEN2_LAYER_TYPES, "mechanisms": {"rotation": {"type_aliases": {"mrope": "default"}},
+                                                          "pattern": {}}}
+       for t, vision in (("qwen2_vl", {"rope2d": {"variant": "qwen_vl", "width_field": "embed_dim"}}),
+                         ("qwen2_5_vl", {"rope2d": {"variant": "qwen_vl"}, "vision_window": {}}))},
     # layer_types when a config omits them (published configs older than transformers 5), as its config class
     # derives them: type i is "then" when (i + phase) % period != 0, else "else"
     "gemma2": {**ROPE_DECODER, "derive": [_every(2, 1)]},
@@ -182,7 +191,7 @@ HYBRID_FIELDS = ("attn_layer_indices", "attn_layer_period", "block_types", "full
 # Each mechanism declares its own options (Mechanism.option_types); the entry, stack and derive keys are here.
 
 _ENTRY_KEYS = frozenset({"stacks", "mechanisms", "derive"})
-_STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_field"})
+_STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_field", "config", "mechanisms"})
 _DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
                           "constant", "from_field", "when_empty", "sum_of", "always", "indices_field", "offset_field",
                           "offset", "cycle_field", "cycle_default", "map"})
@@ -204,7 +213,17 @@ def check_family(model_type: str, entry: dict[str, Any]) -> dict[str, Any]:
         _unknown(f"{where} derive rule", rule, _DERIVE_KEYS)
     from relviz.mechanisms.registry import MECHANISMS   # at call time: the registry imports this module
 
-    for name, options in entry.get("mechanisms", {}).items():
+    tables = [("", entry.get("mechanisms", {}))] + [(f" stack {stack!r}", spec["mechanisms"])
+                                                   for stack, spec in entry.get("stacks", {}).items()
+                                                   if "mechanisms" in spec]
+    for at, table in tables:
+        _check_mechanisms(where + at, table, MECHANISMS)
+    return entry
+
+
+def _check_mechanisms(where: str, table: dict[str, Any], MECHANISMS: dict[str, Any]) -> None:
+    """A mechanisms table (the entry's, or a stack's own): known names, each option of its declared type."""
+    for name, options in table.items():
         if name not in MECHANISMS:
             raise ValueError(f"family table: {where} names mechanism {name!r}; known: {', '.join(sorted(MECHANISMS))}")
         types = {**MECHANISMS[name].option_types, "requires": dict}
@@ -218,7 +237,6 @@ def check_family(model_type: str, entry: dict[str, Any]) -> dict[str, Any]:
                     kind, "__name__", " or ".join(t.__name__ for t in kind) if isinstance(kind, tuple) else kind)
                 raise ValueError(f"family table: {where} mechanism {name!r} option {key!r} must be {allowed}; "
                                  f"got {value!r:.60}")
-    return entry
 
 
 def family_of(model_type: str, config: dict[str, Any]) -> tuple[dict[str, Any], bool]:

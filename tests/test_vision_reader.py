@@ -1,0 +1,106 @@
+"""The reader's vision side: a vision-language config's vision tower is a stack of its own (2-D RoPE, window or
+full blocks), exact against transformers' Qwen2-VL / Qwen2.5-VL towers on tiny configs; the text side's M-RoPE
+is exact with real image and video ids."""
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from relviz.mechanisms.rope2d import Rope2DLayer
+from relviz.mechanisms.vision_window import VisionWindow
+from relviz.model_presets import preset_plan
+from relviz.plan import read_plan
+from relviz.vision.grid import PatchGrid
+from relviz.vision.mrope import MROPE_RULES, Image, Text, Video, mrope_position_ids
+from relviz.vision.rope2d import rope2d_cos_sin
+
+
+def _modeling(name: str):
+    return importlib.import_module(f"transformers.models.{name}.modeling_{name}")
+
+
+def test_qwen25_vl_preset_shows_its_vision_tower_beside_its_text_layers():
+    plan = preset_plan("models/qwen2.5-vl-7b")
+    assert plan.stack_names == ["decoder", "vision"]
+    vision = plan.plans["vision"]
+    assert len(vision) == 32 and len(plan.plans["decoder"]) == 28
+    full = [p.index for p in vision if p.find(VisionWindow).window is None]
+    assert full == [7, 15, 23, 31]
+    assert {p.find(VisionWindow).window for p in vision if p.index not in full} == {8}   # 112 px / 14 px
+    rope = vision[0].find(Rope2DLayer)
+    assert (rope.head_dim, rope.base, rope.variant) == (80, 10000.0, "qwen_vl")       # 1280 / 16
+    assert plan.layer(0, stack="decoder").find(Rope2DLayer) is None
+
+
+def test_qwen25_vl_tower_rotation_and_windows_are_transformers():
+    from transformers import Qwen2_5_VLConfig
+    from transformers.vision_utils import get_vision_position_ids, get_vision_window_index
+
+    config = Qwen2_5_VLConfig(vision_config=dict(depth=4, hidden_size=64, num_heads=4, intermediate_size=16,
+                                                 out_hidden_size=32, patch_size=14, spatial_merge_size=2,
+                                                 window_size=112, fullatt_block_indexes=[1, 3]),
+                              text_config=dict(hidden_size=32, num_attention_heads=2, num_key_value_heads=2,
+                                               num_hidden_layers=1, intermediate_size=16, vocab_size=32))
+    plan = read_plan(config.to_dict())
+    vision = plan.plans["vision"]
+    assert [p.find(VisionWindow).window is None for p in vision] == [i in (1, 3) for i in range(4)]
+    tower = _modeling("qwen2_5_vl").Qwen2_5_VisionTransformerPretrainedModel._from_config(config.vision_config)
+    grid = torch.tensor([[1, 16, 16]])
+    positions = get_vision_position_ids(grid, 2)
+    cos, sin = tower.rotary_pos_emb(torch.zeros(1), positions)
+    mine_cos, mine_sin = rope2d_cos_sin(vision[0].find(Rope2DLayer).rope(), PatchGrid(16, 16))
+    flat = positions[:, 0] * 16 + positions[:, 1]
+    assert torch.equal(mine_cos[flat], cos) and torch.equal(mine_sin[flat], sin)
+    _, cu_window = get_vision_window_index(grid, 2, 112, 14)
+    window = vision[0].find(VisionWindow).window
+    assert set(torch.diff(cu_window).tolist()) == {window * window}                   # 8 × 8 patches each
+
+
+def test_qwen2_vl_tower_reads_embed_dim_and_has_no_windows():
+    from transformers import Qwen2VLConfig
+
+    config = Qwen2VLConfig(vision_config=dict(depth=2, embed_dim=64, num_heads=4, hidden_size=32),
+                           text_config=dict(hidden_size=32, num_attention_heads=2, num_key_value_heads=2,
+                                            num_hidden_layers=1, intermediate_size=16, vocab_size=32))
+    plan = read_plan(config.to_dict())
+    layer = plan.layer(0, stack="vision")
+    assert layer.find(Rope2DLayer).head_dim == 16 and layer.find(VisionWindow) is None
+
+
+def test_a_config_without_a_vision_tower_has_only_its_text_stack():
+    plan = read_plan({"model_type": "qwen2_5_vl", "num_hidden_layers": 2, "hidden_size": 32,
+                      "num_attention_heads": 2, "rope_theta": 1e6})
+    assert plan.stack_names == ["decoder"]
+
+
+def test_text_side_mrope_is_exact_with_real_image_and_video_ids():
+    from transformers import Qwen2_5_VLTextConfig
+
+    modeling = _modeling("qwen2_5_vl")
+    config = Qwen2_5_VLTextConfig(hidden_size=64, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=1,
+                                  intermediate_size=16, vocab_size=32,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                   "mrope_section": [4, 6, 6]})
+    plan = read_plan(config.to_dict())
+    ids, kinds = mrope_position_ids([Text(3), Image(3, 4), Text(2), Video(3, 2, 2, seconds_per_grid=1.5), Text(2)],
+                                    MROPE_RULES["qwen2_5_vl"], tokens_per_second=2, device="cpu")
+    q = torch.randn(1, 2, ids.shape[1], 32)
+    cos, sin = modeling.Qwen2_5_VLRotaryEmbedding(config)(q, ids[:, None, :])
+    expected, _ = modeling.apply_rotary_pos_emb(q, q, cos, sin)
+    assert torch.equal(plan.rotate(q, ids), expected)
+    assert not torch.equal(plan.rotate(q, ids), plan.rotate(q, torch.arange(ids.shape[1])))
+
+
+def test_your_model_page_shows_the_vision_stack_of_the_preset():
+    from page_support import run_page
+    from plotly_data import charts
+
+    at = run_page("your_model", timeout=120, ym_model="Qwen2.5-VL 7B (published config)", ym_stack="vision",
+                  ym_layer=7)
+    assert not at.error
+    assert at.radio(key="ym_stack").options == ["decoder", "vision"]
+    strip = charts(at)[0]
+    assert max(max(t["x"]) for t in strip["data"] if t.get("type") == "bar" and isinstance(t.get("x"), list)) == 31
+    assert any("2-D RoPE" in c.value and "vision layer 7" in c.value for c in at.caption)
+    assert any("sees the whole image" in c.value for c in at.caption)
