@@ -159,3 +159,18 @@ def test_t5_band_labels_do_not_share_a_row_where_a_band_is_narrower_than_its_lab
              if a.yref == "paper" and a.y == 1.0]
     assert [a.text for a in notes][:2] == [f"exact n < {num_buckets // 4}", "logarithmic"]
     assert notes[0].yshift != notes[1].yshift                     # one row up: they cannot overlap
+
+
+def test_gpt_oss_sink_legend_sits_under_the_axis_title_at_a_readable_size():
+    """Defect 18: the sink chart's four-entry legend (10 px, above the plot) crowded it."""
+    from relviz.figures.heatmap import READABLE_FONT
+    from relviz.figures.layers import view_figure
+    from relviz.layer_views import SinkShare
+
+    positions = np.arange(0, 1000, 10)
+    view = SinkShare(title="sinks", caption="", positions=positions, keys=positions + 1,
+                     logits=np.zeros(4), share=np.full((4, len(positions)), 0.5),
+                     labels=("a", "b", "c", "d"), illustrative=True)
+    layout = view_figure(view).layout
+    assert layout.legend.y < 0 and layout.legend.orientation == "h"          # below the plot
+    assert (layout.legend.font.size or layout.font.size) >= READABLE_FONT - 1

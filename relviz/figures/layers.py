@@ -11,6 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import plotly.graph_objects as go
 
+from relviz.figures.heatmap import READABLE_FONT, legend_below_axis
 from relviz.figures.parameters import bias_curve_figure
 from relviz.figures.rope import wavelength_figure
 from relviz.layer_views import KeysSeen, Note, SinkShare, Strip, TemperatureCurve, Wavelengths
@@ -183,10 +184,18 @@ def _sink_share(view: SinkShare) -> go.Figure:
                                                 "sink share %{y:.3f}<extra>" + label + "</extra>"))
     figure.update_xaxes(type="log", title_text="query position + 1")
     figure.update_yaxes(range=[0, 1], title_text="share of the row the sink takes")
-    figure.update_layout(height=320, margin=dict(l=60, r=10, t=10, b=45),
-                         showlegend=len(view.labels) <= 8,
-                         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, font=dict(size=10)))
+    # the legend under the axis title, two entries a row: four entries at 10 px above the plot crowded it
+    shown = len(view.labels) <= 8
+    rows = -(-len(view.labels) // 2) if shown else 0
+    figure.update_layout(**legend_below_axis(dict(height=320 + SINK_LEGEND_ROW_PX * rows,
+                                                  margin=dict(l=60, r=10, t=10, b=45),
+                                                  legend=dict(font=dict(size=READABLE_FONT - 1))), rows=rows),
+                         showlegend=shown)
     return figure
+
+
+#: The sink chart grows by this much per row of legend entries (px), so the plot keeps its height.
+SINK_LEGEND_ROW_PX = 24
 
 
 def _bias(view: BiasCurve) -> go.Figure:
