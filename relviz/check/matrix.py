@@ -240,7 +240,8 @@ def compare(kind: str, got: np.ndarray, settings: Settings, *, fitted: bool = Fa
     if mismatch.any():
         cells = max(1, int(compared.sum()))
         reference_share = 1.0 - int(mismatch.sum()) / cells
-        for variant, built in _variants(kind, grid, settings, got):
+        # the special cases of the search (relviz.check.search) are left to it: it names them (explain)
+        for variant, built in _variants(kind, grid, settings, got, _searched(spec)):
             matches = equal(built, got) | ~compared
             if matches.all():
                 if variant.name not in [c.name for c in causes]:
@@ -256,10 +257,25 @@ def compare(kind: str, got: np.ndarray, settings: Settings, *, fitted: bool = Fa
                        tuple(causes), None if causes else closest, note)
 
 
-def _variants(kind: str, grid: Grid, s: Settings, got: np.ndarray) -> Iterator[tuple[Variant, np.ndarray]]:
-    """Every named mistake that applies at these settings, built on ``grid`` (full or border)."""
+def _searched(spec: MatrixKind) -> frozenset[str]:
+    """The named mistakes of ``spec`` that the fit-then-explain search finds under the same name (a step of the
+    kind's formula, or the sign flip): compare leaves them to it."""
+    from relviz.check.matrix_spaces import SPACES
+    from relviz.check.search import SIGN_PHRASE
+
+    space = SPACES.get(spec.name)
+    if space is None:
+        return frozenset()
+    return frozenset({step.name for step in space.steps if step.name} | ({SIGN_PHRASE} if space.flip else set()))
+
+
+def _variants(kind: str, grid: Grid, s: Settings, got: np.ndarray,
+              skip: frozenset[str] = frozenset()) -> Iterator[tuple[Variant, np.ndarray]]:
+    """Every named mistake that applies at these settings (but those named in ``skip``), built on ``grid``."""
     shape = (grid.q_len + grid.k_len - 1,) if grid.border else tuple(got.shape)
     for variant in spec_of(kind).variants:
+        if variant.name in skip:
+            continue
         built_all = (variant.candidates(grid, s, got) if variant.candidates is not None
                      else [variant.build(grid, s)])
         for built in built_all:
@@ -378,10 +394,11 @@ def fit(kind: str, got: np.ndarray, *, work: FitWork | None = None) -> CheckResu
     if possible and not work.capped:
         # Closest settings first (most named mistakes change few offsets); ties keep the defaults first.
         order = sorted(range(len(scores)), key=lambda n: -scores[n])
+        searched = _searched(spec)
         for s in (candidates[n] for n in order):
             if s.causal:
                 continue  # the same settings unmasked are a candidate too; a mask adds no mistake of its own
-            for _, built in _variants(kind, border_grid, s, got):
+            for _, built in _variants(kind, border_grid, s, got, searched):
                 if not work.spend(border.size):
                     break
                 if equal(built, border).all():
@@ -438,7 +455,7 @@ def explain(result: CheckResult, given: Settings | None) -> CheckResult:
     from relviz.check.matrix_spaces import SPACES
     from relviz.check.search import search
 
-    if result.ok or result.causes:
+    if result.ok:
         return result
     spec = spec_of(result.kind)
     space = SPACES.get(spec.name)
@@ -451,8 +468,19 @@ def explain(result: CheckResult, given: Settings | None) -> CheckResult:
                        result.compared, base, given, offsets)
         best = found.best
         names = tuple(n for n in spec.settings if n not in ("q_offset", "causal"))
+        if result.causes:  # named mistakes fit: add the search's own named ones that fit as well (same names)
+            searched = _searched(spec)
+            extra = [h.cause(base, names, space, spec.description, searched=given is None) for h in best]
+            extra = [c for c in extra if c.name in searched and c.name not in [k.name for k in result.causes]]
+            return replace(result, causes=result.causes + tuple(extra))
         if best and given is None and best[0].cost(given, base, names)[0] == 0:
             return compare(result.kind, got, best[0].settings, fitted=True)  # settings beyond the fit's grid
+        if best and given is None and best[0].settings != base:
+            # settings were searched: report the hypothesis's own settings, and its step alone as the cause
+            base = best[0].settings
+            result = compare(result.kind, got, base, fitted=True)
+            if result.causes:
+                return result
         if best:
             causes = []
             for h in best:
@@ -460,14 +488,14 @@ def explain(result: CheckResult, given: Settings | None) -> CheckResult:
                 if cause.name and cause.name not in [c.name for c in causes]:
                     causes.append(cause)
             if causes:
-                return replace(result, causes=tuple(causes[:4]), closest=None)
+                return replace(result, causes=tuple(causes[:8]), closest=None)
         if found.partial is not None:
             share, h = found.partial
             reference_share = 1.0 - result.mismatches / max(1, result.cells)
             if partial_worth_showing(share, reference_share) and (result.closest is None or share > result.closest.explains):
                 result = replace(result, closest=h.cause(base, names, space, spec.description, share,
                                                          searched=given is None))
-    return replace(result, difference=describe(result))
+    return result if result.causes else replace(result, difference=describe(result))
 
 
 def fits_another_kind(kind: str, got: np.ndarray) -> CheckResult | None:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from relviz.check.alibi_slopes import (
-    EXTRA_FIRST_TEXT, FROM_0_TEXT, SORTED_TEXT, _bf16, _power_of_2, _slopes, _slopes_extra_first, _slopes_from_0,
+    EXTRA_FIRST, EXTRA_FIRST_TEXT, FROM_0_TEXT, SORTED, SORTED_TEXT, _bf16, _power_of_2, _slopes, _slopes_extra_first, _slopes_from_0,
     _slopes_naive, _slopes_sorted, _slopes_truncated,
 )
 from relviz.check.matrix import Settings
@@ -58,7 +58,7 @@ T5_STEPS = (
     Step("", "", lambda n, s: _t5(n, s)),
     Step("log in bfloat16", "The bucket's log and quotients were computed in bfloat16 (a model cast with "
          ".to(torch.bfloat16) computing the bucket chain in its dtype): some offsets land one bucket off. T5 "
-         "computes them in float32.", _t5_dtype(torch.bfloat16)),
+         "computes them in float32.", _t5_dtype(torch.bfloat16), options={"wide": True}),
     Step("log in float16", "The bucket's log and quotients were computed in float16: some offsets land one "
          "bucket off. T5 computes them in float32.", _t5_dtype(torch.float16), options={"wide": True}),
     Step("Mesh TensorFlow vs Hugging Face float32 edge", "Mesh TensorFlow multiplies by float32 reciprocals "
@@ -154,6 +154,8 @@ def _t5_settings(n: np.ndarray, values: np.ndarray, given: Settings, step: Step)
                                      bool(step.options.get("rounded")))
                 wide = bool(step.options.get("wide"))
                 distances = _distances(lo, hi, me, given.max_distance, wide) if lo <= hi * 1.03 else []
+                if wide and given.max_distance not in distances:
+                    distances.insert(0, given.max_distance)  # rounding moves edges beyond any slack: try it
             for md in distances:
                 if t5_ok(nb, md, bidirectional):
                     yield Settings(q_offset=given.q_offset, num_buckets=nb, max_distance=md,
@@ -215,9 +217,9 @@ ALIBI_RULES: tuple[tuple[str, str, Callable[[int, float], np.ndarray | None], bo
      "that is not a power of 2.", _rule(_slopes_naive, lambda n: not _power_of_2(n)), False),
     ("non-power-of-2 slopes: the first n of the next power of 2", "The slopes are the first n of the next "
      "power of 2.", _rule(_slopes_truncated, lambda n: not _power_of_2(n)), False),
-    ("non-power-of-2 slopes sorted by steepness", SORTED_TEXT, _rule(_slopes_sorted, lambda n: not _power_of_2(n)),
+    (SORTED, SORTED_TEXT, _rule(_slopes_sorted, lambda n: not _power_of_2(n)),
      False),
-    ("non-power-of-2 slopes: the every-other slopes first", EXTRA_FIRST_TEXT,
+    (EXTRA_FIRST, EXTRA_FIRST_TEXT,
      _rule(_slopes_extra_first, lambda n: not _power_of_2(n)), False),
     ("slopes' exponent counted from 0", FROM_0_TEXT, _rule(_slopes_from_0), False),
     ("slopes rounded to bfloat16", "The slopes are rounded to bfloat16 (as Falcon does).",
