@@ -156,7 +156,15 @@ c_model, c_len, c_layer = st.columns([3.2, 1.6, 2.2])
 label = c_model.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
                           help="The server's operator lists the models (RELVIZ_MODELS, see DEPLOY.md); published "
                                "configs are always here, each with its source.")
-picked_length = c_len.select_slider("context length", LENGTHS, value=OWN, key=f"{P}_len", bind="query-params",
+try:  # the slider stops below the model's own context (it ran to 16,777,216 for every model)
+    own_cap: int | None = own_length(*options[label])
+except ValueError:
+    own_cap = None  # the model does not read: the error is shown below, where the page reads it again
+lengths = [OWN] + [v for v in LENGTHS[1:] if own_cap is None or int(v) < own_cap]
+if f"{P}_len" in st.session_state and st.session_state[f"{P}_len"] not in lengths:
+    st.session_state[f"{P}_len"] = OWN  # a shorter length kept from a model with a longer context
+picked_length = c_len.select_slider("context length", lengths, value=OWN, key=f"{P}_len", bind="query-params",
+                                   format_func=lambda v: f"own: {own_cap:,}" if v == OWN and own_cap else v,
                                    help="Where the views are drawn: the model's own max_position_embeddings "
                                         "(own), or shorter.")
 chosen_length = 0 if picked_length == OWN else int(picked_length)

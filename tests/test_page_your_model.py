@@ -260,3 +260,12 @@ def test_a_shipped_toy_checkpoint_is_a_model_the_page_draws():
     heats = [c for c in charts(at) if any(t["type"] == "heatmap" for t in c["data"])] + \
         [c for c in canvases(at) if c.get("value_label") == "bias"]
     assert any(np.array_equal(heatmap_values(h), expected) for h in heats)
+
+
+def test_the_context_slider_stops_at_the_models_own_context():
+    """Issue 33, defect 14: the slider ran to 16,777,216 for every model."""
+    at = run_page("your_model", ym_model=PRESETS["rope/llama-3.1-8b"])
+    slider = at.select_slider(key="ym_len")
+    assert slider.options[0].startswith("own: 131,072") and slider.options[-1] == "65536"
+    at = run_page("your_model", ym_model=PRESETS["rope/llama-3.1-8b"], ym_len="1048576")
+    assert at.select_slider(key="ym_len").value == "own" and not at.exception
