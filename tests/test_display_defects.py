@@ -174,3 +174,14 @@ def test_gpt_oss_sink_legend_sits_under_the_axis_title_at_a_readable_size():
     layout = view_figure(view).layout
     assert layout.legend.y < 0 and layout.legend.orientation == "h"          # below the plot
     assert (layout.legend.font.size or layout.font.size) >= READABLE_FONT - 1
+
+
+@pytest.mark.parametrize("value", ["inf", "500"])
+def test_a_refused_link_value_says_the_range_its_control_takes(value):
+    """Issue 33: a refused link value says the range the control takes, not only that it was ignored."""
+    from page_support import run_page
+
+    at = run_page("shaw", sh_clip=value)
+    (notice,) = [w.value for w in at.warning if "Ignored in the link" in w.value]
+    assert f"sh_clip={value}" in notice and "from 0 to 64" in notice
+    assert at.slider(key="sh_clip").value == 3

@@ -88,8 +88,11 @@ def checked_link_values() -> Iterator[None]:
         unusable = {key: problem for key, value in initial.items()
                     if (problem := url_value_problem(value)) is not None}
         if unusable:
+            from relviz.app.link_schema import range_problem  # plain numbers: no torch
+
             for key, problem in unusable.items():
-                dropped[f"{key}={initial[key][:24]}"] = problem
+                # say the range the control takes, as for any other refused value
+                dropped[f"{key}={initial[key][:24]}"] = range_problem(key, initial[key]) or problem
                 with contextlib.suppress(KeyError, st.errors.StreamlitAPIException):  # bound: not seeded again
                     del st.query_params[key]
             st.session_state[_LINK_DROPPED_KEY] = dropped
