@@ -62,7 +62,8 @@ def alibi_slopes(num_heads: int):
 def test_a_correct_implementation_passes_every_helper():
     assert_rope_matches(rope, head_dim=64, seq_len=256)
     assert_rope_matches(lambda n, d: rope(n, d, base=500000.0), config={
-        "model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "rope_theta": 500000.0})
+        "model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 16,
+        "rope_theta": 500000.0})  # a config.json as Llama 3.2 1B ships it: read through the model's plan
     assert_rope_cache(rope(40, 32)[0].numpy(), head_dim=32)
     assert_t5_buckets_match(t5_bucket)
     assert_t5_buckets_match(t5_bucket, bidirectional=False, num_buckets=16, max_distance=64)
