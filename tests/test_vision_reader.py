@@ -104,3 +104,53 @@ def test_your_model_page_shows_the_vision_stack_of_the_preset():
     assert max(max(t["x"]) for t in strip["data"] if t.get("type") == "bar" and isinstance(t.get("x"), list)) == 31
     assert any("2-D RoPE" in c.value and "vision layer 7" in c.value for c in at.caption)
     assert any("sees the whole image" in c.value for c in at.caption)
+
+
+def test_pixtral_encoder_is_read_as_transformers_rotates_it():
+    from transformers import PixtralVisionConfig
+
+    config = PixtralVisionConfig(hidden_size=64, num_attention_heads=4, head_dim=16, num_hidden_layers=2,
+                                 intermediate_size=16, image_size=64, patch_size=8)
+    plan = read_plan(config.to_dict())
+    layer = plan.layer(1, stack="encoder")
+    rope = layer.find(Rope2DLayer)
+    assert rope.variant == "pixtral" and rope.head_dim == 16 and len(plan.plans["encoder"]) == 2
+    rotary = _modeling("pixtral").PixtralVisionRotaryEmbedding(config)
+    hh, ww = torch.meshgrid(torch.arange(4), torch.arange(6), indexing="ij")
+    cos, sin = rotary(torch.zeros(1), torch.stack([hh.flatten(), ww.flatten()], dim=-1))
+    assert torch.equal(rope2d_cos_sin(rope.rope(), (4, 6))[0], cos)
+
+
+def test_dinov3_vit_leaves_cls_and_registers_unrotated():
+    from transformers import DINOv3ViTConfig
+
+    from relviz.vision.rope2d import rotate_2d
+
+    modeling = _modeling("dinov3_vit")
+    config = DINOv3ViTConfig(hidden_size=64, num_attention_heads=4, intermediate_size=16, num_hidden_layers=2,
+                             image_size=32, patch_size=8, num_register_tokens=4)
+    rope = read_plan(config.to_dict()).layer(0, stack="encoder").find(Rope2DLayer)
+    assert (rope.variant, rope.base, rope.prefix) == ("dinov3", 100.0, 5)
+    cos, sin = modeling.DINOv3ViTRopePositionEmbedding(config).eval()(torch.zeros(1, 3, 24, 40))
+    q = torch.randn(1, 4, 5 + 15, 16)
+    expected, _ = modeling.apply_rotary_pos_emb(q, q, cos, sin)
+    assert torch.equal(rotate_2d(q, rope.rope(), (3, 5)), expected)
+
+
+def test_clip_and_siglip_vision_tables_are_read_from_the_checkpoint(tmp_path):
+    """A learned table fixes the grid: (image_size / patch_size)² rows (+ CLIP's CLS), read from the safetensors."""
+    from transformers import CLIPVisionConfig, CLIPVisionModel, SiglipVisionConfig, SiglipVisionModel
+
+    from relviz.hf import inspect
+    from relviz.mechanisms.absolute import LearnedAbsolute
+
+    small = dict(hidden_size=16, intermediate_size=16, num_hidden_layers=2, num_attention_heads=2, image_size=32,
+                 patch_size=8)
+    for model, rows in ((CLIPVisionModel(CLIPVisionConfig(**small)), 16 + 1),
+                        (SiglipVisionModel(SiglipVisionConfig(**small)), 16)):
+        directory = tmp_path / model.config.model_type
+        model.save_pretrained(directory)
+        table = inspect(directory).layer(0, stack="encoder").find(LearnedAbsolute).positions()
+        assert table.shape == (rows, 16)
+        reference = next(w for n, w in model.named_parameters() if n.endswith("embeddings.position_embedding.weight"))
+        assert torch.equal(table, reference.detach())

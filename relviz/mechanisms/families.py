@@ -172,6 +172,16 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "flint": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {},
                                                 "sinks": {}}},
     "kolibri1": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},
+    # vision encoders: 2-D RoPE on every layer, every patch sees every other (Pixtral's encoder, DINOv3's ViT)
+    "pixtral": {"stacks": ENCODER, "mechanisms": {"rope2d": {"variant": "pixtral", "heads_field": "num_attention_heads"},
+                                                  "pattern": {}}},
+    "dinov3_vit": {"stacks": ENCODER, "mechanisms": {"rope2d": {"variant": "dinov3", "heads_field": "num_attention_heads",
+                                                                "registers_field": "num_register_tokens"},
+                                                     "pattern": {}}},
+    # vision encoders with a learned absolute table, one vector per patch of a fixed grid (CLIP: + the CLS token)
+    **{t: {"stacks": ENCODER, "mechanisms": {
+        "learned_absolute": {"tensor": "embeddings.position_embedding.weight"}, "pattern": {}}}
+       for t in ("clip_vision_model", "siglip_vision_model")},
     "t5": _T5, "mt5": _T5,
     "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {

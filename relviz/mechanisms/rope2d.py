@@ -5,7 +5,7 @@ relviz.vision.rope2d (exact against transformers); this module reads one layer's
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from relviz.mechanisms.base import LayerContext, Mechanism
@@ -28,13 +28,14 @@ class Rope2DLayer(Mechanism):
     variant: str
     head_dim: int
     base: float
+    prefix: int = 0               # tokens before the patches that are not rotated (DINOv3's CLS + registers)
 
     name = "rope2d"
     role = "rotates q and k by the patch's row and column"
     order = 10
     legend = "rotation"
     positional = True
-    option_types = {"variant": frozenset(VARIANTS), "heads_field": str, "width_field": str}
+    option_types = {"variant": frozenset(VARIANTS), "heads_field": str, "width_field": str, "registers_field": str}
 
     @classmethod
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> Rope2DLayer:
@@ -43,31 +44,44 @@ class Rope2DLayer(Mechanism):
         heads_field = options.get("heads_field", "num_heads")
         width_field = options.get("width_field", "hidden_size")
         heads = cfg.int(heads_field, minimum=1, maximum=4096)
-        width = cfg.int(width_field, minimum=4, maximum=1 << 16)
-        if width % heads or (width // heads) % 4:
-            raise ValueError(f"config fields {cfg.name(width_field)} / {cfg.name(heads_field)} must give a head "
-                             f"size divisible by 4 (half the pairs per axis); got {width} / {heads}")
+        if cfg.has("head_dim"):                        # Pixtral's config states it; else hidden size / heads
+            head_dim = cfg.int("head_dim", minimum=4, maximum=4096)
+        else:
+            width = cfg.int(width_field, minimum=4, maximum=1 << 16)
+            if width % heads:
+                raise ValueError(f"config field {cfg.name(width_field)} ({width}) must be divisible by "
+                                 f"{cfg.name(heads_field)} ({heads})")
+            head_dim = width // heads
+        if head_dim % 4:
+            raise ValueError(f"the head size must be divisible by 4 (half the pairs per axis); got {head_dim} "
+                             f"from {cfg.name('head_dim') if cfg.has('head_dim') else cfg.name(width_field)}")
+        prefix = 0
+        if options.get("registers_field"):             # DINOv3: the CLS token and the register tokens
+            prefix = 1 + cfg.int(options["registers_field"], 0, minimum=0, maximum=63)
         params = cfg.sub("rope_parameters")
         default = VARIANTS[variant][0]
         base = params.float("rope_theta", default, minimum=1.0) if params is not None else \
             cfg.float("rope_theta", default, minimum=1.0)
-        return cls(variant=variant, head_dim=width // heads, base=base)
+        return cls(variant=variant, head_dim=head_dim, base=base, prefix=prefix)
 
     def rope(self):
         """The relviz.vision.rope2d.Rope2D this layer applies."""
         from relviz.vision import rope2d
 
-        return getattr(rope2d, VARIANTS[self.variant][1])(self.head_dim, self.base)
+        rope = getattr(rope2d, VARIANTS[self.variant][1])(self.head_dim, self.base)
+        return replace(rope, prefix_tokens=self.prefix)
 
     def label(self) -> str:
         return f"2-D RoPE θ {self.base / 1000:g}k" if self.base >= 1000 else f"2-D RoPE θ {self.base:g}"
 
     def describe(self) -> str:
+        prefix = (f"; the first {self.prefix} tokens (CLS and registers) are not rotated" if self.prefix else "")
         return (f"2-D RoPE: half of each head's {self.head_dim // 2} pairs turn with the patch's row, half with its "
-                f"column; {VARIANTS[self.variant][2]}; base {self.base:g}")
+                f"column; {VARIANTS[self.variant][2]}; base {self.base:g}{prefix}")
 
     def settings(self) -> dict[str, Any]:
-        return {"variant": self.variant, "head_dim": self.head_dim, "rope_theta": self.base}
+        out = {"variant": self.variant, "head_dim": self.head_dim, "rope_theta": self.base}
+        return out | ({"unrotated_prefix_tokens": self.prefix} if self.prefix else {})
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note("2-D RoPE: position on the patch grid",
