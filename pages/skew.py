@@ -44,11 +44,26 @@ def zmax_of(*arrays: np.ndarray) -> float:
     return float(max(np.nanmax(np.abs(a)) for a in arrays)) or 1.0
 
 
-def step(title: str, cells, caption: str, *, key: str, colour_by: str, zmax: float, length: int,
-         x_title: str = "column", y_title: str = "row", show_scale: bool = False, width_budget: int = 240) -> None:
+#: The steps' cells by tab: causal(length, seed) and bidirectional(length, seed) return them.
+STEPS = {"causal": causal, "bidirectional": bidirectional}
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def step_fig(tab: str, name: str, length: int, seed: int, colour_by: str, zmax: float, x_title: str, y_title: str,
+             show_scale: bool, width_budget: int):
+    """One step's figure, built once per server for the same link values (read-only, shared by every session:
+    a move redrew every step's figure in every session)."""
+    cells, _ = STEPS[tab](length, seed)
+    return step_figure(cells[name], colour_by=colour_by, zmax=zmax, length=length, x_title=x_title, y_title=y_title,
+                       show_scale=show_scale, width_budget=width_budget)
+
+
+def step(title: str, cells: tuple[str, str], caption: str, *, key: str, colour_by: str, zmax: float, length: int,
+         seed: int, x_title: str = "column", y_title: str = "row", show_scale: bool = False,
+         width_budget: int = 240) -> None:
+    """A step: its title, its figure (``cells``: the tab and the name of its cells) and its caption."""
     st.markdown(f"**{title}**")
-    figure = step_figure(cells, colour_by=colour_by, zmax=zmax, length=length, x_title=x_title,
-                         y_title=y_title, show_scale=show_scale, width_budget=width_budget)
+    figure = step_fig(*cells, length, seed, colour_by, zmax, x_title, y_title, show_scale, width_budget)
     display.show_figure(figure, key=key)
     if not figure.layout.meta["labels"]:
         caption += (" (Cell labels are off at this size, they would overlap: hover a cell for its distance "
@@ -82,34 +97,34 @@ with causal_tab:
         cells, proof = causal(length, seed)
         zmax = zmax_of(cells["qer"].values)
         last = length - 1
-        common = dict(colour_by=colour_by, zmax=zmax, length=length)
+        common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
         row1 = st.columns(3)
         with row1[0]:
-            step("1 · Q E_rᵀ: query × distance", cells["qer"],
+            step("1 · Q E_rᵀ: query × distance", ("causal", "qer"),
                  f"Row i: query i against every distance vector. Column m stands for distance m − {last}: "
                  f"the last column is distance 0 (the query itself), the first is −{last}. A causal model "
                  "only needs these L distances.",
                  key="skew_fig_qer", y_title="query i", x_title="column m", show_scale=True, **common)
         with row1[1]:
-            step("2 · Pad one zero column on the left", cells["padded"],
+            step("2 · Pad one zero column on the left", ("causal", "padded"),
                  f"L × (L + 1): each row gets a zero in front (grey) and its scores shift one column right. "
                  "Nothing is computed, only memory is laid out.",
                  key="skew_fig_padded", y_title="query i", **common)
         with row1[2]:
-            step("3 · Reshape to (L + 1) × L", cells["reshaped"],
+            step("3 · Reshape to (L + 1) × L", ("causal", "reshaped"),
                  "The same numbers in the same memory order, read in rows of L instead of L + 1. So row r "
                  "starts r cells earlier in memory: it holds the last r scores of query r − 1, then query "
                  "r's pad, then the first scores of query r. Each row slides one more cell: that is the skew.",
                  key="skew_fig_reshaped", **common)
         row2 = st.columns(3)
         with row2[0]:
-            step("4 · Slice off the first row → S_rel (L × L)", cells["skewed"],
+            step("4 · Slice off the first row → S_rel (L × L)", ("causal", "skewed"),
                  "Row i now starts with query i's last i + 1 scores, distances −i … 0: key j sits exactly at "
                  "distance j − i (labels on each diagonal agree). Then the pad (j = i + 1) and, hatched, "
                  "scores of query i + 1 for the wrong distances: garbage.",
                  key="skew_fig_skewed", x_title="key j", y_title="query i", **common)
         with row2[1]:
-            step("5 · Mask: the causal mask hides j > i", cells["masked"],
+            step("5 · Mask: the causal mask hides j > i", ("causal", "masked"),
                  "A decoder adds −∞ above the diagonal anyway (a token must not see the future), which "
                  "removes the pad and the garbage. What remains is q_i · e(j − i) for every key j ≤ i.",
                  key="skew_fig_masked", x_title="key j", y_title="query i", **common)
@@ -150,11 +165,11 @@ with bidirectional_tab:
     if bidirectional_tab.open is not False:
         cells_bi, proof = bidirectional(length, seed)
         zmax = zmax_of(cells_bi["qer"].values)
-        common = dict(colour_by=colour_by, zmax=zmax, length=length)
+        common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
         last = length - 1
         top = st.columns([2.2, 1])
         with top[0]:
-            step("1 · Q E_allᵀ: 2L − 1 distances", cells_bi["qer"],
+            step("1 · Q E_allᵀ: 2L − 1 distances", ("bidirectional", "qer"),
                  f"An encoder's key can lie on either side of the query, so the table holds one vector per "
                  f"distance −{last} … +{last}. Column m stands for distance m − {last}.",
                  key="skew_fig_bi_qer", y_title="query i", x_title="column m", show_scale=True,
@@ -168,14 +183,14 @@ with bidirectional_tab:
             st.caption("Same idea as the causal skew: only reshapes and slices, no L × L × D tensor "
                        "(tensor2tensor's dot_product_unmasked_self_attention_relative_v2). The price is a "
                        "table of 2L − 1 distances instead of L.")
-        step("2 · Flatten, skip L − 1 numbers, read rows of 2L − 2", cells_bi["window"],
+        step("2 · Flatten, skip L − 1 numbers, read rows of 2L − 2", ("bidirectional", "window"),
              f"In memory, query i's score for distance −i (key 0) sits at i·(2L − 2) + {last} … so after "
              f"dropping the first {last} numbers, rows of 2L − 2 = {2 * length - 2} start exactly there. "
              "The faded columns (≥ L) are cut off next.",
              key="skew_fig_bi_window", y_title="query i", width_budget=760, **common)
         bottom = st.columns(2)
         with bottom[0]:
-            step("3 · Keep the first L columns → S_rel (L × L)", cells_bi["result"],
+            step("3 · Keep the first L columns → S_rel (L × L)", ("bidirectional", "result"),
                  "Every cell holds q_i · e(j − i), above the diagonal too: exact everywhere, no mask needed. "
                  "Its lower triangle equals the causal skew's (both tabs share E_r for distances ≤ 0).",
                  key="skew_fig_bi_result", x_title="key j", y_title="query i", width_budget=380, **common)
