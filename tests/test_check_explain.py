@@ -224,3 +224,10 @@ def test_the_testing_asserts_carry_the_same_explanation():
     noisy = _cells(np.asarray(CLEAN["t5"][0], dtype=np.float64))
     with pytest.raises(AssertionError, match="no cause is named.*The difference:"):
         assert_matches("t5", noisy, C.Settings())
+
+
+def test_relative_positions_held_in_low_precision_are_named():
+    import torch
+
+    got = torch.as_tensor(offsets(4, 600)).to(torch.bfloat16).double().numpy()   # j − i up to 599, rounded
+    assert C.check("relative", got, C.Settings()).cause.name == "relative positions in bfloat16"

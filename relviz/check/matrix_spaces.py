@@ -199,7 +199,19 @@ SHAW_SPACE = Space((
 ), _shaw_settings, anchor=None, shift=True, why={
     "k": "The clipping distance differs: the table has 2k + 1 rows, and k was not passed on."})
 
-RELATIVE_SPACE = Space((Step("", "", lambda n, s: n),), lambda n, v, given, step: [given], shift=True)
+def _rounded(dtype: torch.dtype) -> Callable[[np.ndarray, Settings], np.ndarray | None]:
+    """j − i as a float of ``dtype`` holds it: beyond 256 (bfloat16) or 2048 (float16) offsets round."""
+    return lambda n, s: torch.as_tensor(n).to(dtype).double().numpy()
+
+
+RELATIVE_SPACE = Space((
+    Step("", "", lambda n, s: n),
+    Step("relative positions in bfloat16", "j − i was held in bfloat16 (a float tensor of the model's dtype): "
+         "beyond ±256 the offsets round to multiples of 2, 4, ... and neighbouring offsets collapse.",
+         _rounded(torch.bfloat16)),
+    Step("relative positions in float16", "j − i was held in float16: beyond ±2048 the offsets round and "
+         "neighbouring offsets collapse.", _rounded(torch.float16)),
+), lambda n, v, given, step: [given], shift=True)
 
 # ---------------------------------------------------------------------------------------
 # ALiBi: one head's bias, its slope looked up among every rule's slopes
