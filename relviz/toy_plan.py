@@ -7,15 +7,19 @@ The toy schemes keep their learned parameters (checkpoint tensor names ``positio
 scheme does, holding the model's own values (tests/test_toy_plan.py proves each equal to the scheme's own
 forward). This module sits above both packages: the mechanisms already import the schemes' bias curves,
 so the schemes cannot import the mechanisms. Schemes no mechanism describes yet (Shaw's clipped tables,
-the Music Transformer skew, KERPLE, FIRE, sinusoidal) are refused naming the scheme.
+the Music Transformer skew, sinusoidal) are refused naming the scheme.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
+
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import Mechanism
+from relviz.mechanisms.fire import FireFunction
+from relviz.mechanisms.kerple import KerpleBias
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
@@ -25,12 +29,14 @@ from relviz.plan import LayerPlan, ModelPlan
 from relviz.rope import RopeConfig
 from relviz.schemes.alibi import AlibiScheme
 from relviz.schemes.base import Scheme
+from relviz.schemes.fire import Fire
+from relviz.schemes.kerple import Kerple
 from relviz.schemes.learned import LearnedAbsoluteScheme
 from relviz.schemes.none import NoPositions
 from relviz.schemes.rope import Rope
 from relviz.schemes.t5 import T5
 
-__all__ = ["MECHANISMS_OF", "TOY", "toy_plan", "drawn_schemes"]
+__all__ = ["MECHANISMS_OF", "PER_LAYER", "TOY", "toy_plan", "drawn_schemes"]
 
 #: the plan's model_type and where each layer's plan comes from
 TOY = "relviz-toy"
@@ -53,6 +59,12 @@ def _learned(model: RelvizTransformer) -> tuple[Mechanism, ...]:
     return (LearnedAbsolute("position.table", table=model.position.table.detach().to("cpu", copy=True)),)
 
 
+def _kerple(model: RelvizTransformer) -> tuple[Mechanism, ...]:
+    with torch.no_grad():
+        r1, r2 = (r.detach().to("cpu", copy=True) for r in model.position.coefficients())   # [H] each
+    return (KerpleBias(r1, r2),)
+
+
 #: toy scheme -> the mechanisms one of its layers applies (besides the attention pattern), from the model
 MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism, ...]]] = {
     NoPositions: lambda model: (NoPosition(),),
@@ -60,6 +72,11 @@ MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism,
     AlibiScheme: lambda model: (Alibi(heads=model.config.n_heads, float32_powers=False),),
     T5: _t5,
     LearnedAbsoluteScheme: _learned,
+    Kerple: _kerple,
+}
+#: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE)
+PER_LAYER: dict[type[Scheme], Callable[[RelvizTransformer, int], tuple[Mechanism, ...]]] = {
+    Fire: lambda model, index: (FireFunction(model.position.layers[index], index),),
 }
 
 
@@ -69,14 +86,17 @@ def toy_plan(model: RelvizTransformer, *, source: str = "relviz toy model") -> M
     if not isinstance(model, RelvizTransformer):
         raise ValueError(f"model must be a relviz RelvizTransformer; got {type(model).__name__}")
     config = model.config
-    build = MECHANISMS_OF.get(type(model.position))
-    if build is None:
-        known = ", ".join(cls.name for cls in MECHANISMS_OF)
+    shared = MECHANISMS_OF.get(type(model.position))
+    per_layer = PER_LAYER.get(type(model.position))
+    if shared is None and per_layer is None:
+        known = ", ".join(drawn_schemes())
         raise ValueError(f"scheme {config.scheme!r} has no mechanism in relviz.mechanisms yet, so it cannot be "
                          f"drawn as a plan; the toy schemes that can: {known}")
-    mechanisms = (*build(model), AttentionPattern(causal=config.causal))
+    pattern = AttentionPattern(causal=config.causal)
+    every = shared(model) if shared is not None else ()
     stack = "decoder" if config.causal else "encoder"
-    layers = [LayerPlan(stack, index, None, mechanisms, read_from=READ_FROM) for index in range(config.n_layers)]
+    layers = [LayerPlan(stack, index, None, (*(every or per_layer(model, index)), pattern), read_from=READ_FROM)
+              for index in range(config.n_layers)]
     return ModelPlan(TOY, source, {stack: layers},
                      config={"max_position_embeddings": config.max_len, **config.to_dict()},
                      notes=[f"relviz's toy {config.scheme} model: {type(model.position).summary}"],
@@ -85,4 +105,4 @@ def toy_plan(model: RelvizTransformer, *, source: str = "relviz toy model") -> M
 
 def drawn_schemes() -> tuple[str, ...]:
     """The toy schemes :func:`toy_plan` can draw (the Your model page lists their checkpoints)."""
-    return tuple(cls.name for cls in MECHANISMS_OF)
+    return tuple(cls.name for cls in (*MECHANISMS_OF, *PER_LAYER))

@@ -250,7 +250,7 @@ def test_a_shipped_toy_checkpoint_is_a_model_the_page_draws():
 
     at = run_page("your_model", timeout=120, ym_model="t5-shift (relviz toy model)", ym_head=2, ym_L=24)
     assert not at.error and not at.exception
-    assert {"alibi-shift", "rope-shift", "t5-shift", "learned-shift", "none-shift"} <= {
+    assert {"alibi-shift", "rope-shift", "t5-shift", "learned-shift", "none-shift", "kerple-shift", "fire-shift"} <= {
         option.removesuffix(" (relviz toy model)") for option in at.selectbox(key="ym_model").options}
     assert "shaw-shift (relviz toy model)" not in at.selectbox(key="ym_model").options
     position = load_checkpoint("t5-shift").model.position

@@ -8,6 +8,8 @@ import torch
 
 from relviz.layer_views import layer_views, strip
 from relviz.mechanisms.absolute import LearnedAbsolute
+from relviz.mechanisms.fire import FireFunction
+from relviz.mechanisms.kerple import KerpleBias
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
@@ -15,7 +17,8 @@ from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model import ModelConfig, build_model
 from relviz.schemes.rope import rope_rotate
-from relviz.toy_plan import MECHANISMS_OF, toy_plan
+from relviz.positions import offset_range
+from relviz.toy_plan import drawn_schemes, toy_plan
 from relviz.training.checkpoints import load_checkpoint
 
 LENGTH = 40
@@ -26,7 +29,7 @@ def plan_of(name: str):
     return model, toy_plan(model, source=name)
 
 
-@pytest.mark.parametrize("name", ["none", "rope", "alibi", "t5", "learned"])
+@pytest.mark.parametrize("name", ["none", "rope", "alibi", "t5", "learned", "kerple", "fire"])
 def test_every_layer_applies_the_schemes_mechanism_and_the_strip_draws_it(name):
     model, plan = plan_of(name)
     layers = plan.all_layers()
@@ -77,7 +80,29 @@ def test_a_bidirectional_toy_is_an_encoder_and_an_undescribed_scheme_is_refused_
     model = build_model(ModelConfig(scheme="t5", causal=False), seed=0)
     plan = toy_plan(model)
     assert plan.stack_names == ["encoder"] and plan.first(T5Bias).bidirectional
-    for scheme in ("shaw", "skew", "kerple", "fire", "sinusoidal"):
+    for scheme in ("shaw", "skew", "sinusoidal"):
         with pytest.raises(ValueError, match=f"scheme '{scheme}' has no mechanism"):
             toy_plan(build_model(ModelConfig(scheme=scheme), seed=0))
-    assert len(MECHANISMS_OF) == 5
+    assert set(drawn_schemes()) == {"none", "rope", "alibi", "t5", "learned", "kerple", "fire"}
+
+
+def test_kerple_bias_and_curve_are_the_toy_models():
+    model, plan = plan_of("kerple")
+    kerple = plan.layer(2).find(KerpleBias)
+    x = torch.zeros(1, LENGTH, model.config.d_model)
+    with torch.no_grad():
+        assert torch.equal(kerple.bias_per_offset(offset_range(LENGTH)), model.position.prepare(LENGTH, x))
+    toy, = model.position.parameter_views(length=LENGTH, train_length=32, layer=0)
+    curve, = kerple.views(LENGTH, 0)
+    assert np.array_equal(curve.bias, toy.bias) and curve.caption == model.position.parameter_caption(toy)
+
+
+def test_each_fire_layer_is_its_own_function_and_the_toy_models():
+    model, plan = plan_of("fire")
+    for index in range(model.config.n_layers):
+        fire = plan.layer(index).find(FireFunction)
+        with torch.no_grad():
+            assert torch.equal(fire.bias(LENGTH), model.position.layers[index](LENGTH))
+        toy, = model.position.parameter_views(length=LENGTH, train_length=32, layer=index)
+        curve, = fire.views(LENGTH, index)
+        assert np.array_equal(curve.bias, toy.bias) and curve.caption == model.position.parameter_caption(toy)

@@ -102,14 +102,7 @@ class Fire(Scheme):
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         layer = min(layer, len(self.layers) - 1)
-        fire = self.layers[layer]
-        bias = self._bias(layer, length, length - 1)[:, 0, :]                       # [H, L], the last query only
-        offsets = np.arange(length) - (length - 1)                                  # j − i of keys 0..L − 1
-        return [BiasCurve(
-            f"FIRE, layer {layer + 1}: learned bias per head vs offset, for the last query i = {length - 1}", "",
-            offsets, np.ascontiguousarray(bias, dtype=np.float32), learned=True,
-            facts={"layer": layer, "query": length - 1, "c": float(fire.c.detach()),
-                   "threshold": float(fire.threshold.detach())})]
+        return [fire_curve(self.layers[layer], layer, length)]
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
@@ -128,3 +121,16 @@ class Fire(Scheme):
                 f"L = {facts['threshold']:.3g}), so a longer input squeezes more offsets into the same [0, 1] "
                 "range the MLP was trained on: interpolation, not extrapolation. Grey: distances never seen in "
                 "training.")
+
+
+def fire_curve(fire: FireBias, layer: int, length: int) -> BiasCurve:
+    """One layer's learned function read along the last query's row (i = length − 1) as a view: the toy
+    model's parameter view, and what relviz.mechanisms.fire draws."""
+    with torch.no_grad():
+        bias = detached(fire(length, length - 1))[:, 0, :]                          # [H, L], the last query only
+    offsets = np.arange(length) - (length - 1)                                      # j − i of keys 0..L − 1
+    return BiasCurve(
+        f"FIRE, layer {layer + 1}: learned bias per head vs offset, for the last query i = {length - 1}", "",
+        offsets, np.ascontiguousarray(bias, dtype=np.float32), learned=True,
+        facts={"layer": layer, "query": length - 1, "c": float(fire.c.detach()),
+               "threshold": float(fire.threshold.detach())})

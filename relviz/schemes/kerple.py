@@ -47,9 +47,7 @@ class Kerple(Scheme):
 
     def bias_per_offset(self, offsets: torch.Tensor) -> torch.Tensor:
         """−r1 · log(1 + r2 · |offset|) for offsets [n] -> [H, n]."""
-        r1, r2 = self.coefficients()
-        distance = offsets.abs().to(r1.dtype)
-        return -r1[:, None] * torch.log1p(r2[:, None] * distance[None, :])
+        return kerple_bias(*self.coefficients(), offsets)
 
     def prepare(self, length: int, like: torch.Tensor) -> torch.Tensor:
         """The bias per offset [H, 2L − 1], once per forward: every layer shares r1 and r2."""
@@ -74,15 +72,8 @@ class Kerple(Scheme):
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         offsets = self.offsets_shown(length)
-        per_offset = self._per_offset(length)[:, offsets + length - 1]
         r1, r2 = (detached(r) for r in self.coefficients())
-        steep = int(np.argmin(per_offset[:, 0]))            # the head with the lowest bias at the farthest offset
-        return [BiasCurve(
-            "KERPLE: learned bias −r1 · log(1 + r2 · |j − i|) per head", "",
-            offsets, per_offset.astype(np.float32), learned=True,
-            head_labels=tuple(f"head {h + 1}: r1 {a:.3g}, r2 {b:.3g}" for h, (a, b) in enumerate(zip(r1, r2))),
-            facts={"steepest_head": steep, "r1": float(r1[steep]), "r2": float(r2[steep]),
-                   "farthest_bias": float(per_offset[steep, 0]), "farthest_offset": int(offsets[0])})]
+        return [kerple_curve(r1, r2, offsets, self._per_offset(length)[:, offsets + length - 1])]
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
@@ -99,3 +90,21 @@ class Kerple(Scheme):
                 f"{facts['steepest_head'] + 1} (r1 = {facts['r1']:.3g}, r2 = {facts['r2']:.3g}), "
                 f"{facts['farthest_bias']:.2f} at j − i = {facts['farthest_offset']}. The formula is defined at "
                 "every distance, so longer inputs extend the curve; grey: distances never seen in training.")
+
+
+def kerple_bias(r1: torch.Tensor, r2: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """KERPLE's (log) bias −r1 · log(1 + r2 · |offset|): r1, r2 [H] (> 0), offsets [n] -> [H, n]."""
+    distance = offsets.abs().to(r1.dtype)
+    return -r1[:, None] * torch.log1p(r2[:, None] * distance[None, :])
+
+
+def kerple_curve(r1: np.ndarray, r2: np.ndarray, offsets: np.ndarray, per_offset: np.ndarray) -> BiasCurve:
+    """The learned curves as a view: ``per_offset`` [H, n] the bias at ``offsets`` [n] (the toy model's
+    parameter view, and what relviz.mechanisms.kerple draws)."""
+    steep = int(np.argmin(per_offset[:, 0]))            # the head with the lowest bias at the farthest offset
+    return BiasCurve(
+        "KERPLE: learned bias −r1 · log(1 + r2 · |j − i|) per head", "",
+        offsets, per_offset.astype(np.float32), learned=True,
+        head_labels=tuple(f"head {h + 1}: r1 {a:.3g}, r2 {b:.3g}" for h, (a, b) in enumerate(zip(r1, r2))),
+        facts={"steepest_head": steep, "r1": float(r1[steep]), "r2": float(r2[steep]),
+               "farthest_bias": float(per_offset[steep, 0]), "farthest_offset": int(offsets[0])})
