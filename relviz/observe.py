@@ -33,7 +33,7 @@ import torch
 from relviz.mechanisms.mixer import ATTENTION, TokenMixer, kind_of_module
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
-from relviz.mechanisms.scale import SoftmaxScale
+from relviz.mechanisms.scale import QueryScalar, SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
 from relviz.plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
 
@@ -183,6 +183,15 @@ def _build(config: Mapping[str, Any]):
     fields = dict(config)
     model_type = fields.pop("model_type")
     try:
+        # widths the config leaves to its class's defaults are tiny too; a window or chunk it leaves to them is
+        # cut like one it names (the plan, reading the config alone, then differs and the model is refused)
+        defaults = AutoConfig.for_model(model_type).to_dict()
+        for key, value in TINY.items():
+            if key in defaults and key not in fields:
+                fields[key] = value
+        for key, small in [*((k, SMALL_WINDOW) for k in WINDOW_FIELDS), *((k, SMALL_CHUNK) for k in CHUNK_FIELDS)]:
+            if isinstance(defaults.get(key), int) and key not in fields:
+                fields[key] = min(defaults[key], small)
         hf_config = AutoConfig.for_model(model_type, **fields)
         hf_config._attn_implementation = "eager"
         with torch.device("meta"):                      # count first: nothing large is ever allocated
@@ -309,7 +318,7 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
         if bool(p.find(Sinks)) != o.sinks:
             out.append(f"{where}: sinks {'read' if p.find(Sinks) else 'not read'} by relviz; transformers "
                        f"{'has' if o.sinks else 'has none'}")
-        scale = p.find(SoftmaxScale)
+        scale = p.find(SoftmaxScale) or p.find(QueryScalar)
         if scale is not None and o.scaling is not None and scale.scale() != o.scaling:
             out.append(f"{where}: softmax scale {scale.scale()} in relviz, {o.scaling} in transformers")
     return out

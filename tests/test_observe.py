@@ -53,3 +53,25 @@ def test_a_config_transformers_cannot_build_is_refused_quoting_it():
     with pytest.raises(ValueError, match="could not build a 'llama' model from this config: .*"):
         verified_plan({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 2,
                        "rope_parameters": {"rope_type": "no_such_rule", "rope_theta": 10000.0}})
+
+
+@pytest.mark.parametrize("key", ["models/qwen3-next-80b-a3b", "models/jamba-v0.1", "models/gemma-3-27b"])
+def test_the_hybrid_presets_and_gemmas_query_scalar(key):
+    """Read from the config (the observer's check of these 48-62-layer presets takes ~40 s each under load: it is
+    in python -m relviz bench --only zoo); the families' readings themselves are observed in tests/test_zoo.py."""
+    from relviz.hf import from_config
+    from relviz.mechanisms.scale import QueryScalar
+    from relviz.model_presets import model_presets, preset_config
+
+    config = preset_config(model_presets()[key])
+    plan = from_config(config)
+    kinds = [p.mixer.kinds for p in plan.all_layers()]
+    if "qwen3" in key:
+        assert kinds[:4] == [("linear_attention",)] * 3 + [("softmax_attention",)] and len(kinds) == 48
+        reference = transformers.CONFIG_MAPPING["qwen3_next"](**{k: v for k, v in config.items() if k != "model_type"})
+        assert [p.layer_type for p in plan.all_layers()] == reference.layer_types
+    if "jamba" in key:
+        assert [k == ("softmax_attention",) for k in kinds].count(True) == 4 and kinds[4] == ("softmax_attention",)
+    if "gemma" in key:
+        reference = transformers.CONFIG_MAPPING["gemma3_text"](query_pre_attn_scalar=168)
+        assert plan.layer(0).find(QueryScalar).scale() == reference.query_pre_attn_scalar ** -0.5 == 168 ** -0.5

@@ -63,12 +63,13 @@ FAMILIES: dict[str, dict[str, Any]] = {
                          ("qwen2_5_vl", {"rope2d": {"variant": "qwen_vl"}, "vision_window": {}}))},
     # layer_types when a config omits them (published configs older than transformers 5), as its config class
     # derives them: type i is "then" when (i + phase) % period != 0, else "else"
-    "gemma2": {**ROPE_DECODER, "derive": [_every(2, 1)]},
+    "gemma2": {"stacks": DECODER, "derive": [_every(2, 1)], "mechanisms": {"rotation": {}, "pattern": {},
+                                                                          "query_scalar": {}}},
     "gemma3_text": {"stacks": DECODER, "derive": [_every(6, 1, "sliding_window_pattern")], "mechanisms": {
         "rotation": {"per_layer_type": {  # older configs: rope_theta (+ rope_scaling) global, rope_local_base_freq
             "full_attention": {"theta_field": "rope_theta", "theta": 1e6, "scaled": True},
             "sliding_attention": {"theta_field": "rope_local_base_freq", "theta": 1e4}}},
-        "pattern": {}}},
+        "pattern": {}, "query_scalar": {}}},
     # GPT-NeoX: 1/4 of each head rotates unless the config says otherwise (its rotary_pct default)
     "gpt_neox": {"stacks": DECODER, "mechanisms": {"rotation": {"defaults": {"rotary_pct": 0.25}}, "pattern": {}}},
     "llama4_text": {"stacks": DECODER, "derive": [

@@ -18,7 +18,7 @@ import torch
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note, TemperatureCurve, step_positions
 
-__all__ = ["SoftmaxScale", "QueryTemperature"]
+__all__ = ["SoftmaxScale", "QueryTemperature", "QueryScalar"]
 
 
 def get_mscale(scale: float, mscale: float = 1.0) -> float:
@@ -116,3 +116,43 @@ class QueryTemperature(Mechanism):
             caption += " (Steps sampled: each value drawn is exact.)"
         return [TemperatureCurve(f"Query temperature against position, over {length:,} positions", caption,
                                  positions, factors, length, sampled)]
+
+
+@dataclass(frozen=True)
+class QueryScalar(Mechanism):
+    """Gemma 2 and 3: the softmax scale is query_pre_attn_scalar^-0.5, not 1/√head_dim (their config's own
+    field; transformers' attention sets ``scaling`` from it)."""
+
+    scalar: float
+    head_dim: int | None
+
+    name = "query_scalar"
+    option_types = {"default": float}
+    role = "scales the softmax"
+    order = 72
+    legend = "scale"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> QueryScalar:
+        cfg = ctx.config
+        head_dim = cfg.int("head_dim", None, minimum=1, maximum=1 << 16)
+        return cls(scalar=cfg.float("query_pre_attn_scalar", options.get("default", 256.0), minimum=1e-6,
+                                    maximum=1e12), head_dim=head_dim)
+
+    def scale(self) -> float:
+        """The softmax scale transformers uses on this layer (config.query_pre_attn_scalar ** -0.5)."""
+        return self.scalar ** -0.5
+
+    def label(self) -> str:
+        return f"scale 1/√{self.scalar:g}"
+
+    def describe(self) -> str:
+        than = f" (1/√head_dim would be {self.head_dim ** -0.5:.6g})" if self.head_dim else ""
+        return f"softmax scale query_pre_attn_scalar^-0.5 = 1/√{self.scalar:g} = {self.scale():.6g}{than}"
+
+    def settings(self) -> dict[str, Any]:
+        return {"query_pre_attn_scalar": self.scalar, "softmax_scale": self.scale()}
+
+    def views(self, length: int, layer: Any) -> list[LayerView]:
+        return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same for every position; it sets "
+                     "how sharp every row of this layer's attention is.")]
