@@ -356,7 +356,10 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         field_name = spec["layers_field"]
         if not stack_cfg.has(field_name) and spec.get("fallback_field"):
             field_name = spec["fallback_field"]
-        layers = stack_cfg.int(field_name, spec.get("layers_default", REQUIRED), minimum=1, maximum=MAX_LAYERS)
+        if spec.get("layers_sum"):              # Swin: depths, one entry per stage, the blocks summed
+            layers = _summed(stack_cfg, field_name)
+        else:
+            layers = stack_cfg.int(field_name, spec.get("layers_default", REQUIRED), minimum=1, maximum=MAX_LAYERS)
         types = _layer_types(stack_cfg, layers, field_name)
         plans[stack] = []
         for index in range(layers):
@@ -393,6 +396,17 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
 _FIELDS_READ = ("num_hidden_layers", "layer_types", "head_dim", "hidden_size", "num_attention_heads",
                 "partial_rotary_factor", "max_position_embeddings", "sliding_window", "use_sliding_window",
                 "attention_chunk_size")
+
+
+def _summed(cfg: ConfigView, field_name: str) -> int:
+    """The layers a list field counts per stage (Swin's depths), summed; ValueError naming the field."""
+    value = cfg.raw(field_name)
+    if not isinstance(value, (list, tuple)) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_LAYERS for v in value) \
+            or not 1 <= sum(value) <= MAX_LAYERS:
+        raise ValueError(f"config field {cfg.name(field_name)} must be a list of layer counts per stage summing to 1 "
+                         f"to {MAX_LAYERS}; got {value!r:.60}")
+    return sum(value)
 
 
 def _mixers_where_they_differ(plans: dict[str, list[LayerPlan]]) -> dict[str, list[LayerPlan]]:

@@ -154,3 +154,35 @@ def test_clip_and_siglip_vision_tables_are_read_from_the_checkpoint(tmp_path):
         assert table.shape == (rows, 16)
         reference = next(w for n, w in model.named_parameters() if n.endswith("embeddings.position_embedding.weight"))
         assert torch.equal(table, reference.detach())
+
+
+def test_swin_and_swinv2_bias_of_every_block_is_read_from_the_checkpoint(tmp_path):
+    """Each block's bias per (Δh, Δw), gathered per pair, is what its module adds (Swin) or makes (Swin v2)."""
+    from transformers import SwinConfig, SwinModel, Swinv2Config, Swinv2Model
+
+    from relviz.hf import inspect
+    from relviz.mechanisms.swin_bias import SwinBias
+    from relviz.vision.swin import swin_bias
+
+    torch.manual_seed(0)
+    small = dict(image_size=32, patch_size=4, embed_dim=16, depths=[2, 1], num_heads=[2, 4], window_size=4)
+    for model in (SwinModel(SwinConfig(**small)), Swinv2Model(Swinv2Config(**small, pretrained_window_sizes=[0, 8]))):
+        for p in model.parameters():
+            torch.nn.init.normal_(p)
+        model.save_pretrained(tmp_path / model.config.model_type)
+        plan = inspect(tmp_path / model.config.model_type)
+        assert len(plan.plans["encoder"]) == 3
+        for index, (stage, block) in enumerate([(0, 0), (0, 1), (1, 0)]):
+            found = plan.layer(index, stack="encoder").find(SwinBias)
+            assert (found.stage, found.block) == (stage, block)
+            attention = model.encoder.layers[stage].blocks[block].attention
+            with torch.no_grad():
+                if hasattr(attention, "relative_position_bias"):                    # Swin
+                    expected = attention.relative_position_bias()[0]
+                else:                                                              # Swin v2: its forward's steps
+                    self_ = attention.self
+                    table = self_.continuous_position_bias_mlp(self_.relative_coords_table).view(-1, self_.num_attention_heads)
+                    expected = 16 * torch.sigmoid(table[self_.relative_position_index.view(-1)].view(
+                        16, 16, -1).permute(2, 0, 1).contiguous())
+            got = swin_bias(found.table, found.window)
+            assert torch.allclose(got, expected, atol=1e-6), (model.config.model_type, index)

@@ -183,6 +183,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
     **{t: {"stacks": ENCODER, "mechanisms": {
         "learned_absolute": {"tensor": "embeddings.position_embedding.weight"}, "pattern": {}}}
        for t in ("clip_vision_model", "siglip_vision_model")},
+    # Swin and Swin v2: windows of window_size patches, a relative bias per (Δh, Δw) in each block, read from the
+    # checkpoint (Swin: the learned table; v2: the MLP that makes it); the blocks are depths summed over the stages
+    **{t: {"stacks": {"encoder": {"layers_field": "depths", "layers_sum": True, "causal": False}},
+           "mechanisms": {"swin_bias": {"continuous": continuous}}} for t, continuous in (("swin", False),
+                                                                                          ("swinv2", True))},
     "t5": _T5, "mt5": _T5,
     "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {
@@ -202,7 +207,8 @@ HYBRID_FIELDS = ("attn_layer_indices", "attn_layer_period", "block_types", "full
 # Each mechanism declares its own options (Mechanism.option_types); the entry, stack and derive keys are here.
 
 _ENTRY_KEYS = frozenset({"stacks", "mechanisms", "derive"})
-_STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_field", "config", "mechanisms"})
+_STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_field", "config", "mechanisms",
+                         "layers_sum"})
 _DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
                           "constant", "from_field", "when_empty", "sum_of", "always", "indices_field", "offset_field",
                           "offset", "cycle_field", "cycle_default", "map"})
