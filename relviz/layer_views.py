@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relviz._checks import check_int
+from relviz.schemes.views import SimilarityMatrix, VectorNorms
 from relviz.mechanisms.view_kinds import (
     MAX_POINTS,
     BiasCurve,
@@ -45,7 +46,7 @@ MIN_LENGTH = 16
 
 #: what a visitor may ask to see first (URL value -> the data kinds it shows)
 VIEW_KINDS: dict[str, tuple[type, ...]] = {
-    "all": (Wavelengths, KeysSeen, TemperatureCurve, SinkShare, BiasCurve, Note),
+    "all": (Wavelengths, KeysSeen, TemperatureCurve, SinkShare, BiasCurve, VectorNorms, SimilarityMatrix, Note),
     "rotation": (Wavelengths,),
     "pattern": (KeysSeen,),
     "bias": (BiasCurve,),

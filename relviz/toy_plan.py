@@ -6,8 +6,8 @@ The toy schemes keep their learned parameters (checkpoint tensor names ``positio
 :data:`MECHANISMS_OF` gives, per scheme, the mechanisms of :mod:`relviz.mechanisms` that compute what the
 scheme does, holding the model's own values (tests/test_toy_plan.py proves each equal to the scheme's own
 forward). This module sits above both packages: the mechanisms already import the schemes' bias curves,
-so the schemes cannot import the mechanisms. Schemes no mechanism describes yet (Shaw's clipped tables,
-the Music Transformer skew, sinusoidal) are refused naming the scheme.
+so the schemes cannot import the mechanisms. A scheme without an entry here (a new one, until it gets a
+mechanism) is refused naming it, and the Your model page does not list its checkpoints.
 """
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import Mechanism
 from relviz.mechanisms.fire import FireFunction
 from relviz.mechanisms.kerple import KerpleBias
+from relviz.mechanisms.shaw import ShawTables
+from relviz.mechanisms.sinusoidal import SinusoidalAbsolute
+from relviz.mechanisms.skew import SkewTable
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
@@ -34,6 +37,9 @@ from relviz.schemes.kerple import Kerple
 from relviz.schemes.learned import LearnedAbsoluteScheme
 from relviz.schemes.none import NoPositions
 from relviz.schemes.rope import Rope
+from relviz.schemes.shaw import Shaw
+from relviz.schemes.sinusoidal import Sinusoidal
+from relviz.schemes.skew import Skew
 from relviz.schemes.t5 import T5
 
 __all__ = ["MECHANISMS_OF", "PER_LAYER", "TOY", "toy_plan", "drawn_schemes"]
@@ -73,11 +79,20 @@ MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism,
     T5: _t5,
     LearnedAbsoluteScheme: _learned,
     Kerple: _kerple,
+    Sinusoidal: lambda model: (SinusoidalAbsolute(model.config.d_model),),
 }
-#: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE)
+#: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE, Shaw, skew)
 PER_LAYER: dict[type[Scheme], Callable[[RelvizTransformer, int], tuple[Mechanism, ...]]] = {
     Fire: lambda model, index: (FireFunction(model.position.layers[index], index),),
+    Shaw: lambda model, index: (ShawTables(_tables(model.position.rel_k), _tables(model.position.rel_v),
+                                           model.config.clip, model.config.causal, index),),
+    Skew: lambda model, index: (SkewTable(_tables(model.position.e_r), index),),
 }
+
+
+def _tables(parameters) -> tuple[torch.Tensor, ...]:
+    """A learned table per layer, detached copies on the CPU."""
+    return tuple(p.detach().to("cpu", copy=True) for p in parameters)
 
 
 def toy_plan(model: RelvizTransformer, *, source: str = "relviz toy model") -> ModelPlan:

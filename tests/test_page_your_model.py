@@ -246,13 +246,13 @@ def test_a_rope_directory_and_a_hybrid_one_run_their_own_attention_and_show_no_s
 def test_a_shipped_toy_checkpoint_is_a_model_the_page_draws():
     """relviz's own t5-shift checkpoint, read as a plan (relviz.toy_plan): strip and views, its learned T5
     bias map exactly what the toy model adds (per offset, from its own table)."""
-    from relviz.training import load_checkpoint
+    from relviz.training import list_checkpoints, load_checkpoint
 
     at = run_page("your_model", timeout=120, ym_model="t5-shift (relviz toy model)", ym_head=2, ym_L=24)
     assert not at.error and not at.exception
-    assert {"alibi-shift", "rope-shift", "t5-shift", "learned-shift", "none-shift", "kerple-shift", "fire-shift"} <= {
-        option.removesuffix(" (relviz toy model)") for option in at.selectbox(key="ym_model").options}
-    assert "shaw-shift (relviz toy model)" not in at.selectbox(key="ym_model").options
+    shipped = {info.name for info in list_checkpoints()}
+    assert {option.removesuffix(" (relviz toy model)") for option in at.selectbox(key="ym_model").options
+            if option.endswith(" (relviz toy model)")} == shipped                     # all ten schemes draw
     position = load_checkpoint("t5-shift").model.position
     with torch.no_grad():
         per_offset = position.prepare(24, torch.zeros(1, 24, 1))[1].numpy()           # head 2: [2L − 1]
@@ -269,3 +269,12 @@ def test_the_context_slider_stops_at_the_models_own_context():
     assert slider.options[0].startswith("own: 131,072") and slider.options[-1] == "65536"
     at = run_page("your_model", ym_model=PRESETS["rope/llama-3.1-8b"], ym_len="1048576")
     assert at.select_slider(key="ym_len").value == "own" and not at.exception
+
+
+def test_a_toy_checkpoint_with_vector_tables_draws_its_norms_and_similarity():
+    """shaw-shift: its layer views are the toy scheme's vector-table views (a line chart and a heatmap)."""
+    at = run_page("your_model", timeout=120, ym_model="shaw-shift (relviz toy model)", ym_layer=1)
+    assert not at.error and not at.exception
+    titles = [f["layout"].get("title", {}).get("text", "") for f in charts(at)]
+    kinds = [{t["type"] for t in f["data"]} for f in charts(at)]
+    assert {"heatmap"} in kinds and any("scatter" in k for k in kinds), (titles, kinds)

@@ -18,7 +18,9 @@ from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model import ModelConfig, build_model
 from relviz.schemes.rope import rope_rotate
 from relviz.positions import offset_range
-from relviz.toy_plan import drawn_schemes, toy_plan
+from relviz.schemes import REGISTRY
+from relviz.schemes.sinusoidal import Sinusoidal
+from relviz.toy_plan import MECHANISMS_OF, drawn_schemes, toy_plan
 from relviz.training.checkpoints import load_checkpoint
 
 LENGTH = 40
@@ -29,7 +31,8 @@ def plan_of(name: str):
     return model, toy_plan(model, source=name)
 
 
-@pytest.mark.parametrize("name", ["none", "rope", "alibi", "t5", "learned", "kerple", "fire"])
+@pytest.mark.parametrize("name", ["none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope", "kerple",
+                                  "fire"])
 def test_every_layer_applies_the_schemes_mechanism_and_the_strip_draws_it(name):
     model, plan = plan_of(name)
     layers = plan.all_layers()
@@ -76,14 +79,26 @@ def test_learned_table_and_no_position():
     assert plan.first(NoPosition) is not None
 
 
-def test_a_bidirectional_toy_is_an_encoder_and_an_undescribed_scheme_is_refused_by_name():
+def test_a_bidirectional_toy_is_an_encoder_and_a_scheme_without_an_entry_is_refused_by_name(monkeypatch):
     model = build_model(ModelConfig(scheme="t5", causal=False), seed=0)
     plan = toy_plan(model)
     assert plan.stack_names == ["encoder"] and plan.first(T5Bias).bidirectional
-    for scheme in ("shaw", "skew", "sinusoidal"):
-        with pytest.raises(ValueError, match=f"scheme '{scheme}' has no mechanism"):
-            toy_plan(build_model(ModelConfig(scheme=scheme), seed=0))
-    assert set(drawn_schemes()) == {"none", "rope", "alibi", "t5", "learned", "kerple", "fire"}
+    assert set(drawn_schemes()) == set(REGISTRY)             # every shipped scheme draws today
+    monkeypatch.delitem(MECHANISMS_OF, Sinusoidal)
+    with pytest.raises(ValueError, match="scheme 'sinusoidal' has no mechanism"):
+        toy_plan(build_model(ModelConfig(scheme="sinusoidal"), seed=0))
+
+
+@pytest.mark.parametrize("name", ["shaw", "skew"])
+def test_shaw_and_skew_tables_show_the_toy_models_views_with_its_words(name):
+    model, plan = plan_of(name)
+    for index in range(model.config.n_layers):
+        views = layer_views(plan.layer(index), LENGTH)[:2]
+        toy = model.position.parameter_views(length=LENGTH, train_length=32, layer=index)
+        for view, own in zip(views, toy, strict=True):
+            assert type(view) is type(own) and view.title == own.title
+            assert view.caption == model.position.parameter_caption(own)
+        assert np.array_equal(views[0].norms, toy[0].norms) and np.array_equal(views[1].cosine, toy[1].cosine)
 
 
 def test_kerple_bias_and_curve_are_the_toy_models():

@@ -13,9 +13,10 @@ import plotly.graph_objects as go
 
 from relviz.figures.heatmap import READABLE_FONT, legend_below_axis
 from relviz.figures.parameters import bias_curve_figure
+from relviz.figures.parameters import view_figure as parameter_figure
 from relviz.figures.rope import wavelength_figure
 from relviz.layer_views import KeysSeen, Note, SinkShare, Strip, TemperatureCurve, Wavelengths
-from relviz.schemes.views import BiasCurve
+from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms
 
 __all__ = ["strip_figure", "with_selected", "selected_shape", "view_figure", "PALETTES", "STRIP_ROW_HEIGHT"]
 
@@ -204,7 +205,7 @@ def _bias(view: BiasCurve) -> go.Figure:
 
 _FIGURES: dict[type, Callable[..., go.Figure]] = {
     Wavelengths: _wavelengths, KeysSeen: _keys_seen, TemperatureCurve: _temperature, SinkShare: _sink_share,
-    BiasCurve: _bias,
+    BiasCurve: _bias, VectorNorms: parameter_figure, SimilarityMatrix: parameter_figure,
 }
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relviz._checks import check_int
-from relviz.schemes.views import BiasCurve
+from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms
 
 __all__ = ["Wavelengths", "KeysSeen", "TemperatureCurve", "SinkShare", "Note", "BiasCurve", "LayerView",
            "keys_seen", "keys_at", "step_positions", "MAX_POINTS"]
@@ -106,7 +106,7 @@ class Note:
     text: str
 
 
-LayerView = Wavelengths | KeysSeen | TemperatureCurve | SinkShare | BiasCurve | Note
+LayerView = Wavelengths | KeysSeen | TemperatureCurve | SinkShare | BiasCurve | VectorNorms | SimilarityMatrix | Note
 
 # ---------------------------------------------------------------------------------------
 # The pattern per query, exactly, without an L × L mask

@@ -67,14 +67,8 @@ class Shaw(Scheme):
             self.config.causal, True, facts={"k": k})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        k = self.config.clip
-        offsets = np.arange(-k, k + 1)
-        used = offsets <= 0 if self.config.causal else np.ones_like(offsets, dtype=bool)
-        norms, cosine = norms_and_cosine(list(self.rel_k))
-        value_norms, _ = norms_and_cosine(list(self.rel_v))
-        return vector_table_views(
-            name="a^K", what="Shaw: norm of a^K (solid) and a^V (dashed)", offsets=offsets, norms=norms,
-            cosine=cosine, used=used, layer=layer, second=("a^V", value_norms))
+        return shaw_views(list(self.rel_k), list(self.rel_v), clip=self.config.clip, causal=self.config.causal,
+                          layer=layer)
 
     @classmethod
     def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
@@ -97,3 +91,16 @@ class Shaw(Scheme):
             "causal model the rows for future offsets are never read, so they stay at their random start (shrunk "
             "by weight decay)."))
 
+
+def shaw_views(rel_k: list[torch.Tensor], rel_v: list[torch.Tensor], *, clip: int, causal: bool,
+               layer: int) -> list[View]:
+    """The tables' views: every layer's a^K and a^V norms per offset, and ``layer``'s cosine between its
+    a^K vectors (rel_k, rel_v: one [2·clip + 1, D_head] per layer). The toy model's parameter views, and
+    what relviz.mechanisms.shaw draws."""
+    offsets = np.arange(-clip, clip + 1)
+    used = offsets <= 0 if causal else np.ones_like(offsets, dtype=bool)
+    norms, cosine = norms_and_cosine(rel_k)
+    value_norms, _ = norms_and_cosine(rel_v)
+    return vector_table_views(
+        name="a^K", what="Shaw: norm of a^K (solid) and a^V (dashed)", offsets=offsets, norms=norms,
+        cosine=cosine, used=used, layer=layer, second=("a^V", value_norms))

@@ -63,12 +63,7 @@ class Skew(Scheme):
             skew_rows(length, m)[None], (-1, m - 1), True, True, facts={"distances": m})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        m = self.config.skew_distances
-        offsets = np.arange(m) - (m - 1)
-        norms, cosine = norms_and_cosine(list(self.e_r))
-        return vector_table_views(
-            name="E_r", what="Music Transformer: norm of each E_r row", offsets=offsets, norms=norms, cosine=cosine,
-            used=np.ones(m, dtype=bool), layer=layer)
+        return skew_views(list(self.e_r), layer=layer)
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
@@ -82,3 +77,14 @@ class Skew(Scheme):
         return vector_table_caption(view, (
             "E_r has one row per distance 0…M − 1 per layer, shared by the heads; the skew puts q_i · E_r[m] into "
             "every cell at that distance."))
+
+
+def skew_views(e_r: list[torch.Tensor], *, layer: int) -> list[View]:
+    """The tables' views: every layer's E_r row norms per distance, and ``layer``'s cosine between its rows
+    (e_r: one [M, D_head] per layer). The toy model's parameter views, and what relviz.mechanisms.skew draws."""
+    m = e_r[0].shape[0]
+    offsets = np.arange(m) - (m - 1)
+    norms, cosine = norms_and_cosine(e_r)
+    return vector_table_views(
+        name="E_r", what="Music Transformer: norm of each E_r row", offsets=offsets, norms=norms, cosine=cosine,
+        used=np.ones(m, dtype=bool), layer=layer)

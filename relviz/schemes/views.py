@@ -108,6 +108,7 @@ class VectorNorms:
     used: np.ndarray             # [R] bool
     second: tuple[str, np.ndarray] | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+    caption: str = ""            # a mechanism's words under its layer view (as BiasCurve's); empty from a scheme
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class SimilarityMatrix:
     outline: int | None = None
     outline_label: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
+    caption: str = ""            # a mechanism's words under its layer view (as BiasCurve's); empty from a scheme
 
 
 View = BiasCurve | VectorNorms | SimilarityMatrix
