@@ -117,3 +117,15 @@ def test_the_strip_draws_layers_that_do_not_attend_in_their_own_colour_with_word
     colours = {t.name: t.marker.color for t in strip_figure(strip).data}
     assert colours["token mixer: no attention: state-space (Mamba)"] != colours["token mixer: softmax attention"]
     assert plan.to_json()["layers"]["decoder"][0]["mixer"] == ["state_space"]
+
+
+def test_to_json_gives_each_layers_settings_with_gemmas_query_scalar():
+    """inspect --json prints to_json: θ and window per layer type, and query_pre_attn_scalar on every layer."""
+    plan = from_config({"model_type": "gemma3_text", "num_hidden_layers": 6, "hidden_size": 64, "head_dim": 16,
+                        "num_attention_heads": 4, "sliding_window": 512, "query_pre_attn_scalar": 144,
+                        "rope_theta": 1e6, "rope_local_base_freq": 1e4})
+    layers = json.loads(json.dumps(plan.to_json()))["layers"]["decoder"]
+    settings = [{k: v for m in layer["mechanisms"] for k, v in m.items()} for layer in layers]
+    assert [s["rope_theta"] for s in settings] == [1e4] * 5 + [1e6]
+    assert [s.get("window") for s in settings] == [512] * 5 + [None]
+    assert all(s["query_pre_attn_scalar"] == 144 and s["softmax_scale"] == 144 ** -0.5 for s in settings)

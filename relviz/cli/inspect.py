@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
-    origin = "" if positions.in_family_table else " (not in the family table: read as a standard rotary decoder)"
+    read_from = sorted({p.read_from for p in positions.all_layers()})
+    origin = "" if positions.in_family_table else f" (not in the family table; layers {'; '.join(read_from)})"
     print(f"{summary['source']}: model_type {positions.model_type}{origin}")
     for note in positions.notes:
         print(f"  note: {note}")
