@@ -48,7 +48,7 @@ def zmax_of(*arrays: np.ndarray) -> float:
 STEPS = {"causal": causal, "bidirectional": bidirectional}
 
 
-@st.cache_resource(max_entries=128, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)  # 6 views' steps; at most 0.5 MB each (L = 16)
 def step_fig(tab: str, name: str, length: int, seed: int, colour_by: str, zmax: float, x_title: str, y_title: str,
              show_scale: bool, width_budget: int):
     """One step's figure, built once per server for the same link values (read-only, shared by every session:
