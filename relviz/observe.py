@@ -43,6 +43,8 @@ __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences"
 PROBE_LENGTHS = (12, 20)
 #: a shrunk model larger than this is refused before it is allocated (counted on the meta device)
 MAX_PARAMETERS = 60_000_000
+#: and at most this many layers (a time cap: each layer is built and run twice)
+MAX_OBSERVED_LAYERS = 256
 SMALL_WINDOW = 3
 SMALL_CHUNK = 4
 #: window and chunk fields, cut to a few positions so the probes show them (the real values stay the config's)
@@ -86,9 +88,10 @@ class Observation:
 def shrink(config: Mapping[str, Any]) -> dict[str, Any]:
     """The same model with tiny widths: layer count, layer types, rope fields and head dim kept; two heads."""
     out = {k: v for k, v in config.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
-    heads = out.get("num_attention_heads")
-    if isinstance(heads, int) and heads > 0 and isinstance(out.get("hidden_size"), int):
-        head_dim = out.get("head_dim") or out["hidden_size"] // heads
+    heads, hidden, given = out.get("num_attention_heads"), out.get("hidden_size"), out.get("head_dim")
+    sizes = [v for v in (heads, hidden, given) if v is not None]
+    if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes) and heads and hidden:
+        head_dim = given or hidden // heads         # (a hostile value is left as it is, for read_plan to refuse)
         kv = out.get("num_key_value_heads")
         out["num_attention_heads"] = 2
         out["num_key_value_heads"] = 2 if kv in (None, heads) else 1
@@ -222,6 +225,10 @@ def observe(config: Mapping[str, Any]) -> Observation:
 def _observe(key: str) -> Observation:
     start = time.perf_counter()
     config = json.loads(key)
+    layers = config.get("num_hidden_layers")
+    if isinstance(layers, int) and layers > MAX_OBSERVED_LAYERS:
+        raise ValueError(f"config field num_hidden_layers is {layers}: the observer builds at most "
+                         f"{MAX_OBSERVED_LAYERS} layers (published models have fewer)")
     hf_config, model, version = _build(config)
     text = getattr(hf_config, "get_text_config", lambda: hf_config)()
     count = getattr(text, "num_hidden_layers", None)

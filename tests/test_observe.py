@@ -75,3 +75,12 @@ def test_the_hybrid_presets_and_gemmas_query_scalar(key):
     if "gemma" in key:
         reference = transformers.CONFIG_MAPPING["gemma3_text"](query_pre_attn_scalar=168)
         assert plan.layer(0).find(QueryScalar).scale() == reference.query_pre_attn_scalar ** -0.5 == 168 ** -0.5
+
+
+@pytest.mark.parametrize("bad, field", [({"head_dim": "x"}, "head_dim"), ({"hidden_size": 1e9}, "hidden_size"),
+                                        ({"num_attention_heads": True}, "num_attention_heads"),
+                                        ({"num_hidden_layers": 5000}, "num_hidden_layers")])
+def test_a_hostile_config_is_refused_before_anything_large_is_built(bad, field):
+    config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, **bad}
+    with pytest.raises(ValueError, match=field):
+        verified_plan(config)
