@@ -360,6 +360,12 @@ def t5_bucket_ranges(*, num_buckets: int = 32, max_distance: int = 128, bidirect
 # ALiBi
 
 
+def alibi_power_of_two(num_heads: int) -> int:
+    """The nearest power of two at or below ``num_heads``: the heads that take Press et al.'s geometric
+    sequence; the rest take every other slope of twice as many (:func:`press_slope_powers`)."""
+    return 1 << (num_heads.bit_length() - 1)
+
+
 def press_slope_powers(num_heads: int) -> tuple[list[float], list[int]]:
     """Press et al.'s slope rule as (base, exponent) per head, slope_h = base_h ** exponent_h.
 
@@ -367,7 +373,7 @@ def press_slope_powers(num_heads: int) -> tuple[list[float], list[int]]:
     slopes, then every other slope of 2p (base 2^(−4/p), exponents 1, 3, 5, …) until there are n. The
     rule is written here once; :func:`alibi_slopes` evaluates it in either arithmetic.
     """
-    lower = 1 << (num_heads.bit_length() - 1)
+    lower = alibi_power_of_two(num_heads)
     extra = num_heads - lower
     bases = [2.0 ** (-8.0 / lower)] * lower + [2.0 ** (-4.0 / lower)] * extra
     return bases, list(range(1, lower + 1)) + list(range(1, 2 * extra, 2))

@@ -288,7 +288,7 @@ def alibi_slopes(heads: int = 12, *, head: int = 1) -> go.Figure:
     Example: ``show.alibi_slopes(12)``
     """
     slopes = positions.alibi_slopes(heads, device=CPU).numpy()
-    p = 1 << (heads.bit_length() - 1)
+    p = positions.alibi_power_of_two(heads)
     naive = positions.alibi_slopes_geometric(heads, device=CPU).numpy() if p != heads else None
     return alibi_slopes_figure(slopes, from_p=p, naive=naive, selected=head)
 

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from relviz.attention import offset_bias_attention
-from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes, press_slope_powers
+from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_power_of_two, alibi_slopes
 from relviz.schemes.base import Attention, Scheme, numbers_text
 from relviz.schemes.views import BiasCurve, PositionStructure, View
 
@@ -52,7 +52,7 @@ class AlibiScheme(Scheme):
     @classmethod
     def parameter_caption(cls, view: View) -> str:
         heads = view.bias.shape[0]
-        sequence = ("a geometric sequence set by the number of heads" if heads & (heads - 1) == 0 else
+        sequence = ("a geometric sequence set by the number of heads" if alibi_power_of_two(heads) == heads else
                     f"set by the number of heads ({heads}, not a power of 2: the geometric sequence of the nearest "
                     "lower power of 2, then every other slope of twice that many)")
         return (f"**ALiBi's slopes are fixed**, {sequence}: nothing about position is learned. Each head subtracts "
@@ -75,8 +75,7 @@ def bias_lines(slopes: np.ndarray, offsets: np.ndarray, *,
 def slope_rule_text(heads: int) -> str:
     """The sentence (markdown) that explains Press et al.'s slopes for ``heads`` heads (the Absolute vs relative
     page, beside its slope chart: blue the nearest lower power of 2's slopes, orange those taken from 2p)."""
-    bases, _ = press_slope_powers(heads)
-    p = bases.count(bases[0])                     # the nearest lower power of 2: the heads with base 2^(−8/p)
+    p = alibi_power_of_two(heads)
     if heads == 1:
         return "**1 head is a power of 2:** its one slope is 2^(−8/1) = 2^−8 = 1/256."
     if p == heads:
