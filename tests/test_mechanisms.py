@@ -207,7 +207,8 @@ def test_the_readmes_plan_example_runs_and_says_what_it_shows():
     exec(compile(code, "README.md", "exec"), namespace)
     plan = namespace["gemma3"]
     runs = [(first, last, p.label()) for first, last, p in plan.runs()]
-    assert runs == [(0, 4, "RoPE θ 10k · window 1024"), (5, 5, "RoPE θ 1M linear · causal")]
+    assert runs == [(0, 4, "RoPE θ 10k · window 1024 · scale 1/√256"),      # Gemma's query_pre_attn_scalar default
+                    (5, 5, "RoPE θ 1M linear · causal · scale 1/√256")]
     assert f"# {runs}" in code
     assert torch.equal(plan.rope_inv_freq(layer=5)[-1], 1.0 / (1e6 ** torch.tensor(126 / 128)) / 8)
 # Names whose comparison to a string literal outside relviz/mechanisms and relviz/schemes would be a
