@@ -57,7 +57,7 @@ def test_strip_and_layer_view_are_drawn(browser, name, size):
         _open(page, base, ym_model=label, ym_layer=layer)
         charts = page.evaluate(CHARTS_JS)
         strip = charts[0]
-        rows = 3 if name != "gemma3" else 2
+        rows = 3                     # position, keys seen, softmax (Gemma's query_pre_attn_scalar; GPT-OSS's sinks)
         assert strip["bars"] == layers * rows - (36 if name == "scout" else 0), strip   # one cell per layer and row
         assert 0 <= strip["top"] < size[1] * 0.75, strip                                # on the first screen
         assert all(c["traces"] > 0 for c in charts), charts                             # every view drawn
