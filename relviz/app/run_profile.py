@@ -87,7 +87,8 @@ def _gc_clock(phase: str, info: dict) -> None:
 
 
 #: (file, function) of a thread's innermost Python frame while it waits (not counted as work).
-_IDLE = {("threading.py", "wait"), ("selectors.py", "select"), ("queue.py", "get"), ("threading.py", "_wait_for_tstate_lock"),
+_IDLE = {("threading.py", "wait"), ("selectors.py", "select"), ("queue.py", "get"),
+         ("threading.py", "_wait_for_tstate_lock"),
          ("base_events.py", "_run_once"), ("threading.py", "join"), ("concurrent/futures/thread.py", "_worker"),
          ("thread.py", "_worker"), ("polling_path_watcher.py", "task")}
 _SAMPLER: list[threading.Thread] = []
