@@ -74,6 +74,7 @@ def _on_step(audience, tour: tours.Tour, index: int, name: str) -> None:
     assert audience.get_by_text(step.note[:40]).count() == 0, where             # the note stays with the teacher
     assert not audience.query_selector_all('[data-testid="stException"]'), where
     assert not audience.locator('header[data-testid="stHeader"]').is_visible()  # no header band
+    assert not audience.locator(".modebar-container, .relviz-download").filter(visible=True).count(), where
 
 
 @pytest.mark.parametrize("title", list(tours.BUILTINS), ids=["first", "today"])
@@ -109,3 +110,26 @@ def test_the_presenter_view_drives_a_built_in_tour_at_1280x720(lecture, title):
     _on_step(audience, tour, len(tour.steps) - 2, name)
     presenter.close()
     audience.close()
+
+
+#: Every line trace of the first chart (Start here's outlined row is one): [top, bottom] on the screen.
+SHAPES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')[0].querySelectorAll('.scatterlayer path.js-line'))
+  .map(p => p.getBoundingClientRect()).filter(r => r.height > 0).map(r => [r.top, r.bottom])"""
+
+
+def test_no_blank_band_above_the_title_and_homes_last_row_above_the_fold(lecture):
+    """Defect 6: a blank band of ~95 px sat above every page's title (Streamlit's 6rem top padding; now 1rem).
+    Defect 11: on Start here at query = 6 (the last row) the outlined row was cut by the 720 px fold."""
+    base, context = lecture
+    page = context.new_page()
+    for path in ["t5", "?home_q=6"]:
+        page.goto(f"{base}/{path}")
+        wait_for_app(page)
+        title = page.locator('[data-testid="stMainBlockContainer"] h1').first.bounding_box()
+        assert title is not None and title["y"] < 40, (path, title)
+    page.wait_for_selector(".js-plotly-plot .scatterlayer path.js-line", timeout=60_000)
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / "home-q6-1280x720.png"))
+    shapes = page.evaluate(SHAPES_JS)
+    assert shapes and max(bottom for _, bottom in shapes) <= HEIGHT, shapes
+    page.close()

@@ -89,7 +89,8 @@ def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
     if payload is None:
         show_figure(view.figure, key=key)
         return
-    _toeplitz_canvas()(key=key, data=payload() | {"name": name}, width="stretch", height="content")
+    _toeplitz_canvas()(key=key, data=payload() | {"name": name, "toolbar": not presenting()}, width="stretch",
+                       height="content")
 
 
 def code_for_this_view(code: str, *, note: str = "", key: str | None = None) -> None:

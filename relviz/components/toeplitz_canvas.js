@@ -84,11 +84,22 @@ function build(parent) {
   button.textContent = "\u2913 PNG";
   button.title = "Download this picture as PNG (twice the size shown). It is drawn on a canvas, so PNG only: " +
     "for the exact numbers use the window and per-offset downloads below.";
-  button.style.cssText = "position:absolute;top:2px;right:2px;font-size:12px;padding:1px 6px;opacity:0.75;" +
-    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer";
+  // like plotly's camera button in the app's other charts: shown while the pointer is on the picture (or the
+  // button has the keyboard's focus), never over the title otherwise; none at all during a lecture
+  button.style.cssText = "position:absolute;top:2px;right:2px;font-size:12px;padding:1px 6px;opacity:0;" +
+    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer;transition:opacity .15s";
+  root.addEventListener("mouseenter", () => { button.style.opacity = "0.85"; });
+  root.addEventListener("mouseleave", () => { if (document.activeElement !== button) button.style.opacity = "0"; });
+  button.addEventListener("focus", () => { button.style.opacity = "0.85"; });
+  button.addEventListener("blur", () => { button.style.opacity = "0"; });
   root.append(canvas, tip, button);
   parent.appendChild(root);
   const state = {root, canvas, tip, button, data: null, layout: null, draws: 0, signature: ""};
+  // the canvas draws its text in the app's font: a first drawing before the web font has loaded fell back to
+  // Arial and stayed so; draw again once the page's fonts are ready
+  if (document.fonts && document.fonts.status !== "loaded") {
+    document.fonts.ready.then(() => { if (state.data) draw(state, false); });
+  }
   button.addEventListener("click", () => download(state));
   canvas.addEventListener("mousemove", event => hover(state, event));
   canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
@@ -407,6 +418,7 @@ export default function (component) {
   state.picture = picture;
   state.data = data;
   draw(state, fresh);
+  state.button.style.display = data.toolbar === false ? "none" : "";
   state.tip.style.display = "none";
   state.draws += 1;
   state.root.dataset.draws = String(state.draws);
