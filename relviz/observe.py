@@ -20,6 +20,7 @@ is ever claimed that transformers did not confirm. Results are cached per config
 """
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import sys
@@ -30,6 +31,7 @@ from typing import Any
 
 import torch
 
+from relviz.mechanisms.families import FAMILIES
 from relviz.mechanisms.mixer import ATTENTION, TokenMixer, kind_of_module
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
@@ -162,19 +164,40 @@ def _allowed(mask: Any, length: int) -> torch.Tensor:
 
 
 def _partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) -> list[int]:
-    """Probe a rotation: one unit vector per dim at position 1; the dim each lands on (itself: not rotated)."""
+    """Probe a rotation: one unit vector per dim at position 1; the dim each lands on (itself: not rotated).
+
+    All dims in one call where the rotation broadcasts over its heads axis (one unit vector per head);
+    else one call per dim."""
     width = x.shape[-1]
-    out = []
+    heads = [a for a in range(1, x.ndim - 1) if a != axis]
+    if heads:
+        shape = list(x.shape)
+        shape[0], shape[heads[0]] = 1, width
+        probe = torch.zeros(shape, dtype=x.dtype)                                    # [1, width, L, width] or so
+        probe.movedim(heads[0], 0).select(1, 0).reshape(width, -1, width)[:] = torch.eye(width)[:, None, :]
+        try:
+            turned = fn(probe, probe, *args[2:], **kwargs)
+            turned = turned[0] if isinstance(turned, tuple) else turned
+            rows = turned.select(axis, 1).movedim(heads[0] - (heads[0] > axis), 1).reshape(-1, width, width)[0]
+            return _landing(rows.clone())
+        except (RuntimeError, ValueError, IndexError):
+            pass                                  # it does not broadcast over heads: one dim at a time
+    rows = []
     for d in range(width):
         probe = torch.zeros_like(x)
         probe[..., d] = 1.0
         turned = fn(probe, probe, *args[2:], **kwargs)
         turned = turned[0] if isinstance(turned, tuple) else turned
-        at = turned.select(axis, 1).reshape(-1, width)[0]                          # [width] at position 1
-        at = at.clone()
-        at[d] = 0.0
-        out.append(int(at.abs().argmax()) if bool(at.abs().max() > 1e-6) else d)
-    return out
+        rows.append(turned.select(axis, 1).reshape(-1, width)[0])                  # [width] at position 1
+    return _landing(torch.stack(rows))
+
+
+def _landing(rows: torch.Tensor) -> list[int]:
+    """rows [width, width]: unit vector d rotated; the dim each lands on besides itself (itself: not rotated)."""
+    width = rows.shape[0]
+    rows[torch.arange(width), torch.arange(width)] = 0.0
+    big = rows.abs().max(dim=-1)
+    return [int(i) if bool(v > 1e-6) else d for d, (v, i) in enumerate(zip(big.values, big.indices))]
 
 
 def _build(config: Mapping[str, Any]):
@@ -366,7 +389,25 @@ def _mask_kind(allowed: torch.Tensor) -> str:
 
 
 def verified_plan(config: Mapping[str, Any], *, source: str = "config") -> ModelPlan:
-    """The plan of ``config``, every layer checked against what transformers runs (a ValueError otherwise)."""
+    """The plan of ``config``, every layer checked against what transformers runs (a ValueError otherwise).
+
+    Cached per config: a second read is a copy of the first (callers may set its directory)."""
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config must be a dict (a parsed config.json); got {type(config).__name__}")
+    try:
+        key = json.dumps(config, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"config must be plain JSON data: {exc}") from exc
+    types = [config.get("model_type"), (config.get("text_config") or {}).get("model_type")
+             if isinstance(config.get("text_config"), Mapping) else None]
+    table = json.dumps([FAMILIES.get(t) for t in types if isinstance(t, str)], sort_keys=True, default=repr)
+    return copy.deepcopy(_verified(key, source, table))
+
+
+@functools.lru_cache(maxsize=64)
+def _verified(key: str, source: str, table: str) -> ModelPlan:
+    """(``table``: the family table's entries the config reads, so an edited entry is verified afresh.)"""
+    config = json.loads(key)
     text = config.get("text_config")
     side = text if isinstance(text, Mapping) and isinstance(text.get("model_type"), str) else config
     small = shrink(side)                                  # a vision-language model: its text model alone
