@@ -164,9 +164,8 @@ lengths = [OWN] + [v for v in LENGTHS[1:] if own_cap is None or int(v) < own_cap
 if f"{P}_len" in st.session_state and st.session_state[f"{P}_len"] not in lengths:
     st.session_state[f"{P}_len"] = OWN  # a shorter length kept from a model with a longer context
 picked_length = c_len.select_slider("context length", lengths, value=OWN, key=f"{P}_len", bind="query-params",
-                                   format_func=lambda v: f"own: {own_cap:,}" if v == OWN and own_cap else v,
                                    help="Where the views are drawn: the model's own max_position_embeddings "
-                                        "(own), or shorter.")
+                                        "(own" + (f": {own_cap:,}" if own_cap else "") + "), or shorter.")
 chosen_length = 0 if picked_length == OWN else int(picked_length)
 with display.user_errors():
     kind, target = options[label]
