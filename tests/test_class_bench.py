@@ -25,6 +25,12 @@ def test_a_session_drawing_another_value_is_found():
     assert any("drew the same picture" in p for p in problems)
 
 
+def test_a_link_that_opened_as_two_pictures_is_found():
+    first, second = _student(0, []), _student(1, [])
+    first.charts_at_open, second.charts_at_open = "a", "b"
+    assert check_isolation([first, second]) == ["the same link opened as 2 different pictures"]
+
+
 def test_profile_categories_follow_the_stack():
     site = "/x/.venv/lib/python3.11/site-packages"
     page = (str(REPO / "pages" / "shaw.py"), "<module>")

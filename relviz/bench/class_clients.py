@@ -225,14 +225,17 @@ def run_plan(plan: ClassPlan) -> list[Student]:
 
 
 def check_isolation(students: list[Student]) -> list[str]:
-    """Problems showing a session drew what another session set: one value, two pictures; or two values,
-    one picture (each value's charts are the same for every student who set it, and differ between values)."""
+    """Problems showing a session drew what another session set: students who opened the same link saw different
+    pictures; one value, two pictures; or two values, one picture (each value's charts are the same for every
+    student who set it, and differ between values)."""
+    opened = {student.charts_at_open for student in students if student.charts_at_open}
+    problems = [f"the same link opened as {len(opened)} different pictures"] if len(opened) > 1 else []
     by_value: dict[float, set[str]] = {}
     for student in students:
         for move in student.moves:
             by_value.setdefault(move["value"], set()).add(move["charts"])
-    problems = [f"value {value:g}: {len(digests)} different pictures" for value, digests in by_value.items()
-                if len(digests) > 1]
+    problems += [f"value {value:g}: {len(digests)} different pictures" for value, digests in by_value.items()
+                 if len(digests) > 1]
     owner: dict[str, float] = {}
     for value, digests in by_value.items():
         for digest in digests:
