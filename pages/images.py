@@ -48,30 +48,24 @@ def mrope_scores_panel(rule: str, rows: int, cols: int, frames: int, tps: int, s
                "pairs.")
 
 
-display.page_title("Images and video")
-display.sign_convention(compact=True)
-
-with st.sidebar:
-    view = st.radio("view", VIEWS, key=f"{P}_view", bind="query-params")
-    st.subheader("Patch grid")
-    rows = int(st.slider("rows H (patches)", 1, 64, 16, key=f"{P}_rows", bind="query-params",
-                         help="64 × 64 patches: a 1024 × 1024 image at 16 px, 4,096 patches."))
-    cols = int(st.slider("columns W (patches)", 1, 64, 16, key=f"{P}_cols", bind="query-params"))
+def query_controls(rows: int, cols: int) -> tuple[int, int]:
+    """The query patch, above the charts that depend on it (inside their fragment: a move reruns them alone)."""
     controls.clamp_state(f"{P}_qr", 0, rows - 1)
     controls.clamp_state(f"{P}_qc", 0, cols - 1)
-    query_row = int(st.slider("query patch row", 0, max(rows - 1, 1), min(5, rows - 1), key=f"{P}_qr",
-                              bind="query-params", disabled=rows == 1)) if rows > 1 else 0
-    query_col = int(st.slider("query patch column", 0, max(cols - 1, 1), min(5, cols - 1), key=f"{P}_qc",
-                              bind="query-params", disabled=cols == 1)) if cols > 1 else 0
+    left, right = st.columns(2)
+    with left:
+        query_row = int(st.slider("query patch row", 0, rows - 1, min(5, rows - 1), key=f"{P}_qr",
+                                  bind="query-params")) if rows > 1 else 0
+    with right:
+        query_col = int(st.slider("query patch column", 0, cols - 1, min(5, cols - 1), key=f"{P}_qc",
+                                  bind="query-params")) if cols > 1 else 0
+    return query_row, query_col
 
-st.markdown(
-    "An image enters a vision transformer as a grid of **patches**, read row by row. Every structure on this "
-    "page depends on a pair of patches only through **(Δh, Δw) = (key row − query row, key column − query "
-    "column)**: a grid of H × W patches has (H·W)² pairs but only (2H − 1)(2W − 1) offsets, so each view is "
-    f"computed per offset. Here: {rows} × {cols} = {rows * cols:,} patches, {(rows * cols) ** 2:,} pairs, "
-    f"{(2 * rows - 1) * (2 * cols - 1):,} offsets.")
 
-if view == VIEWS[0]:
+@st.fragment
+def index_panel(rows: int, cols: int) -> None:
+    """The 2-D relative index view: the query patch's row (Δh, Δw laid out as the image) and every pair."""
+    query_row, query_col = query_controls(rows, cols)
     left, right = st.columns(2)
     with left:
         show("patch_row", rows, cols, query_row=query_row, query_col=query_col, axis="h", validate=False,
@@ -99,14 +93,11 @@ if view == VIEWS[0]:
         st.caption(f"The pair matrix ({rows * cols:,} × {rows * cols:,}) is drawn for grids of at most "
                    f"{sv.PAIR_MATRIX_MAX} patches; the two pictures above are its outlined row.")
 
-elif view == VIEWS[1]:
-    with st.sidebar:
-        st.subheader("Swin window")
-        window = int(st.slider("window M (patches per side)", 2, 16, 7, key=f"{P}_win", bind="query-params",
-                               help="Swin uses 7 (224 px) and 12; Swin v2 8, 16 and 24."))
-        pretrained = int(st.selectbox("Swin v2: pretrained window (0: this window)", ("0", "8", "12", "16"),
-                                      key=f"{P}_pre", bind="query-params"))
-        seed = int(st.slider("random table: seed", 0, 999, 0, key=f"{P}_seed", bind="query-params"))
+
+@st.fragment
+def swin_panel(rows: int, cols: int, window: int, seed: int) -> None:
+    """Swin's index formula, one query's bias and the gathered bias, for the query patch's place in its window."""
+    query_row, query_col = query_controls(rows, cols)
     in_row, in_col = query_row % window, query_col % window
     left, right = st.columns(2)
     with left:
@@ -127,6 +118,48 @@ elif view == VIEWS[1]:
                "logits: the table (random values here, as a fresh model has; a checkpoint holds learned ones) "
                "gathered per pair. It repeats in Toeplitz blocks, like Shaw's clipped table in two dimensions, "
                "except that the window itself is the clip: no offset beyond ±(M − 1) exists.")
+
+
+@st.fragment
+def rope_query_panel(rows: int, cols: int, args: dict) -> None:
+    """One query patch's scores against every key patch: the slice of the per-offset map the query reads."""
+    query_row, query_col = query_controls(rows, cols)
+    show("rope2d_query_scores", rows, cols, query_row=query_row, query_col=query_col, **args, validate=False,
+         key=f"{P}_fig_rope_query")
+    st.caption(f"**The query patch ({query_row}, {query_col}) against every key patch**: its part of the map beside "
+               f"(Δh from {-query_row} to {rows - 1 - query_row}, Δw from {-query_col} to {cols - 1 - query_col}), laid "
+               "out as the image. Move the query: the picture slides, its shape stays.")
+
+
+display.page_title("Images and video")
+display.sign_convention(compact=True)
+
+with st.sidebar:
+    view = st.radio("view", VIEWS, key=f"{P}_view", bind="query-params")
+    st.subheader("Patch grid")
+    rows = int(st.slider("rows H (patches)", 1, 64, 16, key=f"{P}_rows", bind="query-params",
+                         help="64 × 64 patches: a 1024 × 1024 image at 16 px, 4,096 patches."))
+    cols = int(st.slider("columns W (patches)", 1, 64, 16, key=f"{P}_cols", bind="query-params"))
+
+st.markdown(
+    "An image enters a vision transformer as a grid of **patches**, read row by row. Every structure on this "
+    "page depends on a pair of patches only through **(Δh, Δw) = (key row − query row, key column − query "
+    "column)**: a grid of H × W patches has (H·W)² pairs but only (2H − 1)(2W − 1) offsets, so each view is "
+    f"computed per offset. Here: {rows} × {cols} = {rows * cols:,} patches, {(rows * cols) ** 2:,} pairs, "
+    f"{(2 * rows - 1) * (2 * cols - 1):,} offsets.")
+
+if view == VIEWS[0]:
+    index_panel(rows, cols)
+
+elif view == VIEWS[1]:
+    with st.sidebar:
+        st.subheader("Swin window")
+        window = int(st.slider("window M (patches per side)", 2, 16, 7, key=f"{P}_win", bind="query-params",
+                               help="Swin uses 7 (224 px) and 12; Swin v2 8, 16 and 24."))
+        pretrained = int(st.selectbox("Swin v2: pretrained window (0: this window)", ("0", "8", "12", "16"),
+                                      key=f"{P}_pre", bind="query-params"))
+        seed = int(st.slider("random table: seed", 0, 999, 0, key=f"{P}_seed", bind="query-params"))
+    swin_panel(rows, cols, window, seed)
     show("swinv2_coords", window, pretrained_window=pretrained, key=f"{P}_fig_swinv2")
     st.caption("**Swin v2** replaces the table by a small MLP (2 → 512 → heads, bounded by 16·sigmoid) that "
                "reads each offset as a continuous coordinate, log-spaced: sign(x)·log2(1 + |x|)/log2(8) with "
@@ -149,14 +182,10 @@ elif view == VIEWS[2]:
         show("rope2d_scores", rows, cols, **args, validate=False, key=f"{P}_fig_rope_plane")
         st.caption(f"**The score per offset (Δh, Δw)**: {(2 * rows - 1) * (2 * cols - 1):,} values describe all "
                    f"{(rows * cols) ** 2:,} pairs. Half the frequency pairs turn with the row, half with the "
-                   "column, so the map is a row term plus a column term: S(Δh, Δw) = S_h(Δh) + S_w(Δw). The "
-                   f"query patch ({query_row}, {query_col}) reads the part Δh ∈ [{-query_row}, {rows - 1 - query_row}], "
-                   f"Δw ∈ [{-query_col}, {cols - 1 - query_col}]; every query reads its own part of the same map.")
+                   "column, so the map is a row term plus a column term: S(Δh, Δw) = S_h(Δh) + S_w(Δw). Every "
+                   "query patch reads its own H × W part of this one map.")
     with right:
-        show("rope2d_query_scores", rows, cols, query_row=query_row, query_col=query_col, **args, validate=False,
-                            key=f"{P}_fig_rope_query")
-        st.caption(f"**The query patch ({query_row}, {query_col}) against every key patch**: its part of the map "
-                   "beside, laid out as the image. Move the query: the picture slides, its shape stays.")
+        rope_query_panel(rows, cols, args)
     show("rope2d_pairs", head_dim, rows, cols, key=f"{P}_fig_rope_pairs")
     st.caption("**Which pairs turn with which axis, and how fast.** Pixtral takes a D-wide RoPE and gives its "
                "even-indexed θ to the row, the odd-indexed to the column, so rows and columns alternate along the "
