@@ -385,11 +385,12 @@ class Scenario:
 
 SCENARIOS: dict[str, list[Scenario]] = {
     "pages/t5.py": [
-        Scenario("num_buckets 2 bidirectional", [("t5_bi", True), ("t5_md", 128), ("t5_nb", 2)], ("num_buckets",)),
-        Scenario("num_buckets 3 bidirectional", [("t5_nb", 3)], ("num_buckets",)),
-        Scenario("compare tab while invalid", [("t5_tab", "Compare with Shaw")], ("num_buckets",)),
-        Scenario("nearest valid preset", [("t5_fix", "click"), ("t5_tab", "Buckets")]),
+        # the num_buckets slider starts at the smallest value each direction takes (4 bidirectional, 2 not)
+        Scenario("num_buckets at the bidirectional minimum", [("t5_bi", True), ("t5_md", 128), ("t5_nb", 4)]),
         Scenario("max_distance = max_exact", [("t5_nb", 128), ("t5_md", 32)], ("max_distance",)),
+        Scenario("compare tab while invalid", [("t5_tab", "Compare with Shaw")], ("max_distance",)),
+        Scenario("nearest valid preset", [("t5_fix", "click"), ("t5_tab", "Buckets")]),
+        Scenario("max_distance = max_exact again", [("t5_nb", 128), ("t5_md", 32)], ("max_distance",)),
         Scenario("max_distance < max_exact", [("t5_md", 1)], ("max_distance",)),
         Scenario("unidirectional 2 buckets, max_distance 1", [("t5_bi", False), ("t5_nb", 2), ("t5_md", 1)],
                  ("max_distance",)),
