@@ -103,7 +103,7 @@ with display.user_errors():
     rel = relative(length)
     col_pe, col_sim, col_rel = st.columns(3)
     with col_pe:
-        st.markdown("**Absolute: PE[p, d]** (positions × dimensions)")
+        st.markdown("**Absolute: PE[p, d]**")
         display.show_figure(encoding_fig(length, d_model), key="abs_fig_pe")
         st.caption("Dimensions 2k and 2k + 1 hold sin and cos of p·ω_k with ω_k = 10000^(−2k/d_model): the "
                    "first pairs turn fast (wavelength 2π), later ones ever slower (up to 2π·10000). Each "
@@ -111,15 +111,16 @@ with display.user_errors():
         downloads.matrix_downloads(pe, name=f"sinusoidal_L{length}_d{d_model}", key="abs_dl_pe", corner="p\\\\d")
     with col_sim:
         if projected:
-            st.markdown("**Through a random head: (PE_i W_Q)·(PE_j W_K) / √64**")
+            st.markdown("**Through a random head**")
             display.show_figure(similarity_fig(length, d_model, projected=projected), key="abs_fig_sim")
-            st.caption("The projections mix frequencies, so the sin·sin + cos·cos pairs no longer combine "
-                       "into cos((j − i)ω): the score depends on where the pair sits, not only on j − i. A "
+            st.caption("(PE_i W_Q)·(PE_j W_K) / √64 with random Gaussian W_Q, W_K. The projections mix "
+                       "frequencies, so the sin·sin + cos·cos pairs no longer combine into cos((j − i)ω): the score depends on where the pair sits, not only on j − i. A "
                        "trained head can learn to keep the relative part, but nothing forces it to.")
         else:
-            st.markdown("**Their dot products: PE_i · PE_j / (d_model/2)**")
+            st.markdown("**Dot products PE_i · PE_j**")
             display.show_figure(similarity_fig(length, d_model, projected=projected), key="abs_fig_sim")
-            st.caption("sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so PE_i · PE_j = Σ_k cos((j − i)·ω_k): "
+            st.caption("Shown divided by d_model / 2. sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so "
+                       "PE_i · PE_j = Σ_k cos((j − i)·ω_k): "
                        "constant along every diagonal, like the relative matrix beside it. Absolute vectors, "
                        "relative dot products.")
         downloads.matrix_downloads(sim, name=f"{'projected' if projected else 'sinusoidal'}_similarity_L{length}"

@@ -185,3 +185,20 @@ def test_a_refused_link_value_says_the_range_its_control_takes(value):
     (notice,) = [w.value for w in at.warning if "Ignored in the link" in w.value]
     assert f"sh_clip={value}" in notice and "from 0 to 64" in notice
     assert at.slider(key="sh_clip").value == 3
+
+
+def test_absolute_pages_three_maps_keep_their_width_with_the_colour_bar_below():
+    """Defect 13: in a third of the page each map was 100–180 px wide (a colour bar on the right took ~70 px) and
+    the titles above wrapped; the bars now sit under the maps (seen at 1280 × 720: three plot areas 171 px wide,
+    test-artifacts/defects/d13-absolute-after.png) and the titles are short."""
+    from page_support import run_page
+
+    at = run_page("absolute")
+    import json
+
+    for key in ("abs_fig_pe", "abs_fig_sim", "abs_fig_rel"):
+        (chart,) = [c for c in at.get("plotly_chart") if key in c.proto.id]
+        bar = json.loads(chart.proto.spec)["data"][0]["colorbar"]
+        assert bar["orientation"] == "h" and bar["y"] < 0, key
+    titles = [m.value for m in at.markdown if m.value.startswith("**") and m.value.endswith("**")][:3]
+    assert titles and all(len(t) <= 32 for t in titles), titles
