@@ -11,7 +11,7 @@ import functools
 import numpy as np
 import torch
 
-from relviz.positions import alibi_slopes, alibi_slopes_geometric, mpt_alibi_slopes
+from relviz.positions import alibi_power_of_two, alibi_slopes, alibi_slopes_geometric, mpt_alibi_slopes
 
 #: Most heads the ALiBi settings (and the settings search) consider.
 MAX_HEADS = 256
@@ -37,7 +37,7 @@ def _slopes_sorted(num_heads: int) -> np.ndarray:
 
 def _slopes_extra_first(num_heads: int) -> np.ndarray:
     """The right n slopes, the every-other slopes of 2p first and the nearest power of 2's after."""
-    lower = 1 << (num_heads.bit_length() - 1)
+    lower = alibi_power_of_two(num_heads)
     slopes = _slopes(num_heads)
     return np.concatenate([slopes[lower:], slopes[:lower]])
 
@@ -56,13 +56,13 @@ def _slopes_truncated(num_heads: int) -> np.ndarray:
 def _slopes_from_0(num_heads: int) -> np.ndarray:
     """Each slope one power of its base too large: 2^(−8h/n) from h = 0 (head 0 gets slope 1); for a head
     count that is not a power of 2, the extra heads' base 2^(−4/p) likewise."""
-    lower = 1 << (num_heads.bit_length() - 1)
+    lower = alibi_power_of_two(num_heads)
     bases = np.where(np.arange(num_heads) < lower, 2.0 ** (-8.0 / lower), 2.0 ** (-4.0 / lower))
     return _slopes(num_heads) / bases
 
 
 def _power_of_2(n: int) -> bool:
-    return n & (n - 1) == 0
+    return alibi_power_of_two(n) == n
 
 
 
