@@ -62,7 +62,7 @@ def _on_step(audience, tour: tours.Tour, index: int, name: str) -> None:
     except Exception:
         audience.screenshot(path=str(ARTIFACTS / f"{name}-{index + 1:02d}-failed.png"))
         raise
-    audience.wait_for_timeout(700)  # the charts' layout settles
+    audience.wait_for_timeout(400)  # the charts' layout settles
     found = audience.evaluate(SUBJECT_JS, step.subject)
     audience.screenshot(path=str(ARTIFACTS / f"{name}-{index + 1:02d}.png"))
     box, title, legend, _ = found

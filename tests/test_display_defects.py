@@ -202,3 +202,15 @@ def test_absolute_pages_three_maps_keep_their_width_with_the_colour_bar_below():
         assert bar["orientation"] == "h" and bar["y"] < 0, key
     titles = [m.value for m in at.markdown if m.value.startswith("**") and m.value.endswith("**")][:3]
     assert titles and all(len(t) <= 32 for t in titles), titles
+
+
+def test_keys_seen_panel_titles_start_at_their_panels_and_fit_half_a_page():
+    """Defect 15 (part): in Your model's compare mode (half a page per model) the two panel titles, centred over
+    their panels, ran into each other, and the right panel's axis title was cut."""
+    from relviz import show
+
+    figure = show.layer_pattern("models/llama-4-scout", 0)
+    notes = [a for a in figure.layout.annotations if a.yref == "paper" and a.y == 1.0]
+    assert [(a.x, a.xanchor) for a in notes] == [(0.0, "left"), (0.6, "left")]
+    assert all(len(a.text) * 7 < 0.6 * 330 for a in notes)        # 13 px text inside the left panel of 330 px
+    assert len(figure.layout.xaxis2.title.text) <= 26

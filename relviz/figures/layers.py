@@ -116,9 +116,11 @@ def _keys_seen(view: KeysSeen) -> go.Figure:
     figure = go.Figure(layout=dict(
         xaxis=dict(domain=[0, 0.47], anchor="y"), yaxis=dict(anchor="x"),
         xaxis2=dict(domain=[0.6, 1], anchor="y2"), yaxis2=dict(anchor="x2"),
-        annotations=[dict(text=text, x=x, xref="paper", y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                          font=dict(size=13)) for text, x in (("keys each query sees", 0.235),
-                                                               ("offsets j − i it may attend", 0.8))]))
+        # each panel's title starts at its panel's left edge: centred, the two ran into each other in half a page
+        # (Your model's compare mode)
+        annotations=[dict(text=text, x=x, xref="paper", xanchor="left", y=1.0, yref="paper", yanchor="bottom",
+                          showarrow=False, font=dict(size=13)) for text, x in (("keys seen per query", 0.0),
+                                                                               ("allowed offsets j − i", 0.6))]))
     x = view.positions + 1
     figure.add_trace(go.Scatter(
         x=x, y=view.count, mode="lines", line=dict(color="#2ca02c", width=2), name="keys seen",
@@ -146,7 +148,7 @@ def _keys_seen(view: KeysSeen) -> go.Figure:
                                 hovertemplate="query %{x}<br>farthest back %{y}<extra></extra>"))
     figure.update_layout(
         xaxis=dict(type="log", title_text="query position i + 1"), yaxis=dict(type="log", title_text="keys seen"),
-        xaxis2=dict(title_text="query position i (the first queries)"), yaxis2=dict(title_text="j − i"),
+        xaxis2=dict(title_text="query i (the first ones)"), yaxis2=dict(title_text="j − i"),
         shapes=shapes, height=340, margin=dict(l=60, r=10, t=40, b=45), showlegend=False)
     return figure
 
