@@ -19,7 +19,7 @@ import torch
 
 from relviz.mechanisms.view_kinds import LayerView
 
-__all__ = ["ConfigView", "LayerContext", "Mechanism", "MAX_POSITIONS", "MAX_LAYERS", "REQUIRED"]
+__all__ = ["ConfigView", "LayerContext", "Mechanism", "ToyMechanism", "MAX_POSITIONS", "MAX_LAYERS", "REQUIRED"]
 
 #: The longest context relviz reads (Llama 4 Scout claims 10M; 2^27 leaves room, and refuses 2^40).
 MAX_POSITIONS = 1 << 27
@@ -187,3 +187,16 @@ class Mechanism:
         """What this mechanism looks like on ``layer`` (its LayerPlan: the other mechanisms it sits with) at
         ``length`` positions, as relviz.mechanisms.view_kinds' data kinds, built per offset or per position."""
         return []
+
+
+class ToyMechanism(Mechanism):
+    """A mechanism only relviz's toy model applies (relviz.toy_plan builds it from a model): no published
+    config names it, so ``read`` finds it in none; its values are learned (in the checkpoint)."""
+
+    positional = True
+    needs_weights = True
+    legend = "bias"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> Mechanism | None:
+        return None

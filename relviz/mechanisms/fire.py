@@ -4,13 +4,12 @@ applies it (``read`` finds it in no config): relviz's toy model hands it out (re
 checkpoint draws on the Your model page. Its function and its curve are relviz.schemes.fire's."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
-from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.view_kinds import LayerView
 from relviz.schemes.fire import Fire, FireBias, fire_curve
 
@@ -18,23 +17,16 @@ __all__ = ["FireFunction"]
 
 
 @dataclass(frozen=True, eq=False)
-class FireFunction(Mechanism):
+class FireFunction(ToyMechanism):
     """``function``: the layer's FIRE module (c, L and the MLP); ``layer``: its index."""
 
     function: FireBias
     layer: int
 
-    positional = True
-    needs_weights = True
     name = "fire"
     role = "adds a learned function of the normalised distance"
     order = 13
     scheme = "fire"
-    legend = "bias"
-
-    @classmethod
-    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> FireFunction | None:
-        return None     # no published config names it; relviz.toy_plan builds it from a toy model
 
     def bias(self, length: int) -> torch.Tensor:
         """[H, L, L] what the layer adds to its logits (future keys: distance 0, masked by the pattern)."""

@@ -4,14 +4,13 @@ relviz's toy model hands it out (relviz.toy_plan), so a KERPLE checkpoint draws 
 formula and its curve are relviz.schemes.kerple's, written once there."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.view_kinds import LayerView
 from relviz.schemes.kerple import Kerple, kerple_bias, kerple_curve
 
@@ -19,23 +18,16 @@ __all__ = ["KerpleBias"]
 
 
 @dataclass(frozen=True, eq=False)
-class KerpleBias(Mechanism):
+class KerpleBias(ToyMechanism):
     """``r1``, ``r2``: [H], both > 0 (the softplus of the learned values)."""
 
     r1: torch.Tensor
     r2: torch.Tensor
 
-    positional = True
-    needs_weights = True
     name = "kerple"
     role = "adds a learned logarithmic bias per head"
     order = 12
     scheme = "kerple"
-    legend = "bias"
-
-    @classmethod
-    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> KerpleBias | None:
-        return None     # no published config names it; relviz.toy_plan builds it from a toy model
 
     def bias_per_offset(self, offsets: torch.Tensor) -> torch.Tensor:
         """[H, n] the bias at ``offsets`` [n]."""

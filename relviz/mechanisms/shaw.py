@@ -4,13 +4,12 @@ values; one pair of tables per layer, shared by the heads. No model in the famil
 relviz.schemes.shaw's, written once there."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
-from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.view_kinds import LayerView
 from relviz.schemes.shaw import Shaw, shaw_views
 
@@ -18,7 +17,7 @@ __all__ = ["ShawTables"]
 
 
 @dataclass(frozen=True, eq=False)
-class ShawTables(Mechanism):
+class ShawTables(ToyMechanism):
     """``rel_k``, ``rel_v``: every layer's tables [2·clip + 1, D_head] (the views compare the layers);
     ``layer``: this layer's index."""
 
@@ -28,17 +27,10 @@ class ShawTables(Mechanism):
     causal: bool
     layer: int
 
-    positional = True
-    needs_weights = True
     name = "shaw"
     role = "adds learned vectors per clipped offset to keys and values"
     order = 14
     scheme = "shaw"
-    legend = "bias"
-
-    @classmethod
-    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> ShawTables | None:
-        return None     # no published config names it; relviz.toy_plan builds it from a toy model
 
     def label(self) -> str:
         return f"Shaw k {self.clip}"

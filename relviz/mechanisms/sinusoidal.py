@@ -4,11 +4,10 @@ table applies it (``read`` finds it in no config): relviz's toy model hands it o
 encoding is relviz.absolute's, its words relviz.schemes.sinusoidal's."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.schemes.sinusoidal import Sinusoidal
 
@@ -16,19 +15,15 @@ __all__ = ["SinusoidalAbsolute"]
 
 
 @dataclass(frozen=True)
-class SinusoidalAbsolute(Mechanism):
+class SinusoidalAbsolute(ToyMechanism):
     d_model: int
 
-    positional = True
+    needs_weights = False           # fixed: nothing learned
     name = "sinusoidal"
     role = "adds a fixed sin/cos vector per position to the input"
     order = 21
     scheme = "sinusoidal"
     legend = "absolute"
-
-    @classmethod
-    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> SinusoidalAbsolute | None:
-        return None     # no published config names it; relviz.toy_plan builds it from a toy model
 
     def label(self) -> str:
         return "sinusoidal abs"

@@ -4,13 +4,12 @@ applies it (``read`` finds it in no config): relviz's toy model hands it out (re
 are relviz.schemes.skew's, written once there."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
-from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.view_kinds import LayerView
 from relviz.schemes.skew import Skew, skew_views
 
@@ -18,23 +17,16 @@ __all__ = ["SkewTable"]
 
 
 @dataclass(frozen=True, eq=False)
-class SkewTable(Mechanism):
+class SkewTable(ToyMechanism):
     """``e_r``: every layer's table [M, D_head] (the views compare the layers); ``layer``: this layer's index."""
 
     e_r: tuple[torch.Tensor, ...]
     layer: int
 
-    positional = True
-    needs_weights = True
     name = "skew"
     role = "adds q·E_r per distance to the logits (the skew)"
     order = 15
     scheme = "skew"
-    legend = "bias"
-
-    @classmethod
-    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> SkewTable | None:
-        return None     # no published config names it; relviz.toy_plan builds it from a toy model
 
     def label(self) -> str:
         return f"skew M {self.e_r[0].shape[0]}"
