@@ -20,6 +20,8 @@ ANSWERS = {
                      "and why is its upper triangle garbage?",
     "pages/absolute.py": "What does an absolute encoding know about relative position, and how does ALiBi "
                          "turn distance into a penalty?",
+    "pages/images.py": "How do image patches and video frames get relative positions: Swin's 2-D table, 2-D RoPE, "
+                       "and M-RoPE's three ids per token?",
     "pages/attention.py": "Where does a small transformer trained with each scheme look, and what did it learn?",
     "pages/experiments.py": "What can each scheme measurably do: tell offsets apart, run longer than it was trained, fit in memory?",
     "pages/rope.py": "How do RoPE's rotations make the score depend on j − i alone, and how do its scalings "
