@@ -231,3 +231,35 @@ def test_relative_positions_held_in_low_precision_are_named():
 
     got = torch.as_tensor(offsets(4, 600)).to(torch.bfloat16).double().numpy()   # j − i up to 599, rounded
     assert C.check("relative", got, C.Settings()).cause.name == "relative positions in bfloat16"
+
+
+@pytest.mark.parametrize("kind,layout,rotary", [("rope_cos", "half", 64), ("rope_sin", "interleaved", 64),
+                                                ("rope_angles", "half", 64), ("rope_cos", "half", 48)])
+def test_rope_base_rotary_dims_and_first_position_beyond_the_grid_are_read_from_the_data(capsys, tmp_path, kind,
+                                                                                         layout, rotary):
+    s = rope_settings(head_dim=64, base=31337.0, rotary_dim=rotary, layout=layout, q_offset=7)
+    got = variant_cache(kind, "", (384, rotary // 2 if kind == "rope_angles" else 64), s)
+    report = cli_json(capsys, tmp_path, got, "--kind", kind, "--head-dim", "64", "--base", "10000",
+                      *(["--rotary-dim", str(rotary)] if kind == "rope_angles" else []))
+    expected = ["base = 31337, not 10000"]
+    expected += [f"rotary_dim = {rotary}, not 64"] if rotary != 64 and kind != "rope_angles" else []
+    expected += ["layout interleaved, not half"] if layout == "interleaved" else []
+    assert report["cause"]["name"] == " + ".join(expected + ["first position 7, not 0"])
+
+
+def test_llama3_and_longrope_factors_beyond_the_grid_are_read_from_the_data():
+    from relviz.rope import RopeScaling
+
+    llama3 = RopeScaling("llama3", factor=16.0, original_max_position_embeddings=8192, low_freq_factor=2.0,
+                         high_freq_factor=6.0)   # the grid holds factors 8 and 32 with low 1, high 4 only
+    s = rope_settings(head_dim=128, base=500000.0, max_position_embeddings=8192, scaling=llama3)
+    for kind, width in (("rope_angles", 64), ("rope_cos", 128)):
+        got = variant_cache(kind, "", (4096, width), s)
+        name = C.check(kind, got, rope_settings(head_dim=128, base=500000.0)).cause.name
+        assert name == "scaling llama3 ×16 over 8192 (low_freq_factor 2, high_freq_factor 6), not none", kind
+    factors = tuple(float(x) for x in np.linspace(1.0, 9.0, 32).round(3))
+    longrope = RopeScaling("longrope", factor=1.0, original_max_position_embeddings=512, short_factor=factors,
+                           long_factor=factors)
+    s = rope_settings(head_dim=64, max_position_embeddings=4096, scaling=longrope)
+    name = C.check("rope_angles", variant_cache("rope_angles", "", (512, 32), s), rope_settings(head_dim=64)).cause.name
+    assert name.startswith("scaling longrope ×1 over 512 (factors per pair 1, 1.258, 1.516, 1.774, …), not none")

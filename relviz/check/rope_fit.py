@@ -20,6 +20,7 @@ from relviz.check.rope import (
     describe_scaling, reference_recipe, rope_settings, stored_in, tolerance,
 )
 from relviz.check.rope_causes import COMMON_BASES, variants
+from relviz.check.rope_derive import derive
 from relviz.rope import RopeScaling, rope_parameters
 
 #: The bases tried, most common first (Llama 2 / Mistral 10^4, Llama 3 5·10^5, Qwen 10^6, ...).
@@ -81,15 +82,24 @@ def _score(kind: RopeKind, s: RopeSettings, sample: np.ndarray, rows: np.ndarray
     return float((gap <= tolerance(bound, built, storage)).mean()), float(gap.mean())
 
 
-def fit(kind_name: str, got: np.ndarray) -> CheckResult:
-    """The settings on the grid that reproduce ``got``; else, among the closest (mean |difference| on sampled
-    rows), the first whose named mistake does; else the closest settings."""
+def fit(kind_name: str, got: np.ndarray, *, read_first: bool = False) -> CheckResult:
+    """The settings read from ``got`` or on the grid that reproduce it; else, among the closest (mean |difference|
+    on sampled rows), the first whose named mistake does; else the closest settings. A first position other than 0
+    is read only with ``read_first`` (explaining a mismatch against given settings): a bare fit assumes row 0 is
+    position 0, so positions from 1 stay a named mistake."""
     kind = ROPE_KINDS[kind_name]
     got = np.asarray(got, dtype=np.float64)
     if got.ndim != 2:
         raise ValueError(f"a {kind.description} is 2-D; got shape {tuple(got.shape)}")
     rows = sample_rows(got.shape[0])
     sample, total, storage = got[rows], int(got.shape[0]), _storage(got)   # once: the upload is read per search
+    for s in derive(kind_name, got):   # settings read from the data first: no grid holds base 31337 or offset 7
+        if s.q_offset and not read_first:
+            continue
+        if _score(kind, s, sample, rows, total, storage)[0] == 1.0:
+            result = compare(kind_name, got, s, fitted=True)
+            if result.ok or (storage is not None and result.cause and result.cause.name == stored_in(storage)):
+                return result
     scored: list[tuple[float, int, RopeSettings]] = []
     for n, s in enumerate(candidates(kind, got.shape, sample)):
         share, error = _score(kind, s, sample, rows, total, storage)
@@ -125,11 +135,22 @@ def differences(found: RopeSettings, given: RopeSettings) -> list[str]:
         out.append(f"rotary_dim = {found.rotary_dim}, not {given.rotary_dim}")
     if found.layout != given.layout:
         out.append(f"layout {found.layout}, not {given.layout}")
-    if describe_scaling(found.config.scaling) != describe_scaling(given.config.scaling):
-        out.append(f"scaling {describe_scaling(found.config.scaling)}, not {describe_scaling(given.config.scaling)}")
+    if found.config.scaling != given.config.scaling:
+        out.append(f"scaling {scaling_words(found.config.scaling)}, not {scaling_words(given.config.scaling)}")
     if found.q_offset != given.q_offset:
         out.append(f"first position {found.q_offset}, not {given.q_offset}")
     return out
+
+
+def scaling_words(s: RopeScaling) -> str:
+    """A scaling rule with the parameters the search reads (Llama 3's frequency factors, LongRoPE's per pair)."""
+    words = describe_scaling(s)
+    if s.rope_type == "llama3":
+        words += f" (low_freq_factor {s.low_freq_factor:g}, high_freq_factor {s.high_freq_factor:g})"
+    if s.rope_type == "longrope" and s.short_factor:
+        shown = ", ".join(f"{f:.4g}" for f in s.short_factor[:4])
+        words += f" (factors per pair {shown}{', …' if len(s.short_factor) > 4 else ''})"
+    return words
 
 
 WHY = {"base": "rope_theta was not passed on (a default of 10000 is the usual culprit).",
@@ -149,7 +170,7 @@ def explain(result: CheckResult, given: RopeSettings) -> CheckResult:
     if derived is not None:
         return derived
     try:
-        found = fit(result.kind, result.got)
+        found = fit(result.kind, result.got, read_first=True)
     except ValueError:
         return result
     if not (found.ok or found.causes):
