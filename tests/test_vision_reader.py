@@ -186,3 +186,29 @@ def test_swin_and_swinv2_bias_of_every_block_is_read_from_the_checkpoint(tmp_pat
                         16, 16, -1).permute(2, 0, 1).contiguous())
             got = swin_bias(found.table, found.window)
             assert torch.allclose(got, expected, atol=1e-6), (model.config.model_type, index)
+
+
+def test_qwen3_vl_text_side_interleaves_its_sections_as_transformers():
+    """Qwen3-VL's text rotary interleaves t, h, w pair by pair: the plan rotates as its module at real ids, with the
+    config's sections and with the module's own default [24, 20, 20] when the config names none."""
+    from transformers import Qwen3VLConfig, Qwen3VLTextConfig
+
+    modeling = _modeling("qwen3_vl")
+    for head_dim, section in ((32, [6, 5, 5]), (128, None)):
+        params = {"rope_type": "default", "rope_theta": 10000.0, **({"mrope_section": section} if section else {})}
+        config = Qwen3VLTextConfig(hidden_size=64, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=1,
+                                   intermediate_size=16, vocab_size=32, head_dim=head_dim, rope_parameters=params)
+        plan = read_plan(config.to_dict())
+        ids, _ = mrope_position_ids([Text(3), Image(3, 4), Text(2), Video(3, 2, 2, frame_text=2)],
+                                    MROPE_RULES["qwen3_vl"], device="cpu")
+        q = torch.randn(1, 2, ids.shape[1], head_dim)
+        cos, sin = modeling.Qwen3VLTextRotaryEmbedding(config)(q, ids[:, None, :])
+        expected, _ = modeling.apply_rotary_pos_emb(q, q, cos, sin)
+        assert torch.equal(plan.rotate(q, ids), expected), section
+    full = Qwen3VLConfig(vision_config=dict(depth=2, hidden_size=64, num_heads=4, out_hidden_size=32),
+                         text_config=dict(hidden_size=32, num_attention_heads=2, num_key_value_heads=2,
+                                          num_hidden_layers=1, intermediate_size=16, vocab_size=32, head_dim=16,
+                                          rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                                                           "mrope_section": [2, 3, 3]}))
+    plan = read_plan(full.to_dict())
+    assert plan.stack_names == ["decoder", "vision"] and plan.layer(0, stack="vision").find(Rope2DLayer).head_dim == 16

@@ -173,6 +173,13 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "flint": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {},
                                                 "sinks": {}}},
     "kolibri1": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},
+    # Qwen3-VL: the text side's M-RoPE interleaves the axes pair by pair ([24, 20, 20] unless the config says), and the
+    # vision tower rotates by 2-D RoPE on every block
+    **{t: {"stacks": {**DECODER, **({"vision": {"layers_field": "depth", "config": "vision_config", "causal": False,
+                                                "mechanisms": {"rope2d": {"variant": "qwen_vl"}}}} if tower else {})},
+           "mechanisms": {"rotation": {"sections_interleaved": True, "sections_default": [24, 20, 20]},
+                          "pattern": {}}}
+       for t, tower in (("qwen3_vl_text", False), ("qwen3_vl", True))},
     # vision encoders: 2-D RoPE on every layer, every patch sees every other (Pixtral's encoder, DINOv3's ViT)
     "pixtral": {"stacks": ENCODER, "mechanisms": {"rope2d": {"variant": "pixtral", "heads_field": "num_attention_heads"},
                                                   "pattern": {}}},

@@ -59,13 +59,15 @@ class Rotation(Mechanism):
     head_width: int | None = None       # the q/k width the rotated dims sit in (None: rope.head_dim)
     rotary_offset: int = 0              # index of the first rotated dim within the head
     sections: tuple[int, ...] | None = None   # M-RoPE: pairs per axis (temporal, height, width)
+    sections_interleaved: bool = False  # Qwen3-VL: the axes take turns pair by pair instead of in blocks
 
     positional = True
     name = "rotation"
     option_types = {"layout": frozenset(LAYOUTS), "layout_when_set": frozenset(LAYOUTS), "skip_field": str,
                     "layer_types": (str, tuple, list), "layer_types_when": str, "per_layer_type": dict,
                     "defaults": dict, "type_aliases": dict, "fields": dict, "rotary_dim_field": str, "theta": float,
-                    "layout_field": str, "layout_field_default": bool, "pass_before_field": str}
+                    "layout_field": str, "layout_field_default": bool, "pass_before_field": str,
+                    "sections_interleaved": bool, "sections_default": (list, tuple)}
     role = "rotates q and k"
     order = 0
     scheme = "rope"
@@ -116,9 +118,12 @@ class Rotation(Mechanism):
             width = offset + rope.head_dim
         params = fields.get("rope_parameters") or fields.get("rope_scaling") or {}
         sections = params.get("mrope_section") if isinstance(params, Mapping) else None
+        if sections is None:                 # Qwen3-VL's rotary module falls back to its own sections
+            sections = options.get("sections_default")
         if sections is not None:
             sections = _sections(cfg, sections, rope.pairs)
-        return cls(rope=rope, layout=layout, head_width=width, rotary_offset=offset, sections=sections)
+        return cls(rope=rope, layout=layout, head_width=width, rotary_offset=offset, sections=sections,
+                   sections_interleaved=bool(options.get("sections_interleaved", False)))
 
     # -- the reference math ------------------------------------------------------------------
 
@@ -151,7 +156,12 @@ class Rotation(Mechanism):
         inv_freq, scaling = rope_parameters(self.rope, seq_len if self.rope.scaling.rope_type != "default" else None,
                                             device=x.device)
         freqs = positions.to(x.device).float()[..., None] * inv_freq.float()        # [A, L, P]
-        if self.sections is not None:
+        if self.sections is not None and self.sections_interleaved:      # the axis of each pair (relviz.vision)
+            from relviz.vision.mrope import mrope_pair_axes
+
+            axes = mrope_pair_axes(self.sections, interleaved=True).to(x.device)
+            freqs = freqs.expand(3, -1, -1).gather(0, axes.view(1, 1, -1).expand(1, freqs.shape[1], -1))[0]
+        elif self.sections is not None:
             freqs = freqs.expand(3, -1, -1)
             freqs = torch.cat([part[k % 3] for k, part in enumerate(freqs.split(list(self.sections), dim=-1))], -1)
         else:
@@ -172,7 +182,8 @@ class Rotation(Mechanism):
         if self.rotary_offset:
             dims += f" (dims {self.rotary_offset}–{self.rotary_offset + self.rotary_dim - 1})"
         scaled = f", {s.rope_type} ×{s.factor:g}" if s.factor else ""
-        sections = f", M-RoPE sections {list(self.sections)}" if self.sections else ""
+        sections = (f", M-RoPE sections {list(self.sections)}" + (" interleaved" if self.sections_interleaved else "")
+                    if self.sections else "")
         return (f"RoPE base {self.rope.base:g} on {dims}{scaled}{sections}; layout: {LAYOUTS[self.layout]}")
 
     def settings(self) -> dict[str, Any]:
