@@ -263,3 +263,27 @@ def test_llama3_and_longrope_factors_beyond_the_grid_are_read_from_the_data():
     s = rope_settings(head_dim=64, max_position_embeddings=4096, scaling=longrope)
     name = C.check("rope_angles", variant_cache("rope_angles", "", (512, 32), s), rope_settings(head_dim=64)).cause.name
     assert name.startswith("scaling longrope ×1 over 512 (factors per pair 1, 1.258, 1.516, 1.774, …), not none")
+
+
+@pytest.mark.parametrize("got, cause", [
+    (alibi_slopes(32).double().numpy()[8:16], "slopes of heads 8–15 of 32"),        # a shard's slice, 8 heads given
+    (alibi_slopes(16).double().numpy()[:8], "slopes of heads 0–7 of 16"),
+    (np.asarray([2.0 ** (-16 * h / 8) for h in range(1, 9)]), "alibi_bias_max = 16, not 8"),
+    (alibi_slopes(12, float32_powers=True).double().numpy()[::-1] * -1, "heads in reverse order + slopes negated"),
+], ids=["shard", "global count", "bias max", "reversed and negated"])
+def test_alibi_slope_vectors_are_fit_then_explained(capsys, tmp_path, got, cause):
+    report = cli_json(capsys, tmp_path, got, "--kind", "alibi_slopes")
+    assert report["cause"]["name"] == cause
+
+
+@pytest.mark.parametrize("flags, cause", [
+    (dict(pad_right=True, drop_last=False, flip=True), "pad on the right + E_r in the opposite order"),
+    (dict(pad_right=False, drop_last=True, transpose=True), "dropped the last row + transposed"),
+    (dict(pad_right=False, drop_last=False, shift=1.0), "values off by +1"),
+])
+def test_skew_outputs_are_fit_then_explained(flags, cause):
+    flags = dict(flags)
+    shift, transpose = flags.pop("shift", 0.0), flags.pop("transpose", False)
+    got = MK._skew_like(12, **flags) + shift
+    got = got.T.copy() if transpose else got
+    assert C.check("skew", got, C.Settings(full=True)).cause.name == cause

@@ -454,10 +454,14 @@ def explain(result: CheckResult, given: Settings | None) -> CheckResult:
     from relviz.check.difference import describe  # here: difference and matrix_spaces import this module
     from relviz.check.matrix_spaces import SPACES
     from relviz.check.search import search
+    from relviz.check.whole_spaces import explain_whole
 
     if result.ok:
         return result
     spec = spec_of(result.kind)
+    whole = explain_whole(result, given, spec.description)   # the kinds that are not a function of j − i
+    if whole is not None:
+        return whole if whole.causes else replace(whole, difference=describe(whole))
     space = SPACES.get(spec.name)
     got = np.asarray(result.got)
     if space is not None and got.ndim == 2:
