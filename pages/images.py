@@ -219,7 +219,8 @@ else:
                    f"{frames}-frame video and text. Text continues one counter on all three rows; a grid starting "
                    "at s gets t ids s + ⌊f·interval⌋, h ids s + row, w ids s + column, and the counter moves on by "
                    "max(H, W). Qwen2.5-VL's interval is tokens_per_second × seconds per temporal patch; Qwen3-VL "
-                   "makes each frame its own grid after two timestamp tokens. When the video's t ids outgrow "
+                   "makes each frame its own grid after its timestamp text (two tokens here; a real timestamp, "
+                   "`<0.5 seconds>`, takes a few more). When the video's t ids outgrow "
                    "max(H, W), the text after it starts below them: transformers 5.23 moves the counter by "
                    "max(H, W) only.")
         left, right = st.columns(2)
