@@ -85,7 +85,7 @@ def _open(page, url: str) -> None:
 FIRST_CONTROL = {"": "query i (the outlined row)", "shaw": "clipping distance k", "t5": "num_buckets",
                  "skew": "sequence length L", "absolute": "positions L",
                  "rope": "model (custom: set the head below)", "attention": "checkpoint", "your_model": "model",
-                 "experiments": 'accuracy that counts as "resolved"', "check": "matrix kind",
+                 "experiments": 'accuracy that counts as "resolved"', "check": "matrix kind (as --kind)",
                  "tour": "start at step"}
 #: The tool pages start with a form and no chart: Check waits for an upload, Lecture mode for a tour to start.
 NO_CHART = ["check", "tour"]
