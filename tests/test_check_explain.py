@@ -287,3 +287,24 @@ def test_skew_outputs_are_fit_then_explained(flags, cause):
     got = MK._skew_like(12, **flags) + shift
     got = got.T.copy() if transpose else got
     assert C.check("skew", got, C.Settings(full=True)).cause.name == cause
+
+
+def test_t5_low_precision_steps_say_how_large_the_error_is_and_where_offsets_collapse():
+    import torch
+
+    from relviz.positions import t5_bucket
+    from relviz.precision import t5_bucket_in_dtype
+
+    n = torch.arange(-39, 100)                                                     # every j − i of a 40 × 100 map
+    low, ref = t5_bucket_in_dtype(n, torch.bfloat16).numpy(), t5_bucket(n).numpy()
+    wrong = np.flatnonzero(low != ref)
+    assert wrong.size  # the step changes some buckets here, or the sentence below says nothing
+    got = t5_bucket_in_dtype(torch.as_tensor(offsets(40, 100)), torch.bfloat16).numpy()
+    text = C.check("t5", got, C.Settings()).cause.explanation
+    nearest = int(n[wrong][np.argmin(np.abs(n[wrong].numpy()))])
+    assert (f"{wrong.size} of your {n.numel()} offsets land in another bucket, by at most "
+            f"{int(np.abs(low - ref).max())}; the nearest to 0 is j − i = {nearest}.") in text
+    merged = [int(a) for a, lo0, lo1, r0, r1 in zip(n[:-1], low[:-1], low[1:], ref[:-1], ref[1:])
+              if lo0 == lo1 and r0 != r1]
+    first = min(merged, key=lambda a: min(abs(a), abs(a + 1)))
+    assert f"share one bucket where float32 gives them two are j − i = {first} and {first + 1}." in text

@@ -466,6 +466,7 @@ def explain(result: CheckResult, given: Settings | None) -> CheckResult:
     got = np.asarray(result.got)
     if space is not None and got.ndim == 2:
         q_len, k_len = got.shape
+        span = np.arange(-(q_len - 1), k_len)                                                    # every j − i
         base = result.settings
         offsets = [base.q_offset, base.q_offset + 1, base.q_offset - 1, 0, k_len - q_len]
         found = search(space, tuple(n for n in spec.settings if n not in ("q_offset", "causal")), got,
@@ -474,7 +475,7 @@ def explain(result: CheckResult, given: Settings | None) -> CheckResult:
         names = tuple(n for n in spec.settings if n not in ("q_offset", "causal"))
         if result.causes:  # named mistakes fit: add the search's own named ones that fit as well (same names)
             searched = _searched(spec)
-            extra = [h.cause(base, names, space, spec.description, searched=given is None) for h in best]
+            extra = [h.cause(base, names, space, spec.description, searched=given is None, offsets=span) for h in best]
             extra = [c for c in extra if c.name in searched and c.name not in [k.name for k in result.causes]]
             return replace(result, causes=result.causes + tuple(extra))
         if best and given is None and best[0].cost(given, base, names)[0] == 0:
@@ -488,7 +489,7 @@ def explain(result: CheckResult, given: Settings | None) -> CheckResult:
         if best:
             causes = []
             for h in best:
-                cause = h.cause(base, names, space, spec.description, searched=given is None)
+                cause = h.cause(base, names, space, spec.description, searched=given is None, offsets=span)
                 if cause.name and cause.name not in [c.name for c in causes]:
                     causes.append(cause)
             if causes:

@@ -54,13 +54,42 @@ def _t5_positions(dtype: torch.dtype) -> Callable[[np.ndarray, Settings], np.nda
     return lambda n, s: _t5(torch.as_tensor(n).to(dtype).to(torch.int64).numpy(), s)
 
 
+def _t5_precision_note(build: Callable[[np.ndarray, Settings], np.ndarray | None],
+                       dtype: torch.dtype) -> Callable[[np.ndarray, Settings], str]:
+    """How large the low-precision step's error is at the upload's offsets, and the nearest neighbouring offsets
+    that share one bucket where float32 gives them two (as RoPE's precision causes say)."""
+    name = str(dtype).removeprefix("torch.")
+
+    def note(n: np.ndarray, s: Settings) -> str:
+        n = np.arange(int(n.min()), int(n.max()) + 1)                                           # every offset
+        low = build(n, s)
+        if low is None:
+            return ""
+        low, ref = np.asarray(low, dtype=np.int64), _t5(n, s).astype(np.int64)
+        off = np.flatnonzero(low != ref)
+        if not off.size:
+            return f"At your offsets every bucket equals the float32 one: the {name} step changes nothing here."
+        nearest = int(n[off[np.argmin(np.abs(n[off]))]])
+        text = (f"Against the float32 buckets, {off.size} of your {n.size} offsets land in another bucket, by at "
+                f"most {int(np.abs(low - ref).max())}; the nearest to 0 is j − i = {nearest}.")
+        merged = np.flatnonzero((low[1:] == low[:-1]) & (ref[1:] != ref[:-1]))
+        if merged.size:
+            pair = merged[np.argmin(np.minimum(np.abs(n[merged]), np.abs(n[merged + 1])))]
+            text += (f" The nearest neighbouring offsets that share one bucket where float32 gives them two are "
+                     f"j − i = {int(n[pair])} and {int(n[pair + 1])}.")
+        return text
+    return note
+
+
 T5_STEPS = (
     Step("", "", lambda n, s: _t5(n, s)),
     Step("log in bfloat16", "The bucket's log and quotients were computed in bfloat16 (a model cast with "
          ".to(torch.bfloat16) computing the bucket chain in its dtype): some offsets land one bucket off. T5 "
-         "computes them in float32.", _t5_dtype(torch.bfloat16), options={"wide": True}),
+         "computes them in float32.", _t5_dtype(torch.bfloat16), options={"wide": True},
+         note=_t5_precision_note(_t5_dtype(torch.bfloat16), torch.bfloat16)),
     Step("log in float16", "The bucket's log and quotients were computed in float16: some offsets land one "
-         "bucket off. T5 computes them in float32.", _t5_dtype(torch.float16), options={"wide": True}),
+         "bucket off. T5 computes them in float32.", _t5_dtype(torch.float16), options={"wide": True},
+         note=_t5_precision_note(_t5_dtype(torch.float16), torch.float16)),
     Step("Mesh TensorFlow vs Hugging Face float32 edge", "Mesh TensorFlow multiplies by float32 reciprocals "
          "where Hugging Face divides; at a bucket edge the result lands on the other side.",
          lambda n, s: t5_bucket_mesh_tf(torch.as_tensor(n), **_kwargs(s)).numpy(), harmless=True,
@@ -80,9 +109,11 @@ T5_STEPS = (
          options={"log": False}),
     Step("relative positions in bfloat16", "j − i was cast to bfloat16 before bucketing: beyond 256 the "
          "distances round to multiples of 2, 4, ... and neighbouring offsets collapse.",
-         _t5_positions(torch.bfloat16), options={"wide": True}),
+         _t5_positions(torch.bfloat16), options={"wide": True},
+         note=_t5_precision_note(_t5_positions(torch.bfloat16), torch.bfloat16)),
     Step("relative positions in float16", "j − i was cast to float16 before bucketing: beyond 2048 the distances "
-         "round and neighbouring offsets collapse.", _t5_positions(torch.float16), options={"wide": True}),
+         "round and neighbouring offsets collapse.", _t5_positions(torch.float16), options={"wide": True},
+         note=_t5_precision_note(_t5_positions(torch.float16), torch.float16)),
 )
 
 

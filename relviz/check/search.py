@@ -40,6 +40,8 @@ class Step:
     harmless: bool = False
     #: What the kind's settings derivation needs to know of the step (e.g. T5: {"clamp": False})
     options: Mapping[str, object] = field(default_factory=dict)
+    #: A sentence computed for the upload's offsets (a precision step: how large the error, where offsets collapse)
+    note: Callable[[np.ndarray, "Settings"], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,10 @@ class Hypothesis:
         return out
 
     def cause(self, given: "Settings", names: tuple[str, ...], space: Space, description: str,
-              share: float = 1.0, searched: bool = False) -> Cause:
+              share: float = 1.0, searched: bool = False, offsets: np.ndarray | None = None) -> Cause:
         """The hypothesis as a cause, its settings compared with ``given`` (``share`` < 1: a partial fit, which
         says so and is never the cause; ``searched``: the user gave no settings, so no setting was "not passed
-        on")."""
+        on"; ``offsets``: the upload's j − i, for a step's computed note)."""
         phrases = self.differences(given, names) or ["the settings found"]
         name = " + ".join(phrases)
         if share < 1.0:
@@ -132,6 +134,9 @@ class Hypothesis:
                              "on one side only): query i sits at key position i + q_offset.")
         if self.step.name:
             parts.append(self.step.text)
+            if self.step.note is not None and offsets is not None:
+                n = np.asarray(offsets) - self.settings.q_offset
+                parts.append(self.step.note(-n if self.flipped else n, self.settings))
         if self.flipped:
             parts.append("Your code computes query − key; relviz, T5 and Shaw et al. use key − query (j − i). "
                          "For a matrix that depends on j − i only, the transpose gives the same picture.")
