@@ -450,7 +450,13 @@ def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, An
             continue
         view = ConfigView(data, cfg.prefix)
         if "sum_of" in rule:                    # a size the config class computes from others
-            data[rule["field"]] = sum(view.int(f, minimum=0, maximum=1 << 16) for f in rule["sum_of"])
+            total = sum(view.int(f, minimum=0, maximum=1 << 16) for f in rule["sum_of"])
+            low, high = rule.get("minimum", 1), rule.get("maximum", 1 << 16)
+            if not low <= total <= high or (rule.get("even") and total % 2):   # named by its sources
+                raise ValueError(f"config field {' + '.join(view.name(f) for f in rule['sum_of'])} is {total}: "
+                                 f"it gives {rule['field']}, which must be {'an even integer' if rule.get('even') else 'an integer'} "
+                                 f"from {low} to {high}")
+            data[rule["field"]] = total
             continue
         if "threshold_field" in rule:           # Qwen2: sliding from layer max_window_layers on
             start = view.int(rule["threshold_field"], layers, minimum=0, maximum=MAX_LAYERS)

@@ -87,6 +87,8 @@ def _named(message: str, names: list[str]) -> bool:
 @given(family=st.sampled_from(sorted(BASE)), field=st.sampled_from(FIELDS), value=HOSTILE)
 # found by hypothesis: DeepSeek-V3 publishes rope_scaling; its nesting error named rope_parameters
 @example(family="deepseek_v3", field="rope_scaling", value={"a": {"b": {"c": 1}}})
+# found by hypothesis: a zero qk_rope_head_dim was refused naming head_dim, the field derived from it
+@example(family="deepseek_v3", field="qk_rope_head_dim", value=0)
 def test_a_hostile_top_level_field_is_refused_naming_it(family, field, value):
     config = json.loads(json.dumps(BASE[family]))
     config[field] = value

@@ -39,7 +39,8 @@ _T5 = {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {}, "pattern": {}}}
 
 _DEEPSEEK_V3: dict[str, Any] = {"stacks": DECODER, "derive": [  # DeepseekV3Config sets both, whatever the config says
     {"field": "qk_head_dim", "sum_of": ["qk_nope_head_dim", "qk_rope_head_dim"], "always": True},
-    {"field": "head_dim", "sum_of": ["qk_rope_head_dim"], "always": True}], "mechanisms": {
+    {"field": "head_dim", "sum_of": ["qk_rope_head_dim"], "always": True, "minimum": 2, "maximum": 4096,
+     "even": True}], "mechanisms": {  # (4096: relviz.rope's MAX_HEAD_DIM)
     "rotation": {"layout_field": "rope_interleave", "layout_field_default": True, "layout_when_set": "deinterleave",
                  "pass_before_field": "qk_nope_head_dim"},
     "pattern": {}, "softmax_scale": {"head_dim_field": "qk_head_dim"}}}
@@ -218,7 +219,7 @@ _STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_f
                          "layers_sum"})
 _DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
                           "constant", "from_field", "when_empty", "sum_of", "always", "indices_field", "offset_field",
-                          "offset", "cycle_field", "cycle_default", "map"})
+                          "offset", "cycle_field", "cycle_default", "map", "minimum", "maximum", "even"})
 
 
 def _unknown(where: str, keys: Any, allowed: Any) -> None:

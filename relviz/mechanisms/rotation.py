@@ -26,7 +26,7 @@ import torch
 from relviz._checks import check_tensor
 from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Wavelengths
-from relviz.rope import ROPE_TYPES, RopeConfig, rope_config_from_hf, rope_parameters, unscaled
+from relviz.rope import MAX_HEAD_DIM, ROPE_TYPES, RopeConfig, rope_config_from_hf, rope_parameters, unscaled
 from relviz.rope_math import LAYOUTS, rotate_pairs
 
 __all__ = ["Rotation", "LAYOUTS"]
@@ -243,13 +243,13 @@ def _flag(name: str, value: Any) -> bool:
 def _head_dim(cfg: ConfigView, fields: Mapping[str, Any]) -> int:
     view = ConfigView(fields, cfg.prefix)
     if view.has("head_dim"):
-        return view.int("head_dim", minimum=2, maximum=1 << 16)
+        return view.int("head_dim", minimum=2, maximum=MAX_HEAD_DIM)
     hidden = view.int("hidden_size", minimum=1, maximum=1 << 20)
     heads = view.int("num_attention_heads", minimum=1, maximum=1 << 14)
-    if hidden // heads < 2 or (hidden // heads) % 2:
+    if not 2 <= hidden // heads <= MAX_HEAD_DIM or (hidden // heads) % 2:   # (RopeConfig's limit, named here)
         raise ValueError(f"config fields {view.name('hidden_size')} ({hidden}) // {view.name('num_attention_heads')} "
-                         f"({heads}) give a head of {hidden // heads} dims: RoPE needs an even head_dim of at least 2 "
-                         "(or set head_dim)")
+                         f"({heads}) give a head of {hidden // heads} dims: RoPE needs an even head_dim from 2 to "
+                         f"{MAX_HEAD_DIM} (or set head_dim)")
     return hidden // heads
 
 
@@ -292,9 +292,9 @@ def _check_rope_fields(cfg: ConfigView, fields: Mapping[str, Any]) -> None:
 def _rope_config(cfg: ConfigView, fields: Mapping[str, Any]) -> RopeConfig:
     """relviz.rope's reading of the (un-nested) fields, after each field is checked where it sits."""
     _check_rope_fields(cfg, fields)
-    _head_dim(cfg, fields)
+    head_dim = _head_dim(cfg, fields)       # an integer (1.0 heads is read as 1, the head as 64, not 64.0)
     try:
-        return rope_config_from_hf(fields)
+        return rope_config_from_hf({**fields, "head_dim": head_dim})
     except (KeyError, TypeError, ZeroDivisionError) as exc:
         raise ValueError(f"config: the rope settings could not be read ({type(exc).__name__}: {exc})") from exc
     except ValueError as exc:
