@@ -22,8 +22,8 @@ from relviz.check.api import check, kind_of
 from relviz.check.callables import call, to_array
 from relviz.check.matrix import Settings
 from relviz.check.result import CheckResult
-from relviz.check.rope import RopeSettings, rope_settings, settings_from_config
-from relviz.check.rope_model import settings_for_model
+from relviz.check.rope import RopeSettings, rope_settings
+from relviz.check.rope_model import settings_for_model, settings_from_config
 from relviz.rope import RopeScaling
 
 __all__ = ["assert_matches", "assert_rope_matches", "assert_rope_cache", "assert_t5_buckets_match",

@@ -15,7 +15,8 @@ import torch
 
 import relviz.check as C
 from relviz.check import rope_causes as RC
-from relviz.check.rope import rope_settings, settings_from_config
+from relviz.check.rope import rope_settings
+from relviz.check.rope_model import settings_from_config
 from relviz.check.rope_fit import BASES
 from relviz.rope import RopeScaling
 

@@ -23,5 +23,6 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "matrix": ("FitWork", "Settings", "fit", "reference", "variant_matrix"),
     "reading": ("MAX_BYTES", "MAX_SIDE", "load_matrix", "parse_text"),
     "result": ("FIRST_MISMATCHES", "Cause", "CheckResult", "Mismatch"),
-    "rope": ("RopeSettings", "rope_settings", "settings_from_config"),
+    "rope": ("RopeSettings", "rope_settings"),
+    "rope_model": ("settings_from_config",),
 })

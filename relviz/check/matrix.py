@@ -442,65 +442,11 @@ def _toeplitz_key(kind: str, s: Settings) -> tuple:
 
 def check(kind: str, got: np.ndarray, settings: Settings | None = None) -> CheckResult:
     """Compare with the given settings, or search for the best-fitting ones when ``settings`` is None; then
-    explain a mismatch no named mistake reproduces (:func:`explain`)."""
+    explain a mismatch no named mistake reproduces (relviz.check.search.explain)."""
+    from relviz.check.search import explain  # here: search's explain imports this module
+
     result = fit(kind, got) if settings is None else compare(kind, got, settings)
     return explain(result, settings)
-
-
-def explain(result: CheckResult, given: Settings | None) -> CheckResult:
-    """Fit, then explain (relviz.check.search): the smallest set of differences from ``given`` (None: the
-    settings were searched) that reproduces every compared cell becomes the cause; else the closest partial
-    fit, with the share of compared cells it reproduces, and the difference described by its structure."""
-    from relviz.check.difference import describe  # here: difference and matrix_spaces import this module
-    from relviz.check.matrix_spaces import SPACES
-    from relviz.check.search import search
-    from relviz.check.whole_spaces import explain_whole
-
-    if result.ok:
-        return result
-    spec = spec_of(result.kind)
-    whole = explain_whole(result, given, spec.description)   # the kinds that are not a function of j − i
-    if whole is not None:
-        return whole if whole.causes else replace(whole, difference=describe(whole))
-    space = SPACES.get(spec.name)
-    got = np.asarray(result.got)
-    if space is not None and got.ndim == 2:
-        q_len, k_len = got.shape
-        span = np.arange(-(q_len - 1), k_len)                                                    # every j − i
-        base = result.settings
-        offsets = [base.q_offset, base.q_offset + 1, base.q_offset - 1, 0, k_len - q_len]
-        found = search(space, tuple(n for n in spec.settings if n not in ("q_offset", "causal")), got,
-                       result.compared, base, given, offsets)
-        best = found.best
-        names = tuple(n for n in spec.settings if n not in ("q_offset", "causal"))
-        if result.causes:  # named mistakes fit: add the search's own named ones that fit as well (same names)
-            searched = _searched(spec)
-            extra = [h.cause(base, names, space, spec.description, searched=given is None, offsets=span) for h in best]
-            extra = [c for c in extra if c.name in searched and c.name not in [k.name for k in result.causes]]
-            return replace(result, causes=result.causes + tuple(extra))
-        if best and given is None and best[0].cost(given, base, names)[0] == 0:
-            return compare(result.kind, got, best[0].settings, fitted=True)  # settings beyond the fit's grid
-        if best and given is None and best[0].settings != base:
-            # settings were searched: report the hypothesis's own settings, and its step alone as the cause
-            base = best[0].settings
-            result = compare(result.kind, got, base, fitted=True)
-            if result.causes:
-                return result
-        if best:
-            causes = []
-            for h in best:
-                cause = h.cause(base, names, space, spec.description, searched=given is None, offsets=span)
-                if cause.name and cause.name not in [c.name for c in causes]:
-                    causes.append(cause)
-            if causes:
-                return replace(result, causes=tuple(causes[:8]), closest=None)
-        if found.partial is not None:
-            share, h = found.partial
-            reference_share = 1.0 - result.mismatches / max(1, result.cells)
-            if partial_worth_showing(share, reference_share) and (result.closest is None or share > result.closest.explains):
-                result = replace(result, closest=h.cause(base, names, space, spec.description, share,
-                                                         searched=given is None))
-    return result if result.causes else replace(result, difference=describe(result))
 
 
 def fits_another_kind(kind: str, got: np.ndarray) -> CheckResult | None:

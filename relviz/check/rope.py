@@ -17,9 +17,8 @@ settings (relviz.check.rope_causes), reproduces every cell.
 """
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -32,7 +31,7 @@ from relviz.check.registry import Kind, register
 from relviz.check.result import (
     FIRST_MISMATCHES, Cause, CheckResult, Mismatch, number, partial_cause, partial_worth_showing,
 )
-from relviz.rope import RopeConfig, RopeScaling, rope_config_from_hf, rope_parameters
+from relviz.rope import RopeConfig, RopeScaling, rope_parameters
 
 LAYOUTS = ("half", "interleaved")
 #: Most rows (positions) and cells of a checked cache.
@@ -108,47 +107,6 @@ def rope_settings(*, head_dim: int, base: float = 10000.0, rotary_dim: int | Non
     if config.rotary_dim != rotary_dim:  # int(head_dim × rotary_dim / head_dim) rounded down in floats
         config = replace(config, partial_rotary_factor=math.nextafter(rotary_dim / head_dim, 2.0))
     return RopeSettings(config, layout, q_offset)
-
-
-def settings_from_config(config: Mapping[str, Any] | str, *, layout: str | None = None,
-                         q_offset: int = 0) -> RopeSettings:
-    """RopeSettings from a Hugging Face config.json (a dict, or its text), scaling rules included.
-
-    A model's config (it names its ``model_type``) is read only through the model's per-layer plan
-    (relviz.hf.from_config, relviz.check.rope_model): the layout, the rotary dims and the rule per layer are the
-    plan's, so the checker keeps no list of families of its own. A model whose layers rotate differently needs
-    the layer (``--layer N``). A bare RoPE block without a model_type is read by relviz.rope's reader, the one
-    the plan's rotation uses. ``layout`` overrides the layout read.
-    """
-    if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except ValueError as exc:
-            raise ValueError(f"config is not valid JSON: {exc}") from None
-    if not isinstance(config, Mapping):
-        raise ValueError(f"config must be a JSON object (a config.json); got {type(config).__name__}")
-    config = dict(config)
-    if "model_type" in config:
-        from relviz import hf  # the plan: here, since relviz.check.rope_model imports this module
-        from relviz.check.rope_model import settings_for_layer
-
-        plan = hf.from_config(config)
-        layers = range(len(plan.plans[plan.stack_names[0]]))
-        per_layer = [settings_for_layer(plan, n, q_offset=q_offset) for n in layers]
-        if any((p.config, p.layout, p.rotates) != (per_layer[0].config, per_layer[0].layout, per_layer[0].rotates)
-               for p in per_layer):
-            raise ValueError(f"this {plan.model_type} model's layers rotate differently (per layer type): give the "
-                             "layer (--layer N, or relviz.check.rope_model.settings_for_model), whose settings the "
-                             "model's per-layer plan reads")
-        return replace(per_layer[0], layout=layout) if layout else per_layer[0]
-    try:
-        rope = rope_config_from_hf(config)
-    except ValueError as exc:
-        if "per layer type" in str(exc):
-            raise ValueError(f"{exc}: give the layer (--layer N, or relviz.check.rope_model.settings_for_model), "
-                             "whose settings the model's per-layer plan reads") from None
-        raise
-    return RopeSettings(rope, layout or ("interleaved" if config.get("rope_interleave") else "half"), q_offset)
 
 
 # ---------------------------------------------------------------------------------------
@@ -458,45 +416,15 @@ def check(kind_name: str, got: np.ndarray, settings: RopeSettings | None) -> Che
     return explain(compare(kind_name, got, settings), settings)
 
 
-MAX_CONFIG_BYTES = 4 << 20
 PAGE_HINT = ("RoPE: upload the cache your model multiplies q and k by, `cos` or `sin` of shape [seq_len, head_dim] "
              "(e.g. `np.save(path, cos[0, 0].float().numpy())`), or the angles [seq_len, rotary_dim / 2]. Row m is "
              "position q_offset + m; pass-through dims of a partial rotary hold cos 1 and sin 0.")
 
 
-def settings_from_args(kind: RopeKind, args: Any, shape: tuple[int, ...] | None) -> RopeSettings:
-    """RopeSettings from the command line: --config FILE (a config.json; with --layer N that layer of the
-    model's per-layer plan), else --head-dim, --base, --rotary-dim, --layout; head_dim and rotary_dim
-    default to what the array's shape implies."""
-    layer = getattr(args, "layer", None)
-    if layer is not None and not args.config:
-        raise ValueError("--layer needs --config config.json (the model whose layer it is)")
-    if args.config:
-        with open(args.config, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-        if len(data) > MAX_CONFIG_BYTES:
-            raise ValueError(f"--config {args.config} is over {MAX_CONFIG_BYTES:,} bytes: not a config.json")
-        text = data.decode("utf-8", errors="replace")
-        if layer is None:
-            return settings_from_config(text, layout=args.layout, q_offset=args.q_offset)
-        from relviz.check.rope_model import settings_for_model  # rope_model imports this module
+def _from_args(kind: RopeKind, args: Any, shape: tuple[int, ...] | None) -> RopeSettings:
+    from relviz.check.rope_model import settings_from_args  # rope_model (the readers of settings) imports this module
 
-        try:
-            parsed = json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"--config {args.config} is not valid JSON: {exc}") from None
-        if not isinstance(parsed, Mapping):
-            raise ValueError(f"--config {args.config} must hold a JSON object")
-        s = settings_for_model(parsed, layer, q_offset=args.q_offset)
-        return replace(s, layout=args.layout) if args.layout else s
-    head_dim, rotary_dim = args.head_dim, args.rotary_dim
-    if head_dim is None:
-        if shape is None or len(shape) != 2:
-            raise ValueError("give --head-dim (or --config) for a RoPE function: relviz calls it with head_dim")
-        head_dim, implied = kind.dims_of(tuple(shape))
-        rotary_dim = rotary_dim or implied
-    return rope_settings(head_dim=head_dim, base=args.base, rotary_dim=rotary_dim, layout=args.layout or "half",
-                         q_offset=args.q_offset)
+    return settings_from_args(kind, args, shape)
 
 
 def _invoke(kind: RopeKind) -> Callable[[Callable[..., Any], RopeSettings, int], Any]:
@@ -515,6 +443,6 @@ for _kind in ROPE_KINDS.values():
                   lambda got, s, name=_kind.name: check(name, got, s), labels=("row", "column", "pair"),
                   axes=("row m: position q_offset + m", "column (dim)" if _kind.laid_out else "column: pair i"),
                   max_side=MAX_ROWS, hint=PAGE_HINT,
-                  from_args=lambda args, shape, kind=_kind: settings_from_args(kind, args, shape),
+                  from_args=lambda args, shape, kind=_kind: _from_args(kind, args, shape),
                   invoke=_invoke(_kind), signature=_kind.signature,
                   variant=lambda cause, shape, s, name=_kind.name: variant_cache(name, cause, shape, s)))
