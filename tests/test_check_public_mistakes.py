@@ -447,3 +447,20 @@ def test_vllm_paged_attention_alibi_distance_off_by_one():
     row = 0.5 * (keys - 16).astype(np.float64)[None, :]
     assert names("alibi", row, C.Settings(num_heads=8, head=0, q_offset=15, causal=True))[0] == \
         "positions off by +1 (q_offset = 16, not 15)"
+
+
+def test_coreai_models_partial_rotary_with_the_proportional_frequencies():
+    """apple/coreai-models issue #66 (https://github.com/apple/coreai-models/issues/66): porting Gemma 4 (global
+    layers: head_dim 512, partial_rotary_factor 0.25), a recipe folds the proportional factor into the composite
+    RoPE as RoPE(base ** prf, dims=2 * rope_angles): its θ_i are base^(−2i/head_dim), the proportional rope's, but its
+    pairs (i, i + dims/2) sit contiguously inside the first dims, passing the rest through. Checked against the
+    settings a user gives relviz (head 512, 128 rotary dims, θ 10^6; relviz's partial rotary is the contiguous one,
+    θ over the rotary dims: it has no proportional rope type), the difference is the exponent's denominator. Gemma 4's
+    rope_theta for global layers is 10^6; 256 positions."""
+    head_dim, prf, base = 512, 0.25, 1e6
+    rope_angles = int(prf * head_dim // 2)                                         # 64 pairs
+    inv_freq = 1.0 / (torch.tensor(base ** prf) ** (torch.arange(0, 2 * rope_angles, 2).float() / (2 * rope_angles)))
+    cos = torch.ones(256, head_dim)
+    cos[:, :2 * rope_angles] = half_split(torch.outer(torch.arange(256).float(), inv_freq)).cos()
+    s = rope_settings(head_dim=head_dim, rotary_dim=2 * rope_angles, base=base)
+    assert names("rope_cos", cos, s)[0] == RC.DENOM_HEAD
