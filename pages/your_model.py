@@ -15,7 +15,7 @@ from relviz import hf, layer_views
 
 from relviz.app import controls, display, navigation
 from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
-from relviz.figures.layers import strip_figure, view_figure, with_selected
+from relviz.figures.layers import side_by_side, strip_figure, view_figure, with_selected
 from relviz.figures.toeplitz import toeplitz_view
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.t5_bias import T5Bias
@@ -218,16 +218,20 @@ with display.user_errors():
         n2 = len(positions2.plans[stack2])
         layer2 = layer_control(f"{P}_layer2", n2, f"layer of {other}", st)
         show_strip(kind2, target2, stack2, layer2, chart_key=f"{P}_strip2", layer_key=f"{P}_layer2", title=other)
+        sides = ((kind, target, stack, layer, length, label, positions),
+                 (kind2, target2, stack2, layer2, length2, other, positions2))
+        picked = []
+        for k, t, s, lay, ln, _, _ in sides:
+            views = views_of(k, t, s, lay, ln)
+            shown = layer_views.chosen([v for v, _ in views], kind_shown)
+            picked.append([(v, f) for v, f in views if any(v is x for x in shown.views)])
+        # the same y range for a view both sides have, legends under the plots: the two models compare
+        compared = side_by_side(*picked)
         left, right = st.columns(2)
-        for column, (k, t, s, lay, ln, name, pos) in zip(
-                (left, right), ((kind, target, stack, layer, length, label, positions),
-                                (kind2, target2, stack2, layer2, length2, other, positions2))):
+        for column, (_, _, _, lay, ln, name, pos), pairs in zip((left, right), sides, compared):
             with column:
-                views = views_of(k, t, s, lay, ln)
-                shown = layer_views.chosen([v for v, _ in views], kind_shown)
                 st.markdown(f"**{name}** · layer {lay} at {ln:,} positions")
-                show_views([(v, f) for v, f in views if any(v is x for x in shown.views)],
-                           key=f"{P}_fig_{'a' if column is left else 'b'}")
+                show_views(pairs, key=f"{P}_fig_{'a' if column is left else 'b'}")
                 for text in pos.notes:
                     st.info(text, icon=":material/warning:")
 

@@ -214,3 +214,71 @@ def test_keys_seen_panel_titles_start_at_their_panels_and_fit_half_a_page():
     assert [(a.x, a.xanchor) for a in notes] == [(0.0, "left"), (0.6, "left")]
     assert all(len(a.text) * 7 < 0.6 * 330 for a in notes)        # 13 px text inside the left panel of 330 px
     assert len(figure.layout.xaxis2.title.text) <= 26
+
+
+def _layer(preset: str, layer: int) -> list:
+    """[(view, figure)] of one layer of a published config at its own context length."""
+    from relviz.figures.layers import view_figure
+    from relviz.layer_views import context_length, layer_views
+    from relviz.model_presets import preset_config, preset_entry, preset_plan
+
+    plan = preset_plan(preset)
+    length = context_length(plan, preset_config(preset_entry(preset)))
+    return [(v, view_figure(v)) for v in layer_views(plan.layer(layer), length)]
+
+
+@pytest.mark.parametrize("first, second, kind", [
+    (("rope/llama-3.1-8b", 0), ("models/gemma-3-27b", 5), "Wavelengths"),
+    (("rope/llama-3.1-8b", 0), ("models/llama-4-scout", 0), "KeysSeen"),
+])
+def test_compare_mode_shares_the_y_axes_and_fits_half_a_page(first, second, kind):
+    """Defect 15: in Your model's compare mode the two sides' y ranges differed (two models that could not be
+    compared by eye), a legend above the plot ran out of half a page, and log axes labelled 2 and 5 between
+    the powers of ten (crowded at half width)."""
+    from relviz.figures.heatmap import LEGEND_ROW_PX
+    from relviz.figures.layers import COMPARE_LEGEND_CHARS, log_decades, side_by_side
+
+    left, right = _layer(*first), _layer(*second)
+    new_left, new_right = side_by_side(left, right)
+    (a,) = [f for v, f in new_left if type(v).__name__ == kind]
+    (b,) = [f for v, f in new_right if type(v).__name__ == kind]
+    (old_a,) = [f for v, f in left if type(v).__name__ == kind]
+    assert old_a.layout.yaxis.range is None                        # the cached figure is not changed
+    for axis in ("yaxis", "yaxis2") if kind == "KeysSeen" else ("yaxis",):
+        ra, rb = a.layout[axis].range, b.layout[axis].range
+        assert ra is not None and list(ra) == list(rb), axis
+        for figure in (a, b):                                      # every point of both sides inside the range
+            ys = np.concatenate([np.asarray(t.y, float) for t in figure.data if (t.yaxis or "y") == axis[0] + axis[5:]])
+            ys = np.log10(ys[ys > 0]) if figure.layout[axis].type == "log" else ys
+            assert ra[0] <= ys.min() and ys.max() <= ra[1], axis
+    for figure in (a, b):
+        for axis in [n for n in figure.layout.to_plotly_json() if n.startswith(("xaxis", "yaxis"))]:
+            if figure.layout[axis].type == "log":                  # powers of ten only, at most 9 labels
+                step = figure.layout[axis].dtick
+                assert step in (1, 2) and log_decades(figure, axis) / step + 1 <= 9, axis
+                assert figure.layout[axis].tickangle == 0, axis
+        entries = [t for t in figure.data if t.name and t.showlegend is not False]
+        if figure.layout.showlegend is not False and len(entries) > 1:
+            legend, margin = figure.layout.legend, figure.layout.margin
+            rows = sum(t.name.count("<br>") + 1 for t in entries)
+            assert legend.yanchor == "top" and legend.y < 0           # under the plot, in its bottom margin
+            assert margin.b >= AXIS_BELOW_PX + rows * LEGEND_ROW_PX
+            assert all(len(line) <= COMPARE_LEGEND_CHARS for t in entries for line in t.name.split("<br>"))
+
+
+def test_compare_mode_page_draws_both_sides_on_one_y_range(monkeypatch):
+    """Defect 15 on the page: the two keys-seen charts of a comparison carry the same y ranges."""
+    from page_support import run_page
+    from plotly_data import figure_json
+
+    from relviz.model_presets import model_presets
+
+    label = {key: entry["label"] + " (published config)" for key, entry in model_presets().items()}
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    at = run_page("your_model", ym_model=label["rope/llama-3.1-8b"], ym_vs=label["models/llama-4-scout"],
+                  ym_view="pattern")
+    assert not at.exception and not at.error
+    seen = [c["layout"] for c in map(figure_json, at.get("plotly_chart")) if "yaxis2" in c["layout"]]
+    assert len(seen) == 2
+    for axis in ("yaxis", "yaxis2"):
+        assert seen[0][axis].get("range") is not None and seen[0][axis]["range"] == seen[1][axis]["range"]

@@ -18,7 +18,8 @@ from relviz.figures.rope import wavelength_figure
 from relviz.layer_views import KeysSeen, Note, SinkShare, Strip, TemperatureCurve, Wavelengths
 from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms
 
-__all__ = ["strip_figure", "with_selected", "selected_shape", "view_figure", "PALETTES", "STRIP_ROW_HEIGHT"]
+__all__ = ["strip_figure", "with_selected", "selected_shape", "view_figure", "side_by_side", "PALETTES",
+           "STRIP_ROW_HEIGHT", "COMPARE_LEGEND_CHARS", "log_decades"]
 
 #: legend (a mechanism's colour group) -> shades for its distinct labels
 PALETTES: dict[str, tuple[str, ...]] = {
@@ -220,3 +221,116 @@ def view_figure(view) -> go.Figure | None:
             return build(view)
     raise ValueError(f"no figure for a {type(view).__name__}")
 
+
+
+# ---------------------------------------------------------------------------------------
+# Two models side by side (Your model's compare mode: half a page each)
+
+#: A legend entry in half a page wraps after about this many characters (11 px text, ~560 px wide).
+COMPARE_LEGEND_CHARS = 44
+
+
+def side_by_side(left: list, right: list) -> tuple[list, list]:
+    """[(view, figure or None)] of two models, made comparable: a view of one kind on both sides gets the
+    same y range on each of its axes (the union of both sides' data), log axes tick at powers of ten only,
+    and a legend moves under the plot, its long entries wrapped, so half a page holds it.
+
+    The figures are copies (the page caches the originals); views of a kind only one side has, and
+    figures that are not line charts (heatmaps), keep their own axes."""
+    left = [(v, None if f is None else go.Figure(f)) for v, f in left]
+    right = [(v, None if f is None else go.Figure(f)) for v, f in right]
+    for _, figure in left + right:
+        if figure is not None:
+            _fit_half_page(figure)
+    for view, figure in left:
+        twins = [f for v, f in right if type(v) is type(view) and f is not None]
+        if figure is not None and len(twins) == 1 and _line_chart(figure) and _line_chart(twins[0]):
+            _share_y(figure, twins[0])
+    return left, right
+
+
+def _line_chart(figure: go.Figure) -> bool:
+    return all(trace.type == "scatter" for trace in figure.data)
+
+
+def _y_axes(figure: go.Figure) -> list[str]:
+    """The y axes that carry data, as trace references ('y', 'y2')."""
+    return sorted({trace.yaxis or "y" for trace in figure.data})
+
+
+def _y_values(figure: go.Figure, axis: str, log: bool) -> np.ndarray:
+    """Every finite y on ``axis``: the traces' data and the horizontal lines drawn across it."""
+    values = [np.asarray(trace.y, dtype=np.float64).ravel() for trace in figure.data
+              if (trace.yaxis or "y") == axis and trace.y is not None]
+    values += [np.array([shape.y0, shape.y1], dtype=np.float64) for shape in figure.layout.shapes
+               if shape.yref == axis and shape.y0 is not None and shape.y1 is not None]
+    joined = np.concatenate(values) if values else np.zeros(0)
+    joined = joined[np.isfinite(joined)]
+    return joined[joined > 0] if log else joined
+
+
+def _axis(figure: go.Figure, name: str) -> dict:
+    return figure.layout.to_plotly_json().get(name, {})
+
+
+def _share_y(one: go.Figure, other: go.Figure) -> None:
+    """The same y range on both figures' matching axes (changes both)."""
+    for axis in set(_y_axes(one)) & set(_y_axes(other)):
+        name = "yaxis" + axis[1:]
+        mine, theirs = _axis(one, name), _axis(other, name)
+        if mine.get("range") is not None and list(mine.get("range")) == list(theirs.get("range") or []):
+            continue  # already fixed and equal (a share of the row: 0 … 1)
+        log = "log" in (mine.get("type"), theirs.get("type"))
+        values = np.concatenate([_y_values(one, axis, log), _y_values(other, axis, log)])
+        if values.size == 0:
+            continue
+        low, high = (np.log10(values.min()), np.log10(values.max())) if log else (values.min(), values.max())
+        pad = 0.06 * (high - low) if high > low else (0.3 if log else max(abs(high) * 0.1, 0.5))
+        for figure in (one, other):
+            figure.update_layout({name: dict(range=[float(low - pad), float(high + pad)], autorange=False)})
+
+
+def _fit_half_page(figure: go.Figure) -> None:
+    """Powers of ten on log axes (1, 2, 5 between them crowded half a page); the legend under the plot."""
+    for name, axis in figure.layout.to_plotly_json().items():
+        if name.startswith(("xaxis", "yaxis")) and axis.get("type") == "log":
+            # a panel a third of half a page wide holds about five labels: every hundredfold past that
+            step = 2 if name.startswith("x") and log_decades(figure, name) > 5 else 1
+            figure.update_layout({name: dict(dtick=step, tickangle=0, exponentformat="SI",
+                                             minor=dict(ticks="", showgrid=False))})
+    if figure.layout.showlegend is False:
+        return
+    entries = [trace for trace in figure.data if trace.name and trace.showlegend is not False]
+    if not entries or (figure.layout.showlegend is None and len(entries) < 2):
+        return
+    for trace in entries:
+        trace.name = _wrapped(trace.name, COMPARE_LEGEND_CHARS)
+    if figure.layout.legend.y is not None and figure.layout.legend.y < 0:
+        return  # already under the plot (the sink share's)
+    rows = sum(trace.name.count("<br>") + 1 for trace in entries)
+    layout = figure.layout.to_plotly_json()
+    layout.setdefault("legend", {})["orientation"] = "v"
+    legend_below_axis(layout, rows=rows)
+    layout["legend"]["orientation"] = "v"
+    figure.update_layout(height=layout["height"], margin=layout["margin"], legend=layout["legend"])
+
+
+def log_decades(figure: go.Figure, name: str) -> float:
+    """How many powers of ten the positive data on axis ``name`` ('xaxis', 'yaxis2') spans."""
+    ref, coordinate = name[0] + name[5:], name[0]
+    values = [np.asarray(getattr(trace, coordinate), dtype=np.float64).ravel() for trace in figure.data
+              if (getattr(trace, coordinate + "axis") or coordinate) == ref and getattr(trace, coordinate) is not None]
+    joined = np.concatenate(values) if values else np.zeros(0)
+    joined = joined[np.isfinite(joined) & (joined > 0)]
+    return float(np.log10(joined.max() / joined.min())) if joined.size else 0.0
+
+
+def _wrapped(text: str, width: int) -> str:
+    """``text`` broken at spaces into lines of at most ``width`` characters (plotly's legend never wraps)."""
+    lines: list[str] = []
+    for word in text.replace("<br>", " ").split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
