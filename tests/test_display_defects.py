@@ -282,3 +282,20 @@ def test_compare_mode_page_draws_both_sides_on_one_y_range(monkeypatch):
     assert len(seen) == 2
     for axis in ("yaxis", "yaxis2"):
         assert seen[0][axis].get("range") is not None and seen[0][axis]["range"] == seen[1][axis]["range"]
+
+
+@pytest.mark.parametrize("page, prefix", [("shaw", "sh"), ("t5", "t5")])
+def test_length_inputs_show_their_range_and_hide_the_enter_hint(page, prefix):
+    """Defect 16: a typed out-of-range length was refused only in Streamlit's tooltip, and "Press Enter to apply"
+    covered the value of a narrow input. The range now stands in the label; a style block hides the hint."""
+    from page_support import run_page
+
+    from relviz.app.controls import NUMBER_INPUT_CSS
+    from relviz.app.page_limits import MAX_LENGTH
+
+    at = run_page(page)
+    for key in ("q", "k"):
+        widget = at.number_input(key=f"{prefix}_{key}")
+        assert widget.label.endswith(f"(1 – {MAX_LENGTH:,})") and (widget.min, widget.max) == (1, MAX_LENGTH)
+    styles = [h.proto.body for h in at.get("html")]
+    assert NUMBER_INPUT_CSS in styles and 'InputInstructions"] {display: none' in NUMBER_INPUT_CSS

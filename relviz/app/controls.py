@@ -16,6 +16,17 @@ def clamp_state(key: str, lo: int, hi: int) -> None:
         st.session_state[key] = min(max(value, lo), hi)
 
 
+#: Streamlit writes "Press Enter to apply" inside a number input, over the value in a column or the sidebar
+#: (narrow); Enter, the +/− buttons and leaving the field still apply, so the hint goes (a style-only block).
+NUMBER_INPUT_CSS = '<style>[data-testid="stNumberInput"] [data-testid="InputInstructions"] {display: none;}</style>'
+
+
+def in_range(label: str, lo: int, hi: int) -> str:
+    """A number input's label with the range it takes: Streamlit refuses a typed value outside it only in a
+    tooltip, which a student on a projector never sees."""
+    return f"{label} ({lo:,} – {hi:,})"
+
+
 def _set_state(key: str, value: int) -> None:
     st.session_state[key] = value
 
@@ -28,10 +39,13 @@ def length_controls(prefix: str, *, q_default: int, k_default: int) -> tuple[int
     (tensor2tensor: the queries are the last q_len keys, offset k_len − q_len).
     """
     q_key, k_key, off_key = f"{prefix}_q", f"{prefix}_k", f"{prefix}_off"
-    q_len = int(st.number_input("query length", 1, MAX_LENGTH, q_default, key=q_key, bind="query-params",
-                                help=f"1 to {MAX_LENGTH:,}. Above 512 per side the page shows an exact "
-                                     "downsampled overview plus a full-resolution window."))
-    k_len = int(st.number_input("key length", 1, MAX_LENGTH, k_default, key=k_key, bind="query-params",
+    st.html(NUMBER_INPUT_CSS)
+    q_len = int(st.number_input(in_range("query length", 1, MAX_LENGTH), 1, MAX_LENGTH, q_default, key=q_key,
+                                bind="query-params",
+                                help="Above 512 per side the page shows an exact downsampled overview plus a "
+                                     "full-resolution window."))
+    k_len = int(st.number_input(in_range("key length", 1, MAX_LENGTH), 1, MAX_LENGTH, k_default, key=k_key,
+                                bind="query-params",
                                 help="May differ from the query length (e.g. a decoder step with a cache)."))
     lo, hi = -q_len, k_len
     clamp_state(off_key, lo, hi)
