@@ -296,6 +296,12 @@ _TODAY_STEPS = (
     Step("your_model", _ym("Command R7B (Cohere 2)", ym_layer="3", ym_view="all"), "Cohere 2: global layers with no position",
          "Command R7B turns the same idea around: windowed layers rotate (RoPE), and every fourth, full-attention "
          "layer has no position at all. SmolLM3 also drops RoPE on every fourth layer. (1 min)", subject="ym_strip"),
+    Step("your_model", _ym("Qwen3-Next 80B-A3B (hybrid: Gated DeltaNet + attention)", ym_layer="0", ym_view="all"),
+         "Layers that do not attend: hybrids",
+         "In Qwen3-Next three layers of every four run Gated DeltaNet, not softmax attention: no pattern, no RoPE, "
+         "no logits; order reaches them through the recurrent state the delta rule updates token by token. Only "
+         "the fourth layer attends, with RoPE. Jamba does the same with Mamba layers and no RoPE at all. (2 min)",
+         subject="ym_strip"),
     Step("your_model", _ym("GPT-OSS 20B", ym_layer="0", ym_view="sinks"), "Where the mass goes: sinks",
          "GPT-OSS adds a learned sink logit per head: an extra softmax column, dropped after. On a window layer "
          "(128 keys) the sink can keep a large share at every position; on a full layer its share fades as the row "
