@@ -191,5 +191,5 @@ def test_check_rows_name_what_the_search_found(quick_run) -> None:
     rows = _sections(quick_run[1])["check"]["rows"]
     verdicts = [r["verdict"] for r in rows]
     assert verdicts == ["matches", "max_distance = 300, not 128", "no cause", "matches",
-                        "angles computed in bfloat16", "no cause"]
+                        "angles computed in bfloat16", "no cause", "base = 31337, not 10000 + first position 7, not 0"]
     assert all(r["seconds"] > 0 for r in rows)
