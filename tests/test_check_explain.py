@@ -308,3 +308,18 @@ def test_t5_low_precision_steps_say_how_large_the_error_is_and_where_offsets_col
               if lo0 == lo1 and r0 != r1]
     first = min(merged, key=lambda a: min(abs(a), abs(a + 1)))
     assert f"share one bucket where float32 gives them two are j − i = {first} and {first + 1}." in text
+
+
+def test_transformers_proportional_rope_is_said_to_be_right_for_its_models():
+    """transformers' rope_type 'proportional' (Gemma 4's global layers): θ over head_dim for the first
+    partial_rotary_factor · head_dim / 2 pairs, zero-padded, pairs (i, i + head_dim/2). relviz has no such rule: the
+    cause it names says that this is the proportional rule and right for such a model."""
+    import torch
+
+    head_dim, base, angles = 512, 1e6, 64
+    inv_freq = 1.0 / (base ** (torch.arange(0, 2 * angles, 2, dtype=torch.int64).float() / head_dim))
+    inv_freq = torch.cat([inv_freq, torch.zeros(head_dim // 2 - angles)])                  # as transformers pads it
+    freqs = torch.outer(torch.arange(64).float(), inv_freq)
+    cause = C.check("rope_cos", torch.cat([freqs, freqs], 1).cos().double().numpy(),
+                    rope_settings(head_dim=head_dim, rotary_dim=2 * angles, base=base)).cause
+    assert "'proportional' RoPE" in cause.explanation and "your cache is right" in cause.explanation

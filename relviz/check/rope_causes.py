@@ -236,7 +236,10 @@ def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeC
                 yield RopeCause(PARTIAL_AS_FULL_HEAD, f"Your rotary dims rotate as the first {s.rotary_dim // 2} pairs "
                                 f"of a full-head RoPE: θ_i = base^(−2i/{s.head_dim}) and pairs (i, i + "
                                 f"{s.head_dim // 2}). Partial rotary is a RoPE over the rotary dims alone: θ_i = "
-                                f"base^(−2i/{s.rotary_dim}), pairs (i, i + {s.rotary_dim // 2})."), \
+                                f"base^(−2i/{s.rotary_dim}), pairs (i, i + {s.rotary_dim // 2}). This is also "
+                                "transformers' 'proportional' RoPE (rope_type proportional: Gemma 4's global layers): "
+                                "for such a model your cache is right, and relviz's settings cannot express that rule "
+                                "yet."), \
                     replace(ref, inv_freq=_inv_freq_over(s, s.head_dim), stride=s.head_dim // 2)
                 yield RopeCause(PARTIAL_SPLIT, f"Your pairs are (i, i + {s.head_dim // 2}): rotate_half was applied "
                                 f"to the whole head; with partial rotary the pairs are (i, i + {s.rotary_dim // 2}) "
