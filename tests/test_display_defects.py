@@ -214,6 +214,7 @@ def test_keys_seen_panel_titles_start_at_their_panels_and_fit_half_a_page():
     assert [(a.x, a.xanchor) for a in notes] == [(0.0, "left"), (0.6, "left")]
     assert all(len(a.text) * 7 < 0.6 * 330 for a in notes)        # 13 px text inside the left panel of 330 px
     assert len(figure.layout.xaxis2.title.text) <= 26
+    assert not figure.layout.yaxis2.title.text and "j − i" in notes[1].text   # the panel title names the axis
 
 
 def _layer(preset: str, layer: int) -> list:

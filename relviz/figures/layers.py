@@ -149,7 +149,9 @@ def _keys_seen(view: KeysSeen) -> go.Figure:
                                 hovertemplate="query %{x}<br>farthest back %{y}<extra></extra>"))
     figure.update_layout(
         xaxis=dict(type="log", title_text="query position i + 1"), yaxis=dict(type="log", title_text="keys seen"),
-        xaxis2=dict(title_text="query i (the first ones)"), yaxis2=dict(title_text="j − i"),
+        # the right panel's y axis has no title: its panel title says j − i, and beside tick labels like −8000 a
+        # title sat over the left panel's curve in half a page (Your model's compare mode)
+        xaxis2=dict(title_text="query i (the first ones)"), yaxis2=dict(title_text=""),
         shapes=shapes, height=340, margin=dict(l=60, r=10, t=40, b=45), showlegend=False)
     return figure
 
