@@ -47,6 +47,8 @@ def browser():
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_every_view_is_drawn_at_both_sizes(browser, view):
     """Opened once at 1280 × 720, then resized to 1440 × 900: both draw every chart of the view."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     base, chromium = browser
     name, count, titles = VIEWS[view]
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
@@ -63,6 +65,13 @@ def test_every_view_is_drawn_at_both_sizes(browser, view):
         for width, height in ((1280, 720), (1440, 900)):
             page.set_viewport_size({"width": width, "height": height})
             page.wait_for_timeout(1500)
+            try:  # under load plotly may still be drawing (or resizing) a chart: wait for the view's state
+                page.wait_for_function(f"([n, parts]) => {{ const c = ({CHARTS_JS})(); return c.length === n && "
+                                       "parts.every(p => c.some(x => x.title.includes(p) && x.drawn > 0 "
+                                       "&& x.height > 200 && x.width > 250)); }", arg=[count, list(titles)],
+                                       timeout=60000)
+            except PlaywrightTimeout:  # the assertions below say what is missing
+                pass
             charts = page.evaluate(CHARTS_JS)
             page.screenshot(path=str(ARTIFACTS / f"images-{name}-{width}x{height}.png"))
             assert len(charts) == count, [c["title"] for c in charts]
