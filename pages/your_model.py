@@ -183,6 +183,11 @@ with display.user_errors():
     asked = st.session_state.get(f"{P}_vs") or st.query_params.get(f"{P}_vs")
     show_strip(kind, target, stack, layer, chart_key=f"{P}_strip", layer_key=f"{P}_layer",
                title=label if asked in options and asked != label else "")
+    for shown_stack in stacks:  # every stack in view: a vision tower's blocks beside the text layers they feed
+        if shown_stack != stack:
+            display.show_figure(strip_base(kind, target, shown_stack, f"{shown_stack}: choose it under 'stack' "
+                                                                      "to read its layers"),
+                                key=f"{P}_strip_{shown_stack}")
     c_view, c_vs = st.columns([1.4, 3])
     kind_shown = c_view.selectbox("show", list(layer_views.VIEW_KINDS), key=f"{P}_view", bind="query-params",
                                   help="Which view of the layer: all, or one kind (a layer without it shows all).")

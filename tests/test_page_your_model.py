@@ -105,9 +105,10 @@ from relviz.model_presets import model_presets, preset_plan  # noqa: E402
 PRESETS = {key: entry["label"] + " (published config)" for key, entry in model_presets().items()}
 
 
-def strip_layers(at) -> set[int]:
-    (strip,) = [c for c in charts(at) if c["data"] and all(t["type"] == "bar" for t in c["data"])]
-    return {int(x) for t in strip["data"] for x in decode(t["x"])}
+def strip_layers(at) -> list[set[int]]:
+    """Each strip's layers: the chosen stack's strip first, then every other stack's."""
+    strips = [c for c in charts(at) if c["data"] and all(t["type"] == "bar" for t in c["data"])]
+    return [{int(x) for t in strip["data"] for x in decode(t["x"])} for strip in strips]
 
 
 @pytest.mark.parametrize("key", list(PRESETS))
@@ -118,7 +119,9 @@ def test_every_preset_draws_its_strip_and_a_layer_at_both_ends_of_the_length(key
     for length, layer in (("own", last), ("16", 0)):
         at = run_page("your_model", ym_model=PRESETS[key], ym_len=length, ym_layer=layer)
         assert not at.error, [e.value for e in at.error]
-        assert strip_layers(at) == set(range(last + 1))                     # one cell per layer
+        strips = strip_layers(at)
+        assert strips[0] == set(range(last + 1))                            # one cell per layer
+        assert [len(s) for s in strips] == [len(plan.plans[name]) for name in plan.stack_names]  # every stack
         described = [c.value for c in at.caption if c.value.startswith("**")]
         assert described and f"layer {layer}" in described[0]
         assert (f"at {16:,} positions" if length == "16" else "the model's own context") in described[0]

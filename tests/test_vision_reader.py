@@ -104,6 +104,10 @@ def test_your_model_page_shows_the_vision_stack_of_the_preset():
     assert max(max(t["x"]) for t in strip["data"] if t.get("type") == "bar" and isinstance(t.get("x"), list)) == 31
     assert any("2-D RoPE" in c.value and "vision layer 7" in c.value for c in at.caption)
     assert any("sees the whole image" in c.value for c in at.caption)
+    # the text side stays in view under the vision strip: its 28 decoder layers, titled by their stack
+    text_strip = charts(at)[1]
+    assert text_strip["layout"]["title"]["text"].startswith("decoder")
+    assert max(max(t["x"]) for t in text_strip["data"] if t.get("type") == "bar" and isinstance(t.get("x"), list)) == 27
 
 
 def test_pixtral_encoder_is_read_as_transformers_rotates_it():
