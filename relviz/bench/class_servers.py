@@ -21,7 +21,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["REPO", "NGINX_CONF", "free_port", "nginx_path", "app_process", "nginx", "site_config"]
+__all__ = ["REPO", "NGINX_CONF", "free_port", "nginx_path", "wait_healthy", "stopping", "app_process", "nginx",
+           "site_config"]
 
 REPO = Path(__file__).resolve().parents[2]
 NGINX_CONF = REPO / "docs" / "nginx" / "relviz-processes.conf"
@@ -37,7 +38,9 @@ def nginx_path() -> str | None:
     return shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 
-def _wait_healthy(process: subprocess.Popen, base: str, what: str, timeout_s: float) -> None:
+def wait_healthy(process: subprocess.Popen, base: str, what: str, timeout_s: float, poll_s: float = 0.2) -> None:
+    """Return once ``base``/_stcore/health answers 200; RuntimeError naming ``what`` if the process exits or
+    ``timeout_s`` passes first (the first-paint bench polls finer, since it times the start)."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -48,11 +51,11 @@ def _wait_healthy(process: subprocess.Popen, base: str, what: str, timeout_s: fl
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"{what} did not start on {base} (exit code {process.poll()})")
-        time.sleep(0.2)
+        time.sleep(poll_s)
 
 
 @contextlib.contextmanager
-def _stopping(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
+def stopping(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
     try:
         yield process
     finally:
@@ -78,9 +81,9 @@ def app_process(core: int | None, *, env: dict[str, str] | None = None, log: Pat
     out = open(log, "w") if log is not None else subprocess.DEVNULL
     process = subprocess.Popen(command, cwd=REPO, env=environment, stdout=out, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL)
-    with _stopping(process):
+    with stopping(process):
         base = f"http://127.0.0.1:{port}"
-        _wait_healthy(process, base, "streamlit", timeout_s)
+        wait_healthy(process, base, "streamlit", timeout_s)
         yield base, process
 
 
@@ -128,9 +131,9 @@ http {{
             command = ["taskset", "-c", ",".join(map(str, cores)), *command]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)
-        with _stopping(process):
+        with stopping(process):
             base = f"http://127.0.0.1:{listen}"
-            _wait_healthy(process, base, "nginx", 30)
+            wait_healthy(process, base, "nginx", 30)
             yield base, process
 
 

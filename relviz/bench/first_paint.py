@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,12 +61,6 @@ def unavailable() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def launch_chromium(playwright):
     """Debian's Chromium, headless, as every browser bench section runs it."""
     return playwright.chromium.launch(
@@ -79,7 +71,9 @@ def launch_chromium(playwright):
 @contextlib.contextmanager
 def _server(script: Path, cwd: Path, timeout_s: float = 120.0) -> Iterator[tuple[str, float]]:
     """A fresh headless server for ``script``; yields (base URL, seconds until healthy)."""
-    port = _free_port()
+    from relviz.bench.class_servers import free_port, stopping, wait_healthy
+
+    port = free_port()
     command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless=true",
                "--server.address=127.0.0.1", f"--server.port={port}", "--browser.gatherUsageStats=false",
                "--server.fileWatcherType=none"]
@@ -87,24 +81,9 @@ def _server(script: Path, cwd: Path, timeout_s: float = 120.0) -> Iterator[tuple
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                stdin=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.perf_counter() - started > timeout_s:
-                raise RuntimeError(f"streamlit did not start for {script}")
-            time.sleep(0.05)
+    with stopping(process):
+        wait_healthy(process, base, f"streamlit for {script}", timeout_s, poll_s=0.05)  # fine polls: it times the start
         yield base, time.perf_counter() - started
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 #: Installed before the page loads: counts the websocket's messages and their bytes.
