@@ -166,20 +166,27 @@ def check_rope2d(got: Any, settings: Rope2DSettings | None) -> CheckResult:
     def close(a: np.ndarray) -> np.ndarray:
         return np.isclose(got, a, rtol=ANGLE_RTOL, atol=ANGLE_ATOL)
 
-    mismatch = ~close(expected)
-    causes = []
-    if mismatch.any():
-        for name, text, build in ROPE2D_CAUSES:
-            variant = build(s)
-            if variant is not None and variant.shape == got.shape and close(variant).all():
-                causes.append(Cause(name, text, False, 1.0))
     axis = np.broadcast_to(s.rope.pair_axis.numpy()[None, :], got.shape)
-    first = tuple(Mismatch(int(i), int(j), int(axis[i, j]), float(expected[i, j]), float(got[i, j]))
-                  for i, j in np.argwhere(mismatch)[:FIRST_MISMATCHES])
     note = (f"Row n is the patch (n // {s.cols}, n % {s.cols}); column p is pair p (it rotates dimensions p and "
             f"p + {s.head_dim // 2}); the third column is its axis (0 row, 1 column).")
-    return CheckResult("rope2d_angles", s, False, expected, got, np.ones_like(mismatch), mismatch, first,
-                       tuple(causes), None, note, axis)
+    return _named_result("rope2d_angles", s, expected, got, ~close(expected), axis, ROPE2D_CAUSES,
+                         lambda variant: close(variant).all(), note)
+
+
+def _named_result(kind: str, s: Any, expected: np.ndarray, got: np.ndarray, mismatch: np.ndarray,
+                  third: np.ndarray, named: tuple, reproduces: Callable[[np.ndarray], bool], note: str) -> CheckResult:
+    """The verdict of a vision kind: each named mistake whose variant reproduces the whole upload is a cause;
+    the first mismatches carry ``third`` (a pair's axis, a token's kind) as their third column."""
+    causes = []
+    if mismatch.any():
+        for name, text, build in named:
+            variant = build(s)
+            if variant is not None and variant.shape == got.shape and reproduces(variant):
+                causes.append(Cause(name, text, False, 1.0))
+    first = tuple(Mismatch(int(i), int(j), int(third[i, j]), float(expected[i, j]), float(got[i, j]))
+                  for i, j in np.argwhere(mismatch)[:FIRST_MISMATCHES])
+    return CheckResult(kind, s, False, expected.astype(np.float64), got.astype(np.float64), np.ones_like(mismatch),
+                       mismatch, first, tuple(causes), None, note, third)
 
 
 # ---------------------------------------------------------------------------------------
@@ -285,19 +292,10 @@ def check_mrope(got: Any, settings: MropeSettings | None) -> CheckResult:
     if not np.isfinite(got.astype(np.float64)).all() or (got.astype(np.float64) != np.round(got.astype(np.float64))).any():
         raise ValueError("position ids are whole numbers; the upload holds fractions, NaN or infinite values")
     got = got.astype(np.int64)
-    mismatch = got != expected
-    causes = []
-    if mismatch.any():
-        for name, text, build in MROPE_CAUSES:
-            variant = build(s)
-            if variant is not None and variant.shape == got.shape and np.array_equal(variant, got):
-                causes.append(Cause(name, text, False, 1.0))
     third = np.broadcast_to(kinds[None, :], got.shape)
-    first = tuple(Mismatch(int(i), int(j), int(third[i, j]), float(expected[i, j]), float(got[i, j]))
-                  for i, j in np.argwhere(mismatch)[:FIRST_MISMATCHES])
     note = "Rows are the t, h and w ids; column n is token n; the third column is its kind (0 text, 1 image, 2 video)."
-    return CheckResult("mrope_position_ids", s, False, expected.astype(np.float64), got.astype(np.float64),
-                       np.ones_like(mismatch), mismatch, first, tuple(causes), None, note, third)
+    return _named_result("mrope_position_ids", s, expected, got, got != expected, third, MROPE_CAUSES,
+                         lambda variant: np.array_equal(variant, got), note)
 
 
 def _python_only(kind: str, settings: str) -> Callable[[Any, tuple[int, ...] | None], Any]:
