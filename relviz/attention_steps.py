@@ -19,6 +19,9 @@ import torch
 from relviz._checks import check_bool, check_tensor
 from relviz.flex import BACKENDS
 
+#: (output [B, H, L, D_head], weights [B, H, L, L] or None), as every relviz.attention function returns:
+#: weights only when asked for (need_weights=True), None on the fused path.
+Attention = tuple[torch.Tensor, torch.Tensor | None]
 
 def check_qkv(q: object, k: object, v: object) -> tuple[int, int, int, int]:
     """q, k, v must be floating tensors of one shape [B, H, L, D], one dtype, one device."""
@@ -149,3 +152,31 @@ def fused_output(output: torch.Tensor, *, validate: bool = True) -> torch.Tensor
 def future_mask(length: int, device: torch.device) -> torch.Tensor:
     """[L, L] bool, True where key j lies after query i (the cells a causal model masks)."""
     return torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
+
+
+def dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
+                          scale: float | None = None, bias: torch.Tensor | None = None,
+                          need_weights: bool = False) -> Attention:
+    """softmax(scale · q kᵀ + bias) v for [B, H, L, D] inputs -> (output, weights [B, H, L, L] or None).
+
+    need_weights=False (training, evaluation): F.scaled_dot_product_attention, the fused kernel,
+    with the causal mask folded into the bias. need_weights=True (the app draws the weights):
+    written out, so the weights exist. Causal: keys j > i get −inf, hence weight exactly 0.
+    ``bias``: [H, L, L] or broadcastable.
+
+    For the toy model's forward (a mechanism's ``attend``), which validated its config and tokens
+    once: nothing is checked here, and nothing is read back from the device.
+    """
+    if not need_weights:
+        if bias is not None and causal:
+            bias = bias.masked_fill(future_mask(q.shape[-2], q.device), float("-inf"))
+        if bias is not None and bias.dim() < 4:
+            bias = bias.expand(*(1,) * (4 - bias.dim()), *bias.shape)   # 4-D: torch's fused CPU kernel takes it
+        output = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=bias, is_causal=causal and bias is None, scale=scale)
+        return output, None
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    logits = torch.matmul(q * scale, k.transpose(-2, -1))                     # [B, H, L, L]
+    if bias is not None:
+        logits = logits + bias
+    return softmax_output(logits, v, causal, validate=False)

@@ -11,6 +11,7 @@ mechanism) is refused naming it, and the Your model page does not list its check
 """
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import torch
@@ -32,6 +33,7 @@ from relviz.plan import LayerPlan, ModelPlan
 from relviz.rope import RopeConfig
 from relviz.schemes.alibi import AlibiScheme
 from relviz.schemes.base import Scheme
+from relviz.schemes.registry import REGISTRY
 from relviz.schemes.fire import Fire
 from relviz.schemes.kerple import Kerple
 from relviz.schemes.learned import LearnedAbsoluteScheme
@@ -73,13 +75,11 @@ def _kerple(model: RelvizTransformer) -> tuple[Mechanism, ...]:
 
 #: toy scheme -> the mechanisms one of its layers applies (besides the attention pattern), from the model
 MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism, ...]]] = {
-    NoPositions: lambda model: (NoPosition(),),
     Rope: _rotation,
     AlibiScheme: lambda model: (Alibi(heads=model.config.n_heads, float32_powers=False),),
     T5: _t5,
     LearnedAbsoluteScheme: _learned,
     Kerple: _kerple,
-    Sinusoidal: lambda model: (SinusoidalAbsolute(model.config.d_model),),
 }
 #: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE, Shaw, skew)
 PER_LAYER: dict[type[Scheme], Callable[[RelvizTransformer, int], tuple[Mechanism, ...]]] = {
@@ -96,21 +96,21 @@ def _tables(parameters) -> tuple[torch.Tensor, ...]:
 
 
 def toy_plan(model: RelvizTransformer, *, source: str = "relviz toy model") -> ModelPlan:
-    """The toy model's plan: one stack (decoder when causal, else encoder), every layer the scheme's
-    mechanisms and its attention pattern. ValueError naming the scheme when no mechanism describes it."""
+    """The toy model's plan: one stack (decoder when causal, else encoder), every layer the mechanism its scheme
+    hands out (the one the forward runs) and its attention pattern."""
     if not isinstance(model, RelvizTransformer):
         raise ValueError(f"model must be a relviz RelvizTransformer; got {type(model).__name__}")
     config = model.config
     shared = MECHANISMS_OF.get(type(model.position))
     per_layer = PER_LAYER.get(type(model.position))
-    if shared is None and per_layer is None:
-        known = ", ".join(drawn_schemes())
-        raise ValueError(f"scheme {config.scheme!r} has no mechanism in relviz.mechanisms yet, so it cannot be "
-                         f"drawn as a plan; the toy schemes that can: {known}")
+    # the plan holds a frozen copy of the scheme's parameters on the CPU: the mechanisms the forward runs
+    position = copy.deepcopy(model.position).to("cpu").requires_grad_(False)
     pattern = AttentionPattern(causal=config.causal)
     every = shared(model) if shared is not None else ()
     stack = "decoder" if config.causal else "encoder"
-    layers = [LayerPlan(stack, index, None, (*(every or per_layer(model, index)), pattern), read_from=READ_FROM)
+    layers = [LayerPlan(stack, index, None,
+                        (*(every or (per_layer(model, index) if per_layer else (position.mechanism(index),))),
+                         pattern), read_from=READ_FROM)
               for index in range(config.n_layers)]
     return ModelPlan(TOY, source, {stack: layers},
                      config={"max_position_embeddings": config.max_len, **config.to_dict()},
@@ -119,5 +119,6 @@ def toy_plan(model: RelvizTransformer, *, source: str = "relviz toy model") -> M
 
 
 def drawn_schemes() -> tuple[str, ...]:
-    """The toy schemes :func:`toy_plan` can draw (the Your model page lists their checkpoints)."""
-    return tuple(cls.name for cls in (*MECHANISMS_OF, *PER_LAYER))
+    """The toy schemes :func:`toy_plan` can draw (the Your model page lists their checkpoints): every one, since
+    each hands out the mechanisms its forward runs."""
+    return tuple(REGISTRY)

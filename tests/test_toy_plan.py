@@ -19,8 +19,7 @@ from relviz.model import ModelConfig, build_model
 from relviz.schemes.rope import rope_rotate
 from relviz.positions import offset_range
 from relviz.schemes import REGISTRY
-from relviz.schemes.sinusoidal import Sinusoidal
-from relviz.toy_plan import MECHANISMS_OF, drawn_schemes, toy_plan
+from relviz.toy_plan import drawn_schemes, toy_plan
 from relviz.training.checkpoints import load_checkpoint
 
 LENGTH = 40
@@ -79,14 +78,24 @@ def test_learned_table_and_no_position():
     assert plan.first(NoPosition) is not None
 
 
-def test_a_bidirectional_toy_is_an_encoder_and_a_scheme_without_an_entry_is_refused_by_name(monkeypatch):
+def test_a_bidirectional_toy_is_an_encoder_and_every_scheme_draws():
     model = build_model(ModelConfig(scheme="t5", causal=False), seed=0)
     plan = toy_plan(model)
     assert plan.stack_names == ["encoder"] and plan.first(T5Bias).bidirectional
-    assert set(drawn_schemes()) == set(REGISTRY)             # every shipped scheme draws today
-    monkeypatch.delitem(MECHANISMS_OF, Sinusoidal)
-    with pytest.raises(ValueError, match="scheme 'sinusoidal' has no mechanism"):
-        toy_plan(build_model(ModelConfig(scheme="sinusoidal"), seed=0))
+    assert set(drawn_schemes()) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", ["none", "sinusoidal"])
+def test_the_plan_draws_the_mechanisms_the_forward_runs(name):
+    """Each layer of the plan holds the mechanism the scheme hands its forward (a frozen CPU copy of the same
+    parameters), so what Your model draws is what ran."""
+    config = ModelConfig(scheme=name, n_layers=2, d_model=16, n_heads=2, d_ff=16)
+    model = build_model(config, seed=0)
+    plan = toy_plan(model)
+    for index in range(config.n_layers):
+        ran = model.position.mechanism(index)
+        drawn = plan.layer(index).mechanisms[0]
+        assert type(drawn) is type(ran) and drawn.settings() == ran.settings()
 
 
 @pytest.mark.parametrize("name", ["shaw", "skew"])

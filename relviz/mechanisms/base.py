@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.view_kinds import LayerView
 
 __all__ = ["ConfigView", "LayerContext", "Mechanism", "ToyMechanism", "MAX_POSITIONS", "MAX_LAYERS", "REQUIRED"]
@@ -187,6 +188,26 @@ class Mechanism:
         """What this mechanism looks like on ``layer`` (its LayerPlan: the other mechanisms it sits with) at
         ``length`` positions, as relviz.mechanisms.view_kinds' data kinds, built per offset or per position."""
         return []
+
+    # -- the forward of relviz's toy model: a toy scheme (relviz.schemes) hands out its mechanisms, holding its
+    # learned parameters, and the model runs them; a real model's mechanisms are read, never run -------------
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """Token embeddings [B, L, D] -> the first block's input (a mechanism in the input adds its positions)."""
+        return x
+
+    def prepare(self, length: int, like: torch.Tensor) -> Any:
+        """What every layer's :meth:`attend` shares within one forward (a bias per offset, rotation angles), built
+        once per forward; None when nothing is shared. ``like``: the embeddings [B, L, D] (device and dtype)."""
+        return None
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, shared: Any = None,
+               need_weights: bool = False) -> Attention:
+        """One layer's attention on q, k, v [B, H, L, D_head] -> (output, weights [B, H, L, L] or None); ``shared``:
+        this forward's :meth:`prepare` (None: built here). Nothing is checked: the toy model validated its config
+        and tokens once. Here plain attention, softmax(q kᵀ / √D) v: a mechanism that acts inside attention (a
+        bias, a rotation) overrides it; one in the input, or none, leaves attention as it is."""
+        return dot_product_attention(q, k, v, causal=causal, need_weights=need_weights)
 
 
 class ToyMechanism(Mechanism):

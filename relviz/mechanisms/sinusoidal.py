@@ -1,17 +1,23 @@
 """Sinusoidal absolute positions (Vaswani et al. 2017): PE[p, 2k] = sin(p·ω_k), PE[p, 2k + 1] = cos(p·ω_k),
 ω_k = 10000^(−2k/d), added to the input before the first layer; nothing learned. No model in the family
-table applies it (``read`` finds it in no config): relviz's toy model hands it out (relviz.toy_plan). The
-encoding is relviz.absolute's, its words relviz.schemes.sinusoidal's."""
+table applies it (``read`` finds it in no config): relviz's toy model's ``sinusoidal`` scheme hands it out and
+runs it. The encoding is relviz.absolute's."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
+from relviz.absolute import sinusoidal_encoding
 from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
-from relviz.schemes.sinusoidal import Sinusoidal
 
-__all__ = ["SinusoidalAbsolute"]
+__all__ = ["SinusoidalAbsolute", "NOTHING_LEARNED"]
+
+#: what the pages say about its parameters: there are none
+NOTHING_LEARNED = ("Sinusoidal positions are fixed sin/cos vectors: nothing about position is learned. "
+                   "Their dot product (the structure beside the close-up) depends only on j − i.")
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,11 @@ class SinusoidalAbsolute(ToyMechanism):
     scheme = "sinusoidal"
     legend = "absolute"
 
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """x [B, L, D] + PE [L, D], computed for this length in x's dtype."""
+        table = sinusoidal_encoding(x.shape[1], x.shape[2], dtype=x.dtype, device=x.device)   # [L, D]
+        return x + table
+
     def label(self) -> str:
         return "sinusoidal abs"
 
@@ -35,4 +46,4 @@ class SinusoidalAbsolute(ToyMechanism):
         return {"d_model": self.d_model}
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        return [Note("Sinusoidal positions (in the input, before the first layer)", Sinusoidal.no_parameters)]
+        return [Note("Sinusoidal positions (in the input, before the first layer)", NOTHING_LEARNED)]

@@ -29,7 +29,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from relviz.attention import future_mask, softmax_output
+from relviz.attention_steps import Attention, dot_product_attention
+from relviz.mechanisms.base import Mechanism
+from relviz.mechanisms.none import NoPosition
 from relviz.positions import expand_toeplitz
 from relviz.schemes.views import PositionStructure, View
 
@@ -39,11 +41,6 @@ __all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_pr
 #: Longest sequence a model accepts: the attention weights it returns take
 #: n_layers · B · H · L² floats (L = 4096, 2 layers, 4 heads: 537 MB per sequence).
 MAX_LENGTH = 4096
-
-#: (output [B, H, L, D_head], weights [B, H, L, L] or None), as every relviz.attention function returns:
-#: weights only when asked for (need_weights=True), None on the fused path.
-Attention = tuple[torch.Tensor, torch.Tensor | None]
-
 
 class SchemeConfig(Protocol):
     """What a scheme reads from a model's configuration; :class:`relviz.model.ModelConfig` is one.
@@ -127,34 +124,6 @@ class Param:
         return {"name": self.name, "type": self.kind.__name__, "default": self.default, "minimum": self.minimum,
                 "maximum": self.maximum, "exclusive_minimum": self.exclusive_minimum, "flag": self.flag,
                 "help": self.help, "app_range": list(self.slider_range) if self.in_app else None}
-
-
-def dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
-                          scale: float | None = None, bias: torch.Tensor | None = None,
-                          need_weights: bool = False) -> Attention:
-    """softmax(scale · q kᵀ + bias) v for [B, H, L, D] inputs -> (output, weights [B, H, L, L] or None).
-
-    need_weights=False (training, evaluation): F.scaled_dot_product_attention, the fused kernel,
-    with the causal mask folded into the bias. need_weights=True (the app draws the weights):
-    written out, so the weights exist. Causal: keys j > i get −inf, hence weight exactly 0.
-    ``bias``: [H, L, L] or broadcastable.
-
-    For a scheme's ``attend`` inside the model's forward, which validated its config and tokens
-    once: nothing is checked here, and nothing is read back from the device.
-    """
-    if not need_weights:
-        if bias is not None and causal:
-            bias = bias.masked_fill(future_mask(q.shape[-2], q.device), float("-inf"))
-        if bias is not None and bias.dim() < 4:
-            bias = bias.expand(*(1,) * (4 - bias.dim()), *bias.shape)   # 4-D: torch's fused CPU kernel takes it
-        output = torch.nn.functional.scaled_dot_product_attention(
-            q, k, v, attn_mask=bias, is_causal=causal and bias is None, scale=scale)
-        return output, None
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    logits = torch.matmul(q * scale, k.transpose(-2, -1))                     # [B, H, L, L]
-    if bias is not None:
-        logits = logits + bias
-    return softmax_output(logits, v, causal, validate=False)
 
 
 def expand_offsets(per_offset: np.ndarray, length: int) -> np.ndarray:
@@ -263,27 +232,36 @@ class Scheme(nn.Module):
         """Raise ValueError, saying why, if the scheme cannot run at this sequence length."""
         type(self).check_length_for(self.config, length)
 
+    def mechanism(self, layer: int) -> Mechanism:
+        """The mechanism (relviz.mechanisms) that computes layer ``layer``'s position, holding this module's
+        parameters (not copies: training's gradients flow through it). The model's forward runs it
+        (:meth:`embed`, :meth:`prepare`, :meth:`attend`) and relviz.toy_plan draws it: one implementation of
+        each concept. The base class: no position (plain attention)."""
+        return NoPosition()
+
     def embed(self, x: torch.Tensor) -> torch.Tensor:
-        """Token embeddings [B, L, D] -> input of the first block (absolute schemes add here)."""
-        return x
+        """Token embeddings [B, L, D] -> input of the first block (an absolute mechanism adds its positions)."""
+        return self.mechanism(0).embed(x)
 
     def prepare(self, length: int, like: torch.Tensor) -> Any:
-        """What every layer's attention shares within one forward, built once per forward (a bias
-        per offset from a table every layer uses, rotation angles); None when nothing is shared.
+        """What every layer's attention shares within one forward, built once per forward (a bias per offset from
+        a table every layer uses, rotation angles): the mechanism's; None when nothing is shared.
         ``like``: the embeddings [B, L, D_model] (their device and dtype)."""
-        return None
+        return self.mechanism(0).prepare(length, like)
 
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, shared: Any = None,
                need_weights: bool = False) -> Attention:
-        """Layer ``layer``'s attention on [B, H, L, D_head] -> (output, weights [B, H, L, L] or None).
+        """Layer ``layer``'s attention on [B, H, L, D_head] -> (output, weights [B, H, L, L] or None): its
+        mechanism's.
 
         ``shared``: this forward's :meth:`prepare` (None: built here). need_weights=False takes
         the fused path (training, evaluation, experiments); True the exact weights path the app
-        draws. Both give the same output to float rounding. Call :mod:`relviz.attention` with
-        ``validate=False`` here: the model validated its config and tokens once, and a check per
+        draws. Both give the same output to float rounding. The mechanisms call :mod:`relviz.attention` with
+        ``validate=False``: the model validated its config and tokens once, and a check per
         layer would read back from the device (tests/test_validate_once.py counts the reads).
         """
-        return dot_product_attention(q, k, v, causal=self.config.causal, need_weights=need_weights)
+        return self.mechanism(layer).attend(q, k, v, causal=self.config.causal, shared=shared,
+                                            need_weights=need_weights)
 
     # -- what the app shows ----------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from relviz.absolute import sinusoidal_encoding
+from relviz.mechanisms.sinusoidal import NOTHING_LEARNED, SinusoidalAbsolute
 from relviz.schemes.base import Scheme, SchemeConfig, expand_offsets
 from relviz.schemes.views import PositionStructure
 
@@ -25,9 +26,8 @@ class Sinusoidal(Scheme):
             raise ValueError(f"scheme 'sinusoidal' pairs sin and cos: d_model must be even; got {config.d_model}")
         return {}
 
-    def embed(self, x: torch.Tensor) -> torch.Tensor:
-        table = sinusoidal_encoding(x.shape[1], x.shape[2], dtype=x.dtype, device=x.device)   # [L, D]
-        return x + table
+    def mechanism(self, layer: int) -> SinusoidalAbsolute:
+        return SinusoidalAbsolute(self.config.d_model)
 
     def structure(self, length: int) -> PositionStructure:
         dim = self.config.d_model
@@ -38,8 +38,7 @@ class Sinusoidal(Scheme):
             self.name, "sinusoidal: p_i · p_j / (d/2)", "p_i·p_j/(d/2)",
             expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)
 
-    no_parameters = ("Sinusoidal positions are fixed sin/cos vectors: nothing about position is learned. "
-                     "Their dot product (the structure beside the close-up) depends only on j − i.")
+    no_parameters = NOTHING_LEARNED
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
