@@ -63,10 +63,6 @@ def _t5(model: RelvizTransformer) -> tuple[Mechanism, ...]:
     return (T5Bias(config.num_buckets, config.max_distance, not config.causal, config.n_heads, 0, table=table),)
 
 
-def _learned(model: RelvizTransformer) -> tuple[Mechanism, ...]:
-    return (LearnedAbsolute("position.table", table=model.position.table.detach().to("cpu", copy=True)),)
-
-
 def _kerple(model: RelvizTransformer) -> tuple[Mechanism, ...]:
     with torch.no_grad():
         r1, r2 = (r.detach().to("cpu", copy=True) for r in model.position.coefficients())   # [H] each
@@ -78,7 +74,6 @@ MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism,
     Rope: _rotation,
     AlibiScheme: lambda model: (Alibi(heads=model.config.n_heads, float32_powers=False),),
     T5: _t5,
-    LearnedAbsoluteScheme: _learned,
     Kerple: _kerple,
 }
 #: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE, Shaw, skew)

@@ -47,6 +47,10 @@ class LearnedAbsolute(Mechanism):
             raise ValueError("learned positions live in the weights: inspect a model directory, not a config alone")
         return self.table
 
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """x [B, L, D] + the table's first L rows [L, D] (the toy model checked L against the table's size)."""
+        return x + self.positions()[: x.shape[1]]
+
     def label(self) -> str:
         return "learned abs"
 

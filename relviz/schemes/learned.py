@@ -5,6 +5,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
 from relviz.schemes.views import PositionStructure, SimilarityMatrix, View, norms_and_cosine, relative_share
 
@@ -36,8 +37,8 @@ class LearnedAbsoluteScheme(Scheme):
                 f"positions up to {length - 1}, which have no embedding. Relative schemes have no "
                 "such limit.")
 
-    def embed(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.table[: x.shape[1]]
+    def mechanism(self, layer: int) -> LearnedAbsolute:
+        return LearnedAbsolute("position.table", table=self.table)
 
     def _cosine(self) -> np.ndarray:
         _, cosine = norms_and_cosine([self.table])
