@@ -72,7 +72,6 @@ def _kerple(model: RelvizTransformer) -> tuple[Mechanism, ...]:
 #: toy scheme -> the mechanisms one of its layers applies (besides the attention pattern), from the model
 MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism, ...]]] = {
     Rope: _rotation,
-    AlibiScheme: lambda model: (Alibi(heads=model.config.n_heads, float32_powers=False),),
     T5: _t5,
     Kerple: _kerple,
 }

@@ -8,6 +8,7 @@ ignores the config's alibi_bias_max), ``twice_in_eager`` (Falcon's eager path ad
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,12 +16,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from relviz.attention import offset_bias_attention
+from relviz.attention_steps import Attention
 from relviz.mechanisms.base import LayerContext, Mechanism
-from relviz.mechanisms.view_kinds import LayerView
-from relviz.positions import alibi_slopes, mpt_alibi_slopes
-from relviz.schemes.alibi import bias_lines
+from relviz.mechanisms.view_kinds import BiasCurve, LayerView
+from relviz.positions import alibi_slopes, mpt_alibi_slopes, offset_range
 
-__all__ = ["Alibi"]
+__all__ = ["Alibi", "bias_lines"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,21 @@ class Alibi(Mechanism):
                   else alibi_slopes(self.heads, device="cpu", float32_powers=self.float32_powers))
         return slopes.to(getattr(torch, self.dtype))
 
+    def prepare(self, length: int, like: torch.Tensor) -> torch.Tensor:
+        """The bias per offset −slope_h · |j − i| [H, 2L − 1] (offset −(L − 1) first), once per forward: every
+        layer's is the same. Divided by √head_dim where the family does (Falcon)."""
+        slopes = self.slopes().to(device=like.device, dtype=torch.float32)                   # [H]
+        distance = offset_range(length, device=like.device).abs().to(torch.float32)          # [2L − 1]
+        bias = -slopes[:, None] * distance[None, :]                                          # [H, 2L − 1]
+        if self.head_dim:
+            bias = bias / math.sqrt(self.head_dim)
+        return bias.to(like.dtype)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
+               shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
+        per_offset = self.prepare(q.shape[-2], q) if shared is None else shared               # [H, 2L − 1]
+        return offset_bias_attention(q, k, v, per_offset, causal=causal, need_weights=need_weights, validate=False)
+
     def rule_text(self) -> str:
         """How this family builds its slopes, in words."""
         if self.rule == "max":
@@ -116,3 +133,14 @@ class Alibi(Mechanism):
         scale = f" transformers' Falcon then divides it by √{self.head_dim}." if self.head_dim else ""
         return [bias_lines(slopes, offsets, title=f"ALiBi: bias −slope · |j − i| per head over {length:,} positions",
                            caption=f"{self.describe()}. {self.rule_text()}{scale}")]
+
+
+def bias_lines(slopes: np.ndarray, offsets: np.ndarray, *,
+               title: str = "ALiBi: bias −slope · |j − i| per head (fixed, not learned)",
+               caption: str = "") -> BiasCurve:
+    """ALiBi's bias −slope · |j − i| per head at ``offsets`` [n], from ``slopes`` [H]: what the mechanism draws for a
+    real model (its title and caption) and the toy model's parameter view."""
+    slopes = np.asarray(slopes, dtype=np.float64)
+    bias = (-slopes[:, None] * np.abs(offsets)[None, :]).astype(np.float32)             # [H, n]
+    return BiasCurve(title, caption, np.asarray(offsets), bias, learned=False,
+                     head_labels=tuple(f"head {h + 1}: slope {float(s):.4g}" for h, s in enumerate(slopes)))

@@ -3,12 +3,11 @@ on the attention logits; slopes a geometric sequence set by the head count."""
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-from relviz.attention import offset_bias_attention
-from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_power_of_two, alibi_slopes
-from relviz.schemes.base import Attention, Scheme, numbers_text
-from relviz.schemes.views import BiasCurve, PositionStructure, View
+from relviz.mechanisms.alibi import Alibi, bias_lines
+from relviz.positions import alibi_bias, alibi_power_of_two
+from relviz.schemes.base import Scheme, numbers_text
+from relviz.schemes.views import PositionStructure, View
 
 
 class AlibiScheme(Scheme):
@@ -22,18 +21,12 @@ class AlibiScheme(Scheme):
     # 84–91 %, 4 layers 92–97.6 %, 5 layers 98.4 %, 6 narrow layers (d_ff 64, lr 1e-2) 99.6 % in 42 s.
     training_defaults = {"model": {"n_layers": 6, "d_ff": 64}, "training": {"lr": 1e-2}}
 
-    def prepare(self, length: int, like: torch.Tensor) -> torch.Tensor:
-        """The bias per offset [H, 2L − 1], once per forward (the same for every layer)."""
-        return alibi_bias_offsets(length, num_heads=self.config.n_heads, device=like.device).to(like.dtype)
-
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
-               shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
-        per_offset = self.prepare(q.shape[-2], q) if shared is None else shared
-        return offset_bias_attention(q, k, v, per_offset, causal=self.config.causal, need_weights=need_weights,
-                                     validate=False)
+    def mechanism(self, layer: int) -> Alibi:
+        """Press et al.'s slopes in the reference code's arithmetic (Python floats), as the toy was trained."""
+        return Alibi(heads=self.config.n_heads, float32_powers=False)
 
     def slopes(self) -> np.ndarray:
-        return alibi_slopes(self.config.n_heads, device="cpu").numpy()
+        return self.mechanism(0).slopes().numpy()
 
     def structure(self, length: int) -> PositionStructure:
         bias = alibi_bias(length, num_heads=self.config.n_heads, device="cpu").numpy()   # [H, L, L]
@@ -59,17 +52,6 @@ class AlibiScheme(Scheme):
                 "a straight line from its logits; a steep head looks only at the last few tokens, a flat one far "
                 "back. It cannot prefer offset −s over −s + 1, so a shift task must be solved from the content: "
                 "compare its accuracy.")
-
-
-def bias_lines(slopes: np.ndarray, offsets: np.ndarray, *,
-               title: str = "ALiBi: bias −slope · |j − i| per head (fixed, not learned)",
-               caption: str = "") -> BiasCurve:
-    """ALiBi's bias −slope · |j − i| per head at ``offsets`` [n], from ``slopes`` [H]: the toy model's
-    parameter view, and what relviz.mechanisms.alibi draws for a real model (its title and caption)."""
-    slopes = np.asarray(slopes, dtype=np.float64)
-    bias = (-slopes[:, None] * np.abs(offsets)[None, :]).astype(np.float32)             # [H, n]
-    return BiasCurve(title, caption, np.asarray(offsets), bias, learned=False,
-                     head_labels=tuple(f"head {h + 1}: slope {float(s):.4g}" for h, s in enumerate(slopes)))
 
 
 def slope_rule_text(heads: int) -> str:
