@@ -57,12 +57,6 @@ def _rotation(model: RelvizTransformer) -> tuple[Mechanism, ...]:
                                      max_position_embeddings=config.max_len)),)
 
 
-def _t5(model: RelvizTransformer) -> tuple[Mechanism, ...]:
-    config = model.config
-    table = model.position.bias.detach().to("cpu", copy=True)                        # [num_buckets, H]
-    return (T5Bias(config.num_buckets, config.max_distance, not config.causal, config.n_heads, 0, table=table),)
-
-
 def _kerple(model: RelvizTransformer) -> tuple[Mechanism, ...]:
     with torch.no_grad():
         r1, r2 = (r.detach().to("cpu", copy=True) for r in model.position.coefficients())   # [H] each
@@ -72,7 +66,6 @@ def _kerple(model: RelvizTransformer) -> tuple[Mechanism, ...]:
 #: toy scheme -> the mechanisms one of its layers applies (besides the attention pattern), from the model
 MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism, ...]]] = {
     Rope: _rotation,
-    T5: _t5,
     Kerple: _kerple,
 }
 #: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE, Shaw, skew)

@@ -9,19 +9,21 @@ the side bias towards the per-block summary tokens.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from relviz._checks import check_int
+from relviz.attention import offset_bias_attention
+from relviz.attention_steps import Attention
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import BiasCurve, LayerView, Note
-from relviz.positions import T5_LIMITS, t5_bias, t5_bias_offsets, t5_bucket, t5_config
-from relviz.schemes.t5 import bias_curve
-from relviz.t5_notes import curve_caption
+from relviz.positions import T5_LIMITS, T5Config, t5_bias, t5_bias_offsets, t5_bucket, t5_config
+from relviz.t5_notes import curve_caption, last_bucket_start
 
-__all__ = ["T5Bias"]
+__all__ = ["T5Bias", "bias_curve"]
 
 _KINDS = ("SelfAttention", "LocalSelfAttention", "TransientGlobalSelfAttention")
 
@@ -40,6 +42,8 @@ class T5Bias(Mechanism):
     global_table: torch.Tensor | None = None      # LongT5 transient-global side bias [num_buckets, heads]
     global_block_size: int | None = None
     per_layer: bool = False
+    #: the buckets, checked once (the toy model passes its own, so a forward checks nothing); None: from the fields
+    buckets: T5Config | None = field(default=None, compare=False, repr=False)
 
     positional = True
     needs_weights = True
@@ -78,6 +82,17 @@ class T5Bias(Mechanism):
         """[H, q_len + k_len − 1] the bias per offset j − i from −(q_len − 1) (the layer's bias map, never L × L)."""
         return t5_bias_offsets(self._table().float(), q_len, k_len, num_buckets=self.num_buckets,
                                max_distance=self.max_distance, bidirectional=self.bidirectional)
+
+    def prepare(self, length: int, like: torch.Tensor) -> torch.Tensor:
+        """The bias per offset [H, 2L − 1] from the table (unchecked: the toy model checked its config), once per
+        forward: every layer of the stack shares block 0's table."""
+        buckets = self.buckets or t5_config(self.num_buckets, self.max_distance, self.bidirectional)
+        return buckets.bias_offsets(self._table(), length, length).to(like.dtype)            # [H, 2L − 1]
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
+               shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
+        per_offset = self.prepare(q.shape[-2], q) if shared is None else shared               # [H, 2L − 1]
+        return offset_bias_attention(q, k, v, per_offset, causal=causal, need_weights=need_weights, validate=False)
 
     def curve(self, extent: int) -> BiasCurve:
         """Every head's learned bias against j − i for |j − i| ≤ ``extent``, with its caption."""
@@ -159,3 +174,25 @@ def _read_tables(ctx: LayerContext, layer: int, num_buckets: int,
         raise ValueError(f"no relative_attention_bias tensor for {ctx.stack} layer {layer} in the safetensors "
                          f"(expected {ctx.stack}.block.{layer}.layer.0.SelfAttention.relative_attention_bias.weight)")
     return found["relative_attention_bias"], found.get("global_relative_attention_bias")
+
+
+def bias_curve(table: np.ndarray, *, num_buckets: int, max_distance: int, bidirectional: bool,
+               extent: int) -> BiasCurve:
+    """A T5 bias table [num_buckets, H] as a curve per head against the offset j − i (−extent..0
+    causal, −extent..extent bidirectional), with its bucket edges and exact band. What the
+    mechanism draws for a real checkpoint's table, and the toy model's parameter view. Its facts: the setting (``num_buckets``,
+    ``max_distance``, ``bidirectional``), ``max_exact`` and ``last_bucket_start`` (the distance the
+    last bucket begins at, before max_distance)."""
+    nb, md = num_buckets, max_distance
+    config = t5_config(nb, md, bidirectional)
+    exact = config.max_exact
+    offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
+    b = config.bucket(offsets).numpy()
+    edges = offsets.numpy()[np.flatnonzero(b[1:] != b[:-1])] + 0.5
+    return BiasCurve(
+        "T5: learned bias per head vs offset (dotted: bucket edges)", "", offsets.numpy(),
+        np.ascontiguousarray(np.asarray(table, dtype=np.float32)[b].T), learned=True, steps=True,
+        edges=edges, band=(-(exact - 0.5), (exact - 0.5) if bidirectional else 0.5),
+        band_label=f"exact: |j − i| < {exact}", hover={"bucket": b},
+        facts={"num_buckets": nb, "max_distance": md, "bidirectional": bidirectional, "max_exact": exact,
+               "last_bucket_start": last_bucket_start(nb, md, bidirectional)})

@@ -10,11 +10,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from relviz.attention import offset_bias_attention
+from relviz.mechanisms.t5_bias import T5Bias, bias_curve
 from relviz.positions import T5_LIMITS, t5_bucket, t5_bucket_map, t5_config
-from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, detached
+from relviz.schemes.base import Param, Scheme, SchemeConfig, detached
 from relviz.schemes.views import BiasCurve, PositionStructure, View
-from relviz.t5_notes import curve_caption, last_bucket_start, t5_training_coverage
+from relviz.t5_notes import curve_caption, t5_training_coverage
 
 
 class T5(Scheme):
@@ -84,15 +84,11 @@ class T5(Scheme):
         """s alone in its bucket."""
         return [s for s in shifts if cls.bucket_width(params, s) == 1]
 
-    def prepare(self, length: int, like: torch.Tensor) -> torch.Tensor:
-        """The bias per offset [H, 2L − 1], once per forward: every layer shares the table."""
-        return self.buckets.bias_offsets(self.bias, length, length).to(like.dtype)             # [H, 2L − 1]
-
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
-               shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
-        per_offset = self.prepare(q.shape[-2], q) if shared is None else shared
-        return offset_bias_attention(q, k, v, per_offset, causal=self.config.causal, need_weights=need_weights,
-                                     validate=False)
+    def mechanism(self, layer: int) -> T5Bias:
+        """One table, block 0's, shared by every layer; bidirectional exactly when the model is."""
+        config = self.config
+        return T5Bias(config.num_buckets, config.max_distance, not config.causal, config.n_heads, 0, table=self.bias,
+                      buckets=self.buckets)
 
     def structure(self, length: int) -> PositionStructure:
         config, causal = self.config, self.config.causal
@@ -135,25 +131,3 @@ class T5(Scheme):
         facts = view.facts
         return (curve_caption(facts["num_buckets"], facts["max_distance"], facts["bidirectional"]) + " "
                 + facts["coverage"].sentence())
-
-
-def bias_curve(table: np.ndarray, *, num_buckets: int, max_distance: int, bidirectional: bool,
-               extent: int) -> BiasCurve:
-    """A T5 bias table [num_buckets, H] as a curve per head against the offset j − i (−extent..0
-    causal, −extent..extent bidirectional), with its bucket edges and exact band. Also what
-    relviz.hf draws for a real checkpoint's table. Its facts: the setting (``num_buckets``,
-    ``max_distance``, ``bidirectional``), ``max_exact`` and ``last_bucket_start`` (the distance the
-    last bucket begins at, before max_distance)."""
-    nb, md = num_buckets, max_distance
-    config = t5_config(nb, md, bidirectional)
-    exact = config.max_exact
-    offsets = torch.arange(-extent, (extent if bidirectional else 0) + 1)
-    b = config.bucket(offsets).numpy()
-    edges = offsets.numpy()[np.flatnonzero(b[1:] != b[:-1])] + 0.5
-    return BiasCurve(
-        "T5: learned bias per head vs offset (dotted: bucket edges)", "", offsets.numpy(),
-        np.ascontiguousarray(np.asarray(table, dtype=np.float32)[b].T), learned=True, steps=True,
-        edges=edges, band=(-(exact - 0.5), (exact - 0.5) if bidirectional else 0.5),
-        band_label=f"exact: |j − i| < {exact}", hover={"bucket": b},
-        facts={"num_buckets": nb, "max_distance": md, "bidirectional": bidirectional, "max_exact": exact,
-               "last_bucket_start": last_bucket_start(nb, md, bidirectional)})
