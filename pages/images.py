@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from relviz._words import counted
 from relviz.app import controls, display, navigation
 
 navigation.ensure_app_navigation()
@@ -41,11 +42,11 @@ def mrope_scores_panel(rule: str, rows: int, cols: int, frames: int, tps: int, s
     with display.user_errors():
         show("mrope_scores", rule, rows, cols, frames, dt=dt, tokens_per_second=tps, seconds_per_grid=seconds,
              validate=False, key=f"{P}_fig_mrope_scores")
-    st.caption(f"**Two video tokens {dt:+d} frames apart**, score per (Δh, Δw) (k = q). Their ids differ by Δt on the "
+    st.caption(f"**Two video tokens {counted(dt, 'frame', spec='+d')} apart**, score per (Δh, Δw) (k = q). Their ids differ by Δt on the "
                "time axis (Qwen2.5-VL: times the interval; Qwen3-VL: every axis moves by the frame's start), so the "
                "map of each Δt is one slice of a (Δt, Δh, Δw) volume: "
-               f"{(2 * frames - 1) * (2 * rows - 1) * (2 * cols - 1):,} values for {(frames * rows * cols) ** 2:,} "
-               "pairs.")
+               f"{counted((2 * frames - 1) * (2 * rows - 1) * (2 * cols - 1), 'value')} for "
+               f"{counted((frames * rows * cols) ** 2, 'pair')}.")
 
 
 def query_controls(rows: int, cols: int) -> tuple[int, int]:
@@ -145,8 +146,8 @@ st.markdown(
     "An image enters a vision transformer as a grid of **patches**, read row by row. Every structure on this "
     "page depends on a pair of patches only through **(Δh, Δw) = (key row − query row, key column − query "
     "column)**: a grid of H × W patches has (H·W)² pairs but only (2H − 1)(2W − 1) offsets, so each view is "
-    f"computed per offset. Here: {rows} × {cols} = {rows * cols:,} patches, {(rows * cols) ** 2:,} pairs, "
-    f"{(2 * rows - 1) * (2 * cols - 1):,} offsets.")
+    f"computed per offset. Here: {rows} × {cols} = {counted(rows * cols, 'patch', 'patches')}, "
+    f"{counted((rows * cols) ** 2, 'pair')}, {counted((2 * rows - 1) * (2 * cols - 1), 'offset')}.")
 
 if view == VIEWS[0]:
     index_panel(rows, cols)
@@ -180,8 +181,8 @@ elif view == VIEWS[2]:
     left, right = st.columns(2)
     with left:
         show("rope2d_scores", rows, cols, **args, validate=False, key=f"{P}_fig_rope_plane")
-        st.caption(f"**The score per offset (Δh, Δw)**: {(2 * rows - 1) * (2 * cols - 1):,} values describe all "
-                   f"{(rows * cols) ** 2:,} pairs. Half the frequency pairs turn with the row, half with the "
+        st.caption(f"**The score per offset (Δh, Δw)**: {counted((2 * rows - 1) * (2 * cols - 1), 'value')} "
+                   f"describe all {counted((rows * cols) ** 2, 'pair')}. Half the frequency pairs turn with the row, half with the "
                    "column, so the map is a row term plus a column term: S(Δh, Δw) = S_h(Δh) + S_w(Δw). Every "
                    "query patch reads its own H × W part of this one map.")
     with right:

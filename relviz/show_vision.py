@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import torch
 
 from relviz._checks import check_int
+from relviz._words import counted
 from relviz.figures import vision as figures
 from relviz.rope_math import default_inv_freq
 from relviz.vision.grid import PatchGrid, offset_window, query_offsets, relative_index_2d
@@ -77,7 +78,7 @@ def patch_pairs(rows: int = 4, cols: int = 4, *, query_row: int = 1, query_col: 
     side = (grid.rows, grid.cols)[a]
     name = ("Δh", "Δw")[a]
     return figures.pair_matrix_figure((dh, dw)[a], dh, dw, title=f"{name} of every patch pair ({grid.rows} × "
-                                      f"{grid.cols} patches, {grid.patches ** 2:,} pairs)", value_label=name,
+                                      f"{grid.cols} patches, {counted(grid.patches ** 2, 'pair')})", value_label=name,
                                       query=grid.patch(query_row, query_col), validate=validate,
                                       discrete_range=(-(side - 1), side - 1))
 
@@ -123,7 +124,7 @@ def swin_bias_matrix(window: int = 7, *, seed: int = 0, query_row: int = 0, quer
     dh, dw = (t.numpy() for t in relative_index_2d(grid, device=CPU))
     return figures.pair_matrix_figure(bias, dh, dw, title=f"the bias a {m} × {m} window adds ({m * m} × {m * m}), "
                                       f"random table, seed {seed}", value_label="bias", colorscale="RdBu_r",
-                                      query=grid.patch(query_row, query_col), validate=validate)
+                                      zmid=0.0, query=grid.patch(query_row, query_col), validate=validate)
 
 
 def swin_query_bias(window: int = 7, *, seed: int = 0, query_row: int = 0, query_col: int = 0,
@@ -172,7 +173,7 @@ def rope2d_scores(rows: int = 16, cols: int = 16, *, rope: str = "pixtral", head
     label = make_rope2d(rope, head_dim, base).label.split(" (")[0]
     return figures.offset_plane_figure(plane.astype(np.float32), window=box, value_label="q·k", zmid=0.0,
                                        title=f"{label}: score per (Δh, Δw)<br><sup>{rows} × {cols} patches, "
-                                             f"{plane.size:,} offsets</sup>",
+                                             f"{counted(plane.size, 'offset')}</sup>",
                                        validate=validate)
 
 
@@ -248,5 +249,5 @@ def mrope_scores(rule: str = "qwen2_5_vl", rows: int = 16, cols: int = 16, frame
                         tokens_per_second=tokens_per_second, seconds_per_grid=seconds_per_grid)
     dt = check_int("dt", dt, minimum=-(frames - 1), maximum=frames - 1)
     return figures.offset_plane_figure(plane[dt + frames - 1].astype(np.float32), window=None, value_label="q·k", zmid=0.0,
-                                       title=f"{rule_named(rule).label}: video tokens {dt:+d} frames apart<br><sup>"
+                                       title=f"{rule_named(rule).label}: video tokens {counted(dt, 'frame', spec='+d')} apart<br><sup>"
                                              f"score per (Δh, Δw){', k = q' if same else ''}</sup>", validate=validate)

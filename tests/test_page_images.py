@@ -80,3 +80,52 @@ def test_mrope_view_at_8_frames_of_4096_patches(rule):
     assert heatmap_values(find(figures, "video tokens -7 frames apart")).shape == (127, 127)
     ids = find(figures, "position ids")
     assert len(decode(trace(ids)["y"])) == 4 + 4096 + 3 + 8 * 4096 + 2 + (16 if rule == "Qwen3-VL" else 0)
+
+
+def _colour_span(figure_trace: dict, values: np.ndarray) -> float:
+    """The share of a continuous heatmap's colour range its values cover: plotly spans zmid ± the largest
+    distance from it when zmid is set, zmin..zmax when given, else the values' own min..max."""
+    lo, hi = float(values.min()), float(values.max())
+    if "zmid" in figure_trace:
+        half = max(hi - figure_trace["zmid"], figure_trace["zmid"] - lo)
+        low, high = figure_trace["zmid"] - half, figure_trace["zmid"] + half
+    else:
+        low, high = figure_trace.get("zmin", lo), figure_trace.get("zmax", hi)
+    return (hi - lo) / (high - low) if high > low else 1.0
+
+
+@pytest.mark.parametrize("view", ["2-D RoPE", "M-RoPE (video)", "Swin's bias table"])
+def test_every_score_maps_colours_fit_the_values_it_shows(view):
+    """M-RoPE's k = q map at its defaults holds 129-133: on a scale of ±133 it was one flat dark red. A map whose
+    values keep one sign spans their own range; a map with both signs stays centred on 0."""
+    at = run_page("images", im_view=view)
+    maps = [f for f in charts(at) if trace(f).get("type") == "heatmap" and "ticktext" not in trace(f).get("colorbar", {})]
+    assert maps, [title(f) for f in charts(at)]
+    for figure in maps:
+        values = heatmap_values(figure).astype(np.float64)
+        t = trace(figure)
+        if values.min() < 0 < values.max():
+            assert t.get("zmid") == 0, title(figure)
+        else:
+            assert "zmid" not in t and _colour_span(t, values) == 1.0, title(figure)
+            ends = [colour for _, colour in t["colorscale"]][:: len(t["colorscale"]) - 1]
+            assert ends[0] != ends[-1], title(figure)
+
+
+def test_counts_of_one_are_singular_at_one_patch_and_one_frame():
+    at = run_page("images", im_view="M-RoPE (video)", im_rows=1, im_cols=1, im_frames=1)
+    said = " ".join(c.value for c in at.caption) + " ".join(m.value for m in at.markdown)
+    assert "1 × 1 = 1 patch, 1 pair, 1 offset." in said and "1 value for 1 pair." in said
+    assert "1 values" not in said and "1 pairs" not in said
+    at = run_page("images", im_view="M-RoPE (video)", im_rows=1, im_cols=2, im_frames=2, im_dt=1)
+    said = " ".join(c.value for c in at.caption)
+    assert "Two video tokens +1 frame apart" in said and "9 values for 16 pairs." in said
+    assert find(charts(at), "video tokens +1 frame apart")
+
+
+def test_the_index_colour_bar_ticks_at_round_values():
+    at = run_page("images", im_rows=64, im_cols=64, im_qr=0, im_qc=0)
+    bar = trace(find(charts(at), "Δh of every key patch"))["colorbar"]
+    ticks = [int(v.replace("−", "-")) for v in bar["ticktext"]]
+    step = ticks[1] - ticks[0]
+    assert step in (10, 20, 25) and all(v % step == 0 for v in ticks) and -60 in ticks and 60 in ticks

@@ -282,7 +282,10 @@ def discrete_colour_args(discrete_range: tuple[int, int], colorscale: str | list
     must hold value − lo (0..hi − lo)."""
     lo, hi = discrete_range
     count = hi - lo + 1
-    ticks = list(range(0, count, _tick_step(count - 1)))
+    step = _tick_step(count - 1)
+    # ticks at round values of the true values (−60, −40, …), not every step from lo (−63, −43, …); as z holds
+    # value − lo, a tick's position is its value − lo
+    ticks = [v - lo for v in range(lo, hi + 1) if v % step == 0]
     return dict(zmin=-0.5, zmax=count - 0.5,
                 colorscale=discrete_colorscale(count, colorscale if isinstance(colorscale, str) else DISCRETE_PALETTE),
                 colorbar=dict(title=dict(text=value_label, side="right"), tickvals=ticks,

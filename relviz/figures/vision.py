@@ -9,6 +9,7 @@ except a window's pair matrix, which the callers bound (M² ≤ 256 per side).
 from __future__ import annotations
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from relviz.figures.heatmap import READABLE_FONT, compact_ints, legend_below_axis, make_readable, matrix_heatmap
@@ -17,6 +18,24 @@ from relviz.figures.heatmap import READABLE_FONT, compact_ints, legend_below_axi
 AXIS_COLOURS = ("#7b3294", "#1f77b4", "#e66101")
 AXIS_NAMES = ("time t", "row h", "column w")
 QUERY_OUTLINE = dict(type="rect", line=dict(color="#d62728", width=3), fillcolor="rgba(0,0,0,0)")
+
+
+def fitted_colours(values: np.ndarray, colorscale: str | list, zmid: float | None) -> tuple[str | list, float | None]:
+    """(colour scale, zmid) that fit the values a map shows. A diverging scale stays centred on ``zmid`` only
+    when the values lie on both sides of it; values all on one side get that side's half of the scale over their
+    own range (zmid None: plotly spans min..max). M-RoPE's k = q map at Δt = 0 holds 129-133: on ±133 centred
+    on 0 every cell was one dark red."""
+    if zmid is None or values.size == 0:
+        return colorscale, zmid
+    lo, hi = float(np.min(values)), float(np.max(values))
+    if lo < zmid < hi:
+        return colorscale, zmid
+    stops = plotly.colors.get_colorscale(colorscale) if isinstance(colorscale, str) else list(colorscale)
+    if lo >= zmid:   # all at or above the middle: the upper half, from the middle's colour up
+        half = [[(float(f) - 0.5) * 2, c] for f, c in stops if float(f) >= 0.5]
+    else:            # all below: the lower half, up to the middle's colour
+        half = [[float(f) * 2, c] for f, c in stops if float(f) <= 0.5]
+    return half, None
 
 
 def _outline(figure: go.Figure, row: float, col: float, *, rows: float = 1, cols: float = 1) -> go.Figure:
@@ -37,6 +56,8 @@ def image_map_figure(values: np.ndarray, dh: np.ndarray, dw: np.ndarray, *, quer
     fields: a [H, W, 2] customdata made Chromium take ~2.5× as long to redraw a 64 × 64 map on a query move, and
     Δh = h − query row, Δw = w − query column are read off the axes)."""
     rows, cols = values.shape
+    if discrete_range is None:
+        colorscale, zmid = fitted_colours(values, colorscale, zmid)
     figure = matrix_heatmap(values, x=np.arange(cols), y=np.arange(rows), title=title, value_label=value_label,
                             hover={}, hover_value=discrete_range is None, discrete_range=discrete_range, zmid=zmid,
                             colorscale=colorscale, x_title="key patch column w", y_title="key patch row h",
@@ -54,6 +75,7 @@ def offset_plane_figure(plane: np.ndarray, *, title: str, value_label: str, wind
     """[2H − 1, 2W − 1] a value per offset (Δh, Δw) = key − query, both ascending; ``window`` (Δh0, Δw0,
     rows, cols) outlines the offsets one query patch reads."""
     rows, cols = plane.shape
+    colorscale, zmid = fitted_colours(plane, colorscale, zmid)
     dh = np.arange(rows) - rows // 2
     dw = np.arange(cols) - cols // 2
     figure = matrix_heatmap(plane, x=dw, y=dh, hover={}, hover_value=True, title=title, value_label=value_label,
@@ -66,11 +88,14 @@ def offset_plane_figure(plane: np.ndarray, *, title: str, value_label: str, wind
 
 def pair_matrix_figure(values: np.ndarray, dh: np.ndarray, dw: np.ndarray, *, title: str, value_label: str,
                        query: int | None = None, discrete_range: tuple[int, int] | None = None,
-                       colorscale: str = "Viridis", height: int = 460, validate: bool = True) -> go.Figure:
+                       colorscale: str = "Viridis", zmid: float | None = None, height: int = 460,
+                       validate: bool = True) -> go.Figure:
     """[N, N] a value per (query patch, key patch) of a small grid or window; hover Δh, Δw; the row of
     ``query`` outlined. Its W × W blocks are Toeplitz: the 2-D index is a grid of 1-D ones."""
     n = values.shape[0]
-    figure = matrix_heatmap(values, x=np.arange(n), y=np.arange(n), hover={"Δh": dh, "Δw": dw},
+    if discrete_range is None:
+        colorscale, zmid = fitted_colours(values, colorscale, zmid)
+    figure = matrix_heatmap(values, x=np.arange(n), y=np.arange(n), hover={"Δh": dh, "Δw": dw}, zmid=zmid,
                             hover_value=discrete_range is None, discrete_range=discrete_range, colorscale=colorscale,
                             title=title, value_label=value_label, x_title="key patch (row-major)",
                             y_title="query patch (row-major)", height=height, validate=validate)
