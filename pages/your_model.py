@@ -7,11 +7,14 @@ configs (presets) are always listed. Every view is built per offset or per posit
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import streamlit as st
 
 from relviz import hf, layer_views
+from relviz._words import counted
 
 from relviz.app import controls, display, navigation
 from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
@@ -108,6 +111,21 @@ def own_attention(directory: str, text: str) -> tuple[list[str], np.ndarray]:
     return tokens, weights.numpy()
 
 
+@contextmanager
+def no_server_path(kind: str, target: str, name: str) -> Iterator[None]:
+    """A ValueError from reading or running a listed model directory, re-raised with the directory's path on the
+    server replaced by the operator's name for it: messages written for the command line name the path (no
+    config.json in /srv/models/x, a missing shard), and a visitor must never see it."""
+    try:
+        yield
+    except (ValueError, OSError) as error:   # OSError: a file the directory lost or may not be read
+        text = str(error)
+        if not SOURCE_IS_PUBLIC[kind]:
+            named = f"the model directory {name!r}"
+            text = text.replace(repr(target), named).replace(target, named)   # quoted ('/srv/x') or bare
+        raise ValueError(text) from None
+
+
 def pick_layer(chart_key: str, layer_key: str) -> None:
     """The strip's click: the layer of the clicked bar becomes the layer shown."""
     points = (st.session_state.get(chart_key) or {}).get("selection", {}).get("points", [])
@@ -158,7 +176,7 @@ label = c_model.selectbox("model", list(options), key=f"{P}_model", bind="query-
                                "configs are always here, each with its source.")
 try:  # the slider stops below the model's own context (it ran to 16,777,216 for every model)
     own_cap: int | None = own_length(*options[label])
-except ValueError:
+except (ValueError, OSError):
     own_cap = None  # the model does not read: the error is shown below, where the page reads it again
 lengths = [OWN] + [v for v in LENGTHS[1:] if own_cap is None or int(v) < own_cap]
 if f"{P}_len" in st.session_state and st.session_state[f"{P}_len"] not in lengths:
@@ -169,7 +187,8 @@ picked_length = c_len.select_slider("context length", lengths, value=OWN, key=f"
 chosen_length = 0 if picked_length == OWN else int(picked_length)
 with display.user_errors():
     kind, target = options[label]
-    positions = positions_of(kind, target)
+    with no_server_path(kind, target, label):
+        positions = positions_of(kind, target)
     own = own_length(kind, target)
     length = own if chosen_length == 0 else min(chosen_length, own)
 
@@ -195,8 +214,10 @@ with display.user_errors():
                            bind="query-params", help="A second model's strip and the same view, side by side.")
     plan = positions.layer(layer, stack=stack)
     note = f" (its own context: {own:,})" if length != own else " (the model's own context)"
+    # a vision tower's positions are patches of an image: the text decoder's context says nothing about them
+    where = layer_views.extent(plan) or f"at {length:,} positions{note}"
     st.caption(f"**{plan.stack} layer {plan.index}**" + (f" · {plan.layer_type}" if plan.layer_type else "") +
-               f" · at {length:,} positions{note}: " + plan.describe().split(": ", 1)[-1])
+               f" · {where}: " + plan.describe().split(": ", 1)[-1])
 
     if other == NONE:
         views = views_of(kind, target, stack, layer, length)
@@ -216,7 +237,8 @@ with display.user_errors():
             show_views(pairs, key=f"{P}_fig_view")
     else:
         kind2, target2 = options[other]
-        positions2 = positions_of(kind2, target2)
+        with no_server_path(kind2, target2, other):
+            positions2 = positions_of(kind2, target2)
         own2 = own_length(kind2, target2)
         length2 = own2 if chosen_length == 0 else min(chosen_length, own2)
         stack2 = stack if stack in positions2.stack_names else positions2.stack_names[0]
@@ -233,9 +255,10 @@ with display.user_errors():
         # the same y range for a view both sides have, legends under the plots: the two models compare
         compared = side_by_side(*picked)
         left, right = st.columns(2)
-        for column, (_, _, _, lay, ln, name, pos), pairs in zip((left, right), sides, compared):
+        for column, (_, _, stk, lay, ln, name, pos), pairs in zip((left, right), sides, compared):
             with column:
-                st.markdown(f"**{name}** · layer {lay} at {ln:,} positions")
+                grid = layer_views.extent(pos.layer(lay, stack=stk))
+                st.markdown(f"**{name}** · layer {lay} " + ("(patches of an image)" if grid else f"at {ln:,} positions"))
                 show_views(pairs, key=f"{P}_fig_{'a' if column is left else 'b'}")
                 for text in pos.notes:
                     st.info(text, icon=":material/warning:")
@@ -302,13 +325,22 @@ with display.user_errors():
     if directory is not None:      # a model directory (a published config has none)
         st.subheader("Its own attention on your text")
         if not hf.has_tokenizer(directory):
-            st.info("This model directory has no tokenizer files, so it cannot be run on text here.")
+            st.info("This model directory has no tokenizer files (one of " + ", ".join(hf.TOKENIZER_FILES) +
+                    "), so it cannot be run on text here.")
+        elif not hf.can_observe():
+            st.info("Running a model on text needs transformers, which this server does not have installed "
+                    "(pip install 'relviz[hf]').")
         else:
             text = st.text_input(f"text (at most {hf.MAX_TOKENS} tokens are run)", "The cat sat on the mat.",
                                  max_chars=400, key=f"{P}_text", bind="query-params")
-            hf.check_runnable(directory)  # every run: the operator's limit may change, the cache would not
-            tokens, weights = own_attention(str(directory), text)
-            st.caption(f"{len(tokens)} tokens: " + " ".join(tokens[:hf.MAX_TOKENS]) +
+            with no_server_path(kind, str(directory), label):
+                hf.check_runnable(directory)  # every run: the operator's limit may change, the cache would not
+                try:
+                    tokens, weights = own_attention(str(directory), text)
+                except Exception as error:  # noqa: BLE001 - transformers' loaders raise many types: say why, no traceback
+                    why = str(error) if type(error) is ValueError else f"{type(error).__name__}: {error}"
+                    raise ValueError(f"This model could not be run on text here: {why}") from None
+            st.caption(f"{counted(len(tokens), 'token')}: " + " ".join(tokens[:hf.MAX_TOKENS]) +
                        " — every layer (rows) and head (columns), eager attention, "
                        + ("the encoder's self-attention." if "encoder" in positions.stack_names else "self-attention."))
             display.show_figure(attention_grid(weights, tokens=tokens, shared_scale=True), key=f"{P}_fig_attention")

@@ -128,6 +128,12 @@ def context_length(plan: ModelPlan, raw: dict[str, Any] | None = None) -> int | 
     return None
 
 
+def extent(layer: LayerPlan) -> str | None:
+    """What the layer's positions are when they are not a sequence (a vision tower's patches), in words: the first
+    of its mechanisms that says; None for a sequence of tokens, drawn at a context length."""
+    return next((words for m in layer.mechanisms if (words := m.extent())), None)
+
+
 def layer_views(layer: LayerPlan, length: int) -> list[LayerView]:
     """Every view of one layer at ``length`` positions, in the order of its mechanisms."""
     length = check_int("length", length, minimum=MIN_LENGTH, maximum=1 << 27)

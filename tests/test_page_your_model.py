@@ -281,3 +281,79 @@ def test_a_toy_checkpoint_with_vector_tables_draws_its_norms_and_similarity():
     titles = [f["layout"].get("title", {}).get("text", "") for f in charts(at)]
     kinds = [{t["type"] for t in f["data"]} for f in charts(at)]
     assert {"heatmap"} in kinds and any("scatter" in k for k in kinds), (titles, kinds)
+
+
+def _page_text(at) -> str:
+    """Everything the page writes for a visitor: texts, captions, notices and errors."""
+    kinds = ("markdown", "caption", "info", "error", "warning", "subheader", "title")
+    return " ".join(str(e.value) for kind in kinds for e in at.get(kind))
+
+
+def test_hostile_missing_and_broken_directories_never_show_their_path(models, tmp_path, monkeypatch):
+    """Messages written for the command line name the path (no weights in /srv/..., a directory gone since it was
+    listed, a tokenizer transformers cannot load): the page says why with the operator's name for it instead."""
+    import json
+    import shutil
+
+    from hf_support import tiny_causal_lm_with_tokenizer
+
+    no_weights = tmp_path / "no-weights"          # T5's table lives in the weights: config.json alone is not enough
+    no_weights.mkdir()
+    shutil.copy(models[0] / "config.json", no_weights / "config.json")
+    broken = tmp_path / "broken-json"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json", encoding="utf-8")
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    (hostile / "config.json").write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 10 ** 9,
+                                                     "hidden_size": 64, "num_attention_heads": 4}), encoding="utf-8")
+    bad_tokenizer = tiny_causal_lm_with_tokenizer(tmp_path / "bad-tokenizer", "llama", num_hidden_layers=1)
+    (bad_tokenizer / "tokenizer.json").write_text("{not a tokenizer", encoding="utf-8")
+    no_tokenizer = tmp_path / "no-tokenizer"
+    shutil.copytree(bad_tokenizer, no_tokenizer)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (no_tokenizer / name).unlink(missing_ok=True)
+    gone = tmp_path / "gone"
+    shutil.copytree(no_tokenizer, gone)
+    monkeypatch.setenv("RELVIZ_MODELS", ":".join(map(str, (no_weights, broken, hostile, bad_tokenizer, no_tokenizer,
+                                                            gone))))
+    monkeypatch.delenv("RELVIZ_MAX_MODEL_MB", raising=False)
+    run_page("your_model", timeout=120, ym_model="no-weights")    # lists every directory (the list is cached)
+    shutil.rmtree(gone)                                            # ... then one disappears
+    said = {"no-weights": "no model.safetensors or model.safetensors.index.json in the model directory 'no-weights'",
+            "broken-json": "config.json is not valid JSON",
+            "hostile": "num_hidden_layers",
+            "bad-tokenizer": "This model could not be run on text here: JSONDecodeError",
+            "no-tokenizer": "no tokenizer files",
+            "gone": "the model directory 'gone' is not a model directory"}
+    for name, why in said.items():
+        at = run_page("your_model", timeout=180, ym_model=name)
+        shown = _page_text(at)
+        assert why in shown, (name, shown[-600:])
+        assert str(tmp_path) not in shown and "/tmp" not in shown, name
+
+
+def test_a_vision_stack_says_its_positions_are_patches_not_the_decoders_context(monkeypatch):
+    """Qwen2.5-VL's vision tower is not drawn 'at 128,000 positions': that is its text decoder's context."""
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    label = PRESETS["models/qwen2.5-vl-7b"]
+    for stack, said in (("vision", "patches of an image, not a sequence: the grid follows the image's size "
+                                   "(patch_size 14 px; config.json names no image size)"),
+                        ("decoder", "at 128,000 positions (the model's own context)")):
+        at = run_page("your_model", ym_model=label, ym_stack=stack, ym_layer=3)
+        (described,) = [c.value for c in at.caption if c.value.startswith(f"**{stack} layer 3**")]
+        assert said in described and (stack == "decoder") == ("128,000" in described), described
+    at = run_page("your_model", ym_model=label, ym_stack="vision", ym_vs=PRESETS["rope/llama-3.1-8b"])
+    headers = [m.value for m in at.markdown if m.value.startswith("**Qwen2.5-VL") or m.value.startswith("**Llama")]
+    assert any("(patches of an image)" in h for h in headers) and any("at 131,072 positions" in h for h in headers)
+
+
+def test_a_vision_encoders_grid_comes_from_its_config():
+    from relviz import hf, layer_views
+
+    plan = hf.from_config({"model_type": "pixtral", "hidden_size": 64, "num_attention_heads": 4,
+                           "num_hidden_layers": 2, "image_size": 1024, "patch_size": 16})
+    assert "image_size 1024 px at patch_size 16 px: 64 × 64 = 4,096 patches" in layer_views.extent(plan.layer(0))
+    llama = hf.from_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                            "num_hidden_layers": 2})
+    assert layer_views.extent(llama.layer(0)) is None

@@ -184,6 +184,11 @@ class Mechanism:
         """What makes two layers' mechanisms the same (for grouping runs of identical layers)."""
         return (self.name, tuple(sorted((k, repr(v)) for k, v in self.settings().items())))
 
+    def extent(self) -> str | None:
+        """What this layer's positions are when they are not a sequence of tokens (a vision tower's patches: the
+        model's context length means nothing there), in words; None for a sequence."""
+        return None
+
     def views(self, length: int, layer: Any) -> list[LayerView]:
         """What this mechanism looks like on ``layer`` (its LayerPlan: the other mechanisms it sits with) at
         ``length`` positions, as relviz.mechanisms.view_kinds' data kinds, built per offset or per position."""

@@ -29,6 +29,8 @@ class Rope2DLayer(Mechanism):
     head_dim: int
     base: float
     prefix: int = 0               # tokens before the patches that are not rotated (DINOv3's CLS + registers)
+    patch_size: int | None = None  # pixels per patch side, and the image side config.json names (if any)
+    image_size: int | None = None
 
     name = "rope2d"
     role = "rotates q and k by the patch's row and column"
@@ -62,7 +64,9 @@ class Rope2DLayer(Mechanism):
         default = VARIANTS[variant][0]
         base = params.float("rope_theta", default, minimum=1.0) if params is not None else \
             cfg.float("rope_theta", default, minimum=1.0)
-        return cls(variant=variant, head_dim=head_dim, base=base, prefix=prefix)
+        sizes = {f: cfg.int(f, minimum=1, maximum=1 << 16) if isinstance(cfg.raw(f), int) else None
+                 for f in ("patch_size", "image_size")}
+        return cls(variant=variant, head_dim=head_dim, base=base, prefix=prefix, **sizes)
 
     def rope(self):
         """The relviz.vision.rope2d.Rope2D this layer applies."""
@@ -82,6 +86,15 @@ class Rope2DLayer(Mechanism):
     def settings(self) -> dict[str, Any]:
         out = {"variant": self.variant, "head_dim": self.head_dim, "rope_theta": self.base}
         return out | ({"unrotated_prefix_tokens": self.prefix} if self.prefix else {})
+
+    def extent(self) -> str:
+        patch = f"patch_size {self.patch_size} px" if self.patch_size else "no patch size in config.json"
+        if self.image_size and self.patch_size:
+            side = self.image_size // self.patch_size
+            return (f"patches of an image, not a sequence: the grid follows the image's size (config.json's "
+                    f"image_size {self.image_size} px at {patch}: {side} × {side} = {side * side:,} patches)")
+        return (f"patches of an image, not a sequence: the grid follows the image's size ({patch}; config.json "
+                "names no image size)")
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note("2-D RoPE: position on the patch grid",

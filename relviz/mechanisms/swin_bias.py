@@ -109,6 +109,10 @@ class SwinBias(Mechanism):
         return {"stage": self.stage, "block": self.block, "window_size": self.window, "heads": self.heads,
                 "continuous": self.continuous, "pretrained_window": self.pretrained_window}
 
+    def extent(self) -> str:
+        return (f"patches of an image, not a sequence: windows of {self.window} × {self.window} patches, as many as "
+                "the image holds")
+
     def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note("Swin's relative position bias", self.describe() + ". The Images and video page draws the "
                      "table, its index formula and the gathered bias; with the weights read, bias_per_offset() "
