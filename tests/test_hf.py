@@ -329,3 +329,27 @@ def test_llama3_scaling_with_equal_freq_factors_is_a_step_as_in_transformers(tmp
     ours = inspect(tmp_path).rope_inv_freq()
     assert torch.equal(ours, held)
     assert not torch.isnan(ours).any() and (ours < 1.0 / (500000.0 ** (torch.arange(0, 32, 2) / 32))).any()
+
+
+def test_inspect_json_gives_each_layers_own_settings(tmp_path, capsys):
+    """Issue 30: a researcher reads per layer what differs by layer type (Gemma 3's θ 10k on its sliding layers and
+    1M on its full ones, the window on the sliding ones only) and Gemma's query_pre_attn_scalar, as transformers'
+    config class lays them out."""
+    from transformers import Gemma3TextConfig
+
+    from relviz.__main__ import main
+
+    config = Gemma3TextConfig(num_hidden_layers=6, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                              head_dim=16, sliding_window=16, query_pre_attn_scalar=168, intermediate_size=16,
+                              vocab_size=16)
+    config.save_pretrained(tmp_path)
+    assert main(["inspect", str(tmp_path), "--json", "--no-hub"]) == 0
+    layers = json.loads(capsys.readouterr().out)["layers"]["decoder"]
+    assert [layer["layer_type"] for layer in layers] == config.layer_types
+    for layer, kind in zip(layers, config.layer_types):
+        settings = {m["mechanism"]: m for m in layer["mechanisms"]}
+        assert settings["rotation"]["rope_theta"] == config.rope_parameters[kind]["rope_theta"]
+        assert settings["pattern"].get("window") == (config.sliding_window if kind == "sliding_attention" else None)
+        assert settings["query_scalar"]["query_pre_attn_scalar"] == 168
+        assert settings["query_scalar"]["softmax_scale"] == pytest.approx(168 ** -0.5)
+    assert {layer["mechanisms"][0]["rope_theta"] for layer in layers} == {1e4, 1e6}
