@@ -323,3 +323,16 @@ def test_transformers_proportional_rope_is_said_to_be_right_for_its_models():
     cause = C.check("rope_cos", torch.cat([freqs, freqs], 1).cos().double().numpy(),
                     rope_settings(head_dim=head_dim, rotary_dim=2 * angles, base=base)).cause
     assert "'proportional' RoPE" in cause.explanation and "your cache is right" in cause.explanation
+
+
+def test_a_searched_fit_lists_no_cause_that_only_adds_a_setting_changing_nothing_here():
+    """The Check page's example 'T5 map, sign flipped' (16 × 16, settings searched) listed seven more causes, each
+    'sign flipped' plus a max_distance (200, 103, 205) or num_buckets (33) that gives the same buckets at offsets
+    ±15; the cause with the fewest differences stands alone."""
+    got = C.kind_of("t5").variant("sign flipped: i − j instead of j − i", (16, 16), C.Settings())
+    result = C.check("t5", got, None)
+    assert [c.name for c in result.causes] == ["sign flipped: i − j instead of j − i"]
+    from relviz.check.search import fewest
+
+    a, b = (C.Cause(name, "", False, 1.0) for name in ("x", "x + y"))
+    assert fewest([b, a]) == (a,) and fewest([a, C.Cause("y", "", False, 1.0)]) == (a, C.Cause("y", "", False, 1.0))

@@ -256,6 +256,15 @@ def search(space: Space, names: tuple[str, ...], got: np.ndarray, compared: np.n
     return found
 
 
+def fewest(causes: Iterable[Cause]) -> tuple[Cause, ...]:
+    """The causes, less each one whose differences hold every difference of another and more: with the settings
+    searched, 'max_distance = 200, not 128 + sign flipped' reproduces a 16 × 16 map exactly when 'sign flipped'
+    alone does (the extra setting changes nothing at its offsets), and adds nothing but noise to the list."""
+    causes = list(causes)
+    parts = [frozenset(c.name.split(" + ")) for c in causes]
+    return tuple(c for c, mine in zip(causes, parts) if not any(other < mine for other in parts))
+
+
 def explain(result: CheckResult, given: "Settings | None") -> CheckResult:
     """Fit, then explain: the smallest set of differences from ``given`` (None: the
     settings were searched) that reproduces every compared cell becomes the cause; else the closest partial
@@ -284,7 +293,7 @@ def explain(result: CheckResult, given: "Settings | None") -> CheckResult:
             searched = _searched(spec)
             extra = [h.cause(base, names, space, spec.description, searched=given is None, offsets=span) for h in best]
             extra = [c for c in extra if c.name in searched and c.name not in [k.name for k in result.causes]]
-            return replace(result, causes=result.causes + tuple(extra))
+            return replace(result, causes=fewest(result.causes + tuple(extra)))
         if best and given is None and best[0].cost(given, base, names)[0] == 0:
             return compare(result.kind, got, best[0].settings, fitted=True)  # settings beyond the fit's grid
         if best and given is None and best[0].settings != base:
@@ -300,7 +309,7 @@ def explain(result: CheckResult, given: "Settings | None") -> CheckResult:
                 if cause.name and cause.name not in [c.name for c in causes]:
                     causes.append(cause)
             if causes:
-                return replace(result, causes=tuple(causes[:8]), closest=None)
+                return replace(result, causes=fewest(causes)[:8], closest=None)
         if found.partial is not None:
             share, h = found.partial
             reference_share = 1.0 - result.mismatches / max(1, result.cells)
