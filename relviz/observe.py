@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import json
 import sys
 import threading
@@ -38,6 +39,7 @@ from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.scale import QueryScalar, SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
+from relviz.observe_shrink import CHUNK_FIELDS, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
 from relviz.plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
 
 __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
@@ -48,20 +50,6 @@ PROBE_LENGTHS = (12, 20)
 MAX_PARAMETERS = 60_000_000
 #: and at most this many layers (a time cap: each layer is built and run twice)
 MAX_OBSERVED_LAYERS = 256
-SMALL_WINDOW = 3
-SMALL_CHUNK = 4
-#: window and chunk fields, cut to a few positions so the probes show them (the real values stay the config's)
-WINDOW_FIELDS = ("sliding_window", "attention_window_size", "sliding_window_size")
-CHUNK_FIELDS = ("attention_chunk_size",)
-#: width fields set to tiny values (position math never reads them)
-TINY = {"vocab_size": 64, "vocab_size_per_layer_input": 64, "intermediate_size": 32, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16,
-        "intermediate_size_mlp": 32, "num_local_experts": 4, "n_routed_experts": 4, "num_experts": 4,
-        "num_experts_per_tok": 1, "n_group": 1, "topk_group": 1, "n_shared_experts": 1, "kv_lora_rank": 16,
-        "linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 8,
-        "linear_value_head_dim": 8, "mamba_d_state": 8, "mamba_n_heads": 4, "mamba_d_head": "auto",
-        "mamba_n_groups": 1, "ssm_state_size": 8, "lru_width": None}
-#: token ids a tiny vocabulary must still hold (an id past it is moved inside: position ids never read them)
-TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 1}
 
 
 @dataclass
@@ -86,35 +74,6 @@ class Observation:
     layers: list[LayerObservation]
     seconds: float
     transformers_version: str
-
-
-def shrink(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The same model with tiny widths: layer count, layer types, rope fields and head dim kept; two heads."""
-    out = {k: v for k, v in config.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
-    heads, hidden, given = out.get("num_attention_heads"), out.get("hidden_size"), out.get("head_dim")
-    sizes = [v for v in (heads, hidden, given) if v is not None]
-    if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes) and heads and hidden:
-        head_dim = given or hidden // heads         # (a hostile value is left as it is, for read_plan to refuse)
-        kv = out.get("num_key_value_heads")
-        out["num_attention_heads"] = 2
-        out["num_key_value_heads"] = 2 if kv in (None, heads) else 1
-        if "head_dim" in config:                # a property on some config classes (Falcon): never set there
-            out["head_dim"] = head_dim
-        out["hidden_size"] = 2 * head_dim if out.get("hidden_size", 0) >= 2 * head_dim else out["hidden_size"]
-    for key, value in TINY.items():
-        if key in out:
-            out[key] = value
-    for key, inside in TOKEN_IDS.items():
-        value = out.get(key)
-        if isinstance(value, list) or (isinstance(value, int) and value >= TINY["vocab_size"]):
-            out[key] = inside
-    for key in WINDOW_FIELDS:
-        if isinstance(out.get(key), int) and out[key] > SMALL_WINDOW:
-            out[key] = SMALL_WINDOW
-    for key in CHUNK_FIELDS:
-        if isinstance(out.get(key), int) and out[key] > SMALL_CHUNK:
-            out[key] = SMALL_CHUNK
-    return out
 
 
 class _Recorder:
@@ -177,7 +136,7 @@ def _partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) ->
         probe = torch.zeros(shape, dtype=x.dtype)                                    # [1, width, L, width] or so
         probe.movedim(heads[0], 0).select(1, 0).reshape(width, -1, width)[:] = torch.eye(width)[:, None, :]
         try:
-            turned = fn(probe, probe, *args[2:], **kwargs)
+            turned = fn(*_probing(args, probe), **kwargs)
             turned = turned[0] if isinstance(turned, tuple) else turned
             rows = turned.select(axis, 1).movedim(heads[0] - (heads[0] > axis), 1).reshape(-1, width, width)[0]
             return _landing(rows.clone())
@@ -187,10 +146,22 @@ def _partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) ->
     for d in range(width):
         probe = torch.zeros_like(x)
         probe[..., d] = 1.0
-        turned = fn(probe, probe, *args[2:], **kwargs)
+        try:
+            turned = fn(*_probing(args, probe), **kwargs)
+        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
+            raise ValueError(f"the observer could not probe this family's rotation ({getattr(fn, '__name__', fn)} "
+                             f"refused one unit vector per dim: {type(exc).__name__}: {str(exc)[:160]})") from exc
         turned = turned[0] if isinstance(turned, tuple) else turned
         rows.append(turned.select(axis, 1).reshape(-1, width)[0])                  # [width] at position 1
     return _landing(torch.stack(rows))
+
+
+def _probing(args: tuple, probe: torch.Tensor) -> tuple:
+    """The recorded call's arguments with its query (and its key, the next argument when it is one) replaced."""
+    x = args[0]
+    key = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].ndim == x.ndim and \
+        args[1].shape[-1] == x.shape[-1]
+    return (probe, probe, *args[2:]) if key else (probe, *args[1:])
 
 
 def _landing(rows: torch.Tensor) -> list[int]:
@@ -213,8 +184,8 @@ def _build(config: Mapping[str, Any]):
         # widths the config leaves to its class's defaults are tiny too; a window or chunk it leaves to them is
         # cut like one it names (the plan, reading the config alone, then differs and the model is refused)
         defaults = AutoConfig.for_model(model_type).to_dict()
-        for key, value in TINY.items():
-            if key in defaults and key not in fields:
+        for key, value in shrink({**defaults, "model_type": model_type}).items():
+            if key in defaults and key not in fields and key not in ("model_type", *WINDOW_FIELDS, *CHUNK_FIELDS):
                 fields[key] = value
         for key, small in [*((k, SMALL_WINDOW) for k in WINDOW_FIELDS), *((k, SMALL_CHUNK) for k in CHUNK_FIELDS)]:
             if isinstance(defaults.get(key), int) and key not in fields:
@@ -281,7 +252,7 @@ def _observe(key: str) -> Observation:
         recorder = _Recorder(modeling, model, layers)
         try:
             with torch.no_grad():
-                model(input_ids=torch.randint(2, 16, (1, length)), use_cache=False)
+                model(**_inputs(model, length), use_cache=False)
         except Exception as exc:  # noqa: BLE001
             raise ValueError(f"transformers could not run a {config['model_type']!r} model built from this config: "
                              f"{type(exc).__name__}: {str(exc)[:300]}") from exc
@@ -312,6 +283,13 @@ def _observe(key: str) -> Observation:
         if here.attends:
             here.kinds = (ATTENTION, *here.kinds)
     return Observation(config["model_type"], seen, time.perf_counter() - start, version)
+
+
+def _inputs(model: torch.nn.Module, length: int) -> dict[str, torch.Tensor]:
+    """Random token ids at ``length`` positions; an encoder-decoder also gets them as its decoder's input."""
+    ids = torch.randint(2, 16, (1, length))
+    wants = inspect.signature(model.forward).parameters
+    return {"input_ids": ids, **({"decoder_input_ids": ids.clone()} if "decoder_input_ids" in wants else {})}
 
 
 def _plan_pairs(rotation: Rotation, width: int) -> list[int]:
@@ -377,6 +355,10 @@ def _rotation_differences(where: str, p: LayerPlan, rotation: Rotation, o: Layer
         full = torch.nn.functional.pad(x_in, (start, rotation.width - start - x_in.shape[-1]))
         ours = rotation.rotate(full, torch.arange(length))[..., start:start + x_in.shape[-1]]
         if ours.shape != x_out.shape or not torch.equal(ours, x_out):
+            back = rotation.rotate(full, -torch.arange(length))[..., start:start + x_in.shape[-1]]
+            if back.shape == x_out.shape and torch.allclose(back, x_out, atol=1e-5):
+                return [f"{where}: transformers turns each pair the other way (by −θ·p: its rotate_half flips the "
+                        "signs), which no layout of relviz's rotation expresses"]
             delta = (ours - x_out).abs().max() if ours.shape == x_out.shape else float("nan")
             return [f"{where}: the rotation differs from transformers' (max |Δ| {float(delta):.3g})"]
     if o.pairs is not None and len(o.pairs) == rotation.width and o.pairs != _plan_pairs(rotation, rotation.width):
@@ -423,8 +405,7 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
     config = json.loads(key)
     text = config.get("text_config")
     side = text if isinstance(text, Mapping) and isinstance(text.get("model_type"), str) else config
-    small = shrink(side)                                  # a vision-language model: its text model alone
-    seen = observe(small)
+    small, seen = _observe_shrunk(side)                  # a vision-language model: its text model alone
     try:
         plan_small = read_plan(small, source=source)
     except ValueError as exc:
@@ -442,6 +423,27 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
     plan.notes.insert(0, f"{where}observed: transformers {seen.transformers_version} built this model (tiny widths, "
                          f"the same layers) and ran it; every layer's reading equals what it ran")
     return plan
+
+
+#: heads a shrunk model gets, tried in turn where transformers cannot build or run the first (CodeGen splits
+#: its heads in four; a group count must divide them)
+HEADS_TRIED = (2, 4)
+
+
+def _observe_shrunk(config: Mapping[str, Any]) -> tuple[dict[str, Any], Observation]:
+    """The shrunk config and what transformers ran of it: two heads, or four where two cannot build or run."""
+    for heads in HEADS_TRIED:
+        small = shrink(config, heads_to=heads)
+        try:
+            return small, observe(small)
+        except ValueError as exc:
+            if heads == HEADS_TRIED[-1] or not any(words in str(exc) for words in _TRANSFORMERS_REFUSED):
+                raise
+    raise AssertionError("unreachable")
+
+
+#: transformers' own refusal to build or run the shrunk model (not the observer's size cap)
+_TRANSFORMERS_REFUSED = ("could not build a '", "could not run a '")
 
 
 def _observed(p: LayerPlan, o: LayerObservation) -> LayerPlan:

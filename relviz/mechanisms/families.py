@@ -166,13 +166,20 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "rotation": {"layout": "interleaved", "layer_types": ["sliding_attention"]}, "pattern": {}}},
     "helium": {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved"}, "pattern": {}}},
     # MLA as DeepSeek-V3 (the rotated dims after the unrotated ones); DeepSeek-V2 multiplies them as complex numbers
-    **{t: _DEEPSEEK_V3 for t in ("glm4_moe_lite", "youtu")},
+    **{t: _DEEPSEEK_V3 for t in ("glm4_moe_lite", "youtu", "axk1")},
     "deepseek_v2": {**_DEEPSEEK_V3, "mechanisms": {**_DEEPSEEK_V3["mechanisms"], "rotation": {
         "layout": "complex", "pass_before_field": "qk_nope_head_dim"}}},
     **{t: {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "sinks": {}}}
        for t in ("granite_swa", "granitemoe_swa")},
     "flint": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {},
                                                 "sinks": {}}},
+    # JetMoE: its head is kv_channels wide (its config class's head_dim), not hidden_size / num_attention_heads
+    "jetmoe": {"stacks": DECODER, "mechanisms": {"rotation": {"fields": {"head_dim": "kv_channels"}}, "pattern": {}}},
+    # Moshi: transformers masks its text decoder causally whatever sliding_window its config holds
+    "moshi": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {"window_on_all_layers": False}}},
+    # MiMo-V2-Flash: sinks on its sliding layers only
+    "mimo_v2_flash": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {},
+                                                        "sinks": {"layer_types": ["sliding_attention"]}}},
     "kolibri1": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},
     # Qwen3-VL: the text side's M-RoPE interleaves the axes pair by pair ([24, 20, 20] unless the config says), and the
     # vision tower rotates by 2-D RoPE on every block

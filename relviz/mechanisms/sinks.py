@@ -23,13 +23,15 @@ class Sinks(Mechanism):
 
     needs_weights = True
     name = "sinks"
-    option_types = {"tensor": str}
+    option_types = {"tensor": str, "layer_types": (list, tuple)}
     role = "takes attention mass into a learned sink"
     order = 60
     legend = "sinks"
 
     @classmethod
-    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> Sinks:
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> Sinks | None:
+        if "layer_types" in options and ctx.layer_type not in options["layer_types"]:
+            return None                          # MiMo-V2-Flash: sinks on its sliding layers only
         heads = ctx.config.int("num_attention_heads", minimum=1, maximum=1 << 14)
         logits = None
         if ctx.has_weights:
