@@ -19,7 +19,7 @@ from relviz.rope import (
     rope_presets,
     unscaled,
 )
-from relviz.rope_pair import rotate_pair
+from relviz.rope.pair import rotate_pair
 
 navigation.ensure_app_navigation()
 

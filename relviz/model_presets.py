@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from relviz.hf import from_config
-from relviz.rope import load_presets
+from relviz.rope.config import load_presets
 
 __all__ = ["GROUPS", "model_presets", "preset_config", "preset_plan", "preset_entry"]
 

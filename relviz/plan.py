@@ -28,7 +28,7 @@ from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.sinks import Sinks
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.positions import t5_bias
-from relviz.rope import RopeConfig
+from relviz.rope.config import RopeConfig
 
 __all__ = ["LayerPlan", "ModelPlan", "read_plan", "MAX_DEPTH", "FROM_TABLE", "UNVERIFIED", "OBSERVED"]
 

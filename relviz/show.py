@@ -42,7 +42,9 @@ from relviz.figures import shaw as shaw_figures
 from relviz.figures import skew as skew_figures
 from relviz.figures import t5 as t5_figures
 from relviz.figures.compose import panel_grid
-from relviz.rope import content_scores, decay_curves, rope_parameters, rope_presets, unscaled
+from relviz.rope.config import rope_presets
+from relviz.rope.math import rope_parameters, unscaled
+from relviz.rope.scores import content_scores, decay_curves
 from relviz.show_experiments import (
     forward_time,
     length_extrapolation,

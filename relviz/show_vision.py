@@ -15,7 +15,7 @@ import torch
 from relviz._checks import check_int
 from relviz._words import counted
 from relviz.figures import vision as figures
-from relviz.rope_math import default_inv_freq
+from relviz.rope.math import default_inv_freq
 from relviz.vision.grid import PatchGrid, offset_window, query_offsets, relative_index_2d
 from relviz.vision.mrope import check_section, mrope_pair_axes, mrope_position_ids
 from relviz.vision.views import ROPES_2D, make_rope2d, mixed_sequence, mrope_plane, rope2d_plane, rule_named

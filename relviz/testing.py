@@ -24,7 +24,7 @@ from relviz.check.matrix import Settings
 from relviz.check.result import CheckResult
 from relviz.check.rope import RopeSettings, rope_settings
 from relviz.check.rope_model import settings_for_model, settings_from_config
-from relviz.rope import RopeScaling
+from relviz.rope.config import RopeScaling
 
 __all__ = ["assert_matches", "assert_rope_matches", "assert_rope_cache", "assert_t5_buckets_match",
            "assert_alibi_slopes_match", "assert_matches_model", "report"]

@@ -30,7 +30,7 @@ from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model import RelvizTransformer
 from relviz.plan import LayerPlan, ModelPlan
-from relviz.rope import RopeConfig
+from relviz.rope.config import RopeConfig
 from relviz.schemes.alibi import AlibiScheme
 from relviz.schemes.base import Scheme
 from relviz.schemes.registry import REGISTRY

@@ -127,7 +127,7 @@ def test_largest_score_matrix_is_drawn_in_the_browser_from_its_per_offset_scores
 def test_one_pair_turns_with_position_and_its_score_depends_on_the_offset_alone():
     """Section 2 opens on one frequency pair: arrows q at m and k at n, their angle and dot product; the
     same offset at other positions gives the same score; the pair's θ is this model's."""
-    from relviz.rope_pair import rotate_pair
+    from relviz.rope.pair import rotate_pair
 
     at = run_page("rope", rp_pair=10, rp_m=3, rp_n=40)
     assert not at.error

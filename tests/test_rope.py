@@ -410,7 +410,7 @@ def test_scaled_from_is_the_original_context_only_with_a_scaling():
 @pytest.mark.parametrize("d_model,n_heads,base", [(64, 4, 10000.0), (96, 2, 500.0), (32, 4, 1e6)])
 def test_the_toy_models_rotation_is_transformers_llama_rotation_bit_for_bit(d_model, n_heads, base):
     """The toy model's RoPE (relviz.schemes.rope) turns q and k exactly as LlamaRotaryEmbedding and
-    apply_rotary_pos_emb do: the same θ, cos, sin and rotate_half (one RoPE arithmetic in relviz.rope_math)."""
+    apply_rotary_pos_emb do: the same θ, cos, sin and rotate_half (one RoPE arithmetic in relviz.rope.math)."""
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
     from relviz.model import ModelConfig, build_model

@@ -1,4 +1,4 @@
-"""relviz.rope_pair against an independent transcription: a pair as a complex number times e^{i·pos·θ}."""
+"""relviz.rope.pair against an independent transcription: a pair as a complex number times e^{i·pos·θ}."""
 from __future__ import annotations
 
 import cmath
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from relviz.rope_pair import MAX_POSITION, rotate_pair
+from relviz.rope.pair import MAX_POSITION, rotate_pair
 
 coordinate = st.floats(-10, 10, allow_nan=False)
 position = st.integers(0, 5000)

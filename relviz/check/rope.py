@@ -31,7 +31,8 @@ from relviz.check.registry import Kind, register
 from relviz.check.result import (
     FIRST_MISMATCHES, Cause, CheckResult, Mismatch, number, partial_cause, partial_worth_showing,
 )
-from relviz.rope import RopeConfig, RopeScaling, rope_parameters
+from relviz.rope.config import RopeConfig, RopeScaling
+from relviz.rope.math import rope_parameters
 
 LAYOUTS = ("half", "interleaved")
 #: Most rows (positions) and cells of a checked cache.

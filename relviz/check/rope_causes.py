@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 import torch
 
 from relviz.check.rope import LAYOUTS, Recipe, RopeKind, RopeSettings, reference_recipe
-from relviz.rope import RopeScaling, rope_parameters
+from relviz.rope.config import RopeScaling
+from relviz.rope.math import rope_parameters
 
 #: Bases a "base off" mistake may have used instead (the common published values, 10^4 … 10^7).
 COMMON_BASES = (10000.0, 20000.0, 50000.0, 100000.0, 150000.0, 160000.0, 250000.0, 500000.0, 1000000.0,

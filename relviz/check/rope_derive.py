@@ -18,7 +18,8 @@ import numpy as np
 import torch
 from relviz.check.rope import ROPE_KINDS, RopeKind, RopeSettings, rope_settings
 from relviz.check.rope_causes import COMMON_BASES
-from relviz.rope import RopeScaling, rope_parameters
+from relviz.rope.config import RopeScaling
+from relviz.rope.math import rope_parameters
 
 #: Pairs at or above this θ (radians per position) are read from the recurrence and give the base.
 HIGH_THETA = 0.1

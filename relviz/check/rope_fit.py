@@ -21,7 +21,8 @@ from relviz.check.rope import (
 )
 from relviz.check.rope_causes import COMMON_BASES, variants
 from relviz.check.rope_derive import derive
-from relviz.rope import RopeScaling, rope_parameters
+from relviz.rope.config import RopeScaling
+from relviz.rope.math import rope_parameters
 
 #: The bases tried, most common first (Llama 2 / Mistral 10^4, Llama 3 5·10^5, Qwen 10^6, ...).
 BASES = (10000.0, 500000.0, 1000000.0) + tuple(b for b in COMMON_BASES if b not in (10000.0, 500000.0, 1000000.0))

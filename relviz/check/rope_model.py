@@ -16,7 +16,7 @@ from typing import Any
 
 from relviz import hf
 from relviz.check.rope import RopeKind, RopeSettings, rope_settings
-from relviz.rope import rope_config_from_hf
+from relviz.rope.config import rope_config_from_hf
 from relviz.mechanisms.rotation import Rotation
 from relviz.plan import ModelPlan
 

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 
 from relviz.figures.heatmap import readable
 from relviz.figures.toeplitz import ToeplitzImage, toeplitz_heatmap, toeplitz_view
-from relviz.rope import ContentScores, DecayCurves
-from relviz.rope_pair import PairAtPositions
+from relviz.rope.pair import PairAtPositions
+from relviz.rope.scores import ContentScores, DecayCurves
 
 PLAIN_COLOUR = "#9e9e9e"
 SCALED_COLOUR = "#1f77b4"

@@ -6,7 +6,7 @@ this module adds what differs from layer to layer and family to family:
 - the parameters per layer type (transformers 5 nests ``rope_parameters`` by layer type: Gemma 3 and
   ModernBERT use one base on sliding layers and another on full ones) and layers without rotation
   (``no_rope_layers``: Llama 4, SmolLM3; Cohere 2 rotates on its sliding layers only);
-- the pair layout (each written once, in relviz.rope_math): ``half`` pairs (i, i + r/2) as Llama's rotate_half; ``interleaved`` pairs (2i, 2i + 1)
+- the pair layout (each written once, in relviz.rope.math): ``half`` pairs (i, i + r/2) as Llama's rotate_half; ``interleaved`` pairs (2i, 2i + 1)
   as GPT-J, CodeGen and Cohere (rotate_every_two); ``complex`` the same pairs multiplied as complex
   numbers (Llama 4's ``view_as_complex``); ``deinterleave`` interleaved pairs in, half-split layout out
   (DeepSeek-V3 with ``rope_interleave``);
@@ -26,8 +26,8 @@ import torch
 from relviz._checks import check_tensor
 from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Wavelengths
-from relviz.rope import MAX_HEAD_DIM, ROPE_TYPES, RopeConfig, rope_config_from_hf, rope_parameters, unscaled
-from relviz.rope_math import LAYOUTS, rotate_pairs
+from relviz.rope.config import MAX_HEAD_DIM, ROPE_TYPES, RopeConfig, rope_config_from_hf
+from relviz.rope.math import LAYOUTS, rope_parameters, rotate_pairs, unscaled
 
 __all__ = ["Rotation", "LAYOUTS"]
 

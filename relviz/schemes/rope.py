@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from relviz.rope_math import default_inv_freq, half_cos_sin, rotate_half_by
+from relviz.rope.math import default_inv_freq, half_cos_sin, rotate_half_by
 from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, dot_product_attention, expand_offsets
 from relviz.schemes.views import PositionStructure
 
@@ -15,7 +15,7 @@ from relviz.schemes.views import PositionStructure
 def rope_angles(length: int, dim: int, *, base: float = 10000.0, device: torch.device | str = "cpu",
                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """(cos, sin) [L, D] of position t < length, pair (p, p + D/2) turned by t · θ_p, θ_p = 1 / base^(2p/D):
-    transformers' arithmetic (relviz.rope_math), computed once per forward as its rotary module does."""
+    transformers' arithmetic (relviz.rope.math), computed once per forward as its rotary module does."""
     inv_freq = default_inv_freq(dim, base, device)                                      # [D/2]
     freqs = torch.arange(length, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]   # [L, D/2]
     return half_cos_sin(freqs, 1.0, dtype)
@@ -36,7 +36,7 @@ def rope_rotate(x: torch.Tensor, *, base: float = 10000.0,
 
 class Rope(Scheme):
     """No parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of dimensions, in transformers'
-    arithmetic and layout (relviz.rope_math: the same θ and the same rotate_half as Llama's)."""
+    arithmetic and layout (relviz.rope.math: the same θ and the same rotate_half as Llama's)."""
 
     name = "rope"
     summary = "RoPE: q and k rotated by angles proportional to position, so q · k sees only j − i"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from relviz._checks import check_bool, check_int, check_tensor, resolve_device
-from relviz.rope_math import score_per_offset
+from relviz.rope.math import score_per_offset
 from relviz.vision.grid import MAX_FRAMES, MAX_SIDE
 
 #: The most tokens a sequence here may hold (ids are per token: 2^22 is 64 frames of 256 × 256 tokens).

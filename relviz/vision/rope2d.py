@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from relviz._checks import check_int, check_tensor, resolve_device
-from relviz.rope_math import default_inv_freq, rotate_half_by, score_per_offset
+from relviz.rope.math import default_inv_freq, rotate_half_by, score_per_offset
 from relviz.vision.grid import PatchGrid, as_grid
 
 #: Largest head the functions accept, and the bounds of θ's base.

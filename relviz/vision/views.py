@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from relviz._checks import check_bool, check_int
-from relviz.rope_math import default_inv_freq
+from relviz.rope.math import default_inv_freq
 from relviz.vision.grid import PatchGrid
 from relviz.vision.mrope import MROPE_RULES, Image, MropeRule, Text, Video, score_map_3d, video_frame_step
 from relviz.vision.rope2d import Rope2D, dinov3_rope, pixtral_rope, qwen_vl_vision_rope, score_map_2d

@@ -1,7 +1,7 @@
 """What the RoPE page shows, as data: one head's scores for fixed random content (checked against
 brute-force rotation) and its long-term decay curves.
 
-Its own module because these are views built on :mod:`relviz.rope_math` for one page and
+Its own module because these are views built on :mod:`relviz.rope.math` for one page and
 ``relviz.show``, not RoPE's maths itself.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ import torch
 
 from relviz._checks import check_int, check_tensor
 from relviz.positions import expand_toeplitz
-from relviz.rope_config import MAX_HEAD_DIM, MAX_POSITIONS, RopeConfig
-from relviz.rope_math import decay_bound, measured_decay, rope_parameters, rotate, score_matrix, unscaled
+from relviz.rope.config import MAX_HEAD_DIM, MAX_POSITIONS, RopeConfig
+from relviz.rope.math import decay_bound, measured_decay, rope_parameters, rotate, score_matrix, unscaled
 
 
 # ---------------------------------------------------------------------------------------

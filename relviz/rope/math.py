@@ -3,7 +3,7 @@
 gives per offset j − i and RoFormer's decay bound.
 
 Its own module because it is the part the rest is proven against: the page's views
-(:mod:`relviz.rope_views`), the mechanisms and the checker all call it. :mod:`relviz.rope` gathers
+(:mod:`relviz.rope.scores`), the mechanisms and the checker all call it. :mod:`relviz.rope` gathers
 the whole RoPE API in one import.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 
 from relviz._checks import check_int, check_tensor, resolve_device
-from relviz.rope_config import MAX_POSITIONS, RopeConfig, RopeScaling
+from relviz.rope.config import MAX_POSITIONS, RopeConfig, RopeScaling
 
 
 # ---------------------------------------------------------------------------------------

@@ -22,53 +22,23 @@ Layout: Hugging Face's rotate_half pairs (i, i + r/2) of the first r = rotary_di
 the rest of the head is not rotated (partial rotary). Sign convention: offset = j − i = key
 position − query position.
 
-The API lives in three modules, gathered here so that ``from relviz.rope import ...`` keeps
-every name: :mod:`relviz.rope_config` (the settings, read from a config.json or a preset),
-:mod:`relviz.rope_math` (frequencies, rotation, scores, decay bound) and :mod:`relviz.rope_views`
-(the RoPE page's content scores and decay curves).
+The package's modules: :mod:`relviz.rope.config` (the settings, read from a config.json or a preset),
+:mod:`relviz.rope.math` (frequencies, rotation, scores, decay bound), :mod:`relviz.rope.pair` (one
+frequency pair at two positions) and :mod:`relviz.rope.scores` (the RoPE page's content scores and
+decay curves). ``from relviz.rope import ...`` gives the public names below; they load with their
+module on first use (:mod:`relviz._lazy`), so this package's body imports nothing.
 """
 from __future__ import annotations
 
-from relviz.rope_config import (
-    MAX_HEAD_DIM,
-    MAX_POSITIONS,
-    PRESETS_PATH,
-    ROPE_TYPES,
-    RopeConfig,
-    RopeScaling,
-    load_presets,
-    rope_config_from_hf,
-    rope_presets,
-)
-from relviz.rope_math import (
-    decay_bound,
-    measured_decay,
-    rope_attention_scaling,
-    rope_inv_freq,
-    rope_parameters,
-    rotate,
-    score_matrix,
-    score_per_offset,
-    turns_in_context,
-    unscaled,
-    wavelengths,
-    yarn_correction_range,
-)
-from relviz.rope_views import (
-    MAX_DECAY_POINTS,
-    MAX_WINDOW,
-    ContentScores,
-    DecayCurves,
-    content_scores,
-    decay_curves,
-    decay_distances,
-    random_content,
-    rotated_scores,
-)
+from relviz._lazy import lazy_exports
 
-__all__ = [
-    "ROPE_TYPES", "RopeConfig", "RopeScaling", "rope_config_from_hf", "rope_parameters", "rope_inv_freq",
-    "rope_attention_scaling", "wavelengths", "turns_in_context", "rotate", "score_per_offset",
-    "score_matrix", "decay_bound", "measured_decay", "yarn_correction_range", "random_content",
-    "rotated_scores", "ContentScores", "content_scores", "decay_distances", "DecayCurves", "decay_curves",
-]
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "config": ("MAX_HEAD_DIM", "MAX_POSITIONS", "PRESETS_PATH", "ROPE_TYPES", "RopeConfig", "RopeScaling",
+               "load_presets", "rope_config_from_hf", "rope_presets"),
+    "math": ("decay_bound", "measured_decay", "rope_attention_scaling", "rope_inv_freq", "rope_parameters", "rotate",
+             "score_matrix", "score_per_offset", "turns_in_context", "unscaled", "wavelengths",
+             "yarn_correction_range"),
+    "pair": ("rotate_pair",),
+    "scores": ("MAX_DECAY_POINTS", "MAX_WINDOW", "ContentScores", "DecayCurves", "content_scores", "decay_curves",
+               "decay_distances", "random_content", "rotated_scores"),
+})

@@ -2,7 +2,7 @@
 from a Hugging Face config.json (``rope_config_from_hf``) or a published preset (``rope_presets``).
 
 Its own module because everything RoPE in relviz starts from these settings (the frequencies in
-:mod:`relviz.rope_math`, the page's views in :mod:`relviz.rope_views`, the checker, the mechanisms):
+:mod:`relviz.rope.math`, the page's views in :mod:`relviz.rope.scores`, the checker, the mechanisms):
 each field is checked once here, where the config is built, and the maths trusts it.
 """
 from __future__ import annotations
@@ -216,7 +216,7 @@ def rope_config_from_hf(config: Mapping[str, object]) -> RopeConfig:
 # ---------------------------------------------------------------------------------------
 # Presets: published checkpoints' settings (relviz/presets.json names the source of each)
 
-PRESETS_PATH = Path(__file__).with_name("presets.json")
+PRESETS_PATH = Path(__file__).resolve().parents[1] / "presets.json"
 
 
 def load_presets() -> dict:
