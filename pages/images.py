@@ -10,7 +10,7 @@ navigation.ensure_app_navigation()
 P = "im"  # query-parameter prefix of this page
 
 import relviz.show_vision as sv  # noqa: E402  (after the routing guard: the bare run stops before torch loads)
-from relviz.vision import views  # noqa: E402
+from relviz.vision import score_maps  # noqa: E402
 
 VIEWS = ("2-D relative index", "Swin's bias table", "2-D RoPE", "M-RoPE (video)")
 ROPES = {"Pixtral": "pixtral", "Qwen-VL vision": "qwen_vl", "DINOv3": "dinov3"}
@@ -194,7 +194,7 @@ elif view == VIEWS[2]:
                "θ_i = 1/100^(4i/D) on patch centres normalised to [−1, 1], an angle of 2π·coordinate·θ, so its "
                "wavelengths in patches grow with the grid. All three lay cos and sin out as [row pairs, column "
                "pairs] twice and pair dimension p with p + D/2 (rotate_half).")
-    if views.make_rope2d(rope, head_dim).normalised:
+    if score_maps.make_rope2d(rope, head_dim).normalised:
         st.caption("**DINOv3's coordinates depend on the image size**: neighbouring patches are 2/H apart, so one "
                    "patch of offset turns a pair by 2π·θ·2/H, less on a larger image: the map stretches with the "
                    "grid. Its CLS and register tokens come before the patches and are not rotated: a patch's score "
@@ -228,7 +228,7 @@ else:
         with left:
             mrope_scores_panel(rule, rows, cols, frames, tps, seconds)
         with right:
-            show("mrope_pairs", views.rule_named(rule).section, key=f"{P}_fig_mrope_pairs")
+            show("mrope_pairs", score_maps.rule_named(rule).section, key=f"{P}_fig_mrope_pairs")
             st.caption("**Which pairs each axis owns.** Sectioned (Qwen2-VL, 2.5-VL, mrope_section [16, 24, 24]): "
                        "the fastest pairs turn with time, then a block with the row, then the slowest with the "
                        "column, whose wavelengths (base 10,000 here) run from about 2,000 to 54,000 ids: across a "

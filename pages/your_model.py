@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import numpy as np
 import streamlit as st
 
-from relviz import hf, layer_views
+from relviz import hf, layer_strip
 from relviz._words import counted
 
 from relviz.app import controls, display, navigation
@@ -23,7 +23,7 @@ from relviz.figures.toeplitz import toeplitz_view
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model_presets import model_presets, preset_config
-from relviz.schemes.views import relative_share
+from relviz.schemes.view_kinds import relative_share
 from relviz.toy_plan import drawn_schemes, toy_plan
 from relviz.training import list_checkpoints, load_checkpoint
 
@@ -82,21 +82,21 @@ def raw_config(kind: str, target: str) -> dict:
 
 
 def own_length(kind: str, target: str) -> int:
-    return layer_views.context_length(positions_of(kind, target), raw_config(kind, target)) or DEFAULT_LENGTH
+    return layer_strip.context_length(positions_of(kind, target), raw_config(kind, target)) or DEFAULT_LENGTH
 
 
 # Figures are read-only once built (st.plotly_chart copies them): cached by scalars.
 @st.cache_resource(max_entries=16, show_spinner=False)
 def strip_base(kind: str, target: str, stack: str, title: str = "") -> dict:
     """The strip as a plain figure dict, built once per model: a layer move only outlines another column."""
-    return strip_figure(layer_views.strip(positions_of(kind, target), stack), title=title).to_dict()
+    return strip_figure(layer_strip.strip(positions_of(kind, target), stack), title=title).to_dict()
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def views_of(kind: str, target: str, stack: str, layer: int, length: int) -> list:
     """[(view, figure or None)] of one layer at one length."""
     plan = positions_of(kind, target).layer(layer, stack=stack)
-    return [(v, view_figure(v)) for v in layer_views.layer_views(plan, length)]
+    return [(v, view_figure(v)) for v in layer_strip.layer_views(plan, length)]
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the model…")
@@ -208,20 +208,20 @@ with display.user_errors():
                                                                       "to read its layers"),
                                 key=f"{P}_strip_{shown_stack}")
     c_view, c_vs = st.columns([1.4, 3])
-    kind_shown = c_view.selectbox("show", list(layer_views.VIEW_KINDS), key=f"{P}_view", bind="query-params",
+    kind_shown = c_view.selectbox("show", list(layer_strip.VIEW_KINDS), key=f"{P}_view", bind="query-params",
                                   help="Which view of the layer: all, or one kind (a layer without it shows all).")
     other = c_vs.selectbox("compare with", [NONE] + [o for o in options if o != label], key=f"{P}_vs",
                            bind="query-params", help="A second model's strip and the same view, side by side.")
     plan = positions.layer(layer, stack=stack)
     note = f" (its own context: {own:,})" if length != own else " (the model's own context)"
     # a vision tower's positions are patches of an image: the text decoder's context says nothing about them
-    where = layer_views.extent(plan) or f"at {length:,} positions{note}"
+    where = layer_strip.extent(plan) or f"at {length:,} positions{note}"
     st.caption(f"**{plan.stack} layer {plan.index}**" + (f" · {plan.layer_type}" if plan.layer_type else "") +
                f" · {where}: " + plan.describe().split(": ", 1)[-1])
 
     if other == NONE:
         views = views_of(kind, target, stack, layer, length)
-        shown = layer_views.chosen([v for v, _ in views], kind_shown)
+        shown = layer_strip.chosen([v for v, _ in views], kind_shown)
         pairs = [(v, f) for v, f in views if any(v is s for s in shown.views)]
         if shown.missing:
             st.caption(f"This layer has no {kind_shown} view; all of its views are shown.")
@@ -250,14 +250,14 @@ with display.user_errors():
         picked = []
         for k, t, s, lay, ln, _, _ in sides:
             views = views_of(k, t, s, lay, ln)
-            shown = layer_views.chosen([v for v, _ in views], kind_shown)
+            shown = layer_strip.chosen([v for v, _ in views], kind_shown)
             picked.append([(v, f) for v, f in views if any(v is x for x in shown.views)])
         # the same y range for a view both sides have, legends under the plots: the two models compare
         compared = side_by_side(*picked)
         left, right = st.columns(2)
         for column, (_, _, stk, lay, ln, name, pos), pairs in zip((left, right), sides, compared):
             with column:
-                grid = layer_views.extent(pos.layer(lay, stack=stk))
+                grid = layer_strip.extent(pos.layer(lay, stack=stk))
                 st.markdown(f"**{name}** · layer {lay} " + ("(patches of an image)" if grid else f"at {ln:,} positions"))
                 show_views(pairs, key=f"{P}_fig_{'a' if column is left else 'b'}")
                 for text in pos.notes:
@@ -265,7 +265,7 @@ with display.user_errors():
 
     with st.expander("every layer, run by run", expanded=False):
         st.markdown("\n".join(f"- layers {a}–{b}: {text}" if a != b else f"- layer {a}: {text}"
-                              for a, b, text in layer_views.strip(positions, stack).runs))
+                              for a, b, text in layer_strip.strip(positions, stack).runs))
     # a model directory is named by the operator's label, never by its path on the server
     st.caption(f"**{positions.model_type}** · Source: " + (positions.source if SOURCE_IS_PUBLIC[kind] else
                                                             f"the server's model directory {label!r}"))

@@ -28,7 +28,7 @@ from relviz.mechanisms.families import FAMILIES
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.plan import ModelPlan, read_plan
-from relviz.schemes.views import SimilarityMatrix, norms_and_cosine
+from relviz.schemes.view_kinds import SimilarityMatrix, norms_and_cosine
 
 __all__ = ["ModelPositions", "ModelPlan", "AttentionPattern", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES",
            "MAX_CONFIG_BYTES"]
@@ -300,7 +300,7 @@ def bias_curve(positions: ModelPositions, *, stack: str = "encoder", layer: int 
 
 def learned_similarity(positions: ModelPositions, n: int):
     """Cosine between the first ``n`` position vectors (relviz.schemes.SimilarityMatrix;
-    relviz.schemes.views.relative_share says how much of it depends on j − i alone)."""
+    relviz.schemes.view_kinds.relative_share says how much of it depends on j − i alone)."""
 
     table = positions.position_embeddings()
     n = check_int("n", n, minimum=3, maximum=table.shape[0])

@@ -25,7 +25,7 @@ import torch
 from relviz._checks import check_int
 from relviz.model import RelvizTransformer
 from relviz.schemes import get_scheme
-from relviz.schemes.views import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure, View
 from relviz.tasks import DIGITS, Absolute, Shift, Task, WindowMax
 from relviz.training.evaluation import run_text
 

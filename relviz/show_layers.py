@@ -11,8 +11,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from relviz.figures.layers import strip_figure, view_figure
-from relviz.layer_views import VIEW_KINDS, chosen, context_length, strip
-from relviz.layer_views import layer_views as views_of_layer
+from relviz.layer_strip import VIEW_KINDS, chosen, context_length, strip
+from relviz.layer_strip import layer_views as views_of_layer
 from relviz.model_presets import preset_config, preset_entry, preset_plan
 
 

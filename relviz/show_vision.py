@@ -1,7 +1,7 @@
 """``relviz.show``'s pictures of position in images and video (the Images and video page draws the same).
 
 Each function computes its numbers with :mod:`relviz.vision` (per offset, never per patch pair; the seeded
-content and the page's sequence are :mod:`relviz.vision.views`) and draws them with :mod:`relviz.figures.vision`.
+content and the page's sequence are :mod:`relviz.vision.score_maps`) and draws them with :mod:`relviz.figures.vision`.
 
     >>> import relviz.show as show
     >>> show.rope2d_scores(64, 64, rope="pixtral")        # doctest: +SKIP  (4,096 patches, 127 × 127 offsets)
@@ -18,7 +18,7 @@ from relviz.figures import vision as figures
 from relviz.rope.math import default_inv_freq
 from relviz.vision.grid import PatchGrid, offset_window, query_offsets, relative_index_2d
 from relviz.vision.mrope import check_section, mrope_pair_axes, mrope_position_ids
-from relviz.vision.views import ROPES_2D, make_rope2d, mixed_sequence, mrope_plane, rope2d_plane, rule_named
+from relviz.vision.score_maps import ROPES_2D, make_rope2d, mixed_sequence, mrope_plane, rope2d_plane, rule_named
 from relviz.vision.swin import swin_bias, swin_bias_per_offset, swin_index_per_offset, swinv2_coordinates
 
 CPU = "cpu"

@@ -221,7 +221,7 @@ def test_pooled_overview_is_pooled_in_the_browser_with_exact_block_hover_and_the
     """The overview's blocks (mean colour; hover ranges, exact mean, min, max) are computed in the browser
     from the per-offset vector; checked here against the full matrix for blocks at the edges and inside."""
     from relviz.positions import t5_bucket_map
-    from relviz.views import display_block
+    from relviz.toeplitz_display import display_block
 
     base, page, js_errors = browser_page
     q_len, k_len, q_offset = 1300, 1500, -40

@@ -11,7 +11,7 @@ from relviz.figures.experiments import shaw_reference_figure
 from relviz.figures.heatmap import AXIS_BELOW_PX, legend_below_axis
 from relviz.figures.skew import DROPPED, GARBAGE, causal_steps, demo_inputs, step_figure
 from relviz.figures.t5 import bucket_budget_figure
-from relviz.schemes.views import BiasCurve
+from relviz.schemes.view_kinds import BiasCurve
 
 
 def test_table_2_labels_alternate_sides_and_its_title_fits_a_third_of_the_page():
@@ -165,7 +165,7 @@ def test_gpt_oss_sink_legend_sits_under_the_axis_title_at_a_readable_size():
     """Defect 18: the sink chart's four-entry legend (10 px, above the plot) crowded it."""
     from relviz.figures.heatmap import READABLE_FONT
     from relviz.figures.layers import view_figure
-    from relviz.layer_views import SinkShare
+    from relviz.layer_strip import SinkShare
 
     positions = np.arange(0, 1000, 10)
     view = SinkShare(title="sinks", caption="", positions=positions, keys=positions + 1,
@@ -220,7 +220,7 @@ def test_keys_seen_panel_titles_start_at_their_panels_and_fit_half_a_page():
 def _layer(preset: str, layer: int) -> list:
     """[(view, figure)] of one layer of a published config at its own context length."""
     from relviz.figures.layers import view_figure
-    from relviz.layer_views import context_length, layer_views
+    from relviz.layer_strip import context_length, layer_views
     from relviz.model_presets import preset_config, preset_entry, preset_plan
 
     plan = preset_plan(preset)

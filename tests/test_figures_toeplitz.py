@@ -22,7 +22,7 @@ from relviz.figures.toeplitz import (
     toeplitz_overview,
 )
 from relviz.positions import expand_toeplitz, offset_range, relative_positions, shaw_clip_index, t5_bucket
-from relviz.views import DISPLAY_MAX
+from relviz.toeplitz_display import DISPLAY_MAX
 
 import torch
 
@@ -256,7 +256,7 @@ def test_window_geometry():
 @given(data=st.data(), q_len=st.integers(1, 600), k_len=st.integers(1, 600), q_offset=st.integers(-50, 50))
 def test_browser_window_slices_reproduce_the_window_and_every_hover_field(data, q_len, k_len, q_offset):
     from relviz.figures.toeplitz import toeplitz_image
-    from relviz.views import toeplitz_window
+    from relviz.toeplitz_display import toeplitz_window
 
     rows, cols = data.draw(st.integers(1, min(q_len, 512))), data.draw(st.integers(1, min(k_len, 512)))
     row0, col0 = data.draw(st.integers(0, q_len - rows)), data.draw(st.integers(0, k_len - cols))

@@ -23,7 +23,7 @@ from relviz.inspection import (
 )
 from relviz.model import SCHEMES, ModelConfig, build_model
 from relviz.schemes.skew import skew_rows
-from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms, most_distinct, relative_share
+from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms, most_distinct, relative_share
 from relviz.positions import alibi_bias, alibi_slopes, shaw_clip_index, t5_bucket, t5_bucket_map
 from relviz.t5_notes import curve_caption
 from relviz.tasks import make_task

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from relviz.model import ModelConfig, build_model
-from relviz.schemes.views import BiasCurve
+from relviz.schemes.view_kinds import BiasCurve
 
 SMALL = dict(d_model=16, n_heads=2, d_ff=16, n_layers=2)
 

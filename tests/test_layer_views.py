@@ -1,4 +1,4 @@
-"""Layer views of real models (relviz.layer_views, the mechanisms' views): each against an independent
+"""Layer views of real models (relviz.layer_strip, the mechanisms' views): each against an independent
 computation, per offset or position, and the published presets against transformers' own config classes."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from relviz import layer_views as lv
+from relviz import layer_strip as lv
 from relviz.figures.layers import strip_figure, view_figure
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.scale import QueryTemperature

@@ -1,6 +1,6 @@
 """The library refuses garbage: property tests over every public function.
 
-Every public function of relviz.positions, relviz.skew, relviz.attention, relviz.views,
+Every public function of relviz.positions, relviz.skew, relviz.attention, relviz.toeplitz_display,
 relviz.memory, relviz.tasks (parse_text, render_tokens), relviz.model (ModelConfig,
 build_model) and relviz.training's checkpoint loading is fed garbage: negative, zero, huge,
 float, bool, None, str, NaN arguments, wrong shapes, wrong dtypes, int overflow, corrupt files.
@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 
-from relviz import attention, memory, positions, skew, tasks, views
+from relviz import attention, memory, positions, skew, tasks, toeplitz_display
 from relviz.model import ModelConfig, build_model
 from relviz.training import CHECKPOINT_DIR, load_checkpoint, read_checkpoint_info
 
@@ -661,7 +661,7 @@ def test_attention_never_returns_nan(case):
 
 
 # ---------------------------------------------------------------------------------------
-# relviz.views
+# relviz.toeplitz_display
 
 
 @st.composite
@@ -697,9 +697,9 @@ def per_offset_vectors(draw, q_len, k_len):
 
 
 @SETTINGS
-@given(q_len=ints(1, 40), k_len=ints(1, 40), max_cells=st.one_of(st.just(views.DISPLAY_MAX), ints(1, 16)))
+@given(q_len=ints(1, 40), k_len=ints(1, 40), max_cells=st.one_of(st.just(toeplitz_display.DISPLAY_MAX), ints(1, 16)))
 def test_display_block(q_len, k_len, max_cells):
-    block = outcome(("q_len", "k_len", "max_cells"), views.display_block, q_len, k_len, max_cells)
+    block = outcome(("q_len", "k_len", "max_cells"), toeplitz_display.display_block, q_len, k_len, max_cells)
     if refused(block):
         return
     q_len, k_len, max_cells = as_ints(q_len, k_len, max_cells)
@@ -721,7 +721,7 @@ def test_toeplitz_window(q_len, k_len, data):
     col0 = data.draw(mostly(st.integers(0, max(k_fit - cols, 0)) if isinstance(cols, int) else st.just(0),
                             ints(-2, 13)))
     window = outcome(("per_offset", "q_len", "k_len", "row0", "col0", "rows", "cols", "window"),
-                     views.toeplitz_window, per_offset, q_len, k_len, row0=row0, col0=col0, rows=rows, cols=cols)
+                     toeplitz_display.toeplitz_window, per_offset, q_len, k_len, row0=row0, col0=col0, rows=rows, cols=cols)
     if refused(window):
         return
     q_len, row0, col0, rows, cols = as_ints(q_len, row0, col0, rows, cols)
@@ -737,7 +737,7 @@ def test_toeplitz_window(q_len, k_len, data):
 @given(q_len=ints(1, 12), k_len=ints(1, 12), block=ints(1, 5), data=st.data())
 def test_toeplitz_pooled(q_len, k_len, block, data):
     per_offset = data.draw(per_offset_vectors(q_len, k_len))
-    pooled = outcome(("per_offset", "q_len", "k_len", "block"), views.toeplitz_pooled, per_offset, q_len, k_len,
+    pooled = outcome(("per_offset", "q_len", "k_len", "block"), toeplitz_display.toeplitz_pooled, per_offset, q_len, k_len,
                      block)
     if refused(pooled):
         return
@@ -757,7 +757,7 @@ def test_toeplitz_pooled(q_len, k_len, block, data):
 def test_toeplitz_window_never_drops_a_row_silently():
     """One value short of q_len + k_len − 1 used to return 9 rows for a 10-row window."""
     with pytest.raises(ValueError, match="per_offset"):
-        views.toeplitz_window(np.arange(18), 10, 10, row0=0, col0=0, rows=10, cols=10)
+        toeplitz_display.toeplitz_window(np.arange(18), 10, 10, row0=0, col0=0, rows=10, cols=10)
 
 
 # ---------------------------------------------------------------------------------------

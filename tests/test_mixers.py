@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from relviz import layer_views as lv
+from relviz import layer_strip as lv
 from relviz.figures.layers import strip_figure
 from relviz.hf import from_config
 from relviz.mechanisms.mixer import LAYER_TYPES, MIXER_KINDS, TokenMixer

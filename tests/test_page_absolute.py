@@ -161,7 +161,7 @@ def test_alibi_at_a_million_positions_is_a_pooled_overview_and_an_exact_window()
     an exact window where the sliders put it and a pooled overview with exact block statistics; the lines
     figure stays small; the page says what the pooling hides and that this view does not grey the mask."""
     from plotly_data import canvas_values, find, charts, overview_stats
-    from relviz.views import toeplitz_window
+    from relviz.toeplitz_display import toeplitz_window
     n, heads, head = 2**20, 12, 3
     at = _run(abs_aL=str(n), abs_heads=str(heads), abs_head=str(head), abs_al_ws="256", abs_al_r0="700000",
               abs_al_c0="699900")

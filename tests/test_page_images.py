@@ -11,7 +11,7 @@ from relviz.vision.grid import PatchGrid, offset_window
 from relviz.vision.mrope import MROPE_RULES, mrope_position_ids
 from relviz.vision.rope2d import pixtral_rope, score_map_2d
 from relviz.vision.swin import swin_index_per_offset
-from relviz.vision import views as sv
+from relviz.vision import score_maps as sv
 
 
 def test_relative_index_view_draws_the_query_row_and_every_pair():

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, heatmap_values, block_stats, overview_stats, trace
 from relviz.figures.toeplitz import OVERVIEW_MAX
-from relviz.views import display_block
+from relviz.toeplitz_display import display_block
 from relviz.positions import relative_positions, shaw_clip_index
 
 
@@ -209,7 +209,7 @@ def test_a_million_positions_per_side_shows_exact_windows_of_the_relative_index(
     """2^20 × 2^20: the relative index, clipped offset and lookup index windows are exact (never the whole
     matrix), and the overview's block statistics are exact on the diagonal block, where the band |j − i| ≤ k
     is only a blend."""
-    from relviz.views import toeplitz_window
+    from relviz.toeplitz_display import toeplitz_window
     n, k = 2**20, 64
     at = run_page("shaw", timeout=120, sh_q=n, sh_k=n, sh_ws=512, sh_r0=123_456, sh_c0=123_000, sh_clip=k)
     assert not at.error, [e.value for e in at.error]

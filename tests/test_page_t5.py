@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, heatmap_values, block_stats, overview_stats, trace
 from relviz.figures.toeplitz import OVERVIEW_MAX
-from relviz.views import display_block
+from relviz.toeplitz_display import display_block
 from relviz.positions import shaw_clip_index, t5_bucket, t5_bucket_map, t5_bucket_ranges
 from relviz.rope import load_presets
 
@@ -266,7 +266,7 @@ def test_a_million_positions_per_side_is_drawn_per_offset_with_an_exact_overview
     """2^20 × 2^20 (2^40 cells, never built): the window is exact, the overview's blocks of 8192² entries
     carry their exact mean, min and max (checked on blocks at the corner, on the diagonal and off it), the
     page says what the pooling hides, and the overview stays a few thousand numbers."""
-    from relviz.views import toeplitz_window
+    from relviz.toeplitz_display import toeplitz_window
     n = 2**20
     at = run_page("t5", timeout=120, t5_q=n, t5_k=n, t5_ws=512, t5_r0=n - 600, t5_c0=n - 700, t5_bi="False")
     assert not at.error, [e.value for e in at.error]

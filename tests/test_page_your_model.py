@@ -96,7 +96,7 @@ def test_model_size_limit_refuses_to_run(listed, monkeypatch):
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from relviz.layer_views import VIEW_KINDS  # noqa: E402
+from relviz.layer_strip import VIEW_KINDS  # noqa: E402
 from relviz.app.tours import TODAY  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -349,11 +349,11 @@ def test_a_vision_stack_says_its_positions_are_patches_not_the_decoders_context(
 
 
 def test_a_vision_encoders_grid_comes_from_its_config():
-    from relviz import hf, layer_views
+    from relviz import hf, layer_strip
 
     plan = hf.from_config({"model_type": "pixtral", "hidden_size": 64, "num_attention_heads": 4,
                            "num_hidden_layers": 2, "image_size": 1024, "patch_size": 16})
-    assert "image_size 1024 px at patch_size 16 px: 64 × 64 = 4,096 patches" in layer_views.extent(plan.layer(0))
+    assert "image_size 1024 px at patch_size 16 px: 64 × 64 = 4,096 patches" in layer_strip.extent(plan.layer(0))
     llama = hf.from_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
                             "num_hidden_layers": 2})
-    assert layer_views.extent(llama.layer(0)) is None
+    assert layer_strip.extent(llama.layer(0)) is None

@@ -18,7 +18,7 @@ from relviz.experiments.readings import exact_range_words
 from relviz.inspection import parameter_caption, parameter_views, position_structure, structure_text
 from relviz.model import ModelConfig, build_model
 from relviz.schemes import REGISTRY
-from relviz.schemes.views import PositionStructure
+from relviz.schemes.view_kinds import PositionStructure
 
 
 def _model(scheme: str, **fields):

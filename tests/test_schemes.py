@@ -64,7 +64,7 @@ from torch import nn
 
 from relviz.positions import relative_positions
 from relviz.schemes.base import Param, Scheme, detached, dot_product_attention
-from relviz.schemes.views import BiasCurve, PositionStructure
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure
 
 
 class Throwaway(Scheme):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from relviz.layer_views import layer_views, strip
+from relviz.layer_strip import layer_views, strip
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.fire import FireFunction
 from relviz.mechanisms.kerple import KerpleBias

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from relviz.figures import compact_ints, discrete_colorscale, matrix_heatmap
 from relviz.positions import expand_toeplitz, offset_range, t5_bucket
-from relviz.views import DISPLAY_MAX, display_block, toeplitz_pooled, toeplitz_window
+from relviz.toeplitz_display import DISPLAY_MAX, display_block, toeplitz_pooled, toeplitz_window
 
 
 def per_offset_and_full(q_len: int, k_len: int, q_offset: int) -> tuple[np.ndarray, np.ndarray]:

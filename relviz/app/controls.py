@@ -74,7 +74,7 @@ def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, defau
     """
     # Imported here: both load numpy, which the landing page's first visitor skips.
     from relviz.figures.toeplitz import Window, diagonal_col0, fit_window, needs_window
-    from relviz.views import DISPLAY_MAX
+    from relviz.toeplitz_display import DISPLAY_MAX
 
     if not needs_window(q_len, k_len):
         return Window(0, 0, q_len, k_len)

@@ -129,7 +129,7 @@ def _choices(*values: object) -> LinkParam:
     return ChoiceParam(choices=tuple(str(v) for v in values))
 
 
-#: The Your model page's view kinds (relviz.layer_views.VIEW_KINDS, which needs torch; a test keeps them equal)
+#: The Your model page's view kinds (relviz.layer_strip.VIEW_KINDS, which needs torch; a test keeps them equal)
 YOUR_MODEL_VIEWS = ("all", "rotation", "pattern", "bias", "temperature", "sinks")
 #: A model's label in the Your model list (a preset's label or the operator's name for a directory)
 _MODEL_LABEL = r"[A-Za-z0-9][A-Za-z0-9 .()_+,:=/-]{0,99}"

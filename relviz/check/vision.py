@@ -37,7 +37,7 @@ from relviz.vision.mrope import (
     mrope_position_ids,
 )
 from relviz.vision.rope2d import Rope2D, rope2d_angles
-from relviz.vision.views import ROPES_2D, make_rope2d
+from relviz.vision.score_maps import ROPES_2D, make_rope2d
 
 #: An angle matches within float32 rounding of θ·position (and its product), relative, or this much absolute.
 ANGLE_RTOL, ANGLE_ATOL = 2.0 ** -18, 1e-6
@@ -49,7 +49,7 @@ ANGLE_RTOL, ANGLE_ATOL = 2.0 ** -18, 1e-6
 
 @dataclass(frozen=True)
 class Rope2DSettings:
-    """Which 2-D RoPE (a name of relviz.vision.views.ROPES_2D: pixtral, qwen_vl, dinov3), its head and base θ
+    """Which 2-D RoPE (a name of relviz.vision.score_maps.ROPES_2D: pixtral, qwen_vl, dinov3), its head and base θ
     (None: the model's), and the patch grid."""
 
     model: str

@@ -123,7 +123,7 @@ function grid(data) {
 
 // Overview: mean, min, max of block (R, C). The grid of blocks is Toeplitz but for its last row and
 // column (the only blocks that may be clipped), so the server sends one entry per class of blocks
-// (relviz.views.PooledView): class ((C − R + rows − 1) · 2 + [R last]) · 2 + [C last].
+// (relviz.toeplitz_display.PooledView): class ((C − R + rows − 1) · 2 + [R last]) · 2 + [C last].
 function blockStats(state, R, C) {
   const data = state.data, b = data.block, {rows, cols} = grid(data);
   const r0 = R * b, r1 = Math.min(r0 + b, data.q_len), c0 = C * b, c1 = Math.min(c0 + b, data.k_len);

@@ -30,7 +30,7 @@ from relviz.figures.parameters import (
     view_figure,
 )
 from relviz.inspection import OffsetProfile, RunView
-from relviz.schemes.views import PositionStructure
+from relviz.schemes.view_kinds import PositionStructure
 
 __all__ = [
     "ATTENTION_SCALE", "GRID_SIDE", "HEAD_COLOURS", "HEAD_SCALE", "MASKED_BG", "STRIP_COLOURS",

@@ -1,6 +1,6 @@
 """Figures of a real model layer by layer: the strip (one cell per layer per row) and a layer's views.
 
-``view_figure`` dispatches on the kind of data (relviz.layer_views), never on a mechanism, scheme or
+``view_figure`` dispatches on the kind of data (relviz.layer_strip), never on a mechanism, scheme or
 family name; the strip picks colours by a mechanism's ``legend`` (its colour group), one shade per
 distinct label in that group (two RoPE bases: two blues).
 """
@@ -15,8 +15,8 @@ from relviz.figures.heatmap import READABLE_FONT, legend_below_axis
 from relviz.figures.parameters import bias_curve_figure
 from relviz.figures.parameters import view_figure as parameter_figure
 from relviz.figures.rope import wavelength_figure
-from relviz.layer_views import KeysSeen, Note, SinkShare, Strip, TemperatureCurve, Wavelengths
-from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms
+from relviz.layer_strip import KeysSeen, Note, SinkShare, Strip, TemperatureCurve, Wavelengths
+from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms
 
 __all__ = ["strip_figure", "with_selected", "selected_shape", "view_figure", "side_by_side", "PALETTES",
            "STRIP_ROW_HEIGHT", "COMPARE_LEGEND_CHARS", "log_decades"]

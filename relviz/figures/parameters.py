@@ -1,7 +1,7 @@
 """Figures of what a scheme learned about positions, drawn by the kind of data (a bias curve per head,
 the norms of learned vectors, a similarity matrix), never by scheme name.
 
-``view_figure`` is the one dispatch: a scheme returns its views (relviz.schemes.views) and the page
+``view_figure`` is the one dispatch: a scheme returns its views (relviz.schemes.view_kinds) and the page
 draws each (``parameter_panels``), with the caption its scheme gives it (Scheme.parameter_caption). A new kind of view
 adds its figure here.
 """
@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from relviz.figures.dict_figures import HEAD_COLOURS, HEAD_SCALE, dict_figure, head_colours, hover_data
 from relviz.figures.heatmap import legend_below_axis
-from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms, View
+from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms, View
 
 
 # ---------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ from relviz.figures.toeplitz_window import (
     needs_window,
     offsets_per_offset,
 )
-from relviz.views import PooledView, display_block, toeplitz_pooled, toeplitz_window
+from relviz.toeplitz_display import PooledView, display_block, toeplitz_pooled, toeplitz_window
 
 __all__ = [
     "FIGURE_BUDGET", "IMAGE_BUDGET", "IMAGE_MIN_CELLS", "OFFSET_LABEL", "OVERVIEW_MAX", "HoverField",

@@ -16,7 +16,7 @@ import numpy as np
 from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, READABLE_FONT, READABLE_TITLE
 from relviz.figures.toeplitz_colours import continuous_range, hex_palette, image_colours, palette_256
 from relviz.figures.toeplitz_window import OFFSET_LABEL, OVERVIEW_MAX, HoverField, Window, checked_per_offset
-from relviz.views import PooledView, display_block, toeplitz_pooled, toeplitz_window
+from relviz.toeplitz_display import PooledView, display_block, toeplitz_pooled, toeplitz_window
 
 
 def _json_numbers(values: np.ndarray) -> list:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relviz.views import DISPLAY_MAX
+from relviz.toeplitz_display import DISPLAY_MAX
 
 #: The most cells per side the pooled overview sends (it sits beside the window, as an overview, in
 #: half the page: ~450 px). Every move of the window redraws it (its rectangle moves), and Streamlit

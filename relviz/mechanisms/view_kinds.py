@@ -1,7 +1,7 @@
 """The data kinds a mechanism's views are made of (``Mechanism.views(length, layer)``), and the exact
 per-query helpers that build them without an L × L matrix.
 
-They sit below the mechanisms, so that each mechanism module imports them at its top; relviz.layer_views
+They sit below the mechanisms, so that each mechanism module imports them at its top; relviz.layer_strip
 (which reads a plan, above the mechanisms) re-exports them with the strip and the page's helpers, and
 relviz.figures.layers draws each by its kind.
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relviz._checks import check_int
-from relviz.schemes.views import BiasCurve, SimilarityMatrix, VectorNorms
+from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms
 
 __all__ = ["Wavelengths", "KeysSeen", "TemperatureCurve", "SinkShare", "Note", "BiasCurve", "LayerView",
            "keys_seen", "keys_at", "step_positions", "MAX_POINTS"]

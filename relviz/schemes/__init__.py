@@ -12,5 +12,5 @@ from relviz._lazy import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "base": ("Param", "Scheme"),
     "registry": ("REGISTRY", "get_scheme", "scheme_names", "all_params", "param_owner"),
-    "views": ("PositionStructure", "BiasCurve", "VectorNorms", "SimilarityMatrix", "View"),
+    "view_kinds": ("PositionStructure", "BiasCurve", "VectorNorms", "SimilarityMatrix", "View"),
 })

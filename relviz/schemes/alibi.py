@@ -7,7 +7,7 @@ import numpy as np
 from relviz.mechanisms.alibi import Alibi, bias_lines
 from relviz.positions import alibi_bias, alibi_power_of_two
 from relviz.schemes.base import Scheme, numbers_text
-from relviz.schemes.views import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure, View
 
 
 class AlibiScheme(Scheme):

@@ -33,7 +33,7 @@ from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.base import Mechanism
 from relviz.mechanisms.none import NoPosition
 from relviz.positions import expand_toeplitz
-from relviz.schemes.views import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure, View
 
 __all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_product_attention", "expand_offsets", "detached",
            "numbers_text"]

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, detached, dot_product_attention
-from relviz.schemes.views import BiasCurve, PositionStructure, View
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure, View
 
 
 #: Initial c and threshold L (both learned, kept positive through a softplus): relviz's choice, with

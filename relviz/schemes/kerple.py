@@ -15,7 +15,7 @@ from torch import nn
 from relviz.attention import offset_bias_attention
 from relviz.positions import offset_range
 from relviz.schemes.base import Attention, Scheme, SchemeConfig, detached, expand_offsets, numbers_text
-from relviz.schemes.views import BiasCurve, PositionStructure, View
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure, View
 
 
 #: softplus⁻¹(1): the raw value whose softplus is 1 (r1 and r2 start at 1 in every head).

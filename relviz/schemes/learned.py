@@ -7,7 +7,7 @@ from torch import nn
 
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
-from relviz.schemes.views import PositionStructure, SimilarityMatrix, View, norms_and_cosine, relative_share
+from relviz.schemes.view_kinds import PositionStructure, SimilarityMatrix, View, norms_and_cosine, relative_share
 
 
 class LearnedAbsoluteScheme(Scheme):

@@ -9,7 +9,7 @@ import torch
 
 from relviz.rope.math import default_inv_freq, half_cos_sin, rotate_half_by
 from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, dot_product_attention, expand_offsets
-from relviz.schemes.views import PositionStructure
+from relviz.schemes.view_kinds import PositionStructure
 
 
 def rope_angles(length: int, dim: int, *, base: float = 10000.0, device: torch.device | str = "cpu",

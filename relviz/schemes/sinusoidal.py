@@ -9,7 +9,7 @@ import torch
 from relviz.absolute import sinusoidal_encoding
 from relviz.mechanisms.sinusoidal import NOTHING_LEARNED, SinusoidalAbsolute
 from relviz.schemes.base import Scheme, SchemeConfig, expand_offsets
-from relviz.schemes.views import PositionStructure
+from relviz.schemes.view_kinds import PositionStructure
 
 
 class Sinusoidal(Scheme):

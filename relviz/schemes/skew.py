@@ -10,7 +10,7 @@ from relviz._checks import check_int
 from relviz.attention import skew_attention
 from relviz.schemes.base import Attention, MAX_LENGTH, Param, Scheme, SchemeConfig, expand_offsets
 from relviz.schemes.vectors import vector_table_caption, vector_table_views
-from relviz.schemes.views import PositionStructure, View, norms_and_cosine
+from relviz.schemes.view_kinds import PositionStructure, View, norms_and_cosine
 
 
 def skew_rows(length: int, distances: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from torch import nn
 from relviz.mechanisms.t5_bias import T5Bias, bias_curve
 from relviz.positions import T5_LIMITS, t5_bucket, t5_bucket_map, t5_config
 from relviz.schemes.base import Param, Scheme, SchemeConfig, detached
-from relviz.schemes.views import BiasCurve, PositionStructure, View
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure, View
 from relviz.t5_notes import curve_caption, t5_training_coverage
 
 

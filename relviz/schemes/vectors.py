@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from relviz.schemes.views import SimilarityMatrix, VectorNorms, View, most_distinct
+from relviz.schemes.view_kinds import SimilarityMatrix, VectorNorms, View, most_distinct
 
 
 def vector_table_views(*, name: str, what: str, offsets: np.ndarray, norms: np.ndarray, cosine: np.ndarray,

@@ -13,7 +13,7 @@ Every view is data with short labels (its title, axis, hover and legend labels) 
 numbers the words about it cite (a slope, the most distinct offset, the last bucket's start),
 computed by the scheme. The words themselves are the scheme's too (``Scheme.structure_text``,
 ``Scheme.parameter_caption``: functions of the facts, so the numbers they quote are the view's).
-``BiasCurve.caption`` is for the layer views of a real model's mechanisms (``relviz.layer_views``),
+``BiasCurve.caption`` is for the layer views of a real model's mechanisms (``relviz.layer_strip``),
 which carry their words in the view; a scheme leaves it empty.
 
 Sign convention everywhere: relative position = key index − query index (j − i).
@@ -74,7 +74,7 @@ class BiasCurve:
     value changes, e.g. T5's bucket edges). ``band``: an offset range to shade, with its label.
     ``hover``: per-offset integers shown on hover (e.g. the bucket). ``head_labels``: legend
     names (default "head h"). ``caption``: a mechanism's words under its layer view
-    (relviz.layer_views); empty from a scheme. ``facts``: the numbers words about it cite.
+    (relviz.layer_strip); empty from a scheme. ``facts``: the numbers words about it cite.
     """
 
     title: str

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relviz._checks import check_int
-from relviz.schemes.views import SimilarityMatrix, VectorNorms
+from relviz.schemes.view_kinds import SimilarityMatrix, VectorNorms
 from relviz.mechanisms.view_kinds import (
     MAX_POINTS,
     BiasCurve,
