@@ -8,8 +8,8 @@ checkpoint is executed (no remote code). transformers is not needed; the tests c
 with what transformers computes and applies.
 
 Which mechanisms a model_type applies on which layers is data (``relviz.mechanisms.families``); each
-mechanism reads its own config fields (``relviz.mechanisms``); ``relviz.plan.read_plan`` puts them
-together per layer. The result is a :class:`relviz.plan.ModelPlan` (also known here as ModelPositions).
+mechanism reads its own config fields (``relviz.mechanisms``); ``relviz.model_plan.read_plan`` puts them
+together per layer. The result is a :class:`relviz.model_plan.ModelPlan` (also known here as ModelPositions).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from relviz._checks import check_int
 from relviz.mechanisms.families import FAMILIES
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.t5_bias import T5Bias
-from relviz.plan import ModelPlan, read_plan
+from relviz.model_plan import ModelPlan, read_plan
 from relviz.schemes.view_kinds import SimilarityMatrix, norms_and_cosine
 
 __all__ = ["ModelPositions", "ModelPlan", "AttentionPattern", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES",

@@ -33,8 +33,8 @@ from relviz.mechanisms.view_kinds import (
     step_positions,
 )
 
-if TYPE_CHECKING:  # annotations only: reading a plan is the caller's (relviz.plan, relviz.hf)
-    from relviz.plan import LayerPlan, ModelPlan
+if TYPE_CHECKING:  # annotations only: reading a plan is the caller's (relviz.model_plan, relviz.hf)
+    from relviz.model_plan import LayerPlan, ModelPlan
 
 __all__ = ["Wavelengths", "KeysSeen", "TemperatureCurve", "SinkShare", "Note", "BiasCurve", "LayerView",
            "StripCell", "Strip", "strip", "layer_views", "context_length", "keys_seen", "keys_at", "VIEW_KINDS",

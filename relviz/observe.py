@@ -39,8 +39,8 @@ from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.scale import QueryScalar, SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
+from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
 from relviz.observe_shrink import CHUNK_FIELDS, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
-from relviz.plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
 
 __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
            "PROBE_LENGTHS", "SMALL_WINDOW", "SMALL_CHUNK"]

@@ -1,5 +1,5 @@
 """relviz's own toy model as a plan of mechanisms: a shipped (or session-trained) toy checkpoint read as
-a :class:`relviz.plan.ModelPlan`, so the Your model page draws it as it draws a real model (its layer strip
+a :class:`relviz.model_plan.ModelPlan`, so the Your model page draws it as it draws a real model (its layer strip
 and each layer's views), with the same mechanism views.
 
 The toy schemes keep their learned parameters (checkpoint tensor names ``position.<attr>`` unchanged);
@@ -29,7 +29,7 @@ from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model import RelvizTransformer
-from relviz.plan import LayerPlan, ModelPlan
+from relviz.model_plan import LayerPlan, ModelPlan
 from relviz.rope.config import RopeConfig
 from relviz.schemes.alibi import AlibiScheme
 from relviz.schemes.base import Scheme

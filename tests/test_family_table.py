@@ -9,7 +9,7 @@ import pytest
 from relviz.mechanisms import MECHANISMS
 from relviz.mechanisms import families
 from relviz.mechanisms.families import FAMILIES, check_family
-from relviz.plan import read_plan
+from relviz.model_plan import read_plan
 
 COHERE = {"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
           "rope_theta": 10000.0}

@@ -19,7 +19,7 @@ import torch
 pytest.importorskip("transformers")
 
 from relviz.hf import inspect  # noqa: E402
-from relviz.plan import OBSERVED  # noqa: E402
+from relviz.model_plan import OBSERVED  # noqa: E402
 from relviz.mechanisms.absolute import LearnedAbsolute  # noqa: E402
 from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
 from relviz.mechanisms.rotation import Rotation  # noqa: E402

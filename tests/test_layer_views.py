@@ -14,7 +14,7 @@ from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.scale import QueryTemperature
 from relviz.mechanisms.sinks import Sinks
 from relviz.model_presets import model_presets, preset_config, preset_plan
-from relviz.plan import LayerPlan
+from relviz.model_plan import LayerPlan
 from relviz.rope import load_presets
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from relviz.mechanisms import MECHANISMS
 from relviz.mechanisms.families import FAMILIES
-from relviz.plan import read_plan
+from relviz.model_plan import read_plan
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -174,7 +174,7 @@ import json
 import re
 from relviz.mechanisms import MECHANISMS
 from relviz.mechanisms.families import FAMILIES
-from relviz.plan import read_plan
+from relviz.model_plan import read_plan
 FAMILIES["toy"] = {"stacks": {"decoder": {"layers_field": "num_hidden_layers", "causal": True}},
                    "mechanisms": {"throwaway": {}, "pattern": {}}}
 config = {"model_type": "toy", "num_hidden_layers": 2, "throwaway_strength": 3}

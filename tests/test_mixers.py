@@ -12,7 +12,7 @@ from relviz.figures.layers import strip_figure
 from relviz.hf import from_config
 from relviz.mechanisms.mixer import LAYER_TYPES, MIXER_KINDS, TokenMixer
 from relviz.mechanisms.rotation import Rotation
-from relviz.plan import UNVERIFIED
+from relviz.model_plan import UNVERIFIED
 
 #: hybrid families as their config classes build them: (fields, the mixer kind of transformers' linear_attention)
 HYBRIDS = {

@@ -357,10 +357,10 @@ def test_press_slope_rule_in_both_arithmetics_agrees_within_a_few_float32_ulps()
 
 
 def test_t5_limits_come_from_one_table():
-    """The bucket formula, a real model's config (relviz.plan) and the toy model (ModelConfig) all refuse one
+    """The bucket formula, a real model's config (relviz.model_plan) and the toy model (ModelConfig) all refuse one
     bucket past T5_LIMITS, naming the field they read."""
     from relviz.model import ModelConfig
-    from relviz.plan import read_plan
+    from relviz.model_plan import read_plan
     from relviz.positions import T5_LIMITS, t5_config
 
     far = 1 << 20                                       # past max_exact at any bucket count

@@ -10,7 +10,7 @@ import torch
 from relviz.mechanisms.rope2d import Rope2DLayer
 from relviz.mechanisms.vision_window import VisionWindow
 from relviz.model_presets import preset_plan
-from relviz.plan import read_plan
+from relviz.model_plan import read_plan
 from relviz.vision.grid import PatchGrid
 from relviz.vision.mrope import MROPE_RULES, Image, Text, Video, mrope_position_ids
 from relviz.vision.rope2d import rope2d_cos_sin

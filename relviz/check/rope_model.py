@@ -18,7 +18,7 @@ from relviz import hf
 from relviz.check.rope import RopeKind, RopeSettings, rope_settings
 from relviz.rope.config import rope_config_from_hf
 from relviz.mechanisms.rotation import Rotation
-from relviz.plan import ModelPlan
+from relviz.model_plan import ModelPlan
 
 #: How each rotation layout of the plan writes its cos/sin cache (M-RoPE's complex pairs are adjacent;
 #: DeepSeek's de-interleaving rotates half-split pairs after reordering q and k).
@@ -36,7 +36,7 @@ def settings_for_layer(plan: ModelPlan, layer: int, *, stack: str | None = None,
     """RopeSettings of ``layer`` (of ``stack``) as the model applies it; a layer without rotation gets
     ``rotates=False`` and the model's rotating layers as ``elsewhere``."""
     if not isinstance(plan, ModelPlan):
-        raise ValueError(f"plan must be a relviz.plan.ModelPlan (relviz.hf.from_config); got {type(plan).__name__}")
+        raise ValueError(f"plan must be a relviz.model_plan.ModelPlan (relviz.hf.from_config); got {type(plan).__name__}")
     rotations = []
     for other in plan.all_layers():
         found = other.find(Rotation)

@@ -3,7 +3,7 @@
 
 Every module of this package is imported, and every :class:`~relviz.mechanisms.base.Mechanism` subclass
 it defines with a ``name`` is registered. The family table (``families.py``) names mechanisms by these
-names; ``relviz.plan.read_plan`` asks each to read itself for each layer. A new mechanism is one new file
+names; ``relviz.model_plan.read_plan`` asks each to read itself for each layer. A new mechanism is one new file
 here (its ``read``, its math, its words); a family that uses it names it in the table.
 """
 from __future__ import annotations
