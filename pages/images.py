@@ -113,12 +113,17 @@ def swin_panel(rows: int, cols: int, window: int, seed: int) -> None:
         st.caption(f"**One query's bias** over its window: the table read at the outlined offsets. The query "
                    f"patch ({query_row}, {query_col}) of the grid sits at ({in_row}, {in_col}) of its window; "
                    "attention never crosses a window (the shifted windows of the next block move the borders).")
-    show("swin_bias_matrix", window, seed=seed, query_row=in_row, query_col=in_col, validate=False,
-                        key=f"{P}_fig_swin_bias")
-    st.caption(f"**The gathered bias** {window * window} × {window * window}, what the block adds to each head's "
-               "logits: the table (random values here, as a fresh model has; a checkpoint holds learned ones) "
-               "gathered per pair. It repeats in Toeplitz blocks, like Shaw's clipped table in two dimensions, "
-               "except that the window itself is the clip: no offset beyond ±(M − 1) exists.")
+    # half the page, its caption beside: a square map across the whole width left its colour bar far to its right
+    left, right = st.columns(2)
+    with left:
+        show("swin_bias_matrix", window, seed=seed, query_row=in_row, query_col=in_col, validate=False,
+             key=f"{P}_fig_swin_bias")
+    with right:
+        st.caption(f"**The gathered bias** {window * window} × {window * window}, what the block adds to each "
+                   "head's logits: the table (random values here, as a fresh model has; a checkpoint holds learned "
+                   "ones) gathered per pair. It repeats in Toeplitz blocks, like Shaw's clipped table in two "
+                   "dimensions, except that the window itself is the clip: no offset beyond ±(M − 1) exists. The "
+                   "outlined row is the query patch's: the map on the right above.")
 
 
 @st.fragment
@@ -127,9 +132,12 @@ def rope_query_panel(rows: int, cols: int, args: dict) -> None:
     query_row, query_col = query_controls(rows, cols)
     show("rope2d_query_scores", rows, cols, query_row=query_row, query_col=query_col, **args, validate=False,
          key=f"{P}_fig_rope_query")
+    def signed(v: int) -> str:  # a minus sign, as the axes write it, not a hyphen
+        return str(v).replace("-", "−")
+
     st.caption(f"**The query patch ({query_row}, {query_col}) against every key patch**: its part of the map beside "
-               f"(Δh from {-query_row} to {rows - 1 - query_row}, Δw from {-query_col} to {cols - 1 - query_col}), laid "
-               "out as the image. Move the query: the picture slides, its shape stays.")
+               f"(Δh from {signed(-query_row)} to {rows - 1 - query_row}, Δw from {signed(-query_col)} to "
+               f"{cols - 1 - query_col}), laid out as the image. Move the query: the picture slides, its shape stays.")
 
 
 display.page_title("Images and video")

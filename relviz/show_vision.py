@@ -122,8 +122,8 @@ def swin_bias_matrix(window: int = 7, *, seed: int = 0, query_row: int = 0, quer
     grid = _grid(m, m, query_row, query_col)
     bias = swin_bias(table, m)[0].numpy()
     dh, dw = (t.numpy() for t in relative_index_2d(grid, device=CPU))
-    return figures.pair_matrix_figure(bias, dh, dw, title=f"the bias a {m} × {m} window adds ({m * m} × {m * m}), "
-                                      f"random table, seed {seed}", value_label="bias", colorscale="RdBu_r",
+    return figures.pair_matrix_figure(bias, dh, dw, title=f"the bias a {m} × {m} window adds<br><sup>{m * m} × "
+                                      f"{m * m}, random table, seed {seed}</sup>", value_label="bias", colorscale="RdBu_r",
                                       zmid=0.0, query=grid.patch(query_row, query_col), validate=validate)
 
 

@@ -129,3 +129,13 @@ def test_the_index_colour_bar_ticks_at_round_values():
     ticks = [int(v.replace("−", "-")) for v in bar["ticktext"]]
     step = ticks[1] - ticks[0]
     assert step in (10, 20, 25) and all(v % step == 0 for v in ticks) and -60 in ticks and 60 in ticks
+
+
+def test_a_one_row_grid_keeps_its_one_row():
+    """At 1 × 64 patches the square cells used to grow the y range to ±60 rows that do not exist (one tick per
+    whole number smeared into a grey bar): the short side's domain shrinks instead, its range stays the data's."""
+    at = run_page("images", im_view="2-D RoPE", im_rows=1, im_cols=64, im_same="false")
+    for name in ("score per (Δh, Δw)", "against every key patch"):
+        layout = find(charts(at), name)["layout"]
+        assert layout["yaxis"]["scaleanchor"] == "x" and layout["yaxis"]["constrain"] == "domain", name
+        assert layout["xaxis"]["constrain"] == "domain", name

@@ -44,7 +44,10 @@ def _outline(figure: go.Figure, row: float, col: float, *, rows: float = 1, cols
 
 
 def _square(figure: go.Figure) -> go.Figure:
-    figure.update_yaxes(scaleanchor="x", scaleratio=1)
+    """Square cells: the long side fills the plot and the short side's domain shrinks (both axes constrain the
+    domain). With only x constrained, a 1 × 64 grid's y range grew to ±60 rows that do not exist, and one tick
+    per whole number over them smeared into a grey bar."""
+    figure.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
     return figure
 
 
