@@ -331,6 +331,11 @@ def test_hostile_missing_and_broken_directories_never_show_their_path(models, tm
         shown = _page_text(at)
         assert why in shown, (name, shown[-600:])
         assert str(tmp_path) not in shown and "/tmp" not in shown, name
+    from relviz import hf
+
+    monkeypatch.setattr(hf, "can_observe", lambda: False)           # a server without transformers
+    shown = _page_text(run_page("your_model", timeout=180, ym_model="bad-tokenizer"))
+    assert "Running a model on text needs transformers, which this server does not have installed" in shown
 
 
 def test_a_vision_stack_says_its_positions_are_patches_not_the_decoders_context(monkeypatch):
