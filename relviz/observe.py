@@ -66,6 +66,8 @@ class LayerObservation:
     rotations: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)  # (in, out) [B, H, L, d]
     pairs: list[int] | None = None                    # dim -> its partner (itself when it does not rotate)
     inv_freq: torch.Tensor | None = None              # the layer's rotary module's buffer
+    softmax_masks: dict[int, torch.Tensor] = field(default_factory=dict)  # length -> bool [L, L], any softmax
+    at_softmax: bool = False                          # attention seen at its softmax only (no eager call)
 
 
 @dataclass
@@ -91,6 +93,21 @@ class _Recorder:
                     name == "eager_attention_forward" or (name.startswith("apply") and ("rotary" in name or "rope"
                                                                                        in name))):
                 self._wrap(name, fn)
+        self.softmax_restore = [(owner, "softmax", owner.softmax) for owner in (torch.nn.functional, torch,
+                                                                                torch.Tensor)]
+        for owner, name, original in self.softmax_restore:
+            setattr(owner, name, self._softmax(original))
+
+    def _softmax(self, original: Any) -> Any:
+        """A softmax that notes, per layer, the keys each query may see where it runs over [B, H, L, L] scores:
+        a family whose attention does not go through eager_attention_forward (Bloom, Falcon, GPT-J) is seen there."""
+        def wrapped(x, *args, **kwargs):
+            dim = kwargs.get("dim", args[0] if args else None)
+            if isinstance(x, torch.Tensor) and x.ndim == 4 and x.shape[-1] == x.shape[-2] and dim in (-1, 3) and \
+                    x.is_floating_point():
+                self.calls.append((self.layer, "softmax", (_allowed_scores(x),), {}, None))
+            return original(x, *args, **kwargs)
+        return wrapped
 
     def _wrap(self, name: str, original: Any) -> None:
         self.restore.append((name, original))
@@ -104,6 +121,8 @@ class _Recorder:
     def close(self) -> None:
         for name, original in self.restore:
             setattr(self.modeling, name, original)
+        for owner, name, original in self.softmax_restore:
+            setattr(owner, name, original)
         for hook in self.hooks:
             hook.remove()
 
@@ -121,6 +140,13 @@ def _allowed(mask: Any, length: int) -> torch.Tensor:
         return torch.ones(length, length, dtype=torch.bool)
     mask = mask[0, 0, :, :length]
     return mask if mask.dtype == torch.bool else mask == 0
+
+
+def _allowed_scores(scores: torch.Tensor) -> torch.Tensor:
+    """bool [L, L]: where the scores handed to a softmax let a query see a key: not -inf, and not near the
+    dtype's min (a masked score may be divided by the scale after masking, as CodeGen's: min / 16 still masks)."""
+    first = scores[0, 0].detach()
+    return torch.isfinite(first) & (first > torch.finfo(first.dtype).min / 2 ** 16)
 
 
 def _partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) -> list[int]:
@@ -174,7 +200,7 @@ def _landing(rows: torch.Tensor) -> list[int]:
 
 def _build(config: Mapping[str, Any]):
     try:
-        from transformers import AutoConfig, AutoModel
+        from transformers import AutoConfig
         import transformers
     except ImportError as exc:
         raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
@@ -193,18 +219,27 @@ def _build(config: Mapping[str, Any]):
         hf_config = AutoConfig.for_model(model_type, **fields)
         hf_config._attn_implementation = "eager"
         with torch.device("meta"):                      # count first: nothing large is ever allocated
-            size = sum(p.numel() for p in AutoModel.from_config(hf_config, attn_implementation="eager").parameters())
+            size = sum(p.numel() for p in _model_class(hf_config).from_config(hf_config,
+                                                                              attn_implementation="eager").parameters())
         if size > MAX_PARAMETERS:
             raise _TooLarge(f"{model_type!r} shrunk to tiny widths still has {size / 1e6:.0f}M parameters (more than "
                             f"{MAX_PARAMETERS / 1e6:.0f}M): its width fields are not ones relviz shrinks")
         torch.manual_seed(0)
-        model = AutoModel.from_config(hf_config, attn_implementation="eager").eval()
+        model = _model_class(hf_config).from_config(hf_config, attn_implementation="eager").eval()
     except _TooLarge as exc:
         raise ValueError(f"transformers could not build a small model to observe: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
         raise ValueError(f"transformers {transformers.__version__} could not build a {model_type!r} model from "
                          f"this config: {type(exc).__name__}: {str(exc)[:300]}") from exc
     return hf_config, model, transformers.__version__
+
+
+def _model_class(hf_config: Any) -> Any:
+    """transformers' base model class for the config, or its causal LM where it maps the config to no base
+    model (a text config of a multimodal family, as Emu3's and Mllama's, or a decoder alone, as TrOCR's)."""
+    from transformers import AutoModel, AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+    return AutoModel if hf_config.model_type in MODEL_MAPPING_NAMES else AutoModelForCausalLM
 
 
 class _TooLarge(Exception):
@@ -262,7 +297,9 @@ def _observe(key: str) -> Observation:
             if layer < 0:
                 continue
             here = seen[layer]
-            if name == "eager_attention_forward":
+            if name == "softmax":
+                here.softmax_masks.setdefault(length, args[0])     # the layer's first softmax over its positions
+            elif name == "eager_attention_forward":
                 module = args[0]
                 here.attends = True
                 here.masks[length] = _allowed(kwargs.get("attention_mask", args[4] if len(args) > 4 else None),
@@ -271,7 +308,10 @@ def _observe(key: str) -> Observation:
                 here.sinks = getattr(module, "sinks", None) is not None or kwargs.get("s_aux") is not None
             elif length == PROBE_LENGTHS[0]:
                 x_in, x_out = args[0], out[0] if isinstance(out, tuple) else out
-                axis = next(a for a in range(x_in.ndim - 1) if x_in.shape[a] == length)
+                axis = next((a for a in range(x_in.ndim - 1) if x_in.shape[a] == length), None)
+                if axis is None:
+                    raise ValueError(f"the observer could not read a rotation {config['model_type']!r} ran: {name}'s "
+                                     f"input {tuple(x_in.shape)} has no axis of the probe's {length} positions")
                 if not here.rotations:
                     here.pairs = _partners(dict(recorder.restore)[name], args, kwargs, x_in, axis)
                 here.rotations.append((x_in.movedim(axis, -2).detach().clone(),
@@ -280,6 +320,8 @@ def _observe(key: str) -> Observation:
     for here, layer_type in zip(seen, getattr(text, "layer_types", None) or [None] * count):
         held = getattr(rotary, f"{layer_type}_inv_freq", None) if rotary is not None and layer_type else None
         here.inv_freq = held if held is not None else getattr(rotary, "inv_freq", None)
+        if not here.attends and set(here.softmax_masks) == set(PROBE_LENGTHS):
+            here.attends, here.masks, here.at_softmax = True, dict(here.softmax_masks), True
         if here.attends:
             here.kinds = (ATTENTION, *here.kinds)
     return Observation(config["model_type"], seen, time.perf_counter() - start, version)
@@ -305,8 +347,8 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
     """Where relviz's plan of the (shrunk) config differs from what transformers ran, one line per finding."""
     out: list[str] = []
     if not any(o.attends or o.kinds for o in seen.layers):
-        return ["transformers' attention was not seen: this family's modeling code does not go through "
-                "eager_attention_forward, so the observer cannot check it"]
+        return ["transformers' attention was not seen: this family's modeling code goes neither through "
+                "eager_attention_forward nor through a softmax over its positions, so the observer cannot check it"]
     layers = plan.plans[plan.stack_names[0]]
     if len(layers) != len(seen.layers):
         return [f"relviz reads {len(layers)} layers; transformers built {len(seen.layers)}"]
@@ -339,6 +381,12 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
         if bool(p.find(Sinks)) != o.sinks:
             out.append(f"{where}: sinks {'read' if p.find(Sinks) else 'not read'} by relviz; transformers "
                        f"{'has' if o.sinks else 'has none'}")
+        unchecked = [m.name for m in p.mechanisms if o.at_softmax and m.positional and "input" not in m.role
+                     and not isinstance(m, (Rotation, AttentionPattern))]
+        if unchecked:
+            out.append(f"{where}: transformers' attention was seen only at its softmax (the family does not go "
+                       f"through eager_attention_forward), where relviz's {', '.join(unchecked)} cannot be told "
+                       "apart from q·k, so it is not checked")
         scale = p.find(SoftmaxScale) or p.find(QueryScalar)
         if scale is not None and o.scaling is not None and scale.scale() != o.scaling:
             out.append(f"{where}: softmax scale {scale.scale()} in relviz, {o.scaling} in transformers")
@@ -416,9 +464,17 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
         raise ValueError(f"relviz's reading of this {config.get('model_type')!r} model differs from what "
                          f"transformers {seen.transformers_version} runs, so it is refused: " + "; ".join(found[:4]))
     plan = read_plan(config, source=source)
-    for stack, layers in plan.plans.items():
-        plan.plans[stack] = [_observed(p, o) for p, o in zip(layers, seen.layers)]
-    plan.notes = [n for n in plan.notes if UNVERIFIED not in n]
+    observed = plan.stack_names[0]                       # the stack differences() held against what ran
+    plan.plans[observed] = [_observed(p, o) for p, o in zip(plan.plans[observed], seen.layers)]
+    others = [stack for stack in plan.stack_names[1:]]
+    plan.notes = [n for n in plan.notes if UNVERIFIED not in n or others]
+    for stack in others:
+        plan.notes.insert(0, f"the {stack} stack was not observed (the observer ran the {observed} stack's "
+                             f"layers only): its layers are {plan.plans[stack][0].read_from}")
+    if any(o.at_softmax for o in seen.layers):
+        plan.notes.insert(0, "this family's attention does not go through transformers' eager_attention_forward: "
+                             "the observer saw it at its softmax (which keys each query sees, and the rotation of "
+                             "q and k), so the softmax scale was not observed")
     where = "" if plan.in_family_table else f"model_type {plan.model_type!r} is not in relviz's family table: "
     plan.notes.insert(0, f"{where}observed: transformers {seen.transformers_version} built this model (tiny widths, "
                          f"the same layers) and ran it; every layer's reading equals what it ran")

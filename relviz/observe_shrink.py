@@ -55,6 +55,8 @@ MLP = re.compile(r"^n_inner$|^d_inner$|^intermediate_size$|^ffn_dim$")
 KEEP = re.compile(r"head_dim|d_head|dim_head|kv_channels|rotary|rope|nope|position|ctx|seq|context|window|chunk|"
                   r"length|token|bucket|distance|topk|vocab|layers|rate|image|patch|crop|sampl|partial|stride|"
                   r"kernel|conv|group|block|period|index|layer|expert|_id$|max_|min_|factor|ratio|multiple")
+#: a field named so is a divisor, never a size
+DIVISOR = re.compile(r"divisible|multiple")
 #: the width of a model with no heads field
 FREE_WIDTH = 64
 #: the ids random probe tokens are drawn below (special ids moved inside a tiny vocabulary go above it)
@@ -145,7 +147,7 @@ def _fixed(out: dict[str, Any]) -> dict[str, Any]:
         if key in out:
             out[key] = value
     vocab = TINY["vocab_size"]
-    for key in [k for k in out if "vocab" in k and _whole(out[k]) and out[k] > vocab]:
+    for key in [k for k in out if "vocab" in k and not DIVISOR.search(k) and _whole(out[k]) and out[k] > vocab]:
         out[key] = vocab
     spare = iter(range(vocab - 1, PROBE_TOKENS, -1))        # other special ids: above the probe's tokens
     for key, value in list(out.items()):

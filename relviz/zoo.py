@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relviz.observe import verified_plan
+from relviz.plan import OBSERVED
 
 __all__ = ["Outcome", "text_families", "tiny_config", "sweep", "summary", "REASONS", "RAN", "LAYERS"]
 
@@ -28,13 +29,15 @@ REASONS = (
                                       "does not shrink)"),
     ("could not build a", "transformers cannot build it from the shrunk config"),
     ("could not run", "transformers cannot run it on text alone"),
-    ("transformers' attention was not seen", "its attention does not go through eager_attention_forward"),
+    ("transformers' attention was not seen", "its attention goes neither through eager_attention_forward nor "
+                                             "through a softmax over its positions"),
     ("has no list of", "no layer list to observe"),
     ("relviz cannot read it", "relviz cannot read its config"),
+    ("a stack of the plan was not observed", "a stack of relviz's plan was not observed"),
     ("differs from what transformers", "relviz's reading differs from what transformers runs"),
 )
 #: the groups where transformers built and ran the model
-RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1]}
+RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1], REASONS[8][1]}
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,22 @@ def tiny_config(model_type: str) -> dict[str, Any]:
     return {**config.to_dict(), "model_type": model_type}
 
 
+def _default_fails(model_type: str) -> str:
+    """transformers' own error building the family's default config (its full widths, on the meta device: no
+    memory), or "" where it builds."""
+    import torch
+    from transformers import CONFIG_MAPPING
+
+    from relviz.observe import _model_class
+    try:
+        config = CONFIG_MAPPING[model_type]()
+        with torch.device("meta"):
+            _model_class(config).from_config(config)
+    except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
+        return f"{type(exc).__name__}: {str(exc)[:160]}"
+    return ""
+
+
 def _group(message: str) -> str:
     for start, group in REASONS:
         if start in message:
@@ -95,7 +114,20 @@ def sweep(model_types: Iterable[str] | None = None) -> list[Outcome]:
         try:
             plan = verified_plan(config)
         except ValueError as exc:
-            out.append(Outcome(model_type, False, str(exc), _group(str(exc)), 0, time.perf_counter() - start))
+            message = str(exc)
+            if _group(message) == REASONS[2][1]:          # not the shrink's doing where the defaults fail too
+                failed = _default_fails(model_type)
+                message = f"{message} (transformers could not build its default config either: {failed})" \
+                    if failed else message
+                group = REASONS[0][1] if failed else _group(message)
+            else:
+                group = _group(message)
+            out.append(Outcome(model_type, False, message, group, 0, time.perf_counter() - start))
+            continue
+        if not all(p.read_from == OBSERVED for p in plan.all_layers()):
+            message = "a stack of the plan was not observed: " + ", ".join(
+                sorted({p.stack for p in plan.all_layers() if p.read_from != OBSERVED}))
+            out.append(Outcome(model_type, False, message, _group(message), 0, time.perf_counter() - start))
             continue
         out.append(Outcome(model_type, True, "", "", len(plan.all_layers()), time.perf_counter() - start))
     return out

@@ -84,3 +84,25 @@ def test_a_hostile_config_is_refused_before_anything_large_is_built(bad, field):
     config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, **bad}
     with pytest.raises(ValueError, match=field):
         verified_plan(config)
+
+
+def test_shrink_reads_the_width_and_heads_by_the_config_class_names_and_keeps_positions():
+    """BART names its width d_model and its heads encoder/decoder_attention_heads (its attribute_map); its
+    max_position_embeddings equals its width (1024) and must stay, as must the learned table's offset."""
+    config = _config("bart")
+    small = shrink(config)
+    assert small["d_model"] == 2 * config["d_model"] // config["encoder_attention_heads"] == 128
+    assert small["encoder_attention_heads"] == small["decoder_attention_heads"] == 2
+    assert small["encoder_ffn_dim"] == config["encoder_ffn_dim"] * 128 // config["d_model"] == 512
+    assert small["max_position_embeddings"] == config["max_position_embeddings"] == config["d_model"]
+    gptj = shrink(_config("gptj"))
+    assert (gptj["n_embd"], gptj["n_head"], gptj["rotary_dim"]) == (2 * 4096 // 16, 2, 64)   # the head (256) kept
+
+
+def test_shrink_keeps_what_a_state_space_layer_requires_of_its_sizes():
+    """Mamba-2: expand × hidden = num_heads × head_dim, and n_groups divides num_heads (transformers checks both)."""
+    config = _config("mamba2")
+    small = shrink(config)
+    assert small["expand"] * small["hidden_size"] == small["num_heads"] * small["head_dim"]
+    assert small["num_heads"] % small["n_groups"] == 0 and small["head_dim"] == config["head_dim"]
+    assert shrink(config, heads_to=4)["num_heads"] == 4
