@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relviz.observe import verified_plan
-from relviz.plan import OBSERVED
+from relviz.model_plan import OBSERVED
 
 __all__ = ["Outcome", "text_families", "tiny_config", "sweep", "summary", "REASONS", "RAN", "LAYERS"]
 
