@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from relviz._words import counted
 from relviz.attention import offset_bias_attention
 from relviz.attention_steps import Attention
 from relviz.mechanisms.base import LayerContext, Mechanism
@@ -110,7 +111,7 @@ class Alibi(Mechanism):
         return out
 
     def label(self) -> str:
-        return f"ALiBi {self.heads} heads"
+        return f"ALiBi {counted(self.heads, 'head')}"
 
     def describe(self) -> str:
         scale = f", divided by √{self.head_dim}" if self.head_dim else ""

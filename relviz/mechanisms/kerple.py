@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from relviz._words import counted
 from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.view_kinds import LayerView
 from relviz.schemes.kerple import Kerple, kerple_bias, kerple_curve
@@ -34,7 +35,7 @@ class KerpleBias(ToyMechanism):
         return kerple_bias(self.r1, self.r2, offsets)
 
     def label(self) -> str:
-        return f"KERPLE {len(self.r1)} heads"
+        return f"KERPLE {counted(len(self.r1), 'head')}"
 
     def describe(self) -> str:
         return (f"KERPLE (log): bias −r1·log(1 + r2·|j − i|) per head, learned, shared by every layer; "

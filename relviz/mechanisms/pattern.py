@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from relviz._words import counted
 from relviz._checks import check_int
 from relviz.mechanisms.base import MAX_POSITIONS, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import KeysSeen, LayerView, keys_seen
@@ -99,10 +100,10 @@ class AttentionPattern(Mechanism):
         base = "causal: each query sees itself and earlier keys" if self.causal else \
             "bidirectional: each query sees every key"
         if self.window is not None:
-            base += (f"; sliding window: only the last {self.window} keys (j > i − {self.window})" if self.causal
+            base += (f"; sliding window: only the last {counted(self.window, 'key')} (j > i − {self.window})" if self.causal
                      else f"; local window: only keys with |j − i| ≤ {self.window}")
         if self.chunk is not None:
-            base += f"; chunked: only keys in the query's own chunk of {self.chunk} positions"
+            base += f"; chunked: only keys in the query's own chunk of {counted(self.chunk, 'position')}"
         return base
 
     def settings(self) -> dict[str, Any]:
@@ -119,14 +120,14 @@ class AttentionPattern(Mechanism):
         reach = self.reach()
         if self.window is not None:
             limit = f"window {self.window}" if self.causal else f"±{self.window}"
-            what = (f"A query sees at most {self.window:,} keys (itself and the {self.window - 1:,} before it), "
+            what = (f"A query sees at most {counted(self.window, 'key')} (itself and the {self.window - 1:,} before it), "
                     f"however long the context: past position {self.window - 1:,} the band stops growing. "
                     "Information from further back reaches it only through other layers."
                     if self.causal else
-                    f"Each token sees the {self.window:,} tokens on either side of it, never more.")
+                    f"Each token sees the {counted(self.window, 'token')} on either side of it, never more.")
         elif self.chunk is not None:
             limit = f"chunk {self.chunk}"
-            what = (f"Queries see only their own chunk of {self.chunk:,} positions: the first token of a chunk "
+            what = (f"Queries see only their own chunk of {counted(self.chunk, 'position')}: the first token of a chunk "
                     "sees itself alone, the last sees the whole chunk. The band is a saw, not a stripe.")
         else:
             limit = ""

@@ -79,7 +79,8 @@ class Rope2DLayer(Mechanism):
         return f"2-D RoPE θ {self.base / 1000:g}k" if self.base >= 1000 else f"2-D RoPE θ {self.base:g}"
 
     def describe(self) -> str:
-        prefix = (f"; the first {self.prefix} tokens (CLS and registers) are not rotated" if self.prefix else "")
+        prefix = ("; the CLS token is not rotated" if self.prefix == 1 else
+                  f"; the first {self.prefix} tokens (CLS and registers) are not rotated" if self.prefix else "")
         return (f"2-D RoPE: half of each head's {self.head_dim // 2} pairs turn with the patch's row, half with its "
                 f"column; {VARIANTS[self.variant][2]}; base {self.base:g}{prefix}")
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from relviz._words import counted
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.view_kinds import LayerView, SinkShare, keys_at, keys_seen
@@ -77,7 +78,7 @@ class Sinks(Mechanism):
             labels = tuple(f"sink logit − key logit = {s:g} (illustrative)" for s in logits)
         # softmax over n equal key logits z and the sink s: the sink's share is e^s / (e^s + n·e^z)
         share = 1.0 / (1.0 + keys[None, :] * np.exp(-logits[:, None]))                     # [S, n]
-        where = (f"on this layer's window of {window:,} keys it never falls below its value at {window:,} keys"
+        where = (f"on this layer's window of {counted(window, 'key')} it never falls below its value at {counted(window, 'key')}"
                  if window else "on a full-attention layer it fades as 1/n with the keys seen")
         source = ("the sink logits are this checkpoint's" if self.logits is not None else
                   "a config alone has no sink logits (they are learned weights): the curves use illustrative values")

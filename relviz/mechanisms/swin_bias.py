@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from relviz._words import counted
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
 
@@ -103,7 +104,7 @@ class SwinBias(Mechanism):
                 + (f" (pretrained window {self.pretrained_window})" if self.pretrained_window else "")
                 if self.continuous else "a learned table")
         return (f"stage {self.stage} block {self.block}: a bias per (Δh, Δw) inside {self.window} × {self.window} "
-                f"windows, {(2 * self.window - 1) ** 2} rows × {self.heads} heads, {made}")
+                f"windows, {(2 * self.window - 1) ** 2} rows × {counted(self.heads, 'head')}, {made}")
 
     def settings(self) -> dict[str, Any]:
         return {"stage": self.stage, "block": self.block, "window_size": self.window, "heads": self.heads,
