@@ -342,8 +342,8 @@ def test_a_vision_stack_says_its_positions_are_patches_not_the_decoders_context(
     """Qwen2.5-VL's vision tower is not drawn 'at 128,000 positions': that is its text decoder's context."""
     monkeypatch.setenv("RELVIZ_MODELS", "")
     label = PRESETS["models/qwen2.5-vl-7b"]
-    for stack, said in (("vision", "patches of an image, not a sequence: the grid follows the image's size "
-                                   "(patch_size 14 px; config.json names no image size)"),
+    for stack, said in (("vision", "patches of an image, not a sequence (their grid follows the image's size; "
+                                   "patch_size 14 px, and config.json names no image size): 2-D RoPE"),
                         ("decoder", "at 128,000 positions (the model's own context)")):
         at = run_page("your_model", ym_model=label, ym_stack=stack, ym_layer=3)
         (described,) = [c.value for c in at.caption if c.value.startswith(f"**{stack} layer 3**")]
@@ -358,7 +358,7 @@ def test_a_vision_encoders_grid_comes_from_its_config():
 
     plan = hf.from_config({"model_type": "pixtral", "hidden_size": 64, "num_attention_heads": 4,
                            "num_hidden_layers": 2, "image_size": 1024, "patch_size": 16})
-    assert "image_size 1024 px at patch_size 16 px: 64 × 64 = 4,096 patches" in layer_strip.extent(plan.layer(0))
+    assert "image_size 1024 px at patch_size 16 px gives 64 × 64 = 4,096 patches)" in layer_strip.extent(plan.layer(0))
     llama = hf.from_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
                             "num_hidden_layers": 2})
     assert layer_strip.extent(llama.layer(0)) is None

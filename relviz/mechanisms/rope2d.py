@@ -92,10 +92,10 @@ class Rope2DLayer(Mechanism):
         patch = f"patch_size {self.patch_size} px" if self.patch_size else "no patch size in config.json"
         if self.image_size and self.patch_size:
             side = self.image_size // self.patch_size
-            return (f"patches of an image, not a sequence: the grid follows the image's size (config.json's "
-                    f"image_size {self.image_size} px at {patch}: {side} × {side} = {side * side:,} patches)")
-        return (f"patches of an image, not a sequence: the grid follows the image's size ({patch}; config.json "
-                "names no image size)")
+            return (f"patches of an image, not a sequence (their grid follows the image's size; config.json's "
+                    f"image_size {self.image_size} px at {patch} gives {side} × {side} = {side * side:,} patches)")
+        return (f"patches of an image, not a sequence (their grid follows the image's size; {patch}, and "
+                "config.json names no image size)")
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note("2-D RoPE: position on the patch grid",

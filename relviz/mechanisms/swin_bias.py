@@ -111,8 +111,8 @@ class SwinBias(Mechanism):
                 "continuous": self.continuous, "pretrained_window": self.pretrained_window}
 
     def extent(self) -> str:
-        return (f"patches of an image, not a sequence: windows of {self.window} × {self.window} patches, as many as "
-                "the image holds")
+        return (f"patches of an image, not a sequence (windows of {self.window} × {self.window} patches, as many as "
+                "the image holds)")
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note("Swin's relative position bias", self.describe() + ". The Images and video page draws the "
