@@ -17,7 +17,7 @@ import torch
 
 from relviz.check.rope import LAYOUTS, Recipe, RopeKind, RopeSettings, reference_recipe
 from relviz.rope.config import RopeScaling
-from relviz.rope.math import rope_parameters
+from relviz.rope.math import default_inv_freq, rope_parameters
 
 #: Bases a "base off" mistake may have used instead (the common published values, 10^4 … 10^7).
 COMMON_BASES = (10000.0, 20000.0, 50000.0, 100000.0, 150000.0, 160000.0, 250000.0, 500000.0, 1000000.0,
@@ -109,11 +109,10 @@ def _with(s: RopeSettings, rows: int, **config_changes: object) -> torch.Tensor:
     return rope_parameters(replace(s.config, **config_changes), s.q_offset + rows, device="cpu")[0]
 
 
-def _inv_freq_over(s: RopeSettings, denominator: float, doubled: bool = True) -> torch.Tensor:
-    """θ_i = base^(−2i/denominator) (or −i/denominator) over the settings' pairs, in float32 as transformers."""
-    steps = torch.arange(0, s.rotary_dim, 2, dtype=torch.int64).float()          # [P]: 2i
-    steps = steps if doubled else steps / 2
-    return 1.0 / (s.base ** (steps / denominator))
+def _inv_freq_over(s: RopeSettings, denominator: int) -> torch.Tensor:
+    """θ_i = base^(−2i/denominator) over the settings' pairs [rotary_dim/2]: relviz.rope.math's default rule
+    with another denominator (base^(−i/d), the pair index not doubled, is base^(−2i/2d))."""
+    return default_inv_freq(s.rotary_dim, s.base, "cpu", over=denominator)
 
 
 def _scaling_alternatives(s: RopeSettings) -> Iterator[tuple[str, RopeScaling]]:
@@ -181,7 +180,7 @@ def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeC
                 replace(ref, inv_freq=_inv_freq_over(s, s.rotary_dim - 2))
         yield RopeCause(DENOM_NOT_DOUBLED, "Your θ_i = base^(−i/d): the pair index is not doubled (arange(d/2)/d "
                         "instead of arange(0, d, 2)/d), so the frequencies fall half as fast."), \
-            replace(ref, inv_freq=_inv_freq_over(s, s.rotary_dim, doubled=False))
+            replace(ref, inv_freq=_inv_freq_over(s, 2 * s.rotary_dim))
     for dtype in (torch.bfloat16, torch.float16):
         yield RopeCause(angles_in(dtype), f"Your positions and θ were multiplied in {_name(dtype)} (e.g. "
                         f"arange(L, dtype=inv_freq.dtype) after the model was cast with .to({_name(dtype)})): "

@@ -21,14 +21,21 @@ from relviz.rope.config import MAX_POSITIONS, RopeConfig, RopeScaling
 # Frequencies and attention scaling, exactly as transformers computes them
 
 
-def _exponents(dim: int, device: torch.device) -> torch.Tensor:
-    """[dim/2]: 2i/dim in float32, as transformers builds it (arange(0, dim, 2) / dim)."""
-    return torch.arange(0, dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float) / dim
+def _exponents(dim: int, device: torch.device, over: int | None = None) -> torch.Tensor:
+    """[dim/2]: 2i/over (over: dim unless given) in float32, as transformers builds it (arange(0, dim, 2) / dim)."""
+    return torch.arange(0, dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float) / (over or dim)
 
 
-def default_inv_freq(dim: int, base: float, device: torch.device | str | None = None) -> torch.Tensor:
-    """θ_i = 1 / base^(2i/dim) [dim/2] float32, as transformers' default rule computes it (the toy model's too)."""
-    return 1.0 / (base ** _exponents(dim, resolve_device(device)))
+def default_inv_freq(dim: int, base: float, device: torch.device | str | None = None, *,
+                     over: int | None = None) -> torch.Tensor:
+    """θ_i = 1 / base^(2i/dim) [dim/2] float32, as transformers' default rule computes it (the toy model's too).
+
+    ``over``: the exponent's denominator when it is not ``dim`` (θ_i = 1 / base^(2i/over) for the dim/2 pairs):
+    transformers' proportional rule divides by the head's dims while rotating fewer, and the checker's
+    deliberately wrong variants (relviz.check.rope_causes) are this rule with another denominator."""
+    if over is not None:
+        check_int("over", over, minimum=1)
+    return 1.0 / (base ** _exponents(dim, resolve_device(device), over))
 
 
 def _get_mscale(scale: float, mscale: float = 1.0) -> float:
