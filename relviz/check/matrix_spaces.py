@@ -21,7 +21,7 @@ from relviz.check.alibi_slopes import (
 )
 from relviz.check.matrix import Settings
 from relviz.check.matrix_kinds import FIT_MAX_DISTANCES, _shaw, _t5, t5_bucket_variant, t5_ok
-from relviz.check.search import Space, Step
+from relviz.check.search import FormulaStep, Space
 from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf
 
 #: Head counts the ALiBi search looks a slope up in (besides the given one).
@@ -82,38 +82,39 @@ def _t5_precision_note(build: Callable[[np.ndarray, Settings], np.ndarray | None
 
 
 T5_STEPS = (
-    Step("", "", lambda n, s: _t5(n, s)),
-    Step("log in bfloat16", "The bucket's log and quotients were computed in bfloat16 (a model cast with "
-         ".to(torch.bfloat16) computing the bucket chain in its dtype): some offsets land one bucket off. T5 "
-         "computes them in float32.", _t5_dtype(torch.bfloat16), options={"wide": True},
-         note=_t5_precision_note(_t5_dtype(torch.bfloat16), torch.bfloat16)),
-    Step("log in float16", "The bucket's log and quotients were computed in float16: some offsets land one "
-         "bucket off. T5 computes them in float32.", _t5_dtype(torch.float16), options={"wide": True},
-         note=_t5_precision_note(_t5_dtype(torch.float16), torch.float16)),
-    Step("Mesh TensorFlow vs Hugging Face float32 edge", "Mesh TensorFlow multiplies by float32 reciprocals "
-         "where Hugging Face divides; at a bucket edge the result lands on the other side.",
-         lambda n, s: t5_bucket_mesh_tf(torch.as_tensor(n), **_kwargs(s)).numpy(), harmless=True,
-         options={"wide": True}),
-    Step("rounded instead of truncated", "The logarithmic bucket is rounded to the nearest integer; T5 "
-         "truncates toward zero.", _t5_step(rounded=True), options={"rounded": True}),
-    Step("max_exact taken before halving", "max_exact is num_buckets // 2 even in bidirectional mode; T5 takes "
-         "half of one direction's buckets.",
-         lambda n, s: t5_bucket_variant(n, s.num_buckets, s.max_distance, s.bidirectional,
-                                        max_exact_before_halving=True) if s.bidirectional else None,
-         options={"before_halving": True}),
-    Step("no clamp to the last bucket", "The logarithmic bucket is not clamped to num_buckets − 1 (per "
-         "direction): distances beyond max_distance get buckets past the table (an index error, or another "
-         "direction's bucket).", _t5_step(clamp=False), options={"clamp": False}),
-    Step("no log buckets (every distance its own bucket, clamped)", "Every distance up to the last bucket has its "
-         "own bucket: the logarithmic part is missing (plain clipping, as Shaw's).", _t5_step(log=False),
-         options={"log": False}),
-    Step("relative positions in bfloat16", "j − i was cast to bfloat16 before bucketing: beyond 256 the "
-         "distances round to multiples of 2, 4, ... and neighbouring offsets collapse.",
-         _t5_positions(torch.bfloat16), options={"wide": True},
-         note=_t5_precision_note(_t5_positions(torch.bfloat16), torch.bfloat16)),
-    Step("relative positions in float16", "j − i was cast to float16 before bucketing: beyond 2048 the distances "
-         "round and neighbouring offsets collapse.", _t5_positions(torch.float16), options={"wide": True},
-         note=_t5_precision_note(_t5_positions(torch.float16), torch.float16)),
+    FormulaStep("", "", lambda n, s: _t5(n, s)),
+    FormulaStep("log in bfloat16", "The bucket's log and quotients were computed in bfloat16 (a model cast with "
+                ".to(torch.bfloat16) computing the bucket chain in its dtype): some offsets land one bucket off. T5 "
+                "computes them in float32.", _t5_dtype(torch.bfloat16), options={"wide": True},
+                note=_t5_precision_note(_t5_dtype(torch.bfloat16), torch.bfloat16)),
+    FormulaStep("log in float16", "The bucket's log and quotients were computed in float16: some offsets land one "
+                "bucket off. T5 computes them in float32.", _t5_dtype(torch.float16), options={"wide": True},
+                note=_t5_precision_note(_t5_dtype(torch.float16), torch.float16)),
+    FormulaStep("Mesh TensorFlow vs Hugging Face float32 edge", "Mesh TensorFlow multiplies by float32 reciprocals "
+                "where Hugging Face divides; at a bucket edge the result lands on the other side.",
+                lambda n, s: t5_bucket_mesh_tf(torch.as_tensor(n), **_kwargs(s)).numpy(), harmless=True,
+                options={"wide": True}),
+    FormulaStep("rounded instead of truncated", "The logarithmic bucket is rounded to the nearest integer; T5 "
+                "truncates toward zero.", _t5_step(rounded=True), options={"rounded": True}),
+    FormulaStep("max_exact taken before halving", "max_exact is num_buckets // 2 even in bidirectional mode; T5 takes "
+                "half of one direction's buckets.",
+                lambda n, s: t5_bucket_variant(n, s.num_buckets, s.max_distance, s.bidirectional,
+                                               max_exact_before_halving=True) if s.bidirectional else None,
+                options={"before_halving": True}),
+    FormulaStep("no clamp to the last bucket", "The logarithmic bucket is not clamped to num_buckets − 1 (per "
+                "direction): distances beyond max_distance get buckets past the table (an index error, or another "
+                "direction's bucket).", _t5_step(clamp=False), options={"clamp": False}),
+    FormulaStep("no log buckets (every distance its own bucket, clamped)",
+                "Every distance up to the last bucket has its own bucket: the logarithmic part is missing (plain "
+                "clipping, as Shaw's).", _t5_step(log=False), options={"log": False}),
+    FormulaStep("relative positions in bfloat16", "j − i was cast to bfloat16 before bucketing: beyond 256 the "
+                "distances round to multiples of 2, 4, ... and neighbouring offsets collapse.",
+                _t5_positions(torch.bfloat16), options={"wide": True},
+                note=_t5_precision_note(_t5_positions(torch.bfloat16), torch.bfloat16)),
+    FormulaStep("relative positions in float16",
+                "j − i was cast to float16 before bucketing: beyond 2048 the distances round and neighbouring "
+                "offsets collapse.", _t5_positions(torch.float16), options={"wide": True},
+                note=_t5_precision_note(_t5_positions(torch.float16), torch.float16)),
 )
 
 
@@ -153,7 +154,7 @@ def _distances(lo: float, hi: float, me: int, given: int, wide: bool) -> list[in
     return [d for d in dict.fromkeys(picks) if low <= d <= high]
 
 
-def _t5_settings(n: np.ndarray, values: np.ndarray, given: Settings, step: Step) -> Iterator[Settings]:
+def _t5_settings(n: np.ndarray, values: np.ndarray, given: Settings, step: FormulaStep) -> Iterator[Settings]:
     if not np.all(values == np.round(values)) or values.min() < 0:
         return
     v = values.astype(np.int64)
@@ -207,7 +208,7 @@ T5_SPACE = Space(T5_STEPS, _t5_settings, anchor=0.0, shift=True, why={
 # Shaw, the relative index
 
 
-def _shaw_settings(n: np.ndarray, values: np.ndarray, given: Settings, step: Step) -> Iterator[Settings]:
+def _shaw_settings(n: np.ndarray, values: np.ndarray, given: Settings, step: FormulaStep) -> Iterator[Settings]:
     if not np.all(values == np.round(values)):
         return
     if not step.options.get("clip", True):
@@ -223,10 +224,11 @@ def _shaw_settings(n: np.ndarray, values: np.ndarray, given: Settings, step: Ste
 
 
 SHAW_SPACE = Space((
-    Step("", "", lambda n, s: _shaw(n, s.k)),
-    Step("no clipping", "Your index is j − i + k without the clip to ±k: beyond ±k it runs past the table of "
-         "2k + 1 rows (an index error, or a wrapped negative index in numpy and PyTorch).",
-         lambda n, s: n + s.k, options={"clip": False}),
+    FormulaStep("", "", lambda n, s: _shaw(n, s.k)),
+    FormulaStep("no clipping",
+                "Your index is j − i + k without the clip to ±k: beyond ±k it runs past the table of 2k + 1 rows "
+                "(an index error, or a wrapped negative index in numpy and PyTorch).",
+                lambda n, s: n + s.k, options={"clip": False}),
 ), _shaw_settings, anchor=None, shift=True, why={
     "k": "The clipping distance differs: the table has 2k + 1 rows, and k was not passed on."})
 
@@ -236,12 +238,12 @@ def _rounded(dtype: torch.dtype) -> Callable[[np.ndarray, Settings], np.ndarray 
 
 
 RELATIVE_SPACE = Space((
-    Step("", "", lambda n, s: n),
-    Step("relative positions in bfloat16", "j − i was held in bfloat16 (a float tensor of the model's dtype): "
-         "beyond ±256 the offsets round to multiples of 2, 4, ... and neighbouring offsets collapse.",
-         _rounded(torch.bfloat16)),
-    Step("relative positions in float16", "j − i was held in float16: beyond ±2048 the offsets round and "
-         "neighbouring offsets collapse.", _rounded(torch.float16)),
+    FormulaStep("", "", lambda n, s: n),
+    FormulaStep("relative positions in bfloat16", "j − i was held in bfloat16 (a float tensor of the model's dtype): "
+                "beyond ±256 the offsets round to multiples of 2, 4, ... and neighbouring offsets collapse.",
+                _rounded(torch.bfloat16)),
+    FormulaStep("relative positions in float16", "j − i was held in float16: beyond ±2048 the offsets round and "
+                "neighbouring offsets collapse.", _rounded(torch.float16)),
 ), lambda n, v, given, step: [given], shift=True)
 
 # ---------------------------------------------------------------------------------------
@@ -284,12 +286,12 @@ def _alibi_build(rule: int) -> Callable[[np.ndarray, Settings], np.ndarray | Non
     return build
 
 
-ALIBI_STEPS = tuple(Step(name, text, _alibi_build(number), harmless)
+ALIBI_STEPS = tuple(FormulaStep(name, text, _alibi_build(number), harmless)
                     for number, (name, text, _, harmless) in enumerate(ALIBI_RULES))
 ALIBI_SCALES = (1.0, -1.0, 2.0, -2.0)
 
 
-def _alibi_settings(n: np.ndarray, values: np.ndarray, given: Settings, step: Step) -> Iterator[Settings]:
+def _alibi_settings(n: np.ndarray, values: np.ndarray, given: Settings, step: FormulaStep) -> Iterator[Settings]:
     finite = np.isfinite(values) & (n != 0)
     if not finite.any():
         return

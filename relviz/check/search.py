@@ -31,7 +31,7 @@ MAX_HYPOTHESES = 40_000
 
 
 @dataclass(frozen=True)
-class Step:
+class FormulaStep:
     """One step of a kind's formula done differently (``name`` ""): the reference itself).
 
     ``per_offset(n, settings)``: the values at offsets n = j − (q_offset + i) (None: no such step there)."""
@@ -57,8 +57,8 @@ class Space:
     j − i may be flipped; ``why``: per setting, why code ends up with another value.
     """
 
-    steps: tuple[Step, ...]
-    settings: Callable[[np.ndarray, np.ndarray, "Settings", Step], Iterable["Settings"]]
+    steps: tuple[FormulaStep, ...]
+    settings: Callable[[np.ndarray, np.ndarray, "Settings", FormulaStep], Iterable["Settings"]]
     anchor: float | None = 0.0
     shift: bool = False
     scales: tuple[float, ...] = (1.0,)
@@ -77,7 +77,7 @@ class Hypothesis:
     """Settings, one step, and the transformations that together reproduce the upload."""
 
     settings: "Settings"
-    step: Step
+    step: FormulaStep
     flipped: bool = False
     shift: float = 0.0
     scale: float = 1.0
@@ -270,7 +270,7 @@ def explain(result: CheckResult, given: "Settings | None") -> CheckResult:
     settings were searched) that reproduces every compared cell becomes the cause; else the closest partial
     fit, with the share of compared cells it reproduces, and the difference described by its structure."""
     from relviz.check.matrix_spaces import SPACES  # here: matrix_spaces (whole_spaces through it) imports this
-    from relviz.check.whole_spaces import explain_whole  # module for Space and Step
+    from relviz.check.whole_spaces import explain_whole  # module for Space and FormulaStep
 
     if result.ok:
         return result
