@@ -30,8 +30,8 @@ from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model_plan import ModelPlan, read_plan
 from relviz.schemes.view_kinds import SimilarityMatrix, norms_and_cosine
 
-__all__ = ["ModelPositions", "ModelPlan", "AttentionPattern", "inspect", "from_config", "SUPPORTED", "PICKLE_SUFFIXES",
-           "MAX_CONFIG_BYTES"]
+__all__ = ["ModelPositions", "ModelPlan", "AttentionPattern", "inspect", "from_config", "config_from_text", "SUPPORTED",
+           "PICKLE_SUFFIXES", "MAX_CONFIG_BYTES"]
 
 #: the model_types in the family table (others with RoPE settings are read as standard rotary decoders)
 SUPPORTED: tuple[str, ...] = tuple(sorted(FAMILIES))
@@ -119,18 +119,24 @@ def _refuse_pickles(directory: Path) -> None:
     raise ValueError(f"no model.safetensors or {INDEX_NAME} in {directory}")
 
 
+def config_from_text(text: str | bytes, name: str = "config.json") -> dict[str, Any]:
+    """A config.json's text (UTF-8) as a dict, or a ValueError naming ``name``: the one parse of a config's
+    text (a model directory's here, the checker's ``--config`` and pasted text in relviz.check.rope_model)."""
+    try:
+        config = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{name} is not valid JSON: {exc}") from exc
+    if not isinstance(config, dict):
+        raise ValueError(f"{name} must hold a JSON object; got {type(config).__name__}")
+    return config
+
+
 def _read_config(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ValueError(f"no config.json in {path.parent}: not a Hugging Face model directory")
     if path.stat().st_size > MAX_CONFIG_BYTES:
         raise ValueError(f"config.json is {path.stat().st_size:,} bytes: larger than {MAX_CONFIG_BYTES:,}, refused")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"config.json is not valid JSON: {exc}") from exc
-    if not isinstance(config, dict):
-        raise ValueError("config.json must hold a JSON object")
-    return config
+    return config_from_text(path.read_bytes())
 
 
 # ---------------------------------------------------------------------------------------

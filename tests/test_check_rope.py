@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,9 +18,10 @@ import torch
 import relviz.check as C
 from relviz.check import rope_causes as RC
 from relviz.check.rope import rope_settings
-from relviz.check.rope_model import settings_from_config
+from relviz.check.rope_model import settings_from_args, settings_from_config
 from relviz.check.rope_fit import BASES
 from relviz.rope import RopeScaling
+from relviz.rope.config import PerLayerTypeRope, rope_config_from_hf
 
 
 def theta(base: float, rotary_dim: int, denominator: float | None = None) -> np.ndarray:
@@ -296,6 +299,36 @@ def test_a_sign_folded_sin_cache_is_named_harmless_and_compact_caches_get_a_hint
                               "num_attention_heads": 2, "hidden_size": 32, "rope_parameters": {
             "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
             "full_attention": {"rope_type": "default", "rope_theta": 1e6}}})
+
+
+def test_a_bare_rope_block_nested_per_layer_type_asks_for_the_layer():
+    """Without a model_type the RoPE reader raises its own type for parameters nested per layer type, and the
+    checker turns that type, not the message's words, into "give the layer"; another bad field keeps its message."""
+    nested = {"head_dim": 16, "rope_parameters": {"sliding_attention": {"rope_theta": 1e4},
+                                                  "full_attention": {"rope_theta": 1e6}}}
+    with pytest.raises(PerLayerTypeRope):
+        rope_config_from_hf(nested)
+    with pytest.raises(ValueError, match="nested per layer type.*: give the layer"):
+        settings_from_config(nested)
+    with pytest.raises(ValueError, match="rope_scaling must be a mapping") as info:
+        settings_from_config({"head_dim": 16, "rope_scaling": 3})
+    assert "give the layer" not in str(info.value)
+
+
+def test_a_config_file_is_parsed_once_for_both_paths(tmp_path):
+    """--config with and without --layer, and a config's text, go through relviz.hf's one parse: the same words."""
+    path = tmp_path / "config.json"
+    path.write_text("[1, 2]")
+    for layer in (None, 0):
+        args = SimpleNamespace(config=str(path), layer=layer, layout=None, q_offset=0)
+        with pytest.raises(ValueError, match=rf"^--config {re.escape(str(path))} must hold a JSON object; got list$"):
+            settings_from_args(None, args, None)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="--config .* is not valid JSON"):
+        settings_from_args(None, SimpleNamespace(config=str(path), layer=0, layout=None, q_offset=0), None)
+    with pytest.raises(ValueError, match="^config must hold a JSON object; got list$"):
+        settings_from_config("[1, 2]")
+    assert settings_from_config(json.dumps({"head_dim": 16, "rope_theta": 500.0})).config.base == 500.0
 
 
 def test_per_layer_settings_from_the_models_plan():

@@ -9,16 +9,15 @@ a layer that has none" when one of the model's rotating layers reproduces it.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from relviz import hf
 from relviz.check.rope import RopeKind, RopeSettings, rope_settings
-from relviz.rope.config import rope_config_from_hf
 from relviz.mechanisms.rotation import Rotation
 from relviz.model_plan import ModelPlan
+from relviz.rope.config import PerLayerTypeRope, rope_config_from_hf
 
 #: How each rotation layout of the plan writes its cos/sin cache (M-RoPE's complex pairs are adjacent;
 #: DeepSeek's de-interleaving rotates half-split pairs after reordering q and k).
@@ -70,10 +69,7 @@ def settings_from_config(config: Mapping[str, Any] | str, *, layout: str | None 
     the plan's rotation uses. ``layout`` overrides the layout read.
     """
     if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except ValueError as exc:
-            raise ValueError(f"config is not valid JSON: {exc}") from None
+        config = hf.config_from_text(config, "config")
     if not isinstance(config, Mapping):
         raise ValueError(f"config must be a JSON object (a config.json); got {type(config).__name__}")
     config = dict(config)
@@ -89,15 +85,10 @@ def settings_from_config(config: Mapping[str, Any] | str, *, layout: str | None 
         return replace(per_layer[0], layout=layout) if layout else per_layer[0]
     try:
         rope = rope_config_from_hf(config)
-    except ValueError as exc:
-        if "per layer type" in str(exc):
-            raise ValueError(f"{exc}: give the layer (--layer N, or relviz.check.rope_model.settings_for_model), "
-                             "whose settings the model's per-layer plan reads") from None
-        raise
+    except PerLayerTypeRope as exc:
+        raise ValueError(f"{exc}: give the layer (--layer N, or relviz.check.rope_model.settings_for_model), "
+                         "whose settings the model's per-layer plan reads") from None
     return RopeSettings(rope, layout or ("interleaved" if config.get("rope_interleave") else "half"), q_offset)
-
-
-MAX_CONFIG_BYTES = 4 << 20
 
 
 def settings_from_args(kind: RopeKind, args: Any, shape: tuple[int, ...] | None) -> RopeSettings:
@@ -109,18 +100,12 @@ def settings_from_args(kind: RopeKind, args: Any, shape: tuple[int, ...] | None)
         raise ValueError("--layer needs --config config.json (the model whose layer it is)")
     if args.config:
         with open(args.config, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-        if len(data) > MAX_CONFIG_BYTES:
-            raise ValueError(f"--config {args.config} is over {MAX_CONFIG_BYTES:,} bytes: not a config.json")
-        text = data.decode("utf-8", errors="replace")
+            data = handle.read(hf.MAX_CONFIG_BYTES + 1)
+        if len(data) > hf.MAX_CONFIG_BYTES:
+            raise ValueError(f"--config {args.config} is over {hf.MAX_CONFIG_BYTES:,} bytes: not a config.json")
+        parsed = hf.config_from_text(data, f"--config {args.config}")
         if layer is None:
-            return settings_from_config(text, layout=args.layout, q_offset=args.q_offset)
-        try:
-            parsed = json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"--config {args.config} is not valid JSON: {exc}") from None
-        if not isinstance(parsed, Mapping):
-            raise ValueError(f"--config {args.config} must hold a JSON object")
+            return settings_from_config(parsed, layout=args.layout, q_offset=args.q_offset)
         s = settings_for_model(parsed, layer, q_offset=args.q_offset)
         return replace(s, layout=args.layout) if args.layout else s
     head_dim, rotary_dim = args.head_dim, args.rotary_dim

@@ -171,6 +171,12 @@ class RopeConfig:
         return replace(self, scaling=replace(self.scaling, **changes))
 
 
+class PerLayerTypeRope(ValueError):
+    """A config whose RoPE parameters are nested per layer type (Gemma 3, ModernBERT): one RopeConfig cannot hold
+    them; a model's per-layer plan (relviz.model_plan) reads each layer's. Its own type, so a caller that can ask
+    for one layer (the checker's ``--layer``) tells it from a bad field without reading the message."""
+
+
 def rope_config_from_hf(config: Mapping[str, object]) -> RopeConfig:
     """Read a Hugging Face config.json (as a dict) into a RopeConfig, as transformers standardises it.
 
@@ -185,7 +191,7 @@ def rope_config_from_hf(config: Mapping[str, object]) -> RopeConfig:
     if not isinstance(scaling, Mapping):
         raise ValueError(f"rope_scaling must be a mapping or null; got {scaling!r}")
     if any(isinstance(v, Mapping) for v in scaling.values()):
-        raise ValueError("rope_parameters nested per layer type are not supported (one RoPE per model only)")
+        raise PerLayerTypeRope("rope_parameters nested per layer type are not supported (one RoPE per model only)")
     scaling = dict(scaling)
     rope_type = scaling.pop("rope_type", None) or scaling.pop("type", None) or "default"
     scaling.pop("type", None)
