@@ -1,9 +1,9 @@
 """What one layer of a real model shows at the model's own context length, as plain data, per offset.
 
 Each position mechanism says what it looks like (``Mechanism.views(length, layer)``), made of the data
-kinds of relviz.mechanisms.view_kinds (re-exported here); this module holds the layer strip (which
-mechanism each layer applies, one cell per layer and row), and the helpers that collect the views for a
-plan. The figures (``relviz.figures.layers``) dispatch on the kind of data, never on a mechanism, scheme
+kinds of relviz.mechanisms.view_kinds and relviz.schemes.view_kinds (import them from there). This module
+holds the layer strip (which mechanism each layer applies, one cell per layer and row) and the helpers
+that collect the views for a plan. The figures (``relviz.figures.layers``) dispatch on the kind of data, never on a mechanism, scheme
 or family name.
 
 Nothing here builds an L × L matrix: a pattern is the range of offsets each query sees (its band), a
@@ -18,27 +18,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relviz._checks import check_int
-from relviz.schemes.view_kinds import SimilarityMatrix, VectorNorms
-from relviz.mechanisms.view_kinds import (
-    MAX_POINTS,
-    BiasCurve,
-    KeysSeen,
-    LayerView,
-    Note,
-    SinkShare,
-    TemperatureCurve,
-    Wavelengths,
-    keys_at,
-    keys_seen,
-    step_positions,
-)
+from relviz.mechanisms.view_kinds import KeysSeen, LayerView, Note, SinkShare, TemperatureCurve, Wavelengths
+from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms
 
 if TYPE_CHECKING:  # annotations only: reading a plan is the caller's (relviz.model_plan, relviz.hf)
     from relviz.model_plan import LayerPlan, ModelPlan
 
-__all__ = ["Wavelengths", "KeysSeen", "TemperatureCurve", "SinkShare", "Note", "BiasCurve", "LayerView",
-           "StripCell", "Strip", "strip", "layer_views", "context_length", "keys_seen", "keys_at", "VIEW_KINDS",
-           "MIN_LENGTH", "MAX_POINTS", "step_positions"]
+__all__ = ["StripCell", "Strip", "strip", "layer_views", "context_length", "extent", "chosen", "Shown", "VIEW_KINDS",
+           "MIN_LENGTH"]
 
 #: the shortest context the page draws
 MIN_LENGTH = 16

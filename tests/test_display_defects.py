@@ -165,7 +165,7 @@ def test_gpt_oss_sink_legend_sits_under_the_axis_title_at_a_readable_size():
     """Defect 18: the sink chart's four-entry legend (10 px, above the plot) crowded it."""
     from relviz.figures.heatmap import READABLE_FONT
     from relviz.figures.layers import view_figure
-    from relviz.layer_strip import SinkShare
+    from relviz.mechanisms.view_kinds import SinkShare
 
     positions = np.arange(0, 1000, 10)
     view = SinkShare(title="sinks", caption="", positions=positions, keys=positions + 1,

@@ -12,10 +12,12 @@ from relviz import layer_strip as lv
 from relviz.figures.layers import strip_figure, view_figure
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.scale import QueryTemperature
+from relviz.mechanisms import view_kinds as vk
 from relviz.mechanisms.sinks import Sinks
 from relviz.model_presets import model_presets, preset_config, preset_plan
 from relviz.model_plan import LayerPlan
 from relviz.rope import load_presets
+from relviz.schemes.view_kinds import BiasCurve
 
 
 @pytest.mark.parametrize("causal,window,chunk", [(True, None, None), (True, 5, None), (False, 3, None),
@@ -23,7 +25,7 @@ from relviz.rope import load_presets
 @pytest.mark.parametrize("length", [1, 2, 7, 16, 23])
 def test_keys_seen_is_the_mask_per_query(causal, window, chunk, length):
     mask = AttentionPattern(causal=causal, window=window, chunk=chunk).mask(length).numpy()   # [L, L]
-    positions, back, ahead, sampled = lv.keys_seen(length, causal=causal, window=window, chunk=chunk)
+    positions, back, ahead, sampled = vk.keys_seen(length, causal=causal, window=window, chunk=chunk)
     assert not sampled
     i = np.arange(length)
     # between breakpoints the edges are linear, except across a chunk boundary (a jump: both ends are points)
@@ -36,12 +38,12 @@ def test_keys_seen_is_the_mask_per_query(causal, window, chunk, length):
         seen = np.flatnonzero(mask[q]) - q
         assert (seen.min(), seen.max()) == (lo[q], hi[q])
         assert len(seen) == hi[q] - lo[q] + 1          # a band: no holes
-    counts = lv.keys_at(i, length, causal=causal, window=window, chunk=chunk)
+    counts = vk.keys_at(i, length, causal=causal, window=window, chunk=chunk)
     assert np.array_equal(counts, mask.sum(1))
 
 
 def test_keys_seen_samples_chunks_beyond_the_limit():
-    positions, back, ahead, sampled = lv.keys_seen(10_485_760, causal=True, chunk=8192, max_points=64)
+    positions, back, ahead, sampled = vk.keys_seen(10_485_760, causal=True, chunk=8192, max_points=64)
     assert sampled and len(positions) <= 64
     starts = positions[back == 0]
     assert np.all(starts % 8192 == 0)
@@ -78,7 +80,7 @@ def test_sink_share_matches_the_softmax_with_the_sink_column():
 
 def test_wavelengths_of_a_scaled_layer():
     plan = preset_plan("models/gpt-oss-20b")
-    (view,) = [v for v in lv.layer_views(plan.layer(1), 131072) if isinstance(v, lv.Wavelengths)]
+    (view,) = [v for v in lv.layer_views(plan.layer(1), 131072) if isinstance(v, vk.Wavelengths)]
     assert np.array_equal(view.inv_freq, plan.rope_inv_freq(131072, layer=1).numpy())
     base = 150000.0 ** (-np.arange(0, 64, 2) / 64)
     assert np.allclose(view.plain, base, rtol=1e-6)
@@ -89,7 +91,7 @@ def test_wavelengths_of_a_scaled_layer():
 
 def test_alibi_view_is_the_bias_line_of_each_head():
     plan = preset_plan("alibi/bloom-560m")
-    (curve,) = [v for v in lv.layer_views(plan.layer(0), 2048) if isinstance(v, lv.BiasCurve)]
+    (curve,) = [v for v in lv.layer_views(plan.layer(0), 2048) if isinstance(v, BiasCurve)]
     slopes = plan.alibi_slopes().double().numpy()
     assert curve.offsets[0] == -2047 and curve.offsets[-1] == 0
     assert np.allclose(curve.bias, -slopes[:, None] * np.abs(curve.offsets)[None, :], rtol=1e-6)
@@ -97,7 +99,7 @@ def test_alibi_view_is_the_bias_line_of_each_head():
 
 def test_deberta_view_reads_transformers_buckets():
     plan = preset_plan("models/deberta-v3-base")
-    (curve,) = [v for v in lv.layer_views(plan.layer(0), 512) if isinstance(v, lv.BiasCurve)]
+    (curve,) = [v for v in lv.layer_views(plan.layer(0), 512) if isinstance(v, BiasCurve)]
     from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
 
     rel = build_relative_position(torch.zeros(1, 1, 1), torch.zeros(1, 512, 1), bucket_size=256, max_position=512)

@@ -15,7 +15,8 @@ from relviz.figures.heatmap import READABLE_FONT, legend_below_axis
 from relviz.figures.parameters import bias_curve_figure
 from relviz.figures.parameters import view_figure as parameter_figure
 from relviz.figures.rope import wavelength_figure
-from relviz.layer_strip import KeysSeen, Note, SinkShare, Strip, TemperatureCurve, Wavelengths
+from relviz.layer_strip import Strip
+from relviz.mechanisms.view_kinds import KeysSeen, Note, SinkShare, TemperatureCurve, Wavelengths
 from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms
 
 __all__ = ["strip_figure", "with_selected", "selected_shape", "view_figure", "side_by_side", "PALETTES",

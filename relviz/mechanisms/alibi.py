@@ -20,8 +20,9 @@ from relviz._words import counted
 from relviz.attention import offset_bias_attention
 from relviz.attention_steps import Attention
 from relviz.mechanisms.base import LayerContext, Mechanism
-from relviz.mechanisms.view_kinds import BiasCurve, LayerView
+from relviz.mechanisms.view_kinds import LayerView
 from relviz.positions import alibi_slopes, mpt_alibi_slopes, offset_range
+from relviz.schemes.view_kinds import BiasCurve
 
 __all__ = ["Alibi", "bias_lines"]
 

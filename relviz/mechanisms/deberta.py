@@ -17,7 +17,8 @@ import torch
 
 from relviz._checks import check_int
 from relviz.mechanisms.base import MAX_POSITIONS, LayerContext, Mechanism
-from relviz.mechanisms.view_kinds import BiasCurve, LayerView
+from relviz.mechanisms.view_kinds import LayerView
+from relviz.schemes.view_kinds import BiasCurve
 
 __all__ = ["DisentangledRelative", "log_bucket_position"]
 

@@ -19,8 +19,9 @@ from relviz._checks import check_int
 from relviz.attention import offset_bias_attention
 from relviz.attention_steps import Attention
 from relviz.mechanisms.base import LayerContext, Mechanism
-from relviz.mechanisms.view_kinds import BiasCurve, LayerView, Note
+from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.positions import T5_LIMITS, T5Config, t5_bias, t5_bias_offsets, t5_bucket, t5_config
+from relviz.schemes.view_kinds import BiasCurve
 from relviz.t5_notes import curve_caption, last_bucket_start
 
 __all__ = ["T5Bias", "bias_curve"]

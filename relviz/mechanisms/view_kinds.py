@@ -1,9 +1,10 @@
 """The data kinds a mechanism's views are made of (``Mechanism.views(length, layer)``), and the exact
 per-query helpers that build them without an L × L matrix.
 
-They sit below the mechanisms, so that each mechanism module imports them at its top; relviz.layer_strip
-(which reads a plan, above the mechanisms) re-exports them with the strip and the page's helpers, and
-relviz.figures.layers draws each by its kind.
+They sit below the mechanisms, so that each mechanism module imports them at its top; the kinds a toy
+scheme shows too (BiasCurve, VectorNorms, SimilarityMatrix) are relviz.schemes.view_kinds'. relviz.layer_strip
+(which reads a plan, above the mechanisms) collects a layer's views, and relviz.figures.layers draws each by
+its kind.
 
 Sign convention everywhere: relative position = key index − query index (j − i).
 """
@@ -17,7 +18,7 @@ import numpy as np
 from relviz._checks import check_int
 from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms
 
-__all__ = ["Wavelengths", "KeysSeen", "TemperatureCurve", "SinkShare", "Note", "BiasCurve", "LayerView",
+__all__ = ["Wavelengths", "KeysSeen", "TemperatureCurve", "SinkShare", "Note", "LayerView",
            "keys_seen", "keys_at", "step_positions", "MAX_POINTS"]
 
 #: at most this many points per curve; more steps than this are sampled (exact values at the samples)
