@@ -7,6 +7,7 @@ and keeps the single-structure methods earlier versions had (they read layer 0 u
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -363,7 +364,7 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         types = _layer_types(stack_cfg, layers, field_name)
         plans[stack] = []
         for index in range(layers):
-            ctx = LayerContext(config=stack_cfg, stack=stack, index=index, layers=layers, layer_type=types[index],
+            ctx = LayerContext(config=_per_layer(stack_cfg, index), stack=stack, index=index, layers=layers, layer_type=types[index],
                                causal=spec["causal"], layers_field=field_name, tensor=tensor or (lambda suffix: None),
                                has_weights=tensor is not None, shared=shared)
             mixer = TokenMixer.read(ctx, mechanisms.get("mixer", {}))
@@ -398,6 +399,26 @@ _FIELDS_READ = ("num_hidden_layers", "layer_types", "head_dim", "hidden_size", "
                 "attention_chunk_size")
 
 
+def _per_layer(cfg: ConfigView, index: int) -> ConfigView:
+    """Layer ``index``'s config: transformers 5's ``per_layer_config`` ({layer index: the fields it overrides},
+    e.g. Gemma 4's full-attention layers' head_dim 512) laid over the model's fields."""
+    table = cfg.raw("per_layer_config")
+    if table is None:
+        return cfg
+    if not isinstance(table, Mapping):
+        raise ValueError(f"config field {cfg.name('per_layer_config')} must map layer indices to JSON objects of "
+                         f"fields; got {table!r:.60}")
+    # transformers reads each key with int() (its to_dict writes them zero-padded: "05")
+    over = next((v for k, v in table.items() if isinstance(k, (int, str)) and str(k).strip().isdigit()
+                 and int(k) == index), None)
+    if over is None:
+        return cfg
+    if not isinstance(over, Mapping):
+        raise ValueError(f"config field {cfg.name(f'per_layer_config.{index}')} must be a JSON object of the fields "
+                         f"layer {index} overrides; got {over!r:.60}")
+    return ConfigView({**cfg.data, **over}, cfg.prefix)
+
+
 def _summed(cfg: ConfigView, field_name: str) -> int:
     """The layers a list field counts per stage (Swin's depths), summed; ValueError naming the field."""
     value = cfg.raw(field_name)
@@ -421,14 +442,33 @@ def _mixers_where_they_differ(plans: dict[str, list[LayerPlan]]) -> dict[str, li
 
 
 def _summary(plan: ModelPlan, cfg: ConfigView) -> dict[str, Any]:
-    """Model-level settings by their transformers names: layer 0's, then what differs on other layers."""
-    out: dict[str, Any] = {}
+    """Model-level settings by their transformers names. A setting every layer agrees on is one value; one that
+    differs is a dict by layer type (by stack, then layer type, in a model of several stacks), None where those
+    layers lack it, and ``{"per_layer": [...]}`` where layers of one type differ: never one layer's value shown as
+    the model's (OLMo 3's sliding layers are plain RoPE, its full layers YaRN)."""
+    out: dict[str, Any] = {f"{stack}_layers": len(layers) for stack, layers in plan.plans.items()}
+    several = len(plan.plans) > 1
+    per_layer: list[tuple[str, dict[str, Any]]] = []
     for stack, layers in plan.plans.items():
-        out[f"{stack}_layers"] = len(layers)
         for layer in layers:
+            settings: dict[str, Any] = {}
             for m in layer.mechanisms:
                 for key, value in m.settings().items():
-                    out.setdefault(key, value)
+                    settings.setdefault(key, value)
+            group = " ".join(dict.fromkeys(str(part) for part in ((stack,) if several else ()) +
+                                           (layer.layer_type or stack,)))
+            per_layer.append((group, settings))
+    keys = list(dict.fromkeys(k for _, settings in per_layer for k in settings))
+    for key in keys:
+        values = [(group, settings.get(key)) for group, settings in per_layer]
+        if len({json.dumps(v, sort_keys=True, default=repr) for _, v in values}) == 1:
+            out[key] = values[0][1]
+            continue
+        groups: dict[str, list[Any]] = {}
+        for group, value in values:
+            groups.setdefault(group, []).append(value)
+        out[key] = {group: vs[0] if len({json.dumps(v, sort_keys=True, default=repr) for v in vs}) == 1
+                    else {"per_layer": vs} for group, vs in groups.items()}
     if cfg.has("layer_types"):
         out["layer_types"] = list(cfg.raw("layer_types"))
     return out
@@ -484,6 +524,16 @@ def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, An
             continue
         if "constant" in rule:
             data[rule["field"]] = [rule["constant"]] * layers
+            continue
+        if "last" in rule:                      # Gemma 4: its config class forces the last layer's type
+            data[rule["field"]] = [*view.list(rule["field"], layers, lambda n, v: v,
+                                              counted_by=spec["layers_field"])[:-1], rule["last"]]
+            continue
+        if "override" in rule:                  # Gemma 4: per_layer_config from global_head_dim on its full layers
+            value = view.int(rule["source_field"], rule["source_default"], minimum=2, maximum=1 << 16)
+            types = data.get("layer_types") or []
+            data[rule["field"]] = {str(i): {rule["override"]: value} for i, t in enumerate(types)
+                                   if t == rule["layer_type"]}
             continue
         if rule.get("from_field"):
             source = view.list(rule["from_field"], layers, lambda n, v: v, counted_by=spec["layers_field"])

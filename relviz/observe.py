@@ -447,12 +447,29 @@ def verified_plan(config: Mapping[str, Any], *, source: str = "config") -> Model
     return copy.deepcopy(_verified(key, source, table))
 
 
+def _accepted(config: Mapping[str, Any]) -> None:
+    """transformers' config class takes the config as given, before shrinking fills in what the config leaves to it
+    (Ministral 3's class refuses head_dim: null, which shrinking would set); a refusal is quoted."""
+    try:
+        from transformers import AutoConfig
+        import transformers
+    except ImportError as exc:
+        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
+    fields = {k: v for k, v in config.items() if k != "model_type"}
+    try:
+        AutoConfig.for_model(str(config.get("model_type")), **fields)
+    except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
+        raise ValueError(f"transformers {transformers.__version__} could not build a {config.get('model_type')!r} "
+                         f"model: its config class refuses this config: {type(exc).__name__}: {str(exc)[:300]}") from exc
+
+
 @functools.lru_cache(maxsize=64)
 def _verified(key: str, source: str, table: str) -> ModelPlan:
     """(``table``: the family table's entries the config reads, so an edited entry is verified afresh.)"""
     config = json.loads(key)
     text = config.get("text_config")
     side = text if isinstance(text, Mapping) and isinstance(text.get("model_type"), str) else config
+    _accepted(side)
     small, seen = _observe_shrunk(side)                  # a vision-language model: its text model alone
     try:
         plan_small = read_plan(small, source=source)

@@ -265,7 +265,7 @@ def test_longt5_block_bias_and_decoder_bias_equal_compute_bias(attention, tmp_pa
                           global_block_size=4, encoder_attention_type=attention)
     model = save(LongT5Model(config).eval(), tmp_path)
     positions = inspect(tmp_path)
-    assert positions.config["window"] == 5
+    assert positions.config["window"] == {"encoder": 5, "decoder": None}   # the decoder has no window: per stack
     layer = model.encoder.block[0].layer[0]
     local = layer.LocalSelfAttention if attention == "local" else layer.TransientGlobalSelfAttention
     assert torch.equal(positions.local_block_bias(), local.compute_bias(6)[0, 0])

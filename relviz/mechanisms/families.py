@@ -45,6 +45,10 @@ _DEEPSEEK_V3: dict[str, Any] = {"stacks": DECODER, "derive": [  # DeepseekV3Conf
                  "pass_before_field": "qk_nope_head_dim"},
     "pattern": {}, "softmax_scale": {"head_dim_field": "qk_head_dim"}}}
 
+#: Mistral's llama_4_scaling_beta rides in rope_parameters (with a copy of max_position_embeddings): the rotation
+#: leaves both to the query scale, as transformers' ignore_keys_at_rope_validation does
+_LLAMA4_BETA = ["llama_4_scaling_beta", "max_position_embeddings"]
+
 FAMILIES: dict[str, dict[str, Any]] = {
     # rotation, per layer type where the config nests it (Gemma 3, ModernBERT); windows from layer_types
     **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "qwen3", "gemma", "phi", "phi3", "olmo",
@@ -71,6 +75,31 @@ FAMILIES: dict[str, dict[str, Any]] = {
             "full_attention": {"theta_field": "rope_theta", "theta": 1e6, "scaled": True},
             "sliding_attention": {"theta_field": "rope_local_base_freq", "theta": 1e4}}},
         "pattern": {}, "query_scalar": {}}},
+    # Gemma 4: five sliding layers to one full, the last always full; the full layers' heads are global_head_dim wide
+    # (per_layer_config) and rotate by the proportional rule (rope_parameters nested by layer type)
+    **{t: {"stacks": DECODER, "derive": [
+        _every(6, 1), {"field": "layer_types", "last": "full_attention", "always": True},
+        {"field": "per_layer_config", "layer_type": "full_attention", "override": "head_dim",
+         "source_field": "global_head_dim", "source_default": 512}],
+        "mechanisms": {"rotation": {}, "pattern": {}, "query_scalar": {"fixed": 1.0}}}
+       for t in ("gemma4_text", "gemma4_unified_text")},
+    # OLMo 3: three sliding layers to one full; a flat rope_scaling (its long-context YaRN) applies to the full layers
+    # only, as its config class nests it
+    "olmo3": {"stacks": DECODER, "derive": [_every(4, 1)], "mechanisms": {"rotation": {"per_layer_type": {
+        "full_attention": {"theta_field": "rope_theta", "theta": 500000.0, "scaled": True},
+        "sliding_attention": {"theta_field": "rope_theta", "theta": 500000.0}}}, "pattern": {}}},
+    # Ministral 3: Llama's rotation (YaRN by default), then every query scaled by position (llama_4_scaling_beta)
+    "ministral3": {"stacks": DECODER, "mechanisms": {"rotation": {"consumed_fields": _LLAMA4_BETA}, "pattern": {},
+                                                     "position_query_scale": {}}},
+    # Mistral 4: MLA as DeepSeek-V3 (its config's head_dim is the whole q/k head, partial_rotary_factor the rotated
+    # share: relviz reads the rotated qk_rope_head_dim alone, after qk_nope_head_dim), and Ministral 3's query scale
+    "mistral4": {"stacks": DECODER, "derive": _DEEPSEEK_V3["derive"], "mechanisms": {
+        "rotation": {**_DEEPSEEK_V3["mechanisms"]["rotation"],
+                     "consumed_fields": [*_LLAMA4_BETA, "partial_rotary_factor"]},
+        "pattern": {}, "softmax_scale": {"head_dim_field": "qk_head_dim"}, "position_query_scale": {}}},
+    # Hunyuan: its configs say "dynamic" with an alpha, which its rotary module computes as NTK-alpha (a fixed base)
+    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {"type_when_field": {"alpha": {"dynamic": "ntk_alpha"}}},
+                                            "pattern": {}}} for t in ("hunyuan_v1_dense", "hunyuan_v1_moe")},
     # GPT-NeoX: 1/4 of each head rotates unless the config says otherwise (its rotary_pct default)
     "gpt_neox": {"stacks": DECODER, "mechanisms": {"rotation": {"defaults": {"rotary_pct": 0.25}}, "pattern": {}}},
     "llama4_text": {"stacks": DECODER, "derive": [
@@ -226,7 +255,8 @@ _STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_f
                          "layers_sum"})
 _DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
                           "constant", "from_field", "when_empty", "sum_of", "always", "indices_field", "offset_field",
-                          "offset", "cycle_field", "cycle_default", "map", "minimum", "maximum", "even"})
+                          "offset", "cycle_field", "cycle_default", "map", "minimum", "maximum", "even", "last",
+                          "override", "source_field", "source_default", "layer_type"})
 
 
 def _unknown(where: str, keys: Any, allowed: Any) -> None:

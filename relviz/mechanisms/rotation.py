@@ -67,7 +67,8 @@ class Rotation(Mechanism):
                     "layer_types": (str, tuple, list), "layer_types_when": str, "per_layer_type": dict,
                     "defaults": dict, "type_aliases": dict, "fields": dict, "rotary_dim_field": str, "theta": float,
                     "layout_field": str, "layout_field_default": bool, "pass_before_field": str,
-                    "sections_interleaved": bool, "sections_default": (list, tuple)}
+                    "sections_interleaved": bool, "sections_default": (list, tuple), "type_when_field": dict,
+                    "consumed_fields": (list, tuple)}
     role = "rotates q and k"
     order = 0
     scheme = "rope"
@@ -95,9 +96,15 @@ class Rotation(Mechanism):
             params = fields.get(key)
             if isinstance(params, Mapping):
                 kind = params.get("rope_type", params.get("type"))
-                if isinstance(kind, str) and kind in options.get("type_aliases", {}):
-                    fields[key] = {**{k: v for k, v in params.items() if k != "type"},
-                                   "rope_type": options["type_aliases"][kind]}
+                aliases = dict(options.get("type_aliases", {}))
+                for field_name, renamed in options.get("type_when_field", {}).items():
+                    if params.get(field_name):    # Hunyuan: "dynamic" with an alpha is its rotary's ntk_alpha
+                        aliases.update(renamed)
+                if isinstance(kind, str) and kind in aliases:
+                    params = {**{k: v for k, v in params.items() if k != "type"}, "rope_type": aliases[kind]}
+                # fields another mechanism reads (transformers' ignore_keys_at_rope_validation), e.g. Mistral's
+                # llama_4_scaling_beta (relviz.mechanisms.scale.PositionQueryScale)
+                fields[key] = {k: v for k, v in params.items() if k not in options.get("consumed_fields", ())}
         for key, value in options.get("fields", {}).items():   # e.g. GPT-J: head_dim from n_embd / n_head
             fields[key] = fields.get(value) if isinstance(value, str) else value
         rotary_field = options.get("rotary_dim_field")
@@ -181,7 +188,13 @@ class Rotation(Mechanism):
         dims = f"{self.rotary_dim} of {self.width} dims"
         if self.rotary_offset:
             dims += f" (dims {self.rotary_offset}–{self.rotary_offset + self.rotary_dim - 1})"
-        scaled = f", {s.rope_type} ×{s.factor:g}" if s.factor else ""
+        scaled = f", {s.rope_type} ×{s.factor:g}" if s.factor and s.alpha is None else ""
+        if s.alpha is not None:
+            scaled += f", {s.rope_type} α {s.alpha:g} (base ×{s.alpha:g}^({self.rotary_dim}/{self.rotary_dim - 2}))"
+        if self.rope.proportional:
+            turning = self.rope.turning_pairs
+            dims += (f", proportional: {turning} of {self.rope.pairs} pairs (i, i + {self.rotary_dim // 2}) turn, "
+                     f"θ_i = base^(−2i/{self.rope.head_dim}); the other {self.rope.pairs - turning} have θ = 0")
         sections = (f", M-RoPE sections {list(self.sections)}" + (" interleaved" if self.sections_interleaved else "")
                     if self.sections else "")
         return (f"RoPE base {self.rope.base:g} on {dims}{scaled}{sections}; layout: {LAYOUTS[self.layout]}")
@@ -203,7 +216,8 @@ class Rotation(Mechanism):
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
         inv_freq, scaling = rope_parameters(self.rope, length, device="cpu")
-        plain = rope_parameters(unscaled(self.rope), device="cpu")[0]
+        plain = rope_parameters(self.rope if self.rope.proportional else unscaled(self.rope), device="cpu")[0]
+        inv_freq, plain = inv_freq[:self.rope.turning_pairs], plain[:self.rope.turning_pairs]   # (θ = 0: no wavelength)
         view = Wavelengths("", "", inv_freq.numpy(), plain.numpy(), length, self.rope.scaled_from,
                            self.rope.scaling.rope_type, float(scaling))
         wraps = int((view.turns >= 1).sum())
@@ -256,7 +270,7 @@ def _head_dim(cfg: ConfigView, fields: Mapping[str, Any]) -> int:
 #: the rope fields relviz reads, and their allowed ranges (the rest is relviz.rope's to check)
 _FLOATS = {"rope_theta": (1.0 + 1e-9, 1e12), "factor": (1e-6, 1e6), "partial_rotary_factor": (1e-6, 1.0),
            "attention_factor": (1e-6, 1e3), "beta_fast": (1e-6, 1e6), "beta_slow": (1e-6, 1e6),
-           "mscale": (0.0, 1e3), "mscale_all_dim": (0.0, 1e3), "low_freq_factor": (1e-6, 1e6),
+           "mscale": (0.0, 1e3), "mscale_all_dim": (0.0, 1e3), "low_freq_factor": (1e-6, 1e6), "alpha": (1e-6, 1e6),
            "high_freq_factor": (1e-6, 1e6)}
 
 

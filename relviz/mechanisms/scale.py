@@ -5,6 +5,8 @@
 - ``QueryTemperature``: Llama 4's layers without RoPE scale each query by
   1 + attn_scale·ln(⌊(pos + 1)/floor_scale⌋ + 1), so attention sharpens slowly with position
   (``attn_temperature_tuning``; Nakanishi 2025, "Scalable-Softmax").
+- ``PositionQueryScale``: Ministral 3 and Mistral 4 scale every layer's rotated queries by
+  1 + β·ln(1 + ⌊pos / original_max_position_embeddings⌋) (``llama_4_scaling_beta`` in rope_parameters).
 """
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
-from relviz.mechanisms.base import LayerContext, Mechanism
+from relviz.mechanisms.base import REQUIRED, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note, TemperatureCurve, step_positions
+from relviz.rope_math import llama4_query_scale
 
-__all__ = ["SoftmaxScale", "QueryTemperature", "QueryScalar"]
+__all__ = ["SoftmaxScale", "QueryTemperature", "PositionQueryScale", "QueryScalar"]
 
 
 def get_mscale(scale: float, mscale: float = 1.0) -> float:
@@ -119,15 +123,72 @@ class QueryTemperature(Mechanism):
 
 
 @dataclass(frozen=True)
+class PositionQueryScale(Mechanism):
+    """Mistral's ``llama_4_scaling_beta``: after the rotation, every query is multiplied by
+    1 + β·ln(1 + ⌊pos / original⌋), a step up at each multiple of the original context (transformers'
+    ``get_llama_4_attn_scale``). A RoPE field by where it sits, a softmax temperature by what it does."""
+
+    beta: float
+    original: int
+
+    name = "position_query_scale"
+    option_types = {"beta_field": str}
+    role = "scales queries with position"
+    order = 71
+    legend = "scale"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> PositionQueryScale:
+        cfg = ctx.config
+        params = cfg.sub("rope_parameters") or cfg.sub("rope_scaling")
+        field = options.get("beta_field", "llama_4_scaling_beta")
+        if params is None or params.raw(field) is None:   # transformers' attention multiplies by None and fails
+            raise ValueError(f"config field {cfg.name('rope_parameters.' + field)} is required: this family's "
+                             "attention scales every query by 1 + β·ln(1 + ⌊pos / original⌋) (a number ≥ 0)")
+        beta = params.float(field, minimum=0.0, maximum=1e3)
+        original = params.int("original_max_position_embeddings", cfg.int("max_position_embeddings", REQUIRED,
+                                                                          minimum=1, maximum=1 << 24),
+                              minimum=1, maximum=1 << 24)
+        return cls(beta=beta, original=original)
+
+    def factors(self, positions: torch.Tensor) -> torch.Tensor:
+        """[L] the factor on each query at integer positions [L], exactly as transformers computes it."""
+        return llama4_query_scale(positions, self.beta, self.original)
+
+    def label(self) -> str:
+        return "q scale by position"
+
+    def describe(self) -> str:
+        return (f"queries scaled by 1 + {self.beta:g}·ln(1 + ⌊pos/{self.original:,}⌋) after the rotation "
+                "(llama_4_scaling_beta): attention sharpens past each multiple of the original context")
+
+    def settings(self) -> dict[str, Any]:
+        return {"llama_4_scaling_beta": self.beta, "query_scale_every": self.original}
+
+    def views(self, length: int, layer: Any) -> list[LayerView]:
+        positions, sampled = step_positions(length, self.original)      # the last position before each step
+        positions = np.unique(np.minimum(np.where(positions > 0, positions + 1, 0), length - 1))   # ⌊p/n⌋: its first
+        factors = self.factors(torch.from_numpy(positions)).double().numpy()
+        caption = (f"{self.describe()}. Flat at 1 for the first {self.original:,} positions, then a step every "
+                   f"{self.original:,}: ×{factors[-1]:.3f} at position {length - 1:,}. It multiplies every logit of "
+                   "the query's row, so the softmax sharpens as the context grows past the original one.")
+        if sampled:
+            caption += " (Steps sampled: each value drawn is exact.)"
+        return [TemperatureCurve(f"Query scale against position, over {length:,} positions", caption,
+                                 positions, factors, length, sampled)]
+
+
+@dataclass(frozen=True)
 class QueryScalar(Mechanism):
     """Gemma 2 and 3: the softmax scale is query_pre_attn_scalar^-0.5, not 1/√head_dim (their config's own
     field; transformers' attention sets ``scaling`` from it)."""
 
     scalar: float
     head_dim: int | None
+    fixed: bool = False      # Gemma 4: the family's attention sets it, whatever the config says
 
     name = "query_scalar"
-    option_types = {"default": float}
+    option_types = {"default": float, "fixed": float}
     role = "scales the softmax"
     order = 72
     legend = "scale"
@@ -136,6 +197,8 @@ class QueryScalar(Mechanism):
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> QueryScalar:
         cfg = ctx.config
         head_dim = cfg.int("head_dim", None, minimum=1, maximum=1 << 16)
+        if "fixed" in options:
+            return cls(scalar=options["fixed"], head_dim=head_dim, fixed=True)
         return cls(scalar=cfg.float("query_pre_attn_scalar", options.get("default", 256.0), minimum=1e-6,
                                     maximum=1e12), head_dim=head_dim)
 
@@ -144,14 +207,18 @@ class QueryScalar(Mechanism):
         return self.scalar ** -0.5
 
     def label(self) -> str:
-        return f"scale 1/√{self.scalar:g}"
+        return f"scale {self.scale():g}" if self.fixed else f"scale 1/√{self.scalar:g}"
 
     def describe(self) -> str:
         than = f" (1/√head_dim would be {self.head_dim ** -0.5:.6g})" if self.head_dim else ""
+        if self.fixed:
+            return (f"softmax scale {self.scale():.6g}, set by the family's attention whatever the config says "
+                    f"(q and k are RMS-normalised per head instead){than}")
         return f"softmax scale query_pre_attn_scalar^-0.5 = 1/√{self.scalar:g} = {self.scale():.6g}{than}"
 
     def settings(self) -> dict[str, Any]:
-        return {"query_pre_attn_scalar": self.scalar, "softmax_scale": self.scale()}
+        return {"softmax_scale": self.scale()} if self.fixed else {"query_pre_attn_scalar": self.scalar,
+                                                                     "softmax_scale": self.scale()}
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same for every position; it sets "

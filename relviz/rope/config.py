@@ -17,7 +17,10 @@ from pathlib import Path
 from relviz._checks import check_int
 
 
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
+#: every rule relviz computes, as transformers 5.23 names them (modeling_rope_utils' ROPE_INIT_FUNCTIONS, plus
+#: Hunyuan's ``ntk_alpha``, which its rotary module computes itself for a "dynamic" config with an ``alpha``);
+#: relviz.rope_math.ROPE_RULES holds one function per name
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional", "ntk_alpha")
 
 MAX_HEAD_DIM = 4096
 MAX_POSITIONS = 1 << 24
@@ -63,6 +66,7 @@ class RopeScaling:
     high_freq_factor: float | None = None  # llama3
     short_factor: tuple[float, ...] | None = None  # longrope, one per rotary pair
     long_factor: tuple[float, ...] | None = None
+    alpha: float | None = None          # ntk_alpha (Hunyuan): the base times alpha^(d/(d − 2)), whatever the length
 
     def __post_init__(self) -> None:
         if self.rope_type not in ROPE_TYPES:
@@ -100,6 +104,12 @@ class RopeScaling:
             if self.original_max_position_embeddings is None:
                 raise ValueError("original_max_position_embeddings is required for rope_type 'llama3' "
                                  f"(an integer from 1 to {MAX_POSITIONS})")
+        if self.rope_type == "ntk_alpha":
+            if self.alpha is None:
+                raise ValueError("alpha is required for rope_type 'ntk_alpha' (a number > 0)")
+            object.__setattr__(self, "alpha", _check_float("alpha", self.alpha, above=0.0, maximum=1e6))
+        elif self.alpha is not None:
+            raise ValueError(f"alpha belongs to rope_type 'ntk_alpha' only; got it with {self.rope_type!r}")
         if self.rope_type == "longrope":
             for name in ("short_factor", "long_factor"):
                 values = getattr(self, name)
@@ -135,11 +145,12 @@ class RopeConfig:
         check_int("max_position_embeddings", self.max_position_embeddings, minimum=1, maximum=MAX_POSITIONS)
         if not isinstance(self.scaling, RopeScaling):
             raise ValueError(f"scaling must be a RopeScaling; got {type(self.scaling).__name__}")
-        if self.rotary_dim < 2:
+        if int(self.head_dim * self.partial_rotary_factor) < 2:
             raise ValueError(f"partial_rotary_factor × head_dim must leave at least 2 rotary dimensions; "
-                             f"got int({self.partial_rotary_factor:g} × {self.head_dim}) = {self.rotary_dim}")
-        if self.scaling.rope_type == "dynamic" and self.rotary_dim < 4:
-            raise ValueError("dynamic NTK raises the base to the power d/(d − 2): rotary_dim must be >= 4; "
+                             f"got int({self.partial_rotary_factor:g} × {self.head_dim}) = "
+                             f"{int(self.head_dim * self.partial_rotary_factor)}")
+        if self.scaling.rope_type in ("dynamic", "ntk_alpha") and self.rotary_dim < 4:
+            raise ValueError(f"{self.scaling.rope_type} NTK raises the base to the power d/(d − 2): rotary_dim must be >= 4; "
                              f"got {self.rotary_dim}")
         if self.scaling.rope_type == "longrope":
             for name in ("short_factor", "long_factor"):
@@ -148,9 +159,22 @@ class RopeConfig:
                                      f"(one per rotary pair); got {len(getattr(self.scaling, name))}")
 
     @property
+    def proportional(self) -> bool:
+        """transformers' "proportional" rule (Gemma 4's global layers): cos and sin span the whole head, the pairs
+        past ``turning_pairs`` hold θ = 0 (they do not turn), and θ_i's exponent is over head_dim."""
+        return self.scaling.rope_type == "proportional"
+
+    @property
     def rotary_dim(self) -> int:
-        """How many dimensions of the head rotate (transformers: int(head_dim × partial_rotary_factor))."""
-        return int(self.head_dim * self.partial_rotary_factor)
+        """How many dimensions go through the rotation (transformers: int(head_dim × partial_rotary_factor);
+        the whole head under the proportional rule, whose extra pairs turn by θ = 0)."""
+        return self.head_dim if self.proportional else int(self.head_dim * self.partial_rotary_factor)
+
+    @property
+    def turning_pairs(self) -> int:
+        """How many pairs turn at all: every pair, but int(partial_rotary_factor · head_dim // 2) (transformers'
+        rope_angles) under the proportional rule."""
+        return int(self.partial_rotary_factor * self.head_dim // 2) if self.proportional else self.pairs
 
     @property
     def pairs(self) -> int:
@@ -212,6 +236,8 @@ def rope_config_from_hf(config: Mapping[str, object]) -> RopeConfig:
     known = {f for f in RopeScaling.__dataclass_fields__} - {"rope_type"}
     if rope_type == "default":
         scaling = {}
+    if rope_type == "ntk_alpha":     # Hunyuan's rule reads alpha alone (its configs carry YaRN leftovers it ignores)
+        scaling = {"alpha": scaling.get("alpha")}
     unknown = sorted(set(scaling) - known)
     if unknown:
         raise ValueError(f"rope_scaling has fields relviz does not know for {rope_type!r}: {', '.join(unknown)}")

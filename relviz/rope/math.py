@@ -9,12 +9,13 @@ the whole RoPE API in one import.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
 
 from relviz._checks import check_int, check_tensor, resolve_device
-from relviz.rope.config import MAX_POSITIONS, RopeConfig, RopeScaling
+from relviz.rope.config import MAX_POSITIONS, ROPE_TYPES, RopeConfig, RopeScaling
 
 
 # ---------------------------------------------------------------------------------------
@@ -64,6 +65,108 @@ def yarn_correction_range(config: RopeConfig) -> tuple[float, float]:
     return max(low, 0), min(high, dim - 1)
 
 
+# One function per rule, as transformers' ROPE_INIT_FUNCTIONS: (config, seq_len, device) -> (inv_freq, scaling).
+# Each is written operation for operation as transformers computes it, so float32 results are bit-identical.
+
+def _default(config: RopeConfig, seq_len: int | None, device: torch.device) -> tuple[torch.Tensor, float]:
+    return default_inv_freq(config.rotary_dim, config.base, device), 1.0
+
+
+def _linear(config: RopeConfig, seq_len: int | None, device: torch.device) -> tuple[torch.Tensor, float]:
+    inv_freq = default_inv_freq(config.rotary_dim, config.base, device)
+    inv_freq /= config.scaling.factor
+    return inv_freq, 1.0
+
+
+def _dynamic(config: RopeConfig, seq_len: int | None, device: torch.device) -> tuple[torch.Tensor, float]:
+    s, dim, base, max_positions = config.scaling, config.rotary_dim, config.base, config.max_position_embeddings
+    if seq_len is None or seq_len <= max_positions:
+        # At init transformers uses seq_len = max_position_embeddings in Python floats.
+        scaled = base * ((s.factor * max_positions / max_positions) - (s.factor - 1)) ** (dim / (dim - 2))
+    else:
+        # A forward past the cached length recomputes with seq_len a 0-dim int64 tensor: float32 math.
+        length = torch.maximum(torch.tensor(seq_len, device=device), torch.tensor(max_positions, device=device))
+        scaled = base * ((s.factor * length / max_positions) - (s.factor - 1)) ** (dim / (dim - 2))
+    return 1.0 / (scaled ** _exponents(dim, device)), 1.0
+
+
+def _ntk_alpha(config: RopeConfig, seq_len: int | None, device: torch.device) -> tuple[torch.Tensor, float]:
+    """Hunyuan's NTK-alpha: the base raised once by alpha^(d/(d − 2)) in Python floats, the same at every length
+    (its rotary module's compute_ntk_alpha_rope_parameters; the arange is float32 there, the same values)."""
+    dim = config.rotary_dim
+    base = config.base * config.scaling.alpha ** (dim / (dim - 2))
+    return 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float, device=device) / dim)), 1.0
+
+
+def _proportional(config: RopeConfig, seq_len: int | None, device: torch.device) -> tuple[torch.Tensor, float]:
+    """Gemma 4's global layers: rope_angles pairs with θ_i = 1/base^(2i/head_dim) (over the whole head), then
+    θ = 0 for the other head_dim/2 − rope_angles pairs, all divided by the factor; cos and sin span the head."""
+    head_dim, angles = config.head_dim, config.turning_pairs
+    turning = 1.0 / (config.base ** (torch.arange(0, 2 * angles, 2, dtype=torch.int64).to(
+        device=device, dtype=torch.float) / head_dim))
+    still = head_dim // 2 - angles
+    inv_freq = torch.cat((turning, torch.zeros(still, dtype=torch.float32, device=device))) if still > 0 else turning
+    inv_freq /= config.scaling.factor if config.scaling.factor is not None else 1.0
+    return inv_freq, 1.0
+
+
+def _yarn(config: RopeConfig, seq_len: int | None, device: torch.device) -> tuple[torch.Tensor, float]:
+    s, dim, base = config.scaling, config.rotary_dim, config.base
+    factor = s.factor if s.factor is not None else config.max_position_embeddings / config.original_max_position_embeddings
+    if s.attention_factor is not None:
+        attention = s.attention_factor
+    elif s.mscale and s.mscale_all_dim:
+        attention = float(_get_mscale(factor, s.mscale) / _get_mscale(factor, s.mscale_all_dim))
+    else:
+        attention = _get_mscale(factor)
+    pos_freqs = base ** (torch.arange(0, dim, 2).to(device=device, dtype=torch.float) / dim)
+    extrapolation = 1.0 / pos_freqs
+    interpolation = 1.0 / (factor * pos_freqs)
+    low, high = yarn_correction_range(config)
+    if low == high:
+        high += 0.001  # transformers' guard against a zero-width ramp
+    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+    extrapolation_factor = 1 - ramp.to(device=device, dtype=torch.float)
+    return interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor, attention
+
+
+def _llama3(config: RopeConfig, seq_len: int | None, device: torch.device) -> tuple[torch.Tensor, float]:
+    s = config.scaling
+    inv_freq = default_inv_freq(config.rotary_dim, config.base, device)
+    old_context = config.original_max_position_embeddings
+    low_wavelen = old_context / s.low_freq_factor
+    high_wavelen = old_context / s.high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > low_wavelen, inv_freq / s.factor, inv_freq)
+    smooth = (old_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor)
+    smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled
+    medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+    return torch.where(medium, smoothed, scaled), 1.0
+
+
+def _longrope(config: RopeConfig, seq_len: int | None, device: torch.device) -> tuple[torch.Tensor, float]:
+    s, dim = config.scaling, config.rotary_dim
+    original = config.original_max_position_embeddings
+    factor = s.factor if s.factor is not None else config.max_position_embeddings / original
+    if s.attention_factor is not None:
+        attention = s.attention_factor
+    elif factor <= 1.0:
+        attention = 1.0
+    else:
+        attention = math.sqrt(1 + math.log(factor) / math.log(original))
+    chosen = s.long_factor if seq_len is not None and seq_len > original else s.short_factor
+    ext = torch.tensor(chosen, dtype=torch.float32, device=device)
+    shape = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim
+    return 1.0 / (ext * config.base ** shape), attention
+
+
+#: rope_type -> its rule (transformers' ROPE_INIT_FUNCTIONS, with "default" and Hunyuan's "ntk_alpha")
+ROPE_RULES: dict[str, Callable[[RopeConfig, int | None, torch.device], tuple[torch.Tensor, float]]] = {
+    "default": _default, "linear": _linear, "dynamic": _dynamic, "yarn": _yarn, "llama3": _llama3,
+    "longrope": _longrope, "proportional": _proportional, "ntk_alpha": _ntk_alpha}
+assert tuple(ROPE_RULES) == ROPE_TYPES
+
+
 def rope_parameters(config: RopeConfig, seq_len: int | None = None, *,
                     device: torch.device | str | None = None) -> tuple[torch.Tensor, float]:
     """(inv_freq [rotary_dim/2] float32, attention scaling) for a forward pass over ``seq_len`` positions.
@@ -77,69 +180,7 @@ def rope_parameters(config: RopeConfig, seq_len: int | None = None, *,
         raise ValueError(f"config must be a RopeConfig; got {type(config).__name__}")
     if seq_len is not None:
         seq_len = check_int("seq_len", seq_len, minimum=1, maximum=MAX_POSITIONS)
-    device = resolve_device(device)
-    s = config.scaling
-    dim, base = config.rotary_dim, config.base
-    max_positions = config.max_position_embeddings
-
-    if s.rope_type == "default":
-        return default_inv_freq(dim, base, device), 1.0
-    if s.rope_type == "linear":
-        inv_freq = default_inv_freq(dim, base, device)
-        inv_freq /= s.factor
-        return inv_freq, 1.0
-    if s.rope_type == "dynamic":
-        if seq_len is None or seq_len <= max_positions:
-            # At init transformers uses seq_len = max_position_embeddings in Python floats.
-            scaled = base * ((s.factor * max_positions / max_positions) - (s.factor - 1)) ** (dim / (dim - 2))
-        else:
-            # A forward past the cached length recomputes with seq_len a 0-dim int64 tensor: float32 math.
-            length = torch.maximum(torch.tensor(seq_len, device=device),
-                                   torch.tensor(max_positions, device=device))
-            scaled = base * ((s.factor * length / max_positions) - (s.factor - 1)) ** (dim / (dim - 2))
-        return 1.0 / (scaled ** _exponents(dim, device)), 1.0
-    if s.rope_type == "yarn":
-        factor = s.factor if s.factor is not None else max_positions / config.original_max_position_embeddings
-        if s.attention_factor is not None:
-            attention = s.attention_factor
-        elif s.mscale and s.mscale_all_dim:
-            attention = float(_get_mscale(factor, s.mscale) / _get_mscale(factor, s.mscale_all_dim))
-        else:
-            attention = _get_mscale(factor)
-        pos_freqs = base ** (torch.arange(0, dim, 2).to(device=device, dtype=torch.float) / dim)
-        extrapolation = 1.0 / pos_freqs
-        interpolation = 1.0 / (factor * pos_freqs)
-        low, high = yarn_correction_range(config)
-        if low == high:
-            high += 0.001  # transformers' guard against a zero-width ramp
-        ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
-        extrapolation_factor = 1 - ramp.to(device=device, dtype=torch.float)
-        inv_freq = interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
-        return inv_freq, attention
-    if s.rope_type == "llama3":
-        inv_freq = default_inv_freq(dim, base, device)
-        old_context = config.original_max_position_embeddings
-        low_wavelen = old_context / s.low_freq_factor
-        high_wavelen = old_context / s.high_freq_factor
-        wavelen = 2 * math.pi / inv_freq
-        scaled = torch.where(wavelen > low_wavelen, inv_freq / s.factor, inv_freq)
-        smooth = (old_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor)
-        smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled
-        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
-        return torch.where(medium, smoothed, scaled), 1.0
-    # longrope
-    original = config.original_max_position_embeddings
-    factor = s.factor if s.factor is not None else max_positions / original
-    if s.attention_factor is not None:
-        attention = s.attention_factor
-    elif factor <= 1.0:
-        attention = 1.0
-    else:
-        attention = math.sqrt(1 + math.log(factor) / math.log(original))
-    chosen = s.long_factor if seq_len is not None and seq_len > original else s.short_factor
-    ext = torch.tensor(chosen, dtype=torch.float32, device=device)
-    shape = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim
-    return 1.0 / (ext * base ** shape), attention
+    return ROPE_RULES[config.scaling.rope_type](config, seq_len, resolve_device(device))
 
 
 def rope_inv_freq(config: RopeConfig, seq_len: int | None = None, *,
@@ -325,3 +366,15 @@ def measured_decay(inv_freq: torch.Tensor, offsets: torch.Tensor, *, rotary_dim:
     angle = offsets.to(inv_freq.device).double()[:, None] * inv_freq[None, :]             # [R, P]
     scores = (h[:, None, :] * torch.polar(torch.ones_like(angle), -angle)[None]).real.sum(-1) / r   # [S, R]
     return scores.mean(0) if identical else scores.abs().mean(0)
+
+
+# ---------------------------------------------------------------------------------------
+# A query scale a RoPE config implies (it rides in rope_parameters, but scales q rather than turning it)
+
+
+def llama4_query_scale(positions: torch.Tensor, beta: float, original: int) -> torch.Tensor:
+    """[L] the factor on each query at integer ``positions`` [L] under Mistral's ``llama_4_scaling_beta``:
+    1 + β·ln(1 + ⌊pos / original_max_position_embeddings⌋), float32 operation for operation as transformers'
+    ``get_llama_4_attn_scale`` (Ministral 3, Mistral 4: every layer, after the rotation)."""
+    positions = check_tensor("positions", positions, ndim=1)
+    return 1 + beta * torch.log(1 + torch.floor(positions / original))

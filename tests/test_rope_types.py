@@ -1,0 +1,120 @@
+"""Every RoPE rule transformers 5.23 has, read exactly: the proportional rule (Gemma 4, LFM3), Hunyuan's NTK-alpha,
+Mistral's llama_4_scaling_beta query scale, per-layer nesting (rope_parameters by layer type, per_layer_config),
+each against transformers' own function (torch.equal) or its tiny model through the observer."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
+
+from relviz.mechanisms.rotation import Rotation  # noqa: E402
+from relviz.observe import verified_plan  # noqa: E402
+from relviz.plan import read_plan  # noqa: E402
+from relviz.rope_config import ROPE_TYPES, RopeConfig, RopeScaling  # noqa: E402
+from relviz.rope_math import ROPE_RULES, llama4_query_scale, rope_parameters  # noqa: E402
+from relviz.zoo import tiny_config  # noqa: E402
+
+
+def test_every_rule_transformers_registers_has_one_in_relviz():
+    assert set(ROPE_INIT_FUNCTIONS) | {"default"} <= set(ROPE_RULES) == set(ROPE_TYPES)
+
+
+@pytest.mark.parametrize("head_dim, partial, base, factor", [(512, 0.25, 1e6, None), (128, 0.5, 1e6, 2.0),
+                                                           (256, 1.0, 10000.0, None), (96, 0.3, 5e5, 4.0)])
+def test_proportional_inv_freq_equals_transformers(head_dim, partial, base, factor):
+    from transformers import LlamaConfig
+
+    params = {"rope_type": "proportional", "rope_theta": base, "partial_rotary_factor": partial,
+              **({"factor": factor} if factor else {})}
+    theirs, their_scale = ROPE_INIT_FUNCTIONS["proportional"](
+        LlamaConfig(head_dim=head_dim, hidden_size=64, num_attention_heads=4, rope_parameters=params), "cpu")
+    rope = RopeConfig(head_dim=head_dim, base=base, partial_rotary_factor=partial,
+                      scaling=RopeScaling("proportional", factor=factor))
+    ours, our_scale = rope_parameters(rope)
+    assert torch.equal(ours, theirs) and our_scale == their_scale == 1.0
+    assert rope.rotary_dim == head_dim and int(ours.count_nonzero()) == rope.turning_pairs == int(partial * head_dim // 2)
+
+
+def test_ntk_alpha_equals_hunyuans_rotary_module():
+    from transformers import HunYuanDenseV1Config
+    from transformers.models.hunyuan_v1_dense.modeling_hunyuan_v1_dense import HunYuanDenseV1RotaryEmbedding
+
+    config = HunYuanDenseV1Config(head_dim=128, rope_parameters={"rope_type": "dynamic", "alpha": 1000.0,
+                                                                 "rope_theta": 10000.0, "factor": 1.0})
+    module = HunYuanDenseV1RotaryEmbedding(config)
+    assert module.rope_type == "ntk_alpha"
+    ours, scale = rope_parameters(RopeConfig(head_dim=128, scaling=RopeScaling("ntk_alpha", alpha=1000.0)))
+    assert torch.equal(ours, module.inv_freq) and scale == module.attention_scaling == 1.0
+
+
+def test_llama4_query_scale_equals_mistrals():
+    from transformers.models.ministral3.modeling_ministral3 import get_llama_4_attn_scale
+
+    positions = torch.cat([torch.arange(0, 40), torch.arange(16380, 16390), torch.arange(0, 1 << 20, 4093)])
+    theirs = get_llama_4_attn_scale(positions[None], 0.1, 16384)[0, 0, :, 0]
+    ours = llama4_query_scale(positions, 0.1, 16384)
+    assert torch.equal(ours, theirs)
+    assert torch.equal(ours[:40], torch.ones(40)) and float(ours.max()) > 1.3
+
+
+def _hunyuan_alpha() -> dict:
+    config = {**tiny_config("hunyuan_v1_dense"), "head_dim": 128}   # (its NTK-alpha rule reads head_dim: null fails)
+    config["rope_parameters"] = {"type": "dynamic", "alpha": 1000.0, "factor": 1.0, "beta_fast": 32, "mscale": 1.0,
+                                 "rope_theta": 10000.0}      # as Hunyuan's published configs carry it
+    return config
+
+
+def _olmo3_flat_yarn() -> dict:
+    config = {k: v for k, v in tiny_config("olmo3").items() if k != "rope_parameters"}
+    return {**config, "rope_theta": 500000.0, "max_position_embeddings": 65536, "rope_scaling": {
+        "rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192, "attention_factor": 1.2}}
+
+
+@pytest.mark.parametrize("make", [lambda: tiny_config("gemma4_text"), lambda: tiny_config("lfm3"),
+                                  lambda: tiny_config("ministral3"), lambda: tiny_config("mistral4"), _hunyuan_alpha,
+                                  _olmo3_flat_yarn], ids=["gemma4", "lfm3", "ministral3", "mistral4",
+                                                          "hunyuan-alpha", "olmo3-yarn"])
+def test_the_observer_finds_each_family_exact(make):
+    """Built tiny by transformers and run: every layer's rotation torch.equal, pairs, inv_freq, mask and scale."""
+    plan = verified_plan(make())
+    assert all(p.verified for p in plan.all_layers())
+
+
+def test_gemma4_full_layers_are_proportional_and_wider():
+    plan = read_plan(tiny_config("gemma4_text"))
+    full = plan.layer(5)
+    assert full.layer_type == "full_attention" and full.find(Rotation).rope.turning_pairs == 64
+    assert plan.config["head_dim"] == {"sliding_attention": 256, "full_attention": 512}
+    assert plan.config["rope_type"] == {"sliding_attention": "default", "full_attention": "proportional"}
+    assert plan.config["softmax_scale"] == 1.0
+
+
+def test_the_summary_never_shows_one_layers_value_as_the_models():
+    plan = read_plan(_olmo3_flat_yarn())
+    assert plan.config["rope_type"] == {"sliding_attention": "default", "full_attention": "yarn"}
+    assert plan.config["rope_theta"] == 500000.0       # every layer agrees: one value
+    config = {**tiny_config("llama"), "num_hidden_layers": 3,
+              "per_layer_config": {"01": {"head_dim": 64}}}        # transformers writes the keys zero-padded
+    assert read_plan(config).config["head_dim"] == {"decoder": {"per_layer": [128, 64, 128]}}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"per_layer_config": {"1": 64}}, "per_layer_config.1 must be a JSON object"),
+    ({"per_layer_config": [1]}, "per_layer_config must map layer indices"),
+    ({"rope_parameters": {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.001}},
+     "partial_rotary_factor"),
+    ({"rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "alpha": 10.0}}, "alpha belongs to"),
+])
+def test_bad_rope_settings_are_refused_naming_the_field(change, message):
+    with pytest.raises(ValueError, match=message):
+        read_plan({**tiny_config("llama"), **change})
+
+
+def test_mistrals_query_scale_needs_its_beta():
+    config = tiny_config("ministral3")
+    config["rope_parameters"] = {k: v for k, v in config["rope_parameters"].items() if k != "llama_4_scaling_beta"}
+    with pytest.raises(ValueError, match="rope_parameters.llama_4_scaling_beta is required"):
+        read_plan(config)
