@@ -447,9 +447,11 @@ def verified_plan(config: Mapping[str, Any], *, source: str = "config") -> Model
     return copy.deepcopy(_verified(key, source, table))
 
 
-def _accepted(config: Mapping[str, Any]) -> None:
-    """transformers' config class takes the config as given, before shrinking fills in what the config leaves to it
-    (Ministral 3's class refuses head_dim: null, which shrinking would set); a refusal is quoted."""
+def _accepted(config: Mapping[str, Any]) -> list[str]:
+    """The fields the config leaves null and its transformers config class leaves null too (Ministral's head_dim:
+    its model then fails to build), which the shrunk config must keep null: shrinking fills a null with what a class
+    would derive. First the class must take the config as given (Ministral 3's refuses head_dim: null); a refusal is
+    quoted."""
     try:
         from transformers import AutoConfig
         import transformers
@@ -457,10 +459,18 @@ def _accepted(config: Mapping[str, Any]) -> None:
         raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
     fields = {k: v for k, v in config.items() if k != "model_type"}
     try:
-        AutoConfig.for_model(str(config.get("model_type")), **fields)
+        built = AutoConfig.for_model(str(config.get("model_type")), **fields)
     except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
         raise ValueError(f"transformers {transformers.__version__} could not build a {config.get('model_type')!r} "
                          f"model: its config class refuses this config: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    return [k for k, v in fields.items() if v is None and _still_null(built, k)]
+
+
+def _still_null(config: Any, key: str) -> bool:
+    try:
+        return getattr(config, key, None) is None
+    except Exception:  # noqa: BLE001 - a per-layer attribute transformers will not read globally: set per layer
+        return False
 
 
 @functools.lru_cache(maxsize=64)
@@ -469,8 +479,7 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
     config = json.loads(key)
     text = config.get("text_config")
     side = text if isinstance(text, Mapping) and isinstance(text.get("model_type"), str) else config
-    _accepted(side)
-    small, seen = _observe_shrunk(side)                  # a vision-language model: its text model alone
+    small, seen = _observe_shrunk(side, _accepted(side))  # a vision-language model: its text model alone
     try:
         plan_small = read_plan(small, source=source)
     except ValueError as exc:
@@ -503,10 +512,11 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
 HEADS_TRIED = (2, 4)
 
 
-def _observe_shrunk(config: Mapping[str, Any]) -> tuple[dict[str, Any], Observation]:
-    """The shrunk config and what transformers ran of it: two heads, or four where two cannot build or run."""
+def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = ()) -> tuple[dict[str, Any], Observation]:
+    """The shrunk config and what transformers ran of it: two heads, or four where two cannot build or run
+    (``nulls``: fields kept null, see ``_accepted``)."""
     for heads in HEADS_TRIED:
-        small = shrink(config, heads_to=heads)
+        small = {**shrink(config, heads_to=heads), **{k: None for k in nulls}}
         try:
             return small, observe(small)
         except ValueError as exc:

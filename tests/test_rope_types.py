@@ -12,9 +12,9 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
 from relviz.mechanisms.rotation import Rotation  # noqa: E402
 from relviz.observe import verified_plan  # noqa: E402
-from relviz.plan import read_plan  # noqa: E402
-from relviz.rope_config import ROPE_TYPES, RopeConfig, RopeScaling  # noqa: E402
-from relviz.rope_math import ROPE_RULES, llama4_query_scale, rope_parameters  # noqa: E402
+from relviz.model_plan import read_plan  # noqa: E402
+from relviz.rope.config import ROPE_TYPES, RopeConfig, RopeScaling  # noqa: E402
+from relviz.rope.math import ROPE_RULES, llama4_query_scale, rope_parameters  # noqa: E402
 from relviz.zoo import tiny_config  # noqa: E402
 
 
@@ -118,3 +118,11 @@ def test_mistrals_query_scale_needs_its_beta():
     config["rope_parameters"] = {k: v for k, v in config["rope_parameters"].items() if k != "llama_4_scaling_beta"}
     with pytest.raises(ValueError, match="rope_parameters.llama_4_scaling_beta is required"):
         read_plan(config)
+
+
+@pytest.mark.parametrize("model_type, quoted", [("ministral3", "Field 'head_dim' expected int"),
+                                                ("ministral", "unsupported operand type")])
+def test_a_null_head_dim_transformers_cannot_build_is_refused_quoting_it(model_type, quoted):
+    """Shrinking fills a null head_dim with what a class would derive: never where the class itself keeps it null."""
+    with pytest.raises(ValueError, match=f"(?s)transformers .* could not build a '{model_type}' model.*{quoted}"):
+        verified_plan({**tiny_config(model_type), "head_dim": None})

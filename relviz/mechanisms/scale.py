@@ -20,7 +20,7 @@ import torch
 
 from relviz.mechanisms.base import REQUIRED, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note, TemperatureCurve, step_positions
-from relviz.rope_math import llama4_query_scale
+from relviz.rope.math import llama4_query_scale
 
 __all__ = ["SoftmaxScale", "QueryTemperature", "PositionQueryScale", "QueryScalar"]
 

@@ -16,7 +16,14 @@ float32 results are bit-identical:
   attention factor 0.1·ln(factor) + 1 (or DeepSeek's mscale/mscale_all_dim ratio);
 - ``llama3``   Llama 3.1: keep high frequencies, divide low ones by factor, smooth in between;
 - ``longrope`` LongRoPE (Ding et al. 2024, Phi-3): wavelength × per-dimension short or long
-  factor, attention factor sqrt(1 + ln(scale)/ln(original_max_position_embeddings)).
+  factor, attention factor sqrt(1 + ln(scale)/ln(original_max_position_embeddings));
+- ``proportional`` Gemma 4's and LFM3's full layers: θ_i = base^(−2i/head_dim) for the first
+  int(partial_rotary_factor · head_dim // 2) pairs, θ = 0 for the rest, all / factor; cos and sin
+  span the whole head;
+- ``ntk_alpha`` Hunyuan (its configs' "dynamic" with an ``alpha``): the base × alpha^(d/(d − 2)),
+  fixed whatever the length.
+
+``relviz.rope.math.ROPE_RULES`` holds one function per rule, as transformers' ``ROPE_INIT_FUNCTIONS``.
 
 Layout: Hugging Face's rotate_half pairs (i, i + r/2) of the first r = rotary_dim dimensions;
 the rest of the head is not rotated (partial rotary). Sign convention: offset = j − i = key

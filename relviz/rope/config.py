@@ -19,7 +19,7 @@ from relviz._checks import check_int
 
 #: every rule relviz computes, as transformers 5.23 names them (modeling_rope_utils' ROPE_INIT_FUNCTIONS, plus
 #: Hunyuan's ``ntk_alpha``, which its rotary module computes itself for a "dynamic" config with an ``alpha``);
-#: relviz.rope_math.ROPE_RULES holds one function per name
+#: relviz.rope.math.ROPE_RULES holds one function per name
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional", "ntk_alpha")
 
 MAX_HEAD_DIM = 4096
