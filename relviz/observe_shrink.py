@@ -46,6 +46,10 @@ HEADS = re.compile(r"heads$|(^|_)n_head$")
 KV_HEADS = re.compile(r"key_value|kv")
 #: ... of groups of heads (which must divide the heads)
 GROUPS = re.compile(r"n_groups$|num_groups$")
+#: ... of the experts a token is routed to, or of their groups (1, so that any count of experts holds them)
+ROUTED = re.compile(r"experts_per_tok|expert_group|^moe_topk$|^moe_top_k$")
+#: ... of experts
+EXPERTS = re.compile(r"experts$|expert_num$")
 #: a field named so holds a projection's width (cut in proportion to the width)
 WIDE = re.compile(r"hidden|d_model|embd|emb_dim|embedding_dim|intermediate|ffn|dff|inner|dim_ff|rank|width|"
                   r"state_size|proj_size|channels|filters|units")
@@ -54,7 +58,8 @@ MLP = re.compile(r"^n_inner$|^d_inner$|^intermediate_size$|^ffn_dim$")
 #: ... unless it is named for what position depends on, or for a count, an id or a geometry
 KEEP = re.compile(r"head_dim|d_head|dim_head|kv_channels|rotary|rope|nope|position|ctx|seq|context|window|chunk|"
                   r"length|token|bucket|distance|topk|vocab|layers|rate|image|patch|crop|sampl|partial|stride|"
-                  r"kernel|conv|group|block|period|index|layer|expert|_id$|max_|min_|factor|ratio|multiple")
+                  r"kernel|conv|group|block|period|index|layer|experts|expert_num|_id$|max_|min_|factor|ratio|"
+                  r"multiple|top_k")
 #: a field named so is a divisor, never a size
 DIVISOR = re.compile(r"divisible|multiple")
 #: the width of a model with no heads field
@@ -124,6 +129,10 @@ def _shrink_fields(out: dict[str, Any], width: int, small: int, heads: int, head
             out[key] = max(1, heads_to // 2) if grouped else heads_to
         elif GROUPS.search(key) and heads_to % value:
             out[key] = 1
+        elif ROUTED.search(key):                    # experts chosen per token, and their groups: one
+            out[key] = 1
+        elif EXPERTS.search(key) and value > TINY["num_experts"]:
+            out[key] = TINY["num_experts"]
         elif value == width and width > 1 and not KEEP.search(key):
             out[key] = small
         elif WIDE.search(key) and not KEEP.search(key) and value > small and width > 1:

@@ -196,6 +196,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "helium": {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved"}, "pattern": {}}},
     # MLA as DeepSeek-V3 (the rotated dims after the unrotated ones); DeepSeek-V2 multiplies them as complex numbers
     **{t: _DEEPSEEK_V3 for t in ("glm4_moe_lite", "youtu", "axk1")},
+    # Bailing hybrid (Ling): linear attention on most layers, MLA as DeepSeek-V3 on the others
+    "bailing_hybrid": {**_DEEPSEEK_V3, "mechanisms": {"mixer": {"linear_kind": "linear_attention"},
+                                                      **_DEEPSEEK_V3["mechanisms"]}},
     "deepseek_v2": {**_DEEPSEEK_V3, "mechanisms": {**_DEEPSEEK_V3["mechanisms"], "rotation": {
         "layout": "complex", "pass_before_field": "qk_nope_head_dim"}}},
     **{t: {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "sinks": {}}}

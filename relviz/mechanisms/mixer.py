@@ -48,7 +48,7 @@ LAYER_TYPES: dict[str, tuple[str | None, ...]] = {
 #: fragments of a transformers module's class name -> the kind it runs (the observer's reading of a layer)
 MODULE_KINDS: tuple[tuple[str, str], ...] = (
     ("GatedDeltaNet", "linear_attention"), ("DeltaNet", "linear_attention"), ("LightningAttention", "linear_attention"),
-    ("LinearAttention", "linear_attention"), ("KimiDelta", "linear_attention"),
+    ("LinearAttention", "linear_attention"), ("KimiDelta", "linear_attention"), ("DeltaAttention", "linear_attention"),
     ("Mamba", "state_space"), ("Mixer", "state_space"),
     ("ShortConv", "short_convolution"),
     ("Rglru", "recurrence"), ("RecurrentBlock", "recurrence"),
