@@ -142,13 +142,18 @@ def test_deep_nesting_and_unknown_families_are_refused_with_what_was_read():
 
 
 def test_a_throwaway_mechanism_is_one_file(tmp_path):
-    """Copy the library, add one mechanism module and one family naming it: it is read, listed and drawn."""
+    """Copy the library, add one mechanism module and one family naming it (what an entry in families.py does): it
+    is read, listed, printed by the command line and drawn in the layer strip and the layer's views."""
     copy = tmp_path / "repo"
     shutil.copytree(REPO / "relviz", copy / "relviz", ignore=shutil.ignore_patterns("__pycache__", "checkpoints",
                                                                                      "*.json"))
     (copy / "relviz" / "mechanisms" / "throwaway.py").write_text('''
 from dataclasses import dataclass
+
+import numpy as np
+
 from relviz.mechanisms.base import Mechanism
+from relviz.schemes.view_kinds import BiasCurve
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,11 @@ class Throwaway(Mechanism):
 
     def settings(self):
         return {"throwaway_strength": self.strength}
+
+    def views(self, length, layer):
+        offsets = np.arange(-length + 1, length)
+        return [BiasCurve("THROWAWAY CURVE", "a throwaway caption", offsets,
+                          np.full((1, offsets.size), self.strength, dtype=np.float32), learned=False)]
 ''')
     script = '''
 import json
@@ -186,8 +196,17 @@ directory = pathlib.Path(tempfile.mkdtemp())
 text = io.StringIO()
 with contextlib.redirect_stdout(text):
     main(["inspect", str(directory)])
+from relviz.figures.layers import strip_figure, view_figure
+from relviz.layer_strip import layer_views, strip
+drawn = strip(plan)
+figure = strip_figure(drawn)
+views = layer_views(plan.layer(1), 16)
 print(json.dumps({"listed": list(MECHANISMS), "labels": [p.label() for p in plan.all_layers()],
-                  "json": plan.to_json()["layers"]["decoder"][0]["mechanisms"][-1], "cli": text.getvalue()}))
+                  "json": plan.to_json()["layers"]["decoder"][0]["mechanisms"][-1], "cli": text.getvalue(),
+                  "strip": [[c.layer, c.row, c.label] for c in drawn.cells if c.legend == "bias"],
+                  "strip_traces": [trace.name for trace in figure.data],
+                  "views": [type(v).__name__ for v in views],
+                  "titles": [view_figure(v).layout.title.text for v in views if type(v).__name__ == "BiasCurve"]}))
 '''
     out = subprocess.run([sys.executable, "-c", script], cwd=copy, capture_output=True, text=True, check=True)
     result = json.loads(out.stdout)
@@ -195,6 +214,10 @@ print(json.dumps({"listed": list(MECHANISMS), "labels": [p.label() for p in plan
     assert "layers 0-1: causal · throwaway 3" in result["cli"]
     assert result["json"] == {"mechanism": "throwaway", "role": "adds a constant", "label": "throwaway 3",
                               "throwaway_strength": 3.0}
+    # the layer strip and the layer's views draw it from its own methods: nothing else was edited
+    assert result["strip"] == [[0, "position", "throwaway 3"], [1, "position", "throwaway 3"]]
+    assert "position: throwaway 3" in result["strip_traces"], result["strip_traces"]
+    assert "BiasCurve" in result["views"] and any("THROWAWAY CURVE" in t for t in result["titles"]), result
 
 
 def test_every_family_names_registered_mechanisms_only():
