@@ -11,7 +11,8 @@ import functools
 import numpy as np
 import torch
 
-from relviz.positions import alibi_power_of_two, alibi_slopes, alibi_slopes_geometric, mpt_alibi_slopes
+from relviz.positions import (alibi_power_of_two, alibi_slopes, alibi_slopes_geometric, mpt_alibi_slopes,
+                              press_slope_powers)
 
 #: Most heads the ALiBi settings (and the settings search) consider.
 MAX_HEADS = 256
@@ -56,9 +57,8 @@ def _slopes_truncated(num_heads: int) -> np.ndarray:
 def _slopes_from_0(num_heads: int) -> np.ndarray:
     """Each slope one power of its base too large: 2^(−8h/n) from h = 0 (head 0 gets slope 1); for a head
     count that is not a power of 2, the extra heads' base 2^(−4/p) likewise."""
-    lower = alibi_power_of_two(num_heads)
-    bases = np.where(np.arange(num_heads) < lower, 2.0 ** (-8.0 / lower), 2.0 ** (-4.0 / lower))
-    return _slopes(num_heads) / bases
+    bases, _ = press_slope_powers(num_heads)
+    return _slopes(num_heads) / np.asarray(bases)
 
 
 def _power_of_2(n: int) -> bool:
