@@ -115,6 +115,9 @@ def shrink(config: Mapping[str, Any], *, heads_to: int = 2) -> dict[str, Any]:
 def _shrink_fields(out: dict[str, Any], width: int, small: int, heads: int, heads_to: int) -> None:
     """Every heads field to ``heads_to`` (kv half that where grouped), the width and fields equal to it to
     ``small``, projections cut in proportion, a group count that would not divide the heads to 1."""
+    queries = [v for k, v in out.items() if isinstance(k, str) and HEADS.search(k) and not KV_HEADS.search(k)
+               and _whole(v)]
+    local = max(queries) if queries else heads      # a nested setting's own query heads, where it names them
     for key, value in list(out.items()):
         if isinstance(value, Mapping):
             out[key] = _nested(value, width, small, heads, heads_to)
@@ -122,10 +125,10 @@ def _shrink_fields(out: dict[str, Any], width: int, small: int, heads: int, head
             out[key] = [_nested(v, width, small, heads, heads_to) for v in value]
         elif value is None and MLP.search(key) and width > 1:
             out[key] = small                        # an MLP width left to the class (GPT-2's n_inner: 4 × width)
-        elif not _whole(value):
+        elif not _whole(value) or not isinstance(key, str):
             continue
         elif HEADS.search(key):
-            grouped = KV_HEADS.search(key) and value < heads
+            grouped = KV_HEADS.search(key) and value < local
             out[key] = max(1, heads_to // 2) if grouped else heads_to
         elif GROUPS.search(key) and heads_to % value:
             out[key] = 1

@@ -70,6 +70,10 @@ def tiny_config(model_type: str) -> dict[str, Any]:
     text = default.get_text_config() if hasattr(default, "get_text_config") else default
     layers = getattr(text, "num_hidden_layers", None)
     fewer = {"num_hidden_layers": min(layers, LAYERS)} if isinstance(layers, int) else {}
+    if fewer and fewer["num_hidden_layers"] < layers:    # counts of some of the layers, in the same proportion
+        fewer.update({k: max(1, v * LAYERS // layers) for k, v in text.to_dict().items()
+                      if k.endswith("_layers") and k != "num_hidden_layers" and isinstance(v, int)
+                      and not isinstance(v, bool) and 0 < v < layers})
     try:
         config = cls(**fewer) if text is default else cls(text_config={**text.to_dict(), **fewer})
     except Exception:  # noqa: BLE001 - a per-layer default list of fixed length: keep the class's own count
