@@ -17,7 +17,7 @@ import torch
 
 from relviz.check.rope import LAYOUTS, Recipe, RopeKind, RopeSettings, reference_recipe
 from relviz.rope.config import RopeScaling
-from relviz.rope.math import default_inv_freq, rope_parameters
+from relviz.rope.math import default_inv_freq, rope_parameters, yarn_default_attention
 
 #: Bases a "base off" mistake may have used instead (the common published values, 10^4 … 10^7).
 COMMON_BASES = (10000.0, 20000.0, 50000.0, 100000.0, 150000.0, 160000.0, 250000.0, 500000.0, 1000000.0,
@@ -210,7 +210,7 @@ def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeC
                             "rope_scaling was applied to a layer that keeps plain RoPE (Gemma 3's sliding layers "
                             "rotate unscaled at their local base; only its global layers use the ×8)."), \
                 replace(ref, inv_freq=ref.inv_freq / factor)
-    default = 0.1 * math.log(scaling.factor) + 1.0 if (scaling.factor or 1.0) > 1.0 else 1.0
+    default = yarn_default_attention(scaling.factor or 1.0)
     configured = scaling.attention_factor is not None or (scaling.mscale and scaling.mscale_all_dim)
     if kind.scaled and scaling.rope_type == "yarn" and configured and abs(default - ref.scale) > 1e-9:
         yield RopeCause(ATTN_DEFAULT, f"Your cos and sin carry YaRN's default attention factor {default:.6g} "

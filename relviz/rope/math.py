@@ -45,6 +45,12 @@ def _get_mscale(scale: float, mscale: float = 1.0) -> float:
     return 0.1 * mscale * math.log(scale) + 1.0
 
 
+def yarn_default_attention(factor: float) -> float:
+    """YaRN's attention factor when the config sets none (no attention_factor, no mscale pair):
+    0.1·ln(factor) + 1, and 1 at factor ≤ 1. The checker's 'default factor where the config sets one' uses it."""
+    return _get_mscale(factor)
+
+
 def yarn_correction_range(config: RopeConfig) -> tuple[float, float]:
     """YaRN's ramp [low, high] in pair index: pairs below low keep θ_i, above high are interpolated.
 
