@@ -24,7 +24,7 @@ P = "sh"  # query-parameter prefix of this page
 def matrices(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
     values = strip_and_offsets(q_len, k_len, k, q_offset)[1]   # per offset, computed once per matrix
     return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
-                         browser=True)
+                         browser=True, validate=False)
 
 
 # Pooled once per matrix (cache_resource: the object is read-only); a window move only moves its rectangle.
@@ -40,15 +40,16 @@ def overview(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int
 
 # Plotly figures are cached as the objects themselves (cache_resource; st.plotly_chart copies them, nothing
 # changes them): st.cache_data would unpickle and re-validate them on every rerun, a window move included.
+# Every figure here is built without plotly's validation (validate=False: the same figure, tests compare).
 @st.cache_resource(max_entries=8, show_spinner=False)
 def strip_and_offsets(q_len: int, k_len: int, k: int, q_offset: int):
     values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
-    return embedding_strip(values, q_len, k_len), values
+    return embedding_strip(values, q_len, k_len, validate=False), values
 
 
 @st.cache_resource(max_entries=70, show_spinner=False)
 def ablation(k: int):
-    return k_ablation_figure(k)
+    return k_ablation_figure(k, validate=False)
 
 
 display.page_title("Relative index & Shaw clipping")

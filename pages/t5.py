@@ -83,7 +83,7 @@ def kind_column_px(kinds: pd.Series) -> int:
 def shaw_index_figure(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
     values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
     return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
-                         height=470, browser=True)[2]
+                         height=470, browser=True, validate=False)[2]
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

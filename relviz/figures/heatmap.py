@@ -177,17 +177,22 @@ DISCRETE_PALETTE = "Viridis"
 
 
 def discrete_colorscale(num_values: int, palette: str = DISCRETE_PALETTE) -> list[list]:
-    """A stepped colour scale: each integer 0..num_values−1 gets one solid colour band."""
-    num_values = max(int(num_values), 1)
+    """A stepped colour scale: each integer 0..num_values−1 gets one solid colour band (a new list each call;
+    the bands are computed once per palette and count, since plotly looks a named scale up afresh each time)."""
+    return [list(stop) for stop in _discrete_stops(max(int(num_values), 1), palette)]
+
+
+@functools.lru_cache(maxsize=256)
+def _discrete_stops(num_values: int, palette: str) -> tuple[tuple[float, str], ...]:
     if num_values == 1:
         colour = plotly.colors.sample_colorscale(palette, [0.5])[0]
-        return [[0.0, colour], [1.0, colour]]
+        return ((0.0, colour), (1.0, colour))
     colours = plotly.colors.sample_colorscale(palette, [v / (num_values - 1) for v in range(num_values)])
-    scale: list[list] = []
+    scale: list[tuple[float, str]] = []
     for v, colour in enumerate(colours):
-        scale.append([v / num_values, colour])
-        scale.append([(v + 1) / num_values, colour])
-    return scale
+        scale.append((v / num_values, colour))
+        scale.append(((v + 1) / num_values, colour))
+    return tuple(scale)
 
 
 def _tick_step(span: int, ticks: int = 12) -> int:
@@ -248,7 +253,7 @@ def matrix_heatmap(
     else:
         z_colour = z.astype(np.float32)
         if isinstance(colorscale, str) and not validate:
-            colorscale = plotly.colors.get_colorscale(colorscale)  # what validation would expand it to
+            colorscale = named_colorscale(colorscale)  # what validation would expand it to
         trace_args.update(colorscale=colorscale, colorbar=dict(title=dict(text=value_label, side="right"),
                                                                thickness=14))
         if zmid is not None:
@@ -275,6 +280,19 @@ def matrix_heatmap(
     trace = dict(type="heatmap", z=z_colour, x=np.asarray(x), y=np.asarray(y),
                  hovertemplate="<br>".join(lines) + "<extra></extra>", **trace_args)
     return heatmap_figure(trace, title=title, x_title=x_title, y_title=y_title, height=height, validate=validate)
+
+
+def named_colorscale(name: str) -> list[list]:
+    """A named colour scale ('RdBu', 'Viridis_r') as plotly's validation expands it, for figures built
+    without validation: stop i at exactly i / (n − 1) (plotly.colors.get_colorscale's stops differ in the last
+    bit, 0.30000000000000004 for 0.3). Never the name itself: plotly.js's 'RdBu' runs the other way."""
+    colours = _named_colours(name)
+    return [[i / (len(colours) - 1), colour] for i, colour in enumerate(colours)]
+
+
+@functools.lru_cache(maxsize=64)
+def _named_colours(name: str) -> tuple[str, ...]:
+    return tuple(colour for _, colour in plotly.colors.get_colorscale(name))
 
 
 def discrete_colour_args(discrete_range: tuple[int, int], colorscale: str | list, value_label: str) -> dict:

@@ -18,7 +18,7 @@ from relviz.figures.heatmap import (
     colour_bar_below,
     diagonal_counts,
     discrete_colorscale,
-    readable,
+    readable_layout,
 )
 from relviz.figures.toeplitz import (
     HoverField,
@@ -67,15 +67,16 @@ def vectors_text(count: int) -> str:
 
 
 def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int = 0,
-                  window: Window | None = None, height: int = 400,
-                  browser: bool = False) -> tuple[ToeplitzFigure | ToeplitzImage, ...]:
+                  window: Window | None = None, height: int = 400, browser: bool = False,
+                  validate: bool = True) -> tuple[ToeplitzFigure | ToeplitzImage, ...]:
     """Relative j − i, clipped offset, lookup index: same window, same hover fields everywhere.
 
-    ``browser=True``: large windows come back as ToeplitzImages (drawn in the browser, relviz.app.display)."""
+    ``browser=True``: large windows come back as ToeplitzImages (drawn in the browser, relviz.app.display).
+    ``validate=False``: the heatmaps without plotly's per-property validation (as :func:`embedding_strip`)."""
     k = values.k
     clipped = HoverField("clipped offset", values.clipped)
     index = HoverField("index", values.index)
-    common = dict(q_offset=q_offset, window=window, height=height)
+    common = dict(q_offset=q_offset, window=window, height=height, validate=validate)
     build = toeplitz_view if browser else toeplitz_heatmap
     # the colours span the values this matrix holds, not ±k: at k = 64 on a 10 × 10 matrix (offsets ±9) a
     # scale over ±64 painted every cell nearly one colour
@@ -103,14 +104,18 @@ def _square_cells(view: ToeplitzFigure | ToeplitzImage, height: int) -> Toeplitz
     bottom = X_AXIS_BELOW + COLOUR_BAR_BELOW
     square = max(90, height - (figure.layout.margin.t or 0) - bottom)  # the plot's height for a square window
     height = (figure.layout.margin.t or 0) + bottom + int(np.clip(square * rows / cols, 90, square))
+    # Each property set directly: plotly's update_layout / add_annotation walk the whole layout (~3 ms each on a
+    # figure that holds annotations), the bulk of building the three matrices on a move.
+    layout = figure.layout
     for trace in figure.data:
         if trace.type == "heatmap" and trace.showscale is not False:
             trace.colorbar, title = colour_bar_below(trace.colorbar.to_plotly_json(), height=height)
-            figure.add_annotation(title)
+            layout.annotations = (*layout.annotations, title)
     # margins fixed: a flat colour bar would push the bottom one and move the plot over its title
-    figure.update_layout(height=height, margin=dict(b=bottom, autoexpand=False))
+    layout.height = height
+    layout.margin.b, layout.margin.autoexpand = bottom, False
     if 1 / 3 <= rows / cols <= 3:
-        figure.update_layout(yaxis=dict(scaleanchor="x", constrain="domain"), xaxis=dict(constrain="domain"))
+        layout.yaxis.scaleanchor, layout.yaxis.constrain, layout.xaxis.constrain = "x", "domain", "domain"
     return view
 
 
@@ -126,11 +131,13 @@ def shaw_overview(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
 
 
 
-@readable
-def embedding_strip(values: ShawOffsets, q_len: int, k_len: int, *, height: int = 170) -> go.Figure:
+def embedding_strip(values: ShawOffsets, q_len: int, k_len: int, *, height: int = 170,
+                    validate: bool = True) -> go.Figure:
     """The 2k + 1 rows of the table w (for a^K and a^V alike), coloured like the lookup index.
 
-    Hover: the offsets each row stands for and how many cells of the matrix use it.
+    Hover: the offsets each row stands for and how many cells of the matrix use it. ``validate=False``: the
+    same figure without plotly's per-property validation (most of a move's CPU on the Shaw page; tests build
+    both and compare them).
     """
     k = values.k
     rows = np.arange(2 * k + 1)
@@ -140,53 +147,51 @@ def embedding_strip(values: ShawOffsets, q_len: int, k_len: int, *, height: int 
               else "every j − i" if k == 0 else f"j − i = {o}".replace("-", "−") for r, o in zip(rows, offsets)]
     short = [("≤" if r == 0 and k > 0 else "≥" if r == 2 * k and k > 0 else "") + str(o).replace("-", "−")
              for r, o in zip(rows, offsets)]
-    figure = go.Figure(go.Heatmap(
-        z=rows[None, :].astype(np.uint8), x=rows, y=["w"],
-        zmin=-0.5, zmax=2 * k + 0.5, colorscale=discrete_colorscale(2 * k + 1, PALETTE), showscale=False,
-        customdata=np.array([[[s, int(u)] for s, u in zip(stands, used)]], dtype=object),
-        text=[short], texttemplate="%{text}" if 2 * k + 1 <= 33 else None,
-        textfont=dict(size=13 if 2 * k + 1 <= 17 else 10),
-        xgap=1,
-        hovertemplate="table row w[%{x}]<br>stands for %{customdata[0]}<br>"
-                      "used by %{customdata[1]} cells of this matrix<extra></extra>"))
-    figure.update_layout(height=height, margin=dict(l=60, r=10, t=40, b=45),
-                         title=dict(text=f"the table: {vectors_text(2 * k + 1)} "
-                                         + (f"w[0] … w[{2 * k}] (text: the offset each row stands for)" if k
-                                            else "w[0]: every pair reads it"), x=0, xanchor="left"))
-    figure.update_xaxes(title_text="table row = lookup index", dtick=max(1, (2 * k + 1) // 16) if k else 1)
-    figure.update_yaxes(showticklabels=True)
-    return figure
+    trace = dict(type="heatmap", z=rows[None, :].astype(np.uint8), x=rows, y=["w"],
+                 zmin=-0.5, zmax=2 * k + 0.5, colorscale=discrete_colorscale(2 * k + 1, PALETTE), showscale=False,
+                 customdata=[[[s, int(u)] for s, u in zip(stands, used)]], text=[short],
+                 textfont=dict(size=13 if 2 * k + 1 <= 17 else 10), xgap=1,
+                 hovertemplate="table row w[%{x}]<br>stands for %{customdata[0]}<br>"
+                               "used by %{customdata[1]} cells of this matrix<extra></extra>")
+    if 2 * k + 1 <= 33:
+        trace["texttemplate"] = "%{text}"
+    layout = dict(height=height, margin=dict(l=60, r=10, t=40, b=45),
+                  title=dict(text=f"the table: {vectors_text(2 * k + 1)} "
+                                  + (f"w[0] … w[{2 * k}] (text: the offset each row stands for)" if k
+                                     else "w[0]: every pair reads it"), x=0, xanchor="left"),
+                  xaxis=dict(title=dict(text="table row = lookup index"), dtick=max(1, (2 * k + 1) // 16) if k else 1),
+                  yaxis=dict(title=dict(), showticklabels=True))
+    return go.Figure({"data": [trace], "layout": readable_layout(layout)}, _validate=validate)
 
 
-@readable
-def k_ablation_figure(k: int, *, height: int = 300) -> go.Figure:
-    """Shaw et al.'s Table 2 as bars on a categorical k axis, the current k marked."""
+def k_ablation_figure(k: int, *, height: int = 300, validate: bool = True) -> go.Figure:
+    """Shaw et al.'s Table 2 as bars on a categorical k axis, the current k marked (``validate``: as
+    :func:`embedding_strip`)."""
     labels = [str(kk) for kk, _ in K_ABLATION]
     bleu = [b for _, b in K_ABLATION]
     exact = next((n for n, (kk, _) in enumerate(K_ABLATION) if kk == k), None)
     colours = ["#e4572e" if n == exact else "#8aa2c8" for n in range(len(labels))]
-    figure = go.Figure(go.Bar(x=labels, y=bleu, marker_color=colours, text=[f"{b:.1f}" for b in bleu],
-                              textposition="outside", cliponaxis=False,
-                              hovertemplate="k = %{x}<br>BLEU %{y}<extra></extra>"))
+    bars = dict(type="bar", x=labels, y=bleu, marker=dict(color=colours), text=[f"{b:.1f}" for b in bleu],
+                textposition="outside", cliponaxis=False, hovertemplate="k = %{x}<br>BLEU %{y}<extra></extra>")
+    layout = dict(height=height, margin=dict(l=60, r=10, t=40, b=45), showlegend=False,
+                  title=dict(text="Shaw et al. (2018), Table 2: BLEU by clipping distance k", x=0, xanchor="left"),
+                  xaxis=dict(title=dict(text="clipping distance k (the paper's values)"), type="category"),
+                  yaxis=dict(title=dict(text="BLEU, EN-DE newstest2013"), range=[0, 33]))
     if exact is None:
         # Between two measured k: place the marker at the log-interpolated category position.
         ks = [kk for kk, _ in K_ABLATION]
         n = max(p for p, kk in enumerate(ks) if kk < k)
         frac = (np.log1p(k) - np.log1p(ks[n])) / (np.log1p(ks[n + 1]) - np.log1p(ks[n]))
         position = n + float(frac)
-        figure.add_vline(x=position, line=dict(color="#e4572e", dash="dash", width=2))
-        figure.add_annotation(x=position, y=29, text=f"your k = {k} (not measured)", showarrow=False,
-                              font=dict(color="#e4572e"), yanchor="bottom", bgcolor="white")
+        layout["shapes"] = [dict(type="line", x0=position, x1=position, xref="x", y0=0, y1=1, yref="y domain",
+                                 line=dict(color="#e4572e", dash="dash", width=2))]
+        layout["annotations"] = [dict(x=position, y=29, text=f"your k = {k} (not measured)", showarrow=False,
+                                      font=dict(color="#e4572e"), yanchor="bottom", bgcolor="white")]
     else:
         # x as the category's index: a label such as "64" would be read as position 64 on this axis
-        figure.add_annotation(x=exact, y=bleu[exact] + 2.2, text=f"your k = {k}", showarrow=False,
-                              font=dict(color="#e4572e"), yanchor="bottom")
-    figure.update_layout(height=height, margin=dict(l=60, r=10, t=40, b=45), showlegend=False,
-                         title=dict(text="Shaw et al. (2018), Table 2: BLEU by clipping distance k", x=0,
-                                    xanchor="left"))
-    figure.update_xaxes(title_text="clipping distance k (the paper's values)", type="category")
-    figure.update_yaxes(title_text="BLEU, EN-DE newstest2013", range=[0, 33])
-    return figure
+        layout["annotations"] = [dict(x=exact, y=bleu[exact] + 2.2, text=f"your k = {k}", showarrow=False,
+                                      font=dict(color="#e4572e"), yanchor="bottom")]
+    return go.Figure({"data": [bars], "layout": readable_layout(layout)}, _validate=validate)
 
 
 @dataclass(frozen=True)

@@ -105,12 +105,15 @@ def toeplitz_heatmap(
     height: int = 430,
     budget: int = FIGURE_BUDGET,
     value_last: bool = False,
+    validate: bool = True,
 ) -> ToeplitzFigure:
     """Exact heatmap of rows/cols ``window`` (default: the whole matrix, if it fits the display).
 
     Rows are labelled by the query's position i = q_offset + row, so that j − i is the offset
     itself. Hover on every cell: i, j, j − i, the value, then ``hover`` fields in order
-    (``value_last=True``: the value after them).
+    (``value_last=True``: the value after them). ``validate=False``: built without plotly's per-property
+    validation, as relviz.figures.heatmap.matrix_heatmap says (the same figure; a window drawn as an image is
+    validated either way).
     """
     per_offset, window = checked_per_offset(per_offset, q_len, k_len, window)
 
@@ -122,7 +125,8 @@ def toeplitz_heatmap(
     x = np.arange(window.col0, window.col0 + window.cols)
     y = q_offset + np.arange(window.row0, window.row0 + window.rows)
     figure = matrix_heatmap(values, x=x, y=y, hover={}, value_label=value_label, title=title,
-                            discrete_range=discrete_range, colorscale=colorscale, zmid=zmid, height=height)
+                            discrete_range=discrete_range, colorscale=colorscale, zmid=zmid, height=height,
+                            validate=validate)
 
     image = window.cells >= IMAGE_MIN_CELLS and _image_figure(figure, values, discrete_range, zmid,
                                                                x0=int(x[0]), y0=int(y[0]))
@@ -196,7 +200,8 @@ def toeplitz_view(per_offset: np.ndarray, q_len: int, k_len: int, **options) -> 
     Takes :func:`toeplitz_heatmap`'s arguments; only one of the two is built."""
     _, window = checked_per_offset(per_offset, q_len, k_len, options.get("window"))
     if window.cells >= IMAGE_MIN_CELLS:
-        image = toeplitz_image(per_offset, q_len, k_len, **{k: v for k, v in options.items() if k != "budget"})
+        image = toeplitz_image(per_offset, q_len, k_len,
+                               **{k: v for k, v in options.items() if k not in ("budget", "validate")})
         if image is not None:
             return image
     return toeplitz_heatmap(per_offset, q_len, k_len, **options)

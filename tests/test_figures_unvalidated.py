@@ -1,0 +1,48 @@
+"""Figures the pages build without plotly's validation (``validate=False``, a move's CPU) are the same figures:
+the JSON a page sends equals the validated figure's, every data array holding the same values, so a wrong
+property or a colour scale expanded differently fails here.
+
+Arrays compare by value, not by encoding: relviz.figures.toeplitz_payload.unshifted_z sends whole-number j − i as
+int16 where that is shorter than float32, which an unvalidated figure does; a validated one keeps float32,
+because plotly skips setting an array equal in value to the one it holds."""
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import pytest
+
+from plotly_data import decode
+from relviz.figures.heatmap import named_colorscale
+from relviz.figures.shaw import embedding_strip, k_ablation_figure, shaw_matrices, shaw_offsets
+from relviz.figures.toeplitz import Window
+
+
+def spec(figure: go.Figure) -> dict:
+    """The figure's JSON with every typed array decoded to its values."""
+    def values(node):
+        if isinstance(node, dict):
+            return decode(node).tolist() if "bdata" in node else {key: values(v) for key, v in node.items()}
+        return [values(v) for v in node] if isinstance(node, list) else node
+
+    return values(json.loads(figure.to_json()))
+
+
+@pytest.mark.parametrize("name", ["RdBu", "Viridis", "PuOr", "Viridis_r"])
+def test_a_named_scale_is_expanded_as_validation_expands_it(name):
+    assert spec(go.Figure(go.Heatmap(z=[[0]], colorscale=name)))["data"][0]["colorscale"] == named_colorscale(name)
+
+
+# k = 0 (one table row), k inside the matrix, k at and past its longest offset (the ablation's measured 4 and 64,
+# and 5, between two measured values); a window at an offset query start, and one wider than 3:1
+@pytest.mark.parametrize("k, q_len, k_len, q_offset", [(0, 10, 10, 0), (4, 7, 12, 3), (5, 10, 10, 0),
+                                                       (64, 10, 10, 0), (3, 4, 20, 0)])
+def test_the_shaw_figures_are_the_same_without_validation(k, q_len, k_len, q_offset):
+    values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
+    window = Window(0, 0, q_len, k_len)
+    checked = shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=window, browser=True)
+    fast = shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=window, browser=True, validate=False)
+    for a, b in zip(checked, fast):
+        assert spec(b.figure) == spec(a.figure)
+    assert spec(embedding_strip(values, q_len, k_len, validate=False)) == spec(embedding_strip(values, q_len, k_len))
+    assert spec(k_ablation_figure(k, validate=False)) == spec(k_ablation_figure(k))
