@@ -136,7 +136,8 @@ def pick_layer(chart_key: str, layer_key: str) -> None:
 def show_strip(kind: str, target: str, stack: str, layer: int, *, chart_key: str, layer_key: str,
                title: str = "") -> None:
     export = st.session_state.get(display.EXPORT_KEY) or st.query_params.get(display.EXPORT_KEY) or "PNG"
-    st.plotly_chart(with_selected(strip_base(kind, target, stack, title), layer), key=chart_key, width="stretch",
+    st.plotly_chart(display.prepared_spec(with_selected(strip_base(kind, target, stack, title), layer)), key=chart_key,
+                    width="stretch",
                     config=display.plotly_config(export), on_select=lambda: pick_layer(chart_key, layer_key),
                     selection_mode="points")
 
@@ -204,8 +205,9 @@ with display.user_errors():
                title=label if asked in options and asked != label else "")
     for shown_stack in stacks:  # every stack in view: a vision tower's blocks beside the text layers they feed
         if shown_stack != stack:
-            display.show_figure(strip_base(kind, target, shown_stack, f"{shown_stack}: choose it under 'stack' "
-                                                                      "to read its layers"),
+            display.show_figure(display.prepared_spec(strip_base(kind, target, shown_stack,
+                                                                 f"{shown_stack}: choose it under 'stack' "
+                                                                 "to read its layers")),
                                 key=f"{P}_strip_{shown_stack}")
     c_view, c_vs = st.columns([1.4, 3])
     kind_shown = c_view.selectbox("show", list(layer_strip.VIEW_KINDS), key=f"{P}_view", bind="query-params",

@@ -46,3 +46,26 @@ def test_the_shaw_figures_are_the_same_without_validation(k, q_len, k_len, q_off
         assert spec(b.figure) == spec(a.figure)
     assert spec(embedding_strip(values, q_len, k_len, validate=False)) == spec(embedding_strip(values, q_len, k_len))
     assert spec(k_ablation_figure(k, validate=False)) == spec(k_ablation_figure(k))
+
+
+@pytest.mark.parametrize("length, shared", [(1, False), (7, False), (40, False), (9, True)])
+def test_the_attention_grid_is_sent_as_its_validated_figure(length, shared):
+    """Live attention sends the grid's dicts as they are (relviz.app.display.prepared): they must be what
+    plotly's validation makes of them (40 positions: mean-pooled blocks)."""
+    import copy
+
+    import numpy as np
+    import plotly.io as pio
+    import plotly.tools
+
+    from relviz.app.display import prepared
+    from relviz.figures.attention import attention_grid_parts
+
+    def sent(figure) -> dict:  # what st.plotly_chart sends
+        return json.loads(pio.to_json(plotly.tools.return_figure_from_figure_or_data(figure, True), validate=False))
+
+    weights = np.random.default_rng(length).random((2, 3, length, length)).astype(np.float32)
+    tokens = [str(n % 10) for n in range(length)] if shared else None
+    data, layout = attention_grid_parts(weights, shared_scale=shared, tokens=tokens)
+    validated = go.Figure({"data": copy.deepcopy(data), "layout": copy.deepcopy(layout)})
+    assert sent(prepared(data, layout)) == sent(validated)

@@ -8,6 +8,8 @@ adapter (relviz/app/internals.py), each piece with why and what would replace it
 - ``xsrf_token``: the format of Streamlit's XSRF cookie (the run quota's per-browser key);
 - ``safe_plotly_lookups``: plotly's ``_plotly_utils.optional_imports.get_module``.
 - ``cache_entry_sizes``: Streamlit's cache statistics providers (test tooling: tests/cache_sizes.py).
+- ``prepared_figure``, ``prepared_spec``: plotly's ``convert_to_base64`` and st.plotly_chart taking a BaseFigure's
+  ``to_dict()`` unvalidated (a cached figure encoded once, sent as it is).
 
 The first test keeps it that way (in tests/ too); the second pins the Streamlit behaviour the adapter relies on, so a
 release that moves it fails here, by name (not only on a symptom in the tour tests).
@@ -74,3 +76,38 @@ def test_the_url_binding_internals_behave_as_the_adapter_expects():
     assert found["binding_widget_id"] and found["binding_widget_id"].endswith("x_n"), found
     assert found["set_while_bound"] == "refused", found  # why the adapter exists
     assert found["bound_after_release"] is False, found
+
+
+PLOTLY_SCRIPT = '''
+import copy
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+from relviz.app import display
+from relviz.figures.attention import attention_grid_parts
+from relviz.figures.layers import with_selected
+
+weights = np.random.default_rng(0).random((2, 3, 5, 5)).astype(np.float32)
+data, layout = attention_grid_parts(weights)
+st.plotly_chart(go.Figure({"data": copy.deepcopy(data), "layout": copy.deepcopy(layout)}), key="built")
+st.plotly_chart(display.prepared(data, layout), key="prepared")
+strip = go.Figure(go.Bar(x=[0, 1, 2], y=[1, 1, 1]), layout=dict(yaxis=dict(ticktext=["a"], tickvals=[0]))).to_dict()
+st.plotly_chart(with_selected(strip, 1), key="dict")                    # a dict: Streamlit validates it
+st.plotly_chart(display.prepared_spec(with_selected(strip, 1)), key="spec")
+'''
+
+
+def test_a_prepared_figure_is_sent_as_the_figure_plotly_would_send():
+    """relviz.app.internals.prepared_figure / prepared_spec rely on st.plotly_chart taking a BaseFigure's to_dict()
+    as it is: the JSON sent equals that of the go.Figure built (and validated) from the same dicts, and that of
+    the plain dict Streamlit validates itself."""
+    import json
+
+    at = AppTest.from_string(PLOTLY_SCRIPT, default_timeout=30)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    charts = at.get("plotly_chart")
+    sent = [json.loads(chart.proto.spec) for chart in charts]
+    assert len(sent) == 4, len(sent)
+    assert sent[1] == sent[0] and sent[0]["layout"]["template"], "a prepared figure differs from go.Figure's"
+    assert sent[3] == sent[2] and sent[2]["layout"]["shapes"], "a prepared spec differs from the validated dict"

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import plotly.graph_objects as go
 import streamlit as st
 
+from relviz.app import internals
 from relviz.app.lecture_mode import presenting
 from relviz.components import toeplitz_canvas_js
 
@@ -67,6 +68,18 @@ def show_figure(figure: go.Figure, *, key: str) -> None:
     page, so the control has no value yet) the link's."""
     export = st.session_state.get(EXPORT_KEY) or st.query_params.get(EXPORT_KEY) or "PNG"
     st.plotly_chart(figure, key=key, config=plotly_config(export), width="stretch")
+
+
+def prepared(data: list[dict], layout: dict):
+    """A figure for :func:`show_figure` from its trace and layout dicts (e.g. relviz.figures.attention's
+    ``*_parts``), encoded once and sent as it is on every run: for cached figures that a move rebuilds and every
+    run draws (relviz.app.internals.prepared_figure says what it skips and why)."""
+    return internals.prepared_figure(data, layout)
+
+
+def prepared_spec(spec: dict):
+    """:func:`prepared` for a figure's finished dict (``Figure.to_dict()``, or a shallow edit of one)."""
+    return internals.prepared_spec(spec)
 
 
 _CANVAS = "relviz_toeplitz_canvas"

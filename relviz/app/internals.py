@@ -4,7 +4,7 @@ Everything else in relviz and pages/ uses public API only. Each piece below name
 uses, why no public route does the job (tried: see each docstring), and what would replace it.
 tests/test_streamlit_internals.py pins the Streamlit behaviour these rely on, by name, so a Streamlit
 release that moves them fails there. Imported only by relviz.app's page-support modules (navigation, quotas,
-lecture_mode) and by test tooling (tests/cache_sizes.py, tests/test_config.py); never by the library.
+lecture_mode, display) and by test tooling (tests/cache_sizes.py, tests/test_config.py); never by the library.
 """
 from __future__ import annotations
 
@@ -127,3 +127,82 @@ def cache_entry_sizes() -> dict[tuple[str, str], list[int]]:
                 kind = "cache_data" if stat.category_name == "st_cache_data" else "cache_resource"
                 out.setdefault((kind, stat.cache_name.rsplit(".", 1)[-1]), []).append(stat.byte_length)
     return out
+
+
+def prepared_figure(data: list[dict], layout: dict):
+    """A figure st.plotly_chart sends exactly as given, from plain trace and layout dicts: its arrays encoded
+    once, here, and the default template (Streamlit's) attached as a go.Figure would attach it; no
+    go.Figure is built and nothing is validated or copied when it is drawn. For figures a page caches
+    (cache_resource) and draws on every run; the dicts must be fixed by the code (tests compare the result
+    with the validated go.Figure's JSON).
+
+    Internal: ``_plotly_utils.utils.convert_to_base64`` (what ``Figure.to_dict`` does to numpy arrays), and
+    that st.plotly_chart takes ``to_dict()`` of any ``plotly.basedatatypes.BaseFigure`` as validated
+    (``plotly.tools.return_figure_from_figure_or_data``) and only reads the dict after. Why: st.plotly_chart
+    validates a plain dict property by property, and for a go.Figure it deep-copies and re-encodes every array
+    on every run; go.Figure itself, even with ``_validate=False``, builds plotly's object tree (Live attention's
+    grid of 8 heatmaps and 16 axes: ~12 ms of a ~60 ms move). No public route hands Streamlit a figure
+    already encoded. Replace with: a Streamlit API that takes a figure's JSON (or plotly's own pre-encoded
+    figure type, if one comes).
+    """
+    import plotly.io as pio
+    from _plotly_utils.utils import convert_to_base64
+
+    spec = {"data": data, "layout": layout}
+    if "template" not in layout and pio.templates.default is not None:
+        layout["template"] = _template(pio.templates.default)
+    convert_to_base64(spec)
+    return prepared_spec(spec)
+
+
+_TEMPLATES: dict[str, dict] = {}
+
+
+def _template(name: str) -> dict:
+    """The named default template as a figure's dict holds it (shared, read-only: a spec is only serialised)."""
+    if name not in _TEMPLATES:
+        import plotly.graph_objects as go
+
+        _TEMPLATES[name] = go.Figure().to_dict()["layout"].get("template", {})
+    return _TEMPLATES[name]
+
+
+def prepared_spec(spec: dict):
+    """A figure dict that is already what plotly.js reads (``Figure.to_dict()``'s output, arrays encoded) as a
+    figure st.plotly_chart sends unchanged (see :func:`prepared_figure`): a shallow-edited copy of a cached
+    figure's dict (Your model's strip with another layer outlined) then costs no validation."""
+    return _Prepared(spec)
+
+
+def _prepared_class():
+    from plotly.basedatatypes import BaseFigure
+
+    class Prepared(BaseFigure):
+        """Holds a ready figure dict; BaseFigure.__init__ is deliberately not run (no object tree)."""
+
+        def __init__(self, spec: dict) -> None:  # noqa: super().__init__ is what this class avoids
+            object.__setattr__(self, "_spec", spec)
+
+        def to_dict(self) -> dict:
+            return self._spec
+
+        to_plotly_json = to_dict
+
+        def __repr__(self) -> str:
+            return f"prepared figure ({len(self._spec.get('data', []))} traces)"
+
+    return Prepared
+
+
+class _LazyPrepared:
+    """Builds the BaseFigure subclass on first use, so importing this module does not import plotly."""
+
+    cls = None
+
+    def __call__(self, spec: dict):
+        if _LazyPrepared.cls is None:
+            _LazyPrepared.cls = _prepared_class()
+        return _LazyPrepared.cls(spec)
+
+
+_Prepared = _LazyPrepared()

@@ -19,8 +19,23 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.dict_figures import HEAD_COLOURS, HEAD_SCALE, dict_figure, head_colour, head_colours, hover_data
-from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, compact_ints, discrete_colorscale, matrix_heatmap
+from relviz.figures.dict_figures import (
+    HEAD_COLOURS,
+    HEAD_SCALE,
+    dict_figure,
+    figure_parts,
+    head_colour,
+    head_colours,
+    hover_data,
+)
+from relviz.figures.heatmap import (
+    KEY_AXIS,
+    QUERY_AXIS,
+    compact_ints,
+    discrete_colorscale,
+    matrix_heatmap,
+    named_colorscale,
+)
 from relviz.figures.parameters import (
     bias_curve_figure,
     cosine_heatmap,
@@ -34,7 +49,7 @@ from relviz.schemes.view_kinds import PositionStructure
 
 __all__ = [
     "ATTENTION_SCALE", "GRID_SIDE", "HEAD_COLOURS", "HEAD_SCALE", "MASKED_BG", "STRIP_COLOURS",
-    "STRIP_TEXT_MAX", "TOKEN_TICKS", "attention_grid", "attention_heatmap", "bias_curve_figure",
+    "STRIP_TEXT_MAX", "TOKEN_TICKS", "attention_grid", "attention_grid_parts", "attention_heatmap", "bias_curve_figure",
     "colour_rows", "colour_top", "cosine_heatmap", "grid_block", "head_colour", "head_colours",
     "offset_profile_figure", "parameter_panels", "prediction_strip", "similarity_figure",
     "structure_heatmap", "vector_norms_figure", "view_figure",
@@ -172,6 +187,15 @@ def grid_block(length: int) -> int:
 def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None = None,
                    tokens: Sequence[str] | None = None, shared_scale: bool = False, titled: bool = True,
                    validate: bool = True) -> go.Figure:
+    """:func:`attention_grid_parts` as a go.Figure (``validate=False``: without plotly's validation)."""
+    data, layout = attention_grid_parts(weights, structure=structure, tokens=tokens, shared_scale=shared_scale,
+                                        titled=titled)
+    return go.Figure({"data": data, "layout": layout}, _validate=validate)
+
+
+def attention_grid_parts(weights: np.ndarray, *, structure: PositionStructure | None = None,
+                         tokens: Sequence[str] | None = None, shared_scale: bool = False,
+                         titled: bool = True) -> tuple[list[dict], dict]:
     """Every layer (rows) and head (columns) as small heatmaps, each with its own colour range.
 
     Up to GRID_SIDE positions every cell is exact, with the full hover (i, j, j − i, the
@@ -194,6 +218,9 @@ def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None =
     starts = np.arange(side) * block
     top = colour_top(weights)  # the shared range: every head's largest weight from row colour_rows(L) on
     ticks: dict = {}
+    # the parts are exactly what validation makes of them: the scale expanded (plotly.js reads a name with its
+    # own stops), no None titles
+    scale = named_colorscale(ATTENTION_SCALE)
     if tokens is not None and block == 1:
         if len(tokens) != length:
             raise ValueError(f"tokens must have one entry per position ({length}), got {len(tokens)}")
@@ -210,7 +237,7 @@ def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None =
             trace = dict(type="heatmap", z=z, x=starts, y=starts, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
                          name=f"layer {layer + 1}, head {head + 1}")
             trace.update(dict(coloraxis="coloraxis") if shared_scale else
-                         dict(colorscale=ATTENTION_SCALE, showscale=False, zmin=0.0, zmax=colour_top(z)))
+                         dict(colorscale=scale, showscale=False, zmin=0.0, zmax=colour_top(z)))
             if block == 1:
                 fields: dict[str, np.ndarray] = {"j − i": _offsets(length)}
                 if structure is not None:
@@ -233,11 +260,12 @@ def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None =
             data.append(trace)
             layout[f"xaxis{suffix}"] = dict(domain=[x0, x0 + width], anchor=f"y{suffix}", showgrid=False,
                                             constrain="domain", ticks="", showticklabels=layer == n_layers - 1,
-                                            title=dict(text="key j") if layer == n_layers - 1 else None, **ticks)
+                                            **(dict(title=dict(text="key j")) if layer == n_layers - 1 else {}),
+                                            **ticks)
             layout[f"yaxis{suffix}"] = dict(domain=[y1 - height, y1], anchor=f"x{suffix}", autorange="reversed",
                                             showgrid=False, scaleanchor=f"x{suffix}", constrain="domain",
                                             showticklabels=head == 0,
-                                            title=dict(text="query i") if head == 0 else None, **ticks)
+                                            **(dict(title=dict(text="query i")) if head == 0 else {}), **ticks)
             annotations.append(dict(text=f"<b>layer {layer + 1}</b>, head {head + 1}", x=x0 + width / 2, y=y1,
                                     xref="paper", yref="paper", xanchor="center", yanchor="bottom",
                                     showarrow=False, font=dict(size=13)))
@@ -248,10 +276,10 @@ def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None =
     if titled:
         layout["title"] = dict(text=title, x=0, xanchor="left", y=0.995, yanchor="top")
     if shared_scale:
-        layout["coloraxis"] = dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=top,
+        layout["coloraxis"] = dict(colorscale=scale, cmin=0.0, cmax=top,
                                    colorbar=dict(title=dict(text="weight"), len=min(1.0, 320 / height_px),
                                                  y=1.0, yanchor="top"))
-    return dict_figure(data, layout, validate)
+    return figure_parts(data, layout)
 
 
 # ---------------------------------------------------------------------------------------

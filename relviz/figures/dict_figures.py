@@ -39,7 +39,13 @@ def head_colours(heads: int) -> list[str]:
 
 
 def dict_figure(data: list[dict], layout: dict, validate: bool) -> go.Figure:
-    return go.Figure({"data": data, "layout": whole_number_ticks(data, readable_layout(layout))}, _validate=validate)
+    return go.Figure(dict(zip(("data", "layout"), figure_parts(data, layout))), _validate=validate)
+
+
+def figure_parts(data: list[dict], layout: dict) -> tuple[list[dict], dict]:
+    """The trace and layout dicts :func:`dict_figure` builds its figure from (projector fonts, whole-number
+    ticks): what the app may send without building a go.Figure (relviz.app.display.prepared)."""
+    return data, whole_number_ticks(data, readable_layout(layout))
 
 
 def hover_data(fields: Mapping[str, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray | None, list[str]]:
