@@ -1,5 +1,5 @@
 """relviz's own toy model as a plan of mechanisms: a shipped (or session-trained) toy checkpoint read as
-a :class:`relviz.model_plan.ModelPlan`, so the Your model page draws it as it draws a real model (its layer strip
+a :class:`relviz.plan.ModelPlan`, so the Your model page draws it as it draws a real model (its layer strip
 and each layer's views), with the same mechanism views.
 
 The toy schemes keep their learned parameters (checkpoint tensor names ``position.<attr>`` unchanged);
@@ -16,33 +16,21 @@ from collections.abc import Callable
 
 import torch
 
-from relviz.mechanisms.absolute import LearnedAbsolute
-from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import Mechanism
 from relviz.mechanisms.fire import FireFunction
-from relviz.mechanisms.kerple import KerpleBias
 from relviz.mechanisms.shaw import ShawTables
-from relviz.mechanisms.sinusoidal import SinusoidalAbsolute
 from relviz.mechanisms.skew import SkewTable
-from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
-from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model import RelvizTransformer
 from relviz.model_plan import LayerPlan, ModelPlan
 from relviz.rope.config import RopeConfig
-from relviz.schemes.alibi import AlibiScheme
 from relviz.schemes.base import Scheme
 from relviz.schemes.registry import REGISTRY
 from relviz.schemes.fire import Fire
-from relviz.schemes.kerple import Kerple
-from relviz.schemes.learned import LearnedAbsoluteScheme
-from relviz.schemes.none import NoPositions
 from relviz.schemes.rope import Rope
 from relviz.schemes.shaw import Shaw
-from relviz.schemes.sinusoidal import Sinusoidal
 from relviz.schemes.skew import Skew
-from relviz.schemes.t5 import T5
 
 __all__ = ["MECHANISMS_OF", "PER_LAYER", "TOY", "toy_plan", "drawn_schemes"]
 
@@ -57,16 +45,9 @@ def _rotation(model: RelvizTransformer) -> tuple[Mechanism, ...]:
                                      max_position_embeddings=config.max_len)),)
 
 
-def _kerple(model: RelvizTransformer) -> tuple[Mechanism, ...]:
-    with torch.no_grad():
-        r1, r2 = (r.detach().to("cpu", copy=True) for r in model.position.coefficients())   # [H] each
-    return (KerpleBias(r1, r2),)
-
-
 #: toy scheme -> the mechanisms one of its layers applies (besides the attention pattern), from the model
 MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism, ...]]] = {
     Rope: _rotation,
-    Kerple: _kerple,
 }
 #: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE, Shaw, skew)
 PER_LAYER: dict[type[Scheme], Callable[[RelvizTransformer, int], tuple[Mechanism, ...]]] = {
