@@ -17,7 +17,6 @@ from collections.abc import Callable
 import torch
 
 from relviz.mechanisms.base import Mechanism
-from relviz.mechanisms.fire import FireFunction
 from relviz.mechanisms.shaw import ShawTables
 from relviz.mechanisms.skew import SkewTable
 from relviz.mechanisms.pattern import AttentionPattern
@@ -27,7 +26,6 @@ from relviz.model_plan import LayerPlan, ModelPlan
 from relviz.rope.config import RopeConfig
 from relviz.schemes.base import Scheme
 from relviz.schemes.registry import REGISTRY
-from relviz.schemes.fire import Fire
 from relviz.schemes.rope import Rope
 from relviz.schemes.shaw import Shaw
 from relviz.schemes.skew import Skew
@@ -51,7 +49,6 @@ MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism,
 }
 #: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE, Shaw, skew)
 PER_LAYER: dict[type[Scheme], Callable[[RelvizTransformer, int], tuple[Mechanism, ...]]] = {
-    Fire: lambda model, index: (FireFunction(model.position.layers[index], index),),
     Shaw: lambda model, index: (ShawTables(_tables(model.position.rel_k), _tables(model.position.rel_v),
                                            model.config.clip, model.config.causal, index),),
     Skew: lambda model, index: (SkewTable(_tables(model.position.e_r), index),),

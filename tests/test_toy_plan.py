@@ -85,7 +85,7 @@ def test_a_bidirectional_toy_is_an_encoder_and_every_scheme_draws():
     assert set(drawn_schemes()) == set(REGISTRY)
 
 
-@pytest.mark.parametrize("name", ["none", "sinusoidal", "learned", "alibi", "t5", "kerple"])
+@pytest.mark.parametrize("name", ["none", "sinusoidal", "learned", "alibi", "t5", "kerple", "fire"])
 def test_the_plan_draws_the_mechanisms_the_forward_runs(name):
     """Each layer of the plan holds the mechanism the scheme hands its forward (a frozen CPU copy of the same
     parameters), so what Your model draws is what ran."""
@@ -126,7 +126,7 @@ def test_each_fire_layer_is_its_own_function_and_the_toy_models():
     for index in range(model.config.n_layers):
         fire = plan.layer(index).find(FireFunction)
         with torch.no_grad():
-            assert torch.equal(fire.bias(LENGTH), model.position.layers[index](LENGTH))
+            assert torch.equal(fire.bias(LENGTH), model.position.mechanism(index).bias(LENGTH))
         toy, = model.position.parameter_views(length=LENGTH, train_length=32, layer=index)
         curve, = fire.views(LENGTH, index)
         assert np.array_equal(curve.bias, toy.bias) and curve.caption == model.position.parameter_caption(toy)

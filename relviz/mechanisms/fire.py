@@ -1,49 +1,89 @@
 """FIRE (Li et al. 2023): a learned MLP of the distance normalised by the query's own position,
 f_θ(ψ(i − j) / ψ(max(L, i))) with ψ(x) = log(c·x + 1), one function per layer. No model in the family table
-applies it (``read`` finds it in no config): relviz's toy model hands it out (relviz.toy_plan), so a FIRE
-checkpoint draws on the Your model page. Its function and its curve are relviz.schemes.fire's."""
+applies it (``read`` finds it in no config): relviz's toy model's ``fire`` scheme hands it out holding its
+learned c, L and MLP, and runs it, so a FIRE checkpoint draws on the Your model page. Its function, curve and
+words are written once, here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
+from torch import nn
 
+from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.base import ToyMechanism
-from relviz.mechanisms.view_kinds import LayerView
-from relviz.schemes.fire import Fire, FireBias, fire_curve
+from relviz.mechanisms.view_kinds import BiasCurve, LayerView
 
-__all__ = ["FireFunction"]
+__all__ = ["FireFunction", "fire_curve", "curve_caption"]
 
 
 @dataclass(frozen=True, eq=False)
 class FireFunction(ToyMechanism):
-    """``function``: the layer's FIRE module (c, L and the MLP); ``layer``: its index."""
+    """One layer's function: ``c`` and ``threshold`` (L) [] both > 0, ``mlp`` 1 -> hidden -> H; ``layer``: its
+    index."""
 
-    function: FireBias
+    c: torch.Tensor
+    threshold: torch.Tensor
+    mlp: nn.Module
     layer: int
 
     name = "fire"
     role = "adds a learned function of the normalised distance"
     order = 13
-    scheme = "fire"
 
-    def bias(self, length: int) -> torch.Tensor:
-        """[H, L, L] what the layer adds to its logits (future keys: distance 0, masked by the pattern)."""
-        with torch.no_grad():
-            return self.function(length)
+    def bias(self, length: int, first_query: int = 0) -> torch.Tensor:
+        """The bias [H, L − first_query, L] for queries first_query..L − 1 and keys 0..L − 1 (future keys:
+        distance 0, masked by the pattern)."""
+        position = torch.arange(length, device=self.c.device, dtype=torch.float32)       # [L]
+        query = position[first_query:]                                                   # [n]
+        distance = (query[:, None] - position[None, :]).clamp(min=0)                     # [n, L], i − j
+        psi = torch.log1p(self.c * distance)                                             # ψ(i − j)
+        norm = torch.log1p(self.c * torch.maximum(self.threshold, query))                # [n], ψ(max(L, i))
+        x = (psi / norm[:, None])[..., None]                                             # [n, L, 1]
+        return self.mlp(x).permute(2, 0, 1)                                              # [H, n, L]
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, shared: Any = None,
+               need_weights: bool = False) -> Attention:
+        bias = self.bias(q.shape[-2]).to(q.dtype)                                        # [H, L, L]
+        return dot_product_attention(q, k, v, causal=causal, bias=bias, need_weights=need_weights)
 
     def label(self) -> str:
-        return f"FIRE L {self.function.threshold.item():.3g}"
+        return f"FIRE L {self.threshold.item():.3g}"
 
     def describe(self) -> str:
         return (f"FIRE: a learned MLP of ψ(i − j) / ψ(max(L, i)), ψ(x) = log(c·x + 1), this layer's own "
-                f"(c = {self.function.c.item():.3g}, L = {self.function.threshold.item():.3g})")
+                f"(c = {self.c.item():.3g}, L = {self.threshold.item():.3g})")
 
     def settings(self) -> dict[str, Any]:
-        return {"c": self.function.c.item(), "threshold": self.function.threshold.item(),
-                "hidden": self.function.mlp[0].out_features}
+        return {"c": self.c.item(), "threshold": self.threshold.item(), "hidden": self.mlp[0].out_features}
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        curve = fire_curve(self.function, self.layer, length)
-        return [replace(curve, caption=Fire.parameter_caption(curve))]
+        curve = fire_curve(self, length)
+        return [replace(curve, caption=curve_caption(curve))]
+
+
+def fire_curve(fire: FireFunction, length: int) -> BiasCurve:
+    """One layer's learned function read along the last query's row (i = length − 1) as a view: what the
+    mechanism draws, and the toy model's parameter view."""
+    layer = fire.layer
+    with torch.no_grad():
+        bias = fire.bias(length, length - 1)[:, 0, :].to("cpu", torch.float32).numpy()   # [H, L], the last query
+    offsets = np.arange(length) - (length - 1)                                      # j − i of keys 0..L − 1
+    return BiasCurve(
+        f"FIRE, layer {layer + 1}: learned bias per head vs offset, for the last query i = {length - 1}", "",
+        offsets, np.ascontiguousarray(bias, dtype=np.float32), learned=True,
+        facts={"layer": layer, "query": length - 1, "c": float(fire.c.detach()),
+               "threshold": float(fire.threshold.detach())})
+
+
+def curve_caption(view: BiasCurve) -> str:
+    """The words under :func:`fire_curve`'s view, citing its facts."""
+    facts = view.facts
+    return (f"**FIRE's learned function** in layer {facts['layer'] + 1} (the layer of the close-up), read "
+            f"along the last row: the query i = {facts['query']} looking back. f_θ sees the distance only "
+            f"after ψ(x) = log(c·x + 1) and the division by ψ(max(L, i)) (learned c = {facts['c']:.3g}, "
+            f"L = {facts['threshold']:.3g}), so a longer input squeezes more offsets into the same [0, 1] "
+            "range the MLP was trained on: interpolation, not extrapolation. Grey: distances never seen in "
+            "training.")

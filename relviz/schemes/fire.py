@@ -13,8 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from relviz.schemes.base import Attention, Param, Scheme, SchemeConfig, detached, dot_product_attention
-from relviz.schemes.view_kinds import BiasCurve, PositionStructure, View
+from relviz.mechanisms.fire import FireFunction, curve_caption, fire_curve
+from relviz.schemes.base import Param, Scheme, SchemeConfig, detached
+from relviz.schemes.view_kinds import PositionStructure, View
 
 
 #: Initial c and threshold L (both learned, kept positive through a softplus): relviz's choice, with
@@ -27,7 +28,8 @@ def _softplus_inverse(x: float) -> float:
 
 
 class FireBias(nn.Module):
-    """One layer's FIRE: c, L and the MLP 1 -> hidden -> H."""
+    """One layer's FIRE parameters: c, L (through a softplus) and the MLP 1 -> hidden -> H; its function is
+    relviz.mechanisms.fire's FireFunction."""
 
     def __init__(self, hidden: int, heads: int) -> None:
         super().__init__()
@@ -42,18 +44,6 @@ class FireBias(nn.Module):
     @property
     def threshold(self) -> torch.Tensor:
         return F.softplus(self.raw_threshold)
-
-    def forward(self, length: int, first_query: int = 0) -> torch.Tensor:
-        """The bias [H, L − first_query, L] for queries first_query..L − 1 and keys 0..L − 1 (future
-        keys: distance 0, masked later)."""
-        device = self.raw_c.device
-        position = torch.arange(length, device=device, dtype=torch.float32)
-        query = position[first_query:]                                               # [n]
-        distance = (query[:, None] - position[None, :]).clamp(min=0)                 # [n, L], i − j
-        psi = torch.log1p(self.c * distance)                                         # ψ(i − j)
-        norm = torch.log1p(self.c * torch.maximum(self.threshold, query))            # [n], ψ(max(L, i))
-        x = (psi / norm[:, None])[..., None]                                         # [n, L, 1]
-        return self.mlp(x).permute(2, 0, 1)                                          # [H, n, L]
 
 
 class Fire(Scheme):
@@ -84,14 +74,14 @@ class Fire(Scheme):
     def describe_params(cls, values: dict) -> str:
         return f"MLP width {values['fire_hidden']}"
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, shared: None = None,
-               need_weights: bool = False) -> Attention:
-        bias = self.layers[layer](q.shape[-2]).to(q.dtype)                          # [H, L, L]
-        return dot_product_attention(q, k, v, causal=True, bias=bias, need_weights=need_weights)
+    def mechanism(self, layer: int) -> FireFunction:
+        """Each layer its own function."""
+        fire = self.layers[layer]
+        return FireFunction(fire.c, fire.threshold, fire.mlp, layer)
 
     def _bias(self, layer: int, length: int, first_query: int = 0) -> np.ndarray:
         with torch.no_grad():
-            return detached(self.layers[layer](length, first_query))                # [H, L − first_query, L]
+            return detached(self.mechanism(layer).bias(length, first_query))       # [H, L − first_query, L]
 
     def structure(self, length: int) -> PositionStructure:
         first = self.layers[0]
@@ -102,7 +92,7 @@ class Fire(Scheme):
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
         layer = min(layer, len(self.layers) - 1)
-        return [fire_curve(self.layers[layer], layer, length)]
+        return [fire_curve(self.mechanism(layer), length)]
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
@@ -114,23 +104,4 @@ class Fire(Scheme):
 
     @classmethod
     def parameter_caption(cls, view: View) -> str:
-        facts = view.facts
-        return (f"**FIRE's learned function** in layer {facts['layer'] + 1} (the layer of the close-up), read "
-                f"along the last row: the query i = {facts['query']} looking back. f_θ sees the distance only "
-                f"after ψ(x) = log(c·x + 1) and the division by ψ(max(L, i)) (learned c = {facts['c']:.3g}, "
-                f"L = {facts['threshold']:.3g}), so a longer input squeezes more offsets into the same [0, 1] "
-                "range the MLP was trained on: interpolation, not extrapolation. Grey: distances never seen in "
-                "training.")
-
-
-def fire_curve(fire: FireBias, layer: int, length: int) -> BiasCurve:
-    """One layer's learned function read along the last query's row (i = length − 1) as a view: the toy
-    model's parameter view, and what relviz.mechanisms.fire draws."""
-    with torch.no_grad():
-        bias = detached(fire(length, length - 1))[:, 0, :]                          # [H, L], the last query only
-    offsets = np.arange(length) - (length - 1)                                      # j − i of keys 0..L − 1
-    return BiasCurve(
-        f"FIRE, layer {layer + 1}: learned bias per head vs offset, for the last query i = {length - 1}", "",
-        offsets, np.ascontiguousarray(bias, dtype=np.float32), learned=True,
-        facts={"layer": layer, "query": length - 1, "c": float(fire.c.detach()),
-               "threshold": float(fire.threshold.detach())})
+        return curve_caption(view)
