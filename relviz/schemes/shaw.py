@@ -15,7 +15,7 @@ from relviz.attention import shaw_attention
 from relviz.positions import shaw_clip_index
 from relviz.schemes.base import Attention, MAX_LENGTH, Param, Scheme, SchemeConfig
 from relviz.schemes.view_kinds import PositionStructure, View, norms_and_cosine
-from relviz.schemes.vectors import vector_table_caption, vector_table_views
+from relviz.mechanisms.vectors import vector_table_caption, vector_table_views
 
 
 class Shaw(Scheme):

@@ -9,7 +9,7 @@ from torch import nn
 from relviz._checks import check_int
 from relviz.attention import skew_attention
 from relviz.schemes.base import Attention, MAX_LENGTH, Param, Scheme, SchemeConfig, expand_offsets
-from relviz.schemes.vectors import vector_table_caption, vector_table_views
+from relviz.mechanisms.vectors import vector_table_caption, vector_table_views
 from relviz.schemes.view_kinds import PositionStructure, View, norms_and_cosine
 
 

@@ -1,6 +1,6 @@
 """The views of a learned per-offset vector table (Shaw's a^K / a^V, the Music Transformer's
 E_r): the norm of each vector against its offset, and the cosine between the vectors of one
-layer, and their captions. Shared by the schemes that learn such a table; not a scheme itself."""
+layer, and their captions. Shared by the mechanisms that hold such a table (Shaw, skew); not a mechanism itself."""
 from __future__ import annotations
 
 import numpy as np
