@@ -17,7 +17,6 @@ from collections.abc import Callable
 import torch
 
 from relviz.mechanisms.base import Mechanism
-from relviz.mechanisms.shaw import ShawTables
 from relviz.mechanisms.skew import SkewTable
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
@@ -49,8 +48,6 @@ MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism,
 }
 #: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE, Shaw, skew)
 PER_LAYER: dict[type[Scheme], Callable[[RelvizTransformer, int], tuple[Mechanism, ...]]] = {
-    Shaw: lambda model, index: (ShawTables(_tables(model.position.rel_k), _tables(model.position.rel_v),
-                                           model.config.clip, model.config.causal, index),),
     Skew: lambda model, index: (SkewTable(_tables(model.position.e_r), index),),
 }
 

@@ -1,19 +1,28 @@
 """Shaw et al. (2018): learned vectors a^K, a^V per offset j − i clipped to ±k, added to the keys and the
 values; one pair of tables per layer, shared by the heads. No model in the family table applies it
-(``read`` finds it in no config): relviz's toy model hands it out (relviz.toy_plan). Its views are
-relviz.schemes.shaw's, written once there."""
+(``read`` finds it in no config): relviz's toy model's ``shaw`` scheme hands it out holding its learned tables,
+and runs it. Its attention is relviz.attention's shaw_attention; its views and words are written once, here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
 
+from relviz.attention import shaw_attention
+from relviz.attention_steps import Attention
 from relviz.mechanisms.base import ToyMechanism
+from relviz.mechanisms.vectors import vector_table_caption, vector_table_views
 from relviz.mechanisms.view_kinds import LayerView
-from relviz.schemes.shaw import Shaw, shaw_views
+from relviz.schemes.view_kinds import View, norms_and_cosine
 
-__all__ = ["ShawTables"]
+__all__ = ["ShawTables", "table_caption"]
+
+#: what the caption under the tables' views says about Shaw's table
+ABOUT = ("Shaw's table has 2k + 1 rows per layer (a^K added to keys, a^V to values), shared by the heads; in a "
+         "causal model the rows for future offsets are never read, so they stay at their random start (shrunk "
+         "by weight decay).")
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,6 +51,26 @@ class ShawTables(ToyMechanism):
     def settings(self) -> dict[str, Any]:
         return {"clip": self.clip, "rows": 2 * self.clip + 1, "head_dim": int(self.rel_k[0].shape[1])}
 
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, shared: Any = None,
+               need_weights: bool = False) -> Attention:
+        """Shaw's attention with this layer's a^K and a^V (relviz.attention.shaw_attention, unchecked)."""
+        return shaw_attention(q, k, v, self.rel_k[self.layer], self.rel_v[self.layer], clip=self.clip, causal=causal,
+                              need_weights=need_weights, validate=False)
+
+    def table_views(self) -> list[View]:
+        """Every layer's a^K and a^V norms per offset, and this layer's cosine between its a^K vectors."""
+        offsets = np.arange(-self.clip, self.clip + 1)
+        used = offsets <= 0 if self.causal else np.ones_like(offsets, dtype=bool)
+        norms, cosine = norms_and_cosine(list(self.rel_k))
+        value_norms, _ = norms_and_cosine(list(self.rel_v))
+        return vector_table_views(
+            name="a^K", what="Shaw: norm of a^K (solid) and a^V (dashed)", offsets=offsets, norms=norms,
+            cosine=cosine, used=used, layer=self.layer, second=("a^V", value_norms))
+
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        views = shaw_views(list(self.rel_k), list(self.rel_v), clip=self.clip, causal=self.causal, layer=self.layer)
-        return [replace(view, caption=Shaw.parameter_caption(view)) for view in views]
+        return [replace(view, caption=table_caption(view)) for view in self.table_views()]
+
+
+def table_caption(view: View) -> str:
+    """The caption under one of :meth:`ShawTables.table_views`' views."""
+    return vector_table_caption(view, ABOUT)

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from relviz.attention import shaw_attention
+from relviz.mechanisms.shaw import ShawTables, table_caption
 from relviz.positions import shaw_clip_index
-from relviz.schemes.base import Attention, MAX_LENGTH, Param, Scheme, SchemeConfig
-from relviz.schemes.view_kinds import PositionStructure, View, norms_and_cosine
-from relviz.mechanisms.vectors import vector_table_caption, vector_table_views
+from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
+from relviz.schemes.view_kinds import PositionStructure, View
 
 
 class Shaw(Scheme):
@@ -54,10 +52,9 @@ class Shaw(Scheme):
         """s < k: offset −k is already the clipped end embedding, shared with every farther offset."""
         return [s for s in shifts if s < params["clip"]]
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, shared: None = None,
-               need_weights: bool = False) -> Attention:
-        return shaw_attention(q, k, v, self.rel_k[layer], self.rel_v[layer], clip=self.config.clip,
-                              causal=self.config.causal, need_weights=need_weights, validate=False)
+    def mechanism(self, layer: int) -> ShawTables:
+        """Layer ``layer``'s tables, with every layer's (the views compare the layers)."""
+        return ShawTables(tuple(self.rel_k), tuple(self.rel_v), self.config.clip, self.config.causal, layer)
 
     def structure(self, length: int) -> PositionStructure:
         k = self.config.clip
@@ -67,8 +64,7 @@ class Shaw(Scheme):
             self.config.causal, True, facts={"k": k})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        return shaw_views(list(self.rel_k), list(self.rel_v), clip=self.config.clip, causal=self.config.causal,
-                          layer=layer)
+        return self.mechanism(layer).table_views()
 
     @classmethod
     def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
@@ -86,21 +82,4 @@ class Shaw(Scheme):
 
     @classmethod
     def parameter_caption(cls, view: View) -> str:
-        return vector_table_caption(view, (
-            "Shaw's table has 2k + 1 rows per layer (a^K added to keys, a^V to values), shared by the heads; in a "
-            "causal model the rows for future offsets are never read, so they stay at their random start (shrunk "
-            "by weight decay)."))
-
-
-def shaw_views(rel_k: list[torch.Tensor], rel_v: list[torch.Tensor], *, clip: int, causal: bool,
-               layer: int) -> list[View]:
-    """The tables' views: every layer's a^K and a^V norms per offset, and ``layer``'s cosine between its
-    a^K vectors (rel_k, rel_v: one [2·clip + 1, D_head] per layer). The toy model's parameter views, and
-    what relviz.mechanisms.shaw draws."""
-    offsets = np.arange(-clip, clip + 1)
-    used = offsets <= 0 if causal else np.ones_like(offsets, dtype=bool)
-    norms, cosine = norms_and_cosine(rel_k)
-    value_norms, _ = norms_and_cosine(rel_v)
-    return vector_table_views(
-        name="a^K", what="Shaw: norm of a^K (solid) and a^V (dashed)", offsets=offsets, norms=norms,
-        cosine=cosine, used=used, layer=layer, second=("a^V", value_norms))
+        return table_caption(view)
