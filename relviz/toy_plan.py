@@ -17,7 +17,6 @@ from collections.abc import Callable
 import torch
 
 from relviz.mechanisms.base import Mechanism
-from relviz.mechanisms.skew import SkewTable
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
 from relviz.model import RelvizTransformer
@@ -26,8 +25,6 @@ from relviz.rope.config import RopeConfig
 from relviz.schemes.base import Scheme
 from relviz.schemes.registry import REGISTRY
 from relviz.schemes.rope import Rope
-from relviz.schemes.shaw import Shaw
-from relviz.schemes.skew import Skew
 
 __all__ = ["MECHANISMS_OF", "PER_LAYER", "TOY", "toy_plan", "drawn_schemes"]
 
@@ -48,7 +45,6 @@ MECHANISMS_OF: dict[type[Scheme], Callable[[RelvizTransformer], tuple[Mechanism,
 }
 #: toy scheme -> the mechanisms of layer ``index``, where each layer has its own (FIRE, Shaw, skew)
 PER_LAYER: dict[type[Scheme], Callable[[RelvizTransformer, int], tuple[Mechanism, ...]]] = {
-    Skew: lambda model, index: (SkewTable(_tables(model.position.e_r), index),),
 }
 
 

@@ -31,7 +31,7 @@ def plan_of(name: str):
 
 
 @pytest.mark.parametrize("name", ["none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope", "kerple",
-                                  "fire", "shaw"])
+                                  "fire", "shaw", "skew"])
 def test_every_layer_applies_the_schemes_mechanism_and_the_strip_draws_it(name):
     model, plan = plan_of(name)
     layers = plan.all_layers()
@@ -85,7 +85,7 @@ def test_a_bidirectional_toy_is_an_encoder_and_every_scheme_draws():
     assert set(drawn_schemes()) == set(REGISTRY)
 
 
-@pytest.mark.parametrize("name", ["none", "sinusoidal", "learned", "alibi", "t5", "kerple", "fire", "shaw"])
+@pytest.mark.parametrize("name", ["none", "sinusoidal", "learned", "alibi", "t5", "kerple", "fire", "shaw", "skew"])
 def test_the_plan_draws_the_mechanisms_the_forward_runs(name):
     """Each layer of the plan holds the mechanism the scheme hands its forward (a frozen CPU copy of the same
     parameters), so what Your model draws is what ran."""

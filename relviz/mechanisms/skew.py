@@ -1,19 +1,28 @@
 """The Music Transformer's relative attention (Huang et al. 2018): a learned row E_r[m] per distance, q_i·E_r
 moved into place by the skew; one table per layer, shared by the heads. No model in the family table
-applies it (``read`` finds it in no config): relviz's toy model hands it out (relviz.toy_plan). Its views
-are relviz.schemes.skew's, written once there."""
+applies it (``read`` finds it in no config): relviz's toy model's ``skew`` scheme hands it out holding its
+learned tables, and runs it. Its attention is relviz.attention's skew_attention; its views and words are
+written once, here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
 
+from relviz.attention import skew_attention
+from relviz.attention_steps import Attention
 from relviz.mechanisms.base import ToyMechanism
+from relviz.mechanisms.vectors import vector_table_caption, vector_table_views
 from relviz.mechanisms.view_kinds import LayerView
-from relviz.schemes.skew import Skew, skew_views
+from relviz.schemes.view_kinds import View, norms_and_cosine
 
-__all__ = ["SkewTable"]
+__all__ = ["SkewTable", "table_caption"]
+
+#: what the caption under the table's views says about E_r
+ABOUT = ("E_r has one row per distance 0…M − 1 per layer, shared by the heads; the skew puts q_i · E_r[m] into "
+         "every cell at that distance.")
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,6 +47,25 @@ class SkewTable(ToyMechanism):
     def settings(self) -> dict[str, Any]:
         return {"distances": int(self.e_r[0].shape[0]), "head_dim": int(self.e_r[0].shape[1])}
 
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, shared: Any = None,
+               need_weights: bool = False) -> Attention:
+        """The Music Transformer's attention with this layer's E_r (relviz.attention.skew_attention, unchecked;
+        causal only, as the skew is)."""
+        return skew_attention(q, k, v, self.e_r[self.layer], need_weights=need_weights, validate=False)
+
+    def table_views(self) -> list[View]:
+        """Every layer's E_r row norms per distance, and this layer's cosine between its rows."""
+        m = self.e_r[0].shape[0]
+        offsets = np.arange(m) - (m - 1)
+        norms, cosine = norms_and_cosine(list(self.e_r))
+        return vector_table_views(
+            name="E_r", what="Music Transformer: norm of each E_r row", offsets=offsets, norms=norms, cosine=cosine,
+            used=np.ones(m, dtype=bool), layer=self.layer)
+
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        return [replace(view, caption=Skew.parameter_caption(view)) for view in skew_views(list(self.e_r),
-                                                                                             layer=self.layer)]
+        return [replace(view, caption=table_caption(view)) for view in self.table_views()]
+
+
+def table_caption(view: View) -> str:
+    """The caption under one of :meth:`SkewTable.table_views`' views."""
+    return vector_table_caption(view, ABOUT)

@@ -7,10 +7,9 @@ import torch
 from torch import nn
 
 from relviz._checks import check_int
-from relviz.attention import skew_attention
-from relviz.schemes.base import Attention, MAX_LENGTH, Param, Scheme, SchemeConfig, expand_offsets
-from relviz.mechanisms.vectors import vector_table_caption, vector_table_views
-from relviz.schemes.view_kinds import PositionStructure, View, norms_and_cosine
+from relviz.mechanisms.skew import SkewTable, table_caption
+from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig, expand_offsets
+from relviz.schemes.view_kinds import PositionStructure, View
 
 
 def skew_rows(length: int, distances: int) -> np.ndarray:
@@ -52,9 +51,9 @@ class Skew(Scheme):
     def describe_params(cls, values: dict) -> str:
         return f"{values['skew_distances']} distances"
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, shared: None = None,
-               need_weights: bool = False) -> Attention:
-        return skew_attention(q, k, v, self.e_r[layer], need_weights=need_weights, validate=False)
+    def mechanism(self, layer: int) -> SkewTable:
+        """Layer ``layer``'s E_r, with every layer's (the views compare the layers)."""
+        return SkewTable(tuple(self.e_r), layer)
 
     def structure(self, length: int) -> PositionStructure:
         m = self.config.skew_distances
@@ -63,7 +62,7 @@ class Skew(Scheme):
             skew_rows(length, m)[None], (-1, m - 1), True, True, facts={"distances": m})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        return skew_views(list(self.e_r), layer=layer)
+        return self.mechanism(layer).table_views()
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
@@ -74,17 +73,4 @@ class Skew(Scheme):
 
     @classmethod
     def parameter_caption(cls, view: View) -> str:
-        return vector_table_caption(view, (
-            "E_r has one row per distance 0…M − 1 per layer, shared by the heads; the skew puts q_i · E_r[m] into "
-            "every cell at that distance."))
-
-
-def skew_views(e_r: list[torch.Tensor], *, layer: int) -> list[View]:
-    """The tables' views: every layer's E_r row norms per distance, and ``layer``'s cosine between its rows
-    (e_r: one [M, D_head] per layer). The toy model's parameter views, and what relviz.mechanisms.skew draws."""
-    m = e_r[0].shape[0]
-    offsets = np.arange(m) - (m - 1)
-    norms, cosine = norms_and_cosine(e_r)
-    return vector_table_views(
-        name="E_r", what="Music Transformer: norm of each E_r row", offsets=offsets, norms=norms, cosine=cosine,
-        used=np.ones(m, dtype=bool), layer=layer)
+        return table_caption(view)
