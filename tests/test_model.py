@@ -11,7 +11,6 @@ import torch.nn.functional as F
 from relviz.model import MAX_LENGTH, SCHEMES, ModelConfig, RelvizTransformer, build_model
 from relviz.schemes.base import dot_product_attention
 from relviz.schemes import get_scheme
-from relviz.schemes.rope import rope_rotate
 
 BIDIRECTIONAL = [s for s in SCHEMES if not get_scheme(s).causal_only]
 SMALL = dict(d_model=16, n_heads=2, d_ff=32)
@@ -168,7 +167,9 @@ def test_rope_scores_depend_only_on_offset():
     g = torch.Generator().manual_seed(0)
     q = torch.randn(1, 1, 1, 8, generator=g, dtype=torch.float64).expand(1, 1, 12, 8)
     k = torch.randn(1, 1, 1, 8, generator=g, dtype=torch.float64).expand(1, 1, 12, 8)
-    scores = rope_rotate(q) @ rope_rotate(k).transpose(-2, -1)       # same q, k at every position
+    rotation = build_model(ModelConfig(scheme="rope", d_model=16, n_heads=2)).position.mechanism(0)
+    positions = torch.arange(12)
+    scores = rotation.rotate(q, positions) @ rotation.rotate(k, positions).transpose(-2, -1)   # same q, k everywhere
     scores = scores[0, 0]
     for offset in range(-11, 12):
         diagonal = torch.diagonal(scores, offset)

@@ -9,6 +9,7 @@ when transformers is absent.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import pytest
@@ -37,6 +38,7 @@ from relviz.rope import (
     wavelengths,
     yarn_correction_range,
 )
+from relviz.rope.math import default_inv_freq
 
 try:
     import transformers  # noqa: F401
@@ -409,21 +411,49 @@ def test_scaled_from_is_the_original_context_only_with_a_scaling():
 @needs_transformers
 @pytest.mark.parametrize("d_model,n_heads,base", [(64, 4, 10000.0), (96, 2, 500.0), (32, 4, 1e6)])
 def test_the_toy_models_rotation_is_transformers_llama_rotation_bit_for_bit(d_model, n_heads, base):
-    """The toy model's RoPE (relviz.schemes.rope) turns q and k exactly as LlamaRotaryEmbedding and
-    apply_rotary_pos_emb do: the same θ, cos, sin and rotate_half (one RoPE arithmetic in relviz.rope.math)."""
+    """The toy model's RoPE runs relviz.mechanisms.rotation's Rotation, the mechanism a Llama's plan holds: in
+    transformers' arithmetic of θ it turns q and k exactly as LlamaRotaryEmbedding and apply_rotary_pos_emb do (the
+    same cos, sin and rotate_half); the toy keeps the arithmetic it was trained with (the next test)."""
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
     from relviz.model import ModelConfig, build_model
-    from relviz.schemes.rope import rope_rotate
 
     length = 40
     position = build_model(ModelConfig(d_model=d_model, n_heads=n_heads, scheme="rope", rope_base=base)).position
+    rotation = dataclasses.replace(position.mechanism(0), reciprocal=True)
     head_dim = d_model // n_heads
     q, k = torch.randn(2, 3, n_heads, length, head_dim, generator=torch.Generator().manual_seed(1)).unbind(0)
     module = transformers_module({"hidden_size": d_model, "num_attention_heads": n_heads, "rope_theta": base,
                                   "max_position_embeddings": 64}, phi3=False)
     cos, sin = module(q, torch.arange(length)[None])                                  # [1, L, D_head] each
     q_ref, k_ref = apply_rotary_pos_emb(q, k, cos, sin)
-    shared = position.prepare(length, q)
-    assert torch.equal(rope_rotate(q, angles=shared), q_ref)
-    assert torch.equal(rope_rotate(k, angles=shared), k_ref)
+    shared = rotation.prepare(length, q)
+    assert torch.equal(rotation.turn(q, shared), q_ref)
+    assert torch.equal(rotation.turn(k, shared), k_ref)
+
+
+def test_the_two_arithmetics_of_theta_differ_by_one_ulp_and_the_toy_keeps_its_own(monkeypatch):
+    """θ's default rule is written once (relviz.rope.math.default_inv_freq) in two arithmetics: transformers'
+    1 / base^(2i/d) and base^(−2i/d), which relviz's toy rope was trained with. They differ by at most one float32
+    ulp, in about a quarter of the pairs; on the shipped rope-shift checkpoint that moves the logits by ~1e-5, so
+    the toy runs its own arithmetic and its outputs stay bit-identical (tests/test_shipped_outputs.py)."""
+    from relviz.training.checkpoints import load_checkpoint
+
+    differing = 0
+    for dim in range(2, 258, 2):
+        for base in (10.0, 500.0, 1e4, 5e5, 1e6):
+            ours = default_inv_freq(dim, base, reciprocal=False)                       # [dim/2]
+            transformers = default_inv_freq(dim, base)
+            assert (ours.view(torch.int32) - transformers.view(torch.int32)).abs().max() <= 1, (dim, base)
+            differing += int((ours != transformers).sum())
+    assert differing > 1000
+    model = load_checkpoint("rope-shift").model
+    assert not model.position.mechanism(0).reciprocal
+    tokens = torch.randint(0, model.config.vocab_size, (1, 64), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        own, _ = model(tokens)                                                          # [1, L, V]
+        toy = model.position.mechanism
+        monkeypatch.setattr(model.position, "mechanism", lambda layer: dataclasses.replace(toy(layer), reciprocal=True))
+        other, _ = model(tokens)
+    moved = (own - other).abs().max().item()
+    assert 0 < moved < 1e-4

@@ -10,6 +10,10 @@ they moved:
     .venv/bin/python -m tests.test_shipped_outputs --record            # a new checkpoint: its outputs added
     .venv/bin/python -m tests.test_shipped_outputs --record --again    # a change meant to move them all
 
+rope-shift's recorded outputs are those its training code computed: the arithmetic of commit 1afd79d, before issue
+32 wrote RoPE's θ once (relviz.rope.math.default_inv_freq keeps both of θ's arithmetics; the toy runs the one it
+was trained with, tests/test_rope.py), computed in a worktree of 1afd79d with this module's procedure.
+
 The comparison is ``torch.equal``: float32 on this CPU build is deterministic run to run (the same
 ops on the same shapes), so any difference is a change of arithmetic.
 """

@@ -23,7 +23,7 @@ from relviz.positions import alibi_bias, expand_toeplitz, offset_range, shaw_cli
 from relviz.schemes.alibi import AlibiScheme
 from relviz.schemes.fire import Fire
 from relviz.schemes.kerple import Kerple
-from relviz.schemes.rope import Rope, rope_rotate
+from relviz.schemes.rope import Rope
 from relviz.schemes.shaw import Shaw
 from relviz.schemes.skew import Skew
 from relviz.schemes.t5 import T5
@@ -85,14 +85,14 @@ def _toeplitz_user(position, config, causal):
 
 
 def _rope_user(position, config, causal):
-    base = config.rope_base
+    rotation = position.mechanism(0)
     return lambda layer, q, k, v, *, shared=None, need_weights=False: (F.scaled_dot_product_attention(
-        rope_rotate(q, base=base), rope_rotate(k, base=base), v, is_causal=causal), None)
+        *(rotation.turn(x, rotation.prepare(q.shape[-2], q)) for x in (q, k)), v, is_causal=causal), None)
 
 
 def _fire_user(position, config, causal):
     return lambda layer, q, k, v, *, shared=None, need_weights=False: (F.scaled_dot_product_attention(
-        q, k, v, attn_mask=_with_mask(position.layers[layer](q.shape[-2]), True)), None)
+        q, k, v, attn_mask=_with_mask(position.mechanism(layer).bias(q.shape[-2]), True)), None)
 
 
 def _skew_user(position, config, causal):

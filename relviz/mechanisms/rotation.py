@@ -24,10 +24,11 @@ from typing import Any
 import torch
 
 from relviz._checks import check_tensor
+from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Wavelengths
 from relviz.rope.config import MAX_HEAD_DIM, ROPE_TYPES, RopeConfig, rope_config_from_hf
-from relviz.rope.math import LAYOUTS, rope_parameters, rotate_pairs, unscaled
+from relviz.rope.math import LAYOUTS, default_inv_freq, rope_parameters, rotate_pairs, unscaled
 
 __all__ = ["Rotation", "LAYOUTS"]
 
@@ -60,6 +61,13 @@ class Rotation(Mechanism):
     rotary_offset: int = 0              # index of the first rotated dim within the head
     sections: tuple[int, ...] | None = None   # M-RoPE: pairs per axis (temporal, height, width)
     sections_interleaved: bool = False  # Qwen3-VL: the axes take turns pair by pair instead of in blocks
+    reciprocal: bool = True             # θ's arithmetic: transformers' 1/base^(2i/d); False: base^(−2i/d), the toy
+                                        # rope's as trained (relviz.rope.math.default_inv_freq; default rule only)
+
+    def __post_init__(self) -> None:
+        if not self.reciprocal and self.rope.scaling.rope_type != "default":
+            raise ValueError(f"reciprocal=False (θ as base^(−2i/d), relviz's toy rope) is the default rule's other "
+                             f"arithmetic; rope_type {self.rope.scaling.rope_type!r} computes θ as transformers does")
 
     positional = True
     name = "rotation"
@@ -134,12 +142,19 @@ class Rotation(Mechanism):
 
     # -- the reference math ------------------------------------------------------------------
 
+    def parameters(self, seq_len: int | None = None, device: torch.device | str = "cpu") -> tuple[torch.Tensor, float]:
+        """(θ_i [pairs] float32, attention scaling), as the layer's rotary module holds them for a forward over
+        seq_len positions (relviz.rope.math; the toy rope's own arithmetic of the default rule where it has one)."""
+        if not self.reciprocal:
+            return default_inv_freq(self.rope.rotary_dim, self.rope.base, device, reciprocal=False), 1.0
+        return rope_parameters(self.rope, seq_len, device=device)
+
     def inv_freq(self, seq_len: int | None = None) -> torch.Tensor:
         """θ_i [pairs] float32, as the layer's rotary module holds it for a forward over seq_len positions."""
-        return rope_parameters(self.rope, seq_len, device="cpu")[0]
+        return self.parameters(seq_len)[0]
 
     def attention_scaling(self, seq_len: int | None = None) -> float:
-        return rope_parameters(self.rope, seq_len, device="cpu")[1]
+        return self.parameters(seq_len)[1]
 
     @property
     def rotary_dim(self) -> int:
@@ -160,9 +175,17 @@ class Rotation(Mechanism):
         if positions.ndim != 2 or positions.shape[-1] != x.shape[-2] or positions.shape[0] not in (1, 3):
             raise ValueError(f"positions must be [L] or [3, L] with L = {x.shape[-2]}; got {tuple(positions.shape)}")
         seq_len = int(positions.max()) + 1 if positions.numel() else 1
-        inv_freq, scaling = rope_parameters(self.rope, seq_len if self.rope.scaling.rope_type != "default" else None,
-                                            device=x.device)
-        freqs = positions.to(x.device).float()[..., None] * inv_freq.float()        # [A, L, P]
+        return self.turn(x, self._angles(positions.to(x.device), seq_len))
+
+    def _angles(self, positions: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, float]:
+        """(the angle of each pair at each position [A, L, P] float32, attention scaling) for positions [A, L]."""
+        inv_freq, scaling = self.parameters(seq_len if self.rope.scaling.rope_type != "default" else None,
+                                            positions.device)
+        return positions.float()[..., None] * inv_freq.float(), scaling                 # [A, L, P]
+
+    def turn(self, x: torch.Tensor, angles: tuple[torch.Tensor, float]) -> torch.Tensor:
+        """x [..., L, width] turned by ``angles`` (:meth:`_angles`, or :meth:`prepare`'s), unchecked."""
+        freqs, scaling = angles                                                         # [A, L, P]
         if self.sections is not None and self.sections_interleaved:      # the axis of each pair (relviz.vision)
             from relviz.vision.mrope import mrope_pair_axes
 
@@ -176,6 +199,18 @@ class Rotation(Mechanism):
         r, start = self.rotary_dim, self.rotary_offset
         before, rot, after = x[..., :start], x[..., start:start + r], x[..., start + r:]
         return torch.cat((before, rotate_pairs(rot, freqs, scaling, layout=self.layout), after), dim=-1)
+
+    def prepare(self, length: int, like: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """The angles at positions 0..L − 1 ([1, L, P], and the attention scaling), once per forward: every layer
+        of the toy model turns by the same."""
+        return self._angles(torch.arange(length, device=like.device)[None], length)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
+               shared: tuple[torch.Tensor, float] | None = None, need_weights: bool = False) -> Attention:
+        """Plain attention on q and k [B, H, L, D_head] turned by the rotation."""
+        angles = self.prepare(q.shape[-2], q) if shared is None else shared
+        return dot_product_attention(self.turn(q, angles), self.turn(k, angles), v, causal=causal,
+                                     need_weights=need_weights)
 
     # -- words -------------------------------------------------------------------------------
 
@@ -212,11 +247,14 @@ class Rotation(Mechanism):
             out["rotary_offset"] = self.rotary_offset
         if self.sections:
             out["mrope_section"] = list(self.sections)
+        if not self.reciprocal:
+            out["theta_arithmetic"] = "base ** (-2i/d), relviz's toy rope as trained (transformers: 1 / base ** (2i/d))"
         return out
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        inv_freq, scaling = rope_parameters(self.rope, length, device="cpu")
-        plain = rope_parameters(self.rope if self.rope.proportional else unscaled(self.rope), device="cpu")[0]
+        inv_freq, scaling = self.parameters(length)
+        plain = (rope_parameters(self.rope if self.rope.proportional else unscaled(self.rope), device="cpu")[0]
+                 if self.reciprocal else inv_freq)
         inv_freq, plain = inv_freq[:self.rope.turning_pairs], plain[:self.rope.turning_pairs]   # (θ = 0: no wavelength)
         view = Wavelengths("", "", inv_freq.numpy(), plain.numpy(), length, self.rope.scaled_from,
                            self.rope.scaling.rope_type, float(scaling))

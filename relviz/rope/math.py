@@ -28,15 +28,20 @@ def _exponents(dim: int, device: torch.device, over: int | None = None) -> torch
 
 
 def default_inv_freq(dim: int, base: float, device: torch.device | str | None = None, *,
-                     over: int | None = None) -> torch.Tensor:
-    """θ_i = 1 / base^(2i/dim) [dim/2] float32, as transformers' default rule computes it (the toy model's too).
+                     over: int | None = None, reciprocal: bool = True) -> torch.Tensor:
+    """θ_i [dim/2] float32, the default rule, in one of its two arithmetics (as the ALiBi slope rules have two).
+
+    ``reciprocal=True``: 1 / base^(2i/dim), as transformers computes it. False: base^(−2i/dim), RoFormer's formula
+    as written, the arithmetic relviz's toy ``rope`` scheme was trained with (relviz.mechanisms.rotation's
+    ``reciprocal``): the two differ by at most one float32 ulp per pair (tests/test_rope.py measures it).
 
     ``over``: the exponent's denominator when it is not ``dim`` (θ_i = 1 / base^(2i/over) for the dim/2 pairs):
     transformers' proportional rule divides by the head's dims while rotating fewer, and the checker's
     deliberately wrong variants (relviz.check.rope_causes) are this rule with another denominator."""
     if over is not None:
         check_int("over", over, minimum=1)
-    return 1.0 / (base ** _exponents(dim, resolve_device(device), over))
+    exponents = _exponents(dim, resolve_device(device), over)                         # [dim/2]: 2i/over
+    return 1.0 / (base ** exponents) if reciprocal else base ** (-exponents)
 
 
 def _get_mscale(scale: float, mscale: float = 1.0) -> float:
