@@ -1,5 +1,5 @@
 """relviz's own toy model as a plan of mechanisms: a shipped (or session-trained) toy checkpoint read as
-a :class:`relviz.plan.ModelPlan`, so the Your model page draws it as it draws a real model (its layer strip
+a :class:`relviz.model_plan.ModelPlan`, so the Your model page draws it as it draws a real model (its layer strip
 and each layer's views), with the same mechanism views.
 
 The toy scheme holds the learned parameters (checkpoint tensor names ``position.<attr>`` unchanged) and hands
