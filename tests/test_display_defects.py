@@ -300,3 +300,18 @@ def test_length_inputs_show_their_range_and_hide_the_enter_hint(page, prefix):
         assert widget.label.endswith(f"(1 – {MAX_LENGTH:,})") and (widget.min, widget.max) == (1, MAX_LENGTH)
     styles = [h.proto.body for h in at.get("html")]
     assert NUMBER_INPUT_CSS in styles and 'InputInstructions"] {display: none' in NUMBER_INPUT_CSS
+
+
+def test_keys_seen_log_axes_label_powers_of_ten_only_at_a_short_context():
+    """Seen at 1280 × 720 on a 64-position model: the log axes labelled 2 … 9 between 1 and 10, labels on each
+    other by 1 ('1 9 8')."""
+    from relviz.figures.layers import view_figure
+    from relviz.layer_strip import layer_views
+    from relviz import hf
+    from relviz.mechanisms.view_kinds import KeysSeen
+
+    plan = hf.from_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
+                           "max_position_embeddings": 64})
+    (figure,) = [view_figure(v) for v in layer_views(plan.layer(0), 64) if isinstance(v, KeysSeen)]
+    assert figure.layout.xaxis.type == figure.layout.yaxis.type == "log"
+    assert figure.layout.xaxis.dtick == figure.layout.yaxis.dtick == 1
