@@ -22,3 +22,21 @@ def test_a_mechanism_of_one_head_or_one_key_says_so_in_the_singular():
     assert Rope2DLayer("dinov3", 16, 100.0, prefix=1).describe().endswith("; the CLS token is not rotated")
     assert Rope2DLayer("dinov3", 16, 100.0, prefix=5).describe().endswith(
         "; the first 5 tokens (CLS and registers) are not rotated")
+
+
+def test_the_wavelength_caption_counts_its_pairs_in_words_that_fit():
+    """Gemma 3's local layers at 131,072 positions read 'the other 0 never do (red)'."""
+    from relviz import hf
+    from relviz.layer_strip import layer_views
+    from relviz.mechanisms.view_kinds import Wavelengths
+
+    def caption(length: int) -> str:
+        plan = hf.from_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                               "num_hidden_layers": 1, "max_position_embeddings": length})
+        (view,) = [v for v in layer_views(plan.layer(0), length) if isinstance(v, Wavelengths)]
+        return view.caption
+
+    assert "every one of its 8 pairs completes at least one turn (green)." in caption(131072)
+    assert "the other 0" not in caption(131072)
+    assert "3 of 8 pairs complete at least one turn (green); the other 5 never do (red)" in caption(64)
+    assert "1 of 8 pairs completes at least one turn" in caption(16)

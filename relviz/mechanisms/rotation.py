@@ -261,9 +261,14 @@ class Rotation(Mechanism):
         wraps = int((view.turns >= 1).sum())
         scaled = (f" {self.rope.scaling.rope_type} scaling (from {self.rope.scaled_from:,} positions) moves the "
                   "slow pairs (grey rings: the base alone)." if self.rope.scaled_from else "")
-        caption = (f"{self.describe()}. At {length:,} positions {wraps} of {len(inv_freq)} pairs complete at least "
-                   f"one turn (green); the other {len(inv_freq) - wraps} never do (red): their angle alone tells "
-                   f"far positions apart.{scaled}" +
+        pairs, short = len(inv_freq), len(inv_freq) - wraps
+        turns = (f"every one of its {pairs} pairs completes at least one turn (green)" if short == 0 else
+                 f"no pair completes a turn (red): every angle alone tells far positions apart" if wraps == 0 else
+                 f"{wraps} of {pairs} pairs {'completes' if wraps == 1 else 'complete'} at least one turn (green); "
+                 f"the other {short} "
+                 f"{'never does' if short == 1 else 'never do'} (red): {'its' if short == 1 else 'their'} angle "
+                 "alone tells far positions apart")
+        caption = (f"{self.describe()}. At {length:,} positions {turns}.{scaled}" +
                    (f" cos and sin are multiplied by {scaling:.4f}." if scaling != 1 else ""))
         return [Wavelengths(f"Rotation: wavelength of each pair against {length:,} positions", caption,
                             view.inv_freq, view.plain, length, view.original, view.rule, view.attention_scaling)]
