@@ -315,3 +315,7 @@ def test_keys_seen_log_axes_label_powers_of_ten_only_at_a_short_context():
     (figure,) = [view_figure(v) for v in layer_views(plan.layer(0), 64) if isinstance(v, KeysSeen)]
     assert figure.layout.xaxis.type == figure.layout.yaxis.type == "log"
     assert figure.layout.xaxis.dtick == figure.layout.yaxis.dtick == 1
+    long = hf.from_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
+                           "max_position_embeddings": 1 << 20})
+    (figure,) = [view_figure(v) for v in layer_views(long.layer(0), 1 << 20) if isinstance(v, KeysSeen)]
+    assert figure.layout.xaxis.dtick == 2 and figure.layout.yaxis.dtick == 1   # every hundredfold across

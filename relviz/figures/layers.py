@@ -150,8 +150,8 @@ def _keys_seen(view: KeysSeen) -> go.Figure:
                                 hovertemplate="query %{x}<br>farthest back %{y}<extra></extra>"))
     figure.update_layout(
         # powers of ten only: under three decades (a 64-position model) plotly labels 2 … 9 as well, and the
-        # labels by 1 ran into each other
-        xaxis=dict(type="log", title_text="query position i + 1", dtick=1),
+        # labels by 1 ran into each other; past five decades every hundredfold across half a panel
+        xaxis=dict(type="log", title_text="query position i + 1", dtick=2 if view.length > 10 ** 5 else 1),
         yaxis=dict(type="log", title_text="keys seen", dtick=1),
         # the right panel's y axis has no title: its panel title says j − i, and beside tick labels like −8000 a
         # title sat over the left panel's curve in half a page (Your model's compare mode)
