@@ -144,7 +144,8 @@ def show_strip(kind: str, target: str, stack: str, layer: int, *, chart_key: str
 
 def show_views(shown: list, *, key: str) -> None:
     for n, (view, figure) in enumerate(shown):
-        st.markdown(f"**{view.title}**")
+        if figure is None or not figure.layout.title.text:   # a bias curve's figure carries the title itself
+            st.markdown(f"**{view.title}**")
         if figure is not None:
             display.show_figure(figure, key=f"{key}_{n}")
             st.caption(view.caption)

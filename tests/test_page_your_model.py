@@ -362,3 +362,15 @@ def test_a_vision_encoders_grid_comes_from_its_config():
     llama = hf.from_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
                             "num_hidden_layers": 2})
     assert layer_strip.extent(llama.layer(0)) is None
+
+
+def test_deberta_reads_an_embedding_index_not_a_bias_and_its_title_once(monkeypatch):
+    """Seen at 1440 × 900: DeBERTa's curve said 'bias added to the logit' beside a caption that says it is not a
+    bias, and its title stood twice (the page's heading over the figure's own)."""
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    at = run_page("your_model", ym_model=PRESETS["models/deberta-v3-base"])
+    (curve,) = [c for c in charts(at) if "relative embedding each offset" in str(c["layout"].get("title", {}))]
+    assert curve["layout"]["yaxis"]["title"]["text"] == "relative embedding read (bucketed j − i)"
+    assert "embedding = %{y" in curve["data"][0]["hovertemplate"] and "bias" not in curve["data"][0]["hovertemplate"]
+    assert not any("relative embedding each offset" in m.value for m in at.markdown)
+    assert any(m.value == "**Which keys each query sees over 512 positions**" for m in at.markdown)

@@ -37,7 +37,7 @@ def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, vali
         label = curve.head_labels[head] if curve.head_labels else f"head {head + 1}"
         trace = dict(type="scatter", mode="lines", x=curve.offsets, y=curve.bias[head].astype(np.float32),
                      name=label, line=dict(color=colours[head], width=2.5 if legend else 1.8), showlegend=legend,
-                     hovertemplate="<br>".join([f"head {head + 1}", "j − i = %{x}"] + lines + ["bias = %{y:.3f}"])
+                     hovertemplate="<br>".join([f"head {head + 1}", "j − i = %{x}"] + lines + [f"{curve.value_name} = %{{y:.3f}}"])
                      + "<extra></extra>")
         if curve.steps:
             trace["line_shape"] = "hvh"
@@ -71,7 +71,7 @@ def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, vali
     layout = dict(height=420 + top - 40, margin=dict(l=60, r=10, t=top, b=80), shapes=shapes,
                   annotations=annotations, title=dict(text=curve.title, x=0, xanchor="left", y=0.99, yanchor="top"),
                   xaxis=dict(title=dict(text="offset j − i"), zeroline=False),
-                  yaxis=dict(title=dict(text="bias added to the logit")))
+                  yaxis=dict(title=dict(text=curve.value_label)))
     if legend:  # below the axis title: the long title fills the top
         legend_below_axis(layout, rows=math.ceil(heads / 4))
     return dict_figure(data, layout, validate)

@@ -120,7 +120,8 @@ class DisentangledRelative(Mechanism):
                           "drawn, j − i exactly near 0, log buckets further out), whose dot products with the "
                           "content (c2p, p2c) are added to the logits.",
                           offsets.astype(np.int64), bucket[None, :], learned=False, steps=True,
-                          edges=edges if len(edges) < 400 else None, head_labels=("bucketed j − i",))]
+                          edges=edges if len(edges) < 400 else None, head_labels=("bucketed j − i",),
+                          value_label="relative embedding read (bucketed j − i)", value_name="embedding")]
 
 
 def _embeddings(ctx: LayerContext, layer_norm: bool) -> torch.Tensor:

@@ -89,6 +89,9 @@ class BiasCurve:
     hover: dict[str, np.ndarray] = field(default_factory=dict)
     head_labels: tuple[str, ...] | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+    #: what the curve's values are (the y axis, the hover): DeBERTa's is an embedding index, not a bias
+    value_label: str = "bias added to the logit"
+    value_name: str = "bias"
 
 
 @dataclass(frozen=True)
