@@ -81,8 +81,13 @@ def raw_config(kind: str, target: str) -> dict:
     return SOURCES[kind][1](target)
 
 
+def named_length(kind: str, target: str) -> int | None:
+    """The context length the model's config names (max_position_embeddings or the like); None if it names none."""
+    return layer_strip.context_length(positions_of(kind, target), raw_config(kind, target))
+
+
 def own_length(kind: str, target: str) -> int:
-    return layer_strip.context_length(positions_of(kind, target), raw_config(kind, target)) or DEFAULT_LENGTH
+    return named_length(kind, target) or DEFAULT_LENGTH
 
 
 # Figures are read-only once built (st.plotly_chart copies them): cached by scalars.
@@ -216,7 +221,10 @@ with display.user_errors():
     other = c_vs.selectbox("compare with", [NONE] + [o for o in options if o != label], key=f"{P}_vs",
                            bind="query-params", help="A second model's strip and the same view, side by side.")
     plan = positions.layer(layer, stack=stack)
-    note = f" (its own context: {own:,})" if length != own else " (the model's own context)"
+    if named_length(kind, target) is None:   # T5: relative buckets, no length in its config
+        note = " (its config.json names no context length)"
+    else:
+        note = f" (its own context: {own:,})" if length != own else " (the model's own context)"
     # a vision tower's positions are patches of an image: the text decoder's context says nothing about them
     where = layer_strip.extent(plan) or f"at {length:,} positions{note}"
     st.caption(f"**{plan.stack} layer {plan.index}**" + (f" · {plan.layer_type}" if plan.layer_type else "") +

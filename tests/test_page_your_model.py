@@ -100,7 +100,8 @@ from relviz.layer_strip import VIEW_KINDS  # noqa: E402
 from relviz.app.tours import TODAY  # noqa: E402
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-from relviz.model_presets import model_presets, preset_plan  # noqa: E402
+from relviz.model_presets import model_presets, preset_config, preset_plan  # noqa: E402
+from relviz.layer_strip import context_length  # noqa: E402
 
 PRESETS = {key: entry["label"] + " (published config)" for key, entry in model_presets().items()}
 
@@ -124,7 +125,9 @@ def test_every_preset_draws_its_strip_and_a_layer_at_both_ends_of_the_length(key
         assert [len(s) for s in strips] == [len(plan.plans[name]) for name in plan.stack_names]  # every stack
         described = [c.value for c in at.caption if c.value.startswith("**")]
         assert described and f"layer {layer}" in described[0]
-        assert (f"at {16:,} positions" if length == "16" else "the model's own context") in described[0]
+        named = context_length(plan, preset_config(model_presets()[key])) is not None  # T5's config names none
+        assert (f"at {16:,} positions" if length == "16" else "the model's own context" if named else
+                "at 4,096 positions (its config.json names no context length)") in described[0]
 
 
 @pytest.mark.parametrize("view", list(VIEW_KINDS))
