@@ -512,10 +512,19 @@ def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, An
             continue
         if "cycle_field" in rule:               # RecurrentGemma: block_types repeated over the layers
             cycle = view.raw(rule["cycle_field"], rule.get("cycle_default"))
-            if not isinstance(cycle, (list, tuple)) or not cycle or not all(v in rule["map"] for v in cycle):
-                raise ValueError(f"config field {view.name(rule['cycle_field'])} must be a non-empty list of "
-                                 f"{', '.join(rule['map'])}; got {cycle!r:.60}")
+            if rule.get("text") and not isinstance(cycle, str):
+                continue                        # EXAONE 4: a number there is the next rule's
+            given = cycle
+            if isinstance(cycle, str):          # EXAONE 4's "LLLG": one letter per layer
+                cycle = list(cycle)
+            if not isinstance(cycle, (list, tuple)) or not cycle or not all(
+                    isinstance(v, str) and v in rule["map"] for v in cycle):
+                raise ValueError(f"config field {view.name(rule['cycle_field'])} must be a non-empty "
+                                 f"{'string' if rule.get('text') else 'list'} of {', '.join(rule['map'])}; "
+                                 f"got {given!r:.60}")
             data[rule["field"]] = [rule["map"][cycle[i % len(cycle)]] for i in range(layers)]
+            if rule.get("last"):                # (whatever the pattern gives the last layer)
+                data[rule["field"]][-1] = rule["last"]
             continue
         if "offset_field" in rule:              # Jamba: "then" where i % period == offset
             period = view.int(rule["period_field"], rule["period"], minimum=1, maximum=MAX_LAYERS)

@@ -126,3 +126,40 @@ def test_a_null_head_dim_transformers_cannot_build_is_refused_quoting_it(model_t
     """Shrinking fills a null head_dim with what a class would derive: never where the class itself keeps it null."""
     with pytest.raises(ValueError, match=f"(?s)transformers .* could not build a '{model_type}' model.*{quoted}"):
         verified_plan({**tiny_config(model_type), "head_dim": None})
+
+
+def test_exaones_lllg_pattern_reads_three_sliding_rope_layers_to_one_global_nope_layer():
+    from relviz.mechanisms.none import NoPosition
+    from relviz.model_presets import preset_plan
+
+    plan = preset_plan("models/exaone-4.0-32b")
+    layers = plan.all_layers()
+    assert [p.layer_type for p in layers[:4]] == ["sliding_attention"] * 3 + ["full_attention"]
+    assert sum(p.find(NoPosition) is not None for p in layers) == 16 == sum(p.find(Rotation) is None for p in layers)
+    config = {k: v for k, v in tiny_config("exaone4").items() if k != "layer_types"}
+    derived = read_plan({**config, "num_hidden_layers": 6, "sliding_window_pattern": "LLLG"})   # no layer_types
+    assert [p.layer_type[0] for p in derived.all_layers()] == list("sssfsf")        # L L L G L, the last global
+    with pytest.raises(ValueError, match="sliding_window_pattern must be a non-empty string of L, G; got 'LLX'"):
+        read_plan({**config, "sliding_window_pattern": "LLX"})
+
+
+def test_gemma4_and_falcon_h1_presets():
+    from relviz.model_presets import preset_plan
+
+    gemma = preset_plan("models/gemma-4-e2b")
+    full = [p.index for p in gemma.all_layers() if p.layer_type == "full_attention"]
+    assert full == [5, 11, 17, 23, 29, 34]                      # the last layer forced full, as Gemma4TextConfig does
+    assert all(gemma.layer(i).find(Rotation).rope.proportional for i in full)
+    falcon = preset_plan("models/falcon-h1-7b")
+    assert all(p.mixer.kinds == ("softmax_attention", "state_space") and p.find(Rotation) for p in falcon.all_layers())
+
+
+@pytest.mark.parametrize("types, words", [
+    (None, "'heavily_compressed_attention', a layer type relviz refuses: each query attends to its last sliding_window "
+           "keys and to compressed keys, one per compress_rates' 128 tokens"),
+    (["compressed_sparse_attention"] * 8, "a learned indexer keeps the top index_topk"),
+    (["sliding_attention"] * 8, "refuses in this family: its sliding layers use one tensor as key and value")])
+def test_deepseek_v4s_layer_types_are_refused_by_name_with_what_they_run(types, words):
+    config = tiny_config("deepseek_v4")
+    with pytest.raises(ValueError, match=words.replace("(", r"\(")):
+        read_plan({**config, **({"layer_types": types} if types else {})})

@@ -97,6 +97,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "rotation": {**_DEEPSEEK_V3["mechanisms"]["rotation"],
                      "consumed_fields": [*_LLAMA4_BETA, "partial_rotary_factor"]},
         "pattern": {}, "softmax_scale": {"head_dim_field": "qk_head_dim"}, "position_query_scale": {}}},
+    # DeepSeek-V4: every layer type refused with what it runs (its compressed ones: relviz.mechanisms.mixer)
+    "deepseek_v4": {"stacks": DECODER, "mechanisms": {"mixer": {"refuse": {"sliding_attention": (
+        "its sliding layers use one tensor as key and value, so RoPE turns the values too and the output is turned "
+        "back at the query's position (by −θ): position reaches the output through the values as well, which "
+        "relviz's plans do not hold")}}, "rotation": {}, "pattern": {}, "sinks": {}}},
     # Hunyuan: its configs say "dynamic" with an alpha, which its rotary module computes as NTK-alpha (a fixed base)
     **{t: {"stacks": DECODER, "mechanisms": {"rotation": {"type_when_field": {"alpha": {"dynamic": "ntk_alpha"}}},
                                             "pattern": {}}} for t in ("hunyuan_v1_dense", "hunyuan_v1_moe")},
@@ -181,8 +186,13 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "pattern": {}}},
     "minimax": {"stacks": DECODER, "mechanisms": {"mixer": {"linear_kind": "linear_attention"}, "rotation": {},
                                                   "pattern": {}}},
-    # EXAONE 4: RoPE on the sliding layers only, the global ones without position (when there is a window)
-    **{t: {"stacks": DECODER, "derive": [_every(4, 1, "sliding_window_pattern")], "mechanisms": {
+    # EXAONE 4: RoPE on the sliding layers only, the global ones without position (when there is a window). Its
+    # published sliding_window_pattern is "LLLG" (L local, G global, from layer 0, the last layer global, as
+    # Exaone4Config's docstring says; 5.23's class itself raises TypeError on a string without layer_types)
+    **{t: {"stacks": DECODER, "derive": [
+        {"field": "layer_types", "cycle_field": "sliding_window_pattern", "text": True, "last": "full_attention",
+         "map": {"L": "sliding_attention", "G": "full_attention"}},
+        _every(4, 1, "sliding_window_pattern")], "mechanisms": {
         "rotation": {"layer_types": ["sliding_attention"], "layer_types_when": "sliding_window"}, "pattern": {}}}
        for t in ("exaone4", "exaone_moe")},
     # AFMoE: RoPE on its local (sliding) layers only, whatever the window
@@ -259,7 +269,7 @@ _STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_f
 _DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
                           "constant", "from_field", "when_empty", "sum_of", "always", "indices_field", "offset_field",
                           "offset", "cycle_field", "cycle_default", "map", "minimum", "maximum", "even", "last",
-                          "override", "source_field", "source_default", "layer_type"})
+                          "override", "source_field", "source_default", "layer_type", "text"})
 
 
 def _unknown(where: str, keys: Any, allowed: Any) -> None:

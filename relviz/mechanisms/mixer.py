@@ -45,6 +45,16 @@ LAYER_TYPES: dict[str, tuple[str | None, ...]] = {
     "moe": ("feed_forward",), "mlp": ("feed_forward",),
 }
 
+_COMPRESSED = ("each query attends to its last sliding_window keys and to compressed keys, one per {rate} tokens "
+               "(pooled with learned gates and rotated at their block's position by the 'compress' RoPE){topk}: its keys "
+               "are not one per position, so relviz's per-position pattern and rotation cannot describe it")
+#: layer types relviz knows and refuses, with the reason (what transformers runs there), e.g. DeepSeek-V4's
+LAYER_TYPE_REASONS: dict[str, str] = {
+    "compressed_sparse_attention": _COMPRESSED.format(rate="compress_rates' 4", topk=", of which a learned indexer "
+                                                      "keeps the top index_topk for each query"),
+    "heavily_compressed_attention": _COMPRESSED.format(rate="compress_rates' 128", topk=""),
+}
+
 #: fragments of a transformers module's class name -> the kind it runs (the observer's reading of a layer)
 MODULE_KINDS: tuple[tuple[str, str], ...] = (
     ("GatedDeltaNet", "linear_attention"), ("DeltaNet", "linear_attention"), ("LightningAttention", "linear_attention"),
@@ -65,6 +75,9 @@ def mixer_kinds(name: str, layer_type: str | None, linear_kind: str | None) -> t
     relviz does not know, naming the field ``name``."""
     if layer_type is None:
         return (ATTENTION,)
+    if layer_type in LAYER_TYPE_REASONS:
+        raise ValueError(f"config field {name} is {layer_type!r}, a layer type relviz refuses: "
+                         f"{LAYER_TYPE_REASONS[layer_type]}")
     if layer_type not in LAYER_TYPES:
         raise ValueError(f"config field {name} is {layer_type!r}: a layer type relviz does not read (it reads "
                          f"{', '.join(LAYER_TYPES)}); it is refused rather than taken for attention")
@@ -78,12 +91,16 @@ class TokenMixer(Mechanism):
     kinds: tuple[str, ...] = (ATTENTION,)
 
     name = "mixer"
-    option_types = {"linear_kind": str}
+    option_types = {"linear_kind": str, "refuse": dict}
     role = "mixes tokens"
     order = -10
 
     @classmethod
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> TokenMixer:
+        refused = options.get("refuse", {})     # the family's own: {layer type: what it runs there}
+        if ctx.layer_type in refused:
+            raise ValueError(f"config field {ctx.config.name(f'layer_types[{ctx.index}]')} is {ctx.layer_type!r}, a "
+                             f"layer type relviz refuses in this family: {refused[ctx.layer_type]}")
         linear = options.get("linear_kind")
         if linear is not None and (linear not in MIXER_KINDS or linear == ATTENTION):
             raise ValueError(f"the family table's linear_kind must be one of {', '.join(MIXER_KINDS)}; got {linear!r}")
