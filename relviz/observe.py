@@ -40,7 +40,7 @@ from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.scale import QueryScalar, SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
 from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
-from relviz.observe_shrink import CHUNK_FIELDS, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
+from relviz.observe_shrink import CHUNK_FIELDS, MLP, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
 
 __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
            "PROBE_LENGTHS", "SMALL_WINDOW", "SMALL_CHUNK"]
@@ -516,7 +516,9 @@ def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = ()) -> tuple[d
     """The shrunk config and what transformers ran of it: two heads, or four where two cannot build or run
     (``nulls``: fields kept null, see ``_accepted``)."""
     for heads in HEADS_TRIED:
-        small = {**shrink(config, heads_to=heads), **{k: None for k in nulls}}
+        # an MLP width left null stays filled: its class derives it from the width (GPT-2's, CodeGen's n_inner:
+        # 4 × width), and kept null at CodeGen's four heads the model would pass the observer's size cap
+        small = {**shrink(config, heads_to=heads), **{k: None for k in nulls if not MLP.search(k)}}
         try:
             return small, observe(small)
         except ValueError as exc:

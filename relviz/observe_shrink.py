@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["shrink", "SMALL_WINDOW", "SMALL_CHUNK", "WINDOW_FIELDS", "CHUNK_FIELDS", "TINY", "ROUND"]
+__all__ = ["shrink", "SMALL_WINDOW", "SMALL_CHUNK", "WINDOW_FIELDS", "CHUNK_FIELDS", "TINY", "ROUND", "MLP"]
 
 SMALL_WINDOW = 3
 SMALL_CHUNK = 4
@@ -48,8 +48,6 @@ KV_HEADS = re.compile(r"key_value|kv")
 GROUPS = re.compile(r"n_groups$|num_groups$")
 #: ... of the experts a token is routed to, or of their groups (1, so that any count of experts holds them)
 ROUTED = re.compile(r"experts_per_tok|expert_group|^moe_topk$|^moe_top_k$")
-#: ... of experts
-EXPERTS = re.compile(r"experts$|expert_num$")
 #: a field named so holds a projection's width (cut in proportion to the width)
 WIDE = re.compile(r"hidden|d_model|embd|emb_dim|embedding_dim|intermediate|ffn|dff|inner|dim_ff|rank|width|"
                   r"state_size|proj_size|channels|filters|units")
@@ -134,8 +132,6 @@ def _shrink_fields(out: dict[str, Any], width: int, small: int, heads: int, head
             out[key] = 1
         elif ROUTED.search(key):                    # experts chosen per token, and their groups: one
             out[key] = 1
-        elif EXPERTS.search(key) and value > TINY["num_experts"]:
-            out[key] = TINY["num_experts"]
         elif value == width and width > 1 and not KEEP.search(key):
             out[key] = small
         elif WIDE.search(key) and not KEEP.search(key) and value > small and width > 1:

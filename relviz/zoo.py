@@ -28,7 +28,7 @@ REASONS = (
     ("could not build a small model", "the shrunk model is still too large to observe (width fields relviz "
                                       "does not shrink)"),
     ("could not build a", "transformers cannot build it from the shrunk config"),
-    ("could not run", "transformers cannot run it on text alone"),
+    ("could not run", "transformers cannot run the shrunk model on token ids (its error quoted)"),
     ("transformers' attention was not seen", "its attention goes neither through eager_attention_forward nor "
                                              "through a softmax over its positions"),
     ("has no list of", "no layer list to observe"),
