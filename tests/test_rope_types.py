@@ -90,6 +90,10 @@ def test_gemma4_full_layers_are_proportional_and_wider():
     assert plan.config["head_dim"] == {"sliding_attention": 256, "full_attention": 512}
     assert plan.config["rope_type"] == {"sliding_attention": "default", "full_attention": "proportional"}
     assert plan.config["softmax_scale"] == 1.0
+    from relviz.layer_strip import layer_views
+
+    wavelengths = layer_views(full, 4096)[0]
+    assert len(wavelengths.inv_freq) == 64 and "scaling (from" not in wavelengths.caption   # θ = 0 pairs: no wavelength
 
 
 def test_the_summary_never_shows_one_layers_value_as_the_models():

@@ -22,6 +22,9 @@ from relviz._checks import check_int
 #: relviz.rope.math.ROPE_RULES holds one function per name
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional", "ntk_alpha")
 
+#: the rules that stretch no original context (the figures mark none)
+UNSTRETCHED = ("default", "proportional", "ntk_alpha")
+
 MAX_HEAD_DIM = 4096
 MAX_POSITIONS = 1 << 24
 
@@ -188,8 +191,9 @@ class RopeConfig:
 
     @property
     def scaled_from(self) -> int | None:
-        """The original context a scaling stretches (what the figures mark), or None without a scaling."""
-        return self.original_max_position_embeddings if self.scaling.rope_type != "default" else None
+        """The original context a scaling stretches (what the figures mark), or None without a scaling or for a
+        rule that stretches no context (proportional, NTK-alpha: the same θ at every length)."""
+        return None if self.scaling.rope_type in UNSTRETCHED else self.original_max_position_embeddings
 
     def with_scaling(self, **changes: object) -> RopeConfig:
         return replace(self, scaling=replace(self.scaling, **changes))
