@@ -319,3 +319,16 @@ def test_keys_seen_log_axes_label_powers_of_ten_only_at_a_short_context():
                            "max_position_embeddings": 1 << 20})
     (figure,) = [view_figure(v) for v in layer_views(long.layer(0), 1 << 20) if isinstance(v, KeysSeen)]
     assert figure.layout.xaxis.dtick == 2 and figure.layout.yaxis.dtick == 1   # every hundredfold across
+
+
+def test_the_wavelength_axis_labels_powers_of_ten_only():
+    """Seen at 1280 × 720 on a 64-position model: 2 and 5 between the powers of ten crowded the log axis."""
+    from relviz import hf
+    from relviz.figures.layers import view_figure
+    from relviz.layer_strip import layer_views
+    from relviz.mechanisms.view_kinds import Wavelengths
+
+    plan = hf.from_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
+                           "max_position_embeddings": 64})
+    (figure,) = [view_figure(v) for v in layer_views(plan.layer(0), 64) if isinstance(v, Wavelengths)]
+    assert figure.layout.yaxis.type == "log" and figure.layout.yaxis.dtick == 1

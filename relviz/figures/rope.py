@@ -60,7 +60,9 @@ def wavelength_figure(inv_freq: np.ndarray, plain: np.ndarray, *, length: int, o
     if original is not None and original != length:
         _log_hline(figure, original, f"original context {original:,}", dash="dot", colour="#8c564b",
                    yanchor="top" if original > length else "bottom")
-    figure.update_yaxes(type="log", title_text="wavelength 2π/θ_i (positions)")
+    # powers of ten only: the 2 and 5 plotly adds between them crowded the axis, at 64 positions over the
+    # context line's label (seen on Your model at 1280 × 720)
+    figure.update_yaxes(type="log", title_text="wavelength 2π/θ_i (positions)", dtick=1)
     figure.update_xaxes(title_text="dimension pair i")
     figure.update_layout(height=height, margin=dict(l=60, r=10, t=10, b=45), showlegend=True,
                          legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
