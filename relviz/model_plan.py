@@ -30,6 +30,7 @@ from relviz.mechanisms.sinks import Sinks
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.positions import t5_bias
 from relviz.rope.config import RopeConfig
+from relviz.schemes.registry import REGISTRY as SCHEMES
 
 __all__ = ["LayerPlan", "ModelPlan", "read_plan", "MAX_DEPTH", "FROM_TABLE", "UNVERIFIED", "OBSERVED"]
 
@@ -142,8 +143,10 @@ class ModelPlan:
 
     @property
     def scheme(self) -> str | None:
-        """The relviz scheme whose views draw the model's first position mechanism (None: none does)."""
-        return next((m.scheme for plan in self.all_layers() for m in plan.mechanisms if m.scheme), None)
+        """The relviz toy scheme that hands out the model's first position mechanism (its ``concept``; None: none
+        does)."""
+        return next((scheme.name for plan in self.all_layers() for m in plan.mechanisms if m.positional
+                     for scheme in SCHEMES.values() if isinstance(m, scheme.concept)), None)
 
     # -- rotation ----------------------------------------------------------------------------
 

@@ -55,20 +55,56 @@ def test_registry_refuses_unknown_names():
 # A new scheme is one new file
 
 THROWAWAY = '''
-"""``throwaway``: a test scheme — one learned slope per head times |j − i|, plus a width parameter."""
+"""``throwaway``: a test scheme — one learned slope per head times |j − i|, plus a width parameter. A new concept,
+so its mechanism (the math the forward runs, its views and words) sits in the same file as the scheme."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
+from relviz.attention_steps import dot_product_attention
+from relviz.mechanisms.base import ToyMechanism
+from relviz.mechanisms.view_kinds import BiasCurve
 from relviz.positions import relative_positions
-from relviz.schemes.base import Param, Scheme, detached, dot_product_attention
-from relviz.schemes.view_kinds import BiasCurve, PositionStructure
+from relviz.schemes.base import Param, Scheme, detached
+from relviz.schemes.view_kinds import PositionStructure
+
+
+@dataclass(frozen=True, eq=False)
+class ThrowawayBias(ToyMechanism):
+    slope: torch.Tensor                                           # [H, width]
+
+    name = "throwaway"
+    role = "adds a learned slope times |j - i|"
+    order = 50
+
+    def bias(self, length, device="cpu"):
+        distance = relative_positions(length, device=device).abs().float()
+        return self.slope.sum(-1)[:, None, None] * distance     # [H, L, L]
+
+    def attend(self, q, k, v, *, causal, shared=None, need_weights=False):
+        return dot_product_attention(q, k, v, causal=causal, bias=self.bias(q.shape[-2], q.device),
+                                     need_weights=need_weights)
+
+    def label(self):
+        return "THROWAWAY LABEL"
+
+    def curve(self, length):
+        offsets = np.arange(-(length - 1), 1)
+        with torch.no_grad():
+            bias = detached(self.slope.sum(-1))[:, None] * np.abs(offsets)[None, :]
+        return BiasCurve("THROWAWAY CURVE", "THROWAWAY CAPTION", offsets, bias.astype(np.float32), learned=True)
+
+    def views(self, length, layer):
+        return [self.curve(length)]
 
 
 class Throwaway(Scheme):
     name = "throwaway"
+    concept = ThrowawayBias
     summary = "a throwaway test scheme: a learned slope per head times |j − i|"
     order = 50
     params = (Param("throwaway_width", int, 3, "throwaway: a width", minimum=1, maximum=9, app_max=5,
@@ -82,25 +118,17 @@ class Throwaway(Scheme):
     def num_parameters(cls, config):
         return config.n_heads * config.throwaway_width
 
-    def _bias(self, length, device="cpu"):
-        distance = relative_positions(length, device=device).abs().float()
-        return self.slope.sum(-1)[:, None, None] * distance
-
-    def attend(self, layer, q, k, v, *, shared=None, need_weights=False):
-        return dot_product_attention(q, k, v, causal=self.config.causal, bias=self._bias(q.shape[-2], q.device),
-                                     need_weights=need_weights)
+    def mechanism(self, layer):
+        return ThrowawayBias(self.slope)
 
     def structure(self, length):
         with torch.no_grad():
-            values = detached(self._bias(length))
+            values = detached(self.mechanism(0).bias(length))
         return PositionStructure(self.name, "THROWAWAY STRUCTURE", "throwaway bias", values, None,
                                  self.config.causal, True, facts={"width": self.config.throwaway_width})
 
     def parameter_views(self, *, length, train_length, layer):
-        offsets = np.arange(-(length - 1), 1)
-        with torch.no_grad():
-            bias = detached(self.slope.sum(-1))[:, None] * np.abs(offsets)[None, :]
-        return [BiasCurve("THROWAWAY CURVE", "", offsets, bias.astype(np.float32), learned=True)]
+        return [self.mechanism(layer).curve(length)]
 
     @classmethod
     def structure_text(cls, structure):
@@ -108,7 +136,7 @@ class Throwaway(Scheme):
 
     @classmethod
     def parameter_caption(cls, view):
-        return "THROWAWAY CAPTION"
+        return view.caption
 '''
 
 PROBE = '''
@@ -147,6 +175,14 @@ out["roundtrip"] = all(torch.equal(a, b) for a, b in zip(result.model.state_dict
 out["loaded_config"] = loaded.info.model_config == config
 shipped = load_checkpoint("throwaway-shift")
 out["shipped_width"] = shipped.model.config.throwaway_width
+
+# the Your model page's plan of the shipped checkpoint: its strip draws the mechanism the forward ran
+from relviz.layer_strip import layer_views, strip
+from relviz.toy_plan import drawn_schemes, toy_plan
+plan = toy_plan(shipped.model)
+out["drawn"] = "throwaway" in drawn_schemes()
+out["strip"] = [cell.label for cell in strip(plan).cells]
+out["plan_views"] = [view.title for view in layer_views(plan.layer(0), 16)]
 
 # the in-app training guard: the parameter within its app range passes, beyond it is refused by name
 from relviz.app.training_queue import TrainingRequest, check_request
@@ -192,8 +228,8 @@ os._exit(0)  # skip the interpreter's teardown of torch and streamlit (seconds o
 
 
 def test_a_new_scheme_is_one_new_file(tmp_path):
-    """Copy the package, add one file (the scheme, its words included), touch nothing else: the scheme is
-    everywhere."""
+    """Copy the package, add one file (the scheme, its mechanism and its words), touch nothing else: the scheme
+    is everywhere, Your model included."""
     copy = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(REPO / "relviz", copy / "relviz", ignore=ignore)
@@ -215,6 +251,8 @@ def test_a_new_scheme_is_one_new_file(tmp_path):
     assert out["config"]["throwaway_width"] == 2 and out["config"]["scheme"] == "throwaway"
     assert out["num_parameters"][0] == out["num_parameters"][1]
     assert out["roundtrip"] and out["loaded_config"] and out["shipped_width"] == 4
+    # Your model: its checkpoint is listed and drawn as a plan of its mechanism
+    assert out["drawn"] and "THROWAWAY LABEL" in out["strip"] and "THROWAWAY CURVE" in out["plan_views"]
     # the training guard: bounded by the app range the scheme declares (1..5, the library allows 9)
     assert out["guarded_width"] == 5
     assert out["guard_refusal"] == "throwaway_width must be from 1 to 5 for training in the app; got 6"

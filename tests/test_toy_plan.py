@@ -96,6 +96,24 @@ def test_the_plan_draws_the_mechanisms_the_forward_runs(name):
         ran = model.position.mechanism(index)
         drawn = plan.layer(index).mechanisms[0]
         assert type(drawn) is type(ran) and drawn.settings() == ran.settings()
+        assert isinstance(ran, REGISTRY[name].concept)          # the concept the scheme declares, once
+    assert plan.scheme == (name if ran.positional else None)
+
+
+def test_a_scheme_that_runs_its_own_forward_is_refused():
+    """A scheme computes its position only through the mechanism it hands out, so each concept has one
+    implementation: the registry refuses a scheme that overrides the forward."""
+    from relviz.schemes.base import Scheme
+    from relviz.schemes.registry import check_scheme
+
+    class OwnForward(Scheme):
+        name = "own_forward"
+
+        def attend(self, layer, q, k, v, *, shared=None, need_weights=False):
+            return q, None
+
+    with pytest.raises(RuntimeError, match="scheme 'own_forward' overrides attend"):
+        check_scheme(OwnForward)
 
 
 @pytest.mark.parametrize("name", ["shaw", "skew"])

@@ -25,7 +25,6 @@ class LearnedAbsolute(Mechanism):
     option_types = {"tensor": str, "switch_field": str}
     role = "adds a learned vector per position to the input"
     order = 20
-    scheme = "learned"
     legend = "absolute"
 
     @classmethod

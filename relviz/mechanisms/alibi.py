@@ -46,7 +46,6 @@ class Alibi(Mechanism):
                     "bias_max_ignored": bool, "twice_in_eager": bool}
     role = "adds a fixed linear bias per head"
     order = 11
-    scheme = "alibi"
     legend = "bias"
 
     @classmethod

@@ -144,8 +144,6 @@ class Mechanism:
     name: ClassVar[str] = ""
     role: ClassVar[str] = ""
     order: ClassVar[int] = 100
-    #: the relviz scheme whose structure views draw this mechanism (None: no toy scheme is like it)
-    scheme: ClassVar[str | None] = None
     #: the colour group of the layer strip (the page picks colours by it, never by name)
     legend: ClassVar[str] = ""
     #: whether it carries position information (a layer with none of these is a NoPE layer)

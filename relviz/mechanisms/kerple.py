@@ -30,7 +30,6 @@ class KerpleBias(ToyMechanism):
     name = "kerple"
     role = "adds a learned logarithmic bias per head"
     order = 12
-    scheme = "kerple"
 
     def bias_per_offset(self, offsets: torch.Tensor) -> torch.Tensor:
         """[H, n] the bias at ``offsets`` [n]."""

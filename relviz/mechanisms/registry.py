@@ -1,5 +1,8 @@
-"""The registry of position mechanisms: every module of :mod:`relviz.mechanisms` is imported, and every
-:class:`~relviz.mechanisms.base.Mechanism` subclass it defines with a ``name`` is registered.
+"""The registry of position mechanisms, relviz's one registry of position concepts: every module of
+:mod:`relviz.mechanisms` is imported, and every :class:`~relviz.mechanisms.base.Mechanism` subclass it defines
+with a ``name`` is registered, once. The plan reader builds a real model's layers from it (the family table
+names its entries), each toy scheme hands out one of its classes (``Scheme.concept``) and runs it, and the
+pages draw a concept's views from its mechanism.
 
 It lives here, not in the package's ``__init__``: Python holds a module's lock while it loads the
 module's parent package, so a package body that imported its own modules would close an import cycle

@@ -79,7 +79,6 @@ class Rotation(Mechanism):
                     "consumed_fields": (list, tuple)}
     role = "rotates q and k"
     order = 0
-    scheme = "rope"
     legend = "rotation"
 
     @classmethod

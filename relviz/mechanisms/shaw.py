@@ -39,7 +39,6 @@ class ShawTables(ToyMechanism):
     name = "shaw"
     role = "adds learned vectors per clipped offset to keys and values"
     order = 14
-    scheme = "shaw"
 
     def label(self) -> str:
         return f"Shaw k {self.clip}"

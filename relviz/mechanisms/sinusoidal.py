@@ -28,7 +28,6 @@ class SinusoidalAbsolute(ToyMechanism):
     name = "sinusoidal"
     role = "adds a fixed sin/cos vector per position to the input"
     order = 21
-    scheme = "sinusoidal"
     legend = "absolute"
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:

@@ -35,7 +35,6 @@ class SkewTable(ToyMechanism):
     name = "skew"
     role = "adds q·E_r per distance to the logits (the skew)"
     order = 15
-    scheme = "skew"
 
     def label(self) -> str:
         return f"skew M {self.e_r[0].shape[0]}"

@@ -52,7 +52,6 @@ class T5Bias(Mechanism):
     option_types = {"per_layer": bool}
     role = "adds a learned bias per offset bucket"
     order = 10
-    scheme = "t5"
     legend = "bias"
 
     @classmethod

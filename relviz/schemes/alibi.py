@@ -14,6 +14,7 @@ class AlibiScheme(Scheme):
     """No parameters: the slopes follow from the number of heads."""
 
     name = "alibi"
+    concept = Alibi
     summary = "ALiBi: a fixed per-head penalty −slope · |j − i| on the attention logits"
     order = 6
     # The penalty only grows with distance, so no head can single out offset −5 by position alone:

@@ -149,6 +149,9 @@ class Scheme(nn.Module):
     family: ClassVar[str] = "relative"
     #: Only defined for causal attention.
     causal_only: ClassVar[bool] = False
+    #: The position concept it learns: the class of relviz.mechanisms (the one registry of concepts) that
+    #: :meth:`mechanism` hands out. Declared once, here: a real model's plan names its toy scheme through it.
+    concept: ClassVar[type[Mechanism]] = NoPosition
 
     @classmethod
     def in_input(cls) -> bool:
@@ -236,7 +239,8 @@ class Scheme(nn.Module):
         """The mechanism (relviz.mechanisms) that computes layer ``layer``'s position, holding this module's
         parameters (not copies: training's gradients flow through it). The model's forward runs it
         (:meth:`embed`, :meth:`prepare`, :meth:`attend`) and relviz.toy_plan draws it: one implementation of
-        each concept. The base class: no position (plain attention)."""
+        each concept. The base class: no position (plain attention). A scheme overrides this, never the forward
+        below (relviz.schemes.registry refuses a scheme that overrides embed, prepare or attend)."""
         return NoPosition()
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:

@@ -50,6 +50,7 @@ class Fire(Scheme):
     """Per layer a FIRE bias; f_θ has ``fire_hidden`` hidden units."""
 
     name = "fire"
+    concept = FireFunction
     summary = "FIRE: a learned MLP of the distance normalised by the query position, ψ(i − j) / ψ(max(L, i)); causal"
     order = 9
     causal_only = True

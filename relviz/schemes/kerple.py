@@ -26,6 +26,7 @@ class Kerple(Scheme):
     """Per-head r1, r2 (kept positive through a softplus), one pair shared by every layer."""
 
     name = "kerple"
+    concept = KerpleBias
     summary = "KERPLE (log): a learned per-head bias −r1 · log(1 + r2 · |j − i|), r1, r2 > 0"
     order = 8
     # Like ALiBi, the bias only falls with distance, so no head singles out offset −5 by position

@@ -14,6 +14,7 @@ class LearnedAbsoluteScheme(Scheme):
     """A table [max_len, D] added to the token embeddings; nothing exists beyond max_len."""
 
     name = "learned"
+    concept = LearnedAbsolute
     summary = "one learned vector per absolute position, up to max_len (absolute)"
     order = 2
     family = "absolute"

@@ -1,6 +1,10 @@
 """The registry of position schemes: every module of :mod:`relviz.schemes` is imported, and every
 :class:`~relviz.schemes.base.Scheme` subclass it defines with a ``name`` is registered.
 
+A scheme is the toy model's holder of one concept's learned parameters: its ``concept`` is a class of
+:data:`relviz.mechanisms.registry.MECHANISMS`, the one registry of concepts (the plan reader, the toy model and
+the pages all draw a concept from there), and its forward is that mechanism's (:func:`check_scheme`).
+
 It lives here, not in the package's ``__init__``: scheme modules import ``relviz.schemes.base``,
 and Python holds a module's lock while it loads the module's parent package, so a package body that
 imported every scheme module would close an import cycle.
@@ -9,15 +13,34 @@ from __future__ import annotations
 
 import relviz.schemes as _package
 from relviz._registry import discover_subclasses
+from relviz.mechanisms.base import Mechanism
 from relviz.schemes.base import Param, Scheme
 
-__all__ = ["REGISTRY", "get_scheme", "scheme_names", "all_params", "param_owner"]
+__all__ = ["REGISTRY", "FORWARD", "check_scheme", "get_scheme", "scheme_names", "all_params", "param_owner"]
+
+
+#: the model's calls into a scheme, each its mechanism's (Scheme.embed / prepare / attend), never overridden
+FORWARD = ("embed", "prepare", "attend")
+
+
+def check_scheme(scheme: type[Scheme]) -> None:
+    """RuntimeError unless ``scheme`` computes its position only through the mechanism it hands out: it overrides
+    none of :data:`FORWARD`, and its ``concept`` is a Mechanism class."""
+    own = [hook for hook in FORWARD if hook in vars(scheme)]
+    if own:
+        raise RuntimeError(f"scheme {scheme.name!r} overrides {', '.join(own)}: a scheme's forward is its mechanism's, "
+                           "so each concept has one implementation; hand it out from mechanism(layer) "
+                           f"({scheme.__module__})")
+    if not (isinstance(scheme.concept, type) and issubclass(scheme.concept, Mechanism)):
+        raise RuntimeError(f"scheme {scheme.name!r}: concept must be a Mechanism class (relviz.mechanisms); "
+                           f"got {scheme.concept!r}")
 
 
 def _discover() -> dict[str, type[Scheme]]:
     found = discover_subclasses(_package, Scheme, registry="registry", what="scheme")
     owners: dict[str, str] = {}
     for scheme in found.values():
+        check_scheme(scheme)
         for param in scheme.params:
             if param.name in owners:
                 raise RuntimeError(f"parameter {param.name!r} is declared by schemes {owners[param.name]!r} and "

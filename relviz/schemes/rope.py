@@ -17,6 +17,7 @@ class Rope(Scheme):
     relviz.mechanisms.rotation's Rotation in Llama's rotate_half layout (relviz.rope.math)."""
 
     name = "rope"
+    concept = Rotation
     summary = "RoPE: q and k rotated by angles proportional to position, so q · k sees only j − i"
     order = 7
     params = (Param("rope_base", float, 10000.0, "rope: base of the rotation frequencies", minimum=1,

@@ -20,6 +20,7 @@ class Shaw(Scheme):
     """Per layer, a^K and a^V tables [2·clip + 1, D_head] shared by all heads."""
 
     name = "shaw"
+    concept = ShawTables
     summary = "Shaw et al.: learned key/value vectors per offset j − i, clipped to ±clip; per layer"
     order = 3
     params = (Param("clip", int, 8, "shaw: clipping distance k", minimum=0, maximum=MAX_LENGTH, app_max=32,

@@ -16,6 +16,7 @@ class Sinusoidal(Scheme):
     """Fixed absolute vectors, computed for any length (no parameters)."""
 
     name = "sinusoidal"
+    concept = SinusoidalAbsolute
     summary = "fixed sin/cos vectors added to the token embeddings (absolute)"
     order = 1
     family = "absolute"

@@ -30,6 +30,7 @@ class Skew(Scheme):
     distances beyond the table use its farthest row."""
 
     name = "skew"
+    concept = SkewTable
     summary = "Music Transformer: a learned vector per distance, applied with the skew; causal only"
     order = 5
     causal_only = True

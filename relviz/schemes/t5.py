@@ -25,6 +25,7 @@ class T5(Scheme):
     """
 
     name = "t5"
+    concept = T5Bias
     summary = "T5: a learned scalar per (bucket of j − i, head), one table shared by all layers"
     order = 4
     params = (Param("num_buckets", int, 32, "t5: number of buckets", minimum=1, maximum=T5_LIMITS.trained_num_buckets, app_min=2,
