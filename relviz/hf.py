@@ -13,6 +13,7 @@ together per layer. The result is a :class:`relviz.model_plan.ModelPlan` (also k
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -24,7 +25,7 @@ from typing import Any
 import torch
 
 from relviz._checks import check_int
-from relviz.mechanisms.families import FAMILIES
+from relviz.mechanisms.families import FAMILIES, family_of
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model_plan import ModelPlan, read_plan
@@ -178,7 +179,12 @@ def can_observe() -> bool:
 def _read(config: dict[str, Any], source: str, observe: bool | None) -> ModelPositions:
     """The family table's reading; observed (relviz.observe.verified_plan) when asked, or by default for a
     model_type outside the table while transformers is installed (else marked unverified, layer by layer)."""
-    plan = read_plan(config, source=source) if observe is not True else None
+    try:
+        plan = read_plan(config, source=source) if observe is not True else None
+    except ValueError:
+        if observe is False or not can_observe() or family_of(str(config.get("model_type")), dict(config))[0]:
+            raise
+        plan = None                              # outside the table without RoPE: the observer derives its entry
     if observe is False or (plan is not None and (plan.in_family_table or not can_observe())):
         return plan
     from relviz.observe import verified_plan
@@ -225,7 +231,13 @@ def inspect(path: str | os.PathLike[str], *, allow_hub: bool = True, observe: bo
         name = tensors.find(suffix)
         return None if name is None else tensors.get(name)
 
-    plan = read_plan(config, source=source, tensor=tensor)
+    observed = plan
+    plan = read_plan(config, source=source, tensor=tensor, family=observed.observed_entry)
+    if observed.observed_entry is not None:      # the observer's marks and notes stay with the weights' reading
+        for stack, layers in plan.plans.items():
+            plan.plans[stack] = [dataclasses.replace(p, read_from=o.read_from)
+                                 for p, o in zip(layers, observed.plans[stack])]
+        plan.notes = observed.notes
     plan.directory = directory
     plan.tensors_read = list(tensors.read)
     return plan

@@ -21,7 +21,7 @@ from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import MAX_LAYERS, REQUIRED, ConfigView, LayerContext
 from relviz.mechanisms.deberta import DisentangledRelative
-from relviz.mechanisms.families import FAMILIES, HYBRID_FIELDS, family_of
+from relviz.mechanisms.families import FAMILIES, HYBRID_FIELDS, check_family, family_of
 from relviz.mechanisms.mixer import ATTENTION, TokenMixer
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
@@ -93,6 +93,9 @@ class ModelPlan:
     tensors_read: list[str] = field(default_factory=list)
     in_family_table: bool = True
     directory: Path | None = None
+    #: the family entry the observer derived from what transformers ran (a model_type outside the table
+    #: without RoPE: relviz.observe_position), read like a row of the table; None for every other plan
+    observed_entry: dict[str, Any] | None = None
 
     # -- layers -----------------------------------------------------------------------------
 
@@ -260,6 +263,7 @@ class ModelPlan:
         out: dict[str, Any] = {"model_type": self.model_type, "scheme": self.scheme, "source": self.source,
                                "config": self.config, "notes": self.notes, "tensors_read": self.tensors_read,
                                "in_family_table": self.in_family_table,
+                               **({"observed_entry": self.observed_entry} if self.observed_entry else {}),
                                "layers": {s: [p.to_json() for p in layers] for s, layers in self.plans.items()}}
         rotation = self.first(Rotation)
         if rotation is not None:
@@ -319,8 +323,12 @@ LAYER_TYPE_FIELDS = ("layer_types", "layers_block_type")
 
 
 def read_plan(config: Mapping[str, Any], *, source: str = "config",
-              tensor: Callable[[str], torch.Tensor | None] | None = None) -> ModelPlan:
-    """The per-layer plan of a parsed config.json; ``tensor(suffix)`` reads weights (None: config alone)."""
+              tensor: Callable[[str], torch.Tensor | None] | None = None,
+              family: Mapping[str, Any] | None = None) -> ModelPlan:
+    """The per-layer plan of a parsed config.json; ``tensor(suffix)`` reads weights (None: config alone).
+
+    ``family``: an entry to read instead of the table's (the one relviz.observe_position derives from what
+    transformers ran, for a model_type outside the table); its keys are checked like the table's."""
     if not isinstance(config, Mapping):
         raise ValueError(f"config must be a dict (a parsed config.json); got {type(config).__name__}")
     if _depth(config) > MAX_DEPTH:
@@ -330,16 +338,19 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         raise ValueError("config field model_type is required (e.g. 'llama')")
     text = config.get("text_config")
     cfg = ConfigView(config)
-    family, listed = family_of(model_type, dict(config))
+    observed_entry = family is not None
+    family, listed = family_of(model_type, dict(config)) if family is None else (
+        check_family(model_type, dict(family)), False)
     # the model's stacks read from nested configs (a vision tower): kept when the text side's family is read
     nested = {name: spec for name, spec in family.get("stacks", {}).items() if spec.get("config")}
-    if isinstance(text, Mapping) and (not family or not listed or text.get("model_type") in FAMILIES):
+    if isinstance(text, Mapping) and not observed_entry and (not family or not listed
+                                                             or text.get("model_type") in FAMILIES):
         cfg = ConfigView(text, "text_config.")          # a vision-language model: its text side
         inner, inner_listed = family_of(str(text.get("model_type")), dict(text))
         family, listed = (inner, inner_listed) if inner else (family, listed)
     if not family:
         raise ValueError(_unknown(model_type, config))
-    if not listed and not any(cfg.has(f) for f in LAYER_TYPE_FIELDS):
+    if not listed and not observed_entry and not any(cfg.has(f) for f in LAYER_TYPE_FIELDS):
         hybrid = [f for f in HYBRID_FIELDS if cfg.has(f)]
         if hybrid:
             raise ValueError(f"model_type {model_type!r} is not in relviz's family table, and its config field "
@@ -384,10 +395,11 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
             plans[stack].append(LayerPlan(stack, index, types[index], tuple(found),
                                           FROM_TABLE if listed else UNVERIFIED))
     plans = _mixers_where_they_differ(plans)
-    plan = ModelPlan(model_type=model_type, source=source, plans=plans, in_family_table=listed)
+    plan = ModelPlan(model_type=model_type, source=source, plans=plans, in_family_table=listed,
+                     observed_entry=dict(family) if observed_entry else None)
     plan.config = _summary(plan, cfg)
     plan.notes = sorted({n for p in plan.all_layers() for m in p.mechanisms for n in m.notes()})
-    if not listed:
+    if not listed and not observed_entry:
         read = sorted(k for k in cfg.data if k in _FIELDS_READ or k.startswith("rope"))
         plan.notes.insert(0, f"model_type {model_type!r} is not in relviz's family table: every layer is read "
                              f"{UNVERIFIED} (as a decoder with transformers' standard rotary module, from "

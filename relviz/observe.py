@@ -33,13 +33,15 @@ from typing import Any
 
 import torch
 
-from relviz.mechanisms.families import FAMILIES
+from relviz.mechanisms.families import FAMILIES, family_of
 from relviz.mechanisms.mixer import ATTENTION, TokenMixer, kind_of_module
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.scale import QueryScalar, SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
 from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
+from relviz.observe_position import InputPosition, LayerProbe, derive_entry, input_position, position_differences, \
+    probe_layers
 from relviz.observe_shrink import CHUNK_FIELDS, MLP, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
 
 __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
@@ -68,6 +70,8 @@ class LayerObservation:
     inv_freq: torch.Tensor | None = None              # the layer's rotary module's buffer
     softmax_masks: dict[int, torch.Tensor] = field(default_factory=dict)  # length -> bool [L, L], any softmax
     at_softmax: bool = False                          # attention seen at its softmax only (no eager call)
+    bias: bool = False                                # the mask it gets adds a finite bias where it allows
+    probe: LayerProbe = field(default_factory=LayerProbe)   # relviz.observe_position.probe_layers
 
 
 @dataclass
@@ -76,6 +80,8 @@ class Observation:
     layers: list[LayerObservation]
     seconds: float
     transformers_version: str
+    inputs: InputPosition | None = None               # what the embedding stage adds per position
+    attribute_map: dict[str, str] = field(default_factory=dict)  # the config class's aliases (n_layer, d_model)
 
 
 class _Recorder:
@@ -139,7 +145,15 @@ def _allowed(mask: Any, length: int) -> torch.Tensor:
     if mask is None:                                   # no mask: every query sees every key
         return torch.ones(length, length, dtype=torch.bool)
     mask = mask[0, 0, :, :length]
-    return mask if mask.dtype == torch.bool else mask == 0
+    return mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min / 2
+
+
+def _biased(mask: Any, length: int) -> bool:
+    """Whether a float mask adds something other than 0 where it allows a key (a position bias in the mask)."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype == torch.bool:
+        return False
+    mask = mask[..., :length]
+    return bool((mask[mask > torch.finfo(mask.dtype).min / 2] != 0).any())
 
 
 def _allowed_scores(scores: torch.Tensor) -> torch.Tensor:
@@ -302,8 +316,9 @@ def _observe(key: str) -> Observation:
             elif name == "eager_attention_forward":
                 module = args[0]
                 here.attends = True
-                here.masks[length] = _allowed(kwargs.get("attention_mask", args[4] if len(args) > 4 else None),
-                                              length)
+                mask = kwargs.get("attention_mask", args[4] if len(args) > 4 else None)
+                here.masks[length] = _allowed(mask, length)
+                here.bias = here.bias or _biased(mask, length)
                 here.scaling = kwargs.get("scaling", args[5] if len(args) > 5 else None)
                 here.sinks = getattr(module, "sinks", None) is not None or kwargs.get("s_aux") is not None
             elif length == PROBE_LENGTHS[0]:
@@ -324,7 +339,17 @@ def _observe(key: str) -> Observation:
             here.attends, here.masks, here.at_softmax = True, dict(here.softmax_masks), True
         if here.attends:
             here.kinds = (ATTENTION, *here.kinds)
-    return Observation(config["model_type"], seen, time.perf_counter() - start, version)
+    try:
+        for here, probe in zip(seen, probe_layers(model, layers, PROBE_LENGTHS[0],
+                                                  lambda: _Recorder(modeling, model, layers))):
+            here.probe = probe
+        inputs = input_position(model, layers, PROBE_LENGTHS[0])
+    except ValueError as exc:
+        inputs = InputPosition(None, str(exc))
+    except Exception as exc:  # noqa: BLE001 - a probe transformers' code does not take: said, never guessed
+        inputs = InputPosition(None, f"the probe failed: {type(exc).__name__}: {str(exc)[:200]}")
+    return Observation(config["model_type"], seen, time.perf_counter() - start, version, inputs,
+                       dict(getattr(text, "attribute_map", {}) or {}))
 
 
 def _inputs(model: torch.nn.Module, length: int) -> dict[str, torch.Tensor]:
@@ -390,7 +415,11 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
         scale = p.find(SoftmaxScale) or p.find(QueryScalar)
         if scale is not None and o.scaling is not None and scale.scale() != o.scaling:
             out.append(f"{where}: softmax scale {scale.scale()} in relviz, {o.scaling} in transformers")
-    return out
+        if o.bias and not any(m.positional and m.role.startswith("adds") and "input" not in m.role
+                              for m in p.mechanisms):
+            out.append(f"{where}: transformers adds a position bias to the logits (in the mask it hands the "
+                       "attention) that relviz does not read")
+    return out + position_differences(layers, seen)
 
 
 def _rotation_differences(where: str, p: LayerPlan, rotation: Rotation, o: LayerObservation) -> list[str]:
@@ -480,8 +509,17 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
     text = config.get("text_config")
     side = text if isinstance(text, Mapping) and isinstance(text.get("model_type"), str) else config
     small, seen = _observe_shrunk(side, _accepted(side))  # a vision-language model: its text model alone
+    entry = None
+    if not family_of(str(side.get("model_type")), dict(side))[0]:
+        try:                                              # outside the table, no RoPE: read what transformers ran
+            entry = derive_entry(small, seen)
+        except ValueError as exc:
+            raise ValueError(f"transformers runs this {config.get('model_type')!r} model, but relviz cannot read "
+                             f"it: it is not in relviz's family table and has no RoPE settings, and what ran does "
+                             f"not say it exactly: {exc}") from exc
+        config = side
     try:
-        plan_small = read_plan(small, source=source)
+        plan_small = read_plan(small, source=source, family=entry)
     except ValueError as exc:
         raise ValueError(f"transformers runs this {config.get('model_type')!r} model, but relviz cannot read it: "
                          f"{exc}") from exc
@@ -489,7 +527,7 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
     if found:
         raise ValueError(f"relviz's reading of this {config.get('model_type')!r} model differs from what "
                          f"transformers {seen.transformers_version} runs, so it is refused: " + "; ".join(found[:4]))
-    plan = read_plan(config, source=source)
+    plan = read_plan(config, source=source, family=entry)
     observed = plan.stack_names[0]                       # the stack differences() held against what ran
     plan.plans[observed] = [_observed(p, o) for p, o in zip(plan.plans[observed], seen.layers)]
     others = [stack for stack in plan.stack_names[1:]]
@@ -502,6 +540,8 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
                              "the observer saw it at its softmax (which keys each query sees, and the rotation of "
                              "q and k), so the softmax scale was not observed")
     where = "" if plan.in_family_table else f"model_type {plan.model_type!r} is not in relviz's family table: "
+    if entry is not None:
+        where += "its entry was derived from what transformers ran; "
     plan.notes.insert(0, f"{where}observed: transformers {seen.transformers_version} built this model (tiny widths, "
                          f"the same layers) and ran it; every layer's reading equals what it ran")
     return plan

@@ -1,0 +1,343 @@
+"""The position side of an observation: what the input adds per position, and whether anything inside a layer
+depends on position besides what relviz reads. Used by relviz.observe; every finding is a ``torch.equal``.
+
+- ``input_position``: the embedding stage. One forward with every token the same: where the first layer's input
+  is equal at every position, nothing before it carries position (NoPE on the input). Otherwise the module that
+  does is found by its output: its rows equal rows ``p + offset`` of a table it owns (the offset read from the
+  rows, e.g. OPT's 2); the table, made constant, must leave the first layer's input equal at every position
+  again (nothing else adds position); a fixed table must equal relviz's sinusoidal encoding in one of its
+  layouts and arithmetics, a trained one is a learned absolute table.
+- ``probe_layers``: three forwards with each layer's input replaced. (a) the same vector at every position: on a
+  layer that applies no position itself, q and k are then equal at every position and every query's weights
+  are equal over the keys its mask allows; (b, c) a random input, then the same with position 0 changed: a
+  layer whose outputs at later positions do not move mixes no tokens (an MLP-only layer).
+- ``derive_entry``: for a model_type outside the family table and without RoPE settings, the family entry
+  (the table's own format) that says what was seen; ``relviz.plan.read_plan`` reads it like a row of the table.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from relviz.mechanisms.absolute import LearnedAbsolute
+from relviz.mechanisms.base import Mechanism
+from relviz.mechanisms.mixer import ATTENTION, LAYER_TYPES
+from relviz.mechanisms.none import NoPosition
+from relviz.mechanisms.sinusoidal import VARIANTS, SinusoidalAbsolute
+
+__all__ = ["InputPosition", "input_position", "probe_layers", "derive_entry", "position_differences",
+           "INPUT_SIDE"]
+
+#: a constant token for the probes (inside every tiny vocabulary, past the pad and bos ids relviz.observe sets)
+TOKEN = 7
+#: the mechanisms that act before the first layer only: a layer with no others applies no position itself
+INPUT_SIDE = (NoPosition, LearnedAbsolute, SinusoidalAbsolute)
+
+
+@dataclass
+class InputPosition:
+    """What the embedding stage adds per position: the mechanism (NoPosition, LearnedAbsolute or
+    SinusoidalAbsolute, holding the offset found), or None with the reason relviz cannot tell."""
+
+    found: Mechanism | None
+    reason: str = ""
+    tensor: str = ""                 # the table's name in the model ("decoder.embed_positions.weight")
+    rows: int = 0                    # the table's rows (the offset's included)
+
+    def words(self) -> str:
+        if self.found is None:
+            return f"something relviz cannot tell ({self.reason})"
+        return self.found.describe() + (f" (from {self.tensor})" if self.tensor else "")
+
+
+def _hidden(args: tuple, kwargs: dict) -> tuple[torch.Tensor | None, Callable[[torch.Tensor], tuple]]:
+    """A layer's input hidden states [B, L, D] and how to hand it a replacement."""
+    if isinstance(kwargs.get("hidden_states"), torch.Tensor):
+        return kwargs["hidden_states"], lambda h: (args, {**kwargs, "hidden_states": h})
+    if args and isinstance(args[0], torch.Tensor) and args[0].ndim == 3:
+        return args[0], lambda h: ((h, *args[1:]), kwargs)
+    return None, lambda h: (args, kwargs)
+
+
+def _first_input(model: torch.nn.Module, layers: torch.nn.ModuleList, length: int) -> torch.Tensor | None:
+    """The first layer's input [B, L, D] on a forward of one token repeated ``length`` times."""
+    got: list[torch.Tensor] = []
+
+    def grab(module, args, kwargs):
+        h, _ = _hidden(args, kwargs)
+        if h is not None and not got:
+            got.append(h.detach().clone())
+    hook = layers[0].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.full((1, length), TOKEN), use_cache=False)
+    finally:
+        hook.remove()
+    return got[0] if got else None
+
+
+def _same_everywhere(h: torch.Tensor, axis: int = -2) -> bool:
+    first = h.narrow(axis, 0, 1)
+    return torch.equal(h, first.expand_as(h))
+
+
+def _tables(model: torch.nn.Module, layers: torch.nn.ModuleList) -> list[tuple[str, torch.nn.Module, str]]:
+    """(module path, module, tensor attribute) for every 2-D tensor a module outside the layers owns itself."""
+    inside = {id(m) for m in layers.modules()}
+    out = []
+    for path, module in model.named_modules():
+        if id(module) in inside:
+            continue
+        for name, t in [*module.named_parameters(recurse=False), *module.named_buffers(recurse=False)]:
+            if t.ndim == 2 and t.is_floating_point():
+                out.append((path, module, name))
+    return out
+
+
+def _rows_read(out: torch.Tensor, table: torch.Tensor, length: int) -> list[int] | None:
+    """Which row of ``table`` each of the last ``length`` output rows equals (None: some row is no row of it)."""
+    width = table.shape[-1]
+    if out.shape[-1] != width or out.numel() % (length * width):
+        return None
+    rows = out.reshape(-1, length, width)[0]                                        # [L, D]
+    hits = (rows[:, None, :] == table[None, :, :]).all(-1)                          # [L, N]
+    if not bool(hits.any(-1).all()):
+        return None
+    return [int(h.nonzero()[0]) for h in hits]
+
+
+def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: int) -> InputPosition:
+    """What the embedding stage adds per position (ValueError where relviz cannot tell exactly)."""
+    first = _first_input(model, layers, length)
+    if first is None:
+        raise ValueError("the observer could not see the first layer's input (no hidden-states argument)")
+    if _same_everywhere(first):
+        return InputPosition(NoPosition())
+    tables = _tables(model, layers)
+    seen: dict[int, Any] = {}
+    hooks = [m.register_forward_hook(lambda mod, a, out, k=k: seen.setdefault(k, out)) for k, (_, m, _) in
+             enumerate(tables)]
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.full((1, length), TOKEN), use_cache=False)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    found = []
+    for k, (path, module, name) in enumerate(tables):
+        out = seen.get(k)
+        out = out[0] if isinstance(out, tuple) else out
+        rows = _rows_read(out, getattr(module, name), length) if isinstance(out, torch.Tensor) else None
+        if rows is not None and len(set(rows)) == length and all(r - p == rows[0] for p, r in enumerate(rows)):
+            found.append((path, module, name, rows[0]))
+    if len(found) != 1:
+        what = "no table whose rows it reads by position" if not found else \
+            f"{len(found)} tables read by position ({', '.join(f[0] for f in found)})"
+        raise ValueError(f"the first layer's input differs by position, and relviz found {what}: it cannot tell "
+                         "what the input adds per position")
+    path, module, name, offset = found[0]
+    table = getattr(module, name)
+    kept = table.detach().clone()
+    with torch.no_grad():
+        table.copy_(kept[offset].expand_as(kept))                      # every position's row made the same
+    try:
+        again = _first_input(model, layers, length)
+    finally:
+        with torch.no_grad():
+            table.copy_(kept)
+    tensor = f"{path}.{name}" if path else name
+    if again is None or not _same_everywhere(again):
+        raise ValueError(f"besides {tensor}, something else adds position to the first layer's input: relviz "
+                         "cannot tell what")
+    rows, width = int(kept.shape[0]), int(kept.shape[1])
+    for variant in VARIANTS:
+        for float32 in (False, True):
+            sinusoidal = SinusoidalAbsolute(width, variant, float32, offset)
+            if width % 2 == 0 and torch.equal(kept[offset:].float(), sinusoidal.table(rows)[offset:]):
+                return InputPosition(sinusoidal, tensor=tensor, rows=rows)      # (rows before the offset: padding)
+    if isinstance(table, torch.nn.Parameter) and table.requires_grad:
+        return InputPosition(LearnedAbsolute(tensor, offset=offset), tensor=tensor, rows=rows)
+    raise ValueError(f"{tensor} holds fixed position vectors that are none of relviz's sinusoidal encodings "
+                     f"({', '.join(VARIANTS)}; float64 or float32 arithmetic): relviz cannot tell what they are")
+
+
+@dataclass
+class LayerProbe:
+    """One layer under the three replaced inputs (None: the probe could not replace its input)."""
+
+    qk_position_free: bool | None = None     # q and k equal at every position when the input is
+    weights_uniform: bool | None = None      # and every query's weights equal over the keys it sees
+    mixes_tokens: bool | None = None         # a change at position 0 moves a later position's output
+
+
+def probe_layers(model: torch.nn.Module, layers: torch.nn.ModuleList, length: int,
+                 record: Callable[[], Any]) -> list[LayerProbe]:
+    """Each layer with its input replaced (see the module's docstring). ``record()`` opens relviz.observe's
+    recorder (its ``calls``: (layer, function name, args, kwargs, output); ``close()``)."""
+    probes = [LayerProbe() for _ in layers]
+    torch.manual_seed(1)
+    width = None
+
+    def run(make: Callable[[torch.Tensor], torch.Tensor], outputs: dict[int, torch.Tensor] | None):
+        def replace(k):
+            def hook(module, args, kwargs):
+                h, give = _hidden(args, kwargs)
+                return None if h is None else give(make(h))
+            return hook
+        hooks = [m.register_forward_pre_hook(replace(k), with_kwargs=True) for k, m in enumerate(layers)]
+        if outputs is not None:
+            hooks += [m.register_forward_hook(lambda mod, a, out, k=k: outputs.setdefault(
+                k, (out[0] if isinstance(out, tuple) else out).detach().clone())) for k, m in enumerate(layers)]
+        recorder = record()
+        try:
+            with torch.no_grad():
+                model(input_ids=torch.full((1, length), TOKEN), use_cache=False)
+        finally:
+            recorder.close()
+            for hook in hooks:
+                hook.remove()
+        return recorder.calls
+
+    calls = run(lambda h: h[:, :1].expand_as(h).clone(), None)            # (a) one vector at every position
+    for layer, name, args, kwargs, out in calls:
+        if layer < 0 or name != "eager_attention_forward":
+            continue
+        query, key = args[1], args[2]                                     # [B, H, L, d]
+        free = _same_everywhere(query) and _same_everywhere(key)
+        weights = out[1] if isinstance(out, tuple) and len(out) > 1 else None
+        uniform = None
+        if free and isinstance(weights, torch.Tensor):
+            top = weights.max(dim=-1, keepdim=True).values                 # [B, H, L, 1]
+            seen = weights > 0
+            uniform = bool(torch.equal(torch.where(seen, weights, top), top.expand_as(weights)))
+        here = probes[layer]
+        here.qk_position_free = free if here.qk_position_free is None else here.qk_position_free and free
+        if uniform is not None:
+            here.weights_uniform = uniform if here.weights_uniform is None else here.weights_uniform and uniform
+    fixed: dict[int, torch.Tensor] = {}
+
+    def random_input(h: torch.Tensor) -> torch.Tensor:
+        nonlocal width
+        if h.shape[-1] not in fixed:
+            fixed[h.shape[-1]] = torch.randn(h.shape, generator=torch.Generator().manual_seed(2)).to(h.dtype)
+        return fixed[h.shape[-1]].clone()
+
+    before: dict[int, torch.Tensor] = {}
+    after: dict[int, torch.Tensor] = {}
+    run(random_input, before)                                             # (b) a random input
+
+    def moved(h: torch.Tensor) -> torch.Tensor:
+        x = random_input(h)
+        x[:, 0] = -x[:, 0]
+        return x
+    run(moved, after)                                                     # (c) position 0 changed
+    for k, probe in enumerate(probes):
+        if k in before and k in after and before[k].shape == after[k].shape and before[k].ndim == 3:
+            probe.mixes_tokens = not torch.equal(before[k][:, 1:], after[k][:, 1:])
+    return probes
+
+
+def position_differences(layers: list, seen: Any) -> list[str]:
+    """Where relviz's plan and the observation differ on position: the input side, and any layer the plan says
+    applies no position itself (only INPUT_SIDE mechanisms) whose q, k or weights moved with position."""
+    out: list[str] = []
+    inputs = seen.inputs
+    if inputs is not None and inputs.found is None:
+        out.append(f"the input: relviz cannot tell what transformers adds per position: {inputs.reason}")
+    elif inputs is not None and layers:
+        first = next((p for p in layers if p.mixer.attends), layers[0])
+        ours = first.find(LearnedAbsolute) or first.find(SinusoidalAbsolute)
+        theirs = inputs.found
+        same = type(ours) is type(theirs) if ours is not None else isinstance(theirs, NoPosition)
+        if same and isinstance(ours, LearnedAbsolute):
+            same = ours.offset == theirs.offset and theirs.tensor_name.endswith(ours.tensor_name)
+        elif same and isinstance(ours, SinusoidalAbsolute):
+            same = ours == theirs
+        if not same:
+            out.append(f"the input: relviz reads {ours.describe() if ours else 'no absolute positions'}; "
+                       f"transformers adds {inputs.words()}")
+    for p, o in zip(layers, seen.layers):
+        if not p.mixer.attends or not o.attends:
+            continue
+        inside = [m for m in p.mechanisms if m.positional and not isinstance(m, INPUT_SIDE)]
+        if inside or o.rotations:
+            continue
+        if o.probe.qk_position_free is False:
+            out.append(f"layer {p.index}: q or k changes with position inside the layer, by no rotary function "
+                       "relviz records and no mechanism it reads")
+        elif o.probe.weights_uniform is False:
+            out.append(f"layer {p.index}: the attention weights depend on position beyond the mask (a bias or "
+                       "scale relviz does not read)")
+        elif o.probe.qk_position_free is None:
+            out.append(f"layer {p.index}: the observer could not replace this layer's input to check that it "
+                       "applies no position itself")
+    return out
+
+
+def derive_entry(config: Mapping[str, Any], seen: Any) -> dict[str, Any]:
+    """The family entry for what transformers ran on a model_type outside the table without RoPE settings
+    (ValueError where relviz cannot say it in the table's terms)."""
+    attending = [o for o in seen.layers if o.attends]
+    kinds = {k for o in seen.layers for k in o.kinds if k != ATTENTION}
+    if any(o.rotations for o in seen.layers):
+        raise ValueError("transformers rotates q and k, but the config has no RoPE settings relviz reads")
+    masks = {("causal" if torch.equal(m, torch.ones_like(m).tril()) else "full" if bool(m.all()) else "other")
+             for o in attending for m in o.masks.values()}
+    if "other" in masks or len(masks) > 1:
+        raise ValueError("its attention masks are neither all causal nor all full (a window or a chunk needs its "
+                         "config field, which relviz reads only for families in its table)")
+    causal = masks != {"full"}
+    aliases = seen.attribute_map                  # the config class's own names (GPT-2: n_layer, n_embd)
+    if seen.inputs is None or seen.inputs.found is None:
+        raise ValueError(seen.inputs.reason if seen.inputs is not None else "the input side was not observed")
+    field = aliases.get("num_hidden_layers", "num_hidden_layers")
+    if field not in config:
+        raise ValueError(f"its config names the layer count {field!r}, which the config given lacks")
+    mechanisms: dict[str, Any] = {}
+    found = seen.inputs.found
+    if isinstance(found, LearnedAbsolute):
+        mechanisms[found.name] = {"tensor": found.tensor_name, **({"offset": found.offset} if found.offset else {})}
+    elif isinstance(found, SinusoidalAbsolute):
+        width = next((k for k in (aliases.get("hidden_size"), "hidden_size") if k and config.get(k) == found.d_model),
+                     None)
+        if width is None:
+            raise ValueError(f"its sinusoidal table is {found.d_model} wide, and no config field relviz knows holds "
+                             "that width")
+        mechanisms[found.name] = {"variant": found.variant, "float32": found.float32, "offset": found.offset,
+                                  "width_field": width}
+    entry: dict[str, Any] = {"stacks": {"decoder" if causal else "encoder": {"layers_field": field,
+                                                                               "causal": causal}}}
+    for o in seen.layers:
+        if not o.attends and not o.kinds and o.probe.mixes_tokens is False:
+            o.kinds = ("feed_forward",)                   # it mixes no tokens: an MLP or MoE block
+            kinds.add("feed_forward")
+    unknown = [o.index for o in seen.layers if not o.attends and not o.kinds]
+    if unknown and not attending:
+        raise ValueError("transformers' attention was not seen: no layer calls eager_attention_forward or runs a "
+                         "token mixer relviz knows, yet the layers mix tokens")
+    if unknown:
+        raise ValueError(f"layer {unknown[0]} runs no softmax attention and no token mixer relviz knows, yet it "
+                         f"mixes tokens (or the observer could not tell)")
+    recurrent = sorted(kinds - {"feed_forward"})
+    if len(recurrent) > 1:
+        raise ValueError(f"its layers run {', '.join(recurrent)}: more than one recurrent kind")
+    if kinds:
+        mechanisms["mixer"] = {"linear_kind": recurrent[0]} if recurrent else {}
+        has_types = any(config.get(f) is not None for f in ("layer_types", "layers_block_type"))
+        if not has_types:
+            per_layer = {tuple(sorted(o.kinds)) for o in seen.layers}
+            if len(per_layer) != 1:
+                raise ValueError("its layers mix tokens in different ways, and its config has no layer_types "
+                                 "field to say which layer does which")
+            (only,) = per_layer
+            named = sorted(LAYER_TYPES.items(), key=lambda item: None in item[1])   # a type naming the kind first
+            value = next(t for t, ks in named if tuple(sorted(
+                (recurrent[0] if recurrent else "") if k is None else k for k in ks)) == only)
+            entry["derive"] = [{"field": "layer_types", "constant": value, "always": True}]
+    if attending:
+        mechanisms["pattern"] = {}
+    entry["mechanisms"] = mechanisms
+    return entry

@@ -1,0 +1,110 @@
+"""Families without RoPE, read by the observer from what transformers runs (relviz.observe_position): the input
+side (learned with its offset, sinusoidal, none), layers that apply no position themselves (checked, not
+assumed), the mask, and layers that do not attend. One tiny family per kind; the whole zoo is
+``python -m relviz bench --only zoo``."""
+from __future__ import annotations
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+import torch  # noqa: E402
+
+from relviz.absolute import sinusoidal_encoding, tensor2tensor_timing_signal  # noqa: E402
+from relviz.mechanisms import families  # noqa: E402
+from relviz.mechanisms.absolute import LearnedAbsolute  # noqa: E402
+from relviz.mechanisms.none import NoPosition  # noqa: E402
+from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
+from relviz.mechanisms.rotation import Rotation  # noqa: E402
+from relviz.mechanisms.sinusoidal import SinusoidalAbsolute  # noqa: E402
+from relviz.observe import differences, observe, shrink, verified_plan  # noqa: E402
+from relviz.plan import OBSERVED, read_plan  # noqa: E402
+
+
+def _config(model_type: str, **fields) -> dict:
+    return {**transformers.CONFIG_MAPPING[model_type](**fields).to_dict(), "model_type": model_type}
+
+
+def test_opt_reads_its_table_two_rows_on_found_from_the_rows_it_returns():
+    config = _config("opt", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, ffn_dim=32,
+                     word_embed_proj_dim=32, vocab_size=64, max_position_embeddings=40)
+    plan = verified_plan(config)
+    assert plan.observed_entry["mechanisms"]["learned_absolute"] == {"tensor": "decoder.embed_positions.weight",
+                                                                    "offset": 2}
+    layers = plan.all_layers()
+    assert [p.read_from for p in layers] == [OBSERVED] * 2 and all(p.find(Rotation) is None for p in layers)
+    assert layers[0].find(AttentionPattern).causal and layers[0].find(LearnedAbsolute).offset == 2
+    seen = observe(shrink(config))
+    assert seen.inputs.found.offset == 2 and seen.inputs.rows == 42    # max_position_embeddings + the 2 rows
+    assert all(o.probe.qk_position_free and o.probe.weights_uniform for o in seen.layers)
+    # with the table: position p is row p + 2 of what transformers' module holds
+    model = transformers.AutoModel.from_config(transformers.OPTConfig(**{k: v for k, v in config.items()
+                                                                          if k != "model_type"}))
+    table = model.decoder.embed_positions.weight.detach()
+    absolute = LearnedAbsolute("decoder.embed_positions.weight", table=table, offset=2)
+    assert torch.equal(absolute.positions()[5], model.decoder.embed_positions(
+        torch.ones(1, 8, dtype=torch.long))[0, 5])
+
+
+def test_gpt2_in_the_table_is_held_to_its_input_side(monkeypatch):
+    """The table's GPT-2 entry read without its learned table: the observer says what the input adds."""
+    config = _config("gpt2", n_layer=2, n_embd=32, n_head=2, vocab_size=64)
+    assert verified_plan(config).first(LearnedAbsolute).tensor_name == "wpe.weight"
+    entry = {**families.FAMILIES["gpt2"], "mechanisms": {"pattern": {}}}
+    monkeypatch.setitem(families.FAMILIES, "gpt2", entry)
+    found = differences(read_plan(shrink(config)), observe(shrink(config)))
+    assert found == ["the input: relviz reads no absolute positions; transformers adds learned absolute positions "
+                     "(wpe.weight) added to the input embeddings (from wpe.weight)"]
+
+
+def test_an_encoder_used_as_a_causal_lm_family_reads_full_attention_and_roberta_offset():
+    plan = verified_plan(_config("roberta", num_hidden_layers=2, hidden_size=32, num_attention_heads=2,
+                                 intermediate_size=32, vocab_size=64))
+    (stack,) = plan.plans
+    assert stack == "encoder" and not plan.layer(0).find(AttentionPattern).causal
+    assert plan.layer(0).find(LearnedAbsolute).offset == 2               # after its padding index 1
+
+
+def test_xglm_sinusoidal_equals_relvizs_tensor2tensor_table_in_float32():
+    """XGLM's position p adds the sinusoid of p + 2, computed in float32: found by the rows its module returns."""
+    config = _config("xglm", num_layers=2, d_model=16, attention_heads=2, ffn_dim=16, vocab_size=64)
+    assert observe(shrink(config)).inputs.found == SinusoidalAbsolute(16, "tensor2tensor", True, 2)
+    model = transformers.AutoModel.from_config(transformers.XGLMConfig(**{k: v for k, v in config.items()
+                                                                           if k != "model_type"}))
+    held, rows = model.embed_positions.weights, model.embed_positions.weights.shape[0]
+    assert torch.equal(held[2:], SinusoidalAbsolute(16, "tensor2tensor", True, 2).table(rows)[2:])
+    assert not torch.equal(held[2:], tensor2tensor_timing_signal(rows, 16)[2:])                # float64: not it
+    assert not torch.equal(held[2:], sinusoidal_encoding(rows, 16, interleaved=False)[2:])
+    entry = {"stacks": families.DECODER, "mechanisms": {"sinusoidal": {
+        "variant": "tensor2tensor", "float32": True, "offset": 2, "width_field": "d_model"}, "pattern": {}}}
+    read = read_plan({**config, "num_hidden_layers": 2}, family=entry).layer(1).find(SinusoidalAbsolute)
+    assert read == SinusoidalAbsolute(16, "tensor2tensor", True, 2)
+
+
+def test_mamba_only_every_layer_a_state_space_no_position_mechanism():
+    plan = verified_plan(_config("mamba", num_hidden_layers=2, hidden_size=16, state_size=8, vocab_size=64))
+    assert [plan.mixer(layer=i).kinds for i in range(2)] == [("state_space",)] * 2
+    assert "order reaches it through the selective scan" in plan.layer(0).describe()
+    with pytest.raises(ValueError, match="does not attend: its token mixer is state-space"):
+        plan.attention_pattern(8, layer=1)
+    assert observe(shrink(_config("mamba", num_hidden_layers=2, hidden_size=16, state_size=8,
+                                  vocab_size=64))).inputs.found == NoPosition()
+
+
+def test_a_rotation_by_no_recorded_function_is_caught(monkeypatch):
+    """A rotary family read as NoPE, its rotary function hidden from the recorder: the probe sees q and k move."""
+    import relviz.observe as observe_module
+
+    config = _config("llama", num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=32,
+                     vocab_size=64)
+    wrap = observe_module._Recorder._wrap
+    monkeypatch.setattr(observe_module._Recorder, "_wrap",
+                        lambda self, name, fn: wrap(self, name, fn) if name == "eager_attention_forward" else None)
+    observe_module._observe.cache_clear()
+    try:
+        seen = observe(shrink(config))
+    finally:
+        observe_module._observe.cache_clear()
+    plan = read_plan(shrink(config), family={"stacks": families.DECODER, "mechanisms": {"pattern": {}}})
+    assert plan.layer(0).find(NoPosition) is not None and not seen.layers[0].rotations
+    assert differences(plan, seen)[:2] == [f"layer {k}: q or k changes with position inside the layer, by no rotary "
+                                           "function relviz records and no mechanism it reads" for k in (0, 1)]
