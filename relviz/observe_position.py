@@ -97,6 +97,15 @@ def _tables(model: torch.nn.Module, layers: torch.nn.ModuleList) -> list[tuple[s
     return out
 
 
+def _keep(store: dict[int, Any], k: int) -> Callable[..., None]:
+    """A forward hook that keeps module k's first output tensor (and returns None: the output stays as it is)."""
+    def hook(module, args, out) -> None:
+        first = out[0] if isinstance(out, (tuple, list)) else out
+        if isinstance(first, torch.Tensor) and k not in store:
+            store[k] = first.detach().clone()
+    return hook
+
+
 def _rows_read(out: torch.Tensor, table: torch.Tensor, length: int) -> list[int] | None:
     """Which row of ``table`` each of the last ``length`` output rows equals (None: some row is no row of it)."""
     width = table.shape[-1]
@@ -118,8 +127,7 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
         return InputPosition(NoPosition())
     tables = _tables(model, layers)
     seen: dict[int, Any] = {}
-    hooks = [m.register_forward_hook(lambda mod, a, out, k=k: seen.setdefault(k, out)) for k, (_, m, _) in
-             enumerate(tables)]
+    hooks = [m.register_forward_hook(_keep(seen, k)) for k, (_, m, _) in enumerate(tables)]
     try:
         with torch.no_grad():
             model(input_ids=torch.full((1, length), TOKEN), use_cache=False)
@@ -129,8 +137,7 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
     found = []
     for k, (path, module, name) in enumerate(tables):
         out = seen.get(k)
-        out = out[0] if isinstance(out, tuple) else out
-        rows = _rows_read(out, getattr(module, name), length) if isinstance(out, torch.Tensor) else None
+        rows = _rows_read(out, getattr(module, name), length) if out is not None else None
         if rows is not None and len(set(rows)) == length and all(r - p == rows[0] for p, r in enumerate(rows)):
             found.append((path, module, name, rows[0]))
     if len(found) != 1:
@@ -189,8 +196,7 @@ def probe_layers(model: torch.nn.Module, layers: torch.nn.ModuleList, length: in
             return hook
         hooks = [m.register_forward_pre_hook(replace(k), with_kwargs=True) for k, m in enumerate(layers)]
         if outputs is not None:
-            hooks += [m.register_forward_hook(lambda mod, a, out, k=k: outputs.setdefault(
-                k, (out[0] if isinstance(out, tuple) else out).detach().clone())) for k, m in enumerate(layers)]
+            hooks += [m.register_forward_hook(_keep(outputs, k)) for k, m in enumerate(layers)]
         recorder = record()
         try:
             with torch.no_grad():
