@@ -339,11 +339,16 @@ def _observe(key: str) -> Observation:
             here.attends, here.masks, here.at_softmax = True, dict(here.softmax_masks), True
         if here.attends:
             here.kinds = (ATTENTION, *here.kinds)
+    def run(ids: torch.Tensor) -> Any:
+        return model(**_inputs(model, ids.shape[-1], ids), use_cache=False)
     try:
-        for here, probe in zip(seen, probe_layers(model, layers, PROBE_LENGTHS[0],
+        for here, probe in zip(seen, probe_layers(layers, PROBE_LENGTHS[0], run,
                                                   lambda: _Recorder(modeling, model, layers))):
-            here.probe = probe
-        inputs = input_position(model, layers, PROBE_LENGTHS[0])
+            here.probe = probe                       # (a probe the model does not take leaves each probe None)
+    except Exception:  # noqa: BLE001 - then differences() names every layer it could not check
+        pass
+    try:
+        inputs = input_position(model, layers, PROBE_LENGTHS[0], run)
     except ValueError as exc:
         inputs = InputPosition(None, str(exc))
     except Exception as exc:  # noqa: BLE001 - a probe transformers' code does not take: said, never guessed
@@ -352,9 +357,10 @@ def _observe(key: str) -> Observation:
                        dict(getattr(text, "attribute_map", {}) or {}))
 
 
-def _inputs(model: torch.nn.Module, length: int) -> dict[str, torch.Tensor]:
-    """Random token ids at ``length`` positions; an encoder-decoder also gets them as its decoder's input."""
-    ids = torch.randint(2, 16, (1, length))
+def _inputs(model: torch.nn.Module, length: int, ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Random token ids at ``length`` positions (or ``ids``); an encoder-decoder also gets them as its decoder's
+    input."""
+    ids = torch.randint(2, 16, (1, length)) if ids is None else ids
     wants = inspect.signature(model.forward).parameters
     return {"input_ids": ids, **({"decoder_input_ids": ids.clone()} if "decoder_input_ids" in wants else {})}
 

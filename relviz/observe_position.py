@@ -33,6 +33,8 @@ __all__ = ["InputPosition", "input_position", "probe_layers", "derive_entry", "p
 
 #: a constant token for the probes (inside every tiny vocabulary, past the pad and bos ids relviz.observe sets)
 TOKEN = 7
+#: one forward of the model on token ids [1, L]
+Run = Callable[[torch.Tensor], Any]
 #: the mechanisms that act before the first layer only: a layer with no others applies no position itself
 INPUT_SIDE = (NoPosition, LearnedAbsolute, SinusoidalAbsolute)
 
@@ -62,7 +64,7 @@ def _hidden(args: tuple, kwargs: dict) -> tuple[torch.Tensor | None, Callable[[t
     return None, lambda h: (args, kwargs)
 
 
-def _first_input(model: torch.nn.Module, layers: torch.nn.ModuleList, length: int) -> torch.Tensor | None:
+def _first_input(run: Run, layers: torch.nn.ModuleList, length: int) -> torch.Tensor | None:
     """The first layer's input [B, L, D] on a forward of one token repeated ``length`` times."""
     got: list[torch.Tensor] = []
 
@@ -73,7 +75,7 @@ def _first_input(model: torch.nn.Module, layers: torch.nn.ModuleList, length: in
     hook = layers[0].register_forward_pre_hook(grab, with_kwargs=True)
     try:
         with torch.no_grad():
-            model(input_ids=torch.full((1, length), TOKEN), use_cache=False)
+            run(torch.full((1, length), TOKEN))
     finally:
         hook.remove()
     return got[0] if got else None
@@ -118,9 +120,10 @@ def _rows_read(out: torch.Tensor, table: torch.Tensor, length: int) -> list[int]
     return [int(h.nonzero()[0]) for h in hits]
 
 
-def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: int) -> InputPosition:
-    """What the embedding stage adds per position (ValueError where relviz cannot tell exactly)."""
-    first = _first_input(model, layers, length)
+def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: int, run: Run) -> InputPosition:
+    """What the embedding stage adds per position (ValueError where relviz cannot tell exactly). ``run(ids)``: one
+    forward of the model on token ids [1, L] (relviz.observe's, which feeds an encoder-decoder's decoder too)."""
+    first = _first_input(run, layers, length)
     if first is None:
         raise ValueError("the observer could not see the first layer's input (no hidden-states argument)")
     if _same_everywhere(first):
@@ -130,7 +133,7 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
     hooks = [m.register_forward_hook(_keep(seen, k)) for k, (_, m, _) in enumerate(tables)]
     try:
         with torch.no_grad():
-            model(input_ids=torch.full((1, length), TOKEN), use_cache=False)
+            run(torch.full((1, length), TOKEN))
     finally:
         for hook in hooks:
             hook.remove()
@@ -151,7 +154,7 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
     with torch.no_grad():
         table.copy_(kept[offset].expand_as(kept))                      # every position's row made the same
     try:
-        again = _first_input(model, layers, length)
+        again = _first_input(run, layers, length)
     finally:
         with torch.no_grad():
             table.copy_(kept)
@@ -180,15 +183,12 @@ class LayerProbe:
     mixes_tokens: bool | None = None         # a change at position 0 moves a later position's output
 
 
-def probe_layers(model: torch.nn.Module, layers: torch.nn.ModuleList, length: int,
-                 record: Callable[[], Any]) -> list[LayerProbe]:
+def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Callable[[], Any]) -> list[LayerProbe]:
     """Each layer with its input replaced (see the module's docstring). ``record()`` opens relviz.observe's
     recorder (its ``calls``: (layer, function name, args, kwargs, output); ``close()``)."""
     probes = [LayerProbe() for _ in layers]
-    torch.manual_seed(1)
-    width = None
 
-    def run(make: Callable[[torch.Tensor], torch.Tensor], outputs: dict[int, torch.Tensor] | None):
+    def replaced(make: Callable[[torch.Tensor], torch.Tensor], outputs: dict[int, torch.Tensor] | None):
         def replace(k):
             def hook(module, args, kwargs):
                 h, give = _hidden(args, kwargs)
@@ -200,14 +200,14 @@ def probe_layers(model: torch.nn.Module, layers: torch.nn.ModuleList, length: in
         recorder = record()
         try:
             with torch.no_grad():
-                model(input_ids=torch.full((1, length), TOKEN), use_cache=False)
+                run(torch.full((1, length), TOKEN))
         finally:
             recorder.close()
             for hook in hooks:
                 hook.remove()
         return recorder.calls
 
-    calls = run(lambda h: h[:, :1].expand_as(h).clone(), None)            # (a) one vector at every position
+    calls = replaced(lambda h: h[:, :1].expand_as(h).clone(), None)            # (a) one vector at every position
     for layer, name, args, kwargs, out in calls:
         if layer < 0 or name != "eager_attention_forward":
             continue
@@ -226,20 +226,19 @@ def probe_layers(model: torch.nn.Module, layers: torch.nn.ModuleList, length: in
     fixed: dict[int, torch.Tensor] = {}
 
     def random_input(h: torch.Tensor) -> torch.Tensor:
-        nonlocal width
         if h.shape[-1] not in fixed:
             fixed[h.shape[-1]] = torch.randn(h.shape, generator=torch.Generator().manual_seed(2)).to(h.dtype)
         return fixed[h.shape[-1]].clone()
 
     before: dict[int, torch.Tensor] = {}
     after: dict[int, torch.Tensor] = {}
-    run(random_input, before)                                             # (b) a random input
+    replaced(random_input, before)                                             # (b) a random input
 
     def moved(h: torch.Tensor) -> torch.Tensor:
         x = random_input(h)
         x[:, 0] = -x[:, 0]
         return x
-    run(moved, after)                                                     # (c) position 0 changed
+    replaced(moved, after)                                                     # (c) position 0 changed
     for k, probe in enumerate(probes):
         if k in before and k in after and before[k].shape == after[k].shape and before[k].ndim == 3:
             probe.mixes_tokens = not torch.equal(before[k][:, 1:], after[k][:, 1:])
