@@ -299,8 +299,9 @@ def derive_entry(config: Mapping[str, Any], seen: Any) -> dict[str, Any]:
     if seen.inputs is None or seen.inputs.found is None:
         raise ValueError(seen.inputs.reason if seen.inputs is not None else "the input side was not observed")
     field = aliases.get("num_hidden_layers", "num_hidden_layers")
-    if field not in config:
-        raise ValueError(f"its config names the layer count {field!r}, which the config given lacks")
+    stack: dict[str, Any] = {"layers_field": field, "causal": causal}
+    if config.get(field) is None:                 # its config class's default (or a property: Nemotron-H's count
+        stack["layers_default"] = len(seen.layers)    # of layers_block_type), as transformers built it
     mechanisms: dict[str, Any] = {}
     found = seen.inputs.found
     if isinstance(found, LearnedAbsolute):
@@ -313,8 +314,7 @@ def derive_entry(config: Mapping[str, Any], seen: Any) -> dict[str, Any]:
                              "that width")
         mechanisms[found.name] = {"variant": found.variant, "float32": found.float32, "offset": found.offset,
                                   "width_field": width}
-    entry: dict[str, Any] = {"stacks": {"decoder" if causal else "encoder": {"layers_field": field,
-                                                                               "causal": causal}}}
+    entry: dict[str, Any] = {"stacks": {"decoder" if causal else "encoder": stack}}
     for o in seen.layers:
         if not o.attends and not o.kinds and o.probe.mixes_tokens is False:
             o.kinds = ("feed_forward",)                   # it mixes no tokens: an MLP or MoE block

@@ -108,3 +108,17 @@ def test_a_rotation_by_no_recorded_function_is_caught(monkeypatch):
     assert plan.layer(0).find(NoPosition) is not None and not seen.layers[0].rotations
     assert differences(plan, seen)[:2] == [f"layer {k}: q or k changes with position inside the layer, by no rotary "
                                            "function relviz records and no mechanism it reads" for k in (0, 1)]
+
+
+def test_a_config_naming_only_its_model_type_is_read_with_its_classs_layer_count(tmp_path):
+    """config.json with model_type alone: transformers' defaults decide, and so does the derived entry."""
+    import json
+
+    from relviz.hf import inspect
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "falcon_mamba", "hidden_size": 16,
+                                                      "state_size": 8, "vocab_size": 64}))
+    plan = inspect(tmp_path)
+    layers = transformers.CONFIG_MAPPING["falcon_mamba"]().num_hidden_layers
+    assert plan.observed_entry["stacks"]["decoder"]["layers_default"] == layers == len(plan.all_layers())
+    assert {p.mixer.kinds for p in plan.all_layers()} == {("state_space",)}
