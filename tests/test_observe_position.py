@@ -17,7 +17,7 @@ from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
 from relviz.mechanisms.rotation import Rotation  # noqa: E402
 from relviz.mechanisms.sinusoidal import SinusoidalAbsolute  # noqa: E402
 from relviz.observe import differences, observe, shrink, verified_plan  # noqa: E402
-from relviz.plan import OBSERVED, read_plan  # noqa: E402
+from relviz.model_plan import OBSERVED, read_plan  # noqa: E402
 
 
 def _config(model_type: str, **fields) -> dict:
