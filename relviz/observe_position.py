@@ -9,30 +9,37 @@ depends on position besides what relviz reads. Used by relviz.observe; every fin
   layouts and arithmetics, a trained one is a learned absolute table.
 - ``probe_layers``: three forwards with each layer's input replaced. (a) the same vector at every position: on a
   layer that applies no position itself, q and k are then equal at every position and every query's weights
-  are equal over the keys its mask allows; (b, c) a random input, then the same with position 0 changed: a
-  layer whose outputs at later positions do not move mixes no tokens (an MLP-only layer).
+  are equal over the keys its mask allows; the other tensors the layer is handed are kept (``alibi_handed``:
+  one of them must equal relviz's ALiBi slopes × positions where the plan reads ALiBi); (b, c) a random input, then the same with position 0 negated: a
+  layer whose outputs at later positions do not move (beyond float rounding: ``MIXING``) mixes no tokens (an
+  MLP-only layer).
 - ``derive_entry``: for a model_type outside the family table and without RoPE settings, the family entry
   (the table's own format) that says what was seen; ``relviz.plan.read_plan`` reads it like a row of the table.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from relviz.mechanisms.absolute import LearnedAbsolute
+from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import Mechanism
 from relviz.mechanisms.mixer import ATTENTION, LAYER_TYPES
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.sinusoidal import VARIANTS, SinusoidalAbsolute
 
 __all__ = ["InputPosition", "input_position", "probe_layers", "derive_entry", "position_differences",
-           "INPUT_SIDE"]
+           "alibi_handed", "INPUT_SIDE"]
 
 #: a constant token for the probes (inside every tiny vocabulary, past the pad and bos ids relviz.observe sets)
 TOKEN = 7
+#: a layer mixes tokens when negating position 0's input moves a later output by more than this share of the
+#: output's size: a mixing layer moves it by O(1); an MoE block's experts, batched over different tokens, move it
+#: by float rounding alone (~1e-7, Nemotron-H), which is no mixing
+MIXING = 1e-3
 #: one forward of the model on token ids [1, L]
 Run = Callable[[torch.Tensor], Any]
 #: the mechanisms that act before the first layer only: a layer with no others applies no position itself
@@ -59,7 +66,7 @@ def _hidden(args: tuple, kwargs: dict) -> tuple[torch.Tensor | None, Callable[[t
     """A layer's input hidden states [B, L, D] and how to hand it a replacement."""
     if isinstance(kwargs.get("hidden_states"), torch.Tensor):
         return kwargs["hidden_states"], lambda h: (args, {**kwargs, "hidden_states": h})
-    if args and isinstance(args[0], torch.Tensor) and args[0].ndim == 3:
+    if args and isinstance(args[0], torch.Tensor) and args[0].ndim >= 3:     # [..., B, L, D] (Gemma 3n: altup first)
         return args[0], lambda h: ((h, *args[1:]), kwargs)
     return None, lambda h: (args, kwargs)
 
@@ -181,6 +188,22 @@ class LayerProbe:
     qk_position_free: bool | None = None     # q and k equal at every position when the input is
     weights_uniform: bool | None = None      # and every query's weights equal over the keys it sees
     mixes_tokens: bool | None = None         # a change at position 0 moves a later position's output
+    handed: list[torch.Tensor] = field(default_factory=list)   # the other float tensors the layer is handed
+
+
+def alibi_handed(alibi: Alibi, probe: LayerProbe) -> bool:
+    """Whether the layer was handed relviz's ALiBi: a tensor equal (``torch.equal``) to its slopes × key
+    positions 0 … N − 1 (BLOOM, Falcon) or −(N − 1) … 0 (MPT), in the slopes' own dtype, for one batch row."""
+    slopes = alibi.slopes()                                                            # [H]
+    for t in probe.handed:
+        if t.numel() % (alibi.heads * t.shape[-1]):
+            continue
+        rows = t.reshape(-1, alibi.heads, t.shape[-1])[0]                              # [H, N]
+        n = rows.shape[-1]
+        for positions in (torch.arange(n), torch.arange(1 - n, 1)):
+            if torch.equal(rows, (slopes[:, None] * positions[None, :]).to(rows.dtype)):
+                return True
+    return False
 
 
 def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Callable[[], Any]) -> list[LayerProbe]:
@@ -192,6 +215,9 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
         def replace(k):
             def hook(module, args, kwargs):
                 h, give = _hidden(args, kwargs)
+                if outputs is None and not probes[k].handed:      # (once) what else the layer is handed
+                    probes[k].handed = [t.detach().clone() for t in (*args, *kwargs.values()) if isinstance(
+                        t, torch.Tensor) and t is not h and t.is_floating_point() and 0 < t.numel() <= 1 << 20]
                 return None if h is None else give(make(h))
             return hook
         hooks = [m.register_forward_pre_hook(replace(k), with_kwargs=True) for k, m in enumerate(layers)]
@@ -207,7 +233,7 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
                 hook.remove()
         return recorder.calls
 
-    calls = replaced(lambda h: h[:, :1].expand_as(h).clone(), None)            # (a) one vector at every position
+    calls = replaced(lambda h: h.narrow(-2, 0, 1).expand_as(h).clone(), None)            # (a) one vector at every position
     for layer, name, args, kwargs, out in calls:
         if layer < 0 or name != "eager_attention_forward":
             continue
@@ -236,12 +262,13 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
 
     def moved(h: torch.Tensor) -> torch.Tensor:
         x = random_input(h)
-        x[:, 0] = -x[:, 0]
+        x[..., 0, :] = -x[..., 0, :]
         return x
     replaced(moved, after)                                                     # (c) position 0 changed
     for k, probe in enumerate(probes):
-        if k in before and k in after and before[k].shape == after[k].shape and before[k].ndim == 3:
-            probe.mixes_tokens = not torch.equal(before[k][:, 1:], after[k][:, 1:])
+        if k in before and k in after and before[k].shape == after[k].shape and before[k].ndim >= 3:
+            moved_by = (after[k][..., 1:, :] - before[k][..., 1:, :]).abs().max()
+            probe.mixes_tokens = bool(moved_by > MIXING * before[k].abs().max())
     return probes
 
 
@@ -265,6 +292,10 @@ def position_differences(layers: list, seen: Any) -> list[str]:
             out.append(f"the input: relviz reads {ours.describe() if ours else 'no absolute positions'}; "
                        f"transformers adds {inputs.words()}")
     for p, o in zip(layers, seen.layers):
+        alibi = p.find(Alibi)
+        if alibi is not None and not alibi_handed(alibi, o.probe):
+            out.append(f"layer {p.index}: relviz reads ALiBi ({alibi.describe()}); transformers hands the layer "
+                       "no tensor equal to those slopes × positions")
         if not p.mixer.attends or not o.attends:
             continue
         inside = [m for m in p.mechanisms if m.positional and not isinstance(m, INPUT_SIDE)]

@@ -122,3 +122,26 @@ def test_a_config_naming_only_its_model_type_is_read_with_its_classs_layer_count
     layers = transformers.CONFIG_MAPPING["falcon_mamba"]().num_hidden_layers
     assert plan.observed_entry["stacks"]["decoder"]["layers_default"] == layers == len(plan.all_layers())
     assert {p.mixer.kinds for p in plan.all_layers()} == {("state_space",)}
+
+
+@pytest.mark.parametrize("model_type, fields", [
+    ("bloom", {"n_layer": 1, "hidden_size": 96, "n_head": 12, "vocab_size": 64}),
+    ("mpt", {"n_layers": 1, "d_model": 96, "n_heads": 12, "vocab_size": 64, "max_seq_len": 32,
+             "attn_config": {"alibi": True}}),
+    ("falcon", {"num_hidden_layers": 1, "hidden_size": 96, "num_attention_heads": 12, "vocab_size": 64,
+                "alibi": True, "new_decoder_architecture": False, "multi_query": True})])
+def test_alibi_the_layer_is_handed_is_relvizs_slopes_times_positions(model_type, fields):
+    """12 heads (not a power of 2): the table's slope rule and dtype, torch.equal; another dtype or rule is not."""
+    import dataclasses
+
+    from relviz.mechanisms.alibi import Alibi
+    from relviz.observe_position import alibi_handed
+
+    config = _config(model_type, **fields)
+    alibi = read_plan(config).layer(0).find(Alibi)
+    probe = observe(config).layers[0].probe
+    assert alibi.heads == 12 and alibi_handed(alibi, probe)
+    assert not alibi_handed(dataclasses.replace(alibi, heads=11), probe)
+    assert not alibi_handed(dataclasses.replace(alibi, rule="max", alibi_bias_max=4.0), probe)
+    if alibi.dtype == "bfloat16":                                       # Falcon rounds its slopes
+        assert not alibi_handed(dataclasses.replace(alibi, dtype="float32"), probe)
