@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 
+from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.families import FAMILIES, family_of
 from relviz.mechanisms.mixer import ATTENTION, TokenMixer, kind_of_module
 from relviz.mechanisms.pattern import AttentionPattern
@@ -413,7 +414,7 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
             out.append(f"{where}: sinks {'read' if p.find(Sinks) else 'not read'} by relviz; transformers "
                        f"{'has' if o.sinks else 'has none'}")
         unchecked = [m.name for m in p.mechanisms if o.at_softmax and m.positional and "input" not in m.role
-                     and not isinstance(m, (Rotation, AttentionPattern))]
+                     and not isinstance(m, (Rotation, AttentionPattern, Alibi))]   # (ALiBi: on what it is handed)
         if unchecked:
             out.append(f"{where}: transformers' attention was seen only at its softmax (the family does not go "
                        f"through eager_attention_forward), where relviz's {', '.join(unchecked)} cannot be told "

@@ -189,6 +189,8 @@ class LayerProbe:
     weights_uniform: bool | None = None      # and every query's weights equal over the keys it sees
     mixes_tokens: bool | None = None         # a change at position 0 moves a later position's output
     handed: list[torch.Tensor] = field(default_factory=list)   # the other float tensors the layer is handed
+    scores_uniform: bool | None = None       # (a) every row of the [B, H, L, L] scores its softmax gets is one
+                                             # value over the keys it may see (a family seen at its softmax)
 
 
 def alibi_handed(alibi: Alibi, probe: LayerProbe) -> bool:
@@ -211,9 +213,12 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
     recorder (its ``calls``: (layer, function name, args, kwargs, output); ``close()``)."""
     probes = [LayerProbe() for _ in layers]
 
+    current = [-1]
+
     def replaced(make: Callable[[torch.Tensor], torch.Tensor], outputs: dict[int, torch.Tensor] | None):
         def replace(k):
             def hook(module, args, kwargs):
+                current[0] = k
                 h, give = _hidden(args, kwargs)
                 if outputs is None and not probes[k].handed:      # (once) what else the layer is handed
                     probes[k].handed = [t.detach().clone() for t in (*args, *kwargs.values()) if isinstance(
@@ -224,10 +229,17 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
         if outputs is not None:
             hooks += [m.register_forward_hook(_keep(outputs, k)) for k, m in enumerate(layers)]
         recorder = record()
+        owners = (torch.nn.functional, torch, torch.Tensor)
+        kept = [owner.softmax for owner in owners]
+        if outputs is None:
+            for owner, original in zip(owners, kept):
+                owner.softmax = _noting_softmax(original, lambda: probes[current[0]] if current[0] >= 0 else None)
         try:
             with torch.no_grad():
                 run(torch.full((1, length), TOKEN))
         finally:
+            for owner, original in zip(owners, kept):
+                owner.softmax = original
             recorder.close()
             for hook in hooks:
                 hook.remove()
@@ -272,6 +284,22 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
     return probes
 
 
+def _noting_softmax(original: Any, probe: Callable[[], LayerProbe | None]) -> Any:
+    """A softmax that notes, on the running layer's probe, whether each row of [B, H, L, L] scores holds one value
+    over the keys it may see (finite and above the dtype's min / 2¹⁶, as relviz.observe reads a mask there)."""
+    def wrapped(x, *args, **kwargs):
+        here = probe()
+        if here is not None and isinstance(x, torch.Tensor) and x.ndim == 4 and x.shape[-1] == x.shape[-2] \
+                and x.is_floating_point():
+            seen = torch.isfinite(x) & (x > torch.finfo(x.dtype).min / 2 ** 16)
+            top = torch.where(seen, x, torch.full_like(x, -torch.inf)).amax(-1, keepdim=True)
+            low = torch.where(seen, x, torch.full_like(x, torch.inf)).amin(-1, keepdim=True)
+            uniform = bool(torch.equal(top, low))
+            here.scores_uniform = uniform if here.scores_uniform is None else here.scores_uniform and uniform
+        return original(x, *args, **kwargs)
+    return wrapped
+
+
 def position_differences(layers: list, seen: Any) -> list[str]:
     """Where relviz's plan and the observation differ on position: the input side, and any layer the plan says
     applies no position itself (only INPUT_SIDE mechanisms) whose q, k or weights moved with position."""
@@ -301,7 +329,13 @@ def position_differences(layers: list, seen: Any) -> list[str]:
         inside = [m for m in p.mechanisms if m.positional and not isinstance(m, INPUT_SIDE)]
         if inside or o.rotations:
             continue
-        if o.probe.qk_position_free is False:
+        if getattr(o, "at_softmax", False):          # seen at its softmax: the scores stand for q, k and the weights
+            if o.probe.scores_uniform is not True:
+                out.append(f"layer {p.index}: " + ("the attention scores change with position inside the layer, "
+                                                   "by no mechanism relviz reads" if o.probe.scores_uniform is False
+                                                   else "the observer could not check that the layer applies no "
+                                                        "position itself"))
+        elif o.probe.qk_position_free is False:
             out.append(f"layer {p.index}: q or k changes with position inside the layer, by no rotary function "
                        "relviz records and no mechanism it reads")
         elif o.probe.weights_uniform is False:
