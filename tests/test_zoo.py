@@ -33,13 +33,14 @@ def test_the_observer_agrees_with_the_family_table(model_type):
 
 
 def test_a_sweep_counts_every_family_once():
-    """Bloom's attention does not go through eager_attention_forward: it is seen at its softmax, where its
-    ALiBi bias cannot be told from q·k, so it is refused naming that; the others are exact."""
-    outcomes = sweep(["llama", "afmoe", "bloom"])
+    """Bloom's attention does not go through eager_attention_forward: it is seen at its softmax, and its ALiBi on
+    the tensor each layer is handed (relviz.observe_position.alibi_handed): exact. OpenAI GPT masks with −1e4, which
+    its softmax's scores cannot tell from a position bias: refused naming that; the others are exact."""
+    outcomes = sweep(["llama", "afmoe", "bloom", "openai-gpt"])
     counts = summary(outcomes)
-    assert counts["families"] == 3 and counts["exact"] == 2 and counts["built"] == 3
+    assert counts["families"] == 4 and counts["exact"] == 3 and counts["built"] == 4
     assert counts["refused"] == {"relviz's reading differs from what transformers runs": 1}
-    assert "seen only at its softmax" in outcomes[2].reason and "alibi" in outcomes[2].reason
+    assert "the attention scores change with position" in outcomes[3].reason
 
 
 @pytest.mark.parametrize("model_type", ["gptj", "mimo_v2_flash", "axk1", "moshi"])
