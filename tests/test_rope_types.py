@@ -156,6 +156,7 @@ def test_gemma4_and_falcon_h1_presets():
     assert all(gemma.layer(i).find(Rotation).rope.proportional for i in full)
     falcon = preset_plan("models/falcon-h1-7b")
     assert all(p.mixer.kinds == ("softmax_attention", "state_space") and p.find(Rotation) for p in falcon.all_layers())
+    assert "RoPE θ 1e+11" in falcon.layer(0).label()                # (was "100000M")
 
 
 @pytest.mark.parametrize("types, words", [

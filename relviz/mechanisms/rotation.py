@@ -367,6 +367,8 @@ def _sections(cfg: ConfigView, sections: Any, pairs: int) -> tuple[int, ...]:
 
 
 def _short(base: float) -> str:
+    if base >= 1e9:                      # Falcon-H1's 1e11: "1e+11", not "100000M"
+        return f"{base:g}"
     if base >= 1e6 and base % 1e5 == 0:
         return f"{base / 1e6:g}M"
     if base >= 1e3 and base % 100 == 0:
