@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import inspect
 import json
 import sys
 import threading
@@ -43,6 +42,8 @@ from relviz.mechanisms.sinks import Sinks
 from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
 from relviz.observe_position import InputPosition, LayerProbe, derive_entry, input_position, position_differences, \
     probe_layers
+from relviz.observe_record import Recorder as _Recorder, allowed as _allowed, biased as _biased, \
+    inputs as _inputs, layer_list as _layers, partners as _partners
 from relviz.observe_shrink import CHUNK_FIELDS, MLP, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
 
 __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
@@ -83,134 +84,6 @@ class Observation:
     transformers_version: str
     inputs: InputPosition | None = None               # what the embedding stage adds per position
     attribute_map: dict[str, str] = field(default_factory=dict)  # the config class's aliases (n_layer, d_model)
-
-
-class _Recorder:
-    """Recorders around one modeling module's functions, keyed by the layer that is running."""
-
-    def __init__(self, modeling: Any, model: torch.nn.Module, layers: torch.nn.ModuleList) -> None:
-        self.modeling, self.layer = modeling, -1
-        self.calls: list[tuple[int, str, tuple, dict, Any]] = []
-        self.restore: list[tuple[str, Any]] = []
-        self.hooks = [m.register_forward_pre_hook(lambda mod, args, k=k: setattr(self, "layer", k))
-                      for k, m in enumerate(layers)]
-        for name in dir(modeling):
-            fn = getattr(modeling, name)
-            if callable(fn) and getattr(fn, "__module__", None) == modeling.__name__ and not isinstance(fn, type) and (
-                    name == "eager_attention_forward" or (name.startswith("apply") and ("rotary" in name or "rope"
-                                                                                       in name))):
-                self._wrap(name, fn)
-        self.softmax_restore = [(owner, "softmax", owner.softmax) for owner in (torch.nn.functional, torch,
-                                                                                torch.Tensor)]
-        for owner, name, original in self.softmax_restore:
-            setattr(owner, name, self._softmax(original))
-
-    def _softmax(self, original: Any) -> Any:
-        """A softmax that notes, per layer, the keys each query may see where it runs over [B, H, L, L] scores:
-        a family whose attention does not go through eager_attention_forward (Bloom, Falcon, GPT-J) is seen there."""
-        def wrapped(x, *args, **kwargs):
-            dim = kwargs.get("dim", args[0] if args else None)
-            if isinstance(x, torch.Tensor) and x.ndim == 4 and x.shape[-1] == x.shape[-2] and dim in (-1, 3) and \
-                    x.is_floating_point():
-                self.calls.append((self.layer, "softmax", (_allowed_scores(x),), {}, None))
-            return original(x, *args, **kwargs)
-        return wrapped
-
-    def _wrap(self, name: str, original: Any) -> None:
-        self.restore.append((name, original))
-
-        def wrapped(*args, **kwargs):
-            out = original(*args, **kwargs)
-            self.calls.append((self.layer, name, args, kwargs, out))
-            return out
-        setattr(self.modeling, name, wrapped)
-
-    def close(self) -> None:
-        for name, original in self.restore:
-            setattr(self.modeling, name, original)
-        for owner, name, original in self.softmax_restore:
-            setattr(owner, name, original)
-        for hook in self.hooks:
-            hook.remove()
-
-
-def _layers(model: torch.nn.Module, count: int) -> torch.nn.ModuleList:
-    lists = [m for n, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m) == count
-             and not n.split(".")[-1].startswith(("vision", "visual"))]
-    if not lists:
-        raise ValueError(f"the model transformers built has no list of {count} layers to observe")
-    return lists[0]
-
-
-def _allowed(mask: Any, length: int) -> torch.Tensor:
-    if mask is None:                                   # no mask: every query sees every key
-        return torch.ones(length, length, dtype=torch.bool)
-    mask = mask[0, 0, :, :length]
-    return mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min / 2
-
-
-def _biased(mask: Any, length: int) -> bool:
-    """Whether a float mask adds something other than 0 where it allows a key (a position bias in the mask)."""
-    if not isinstance(mask, torch.Tensor) or mask.dtype == torch.bool:
-        return False
-    mask = mask[..., :length]
-    return bool((mask[mask > torch.finfo(mask.dtype).min / 2] != 0).any())
-
-
-def _allowed_scores(scores: torch.Tensor) -> torch.Tensor:
-    """bool [L, L]: where the scores handed to a softmax let a query see a key: not -inf, and not near the
-    dtype's min (a masked score may be divided by the scale after masking, as CodeGen's: min / 16 still masks)."""
-    first = scores[0, 0].detach()
-    return torch.isfinite(first) & (first > torch.finfo(first.dtype).min / 2 ** 16)
-
-
-def _partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) -> list[int]:
-    """Probe a rotation: one unit vector per dim at position 1; the dim each lands on (itself: not rotated).
-
-    All dims in one call where the rotation broadcasts over its heads axis (one unit vector per head);
-    else one call per dim."""
-    width = x.shape[-1]
-    heads = [a for a in range(1, x.ndim - 1) if a != axis]
-    if heads:
-        shape = list(x.shape)
-        shape[0], shape[heads[0]] = 1, width
-        probe = torch.zeros(shape, dtype=x.dtype)                                    # [1, width, L, width] or so
-        probe.movedim(heads[0], 0).select(1, 0).reshape(width, -1, width)[:] = torch.eye(width)[:, None, :]
-        try:
-            turned = fn(*_probing(args, probe), **kwargs)
-            turned = turned[0] if isinstance(turned, tuple) else turned
-            rows = turned.select(axis, 1).movedim(heads[0] - (heads[0] > axis), 1).reshape(-1, width, width)[0]
-            return _landing(rows.clone())
-        except (RuntimeError, ValueError, IndexError):
-            pass                                  # it does not broadcast over heads: one dim at a time
-    rows = []
-    for d in range(width):
-        probe = torch.zeros_like(x)
-        probe[..., d] = 1.0
-        try:
-            turned = fn(*_probing(args, probe), **kwargs)
-        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
-            raise ValueError(f"the observer could not probe this family's rotation ({getattr(fn, '__name__', fn)} "
-                             f"refused one unit vector per dim: {type(exc).__name__}: {str(exc)[:160]})") from exc
-        turned = turned[0] if isinstance(turned, tuple) else turned
-        rows.append(turned.select(axis, 1).reshape(-1, width)[0])                  # [width] at position 1
-    return _landing(torch.stack(rows))
-
-
-def _probing(args: tuple, probe: torch.Tensor) -> tuple:
-    """The recorded call's arguments with its query (and its key, the next argument when it is one) replaced."""
-    x = args[0]
-    key = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].ndim == x.ndim and \
-        args[1].shape[-1] == x.shape[-1]
-    return (probe, probe, *args[2:]) if key else (probe, *args[1:])
-
-
-def _landing(rows: torch.Tensor) -> list[int]:
-    """rows [width, width]: unit vector d rotated; the dim each lands on besides itself (itself: not rotated)."""
-    width = rows.shape[0]
-    rows[torch.arange(width), torch.arange(width)] = 0.0
-    big = rows.abs().max(dim=-1)
-    return [int(i) if bool(v > 1e-6) else d for d, (v, i) in enumerate(zip(big.values, big.indices))]
 
 
 def _build(config: Mapping[str, Any]):
@@ -356,14 +229,6 @@ def _observe(key: str) -> Observation:
         inputs = InputPosition(None, f"the probe failed: {type(exc).__name__}: {str(exc)[:200]}")
     return Observation(config["model_type"], seen, time.perf_counter() - start, version, inputs,
                        dict(getattr(text, "attribute_map", {}) or {}))
-
-
-def _inputs(model: torch.nn.Module, length: int, ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-    """Random token ids at ``length`` positions (or ``ids``); an encoder-decoder also gets them as its decoder's
-    input."""
-    ids = torch.randint(2, 16, (1, length)) if ids is None else ids
-    wants = inspect.signature(model.forward).parameters
-    return {"input_ids": ids, **({"decoder_input_ids": ids.clone()} if "decoder_input_ids" in wants else {})}
 
 
 def _plan_pairs(rotation: Rotation, width: int) -> list[int]:
