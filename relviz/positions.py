@@ -138,6 +138,33 @@ class T5Limits:
 
 
 T5_LIMITS = T5Limits()
+
+
+# The steps of T5's bucket formula (T5Config.bucket), unchecked: T5Config.bucket is the formula, and
+# relviz.precision (other arithmetic) and relviz.check (the mistakes code makes) vary one step of it.
+
+def t5_direction(offsets: torch.Tensor, bidirectional: bool, per_direction: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the first bucket of each offset's direction, the distance n ≥ 0 the formula buckets): LongTensors."""
+    if bidirectional:
+        return (offsets > 0).to(torch.long) * per_direction, offsets.abs()
+    return torch.zeros_like(offsets), (-offsets).clamp(min=0)
+
+
+def t5_log_part(n: torch.Tensor, max_exact: int, max_distance: int, per_direction: int,
+                dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """log(n / max_exact) / log(max_distance / max_exact) · (per_direction − max_exact) in ``dtype``, each
+    operation rounded to it, at n ≥ max_exact (smaller n are clamped up: their bucket is n itself)."""
+    return (torch.log(n.clamp(min=max_exact).to(dtype) / max_exact) / math.log(max_distance / max_exact)
+            * (per_direction - max_exact))
+
+
+def t5_finish(first: torch.Tensor, n: torch.Tensor, large: torch.Tensor, max_exact: int, per_direction: int, *,
+              clamp: bool = True) -> torch.Tensor:
+    """The bucket: n itself below max_exact, else max_exact + the log part truncated (clamped to the direction's
+    last bucket unless ``clamp`` is False), after the direction's first bucket."""
+    if_large = max_exact + large.to(torch.long)
+    if_large = if_large.clamp(max=per_direction - 1) if clamp else if_large
+    return first + torch.where(n < max_exact, n, if_large)
 #: Integer dtypes whose every value converts to int64 exactly (wider unsigned ones may not).
 _EXACT_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
@@ -199,23 +226,12 @@ class T5Config:
         The float32 operations of transformers' ``T5Attention._relative_position_bucket``, in the
         same order (it divides: n / max_exact, then / log(max_distance / max_exact)), so the
         truncation lands on the same side at every bucket edge. The log is only evaluated where it
-        is used (the reference takes log(0) and discards it)."""
+        is used (the reference takes log(0) and discards it). Its three steps are the functions
+        below, which relviz.precision (other arithmetic) and relviz.check (coding mistakes) reuse."""
         per_direction, max_exact = self.buckets_per_direction, self.max_exact
-        if self.bidirectional:
-            bucket = (offsets > 0).to(torch.long) * per_direction
-            n = offsets.abs()
-        else:
-            bucket = torch.zeros_like(offsets)
-            n = (-offsets).clamp(min=0)
-        is_small = n < max_exact
-        n_large = n.clamp(min=max_exact).to(torch.float32)
-        if_large = max_exact + (
-            torch.log(n_large / max_exact)
-            / math.log(self.max_distance / max_exact)
-            * (per_direction - max_exact)
-        ).to(torch.long)
-        if_large = if_large.clamp(max=per_direction - 1)
-        return bucket + torch.where(is_small, n, if_large)
+        first, n = t5_direction(offsets, self.bidirectional, per_direction)
+        large = t5_log_part(n, max_exact, self.max_distance, per_direction)
+        return t5_finish(first, n, large, max_exact, per_direction)
 
     def bias_offsets(self, bias_table: torch.Tensor, q_len: int, k_len: int, q_offset: int = 0) -> torch.Tensor:
         """bias_table [num_buckets, H] per offset -> [H, q_len + k_len − 1], for a table and lengths the

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from relviz._checks import check_bool, check_int
-from relviz.positions import MAX_ABS_OFFSET, T5Config, t5_bucket, t5_config
+from relviz.positions import MAX_ABS_OFFSET, T5Config, t5_bucket, t5_config, t5_direction, t5_finish, t5_log_part
 
 __all__ = ["PRECISIONS", "EdgeOffset", "PrecisionChange", "t5_bucket_mesh_tf", "t5_bucket_in_dtype",
            "t5_bucket_exact", "mesh_tf_edges", "precision_changes"]
@@ -48,14 +48,11 @@ def _distances(relative_position: torch.Tensor | int, config: T5Config) -> tuple
     n = relative_position.to(torch.long)
     if n.numel() and (int(n.min()) < -MAX_ABS_OFFSET or int(n.max()) > MAX_ABS_OFFSET):
         raise ValueError(f"relative_position values must lie within ±{MAX_ABS_OFFSET}")
-    if config.bidirectional:
-        return (n > 0).to(torch.long) * config.buckets_per_direction, n.abs()
-    return torch.zeros_like(n), (-n).clamp(min=0)
+    return t5_direction(n, config.bidirectional, config.buckets_per_direction)
 
 
 def _finish(base: torch.Tensor, n: torch.Tensor, large: torch.Tensor, config: T5Config) -> torch.Tensor:
-    large = (config.max_exact + large.to(torch.long)).clamp(max=config.buckets_per_direction - 1)
-    return base + torch.where(n < config.max_exact, n, large)
+    return t5_finish(base, n, large, config.max_exact, config.buckets_per_direction)
 
 
 def t5_bucket_mesh_tf(relative_position: torch.Tensor | int, *, num_buckets: int = 32, max_distance: int = 128,
@@ -92,9 +89,7 @@ def t5_bucket_in_dtype(relative_position: torch.Tensor | int, dtype: torch.dtype
     if dtype == torch.float16 and n.numel() and int(n.max()) > _FLOAT16_MAX:
         raise ValueError(f"relative_position must lie within ±{_FLOAT16_MAX} for float16 (larger distances "
                          "overflow to inf)")
-    me = config.max_exact
-    large = torch.log(n.clamp(min=me).to(dtype) / me) / math.log(config.max_distance / me) \
-        * (config.buckets_per_direction - me)
+    large = t5_log_part(n, config.max_exact, config.max_distance, config.buckets_per_direction, dtype)
     return _finish(base, n, large, config)
 
 

@@ -19,7 +19,8 @@ from relviz.check.alibi_slopes import (  # noqa: F401  (the cause names are re-e
     _slopes_sorted, _slopes_truncated,
 )
 from relviz.check.matrix import Grid, MatrixKind, Settings, Variant, register_matrix_kind
-from relviz.positions import relative_positions, shaw_clip_offsets, t5_bucket, t5_config
+from relviz.positions import (relative_positions, shaw_clip_offsets, t5_bucket, t5_config, t5_direction, t5_finish,
+                              t5_log_part)
 from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf
 from relviz.skew import skew
 
@@ -37,23 +38,13 @@ def t5_bucket_variant(n: np.ndarray, num_buckets: int, max_distance: int, bidire
     distance its own bucket up to the last). With every flag at its default this is Hugging Face's
     ``_relative_position_bucket`` (tests check it equals relviz's t5_bucket). The arithmetic variants
     (Mesh TensorFlow, bfloat16, float16) are relviz.precision's."""
-    n = torch.as_tensor(np.asarray(n, dtype=np.int64))
     per_direction = num_buckets // 2 if bidirectional else num_buckets
     max_exact = (num_buckets if max_exact_before_halving else per_direction) // 2
-    if bidirectional:
-        bucket = (n > 0).long() * per_direction
-        n = n.abs()
-    else:
-        bucket = torch.zeros_like(n)
-        n = (-n).clamp(min=0)
+    first, n = t5_direction(torch.as_tensor(np.asarray(n, dtype=np.int64)), bidirectional, per_direction)
     if not log or max_exact < 1 or max_distance <= max_exact:
-        return (bucket + n.clamp(max=per_direction - 1)).numpy()
-    value = torch.log(n.clamp(min=max_exact).float() / max_exact) / math.log(max_distance / max_exact) \
-        * (per_direction - max_exact)
-    value = value.round() if rounded else value
-    if_large = max_exact + value.to(torch.long)
-    if_large = if_large.clamp(max=per_direction - 1) if clamp else if_large
-    return (bucket + torch.where(n < max_exact, n, if_large)).numpy()
+        return (first + n.clamp(max=per_direction - 1)).numpy()
+    large = t5_log_part(n, max_exact, max_distance, per_direction)
+    return t5_finish(first, n, large.round() if rounded else large, max_exact, per_direction, clamp=clamp).numpy()
 
 
 def _t5_arithmetic(n: np.ndarray, s: Settings, dtype: torch.dtype | None) -> np.ndarray:
