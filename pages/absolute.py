@@ -187,11 +187,10 @@ def alibi_section(length: int) -> None:
     causal = a3.toggle("causal mask (j > i not allowed)", value=True, key="abs_causal", bind="query-params",
                        help="ALiBi was defined for causal language models; without the mask the bias is "
                             "−m·|j − i| on both sides, as relviz.positions.alibi_bias returns it.")
-    alibi_length = a1.number_input("ALiBi length", 8, controls.MAX_LENGTH, None, key="abs_aL", bind="query-params",
-                                   placeholder=f"{length} (L above)",
-                                   help=f"Up to {controls.MAX_LENGTH:,} positions (empty: L above). Above 512 the "
-                                        "bias is "
-                                        "shown as a pooled overview and an exact window, computed per offset.")
+    alibi_length = controls.number_control("ALiBi length", 8, controls.MAX_LENGTH, None, key="abs_aL", where=a1,
+                                           placeholder=f"{length} (L above)",
+                                           help="Empty: L above. Above 512 the bias is shown as a pooled overview "
+                                                "and an exact window, computed per offset.")
     alibi_length = length if alibi_length is None else int(alibi_length)
     with display.user_errors():
         rule = slope_rule_text(heads)

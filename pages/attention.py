@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz.app import display, downloads, navigation, quotas
+from relviz.app import controls, display, downloads, navigation, quotas
 from relviz.app.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
 from relviz.figures.attention import (
     attention_grid_parts,
@@ -219,8 +219,8 @@ if active is not None:
                               on_change=on_length,
                               help=f"Longer than training ({active.train_length}) to watch extrapolation; up to "
                                    f"{MAX_TEXT} here. Keeps the typed start, fills the rest from the seed."))
-    seed = int(c_seed.number_input("seed", 0, SEED_MAX, 0, key=f"{P}_seed", bind="query-params", on_change=on_seed,
-                                   help="The random example for this seed and length."))
+    seed = controls.number_control("seed", 0, SEED_MAX, 0, key=f"{P}_seed", where=c_seed, on_change=on_seed,
+                                   help="The random example for this seed and length.")
     c_rand.button("random example", key=f"{P}_rand", on_click=on_random, icon=":material/casino:", width="stretch",
                   help="Next seed, new random digits at this length.")
     # The default is the random example of this length and seed: a link to it needs no at_seq (random_text of
@@ -404,7 +404,7 @@ def training_request() -> TrainingRequest:
                           bind="query-params")
         length = st.slider("training length", CAPS.min_length, CAPS.max_length, 24, key=f"{P}_tlen",
                            bind="query-params")
-        seed = st.number_input("training seed", 0, SEED_MAX, 0, key=f"{P}_tseed", bind="query-params")
+        seed = controls.number_control("training seed", 0, SEED_MAX, 0, key=f"{P}_tseed")
     return TrainingRequest(
         scheme=scheme, task=task_name, task_params=task_params, n_layers=int(layers),
         n_heads=int(heads), steps=int(steps), length=int(length), seed=int(seed), scheme_params=scheme_params)

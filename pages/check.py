@@ -81,10 +81,10 @@ with st.sidebar:
                          "factors).")
     used = SETTINGS_OF[kind]
     disabled = fit
-    q_offset = st.number_input("query offset (first position)", -MAX_SIDE, MAX_SIDE, 0, key=f"{P}_off",
-                               bind="query-params", disabled=disabled,
-                               help="Query i sits at key position offset + i; a RoPE cache's row m holds position "
-                                    "offset + m.") if "q_offset" in used else 0
+    q_offset = controls.number_control("query offset (first position)", -MAX_SIDE, MAX_SIDE, 0, key=f"{P}_off",
+                                       disabled=disabled,
+                                       help="Query i sits at key position offset + i; a RoPE cache's row m holds "
+                                            "position offset + m.") if "q_offset" in used else 0
     k = st.slider("Shaw clipping distance k", 0, 64, 3, key=f"{P}_k", bind="query-params",
                   disabled=disabled) if "k" in used else 3
     nb = st.slider("num_buckets", 2, 128, 32, key=f"{P}_nb", bind="query-params",
@@ -95,20 +95,18 @@ with st.sidebar:
                       disabled=disabled) if "bidirectional" in used else True
     heads = st.slider("heads", 1, 64, 8, key=f"{P}_nh", bind="query-params",
                       disabled=disabled) if "num_heads" in used else 8
-    if "head" in used:
-        controls.clamp_state(f"{P}_head", 0, heads - 1)
-    head = st.number_input("head (from 0)", 0, heads - 1, 0, key=f"{P}_head", bind="query-params",
-                           disabled=disabled) if "head" in used else 0
+    head = controls.number_control("head (from 0)", 0, heads - 1, 0, key=f"{P}_head",
+                                   disabled=disabled) if "head" in used else 0
     causal = st.toggle("causal: compare only keys j ≤ i", False, key=f"{P}_causal", bind="query-params",
                        disabled=disabled) if "causal" in used else False
     full = st.toggle("compare the garbage upper triangle too", False, key=f"{P}_full", bind="query-params",
                      help="The skew's cells above the diagonal are not meaningful; a faithful pad/reshape trick "
                           "still reproduces them exactly.") if "full" in used else False
-    head_dim = st.number_input("head_dim (0: the upload's width)", 0, 1024, 0, key=f"{P}_hd", bind="query-params",
-                               disabled=disabled) if "head_dim" in used else 0
-    rotary_dim = st.number_input("rotary dims (0: all of the head)", 0, 1024, 0, key=f"{P}_rd", bind="query-params",
-                                 disabled=disabled, help="Partial rotary: only the first dims rotate (GPT-NeoX a "
-                                 "quarter, Phi-2 0.4).") if "rotary_dim" in used else 0
+    head_dim = controls.number_control("head_dim (0: the upload's width)", 0, 1024, 0, key=f"{P}_hd",
+                                       disabled=disabled) if "head_dim" in used else 0
+    rotary_dim = controls.number_control("rotary dims (0: all of the head)", 0, 1024, 0, key=f"{P}_rd",
+                                         disabled=disabled, help="Partial rotary: only the first dims rotate "
+                                                                 "(GPT-NeoX a quarter, Phi-2 0.4).") if "rotary_dim" in used else 0
     base = st.selectbox("base θ (rope_theta)", BASES, format_func=lambda b: f"{b:,.0f}", key=f"{P}_base",
                         bind="query-params", disabled=disabled) if "base" in used else 10000.0
     layout = st.selectbox("pair layout", list(LAYOUTS), format_func=LAYOUTS.get, key=f"{P}_layout",

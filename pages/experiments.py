@@ -266,7 +266,7 @@ else:
                                    key=f"{P}_lo_steps",
                                    help=f"The stored run allowed up to {stored_max}; fewer steps finish sooner "
                                         "but may not converge."))
-        live_seed = int(c4.number_input("seed", 0, 999, 7, key=f"{P}_lo_seed"))
+        live_seed = controls.number_control("seed", 0, 999, 7, key=f"{P}_lo_seed", where=c4, bind=False)
         n_s = len(section["setup"]["shifts"])
         problem = cell_problem(ex.live_offset_work(section, live_layers, live_steps), "this cell")
         if st.button(f"Train {n_s} models (≤ {live_steps} steps each)", key=f"{P}_lo_go", type="primary",
@@ -329,7 +329,7 @@ else:
         live_steps = int(c2.slider("max steps", 10, steps_cap, max(10, min(300, stored_max, steps_cap)), 10,
                                    key=f"{P}_le_steps",
                                    help=f"The stored run allowed up to {stored_max}."))
-        live_seed = int(c3.number_input("seed", 0, 999, 7, key=f"{P}_le_seed"))
+        live_seed = controls.number_control("seed", 0, 999, 7, key=f"{P}_le_seed", where=c3, bind=False)
         problem = cell_problem(ex.live_extrapolation_work(section, live_steps), "this cell")
         if st.button(f"Train and evaluate at {len(setup['factors'])} lengths", key=f"{P}_le_go", type="primary",
                      disabled=problem is not None):

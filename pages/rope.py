@@ -143,7 +143,7 @@ def score_matrix(key: tuple, length: int, preset: str, attention: float) -> None
         window = int(t1.slider("positions shown", 8, SHOWN_MAX, 48, step=8, key=f"{P}_L", bind="query-params"))
         same = t2.toggle("same content q = k", value=True, key=f"{P}_same", bind="query-params",
                          help="The same vector at every position (q for queries, k for keys).")
-        seed = int(t3.number_input("seed", 0, 9999, 0, key=f"{P}_seed", bind="query-params"))
+        seed = controls.number_control("seed", 0, 9999, 0, key=f"{P}_seed", where=t3)
         content = scores(key, length, window, same, seed)
         col_s, col_t = st.columns([3, 2])
         with col_s:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from relviz.app import display, downloads, navigation
+from relviz.app import controls, display, downloads, navigation
 from relviz.figures.skew import (
     DEMO_DIM,
     bidirectional_steps,
@@ -80,10 +80,9 @@ display.sign_convention(compact=True)
 
 left, middle, right = st.columns([1, 1, 1.4])
 length = left.slider("sequence length L", MIN_L, MAX_L, DEFAULT_L, key="skew_L", bind="query-params")
-seed = middle.number_input("random seed (Q and E_r)", min_value=0, max_value=99_999, value=0, step=1,
-                           key="skew_seed", bind="query-params",
-                           help=f"Q and the distance vectors are random Gaussian, D = {DEMO_DIM} wide; the seed "
-                                "picks them, so a link reproduces the exact numbers.")
+seed = controls.number_control("random seed (Q and E_r)", 0, 99_999, 0, key="skew_seed", where=middle,
+                               help=f"Q and the distance vectors are random Gaussian, D = {DEMO_DIM} wide; the seed "
+                                    "picks them, so a link reproduces the exact numbers.")
 colour_by = COLOUR_OPTIONS[right.radio(
     "colour cells by", list(COLOUR_OPTIONS), horizontal=True, key="skew_colour", bind="query-params",
     help="score: the number itself (one colour range for all steps, so a score keeps its colour as it "
@@ -212,12 +211,9 @@ with bidirectional_tab:
 st.divider()
 st.subheader("Why bother: the memory of the relative term")
 mem_cols = st.columns([1, 1, 1, 1.3])
-mem_length = mem_cols[0].number_input("L (sequence length)", min_value=1, max_value=1_000_000, value=2048,
-                                      step=1, key="skew_mL", bind="query-params")
-mem_dim = mem_cols[1].number_input("D (model width)", min_value=1, max_value=65_536, value=512, step=1,
-                                   key="skew_mD", bind="query-params")
-mem_heads = mem_cols[2].number_input("H (heads)", min_value=1, max_value=1024, value=8, step=1,
-                                     key="skew_mH", bind="query-params")
+mem_length = controls.number_control("L (sequence length)", 1, 1_000_000, 2048, key="skew_mL", where=mem_cols[0])
+mem_dim = controls.number_control("D (model width)", 1, 65_536, 512, key="skew_mD", where=mem_cols[1])
+mem_heads = controls.number_control("H (heads)", 1, 1024, 8, key="skew_mH", where=mem_cols[2])
 dtype_name = mem_cols[3].selectbox("number format", list(DTYPES), key="skew_mdtype", bind="query-params")
 with display.user_errors():
     mem = relative_term_bytes(int(mem_length), int(mem_dim), int(mem_heads), DTYPES[dtype_name])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from relviz.app import lecture_mode, navigation, tours
+from relviz.app import controls, lecture_mode, navigation, tours
 
 navigation.ensure_app_navigation()
 P = "tour"  # widget-key prefix of this page (the tour itself travels in the ?tour= link value)
@@ -85,7 +85,7 @@ minutes = tours.tour_minutes(tour)
 st.caption(f"{len(tour.steps)} steps" + (f", about {minutes} minutes (the sum of the notes' timings)"
                                          if minutes is not None else ""))
 start_col, at_col, copy_col = st.columns([2, 1.3, 1.7], vertical_alignment="bottom")
-first = at_col.number_input("start at step", 1, len(tour.steps), 1, key=f"{P}_at", bind="query-params")
+first = controls.number_control("start at step", 1, len(tour.steps), 1, key=f"{P}_at", where=at_col)
 if start_col.button("▶ Start presenting", key=f"{P}_start", type="primary", width="stretch"):
     lecture_mode.go_to_step(tour, int(first) - 1)
 copy_col.button("Copy into my tour to edit", key=f"{P}_adopt", on_click=adopt, args=(tour,), width="stretch")

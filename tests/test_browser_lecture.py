@@ -133,3 +133,39 @@ def test_no_blank_band_above_the_title_and_homes_last_row_above_the_fold(lecture
     shapes = page.evaluate(SHAPES_JS)
     assert shapes and max(bottom for _, bottom in shapes) <= HEIGHT, shapes
     page.close()
+
+
+#: (page, the input's label as on screen, a value outside its range, the value it keeps): a column of the main
+#: area, the sidebar (a negative range), the sidebar's length inputs, and Lecture mode's own.
+TYPED_OUT_OF_RANGE = [("skew", "H (heads) (1 – 1,024)", "5000", "8"),
+                      ("check", "query offset (first position) (-512 – 512)", "-900", "0"),
+                      ("shaw", "query length (1 – 1,048,576)", "2000000", "10"),
+                      ("tour", f"start at step (1 – {len(tours.BUILTIN.steps)})", "99", "1")]
+
+
+def test_a_typed_number_outside_its_range_is_refused_on_screen(lecture):
+    """Defect 16: a typed out-of-range number was refused only in a tooltip, and "Press Enter to apply" sat over
+    the value. On four pages: the range is in the label, no hint shows while typing, and Enter gives an error
+    naming the range while the input, the address bar and the page keep their value."""
+    base, context = lecture
+    page = context.new_page()
+    for path, label, typed, kept in TYPED_OUT_OF_RANGE:
+        page.goto(f"{base}/{path}")
+        wait_for_app(page)
+        box = page.locator(f'input[aria-label="{label}"]')
+        box.wait_for(timeout=60_000)
+        box.scroll_into_view_if_needed()
+        box.fill(typed)
+        assert not page.locator('[data-testid="InputInstructions"]').filter(visible=True).count(), path
+        box.press("Enter")
+        lo, hi = label[label.rindex("(") + 1:-1].split(" – ")
+        error = page.locator('[data-testid="stAlertContentError"]', has_text=f"takes {lo} to {hi}")
+        error.wait_for(timeout=60_000)
+        assert f"{int(typed):,} was not applied" in error.inner_text(), path
+        page.wait_for_function(f"() => document.querySelector('input[aria-label=\"{label}\"]').value === '{kept}'",
+                               timeout=60_000)
+        assert typed not in page.url, (path, page.url)
+        assert not page.get_by_text("Ignored in the link").count(), path  # one message, beside the control
+        assert not page.query_selector_all('[data-testid="stException"]'), path
+        page.screenshot(path=str(ARTIFACTS / f"d16-{path}.png"))
+    page.close()

@@ -63,6 +63,7 @@ from streamlit.testing.v1.element_tree import (
     Widget,
 )
 
+from relviz.app.controls import label_range
 from relviz.app.navigation import PAGES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,8 +181,8 @@ def _bounds(widget) -> tuple[float, float, float, bool]:
         is_int = proto.data_type == SliderProto.DataType.INT
         return proto.min, proto.max, proto.step or 1, is_int
     is_int = proto.data_type == NumberInputProto.DataType.INT
-    lo = proto.min if proto.has_min else -1e9
-    hi = proto.max if proto.has_max else 1e9
+    # relviz's number inputs have no bounds in the browser; their range is in the label (controls.in_range)
+    lo, hi = label_range(widget.label) or (proto.min if proto.has_min else -1e9, proto.max if proto.has_max else 1e9)
     return lo, hi, proto.step or 1, is_int
 
 

@@ -285,21 +285,62 @@ def test_compare_mode_page_draws_both_sides_on_one_y_range(monkeypatch):
         assert seen[0][axis].get("range") is not None and seen[0][axis]["range"] == seen[1][axis]["range"]
 
 
-@pytest.mark.parametrize("page, prefix", [("shaw", "sh"), ("t5", "t5")])
-def test_length_inputs_show_their_range_and_hide_the_enter_hint(page, prefix):
-    """Defect 16: a typed out-of-range length was refused only in Streamlit's tooltip, and "Press Enter to apply"
-    covered the value of a narrow input. The range now stands in the label; a style block hides the hint."""
+#: Every page with a number input, with the link values that bring out the ones a setting hides (Check's kinds).
+NUMBER_PAGES = [("shaw", {}), ("t5", {}), ("absolute", {}), ("rope", {}), ("attention", {}), ("skew", {}),
+                ("check", {}), ("check", {"ck_kind": "alibi"}), ("check", {"ck_kind": "rope_cos"}), ("tour", {}),
+                ("experiments", {})]
+
+
+def _page_state(at) -> tuple:
+    """What a page shows: every widget's value but the number inputs', and every chart's spec."""
+    widgets = sorted((str(w.key), repr(w.value)) for w in at.main if hasattr(w, "value") and w.key
+                     and w.type != "number_input")
+    return widgets, [c.proto.spec for c in at.get("plotly_chart")]
+
+
+@pytest.mark.parametrize("page, params", NUMBER_PAGES, ids=[f"{p}{''.join(v.values())}" for p, v in NUMBER_PAGES])
+def test_every_number_input_shows_its_range_and_refuses_a_value_outside_it_visibly(page, params):
+    """Defect 16: a typed out-of-range number was refused only in Streamlit's tooltip (the page never heard of
+    it), and "Press Enter to apply" covered the value. Now every number input shows its range in its label; a
+    value outside it gets an st.error naming the range, the input goes back to its value and nothing else on
+    the page changes; the hint is hidden by a style block."""
     from page_support import run_page
 
-    from relviz.app.controls import NUMBER_INPUT_CSS
-    from relviz.app.page_limits import MAX_LENGTH
+    from relviz.app.controls import NUMBER_INPUT_CSS, label_range
 
-    at = run_page(page)
-    for key in ("q", "k"):
-        widget = at.number_input(key=f"{prefix}_{key}")
-        assert widget.label.endswith(f"(1 – {MAX_LENGTH:,})") and (widget.min, widget.max) == (1, MAX_LENGTH)
-    styles = [h.proto.body for h in at.get("html")]
-    assert NUMBER_INPUT_CSS in styles and 'InputInstructions"] {display: none' in NUMBER_INPUT_CSS
+    at = run_page(page, timeout=120, **params)
+    keys = [w.key for w in at.number_input]
+    assert keys, page
+    assert NUMBER_INPUT_CSS in [h.proto.body for h in at.get("html")]
+    for key in keys:
+        widget = at.number_input(key=key)
+        bounds = label_range(widget.label)
+        assert bounds is not None, (page, key, widget.label)
+        lo, hi = bounds
+        before, value = _page_state(at), widget.value
+        for outside in (hi + 1, lo - 1):
+            at.number_input(key=key).set_value(outside).run()
+            assert not at.exception, [e.value for e in at.exception]
+            errors = [e.value for e in at.error if f"takes {lo:,} to {hi:,}" in e.value]
+            assert len(errors) == 1 and f"{outside:,} was not applied" in errors[0], (page, key, errors)
+            assert at.number_input(key=key).value == value, (page, key)
+            assert _page_state(at) == before, (page, key, outside)
+        at.run()  # the message is for the refused value only
+        assert not [e for e in at.error if "was not applied" in e.value], (page, key)
+
+
+def test_no_page_draws_a_number_input_of_its_own():
+    """Every number input goes through controls.number_control (its range on screen, a visible refusal)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    own = [f"{path.relative_to(root)}:{n}" for path in [*root.glob("pages/*.py"), *root.glob("relviz/app/*.py"),
+                                                        root / "app.py"]
+           if path.name != "controls.py"
+           for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+           if re.search(r"\.number_input\(", line)]
+    assert not own, own
 
 
 def test_keys_seen_log_axes_label_powers_of_ten_only_at_a_short_context():

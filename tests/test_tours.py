@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, NumberInput, Slider, Widget
 
 from relviz.app import tours
+from relviz.app.controls import label_range
 from relviz.app.link_schema import PAGE_PARAMS, page_param
 from relviz.app.tours import BUILTIN, Step, Tour, decode, encode, loads
 
@@ -142,7 +143,11 @@ def test_schema_lists_every_url_control_of_the_page(app, page):
         assert param is not None, f"{page}: control {key} is missing from relviz.app.link_schema.PAGE_PARAMS"
         if isinstance(element, list):  # tabs
             assert param.choices == tuple(element), key
-        elif param.numeric and not param.dynamic and isinstance(element, (Slider, NumberInput)):
+        elif isinstance(element, NumberInput):  # no bounds in the browser: the range is in the label
+            assert param.numeric and label_range(element.label) is not None, (key, element.label)
+            if not param.dynamic:
+                assert (param.lo, param.hi) == label_range(element.label), (key, element.label)
+        elif param.numeric and not param.dynamic and isinstance(element, Slider):
             assert (param.lo, param.hi) == (element.proto.min, element.proto.max), key
         elif param.choices:
             assert set(element.options) <= set(param.choices), (key, element.options)

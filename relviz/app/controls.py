@@ -4,6 +4,8 @@ Exists so that every such page binds the same keys to the URL (tours' links name
 """
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from relviz.app.page_limits import MAX_LENGTH
@@ -20,11 +22,70 @@ def clamp_state(key: str, lo: int, hi: int) -> None:
 #: (narrow); Enter, the +/− buttons and leaving the field still apply, so the hint goes (a style-only block).
 NUMBER_INPUT_CSS = '<style>[data-testid="stNumberInput"] [data-testid="InputInstructions"] {display: none;}</style>'
 
+#: session state: number-input key -> the last value its page used (what a refused value leaves in place)
+_KEPT_NUMBERS = "_relviz_numbers"
+#: session state: number-input key -> the out-of-range value just refused (shown once, as an st.error)
+_REFUSED_NUMBERS = "_relviz_numbers_refused"
+
 
 def in_range(label: str, lo: int, hi: int) -> str:
-    """A number input's label with the range it takes: Streamlit refuses a typed value outside it only in a
-    tooltip, which a student on a projector never sees."""
+    """A number input's label with the range it takes, on screen without hovering (a projector has no pointer)."""
     return f"{label} ({lo:,} – {hi:,})"
+
+
+_RANGE_IN_LABEL = re.compile(r"\((-?[\d,]+) – (-?[\d,]+)\)$")
+
+
+def label_range(label: str) -> tuple[int, int] | None:
+    """The range in_range wrote into ``label``, or None: how a test or the bench reads a number input's range."""
+    found = _RANGE_IN_LABEL.search(label)
+    return None if found is None else (int(found[1].replace(",", "")), int(found[2].replace(",", "")))
+
+
+def out_of_range_message(label: str, lo: int, hi: int, typed: int, kept: int | None) -> str:
+    """What a refused number says: the control, the range it takes, and that the page did not change."""
+    stays = "stays empty" if kept is None else f"stays at {kept:,}"
+    return f"**{label}** takes {lo:,} to {hi:,}: {typed:,} was not applied, the value {stays}."
+
+
+def _refuse_outside(key: str, lo: int, hi: int, fallback: int | None, on_change, args: tuple) -> None:
+    """The number input's callback: a value outside [lo, hi] is put back to the last one the page used (so
+    nothing else changes) and remembered for the message; a value inside goes on to the page's own callback."""
+    typed = st.session_state.get(key)
+    if typed is not None and not lo <= typed <= hi:
+        st.session_state.setdefault(_REFUSED_NUMBERS, {})[key] = typed
+        st.session_state[key] = st.session_state.get(_KEPT_NUMBERS, {}).get(key, fallback)
+    elif on_change is not None:
+        on_change(*args)
+
+
+def number_control(label: str, lo: int, hi: int, value: int | None, *, key: str, where=None, bind: bool = True,
+                   on_change=None, args: tuple = (), **kwargs) -> int | None:
+    """An integer input that takes lo..hi, shows that range in its label, and answers a value outside it with a
+    visible st.error naming the range, leaving the page as it was. Every number input of the app is one of these.
+
+    Streamlit's own bounds (min_value/max_value) refuse a typed value in the browser with only a tooltip and a red
+    field, which a class on a projector never sees, and the page never hears of it; so the widget has no bounds
+    and relviz checks the value (its callback puts the value back before the page runs). ``where``: the container
+    (a column, the sidebar; default the main area). ``bind``: the value is in the URL (a link's value outside the
+    range is refused before, by relviz.app.links). ``value`` None: the input may be empty (returns None). Other
+    keyword arguments go to st.number_input (help, placeholder, disabled).
+    """
+    where = st if where is None else where
+    kept = st.session_state.get(key)
+    if kept is not None and not lo <= kept <= hi:  # the range moved under a kept value (e.g. fewer heads)
+        st.session_state[key] = min(max(kept, lo), hi)
+    where.html(NUMBER_INPUT_CSS)
+    number = where.number_input(in_range(label, lo, hi), value=value, step=1, key=key,
+                                bind="query-params" if bind else None, on_change=_refuse_outside,
+                                args=(key, lo, hi, value, on_change, args), **kwargs)
+    refused = st.session_state.get(_REFUSED_NUMBERS, {}).pop(key, None)
+    if number is not None and not lo <= number <= hi:  # a link's value outside a range that moves at run time
+        refused, number = number, min(max(number, lo), hi)
+    if refused is not None:
+        where.error(out_of_range_message(label, lo, hi, refused, number), icon=":material/error:")
+    st.session_state.setdefault(_KEPT_NUMBERS, {})[key] = number
+    return None if number is None else int(number)
 
 
 def _set_state(key: str, value: int) -> None:
@@ -39,14 +100,11 @@ def length_controls(prefix: str, *, q_default: int, k_default: int) -> tuple[int
     (tensor2tensor: the queries are the last q_len keys, offset k_len − q_len).
     """
     q_key, k_key, off_key = f"{prefix}_q", f"{prefix}_k", f"{prefix}_off"
-    st.html(NUMBER_INPUT_CSS)
-    q_len = int(st.number_input(in_range("query length", 1, MAX_LENGTH), 1, MAX_LENGTH, q_default, key=q_key,
-                                bind="query-params",
-                                help="Above 512 per side the page shows an exact downsampled overview plus a "
-                                     "full-resolution window."))
-    k_len = int(st.number_input(in_range("key length", 1, MAX_LENGTH), 1, MAX_LENGTH, k_default, key=k_key,
-                                bind="query-params",
-                                help="May differ from the query length (e.g. a decoder step with a cache)."))
+    q_len = number_control("query length", 1, MAX_LENGTH, q_default, key=q_key,
+                           help="Above 512 per side the page shows an exact downsampled overview plus a "
+                                "full-resolution window.")
+    k_len = number_control("key length", 1, MAX_LENGTH, k_default, key=k_key,
+                           help="May differ from the query length (e.g. a decoder step with a cache).")
     lo, hi = -q_len, k_len
     clamp_state(off_key, lo, hi)
     q_offset = int(st.slider("query offset (query i sits at key position offset + i)", lo, hi, 0, key=off_key,

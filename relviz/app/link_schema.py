@@ -249,6 +249,17 @@ def range_problem(key: str, value: str) -> str | None:
     return None
 
 
+def number_problem(key: str, value: str) -> str | None:
+    """range_problem for a number control's key only (None for other keys): a link's number outside every range
+    the control can take. relviz.app.links drops such a value before the page runs, because relviz's number inputs
+    carry no bounds of their own in the browser (relviz.app.controls.number_control) and would take it."""
+    for page in [*PAGE_PARAMS, *LINK_ONLY_PARAMS]:
+        param = page_param(page, key) or LINK_ONLY_PARAMS.get(page, {}).get(key)
+        if param is not None:
+            return range_problem(key, value) if param.numeric else None
+    return None
+
+
 def page_keys(page: str, present: Iterable[str]) -> list[str]:
     """The page's fixed keys, then those of ``present`` (e.g. the URL's or the session's) in its key families."""
     fixed = list(PAGE_PARAMS.get(page, {}))

@@ -84,12 +84,18 @@ def checked_link_values() -> Iterator[None]:
     fingerprint = tuple(sorted(initial.items()))
     fresh = bool(initial) and st.session_state.get(LINK_CHECKED_KEY) != fingerprint
     dropped: dict[str, str] = st.session_state.pop(_LINK_DROPPED_KEY, None) or {}
+    # a control already on screen put its own value in the URL: not a link's value (a number outside its range
+    # is refused by relviz.app.controls.number_control, which says so beside the control)
+    on_screen = {key for key in initial if key in st.session_state}
     if fresh:
-        unusable = {key: problem for key, value in initial.items()
-                    if (problem := url_value_problem(value)) is not None}
-        if unusable:
-            from relviz.app.link_schema import range_problem  # plain numbers: no torch
+        from relviz.app.link_schema import number_problem, range_problem  # plain numbers: no torch
 
+        # a number outside its control's range, from a link (a bound key cannot be deleted: dropping one a control
+        # on screen wrote would start the run again and again)
+        unusable = {key: problem for key, value in initial.items()
+                    if (problem := url_value_problem(value) or
+                        (None if key in on_screen else number_problem(key, value))) is not None}
+        if unusable:
             for key, problem in unusable.items():
                 # say the range the control takes, as for any other refused value
                 dropped[f"{key}={initial[key][:24]}"] = range_problem(key, initial[key]) or problem
@@ -103,8 +109,8 @@ def checked_link_values() -> Iterator[None]:
     finally:
         if fresh:
             for key, value in initial.items():
-                if key not in st.session_state:
-                    continue  # no control of this page has this key
+                if key not in st.session_state or key in on_screen:
+                    continue  # no control of this page has this key, or the control wrote the value itself
                 kept = st.query_params.get_all(key)
                 if (kept[-1] if kept else None) == value:
                     continue

@@ -59,17 +59,18 @@ def _exception_text(app) -> str | None:
 
 
 def _set_all_controls(app, pick: str) -> None:
-    """Every single-value slider and bounded number input to its minimum or maximum."""
+    """Every single-value slider and number input to its minimum or maximum."""
+    from relviz.app.controls import label_range  # imports streamlit: only once the section runs
+
     for slider in app.slider:
         proto = slider.proto
         if proto.data_type in (proto.INT, proto.FLOAT) and not isinstance(slider.value, tuple):
             value = proto.max if pick == "max" else proto.min
             slider.set_value(int(value) if proto.data_type == proto.INT else float(value))
-    for number in app.number_input:
-        proto = number.proto
-        if (proto.has_max if pick == "max" else proto.has_min):
-            value = proto.max if pick == "max" else proto.min
-            number.set_value(int(value) if proto.data_type == proto.INT else float(value))
+    for number in app.number_input:  # relviz's number inputs carry their range in the label (controls.in_range)
+        bounds = label_range(number.label)
+        if bounds is not None:
+            number.set_value(bounds[1] if pick == "max" else bounds[0])
 
 
 def _rerun_times(app, repeats: int) -> list[float]:
