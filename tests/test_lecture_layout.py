@@ -65,22 +65,51 @@ def test_the_presenter_views_buttons_move_the_lecture_and_the_audience_follows()
     presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
     presenter.switch_page("pages/tour.py").run()
     assert not presenter.exception, presenter.exception
-    assert presenter.button(key="pv_prev").disabled                         # step 1: nothing before it
-    presenter.button(key="pv_next").click().run()
+    assert presenter.button(key="pv_prev0").disabled                        # step 1: nothing before it
+    presenter.button(key="pv_next0").click().run()
     assert lecture_mode.lectures().get(lecture_id).index == 1
     assert any(m.value.startswith(f"### 2 / {len(tours.BUILTIN.steps)}") for m in presenter.markdown)
     at.run()                                                                # the audience's tab looks again
     opener = [c for c in at.get("bidi_component") if "lecture_open" in c.proto.id]
-    link = lecture_mode.step_link(lecture_id, tours.BUILTIN.steps[1])
+    link = lecture_mode.step_link(lecture_id, tours.BUILTIN, 1)
+    assert f"{lecture_mode.STEP_PARAM}=2" in link
     assert len(opener) == 1 and link.replace("&", "\\u0026") in str(opener[0].proto) or link in str(opener[0].proto)
     audience = open_link(link)                                              # ... and opens the step's link
     assert audience.session_state[lecture_mode.TOUR_STATE][1] == 1          # presenting step 2, exactly
     assert audience.slider(key="sh_clip").value == 3 and not audience.title
     presenter.button(key="pv_step3").click().run()                          # the step list: step 4
     assert lecture_mode.lectures().get(lecture_id).index == 3
-    presenter.button(key="pv_prev").click().run()
+    presenter.button(key="pv_prev3").click().run()
     assert lecture_mode.lectures().get(lecture_id).index == 2
     assert [b.label for b in presenter.button if b.key == "pv_step2"] == [f"3. {tours.BUILTIN.steps[2].title}"]
+
+
+def test_next_pressed_while_the_audience_loads_moves_one_step_and_the_audience_catches_up():
+    """The race of issue 33: the presenter pressed Next while the audience's tab was still opening the step
+    before. The link names its step, so the tab shows that step's number over that step's picture, then opens the
+    lecture's newer step; a press made on a step the lecture has left moves nothing (two steps before)."""
+    at, lecture_id = _audience()
+    presenter = AppTest.from_file(APP, default_timeout=60)
+    presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
+    presenter.switch_page("pages/tour.py").run()
+    presenter.button(key="pv_next0").click().run()                         # to step 2 ...
+    loading = lecture_mode.step_link(lecture_id, tours.BUILTIN, 1)          # ... the audience opens step 2's link
+    presenter.button(key="pv_next1").click().run()                         # ... and Next again: step 3
+    assert lecture_mode.lectures().get(lecture_id).index == 2
+    assert [b.key for b in presenter.button if b.key.startswith("pv_next")] == ["pv_next2"]
+    audience = open_link(loading)
+    assert audience.session_state[lecture_mode.TOUR_STATE][1] == 1          # step 2's number over step 2's picture
+    assert any(f"2 / {len(tours.BUILTIN.steps)} ·" in m.value for m in audience.markdown)
+    opener = [c for c in audience.get("bidi_component") if "lecture_open" in c.proto.id]
+    step_3 = lecture_mode.step_link(lecture_id, tours.BUILTIN, 2)
+    assert len(opener) == 1 and (step_3 in str(opener[0].proto) or step_3.replace("&", "\\u0026") in
+                                 str(opener[0].proto))                      # ... then opens step 3
+    presenter.button(key="pv_next2").click().run()                         # step 4
+    lecture_mode._move(lecture_id, 2, 1)                                    # Next pressed on step 2, handled again
+    assert lecture_mode.lectures().get(lecture_id).index == 3               # no step back to 3
+    audience.switch_page(f"pages/{tours.BUILTIN.steps[1].page}.py")
+    audience.button(key="tour_next").click().run()                          # the audience's own Next, on step 2
+    assert lecture_mode.lectures().get(lecture_id).index == 3
 
 
 def test_the_presenter_view_shows_a_small_copy_of_the_audiences_step():
@@ -88,8 +117,9 @@ def test_the_presenter_view_shows_a_small_copy_of_the_audiences_step():
     presenter = AppTest.from_file(APP, default_timeout=60)
     presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
     presenter.switch_page("pages/tour.py").run()
-    html = lecture_mode._mirror_html(lecture_id, tours.BUILTIN.steps[0])
-    assert f'src="./?home_q=2&amp;lecture={lecture_id}&amp;lecture_copy=1&amp;embed=true"' in html
+    html = lecture_mode._mirror_html(lecture_id, tours.BUILTIN, 0)
+    assert (f'src="./?home_q=2&amp;lecture={lecture_id}&amp;lecture_step=1&amp;lecture_copy=1&amp;embed=true"'
+            in html)
     assert "scale(0.3)" in html and "width:1280px;height:720px" in html
     # a page opened with ?lecture=ID copies the lecture's step: laid out as on the projector, no title
     copy = AppTest.from_file(APP, default_timeout=60)

@@ -21,6 +21,16 @@ def test_a_lecture_is_found_by_its_id_and_moves_within_its_tour():
     assert lectures.get(lecture_id) is None and lectures.move(lecture_id, 1) is None
 
 
+def test_a_move_from_a_step_is_taken_once():
+    """Next pressed on step n means n -> n + 1: pressed again, or handled again after the lecture moved, it stays."""
+    lectures = Lectures()
+    lecture_id = lectures.start(BUILTIN, 3)
+    assert lectures.move(lecture_id, 4, from_index=3).index == 4
+    assert lectures.move(lecture_id, 4, from_index=3).index == 4
+    assert lectures.move(lecture_id, 5, from_index=3).index == 4              # a press on step 4 the lecture left
+    assert lectures.move(lecture_id, 3, from_index=4).index == 3              # Back, on the step shown
+
+
 @pytest.mark.parametrize("junk", [None, 3, "", "lec-short", "lec-" + "a" * 16 + "/", "x" * 20])
 def test_malformed_or_unknown_ids_find_nothing(junk):
     lectures = Lectures()

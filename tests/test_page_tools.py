@@ -124,7 +124,7 @@ def click_bar(at: AppTest, key: str) -> AppTest:
     shared = lecture_mode.lectures().get(lecture_id)
     if shared is None or shared.index == index:
         return at
-    return open_link(lecture_mode.step_link(lecture_id, shared.tour.steps[shared.index]))
+    return open_link(lecture_mode.step_link(lecture_id, shared.tour, shared.index))
 
 
 def open_link(link: str) -> AppTest:

@@ -22,6 +22,7 @@ TOUR_STATE = "_relviz_tour"          # (Tour, step index) while presenting
 DRAFT_STATE = "_relviz_tour_draft"   # list[tours.Step]: the views a teacher collected
 LECTURE_STATE = "_relviz_lecture"    # this tab's live lecture id (relviz.app.lectures), followed by its presenter view
 LECTURE_PARAM = "lecture"            # the presenter view's link value on the Lecture mode page, a step's elsewhere
+STEP_PARAM = "lecture_step"          # a step's link: which step (1-based) of the lecture the link shows
 COPY_PARAM = "lecture_copy"          # "1": this tab is the presenter view's small copy of the audience's screen
 #: How often the presenter view looks at the lecture it follows (seconds).
 FOLLOW_EVERY_S = 1.0
@@ -75,30 +76,44 @@ def go_to_step(tour, index: int) -> None:
     st.session_state.pop(LINK_CHECKED_KEY, None)
     # a control of the page on screen keeps its on-screen value over a link value equal to its default (the
     # browser sends it back): the controls the step sets get the step's value in their state, typed as before.
-    # The lecture's id rides in the link: a reload of the tab, or the next step's link, finds the lecture again.
-    _switch_page(f"pages/{step.page}.py", {**step.params, LECTURE_PARAM: st.session_state[LECTURE_STATE]}, kept)
+    # The lecture's id and the step's number ride in the link: a reload of the tab, or the next step's link, finds
+    # the lecture again on this step.
+    _switch_page(f"pages/{step.page}.py",
+                 {**step.params, LECTURE_PARAM: st.session_state[LECTURE_STATE], STEP_PARAM: str(index + 1)}, kept)
 
 
-def step_link(lecture_id: str, step, **extra: str) -> str:
-    """The link of a lecture's step, relative to the app's own pages: the step's page with its values and the
-    lecture's id (which the page adopts: _adopt). The page and values are the tour's, checked when it was read."""
+def step_link(lecture_id: str, tour, index: int, **extra: str) -> str:
+    """The link of step ``index`` (0-based) of a lecture, relative to the app's own pages: the step's page with its
+    values, the lecture's id and the step's number (which the page adopts: _adopt). The page and values are the
+    tour's, checked when it was read."""
     from urllib.parse import urlencode
 
+    step = tour.steps[index]
     default = next(Path(page.path).stem for page in PAGES if page.default)
-    query = urlencode({**step.params, LECTURE_PARAM: lecture_id, **extra}, doseq=True)
+    query = urlencode({**step.params, LECTURE_PARAM: lecture_id, STEP_PARAM: str(index + 1), **extra}, doseq=True)
     return f"{'./' if step.page == default else step.page}?{query}"
 
 
+def _linked_step(tour) -> int | None:
+    """The step (0-based) a step's link names (?lecture_step=N, 1-based), or None for a missing or wrong number."""
+    text = st.query_params.get(STEP_PARAM, "")
+    number = int(text) if text.isdigit() and len(text) < 5 else 0
+    return number - 1 if 1 <= number <= len(tour.steps) else None
+
+
 def _adopt(lecture_id: str) -> None:
-    """A tab opened on a step's link (?lecture=ID, from the lecture's own moves) presents that lecture: a fresh
-    session on the step's exact link, so no control keeps a value from the step before. Once per tab and
-    lecture: the tab then shows the step it was opened on until the lecture moves (_follow)."""
+    """A tab opened on a step's link (?lecture=ID&lecture_step=N, from the lecture's own moves) presents that
+    lecture, on the step the link names: a fresh session on the step's exact link, so no control keeps a value from
+    the step before. The step is the link's, not the lecture's: when the presenter moved on while this tab loaded,
+    the tab knows it shows step N and opens the newer step next (_follow), never a newer number over step N's
+    picture. Once per tab and lecture."""
     if st.session_state.get(LECTURE_STATE) == lecture_id and st.session_state.get(TOUR_STATE) is not None:
         return
     shared = lectures().get(lecture_id)
     if shared is not None:
+        linked = _linked_step(shared.tour)
         st.session_state[LECTURE_STATE] = lecture_id
-        st.session_state[TOUR_STATE] = (shared.tour, shared.index)
+        st.session_state[TOUR_STATE] = (shared.tour, shared.index if linked is None else linked)
 
 
 def _as_kept(text, kept):
@@ -254,8 +269,8 @@ def _presenter_bar(page_name: str) -> None:
         if advance:
             go_to_step(tour, index if away else index + 1)
         return
-    if previous or advance:
-        lectures().move(lecture_id, index - 1 if previous else index if away else index + 1)
+    if previous or advance:  # from this tab's step: a press the lecture already moved past changes nothing
+        lectures().move(lecture_id, index - 1 if previous else index if away else index + 1, from_index=index)
     with text_col:
         _follow(lecture_id, again=bool(advance and away))
 
@@ -288,21 +303,22 @@ def _follow(lecture_id: str, again: bool = False) -> None:
     if shared is None or here is None or shared.tour != here[0]:
         return
     if shared.index != here[1] or again:
-        _open(step_link(lecture_id, shared.tour.steps[shared.index]))
+        _open(step_link(lecture_id, shared.tour, shared.index))
 
 
-def _move(lecture_id: str, index: int) -> None:
-    """A presenter-view button's callback: the lecture's step, which the audience's tab follows."""
-    lectures().move(lecture_id, index)
+def _move(lecture_id: str, index: int, from_index: int | None = None) -> None:
+    """A presenter-view button's callback: the lecture's step, which the audience's tab follows; ``from_index``:
+    Back / Next, pressed on that step (Lectures.move)."""
+    lectures().move(lecture_id, index, from_index=from_index)
 
 
-def _mirror_html(lecture_id: str, step, *, scale: float = MIRROR_SCALE) -> str:
+def _mirror_html(lecture_id: str, tour, index: int, *, scale: float = MIRROR_SCALE) -> str:
     """A small copy of the audience's picture: the step's page laid out as on the projector (1280 × 720, the
     lecture layout: ?lecture=ID makes that page a copy of the lecture's step), scaled down. The page and its
     values are the tour's, checked when the tour was read (a page from relviz's list, values its controls take)."""
     from html import escape
 
-    src = escape(step_link(lecture_id, step, **{COPY_PARAM: "1", "embed": "true"}))
+    src = escape(step_link(lecture_id, tour, index, **{COPY_PARAM: "1", "embed": "true"}))
     width, height = round(1280 * scale), round(720 * scale)
     return (f'<div style="width:{width}px;height:{height}px;overflow:hidden;border:1px solid #ccc">'
             f'<iframe src="{src}" title="the audience\'s screen" style="width:1280px;height:720px;border:0;'
@@ -326,16 +342,18 @@ def presenter_view(lecture_id: str) -> None:
     with left:
         st.markdown(f"### {index + 1} / {len(tour.steps)} · {step.title}")
         back, forward = st.columns(2)
-        back.button("◀ Back", key="pv_prev", disabled=index == 0, width="stretch", shortcut="pageup",
-                    on_click=_move, args=(lecture_id, index - 1), help="The audience's tab goes back (Page Up)")
-        forward.button("Next ▶", key="pv_next", type="primary", disabled=index == last, width="stretch",
-                       shortcut="pagedown", on_click=_move, args=(lecture_id, index + 1),
+        # Back / Next mean "from the step shown here": their keys carry the step, so a press handled once more after
+        # the view moved on (a timer's run resending it) finds no button, and Lectures.move takes it once
+        back.button("◀ Back", key=f"pv_prev{index}", disabled=index == 0, width="stretch", shortcut="pageup",
+                    on_click=_move, args=(lecture_id, index - 1, index), help="The audience's tab goes back (Page Up)")
+        forward.button("Next ▶", key=f"pv_next{index}", type="primary", disabled=index == last, width="stretch",
+                       shortcut="pagedown", on_click=_move, args=(lecture_id, index + 1, index),
                        help="The audience's tab moves on (Page Down: most presentation clickers send it)")
         st.info(step.note or "No note for this step.", icon=":material/co_present:")
         st.caption(f"Next: **{tour.steps[index + 1].title}**" if index < last else "This is the last step.")
     with right:
         st.caption("The audience's screen (a small copy, reloaded at each step)")
-        st.iframe(_mirror_html(lecture_id, step), height=round(720 * MIRROR_SCALE) + 4)
+        st.iframe(_mirror_html(lecture_id, tour, index), height=round(720 * MIRROR_SCALE) + 4)
         for n, item in enumerate(tour.steps):
             st.button(f"{n + 1}. {item.title}", key=f"pv_step{n}", type="primary" if n == index else "tertiary",
                       on_click=_move, args=(lecture_id, n), help="Show this step to the audience")

@@ -60,12 +60,19 @@ class Lectures:
                 self._items.move_to_end(lecture_id)
             return state
 
-    def move(self, lecture_id: str, index: int) -> LectureState | None:
-        """Put the lecture on step ``index`` (clamped to the tour); None when it is gone."""
+    def move(self, lecture_id: str, index: int, *, from_index: int | None = None) -> LectureState | None:
+        """Put the lecture on step ``index`` (clamped to the tour); None when it is gone.
+
+        ``from_index``: only if the lecture is on that step now, else it stays where it is. A Back or Next pressed
+        on step n means "from n to n ± 1": pressed twice, or its press handled again after the lecture moved, it
+        moves the lecture once."""
         with self._lock:
             state = self._items.get(lecture_id)
             if state is None:
                 return None
+            if from_index is not None and state.index != from_index:
+                self._items.move_to_end(lecture_id)
+                return state
             state = LectureState(state.tour, self._clamp(state.tour, index))
             self._items[lecture_id] = state
             self._items.move_to_end(lecture_id)
