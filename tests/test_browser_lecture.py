@@ -3,7 +3,9 @@ view (a second tab), as a teacher presents them (issue 33).
 
 At every step: the audience's tab follows the presenter's Next (and, at the end, Back), the step's subject chart
 is whole inside the 1280 × 720 viewport with its title and legend, and the step's note is not on the audience's
-screen. One server and one browser for the whole walk; screenshots of each step land in test-artifacts/lecture/.
+screen. One server and one browser for the whole walk. The walk waits on conditions, never a fixed pause: the
+audience's address names the step (?lecture_step=N), the bar shows it, and the subject's boxes hold still.
+Screenshots of each step land in test-artifacts/lecture/ with RELVIZ_LECTURE_SHOTS=1 (and of a failing step always).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from relviz.app import tours
 
 ARTIFACTS = REPO / "test-artifacts" / "lecture"
 WIDTH, HEIGHT = 1280, 720
+SHOTS = os.environ.get("RELVIZ_LECTURE_SHOTS") == "1"
 
 if chromium_path() is None and not os.environ.get("CI"):
     pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
@@ -46,8 +49,24 @@ def lecture():
         chromium.close()
 
 
+def tours_step_param(index: int) -> str:
+    """What the audience's address holds on step ``index`` (0-based): the link names its step."""
+    from relviz.app.lecture_mode import STEP_PARAM
+
+    return f"{STEP_PARAM}={index + 1}"
+
+
 def _bar_text(tour: tours.Tour, index: int) -> str:
     return f"{index + 1} / {len(tour.steps)} · {tour.steps[index].title}"
+
+
+#: True once the subject is drawn and its boxes (SUBJECT_JS) are where they were at the last poll: laid out.
+SETTLED_JS = """([key, subject]) => {
+  const r = (""" + SUBJECT_JS + """)(key);
+  const seen = JSON.stringify(r), same = r !== null && r[3] && window.__relvizSubject === seen;
+  window.__relvizSubject = seen;
+  return same;
+}"""
 
 
 def _on_step(audience, tour: tours.Tour, index: int, name: str) -> None:
@@ -56,15 +75,15 @@ def _on_step(audience, tour: tours.Tour, index: int, name: str) -> None:
     # the projector's window is in front (a background tab does not paint: plotly's redraws wait for it)
     audience.bring_to_front()
     try:
+        audience.wait_for_url(lambda url: tours_step_param(index) in url.split("?")[-1].split("&"), timeout=60_000)
         audience.wait_for_selector(f"text={_bar_text(tour, index)}", timeout=60_000)
-        audience.wait_for_function(f"() => {{ const r = ({SUBJECT_JS})('{step.subject}'); return r && r[3]; }}",
-                                   timeout=60_000)
+        audience.wait_for_function(SETTLED_JS, arg=[step.subject, step.subject], polling=100, timeout=60_000)
     except Exception:
         audience.screenshot(path=str(ARTIFACTS / f"{name}-{index + 1:02d}-failed.png"))
         raise
-    audience.wait_for_timeout(400)  # the charts' layout settles
     found = audience.evaluate(SUBJECT_JS, step.subject)
-    audience.screenshot(path=str(ARTIFACTS / f"{name}-{index + 1:02d}.png"))
+    if SHOTS:
+        audience.screenshot(path=str(ARTIFACTS / f"{name}-{index + 1:02d}.png"))
     box, title, legend, _ = found
     where = (name, index + 1, step.subject)
     for part in (box, title, legend):
@@ -92,7 +111,7 @@ def test_the_presenter_view_drives_a_built_in_tour_at_1280x720(lecture, title):
     presenter.wait_for_selector(f"text={tour.steps[0].note[:40]}", timeout=60_000)
     for index in range(len(tour.steps)):
         _on_step(audience, tour, index, name)
-        if index == 1:
+        if index == 1 and SHOTS:
             presenter.screenshot(path=str(ARTIFACTS / f"{name}-presenter.png"))
         if index < len(tour.steps) - 1:
             presenter.bring_to_front()
