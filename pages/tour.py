@@ -130,7 +130,7 @@ else:
             step_title = st.text_input("title", step.title, key=f"{P}_st{n}", max_chars=tours.MAX_TITLE)
             note = st.text_area("note for the presenter", step.note, key=f"{P}_sn{n}", max_chars=tours.MAX_NOTE,
                                 height=80)
-            draft[n] = tours.Step(step.page, step.params, step_title, note)
+            draft[n] = tours.Step(step.page, step.params, step_title, note, step.subject)
     mine = None
     try:
         mine = tours.check_tour(tours.Tour(title, tuple(draft)))

@@ -128,3 +128,43 @@ def test_the_presenter_view_shows_a_small_copy_of_the_audiences_step():
     assert not copy.exception and not copy.title
     assert lecture_mode.TOUR_STATE not in copy.session_state                 # a copy: no bar, it moves nothing
     assert any("st-key-home_fig" in h.proto.body for h in copy.get("html"))
+
+
+SUBJECT_VIEWS = [(page, {}, default) for page, (default, _) in link_schema.PAGE_SUBJECTS.items()] + [
+    (page, {key: value}, subject) for page, (_, by_value) in link_schema.PAGE_SUBJECTS.items()
+    for (key, value), subject in by_value.items()]
+
+
+def test_every_page_a_teacher_can_collect_names_a_subject():
+    assert set(link_schema.PAGE_SUBJECTS) == set(link_schema.PAGE_PARAMS)
+
+
+@pytest.mark.parametrize("page, params, subject", SUBJECT_VIEWS, ids=[s for _, _, s in SUBJECT_VIEWS])
+def test_a_collected_views_subject_is_a_chart_that_view_draws(page, params, subject):
+    from page_support import run_page
+
+    at = run_page(page, timeout=120, **params)
+    drawn = [e.proto.id for e in [*at.get("plotly_chart"), *at.get("bidi_component")]]
+    assert any(i.endswith(f"-{subject}") for i in drawn), (page, params, subject, [i[-30:] for i in drawn])
+    assert link_schema.view_subject(page, params) == subject
+
+
+def test_a_collected_tour_is_laid_out_for_the_projector_like_a_built_in_one():
+    """Issue 33: a teacher's own steps named no subject, so only the header band went in a lecture."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["t5_tab"] = "Compare with Shaw"
+    at.switch_page("pages/t5.py").run()
+    at.button(key="tour_collect").click().run()
+    at.query_params.clear()
+    at.switch_page("pages/skew.py").run()
+    at.button(key="tour_collect").click().run()
+    assert [s.subject for s in at.session_state[lecture_mode.DRAFT_STATE]] == ["t5_fig_cmp_shaw", "skew_fig_qer"]
+    at.switch_page("pages/tour.py").run()
+    at.text_input(key="tour_st0").set_value("Compare").run()                # editing a step keeps its subject
+    assert at.session_state[lecture_mode.DRAFT_STATE][0].subject == "t5_fig_cmp_shaw"
+    mine = tours.decode(at.text_input(key="tour_link").value.split(f"{tours.TOUR_PARAM}=")[1])
+    assert [s.subject for s in mine.steps] == ["t5_fig_cmp_shaw", "skew_fig_qer"]   # and its shared link
+    at.button(key="tour_mine").click().run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/t5.py").run()
+    assert any(lecture_mode.lecture_css("t5_fig_cmp_shaw") == h.proto.body for h in at.get("html"))

@@ -12,7 +12,7 @@ import streamlit as st
 
 from relviz.app import internals as app_internals
 from relviz.app.lectures import Lectures
-from relviz.app.link_schema import PAGE_PARAMS, page_keys, page_param
+from relviz.app.link_schema import PAGE_PARAMS, page_keys, page_param, view_subject
 from relviz.app.links import LINK_CHECKED_KEY
 from relviz.app.navigation import PAGES
 from relviz.app.tours import Step, check_step
@@ -156,7 +156,8 @@ def current_view(page_name: str):
             params[key] = values if page_param(page_name, key).takes_list else values[-1]
     try:
         return check_step(Step(page_name, params, title=next(
-            (p.title for p in PAGES if Path(p.path).stem == page_name), page_name))), ""
+            (p.title for p in PAGES if Path(p.path).stem == page_name), page_name),
+            subject=view_subject(page_name, params))), ""
     except ValueError as error:
         return None, f"This view cannot be collected: {error}"
 

@@ -223,6 +223,32 @@ PAGE_KEY_FAMILIES: dict[str, tuple[str, LinkParam]] = {
 }
 
 
+#: page -> (the chart a view of it shows first, {(link key, value): the chart that value shows first instead}): the
+#: subject of a view a teacher collects (relviz.app.lecture_mode.current_view), as each built-in step names its own.
+#: In a lecture everything above the subject goes, and what is below it stays: the first chart keeps the most.
+PAGE_SUBJECTS: dict[str, tuple[str, dict[tuple[str, str], str]]] = {
+    "home": ("home_fig", {}),
+    "shaw": ("sh_fig_relative", {}),
+    "t5": ("t5_fig_map", {("t5_tab", "Precision & references"): "t5_fig_precision",
+                          ("t5_tab", "Compare with Shaw"): "t5_fig_cmp_shaw"}),
+    "skew": ("skew_fig_qer", {("skew_tab", "Bidirectional skew (encoder)"): "skew_fig_bi_qer"}),
+    "absolute": ("abs_fig_pe", {}),
+    "rope": ("rp_fig_wave", {}),
+    "images": ("im_fig_dh", {("im_view", "Swin's bias table"): "im_fig_swin_index",
+                             ("im_view", "2-D RoPE"): "im_fig_rope_plane",
+                             ("im_view", "M-RoPE (video)"): "im_fig_mrope_ids"}),
+    "attention": ("at_fig_head", {}),
+    "your_model": ("ym_fig_view_0", {}),
+    "experiments": ("ex_fig_overview", {}),
+}
+
+
+def view_subject(page: str, params: dict[str, object]) -> str:
+    """The subject chart of a view (a page and its link values, PAGE_SUBJECTS), or "" for a page with none."""
+    default, by_value = PAGE_SUBJECTS.get(page, ("", {}))
+    return next((subject for (key, value), subject in by_value.items() if params.get(key) == value), default)
+
+
 def page_param(page: str, key: object) -> LinkParam | None:
     """What ``key`` accepts on ``page`` (a fixed key or one of the page's key families), or None."""
     fixed = PAGE_PARAMS.get(page, {})
