@@ -72,6 +72,7 @@ class LayerObservation:
     inv_freq: torch.Tensor | None = None              # the layer's rotary module's buffer
     softmax_masks: dict[int, torch.Tensor] = field(default_factory=dict)  # length -> bool [L, L], any softmax
     at_softmax: bool = False                          # attention seen at its softmax only (no eager call)
+    softmax_bias: bool = False                        # ... where it adds something besides q·k (q = k = 0 probe)
     bias: bool = False                                # the mask it gets adds a finite bias where it allows
     probe: LayerProbe = field(default_factory=LayerProbe)   # relviz.observe_position.probe_layers
 
@@ -213,6 +214,8 @@ def _observe(key: str) -> Observation:
             here.attends, here.masks, here.at_softmax = True, dict(here.softmax_masks), True
         if here.attends:
             here.kinds = (ATTENTION, *here.kinds)
+    if any(here.at_softmax for here in seen):
+        _softmax_bias(model, modeling, seen, config["model_type"])
     def run(ids: torch.Tensor) -> Any:
         return model(**_inputs(model, ids.shape[-1], ids), use_cache=False)
     try:
@@ -231,6 +234,33 @@ def _observe(key: str) -> Observation:
                        dict(getattr(text, "attribute_map", {}) or {}))
 
 
+def _softmax_bias(model: torch.nn.Module, modeling: Any, seen: list[LayerObservation], model_type: str) -> None:
+    """Whether anything is added to the scores besides q·k and the mask, where attention is seen at its softmax
+    only: one more forward with every projection zeroed (each parameter but the embeddings' tables and the norms'
+    scales), so q = k = 0 and the scores a softmax gets are the mask plus whatever position bias the layer adds."""
+    zeroed = copy.deepcopy(model)
+    tables = {id(p) for m in zeroed.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters()}
+    with torch.no_grad():
+        for name, p in zeroed.named_parameters():
+            if id(p) not in tables and not (p.ndim == 1 and name.endswith("weight")):
+                p.zero_()
+    length = PROBE_LENGTHS[0]
+    layers = _layers(zeroed, len(seen))
+    recorder = _Recorder(modeling, zeroed, layers)
+    try:
+        with torch.no_grad():
+            zeroed(**_inputs(zeroed, length), use_cache=False)
+    except Exception as exc:  # noqa: BLE001
+        raise ValueError(f"transformers could not run a {model_type!r} model with its projections zeroed (the "
+                         f"observer's check for a position bias): {type(exc).__name__}: {str(exc)[:200]}") from exc
+    finally:
+        recorder.close()
+    for layer, name, args, _, _ in recorder.calls:
+        if name == "softmax" and layer >= 0 and seen[layer].at_softmax:
+            allowed, scores = args                                                 # [L, L], [H, L, L]
+            seen[layer].softmax_bias = seen[layer].softmax_bias or bool((scores[:, allowed] != 0).any())
+
+
 def _plan_pairs(rotation: Rotation, width: int) -> list[int]:
     """The same probe on relviz's rotation: the dim each unit vector lands on at position 1."""
     probe = torch.eye(width)[:, None, :].expand(width, 2, width).contiguous()            # [width, L=2, width]
@@ -243,6 +273,7 @@ def _plan_pairs(rotation: Rotation, width: int) -> list[int]:
 def differences(plan: ModelPlan, seen: Observation) -> list[str]:
     """Where relviz's plan of the (shrunk) config differs from what transformers ran, one line per finding."""
     out: list[str] = []
+    added: list[str] = []                           # a bias found at the softmax (after the rest)
     if not any(o.attends or o.kinds for o in seen.layers):
         return ["transformers' attention was not seen: this family's modeling code goes neither through "
                 "eager_attention_forward nor through a softmax over its positions, so the observer cannot check it"]
@@ -284,6 +315,10 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
             out.append(f"{where}: transformers' attention was seen only at its softmax (the family does not go "
                        f"through eager_attention_forward), where relviz's {', '.join(unchecked)} cannot be told "
                        "apart from q·k, so it is not checked")
+        if o.softmax_bias and not any(m.positional and m.role.startswith("adds") and "input" not in m.role
+                                      for m in p.mechanisms):
+            added.append(f"{where}: transformers adds something besides q·k to the scores its softmax gets (seen with "
+                       "every projection zeroed) that relviz does not read")
         scale = p.find(SoftmaxScale) or p.find(QueryScalar)
         if scale is not None and o.scaling is not None and scale.scale() != o.scaling:
             out.append(f"{where}: softmax scale {scale.scale()} in relviz, {o.scaling} in transformers")
@@ -291,7 +326,7 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
                               for m in p.mechanisms):
             out.append(f"{where}: transformers adds a position bias to the logits (in the mask it hands the "
                        "attention) that relviz does not read")
-    return out + position_differences(layers, seen)
+    return out + position_differences(layers, seen) + added
 
 
 def _rotation_differences(where: str, p: LayerPlan, rotation: Rotation, o: LayerObservation) -> list[str]:

@@ -45,7 +45,7 @@ class Recorder:
             dim = kwargs.get("dim", args[0] if args else None)
             if isinstance(x, torch.Tensor) and x.ndim == 4 and x.shape[-1] == x.shape[-2] and dim in (-1, 3) and \
                     x.is_floating_point():
-                self.calls.append((self.layer, "softmax", (allowed_scores(x),), {}, None))
+                self.calls.append((self.layer, "softmax", (allowed_scores(x), x[0].detach().clone()), {}, None))
             return original(x, *args, **kwargs)
         return wrapped
 

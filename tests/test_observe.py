@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 transformers = pytest.importorskip("transformers")
 
@@ -106,3 +107,17 @@ def test_shrink_keeps_what_a_state_space_layer_requires_of_its_sizes():
     assert small["expand"] * small["hidden_size"] == small["num_heads"] * small["head_dim"]
     assert small["num_heads"] % small["n_groups"] == 0 and small["head_dim"] == config["head_dim"]
     assert shrink(config, heads_to=4)["num_heads"] == 4
+
+
+def test_attention_outside_eager_is_seen_at_its_softmax_and_a_bias_there_is_found():
+    """Bloom and GPT-J compute attention in their own code: the observer reads the mask from the scores their
+    softmax gets, and, with every projection zeroed (q = k = 0), whether anything else is added there: Bloom's
+    ALiBi is, GPT-J adds nothing (its position is the rotation, checked at apply_rotary_pos_emb)."""
+    bloom = observe(shrink(_config("bloom", n_layer=2)))
+    gptj = observe(shrink(_config("gptj", n_layer=2)))
+    assert all(o.at_softmax and o.attends for o in bloom.layers + gptj.layers)
+    assert [o.softmax_bias for o in bloom.layers] == [True, True]
+    assert [o.softmax_bias for o in gptj.layers] == [False, False]
+    causal = AttentionPattern(causal=True)
+    assert all(torch.equal(o.masks[n], causal.mask(n)) for o in gptj.layers for n in o.masks)
+    assert gptj.layers[0].rotations and not bloom.layers[0].rotations
