@@ -116,22 +116,7 @@ except ValueError as error:
             "`python -m relviz experiments --quick` (a smoke run).", icon=":material/terminal:")
     navigation.end_page()
 
-def run_line(info: dict, created: str) -> str:
-    job_cpu = info.get("training_job_cpu_seconds")
-    load = info.get("load_average_start")
-    return (f"{', '.join(n.replace('_', ' ') for n in info['experiments'])}: measured {created[:10]} in "
-            f"{info['wall_seconds'] / 60:.0f} min wall clock with {info['workers']} worker processes on "
-            f"{results['machine']['cpu_count']} cores" + (f" shared with other work (load average {load[0]:.1f} at "
-                                                          "the start)" if load else "")
-            + (f"; the trainings used {job_cpu / 60:.0f} CPU-minutes, about {job_cpu / 60 / info['workers']:.0f} "
-               f"min on {info['workers']} free cores" if job_cpu else ""))
-
-
-runs = [(r, r.get("created", results["created"])) for r in results.get("earlier_runs", [])]
-runs.append((results["run"], results["created"]))
-PROVENANCE = (f"relviz {results['relviz_version']}, torch {results['torch_version']} · "
-              + " · ".join(run_line(info, created) for info, created in runs)
-              + (" · **quick run: not meaningful**" if results["quick"] else ""))
+PROVENANCE = ex.provenance(results)
 experiments = results["experiments"]
 
 
@@ -237,12 +222,7 @@ else:
     with ref_left:
         display.show_figure(shaw_reference_fig(), key=f"{P}_fig_shaw_ref")
     with ref_right:
-        shifts = section["setup"]["shifts"]
-        table = pd.DataFrame(
-            [{"setting": settings[r["setting"]]["label"], "layers": r["layers"], "s": r["s"],
-              "mean": r["mean"], "min": r["min"], "max": r["max"], "std": r["std"], "steps": max(r["steps"])}
-             for r in section["results"]])
-        st.dataframe(table, hide_index=True, height=260, width="stretch",
+        st.dataframe(pd.DataFrame(ex.offset_table(section)), hide_index=True, height=260, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="percent")
                                     for c in ("mean", "min", "max")})
         st.caption("Every stored cell: accuracy over the seeds, and the most optimizer steps any seed took "
@@ -274,13 +254,11 @@ else:
             rows = quotas.run_guarded(lambda report: ex.live_offset(
                 section, live_setting, live_layers, seed=live_seed, max_steps=live_steps, progress=report))
             if rows is not None:
-                label = (f"live: {settings[live_setting]['label']}, {live_layers} "
-                         f"layer{'s' if live_layers > 1 else ''}, seed {live_seed}, ≤ {live_steps} steps")
+                label = ex.live_offset_label(labels[live_setting], live_layers, live_seed, live_steps)
                 st.session_state[f"{P}_live_offset"] = {"rows": rows, "label": label, "setting": live_setting}
                 st.rerun()
         if live_state:
-            st.caption(f"Drawn above: {live_state['label']}: "
-                       + ", ".join(f"s = {r['s']}: {r['accuracy']:.0%}" for r in live_state["rows"]))
+            st.caption(f"Drawn above: {live_state['label']}: {ex.live_offset_summary(live_state['rows'])}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -295,10 +273,7 @@ else:
     setup = section["setup"]
     settings = {s["id"]: s for s in section["settings"]}
     labels = {sid: s["label"] for sid, s in settings.items()}
-    st.markdown(
-        f"Every scheme is trained at L = {setup['train_length']} on shift s = {setup['task_params']['s']}, then "
-        f"run unchanged on sequences up to {max(setup['factors'])}× longer. The answer is still 5 tokens back; "
-        "what changes is how many positions the model has never seen, and how many keys compete for attention.")
+    st.markdown(ex.extrapolation_setup_sentence(setup))
     left, right = st.columns([3, 1])
     live_state = st.session_state.get(f"{P}_live_extrap")
     with left:
@@ -340,9 +315,8 @@ else:
                 st.session_state[f"{P}_live_extrap"] = {"rows": rows, "label": label}
                 st.rerun()
         if live_state:
-            st.caption(f"Drawn above: {live_state['label']}: " + ", ".join(
-                f"{r['factor']}×: " + ("cannot run" if r["accuracy"] is None else f"{r['accuracy']:.0%}")
-                for r in live_state["rows"]))
+            st.caption(f"Drawn above: {live_state['label']}: "
+                       f"{ex.live_extrapolation_summary(live_state['rows'])}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -354,12 +328,7 @@ if "cost" not in experiments:
 else:
     section = experiments["cost"]
     setup = section["setup"]
-    st.markdown(
-        f"One attention forward (B = {setup['batch']}, H = {setup['heads']}, D = {setup['dim']}, fp32, causal) "
-        "for each implementation, each case in a fresh process. The **naive** path gathers one embedding per "
-        "(i, j): an L × L × D table. The **skew** multiplies the queries by one vector per distance (L × D) and "
-        "shifts the result into place, but still holds L × L logits per head. **Query-chunked** attention "
-        f"handles {setup['chunk']} queries at a time, so only chunk × L logits per head exist at once.")
+    st.markdown(ex.cost_setup_sentence(setup))
     live_state = st.session_state.get(f"{P}_live_cost")
     left, right = st.columns([3, 2])
     with left:
@@ -372,10 +341,9 @@ else:
                    "where they are extrapolated, not measured. The black line is this machine's memory "
                    f"({format_bytes(setup['memory_total_bytes'])}).")
     reading(ex.cost_reading(section))
-    skipped = [r for r in section["rows"] if r["skipped"]]
+    skipped = ex.skipped_cost_summary(section)
     if skipped:
-        st.caption("Not measured: " + "; ".join(f"{ex.IMPLEMENTATIONS[r['impl']]} at L = {r['L']} ({r['skipped']})"
-                                                for r in skipped))
+        st.caption(skipped)
     setup_box(section)
 
     with st.container(border=True):
@@ -395,7 +363,5 @@ else:
                 st.session_state[f"{P}_live_cost"] = {"rows": rows, "impl": impl}
                 st.rerun()
         if live_state:
-            st.caption(f"Drawn above: {ex.IMPLEMENTATIONS[live_state['impl']]}: " + ", ".join(
-                f"L = {r['L']}: " + (r["skipped"] if r["skipped"] else
-                                     f"{format_bytes(max(1, r['delta_bytes'] or r['peak_bytes']))}, "
-                                     f"{r['forward_s'] * 1e3:.0f} ms") for r in live_state["rows"]))
+            st.caption(f"Drawn above: {ex.IMPLEMENTATIONS[live_state['impl']]}: "
+                       f"{ex.live_cost_summary(live_state['rows'])}")

@@ -256,6 +256,47 @@ def test_readings_are_three_sentences_from_the_data():
     assert re.search(rf"Shaw k = 16 \d+% for s ≤ {exact16} against \d+% from s = 16 on", first), first
 
 
+def test_page_lines_come_from_the_results():
+    """The Experiments page prints these as they are: each line follows the numbers it reads."""
+    data = copy.deepcopy(ex.load_results())
+    runs = data.get("earlier_runs", []) + [data["run"]]
+    line = ex.provenance(data)
+    assert line.startswith(f"relviz {data['relviz_version']}, torch {data['torch_version']} · ")
+    assert line.count(" wall clock with ") == len(runs) and "quick run" not in line
+    data["quick"], data["run"]["workers"] = True, 7
+    line = ex.provenance(data)
+    assert line.endswith(" · **quick run: not meaningful**") and "with 7 worker processes" in line
+    offset = data["experiments"]["offset_resolution"]
+    table = ex.offset_table(offset)
+    labels = {s["label"] for s in offset["settings"]}
+    assert len(table) == len(offset["results"]) and {r["setting"] for r in table} == labels
+    assert [r["steps"] for r in table] == [max(r["steps"]) for r in offset["results"]]
+    setup = copy.deepcopy(data["experiments"]["length_extrapolation"]["setup"])
+    setup["task_params"]["s"], setup["factors"] = 1, [1, 3]
+    assert "on shift s = 1, then run unchanged on sequences up to 3× longer. The answer is still 1 token back" \
+        in ex.extrapolation_setup_sentence(setup)
+    cost_setup = data["experiments"]["cost"]["setup"] | {"chunk": 17, "heads": 3}
+    assert "H = 3," in ex.cost_setup_sentence(cost_setup) and "handles 17 queries" in ex.cost_setup_sentence(cost_setup)
+
+
+def test_live_summaries_and_skipped_cases():
+    assert ex.live_offset_label("Shaw k = 4", 1, 7, 50) == "live: Shaw k = 4, 1 layer, seed 7, ≤ 50 steps"
+    assert ex.live_offset_label("T5", 2, 0, 5) == "live: T5, 2 layers, seed 0, ≤ 5 steps"
+    assert ex.live_offset_summary([{"s": 1, "accuracy": 1.0}, {"s": 5, "accuracy": 0.25}]) == "s = 1: 100%, s = 5: 25%"
+    assert ex.live_extrapolation_summary([{"factor": 1, "accuracy": 0.5}, {"factor": 3, "accuracy": None}]) \
+        == "1×: 50%, 3×: cannot run"
+    rows = [{"L": 256, "skipped": None, "delta_bytes": 0, "peak_bytes": 2_000_000, "forward_s": 0.0123},
+            {"L": 512, "skipped": "too large", "delta_bytes": None, "peak_bytes": None, "forward_s": None}]
+    assert ex.live_cost_summary(rows) == "L = 256: 2 MB, 12 ms, L = 512: too large"  # Δpeak 0: the peak
+    cost = copy.deepcopy(ex.load_results()["experiments"]["cost"])
+    skipped = [r for r in cost["rows"] if r["skipped"]]
+    summary = ex.skipped_cost_summary(cost)
+    assert summary.startswith("Not measured: ") and summary.count(" at L = ") == len(skipped) >= 1
+    for r in cost["rows"]:
+        r["skipped"] = None
+    assert ex.skipped_cost_summary(cost) is None
+
+
 def test_reading_follows_the_threshold(tiny):
     offset = tiny[0]["experiments"]["offset_resolution"]
     low, high = ex.offset_reading(offset, 0.0)[1], ex.offset_reading(offset, 1.0)[1]

@@ -44,8 +44,10 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
              "plan_from_setup"),
     "plan": ("ALIBI_HEADLINE", "EXPERIMENTS", "EXTRAPOLATION_SETTINGS", "FORMAT", "FORMAT_VERSION", "FULL_PLAN",
              "IMPLEMENTATIONS", "OFFSET_SETTINGS", "QUICK_PLAN", "RESULTS_PATH", "SHAW_TABLE2", "Plan", "Setting"),
-    "readings": ("bucket_segments", "bucket_starts", "bucket_width", "cost_reading", "cost_rows", "exact_shifts",
-                 "extrapolation_reading", "offset_matrix", "offset_reading", "reach"),
+    "readings": ("bucket_segments", "bucket_starts", "bucket_width", "cost_reading", "cost_rows",
+                 "cost_setup_sentence", "exact_shifts", "extrapolation_reading", "extrapolation_setup_sentence",
+                 "live_cost_summary", "live_extrapolation_summary", "live_offset_label", "live_offset_summary",
+                 "offset_matrix", "offset_reading", "offset_table", "provenance", "reach", "skipped_cost_summary"),
     "runner": ("run_experiments",),
     "schema": ("load_results", "validate_results"),
 })

@@ -7,6 +7,7 @@ from typing import Any
 
 from relviz.experiments.cost import attention_matrix_bytes, chunked_bytes, fmt_bytes, naive_gather_bytes, skew_table_bytes, wall_length
 from relviz.experiments.plan import IMPLEMENTATIONS, Setting
+from relviz.memory import format_bytes
 from relviz.schemes import get_scheme
 
 
@@ -234,3 +235,88 @@ def cost_reading(section: dict[str, Any]) -> list[str]:
     else:
         third = "The query-chunked attention was not measured next to the skew in this file."
     return [first, second, third]
+
+
+# ---------------------------------------------------------------------------------------
+# The page's lines about a run and its live reruns (computed from the results, so the page only prints them)
+
+
+def _run_line(info: dict[str, Any], created: str, cpu_count: int) -> str:
+    job_cpu = info.get("training_job_cpu_seconds")
+    load = info.get("load_average_start")
+    return (f"{', '.join(n.replace('_', ' ') for n in info['experiments'])}: measured {created[:10]} in "
+            f"{info['wall_seconds'] / 60:.0f} min wall clock with {info['workers']} worker processes on "
+            f"{cpu_count} cores" + (f" shared with other work (load average {load[0]:.1f} at "
+                                    "the start)" if load else "")
+            + (f"; the trainings used {job_cpu / 60:.0f} CPU-minutes, about {job_cpu / 60 / info['workers']:.0f} "
+               f"min on {info['workers']} free cores" if job_cpu else ""))
+
+
+def provenance(results: dict[str, Any]) -> str:
+    """Where the numbers come from: versions, then one line per run that measured a section (earlier runs
+    first, each with its own date), and a warning on a quick run."""
+    runs = [(r, r.get("created", results["created"])) for r in results.get("earlier_runs", [])]
+    runs.append((results["run"], results["created"]))
+    cpu_count = results["machine"]["cpu_count"]
+    return (f"relviz {results['relviz_version']}, torch {results['torch_version']} · "
+            + " · ".join(_run_line(info, created, cpu_count) for info, created in runs)
+            + (" · **quick run: not meaningful**" if results["quick"] else ""))
+
+
+def offset_table(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every stored offset-resolution cell as a table row: the setting's label, layers, s, the accuracy over
+    the seeds (mean, min, max, std) and the most optimizer steps any seed took."""
+    labels = {s["id"]: s["label"] for s in section["settings"]}
+    return [{"setting": labels[r["setting"]], "layers": r["layers"], "s": r["s"], "mean": r["mean"],
+             "min": r["min"], "max": r["max"], "std": r["std"], "steps": max(r["steps"])}
+            for r in section["results"]]
+
+
+def extrapolation_setup_sentence(setup: dict[str, Any]) -> str:
+    """What the length study trains and evaluates, from its setup."""
+    s = setup["task_params"]["s"]
+    return (f"Every scheme is trained at L = {setup['train_length']} on shift s = {s}, then run unchanged on "
+            f"sequences up to {max(setup['factors'])}× longer. The answer is still {s} token{'s' if s != 1 else ''} "
+            "back; what changes is how many positions the model has never seen, and how many keys compete for attention.")
+
+
+def cost_setup_sentence(setup: dict[str, Any]) -> str:
+    """What the cost study measures and why each implementation's memory grows as it does, from its setup."""
+    return (f"One attention forward (B = {setup['batch']}, H = {setup['heads']}, D = {setup['dim']}, fp32, causal) "
+            "for each implementation, each case in a fresh process. The **naive** path gathers one embedding per "
+            "(i, j): an L × L × D table. The **skew** multiplies the queries by one vector per distance (L × D) "
+            "and shifts the result into place, but still holds L × L logits per head. **Query-chunked** attention "
+            f"handles {setup['chunk']} queries at a time, so only chunk × L logits per head exist at once.")
+
+
+def live_offset_label(setting_label: str, layers: int, seed: int, max_steps: int) -> str:
+    """The legend name of a live offset-resolution rerun."""
+    return (f"live: {setting_label}, {layers} layer{'s' if layers > 1 else ''}, seed {seed}, "
+            f"≤ {max_steps} steps")
+
+
+def live_offset_summary(rows: list[dict[str, Any]]) -> str:
+    """A live offset rerun's accuracy at each s, in words."""
+    return ", ".join(f"s = {r['s']}: {r['accuracy']:.0%}" for r in rows)
+
+
+def live_extrapolation_summary(rows: list[dict[str, Any]]) -> str:
+    """A live length rerun's accuracy at each length factor; a length it cannot run at says so."""
+    return ", ".join(f"{r['factor']}×: " + ("cannot run" if r["accuracy"] is None else f"{r['accuracy']:.0%}")
+                     for r in rows)
+
+
+def live_cost_summary(rows: list[dict[str, Any]]) -> str:
+    """A live cost measurement at each L: the reason it was skipped, or its peak-memory growth and time."""
+    return ", ".join(f"L = {r['L']}: " + (r["skipped"] if r["skipped"] else
+                                         f"{format_bytes(max(1, r['delta_bytes'] or r['peak_bytes']))}, "
+                                         f"{r['forward_s'] * 1e3:.0f} ms") for r in rows)
+
+
+def skipped_cost_summary(section: dict[str, Any]) -> str | None:
+    """The cost cases the stored run did not measure, each with its reason; None when every case ran."""
+    skipped = [r for r in section["rows"] if r["skipped"]]
+    if not skipped:
+        return None
+    return "Not measured: " + "; ".join(f"{IMPLEMENTATIONS[r['impl']]} at L = {r['L']} ({r['skipped']})"
+                                        for r in skipped)
