@@ -32,9 +32,8 @@ from relviz.check.result import (
     FIRST_MISMATCHES, Cause, CheckResult, Mismatch, number, partial_cause, partial_worth_showing,
 )
 from relviz.rope.config import RopeConfig, RopeScaling
-from relviz.rope.math import rope_parameters
+from relviz.rope.math import CACHE_LAYOUTS, rope_parameters
 
-LAYOUTS = ("half", "interleaved")
 #: Most rows (positions) and cells of a checked cache.
 MAX_ROWS = 65536
 MAX_CELLS = 1 << 23
@@ -62,8 +61,8 @@ class RopeSettings:
     def __post_init__(self) -> None:
         if not isinstance(self.config, RopeConfig):
             raise ValueError(f"config must be a relviz.rope.RopeConfig; got {type(self.config).__name__}")
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}; got {self.layout!r}")
+        if self.layout not in CACHE_LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(CACHE_LAYOUTS)}; got {self.layout!r}")
         check_int("q_offset", self.q_offset, minimum=0, maximum=1 << 24)
 
     @property

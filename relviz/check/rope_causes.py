@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from relviz.check.rope import LAYOUTS, Recipe, RopeKind, RopeSettings, reference_recipe
+from relviz.check.rope import Recipe, RopeKind, RopeSettings, reference_recipe
 from relviz.rope.config import RopeScaling
-from relviz.rope.math import default_inv_freq, rope_parameters, yarn_default_attention
+from relviz.rope.math import CACHE_LAYOUTS, default_inv_freq, rope_parameters, yarn_default_attention
 
 #: Bases a "base off" mistake may have used instead (the common published values, 10^4 … 10^7).
 COMMON_BASES = (10000.0, 20000.0, 50000.0, 100000.0, 150000.0, 160000.0, 250000.0, 500000.0, 1000000.0,
@@ -143,7 +143,7 @@ def variants(kind: RopeKind, s: RopeSettings, rows: int) -> Iterator[tuple[RopeC
                 reference_recipe(replace(other, q_offset=s.q_offset), rows)
         return
     if kind.laid_out:
-        other = next(layout for layout in LAYOUTS if layout != s.layout)
+        other = next(layout for layout in CACHE_LAYOUTS if layout != s.layout)
         yield RopeCause(LAYOUT, f"Your cache pairs the dims as the {other} layout; the settings say {s.layout}. "
                         "Meta's Llama and GPT-J rotate adjacent pairs (2i, 2i + 1); Hugging Face's rotate_half "
                         "pairs (i, i + d/2). Porting weights between them needs the q/k projection rows "

@@ -16,13 +16,13 @@ import numpy as np
 
 from relviz.check.result import Cause, CheckResult
 from relviz.check.rope import (
-    LAYOUTS, ROPE_KINDS, Recipe, RopeKind, RopeSettings, _angle_bound, _reproduces, _storage, _stored, compare,
+    ROPE_KINDS, Recipe, RopeKind, RopeSettings, _angle_bound, _reproduces, _storage, _stored, compare,
     describe_scaling, reference_recipe, rope_settings, stored_in, tolerance,
 )
 from relviz.check.rope_causes import COMMON_BASES, variants
 from relviz.check.rope_derive import derive
 from relviz.rope.config import RopeScaling
-from relviz.rope.math import rope_parameters
+from relviz.rope.math import CACHE_LAYOUTS, rope_parameters
 
 #: The bases tried, most common first (Llama 2 / Mistral 10^4, Llama 3 5·10^5, Qwen 10^6, ...).
 BASES = (10000.0, 500000.0, 1000000.0) + tuple(b for b in COMMON_BASES if b not in (10000.0, 500000.0, 1000000.0))
@@ -52,7 +52,7 @@ def candidates(kind: RopeKind, shape: tuple[int, int], sample: np.ndarray | None
     """The bounded grid, the most common settings first. With ``sample`` (rows of the upload), a partial
     rotary whose pass-through dims do not hold the kind's rest value (cos 1, sin 0) there is skipped."""
     width = shape[1]
-    layouts = LAYOUTS if kind.laid_out else LAYOUTS[:1]
+    layouts = CACHE_LAYOUTS if kind.laid_out else CACHE_LAYOUTS[:1]
     head_dim = width if kind.laid_out else 2 * width
     rotaries = [int(head_dim * f) for f in (PARTIAL_FACTORS if kind.rest is not None else (1.0,))]
     rotaries = [r for r in dict.fromkeys(rotaries) if r >= 2 and r % 2 == 0 and (

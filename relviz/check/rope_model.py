@@ -18,17 +18,14 @@ from relviz.check.rope import RopeKind, RopeSettings, rope_settings
 from relviz.mechanisms.rotation import Rotation
 from relviz.model_plan import ModelPlan
 from relviz.rope.config import PerLayerTypeRope, rope_config_from_hf
-
-#: How each rotation layout of the plan writes its cos/sin cache (M-RoPE's complex pairs are adjacent;
-#: DeepSeek's de-interleaving rotates half-split pairs after reordering q and k).
-CACHE_LAYOUT = {"half": "half", "interleaved": "interleaved", "complex": "interleaved", "deinterleave": "half"}
+from relviz.rope.math import CACHE_LAYOUT_OF
 
 
 def _settings(rotation: Rotation, q_offset: int) -> RopeSettings:
     if rotation.rotary_offset or rotation.sections:
         raise ValueError("this layer's rotation sits after pass-through dims or splits its pairs across "
                          "M-RoPE axes: check its text-only cache with --head-dim/--rotary-dim instead")
-    return RopeSettings(rotation.rope, CACHE_LAYOUT.get(rotation.layout, "half"), q_offset)
+    return RopeSettings(rotation.rope, CACHE_LAYOUT_OF[rotation.layout], q_offset)
 
 
 def settings_for_layer(plan: ModelPlan, layer: int, *, stack: str | None = None, q_offset: int = 0) -> RopeSettings:

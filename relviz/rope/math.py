@@ -277,6 +277,14 @@ def _deinterleave(rot: torch.Tensor, freqs: torch.Tensor, scaling: float) -> tor
 _ROTATE = {"half": _half, "interleaved": _interleaved, "complex": _complex, "deinterleave": _deinterleave}
 assert set(_ROTATE) == set(LAYOUTS)
 
+#: The two column orders of a cos/sin cache (what the checker compares): each pair's value at columns
+#: (i, i + r/2), or at (2i, 2i + 1).
+CACHE_LAYOUTS = ("half", "interleaved")
+#: layout -> the column order of its cos/sin cache: complex pairs are adjacent; DeepSeek's de-interleaving
+#: rotates half-split pairs after reordering q and k.
+CACHE_LAYOUT_OF = {"half": "half", "interleaved": "interleaved", "complex": "interleaved", "deinterleave": "half"}
+assert set(CACHE_LAYOUT_OF) == set(LAYOUTS) and set(CACHE_LAYOUT_OF.values()) == set(CACHE_LAYOUTS)
+
 
 def rotate_pairs(rot: torch.Tensor, freqs: torch.Tensor, scaling: float = 1.0, *, layout: str = "half") -> torch.Tensor:
     """rot [..., L, r] turned by ``freqs`` [L, r/2] (angle of each pair at each position) in ``layout``'s pairs.
