@@ -214,8 +214,8 @@ class Mechanism:
 
 
 class ToyMechanism(Mechanism):
-    """A mechanism only relviz's toy model applies (relviz.toy_plan builds it from a model): no published
-    config names it, so ``read`` finds it in none; its values are learned (in the checkpoint)."""
+    """A mechanism only relviz's toy model applies (a toy scheme hands it out and runs it; relviz.toy_plan draws
+    it): no published config names it, so ``read`` finds it in none; its values are learned (in the checkpoint)."""
 
     positional = True
     needs_weights = True

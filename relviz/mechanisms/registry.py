@@ -2,7 +2,8 @@
 :mod:`relviz.mechanisms` is imported, and every :class:`~relviz.mechanisms.base.Mechanism` subclass it defines
 with a ``name`` is registered, once. The plan reader builds a real model's layers from it (the family table
 names its entries), each toy scheme hands out one of its classes (``Scheme.concept``) and runs it, and the
-pages draw a concept's views from its mechanism.
+Your model page draws a concept's views from its mechanism (the Live attention page's parameter views are built
+by the same mechanism modules' functions).
 
 It lives here, not in the package's ``__init__``: Python holds a module's lock while it loads the
 module's parent package, so a package body that imported its own modules would close an import cycle
