@@ -23,6 +23,7 @@ from relviz.positions import smallest_num_buckets, t5_nearest_valid
 from relviz.precision import mesh_tf_edges, precision_changes
 from relviz.rope import load_presets
 from relviz.snippets import t5_snippet
+from relviz import t5_notes as t5_text
 from relviz.t5_notes import t5_notes
 
 navigation.ensure_app_navigation()
@@ -124,11 +125,7 @@ with st.sidebar:
                        help=f"From {fewest} ({'bidirectional' if bidir else 'unidirectional'}: fewer leaves no "
                             "exact bucket) to 128."))
     md = int(st.slider("max_distance", 1, 1024, 128, key=f"{P}_md", bind="query-params"))
-    st.caption("Published: " + "; ".join(
-        f"{e['label']} {e['config']['relative_attention_num_buckets']} / "
-        f"{e['config']['relative_attention_max_distance']}, {e['config']['num_heads']} heads"
-        + (f", encoder sees ±{e['config']['local_radius']} only" if "local_radius" in e["config"] else "")
-        for e in load_presets()["t5"]) + " (num_buckets / max_distance, from each model's config.json or paper).")
+    st.caption(t5_text.published_caption(load_presets()["t5"]))
     st.subheader("Lengths")
     q_len, k_len, q_offset = controls.length_controls(P, q_default=32, k_default=32)
     large = needs_window(q_len, k_len)
@@ -139,9 +136,7 @@ with st.sidebar:
 info = notes(nb, md, bidir, q_len, k_len, q_offset)
 if not info.valid:
     st.error(f"{info.error}", icon=":material/error:")
-    st.warning(f"Nearest valid setting: **num_buckets = {info.nearest[0]}, max_distance = {info.nearest[1]}** "
-               f"({'bidirectional' if bidir else 'unidirectional'}). The reference code would divide by zero or "
-               "return garbage (even negative) buckets here; relviz refuses instead.", icon=":material/lightbulb:")
+    st.warning(t5_text.nearest_valid_text(info), icon=":material/lightbulb:")
     st.button("use the nearest valid setting", key=f"{P}_fix", on_click=use_nearest_valid, args=(nb, md, bidir))
 
 tab_map, tab_precision, tab_compare = st.tabs(["Buckets", "Precision & references", "Compare with Shaw"],
@@ -162,26 +157,10 @@ with tab_map:
             left, right = st.columns(2)
             with left:
                 display.show_toeplitz(fig_map, key=f"{P}_fig_map", name="t5_buckets_window")
-                st.caption(
-                    f"**The bucket map.** Near the diagonal every offset has its own colour (exact buckets, "
-                    f"|j − i| < {info.max_exact}); farther out, bands widen logarithmically"
-                    + ("; above the diagonal (future keys) a second set of buckets starts at "
-                       f"{info.buckets_per_direction + 1}." if bidir else
-                       "; the whole upper triangle (future keys) is bucket 0.")
-                    + " Hover shows the bucket's range of j − i (the two end buckets go on forever; hover "
-                      "stops them at this matrix's edge).")
+                st.caption(t5_text.map_caption(info))
             with right:
                 display.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
-                st.caption(
-                    f"**Bucket vs distance.** The blue line is the past (j − i = −n), the red one the future "
-                    f"(j − i = +n). Shaded bands, labelled above the plot: **exact**, one bucket per distance up "
-                    f"to {info.max_exact - 1}; **logarithmic**, from {info.max_exact} until the last bucket "
-                    f"begins at **{info.last_start}**, before max_distance = {md} (dashed); **last bucket**, "
-                    f"everything from {info.last_start} on."
-                    + (f" The red line is the blue one shifted up by num_buckets // 2 = "
-                       f"{info.buckets_per_direction}: bucket {info.buckets_per_direction} itself is never used."
-                       if bidir else
-                       " The red dotted line stays at bucket 0: every future offset shares it."))
+                st.caption(t5_text.distance_curve_caption(info))
 
             st.markdown(
                 "T5 does not learn a vector per offset. It sorts each offset j − i into one of **num_buckets** "
@@ -219,14 +198,7 @@ with tab_map:
             with c1:
                 display.show_figure(budget, key=f"{P}_fig_budget")
             with c1_text:
-                st.caption(
-                    (f"**\"max_exact halved twice?\"** Yes, on purpose: {nb} buckets → {info.buckets_per_direction} "
-                     f"per direction → half of those, {info.max_exact}, exact. So not \"{info.buckets_per_direction} "
-                     f"close + {info.buckets_per_direction} far\": {info.max_exact} exact + {info.log_buckets} "
-                     "logarithmic per direction.") if bidir else
-                    (f"**Unidirectional: one halving only.** All {nb} buckets serve the past: {info.max_exact} "
-                     f"exact + {info.log_buckets} logarithmic. Bucket 0 also holds every future offset (the "
-                     "upper triangle of the map above)."))
+                st.caption(t5_text.budget_caption(info))
             c2, c3 = st.columns(2)
             with c2:
                 display.show_figure(sharing, key=f"{P}_fig_sharing")
@@ -235,11 +207,7 @@ with tab_map:
                            "every layer (layers × as many parameters). Encoder and decoder have their own.")
             with c3:
                 display.show_figure(composition, key=f"{P}_fig_composition")
-                st.caption(f"**One layer is blind inside a bucket** (yellow: distances that share a bucket get the "
-                           f"same bias). Stacked layers can compose exact hops of up to {info.max_exact - 1}: "
-                           f"two layers can in principle locate every distance up to "
-                           f"{2 * (info.max_exact - 1)} exactly, three up to {3 * (info.max_exact - 1)} (the T5 "
-                           "paper's argument for coarse far buckets).")
+                st.caption(t5_text.composition_caption(info))
 
             st.markdown("#### Download the bucket map")
             values = offsets(q_len, k_len, nb, md, bidir, q_offset)
@@ -328,10 +296,7 @@ with tab_compare:
                 t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
                                     window.cols)
                 display.show_toeplitz(t5_fig, key=f"{P}_fig_cmp_t5", name="t5_buckets_window")
-                st.caption(
-                    f"**T5, {nb} buckets:** exact up to |j − i| < {info.max_exact}, then logarithmic bands up to "
-                    f"{info.last_start}, then one last bucket. Far offsets are coarse but not all equal. The table "
-                    "holds one scalar per bucket and head, shared by all layers.")
+                st.caption(t5_text.compare_caption(info))
             else:
                 st.error(f"No T5 map for this setting: {info.error}", icon=":material/error:")
         st.markdown(

@@ -260,3 +260,76 @@ def t5_training_coverage(num_buckets: int, max_distance: int, bidirectional: boo
     seen = set(buckets[seen_mask].tolist())
     unseen = set(buckets[~seen_mask].tolist())
     return TrainingCoverage(train_length, tuple(sorted(unseen & seen)), tuple(sorted(unseen - seen)))
+
+
+# ---------------------------------------------------------------------------------------
+# The T5 page's sentences under each picture, with this setting's numbers (a valid T5Notes)
+
+
+def nearest_valid_text(info: T5Notes) -> str:
+    """Why an invalid setting is refused, and the nearest one the formula serves."""
+    return (f"Nearest valid setting: **num_buckets = {info.nearest[0]}, max_distance = {info.nearest[1]}** "
+            f"({_direction(info.bidirectional)}). The reference code would divide by zero or "
+            "return garbage (even negative) buckets here; relviz refuses instead.")
+
+
+def map_caption(info: T5Notes) -> str:
+    """What the bucket map shows: exact buckets near the diagonal, widening bands, the future's buckets."""
+    return (f"**The bucket map.** Near the diagonal every offset has its own colour (exact buckets, "
+            f"|j − i| < {info.max_exact}); farther out, bands widen logarithmically"
+            + ("; above the diagonal (future keys) a second set of buckets starts at "
+               f"{info.buckets_per_direction + 1}." if info.bidirectional else
+               "; the whole upper triangle (future keys) is bucket 0.")
+            + " Hover shows the bucket's range of j − i (the two end buckets go on forever; hover "
+              "stops them at this matrix's edge).")
+
+
+def distance_curve_caption(info: T5Notes) -> str:
+    """What the bucket-against-distance curve shows: its three bands, and the future side's line."""
+    return (f"**Bucket vs distance.** The blue line is the past (j − i = −n), the red one the future "
+            f"(j − i = +n). Shaded bands, labelled above the plot: **exact**, one bucket per distance up "
+            f"to {info.max_exact - 1}; **logarithmic**, from {info.max_exact} until the last bucket "
+            f"begins at **{info.last_start}**, before max_distance = {info.max_distance} (dashed); **last bucket**, "
+            f"everything from {info.last_start} on."
+            + (f" The red line is the blue one shifted up by num_buckets // 2 = "
+               f"{info.buckets_per_direction}: bucket {info.buckets_per_direction} itself is never used."
+               if info.bidirectional else
+               " The red dotted line stays at bucket 0: every future offset shares it."))
+
+
+def budget_caption(info: T5Notes) -> str:
+    """How num_buckets splits: halved for the two directions (bidirectional), then half exact."""
+    if info.bidirectional:
+        return (f"**\"max_exact halved twice?\"** Yes, on purpose: {info.num_buckets} buckets → "
+                f"{info.buckets_per_direction} per direction → half of those, {info.max_exact}, exact. So not "
+                f"\"{info.buckets_per_direction} close + {info.buckets_per_direction} far\": {info.max_exact} exact + "
+                f"{info.log_buckets} logarithmic per direction.")
+    return (f"**Unidirectional: one halving only.** All {info.num_buckets} buckets serve the past: {info.max_exact} "
+            f"exact + {info.log_buckets} logarithmic. Bucket 0 also holds every future offset (the "
+            "upper triangle of the map above).")
+
+
+def composition_caption(info: T5Notes) -> str:
+    """What stacked layers can locate with exact hops, where one layer is blind inside a bucket."""
+    hop = info.max_exact - 1
+    return (f"**One layer is blind inside a bucket** (yellow: distances that share a bucket get the "
+            f"same bias). Stacked layers can compose exact hops of up to {hop}: "
+            f"two layers can in principle locate every distance up to "
+            f"{2 * hop} exactly, three up to {3 * hop} (the T5 "
+            "paper's argument for coarse far buckets).")
+
+
+def compare_caption(info: T5Notes) -> str:
+    """T5's side of the comparison with Shaw: exact, logarithmic, one last bucket, scalar per bucket and head."""
+    return (f"**T5, {info.num_buckets} buckets:** exact up to |j − i| < {info.max_exact}, then logarithmic bands up to "
+            f"{info.last_start}, then one last bucket. Far offsets are coarse but not all equal. The table "
+            "holds one scalar per bucket and head, shared by all layers.")
+
+
+def published_caption(presets: list[dict]) -> str:
+    """The published T5 settings (``presets``: the T5 entries of relviz's presets file), in one line."""
+    return ("Published: " + "; ".join(
+        f"{e['label']} {e['config']['relative_attention_num_buckets']} / "
+        f"{e['config']['relative_attention_max_distance']}, {e['config']['num_heads']} heads"
+        + (f", encoder sees ±{e['config']['local_radius']} only" if "local_radius" in e["config"] else "")
+        for e in presets) + " (num_buckets / max_distance, from each model's config.json or paper).")

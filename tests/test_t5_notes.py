@@ -158,3 +158,34 @@ def test_live_attention_t5_caption_says_unseen_buckets_were_shaped_by_nothing():
     caption = parameter_caption("t5", view)
     assert "shaped only by the shorter offsets" not in caption
     assert "shaped by nothing" in caption
+
+
+def test_page_captions_carry_the_setting_numbers():
+    from relviz import t5_notes as text
+    both = t5_notes(32, 128, True)
+    assert "|j − i| < 8" in text.map_caption(both) and "starts at 17." in text.map_caption(both)
+    curve = text.distance_curve_caption(both)
+    assert "up to 7;" in curve and "begins at **91**, before max_distance = 128" in curve
+    assert "num_buckets // 2 = 16: bucket 16 itself is never used" in curve
+    assert "32 buckets → 16 per direction → half of those, 8, exact" in text.budget_caption(both)
+    assert "8 exact + 8 logarithmic per direction" in text.budget_caption(both)
+    assert "hops of up to 7" in text.composition_caption(both) and "up to 14 exactly, three up to 21" \
+        in text.composition_caption(both)
+    assert text.compare_caption(both).startswith("**T5, 32 buckets:** exact up to |j − i| < 8")
+    past = t5_notes(32, 128, False)
+    assert past.max_exact == 16
+    assert "upper triangle (future keys) is bucket 0" in text.map_caption(past)
+    assert "stays at bucket 0" in text.distance_curve_caption(past)
+    assert "All 32 buckets serve the past: 16 exact + 16 logarithmic" in text.budget_caption(past)
+    assert "hops of up to 15" in text.composition_caption(past)
+    bad = t5_notes(2, 128, True)
+    assert not bad.valid
+    assert (f"num_buckets = {bad.nearest[0]}, max_distance = {bad.nearest[1]}** (bidirectional)"
+            in text.nearest_valid_text(bad))
+    presets = [{"label": "A", "config": {"relative_attention_num_buckets": 32, "relative_attention_max_distance": 128,
+                                         "num_heads": 8}},
+               {"label": "B", "config": {"relative_attention_num_buckets": 64, "relative_attention_max_distance": 256,
+                                         "num_heads": 4, "local_radius": 127}}]
+    assert text.published_caption(presets) == ("Published: A 32 / 128, 8 heads; B 64 / 256, 4 heads, encoder sees "
+                                               "±127 only (num_buckets / max_distance, from each model's "
+                                               "config.json or paper).")
