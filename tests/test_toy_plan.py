@@ -29,8 +29,7 @@ def plan_of(name: str):
     return model, toy_plan(model, source=name)
 
 
-@pytest.mark.parametrize("name", ["none", "sinusoidal", "learned", "shaw", "t5", "skew", "alibi", "rope", "kerple",
-                                  "fire", "shaw", "skew", "rope"])
+@pytest.mark.parametrize("name", list(REGISTRY))
 def test_every_layer_applies_the_schemes_mechanism_and_the_strip_draws_it(name):
     model, plan = plan_of(name)
     layers = plan.all_layers()
