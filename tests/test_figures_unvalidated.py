@@ -69,3 +69,27 @@ def test_the_attention_grid_is_sent_as_its_validated_figure(length, shared):
     data, layout = attention_grid_parts(weights, shared_scale=shared, tokens=tokens)
     validated = go.Figure({"data": copy.deepcopy(data), "layout": copy.deepcopy(layout)})
     assert sent(prepared(data, layout)) == sent(validated)
+
+
+@pytest.mark.parametrize("preset, layer, chunk, window", [("models/llama-4-scout", 0, 8192, None),
+                                                          ("models/gemma-3-27b", 0, None, 1024)])
+def test_the_keys_seen_band_sends_its_corners_and_draws_every_query(preset, layer, chunk, window):
+    """Your model's keys-seen band (right panel) travels as its corners only: the straight lines through them are
+    the mask's band at every query shown (a chunk restarts at offset 0; a window reaches back window − 1 keys),
+    with a few points instead of one per query."""
+    import numpy as np
+
+    from relviz.figures.layers import corners, view_figure
+    from relviz.layer_strip import context_length, layer_views
+    from relviz.model_presets import preset_config, preset_entry, preset_plan
+
+    plan = preset_plan(preset)
+    views = layer_views(plan.layer(layer), context_length(plan, preset_config(preset_entry(preset))))
+    (figure,) = [view_figure(v) for v in views if type(v).__name__ == "KeysSeen"]
+    ahead, back = [t for t in figure.data if t.xaxis == "x2"]
+    shown = np.arange(int(back.x[-1]) + 1)                       # the first queries, about four reaches of them
+    truth = -(shown % chunk) if chunk else -np.minimum(shown, window - 1)
+    assert len(shown) >= 3 * (chunk or window) and len(back.x) <= 2 + 2 * 4 and back.x[0] == 0
+    assert np.array_equal(np.interp(shown, back.x, back.y), truth)
+    assert np.array_equal(np.interp(shown, ahead.x, ahead.y), np.zeros(len(shown)))
+    assert corners(np.array([])).size == 0 and list(corners(np.array([5.0]))) == [0]

@@ -120,7 +120,8 @@ def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tupl
     raise RuntimeError(f"the charts did not settle within {timeout_s:.0f} s after {key}")
 
 
-def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
+def measure(rounds: int, log=lambda message: None, pages: set[str] | None = None) -> list[dict[str, Any]]:
+    """Every case of CASES (``pages``: only those pages' cases), ``rounds`` presses each."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
@@ -132,6 +133,8 @@ def measure(rounds: int, log=lambda message: None) -> list[dict[str, Any]]:
         browser = launch_chromium(playwright)
         try:
             for page_name, query, label, key in CASES:
+                if pages is not None and page_name not in pages:
+                    continue
                 log(f"slider: {page_name}")
                 context = browser.new_context(viewport={"width": 1440, "height": 900})
                 page = context.new_page()
@@ -176,7 +179,12 @@ def slider_section(ctx):
                              targets=[Target(f"slider -> settled ≤ {TARGET_S * 1e3:.0f} ms median", None,
                                              "run without --quick")])
     rounds = 9
-    rows = measure(rounds, ctx.log)
+    chosen = (getattr(ctx, "options", None) or {}).get("slider_pages")
+    pages = {p for p in chosen.split(",") if p} if chosen is not None else None
+    if pages is not None and (unknown := pages - {case[0] for case in CASES}):
+        raise ValueError(f"--slider-pages must name pages of the slider cases "
+                         f"({', '.join(sorted({case[0] for case in CASES}))}); got {', '.join(sorted(unknown))}")
+    rows = measure(rounds, ctx.log, pages)
     worst = max(rows, key=lambda r: r["settled_s"])
     return SectionResult(
         name="slider", title=title, columns=columns, rows=rows,

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--class-modes", metavar="one,per-core",
                        help="one process, and/or one process per core behind nginx (default both)")
     group.add_argument("--class-tabs", type=int, metavar="N", help="Chromium tabs that open the link too (default 2)")
+    group = parser.add_argument_group("the slider section (--only slider; relviz/bench/slider.py)")
+    group.add_argument("--slider-pages", metavar="P1,P2",
+                       help="only these pages' cases (e.g. your_model; default every page)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ... {message}", file=sys.stderr, flush=True)
 
     options = {key.removeprefix("class_"): value for key, value in vars(args).items() if key.startswith("class_")}
+    options["slider_pages"] = getattr(args, "slider_pages", None)
     ctx = BenchContext(quick=bool(args.quick), log=log, flex=not args.no_flex, options=options)
     import psutil
     header = {
