@@ -5,18 +5,24 @@ import math
 
 import numpy as np
 import streamlit as st
+import torch
 
 from relviz.app import controls, display, downloads, navigation
 from relviz.figures.rope import decay_figure, pair_figure, ratio_figure, score_figure, wavelength_figure
 from relviz.rope import (
+    RULE_TEXT,
     ContentScores,
     DecayCurves,
     RopeConfig,
     RopeScaling,
     content_scores,
     decay_curves,
+    pair_explanation,
+    preset_caption,
     rope_parameters,
     rope_presets,
+    shifted_caption,
+    turning_in_context,
     unscaled,
 )
 from relviz.rope.pair import rotate_pair
@@ -35,20 +41,6 @@ ORIGINALS = [2 ** k for k in range(9, 18)]            # 512 … 131,072
 PAIR_Q, PAIR_K = (1.0, 0.25), (0.6, 0.8)
 PAIR_POSITIONS = 256
 CUSTOM_RULES = ["default", "linear", "dynamic", "yarn", "llama3"]  # longrope needs per-pair lists: presets
-RULE_TEXT = {
-    "default": "plain RoPE: θ_i = base^(−2i/d).",
-    "linear": "position interpolation: every θ_i divided by the factor, so positions up to factor × the "
-              "original context fall in the angle range seen in training (high frequencies get squeezed too).",
-    "dynamic": "dynamic NTK: once the sequence is longer than max_position_embeddings, the base grows to "
-               "base · (factor·L/max − (factor − 1))^(d/(d−2)), recomputed for the current length L.",
-    "yarn": "YaRN: pairs that turn more than beta_fast times in the original context keep θ_i, pairs that "
-            "turn fewer than beta_slow times are interpolated (θ_i/factor), a linear ramp in between; the "
-            "logits are scaled by the attention factor² (cos and sin each carry it).",
-    "llama3": "Llama 3.1: wavelengths shorter than original/high_freq_factor untouched, longer than "
-              "original/low_freq_factor divided by the factor, a smooth blend between.",
-    "longrope": "LongRoPE: each wavelength multiplied by its own short factor (within the original context) "
-                "or long factor (beyond it); attention factor sqrt(1 + ln(scale)/ln(original)).",
-}
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -229,19 +221,15 @@ with display.user_errors():
             st.caption("θ_scaled / θ per pair at this length: 1 = kept (extrapolated), 1/factor = "
                        "interpolated (positions squeezed into the trained range).")
 
-    wave = 2 * math.pi / inv_freq.astype(np.float64)
-    turning = int((wave <= length - 1).sum())
+    turning, pairs, longest = turning_in_context(torch.from_numpy(inv_freq), length)
     m1, m2, m3 = st.columns(3)
-    m1.metric("pairs that complete a turn in L", f"{turning} of {len(inv_freq)}")
-    m2.metric("longest wavelength", f"{wave.max():,.0f} positions")
+    m1.metric("pairs that complete a turn in L", f"{turning} of {pairs}")
+    m2.metric("longest wavelength", f"{longest:,.0f} positions")
     m3.metric("attention scaling (on cos and sin)", f"{attention:.4f}",
               help="Logits are multiplied by its square. yarn and longrope only; 1 for the other rules.")
     st.info(f"**{rule}** — {RULE_TEXT[rule]}", icon=":material/info:")
     if preset != CUSTOM:
-        label, _, source = preset_map[preset]
-        st.caption(f"**{label}** — head dim {config.head_dim}, rotary dims {config.rotary_dim}, base "
-                   f"{config.base:,g}, max_position_embeddings {config.max_position_embeddings:,}, rule "
-                   f"**{rule}**. Source: {source}.")
+        st.caption(preset_caption(*preset_map[preset]))
     st.markdown(
         "**Rotary position embedding** (Su et al., RoFormer) rotates every pair of dimensions of q and k by an "
         "angle proportional to the position: pair i at position m turns by m·θ_i, with θ_i = base^(−2i/d). "
@@ -267,17 +255,11 @@ with display.user_errors():
     with col_p:
         display.show_figure(pair_figure(pair, start, pair_index=pair_index), key=f"{P}_fig_pair")
     with col_e:
-        st.markdown(
-            f"The query's pair turns by m·θ = {m}·θ, the key's by n·θ = {n}·θ. The angle between them is their "
-            f"angle at position 0 plus **(n − m)·θ = {pair.offset}·θ**: move both by the same amount and the "
-            "arrows turn together, the angle stays.")
+        st.markdown(pair_explanation(pair))
         e1, e2 = st.columns(2)
         e1.metric("angle from q to k", f"{math.degrees(pair.angle_difference):.1f}°")
         e2.metric("q_m · k_n", f"{pair.dot:.4f}")
-        st.caption(f"Both moved by {shift} (m = {m + shift}, n = {n + shift}): the angle is "
-                   f"{math.degrees(shifted.angle_difference):.1f}° and q·k = {shifted.dot:.4f}, the same: the "
-                   "score of one pair depends on n − m alone. Every pair does this at its own speed θ_i; the sum "
-                   "over pairs is the score matrix below.")
+        st.caption(shifted_caption(shifted, shift))
 
     score_matrix(key, length, preset, attention)
 

@@ -457,3 +457,22 @@ def test_the_two_arithmetics_of_theta_differ_by_one_ulp_and_the_toy_keeps_its_ow
         other, _ = model(tokens)
     moved = (own - other).abs().max().item()
     assert 0 < moved < 1e-4
+
+
+def test_turning_in_context_counts_pairs_whose_wavelength_fits():
+    from relviz.rope import turning_in_context
+    inv_freq = torch.tensor([2 * math.pi / 10, 2 * math.pi / 100], dtype=torch.float64)  # wavelengths 10, 100
+    turning, pairs, longest = turning_in_context(inv_freq, 11)   # positions 0..10: the first pair turns once
+    assert (turning, pairs) == (1, 2) and longest == pytest.approx(100.0)
+    assert turning_in_context(inv_freq, 10)[0] == 0 and turning_in_context(inv_freq, 101)[0] == 2
+    with pytest.raises(ValueError, match="length"):
+        turning_in_context(inv_freq, 0)
+
+
+def test_every_rule_has_its_words_and_a_preset_its_line():
+    from relviz.rope import ROPE_TYPES, RULE_TEXT, preset_caption, rope_presets
+    assert set(RULE_TEXT) == set(ROPE_TYPES) and all(len(RULE_TEXT[r]) > 20 for r in ROPE_TYPES)
+    for label, config, source in rope_presets().values():
+        line = preset_caption(label, config, source)
+        assert line.startswith(f"**{label}** — head dim {config.head_dim}, rotary dims {config.rotary_dim}")
+        assert f"rule **{config.scaling.rope_type}**. Source: {source}." in line

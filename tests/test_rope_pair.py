@@ -52,3 +52,14 @@ def test_invalid_input_is_refused_naming_the_parameter(kwargs, message):
     args = dict(query=(1.0, 0.0), key=(0.0, 1.0), theta=0.5, query_position=1, key_position=2) | kwargs
     with pytest.raises(ValueError, match=message):
         rotate_pair(args.pop("query"), args.pop("key"), args.pop("theta"), **args)
+
+
+def test_pair_sentences_carry_the_positions():
+    from relviz.rope import pair_explanation, shifted_caption
+    pair = rotate_pair((1.0, 0.0), (0.0, 1.0), 0.5, query_position=2, key_position=5)
+    text = pair_explanation(pair)
+    assert "m·θ = 2·θ" in text and "n·θ = 5·θ" in text and "(n − m)·θ = 3·θ" in text
+    moved = rotate_pair((1.0, 0.0), (0.0, 1.0), 0.5, query_position=18, key_position=21)
+    caption = shifted_caption(moved, 16)
+    assert "Both moved by 16 (m = 18, n = 21)" in caption
+    assert f"{math.degrees(moved.angle_difference):.1f}°" in caption and f"q·k = {moved.dot:.4f}" in caption

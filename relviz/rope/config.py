@@ -25,6 +25,26 @@ ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "pro
 #: the rules that stretch no original context (the figures mark none)
 UNSTRETCHED = ("default", "proportional", "ntk_alpha")
 
+#: rope_type -> what the rule does to θ, in words (the RoPE page's note under its rule)
+RULE_TEXT = {
+    "default": "plain RoPE: θ_i = base^(−2i/d).",
+    "linear": "position interpolation: every θ_i divided by the factor, so positions up to factor × the "
+              "original context fall in the angle range seen in training (high frequencies get squeezed too).",
+    "dynamic": "dynamic NTK: once the sequence is longer than max_position_embeddings, the base grows to "
+               "base · (factor·L/max − (factor − 1))^(d/(d−2)), recomputed for the current length L.",
+    "yarn": "YaRN: pairs that turn more than beta_fast times in the original context keep θ_i, pairs that "
+            "turn fewer than beta_slow times are interpolated (θ_i/factor), a linear ramp in between; the "
+            "logits are scaled by the attention factor² (cos and sin each carry it).",
+    "llama3": "Llama 3.1: wavelengths shorter than original/high_freq_factor untouched, longer than "
+              "original/low_freq_factor divided by the factor, a smooth blend between.",
+    "longrope": "LongRoPE: each wavelength multiplied by its own short factor (within the original context) "
+                "or long factor (beyond it); attention factor sqrt(1 + ln(scale)/ln(original)).",
+    "proportional": "proportional (Gemma 4's global layers): θ_i = base^(−2i/head_dim) for the first "
+                    "int(partial_rotary_factor · head_dim // 2) pairs, θ = 0 (no turn) for the rest of the head, "
+                    "then every θ divided by the factor; attention factor 1.",
+    "ntk_alpha": "NTK-alpha (Hunyuan): the base raised once to base · alpha^(d/(d−2)), the same at every length.",
+}
+
 MAX_HEAD_DIM = 4096
 MAX_POSITIONS = 1 << 24
 
@@ -264,3 +284,10 @@ def rope_presets() -> dict[str, tuple[str, RopeConfig, str]]:
     """id -> (label, RopeConfig read from the model's config.json fields, source)."""
     return {entry["id"]: (entry["label"], rope_config_from_hf(entry["config"]), entry["source"])
             for entry in load_presets()["rope"]}
+
+
+def preset_caption(label: str, config: RopeConfig, source: str) -> str:
+    """One published preset in a line: its head, base, context and rule, and where the numbers come from."""
+    return (f"**{label}** — head dim {config.head_dim}, rotary dims {config.rotary_dim}, base "
+            f"{config.base:,g}, max_position_embeddings {config.max_position_embeddings:,}, rule "
+            f"**{config.scaling.rope_type}**. Source: {source}.")

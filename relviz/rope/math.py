@@ -223,6 +223,14 @@ def turns_in_context(inv_freq: torch.Tensor, length: int) -> torch.Tensor:
     return (length - 1) * inv_freq.double() / (2 * math.pi)
 
 
+def turning_in_context(inv_freq: torch.Tensor, length: int) -> tuple[int, int, float]:
+    """(pairs whose wavelength 2π/θ_i fits in positions 0..length − 1, all pairs, the longest wavelength), in
+    float64: how much of the head completes a turn at this length."""
+    length = check_int("length", length, minimum=1, maximum=MAX_POSITIONS)
+    wave = 2 * math.pi / check_tensor("inv_freq", inv_freq, ndim=1, floating=True).double()  # [P]
+    return int((wave <= length - 1).sum()), len(wave), float(wave.max())
+
+
 # ---------------------------------------------------------------------------------------
 # The rotation and the scores it produces
 

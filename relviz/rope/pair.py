@@ -75,3 +75,18 @@ def rotate_pair(query: object, key: object, theta: float, *, query_position: int
         # from the unrotated angles and the offset: exact for any m, n (no difference of two large angles)
         angle_difference=_wrap(math.atan2(k[1], k[0]) - math.atan2(q[1], q[0]) + (n - m) * theta),
         dot=q_m[0] * k_n[0] + q_m[1] * k_n[1])
+
+
+def pair_explanation(pair: PairAtPositions) -> str:
+    """Why one pair's angle depends on n − m alone, with this pair's positions."""
+    return (f"The query's pair turns by m·θ = {pair.query_position}·θ, the key's by n·θ = {pair.key_position}·θ. "
+            f"The angle between them is their angle at position 0 plus **(n − m)·θ = {pair.offset}·θ**: move both "
+            "by the same amount and the arrows turn together, the angle stays.")
+
+
+def shifted_caption(shifted: PairAtPositions, shift: int) -> str:
+    """The same pair moved by ``shift`` positions: the same angle and the same score."""
+    return (f"Both moved by {shift} (m = {shifted.query_position}, n = {shifted.key_position}): the angle is "
+            f"{math.degrees(shifted.angle_difference):.1f}° and q·k = {shifted.dot:.4f}, the same: the "
+            "score of one pair depends on n − m alone. Every pair does this at its own speed θ_i; the sum "
+            "over pairs is the score matrix below.")
