@@ -421,9 +421,9 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
         try:                                              # outside the table, no RoPE: read what transformers ran
             entry = derive_entry(small, seen)
         except ValueError as exc:
-            raise ValueError(f"transformers runs this {config.get('model_type')!r} model, but relviz cannot read "
-                             f"it: it is not in relviz's family table and has no RoPE settings, and what ran does "
-                             f"not say it exactly: {exc}") from exc
+            raise ValueError(f"transformers runs this {config.get('model_type')!r} model; it is not in relviz's "
+                             f"family table and has no RoPE settings, and what ran is not one relviz can say "
+                             f"exactly: {exc}") from exc
         config = side
     try:
         plan_small = read_plan(small, source=source, family=entry)

@@ -152,7 +152,8 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
             found.append((path, module, name, rows[0]))
     if len(found) != 1:
         what = "no table whose rows it reads by position" if not found else \
-            f"{len(found)} tables read by position ({', '.join(f[0] for f in found)})"
+            f"{len(found)} tables read by position ({', '.join(f[0] for f in found)}: an encoder-decoder's, or a "\
+            "second stack's; the observer reads one stack, and relviz does not guess the other)"
         raise ValueError(f"the first layer's input differs by position, and relviz found {what}: it cannot tell "
                          "what the input adds per position")
     path, module, name, offset = found[0]

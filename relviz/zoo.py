@@ -35,9 +35,11 @@ REASONS = (
     ("relviz cannot read it", "relviz cannot read its config"),
     ("a stack of the plan was not observed", "a stack of relviz's plan was not observed"),
     ("differs from what transformers", "relviz's reading differs from what transformers runs"),
+    ("not one relviz can say exactly", "outside the table without RoPE, and what ran is not one relviz can say "
+                                       "exactly (relviz.observe_position)"),
 )
 #: the groups where transformers built and ran the model
-RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1], REASONS[8][1]}
+RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1], REASONS[8][1], REASONS[9][1]}
 
 
 @dataclass(frozen=True)
