@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import json
 import sys
 import threading
@@ -87,7 +88,7 @@ class Observation:
     attribute_map: dict[str, str] = field(default_factory=dict)  # the config class's aliases (n_layer, d_model)
 
 
-def _build(config: Mapping[str, Any]):
+def _build(config: Mapping[str, Any], *, causal: bool = False):
     try:
         from transformers import AutoConfig
         import transformers
@@ -108,13 +109,13 @@ def _build(config: Mapping[str, Any]):
         hf_config = AutoConfig.for_model(model_type, **fields)
         hf_config._attn_implementation = "eager"
         with torch.device("meta"):                      # count first: nothing large is ever allocated
-            size = sum(p.numel() for p in _model_class(hf_config).from_config(hf_config,
+            size = sum(p.numel() for p in _model_class(hf_config, causal).from_config(hf_config,
                                                                               attn_implementation="eager").parameters())
         if size > MAX_PARAMETERS:
             raise _TooLarge(f"{model_type!r} shrunk to tiny widths still has {size / 1e6:.0f}M parameters (more than "
                             f"{MAX_PARAMETERS / 1e6:.0f}M): its width fields are not ones relviz shrinks")
         torch.manual_seed(0)
-        model = _model_class(hf_config).from_config(hf_config, attn_implementation="eager").eval()
+        model = _model_class(hf_config, causal).from_config(hf_config, attn_implementation="eager").eval()
     except _TooLarge as exc:
         raise ValueError(f"transformers could not build a small model to observe: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
@@ -123,12 +124,31 @@ def _build(config: Mapping[str, Any]):
     return hf_config, model, transformers.__version__
 
 
-def _model_class(hf_config: Any) -> Any:
-    """transformers' base model class for the config, or its causal LM where it maps the config to no base
-    model (a text config of a multimodal family, as Emu3's and Mllama's, or a decoder alone, as TrOCR's)."""
+def _runs(model: torch.nn.Module) -> bool:
+    """Whether the model runs on token ids at the shorter probe length (the base model of an encoder-decoder
+    whose encoder wants audio or pixels does not)."""
+    try:
+        with torch.no_grad():
+            model(**_inputs(model, PROBE_LENGTHS[0]), use_cache=False)
+    except Exception:  # noqa: BLE001 - transformers' error is quoted when the probes run
+        return False
+    return True
+
+
+def _has_causal_lm(hf_config: Any, model: torch.nn.Module) -> bool:
+    """An encoder-decoder base model (it takes decoder_input_ids) whose family has a causal LM of its own."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    return hf_config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and \
+        "decoder_input_ids" in inspect.signature(model.forward).parameters
+
+
+def _model_class(hf_config: Any, causal: bool = False) -> Any:
+    """transformers' base model class for the config, or its causal LM where asked (a base model that cannot run
+    on token ids alone: Whisper's wants audio features) or where it maps the config to no base model (a text
+    config of a multimodal family, as Emu3's and Mllama's, or a decoder alone, as TrOCR's)."""
     from transformers import AutoModel, AutoModelForCausalLM
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-    return AutoModel if hf_config.model_type in MODEL_MAPPING_NAMES else AutoModelForCausalLM
+    return AutoModel if hf_config.model_type in MODEL_MAPPING_NAMES and not causal else AutoModelForCausalLM
 
 
 class _TooLarge(Exception):
@@ -161,6 +181,8 @@ def _observe(key: str) -> Observation:
         raise ValueError(f"config field num_hidden_layers is {layers}: the observer builds at most "
                          f"{MAX_OBSERVED_LAYERS} layers (published models have fewer)")
     hf_config, model, version = _build(config)
+    if _has_causal_lm(hf_config, model) and not _runs(model):   # Whisper's base model wants audio: its decoder
+        hf_config, model, version = _build(config, causal=True)
     text = getattr(hf_config, "get_text_config", lambda: hf_config)()
     count = getattr(text, "num_hidden_layers", None)
     if not isinstance(count, int):
