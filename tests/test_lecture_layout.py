@@ -168,3 +168,14 @@ def test_a_collected_tour_is_laid_out_for_the_projector_like_a_built_in_one():
     assert not at.exception, at.exception
     at.switch_page("pages/t5.py").run()
     assert any(lecture_mode.lecture_css("t5_fig_cmp_shaw") == h.proto.body for h in at.get("html"))
+
+
+def test_the_bar_keeps_its_buttons_whole_in_a_window_narrower_than_a_projector():
+    """Seen at 1024 × 768 (item 4 of issue 33's follow-up): the bar's buttons read "◀…", "N", "E" and Next lost its
+    label. Below 1280 px the shortcut hints go and each button's column fits its label (screenshot
+    bar-1024x768.png in the closing note); at 1280 × 720 the bar is as the walk checks it."""
+    at, _ = _audience()
+    assert lecture_mode.BAR_CSS in [h.proto.body for h in at.get("html")]
+    narrow = lecture_mode.BAR_CSS.split("@media (max-width: 1279px) {", 1)
+    assert len(narrow) == 2 and narrow[0] == "<style>"                      # nothing changes at 1280 px and up
+    assert "kbd {display: none}" in narrow[1] and "min-width: max-content" in narrow[1]

@@ -179,6 +179,15 @@ def lecture_mode(url_path: str) -> None:
 
 #: The presenter bar's key (a container): the lecture layout keeps it on screen.
 BAR_KEY = "tour_bar"
+#: The bar in a window narrower than a 1280 px projector (seen at 1024 × 768: "◀…", no "Next", "N", "E"): each
+#: button's column fits its whole label (the title's column wraps instead), and the Page Up / Page Down hints go.
+BAR_CSS = ("<style>@media (max-width: 1279px) {"
+           f".st-key-{BAR_KEY} kbd {{display: none}}"
+           f'.st-key-{BAR_KEY} [data-testid="stHorizontalBlock"] {{flex-wrap: nowrap}}'
+           f'.st-key-{BAR_KEY} [data-testid="stColumn"]:has(button) '
+           "{flex: 0 0 auto !important; width: auto !important; min-width: max-content}"
+           f'.st-key-{BAR_KEY} [data-testid="stColumn"]:not(:has(button)) {{flex: 1 1 0 !important; min-width: 0}}'
+           "}</style>")
 
 
 def lecture_css(subject: str) -> str:
@@ -239,6 +248,7 @@ def _presenter_bar(page_name: str) -> None:
     away = page_name != step.page
     if not away:
         lecture_layout(step.subject)
+    st.html(BAR_CSS)
     with st.container(border=True, key=BAR_KEY):
         # widths: "◀ Back PageUp" and "Next ▶ PageDown" whole at 1280 px
         prev_col, text_col, next_col, notes_col, end_col = st.columns([2.1, 3.6, 2.1, 1.4, 0.9],
