@@ -29,6 +29,7 @@ __all__ = [
     "SkewSteps",
     "SkewSource",
     "skew",
+    "skew_variant",
     "skew_steps",
     "skew_source_index",
     "skew_bidirectional",
@@ -88,13 +89,15 @@ def _check_square(qer: object) -> tuple[torch.Tensor, int]:
     return qer, rows
 
 
-def _steps(x: torch.Tensor, pad_value: float = 0.0) -> SkewSteps:
-    """The skew on an already-validated [..., L, L] tensor (any dtype: also used on indices)."""
+def _steps(x: torch.Tensor, pad_value: float = 0.0, *, pad_right: bool = False,
+           drop_last: bool = False) -> SkewSteps:
+    """The skew on an already-validated [..., L, L] tensor (any dtype: also used on indices). The skew pads
+    on the left and drops the first row; ``pad_right`` / ``drop_last`` are the other choices (skew_variant)."""
     length = x.shape[-1]
     batch = tuple(x.shape[:-2])
-    padded = F.pad(x, (1, 0), value=pad_value)               # [..., L, L+1]
-    reshaped = padded.reshape(batch + (length + 1, length))  # same memory, rows of L
-    skewed = reshaped[..., 1:, :]                            # drop the first row
+    padded = F.pad(x, (0, 1) if pad_right else (1, 0), value=pad_value)   # [..., L, L+1]
+    reshaped = padded.reshape(batch + (length + 1, length))              # same memory, rows of L
+    skewed = reshaped[..., :-1, :] if drop_last else reshaped[..., 1:, :]  # drop the first row
     valid = torch.ones(length, length, dtype=torch.bool, device=x.device).tril()
     return SkewSteps(padded=padded, reshaped=reshaped, skewed=skewed, valid=valid)
 
@@ -109,6 +112,14 @@ def skew(qer: torch.Tensor) -> torch.Tensor:
     """
     qer, _ = _check_square(qer)
     return _steps(qer).skewed
+
+
+def skew_variant(qer: torch.Tensor, *, pad_right: bool = False, drop_last: bool = False) -> torch.Tensor:
+    """The skew with its two choices as parameters: the side of the zero column and the row dropped after
+    the reshape. The Music Transformer pads on the left and drops the first row (:func:`skew`); the
+    checker's named mistakes (relviz.check) are the other three."""
+    qer, _ = _check_square(qer)
+    return _steps(qer, pad_right=pad_right, drop_last=drop_last).skewed
 
 
 def skew_steps(qer: torch.Tensor) -> SkewSteps:

@@ -447,9 +447,11 @@ def square_or_not(draw):
 def test_skew_and_its_steps(qer):
     result = outcome(("qer",), skew.skew, qer)
     steps = outcome(("qer",), skew.skew_steps, qer)
-    assert refused(result) == refused(steps)
+    variant = outcome(("qer",), skew.skew_variant, qer)
+    assert refused(result) == refused(steps) == refused(variant)
     if refused(result):
         return
+    assert torch.equal(variant, result)   # its defaults are the skew itself
     length = qer.shape[-1]
     assert result.shape == qer.shape and result.dtype == qer.dtype
     assert steps.padded.shape == qer.shape[:-1] + (length + 1,)

@@ -22,7 +22,7 @@ from relviz.check.matrix import Grid, MatrixKind, Settings, Variant, register_ma
 from relviz.positions import (relative_positions, shaw_clip_offsets, t5_bucket, t5_config, t5_direction, t5_finish,
                               t5_log_part)
 from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf
-from relviz.skew import skew
+from relviz.skew import skew, skew_variant
 
 #: The settings search's bounded grid (a setting outside it must be given explicitly).
 FIT_NUM_BUCKETS = range(2, 129)
@@ -72,9 +72,7 @@ def _skew_input(length: int) -> torch.Tensor:
 def _skew_like(length: int, *, pad_right: bool, drop_last: bool, flip: bool = False) -> np.ndarray:
     qer = _skew_input(length)
     qer = qer.flip(-1) if flip else qer
-    pad = torch.zeros(length, 1)
-    padded = torch.cat([qer, pad] if pad_right else [pad, qer], dim=1).reshape(length + 1, length)
-    return (padded[:-1] if drop_last else padded[1:]).numpy().astype(np.float64)
+    return skew_variant(qer, pad_right=pad_right, drop_last=drop_last).numpy().astype(np.float64)
 
 
 

@@ -15,10 +15,12 @@ from itertools import product
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 
 from relviz.check.alibi_slopes import MAX_HEADS
 from relviz.check.matrix_spaces import ALIBI_RULES, _rule_slopes
 from relviz.check.result import Cause, CheckResult, equal, partial_cause, partial_worth_showing
+from relviz.skew import skew_variant
 
 if TYPE_CHECKING:
     from relviz.check.matrix import Settings
@@ -107,11 +109,9 @@ SKEW_CHOICES = (
 
 
 def _skew(length: int, pad_right: bool, drop_last: bool, flip: bool, transpose: bool) -> np.ndarray:
-    qer = np.arange(length * length, dtype=np.float64).reshape(length, length)                  # [L, L]
-    qer = qer[:, ::-1] if flip else qer
-    pad = np.zeros((length, 1))
-    padded = np.concatenate([qer, pad] if pad_right else [pad, qer], axis=1).reshape(length + 1, length)
-    out = padded[:-1] if drop_last else padded[1:]
+    qer = torch.arange(length * length, dtype=torch.float64).reshape(length, length)            # [L, L]
+    qer = qer.flip(-1) if flip else qer
+    out = skew_variant(qer, pad_right=pad_right, drop_last=drop_last).numpy()                   # [L, L]
     return out.T.copy() if transpose else out
 
 
