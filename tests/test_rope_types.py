@@ -35,7 +35,8 @@ def test_proportional_inv_freq_equals_transformers(head_dim, partial, base, fact
                       scaling=RopeScaling("proportional", factor=factor))
     ours, our_scale = rope_parameters(rope)
     assert torch.equal(ours, theirs) and our_scale == their_scale == 1.0
-    assert rope.rotary_dim == head_dim and int(ours.count_nonzero()) == rope.turning_pairs == int(partial * head_dim // 2)
+    assert rope.rotary_dim == head_dim
+    assert int(ours.count_nonzero()) == rope.turning_pairs == int(partial * head_dim // 2)
 
 
 def test_ntk_alpha_equals_hunyuans_rotary_module():
@@ -67,6 +68,10 @@ def _hunyuan_alpha() -> dict:
     return config
 
 
+def _hunyuan_alpha_named() -> dict:
+    return {**_hunyuan_alpha(), "rope_parameters": {"rope_type": "ntk_alpha", "alpha": 1000.0, "rope_theta": 1e4}}
+
+
 def _olmo3_flat_yarn() -> dict:
     config = {k: v for k, v in tiny_config("olmo3").items() if k != "rope_parameters"}
     return {**config, "rope_theta": 500000.0, "max_position_embeddings": 65536, "rope_scaling": {
@@ -75,8 +80,9 @@ def _olmo3_flat_yarn() -> dict:
 
 @pytest.mark.parametrize("make", [lambda: tiny_config("gemma4_text"), lambda: tiny_config("lfm3"),
                                   lambda: tiny_config("ministral3"), lambda: tiny_config("mistral4"), _hunyuan_alpha,
-                                  _olmo3_flat_yarn], ids=["gemma4", "lfm3", "ministral3", "mistral4",
-                                                          "hunyuan-alpha", "olmo3-yarn"])
+                                  _hunyuan_alpha_named, _olmo3_flat_yarn],
+                         ids=["gemma4", "lfm3", "ministral3", "mistral4", "hunyuan-alpha", "hunyuan-ntk_alpha",
+                              "olmo3-yarn"])
 def test_the_observer_finds_each_family_exact(make):
     """Built tiny by transformers and run: every layer's rotation torch.equal, pairs, inv_freq, mask and scale."""
     plan = verified_plan(make())
@@ -93,7 +99,7 @@ def test_gemma4_full_layers_are_proportional_and_wider():
     from relviz.layer_strip import layer_views
 
     wavelengths = layer_views(full, 4096)[0]
-    assert len(wavelengths.inv_freq) == 64 and "scaling (from" not in wavelengths.caption   # θ = 0 pairs: no wavelength
+    assert len(wavelengths.inv_freq) == 64 and "scaling (from" not in wavelengths.caption   # θ = 0: no wavelength
 
 
 def test_the_summary_never_shows_one_layers_value_as_the_models():
@@ -111,6 +117,7 @@ def test_the_summary_never_shows_one_layers_value_as_the_models():
     ({"rope_parameters": {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.001}},
      "partial_rotary_factor"),
     ({"rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "alpha": 10.0}}, "alpha belongs to"),
+    ({"rope_parameters": {"rope_type": "ntk_alpha", "alpha": 10.0}}, "'ntk_alpha': a rule only Hunyuan's rotary"),
 ])
 def test_bad_rope_settings_are_refused_naming_the_field(change, message):
     with pytest.raises(ValueError, match=message):

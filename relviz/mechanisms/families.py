@@ -103,7 +103,8 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "back at the query's position (by −θ): position reaches the output through the values as well, which "
         "relviz's plans do not hold")}}, "rotation": {}, "pattern": {}, "sinks": {}}},
     # Hunyuan: its configs say "dynamic" with an alpha, which its rotary module computes as NTK-alpha (a fixed base)
-    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {"type_when_field": {"alpha": {"dynamic": "ntk_alpha"}}},
+    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {"type_when_field": {"alpha": {"dynamic": "ntk_alpha"}},
+                                                         "type_aliases": {"ntk_alpha": "ntk_alpha"}},
                                             "pattern": {}}} for t in ("hunyuan_v1_dense", "hunyuan_v1_moe")},
     # GPT-NeoX: 1/4 of each head rotates unless the config says otherwise (its rotary_pct default)
     "gpt_neox": {"stacks": DECODER, "mechanisms": {"rotation": {"defaults": {"rotary_pct": 0.25}}, "pattern": {}}},

@@ -27,7 +27,7 @@ from relviz._checks import check_tensor
 from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Wavelengths
-from relviz.rope.config import MAX_HEAD_DIM, ROPE_TYPES, RopeConfig, rope_config_from_hf
+from relviz.rope.config import FAMILY_RULES, MAX_HEAD_DIM, ROPE_TYPES, RopeConfig, rope_config_from_hf
 from relviz.rope.math import LAYOUTS, default_inv_freq, rope_parameters, rotate_pairs, unscaled
 
 __all__ = ["Rotation", "LAYOUTS"]
@@ -109,6 +109,9 @@ class Rotation(Mechanism):
                         aliases.update(renamed)
                 if isinstance(kind, str) and kind in aliases:
                     params = {**{k: v for k, v in params.items() if k != "type"}, "rope_type": aliases[kind]}
+                elif isinstance(kind, str) and kind in FAMILY_RULES:   # only a family's own rotary computes it
+                    raise ValueError(f"config field {cfg.name(key)}.rope_type is {kind!r}: a rule only "
+                                     f"{FAMILY_RULES[kind]} computes; transformers' other families have no such rule")
                 # fields another mechanism reads (transformers' ignore_keys_at_rope_validation), e.g. Mistral's
                 # llama_4_scaling_beta (relviz.mechanisms.scale.PositionQueryScale)
                 fields[key] = {k: v for k, v in params.items() if k not in options.get("consumed_fields", ())}
@@ -254,7 +257,7 @@ class Rotation(Mechanism):
         inv_freq, scaling = self.parameters(length)
         plain = (rope_parameters(self.rope if self.rope.proportional else unscaled(self.rope), device="cpu")[0]
                  if self.reciprocal else inv_freq)
-        inv_freq, plain = inv_freq[:self.rope.turning_pairs], plain[:self.rope.turning_pairs]   # (θ = 0: no wavelength)
+        inv_freq, plain = inv_freq[:self.rope.turning_pairs], plain[:self.rope.turning_pairs]   # θ = 0: none
         view = Wavelengths("", "", inv_freq.numpy(), plain.numpy(), length, self.rope.scaled_from,
                            self.rope.scaling.rope_type, float(scaling))
         wraps = int((view.turns >= 1).sum())

@@ -22,6 +22,10 @@ from relviz._checks import check_int
 #: relviz.rope.math.ROPE_RULES holds one function per name
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional", "ntk_alpha")
 
+#: rules transformers' shared registry lacks, which only a family's own rotary module computes: rule -> whose
+#: (a config of another family naming one is refused; the family's table entry names it through type_aliases)
+FAMILY_RULES = {"ntk_alpha": "Hunyuan's rotary module (HunYuanDenseV1RotaryEmbedding)"}
+
 #: the rules that stretch no original context (the figures mark none)
 UNSTRETCHED = ("default", "proportional", "ntk_alpha")
 
@@ -173,7 +177,8 @@ class RopeConfig:
                              f"got int({self.partial_rotary_factor:g} × {self.head_dim}) = "
                              f"{int(self.head_dim * self.partial_rotary_factor)}")
         if self.scaling.rope_type in ("dynamic", "ntk_alpha") and self.rotary_dim < 4:
-            raise ValueError(f"{self.scaling.rope_type} NTK raises the base to the power d/(d − 2): rotary_dim must be >= 4; "
+            raise ValueError(f"{self.scaling.rope_type} NTK raises the base to the power d/(d − 2): "
+                             "rotary_dim must be >= 4; "
                              f"got {self.rotary_dim}")
         if self.scaling.rope_type == "longrope":
             for name in ("short_factor", "long_factor"):
