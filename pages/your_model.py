@@ -221,14 +221,7 @@ with display.user_errors():
     other = c_vs.selectbox("compare with", [NONE] + [o for o in options if o != label], key=f"{P}_vs",
                            bind="query-params", help="A second model's strip and the same view, side by side.")
     plan = positions.layer(layer, stack=stack)
-    if named_length(kind, target) is None:   # T5: relative buckets, no length in its config
-        note = " (its config.json names no context length)"
-    else:
-        note = f" (its own context: {own:,})" if length != own else " (the model's own context)"
-    # a vision tower's positions are patches of an image: the text decoder's context says nothing about them
-    where = layer_strip.extent(plan) or f"at {length:,} positions{note}"
-    st.caption(f"**{plan.stack} layer {plan.index}**" + (f" · {plan.layer_type}" if plan.layer_type else "") +
-               f" · {where}: " + plan.describe().split(": ", 1)[-1])
+    st.caption(layer_strip.layer_caption(plan, length, own, names_length=named_length(kind, target) is not None))
 
     if other == NONE:
         views = views_of(kind, target, stack, layer, length)
@@ -268,15 +261,13 @@ with display.user_errors():
         left, right = st.columns(2)
         for column, (_, _, stk, lay, ln, name, pos), pairs in zip((left, right), sides, compared):
             with column:
-                grid = layer_strip.extent(pos.layer(lay, stack=stk))
-                st.markdown(f"**{name}** · layer {lay} " + ("(patches of an image)" if grid else f"at {ln:,} positions"))
+                st.markdown(layer_strip.side_heading(name, pos.layer(lay, stack=stk), ln))
                 show_views(pairs, key=f"{P}_fig_{'a' if column is left else 'b'}")
                 for text in pos.notes:
                     st.info(text, icon=":material/warning:")
 
     with st.expander("every layer, run by run", expanded=False):
-        st.markdown("\n".join(f"- layers {a}–{b}: {text}" if a != b else f"- layer {a}: {text}"
-                              for a, b, text in layer_strip.strip(positions, stack).runs))
+        st.markdown(layer_strip.runs_list(layer_strip.strip(positions, stack)))
     # a model directory is named by the operator's label, never by its path on the server
     st.caption(f"**{positions.model_type}** · Source: " + (positions.source if SOURCE_IS_PUBLIC[kind] else
                                                             f"the server's model directory {label!r}"))

@@ -100,6 +100,11 @@ def strip(plan: ModelPlan, stack: str | None = None) -> Strip:
     return Strip(stack, len(layers), tuple(order), tuple(cells), tuple(p.layer_type for p in layers), runs, caveat)
 
 
+def runs_list(strip: Strip) -> str:
+    """The strip's runs of equal layers as a Markdown list: "layers a–b: what they apply", one line a run."""
+    return "\n".join(f"- layers {a}–{b}: {text}" if a != b else f"- layer {a}: {text}" for a, b, text in strip.runs)
+
+
 # ---------------------------------------------------------------------------------------
 # A layer's views
 
@@ -119,6 +124,24 @@ def extent(layer: LayerPlan) -> str | None:
     """What the layer's positions are when they are not a sequence (a vision tower's patches), in words: the first
     of its mechanisms that says; None for a sequence of tokens, drawn at a context length."""
     return next((words for m in layer.mechanisms if (words := m.extent())), None)
+
+
+def layer_caption(layer: LayerPlan, length: int, own: int, *, names_length: bool) -> str:
+    """The line over one layer's views: stack, index and layer type, where it is drawn (a vision tower's patches,
+    or ``length`` positions and how they stand to the model's ``own`` context; ``names_length``: whether its
+    config names one, T5's relative buckets do not) and what the layer applies."""
+    if not names_length:
+        note = " (its config.json names no context length)"
+    else:
+        note = f" (its own context: {own:,})" if length != own else " (the model's own context)"
+    where = extent(layer) or f"at {length:,} positions{note}"
+    return (f"**{layer.stack} layer {layer.index}**" + (f" · {layer.layer_type}" if layer.layer_type else "")
+            + f" · {where}: " + layer.describe().split(": ", 1)[-1])
+
+
+def side_heading(name: str, layer: LayerPlan, length: int) -> str:
+    """A compared model's heading: its name, the layer, and its patches or its length."""
+    return f"**{name}** · layer {layer.index} " + ("(patches of an image)" if extent(layer) else f"at {length:,} positions")
 
 
 def layer_views(layer: LayerPlan, length: int) -> list[LayerView]:

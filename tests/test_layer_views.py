@@ -171,3 +171,24 @@ def test_show_has_a_function_per_layer_view():
     assert len(show.atlas()) == 2 and show.layer_views("models/gpt-oss-20b", 1)
     with pytest.raises(ValueError, match="no temperature view"):
         show.layer_temperature("models/gemma-3-27b", 0)
+
+
+def test_layer_lines_say_where_a_layer_is_drawn():
+    plan = preset_plan("models/llama-4-scout")
+    strip = lv.strip(plan)
+    lines = lv.runs_list(strip).split("\n")
+    assert len(lines) == len(strip.runs)
+    assert lines[0] == f"- layers 0–2: {strip.runs[0][2]}" and lines[1] == f"- layer 3: {strip.runs[1][2]}"
+    layer = plan.layer(3)
+    line = lv.layer_caption(layer, 1024, 10_485_760, names_length=True)
+    assert line.startswith("**decoder layer 3** · full_attention · at 1,024 positions (its own context: 10,485,760): ")
+    assert line.endswith(layer.describe().split(": ", 1)[-1])
+    assert "(the model's own context)" in lv.layer_caption(layer, 4096, 4096, names_length=True)
+    t5 = preset_plan("t5/t5-small").layer(0, stack="encoder")
+    assert "at 4,096 positions (its config.json names no context length): " in \
+        lv.layer_caption(t5, 4096, 4096, names_length=False)
+    assert lv.side_heading("T5", t5, 512) == "**T5** · layer 0 at 512 positions"
+    vision = preset_plan("models/qwen2.5-vl-7b").layer(0, stack="vision")
+    assert lv.extent(vision) in lv.layer_caption(vision, 512, 128000, names_length=True)
+    assert "positions" not in lv.layer_caption(vision, 512, 128000, names_length=True).split(": ", 1)[0]
+    assert lv.side_heading("VL", vision, 512) == "**VL** · layer 0 (patches of an image)"
