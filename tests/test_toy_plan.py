@@ -15,6 +15,7 @@ from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.t5_bias import T5Bias
+from relviz.inspection import parameter_caption, parameter_views
 from relviz.model import ModelConfig, build_model
 from relviz.positions import offset_range
 from relviz.schemes import REGISTRY
@@ -115,16 +116,21 @@ def test_a_scheme_that_runs_its_own_forward_is_refused():
         check_scheme(OwnForward)
 
 
-@pytest.mark.parametrize("name", ["shaw", "skew"])
-def test_shaw_and_skew_tables_show_the_toy_models_views_with_its_words(name):
+@pytest.mark.parametrize("name", ["shaw", "skew", "fire"])
+def test_the_live_attention_pages_parameter_views_are_the_mechanism_views_your_model_draws(name):
+    """Shaw, skew and FIRE: the Live attention page (relviz.inspection) draws the views the mechanism gives, the
+    ones Your model's layer shows, with the same words."""
     model, plan = plan_of(name)
     for index in range(model.config.n_layers):
-        views = layer_views(plan.layer(index), LENGTH)[:2]
-        toy = model.position.parameter_views(length=LENGTH, train_length=32, layer=index)
-        for view, own in zip(views, toy, strict=True):
-            assert type(view) is type(own) and view.title == own.title
-            assert view.caption == model.position.parameter_caption(own)
-        assert np.array_equal(views[0].norms, toy[0].norms) and np.array_equal(views[1].cosine, toy[1].cosine)
+        drawn = layer_views(plan.layer(index), LENGTH)
+        page = parameter_views(model, length=LENGTH, train_length=32, layer=index)
+        assert page and len(drawn) >= len(page)
+        for view, own in zip(drawn, page):
+            assert type(view) is type(own) and view.title == own.title and view.caption == own.caption
+            assert parameter_caption(name, own) == own.caption
+            for field in ("norms", "cosine", "bias"):
+                if hasattr(own, field):
+                    assert np.array_equal(getattr(view, field), getattr(own, field))
 
 
 def test_kerple_bias_and_curve_are_the_toy_models():

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from relviz.mechanisms.fire import FireFunction, curve_caption, fire_curve
+from relviz.mechanisms.fire import FireFunction
 from relviz.schemes.base import Param, Scheme, SchemeConfig, detached
 from relviz.schemes.view_kinds import PositionStructure, View
 
@@ -92,8 +92,9 @@ class Fire(Scheme):
             facts={"threshold": float(first.threshold.detach()), "c": float(first.c.detach())})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        layer = min(layer, len(self.layers) - 1)
-        return [fire_curve(self.mechanism(layer), length)]
+        """The mechanism's views, the very ones the Your model page draws for this layer, their words included."""
+        layer = min(layer, self.config.n_layers - 1)
+        return self.mechanism(layer).views(length, layer)
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
@@ -105,4 +106,4 @@ class Fire(Scheme):
 
     @classmethod
     def parameter_caption(cls, view: View) -> str:
-        return curve_caption(view)
+        return view.caption                       # the mechanism's words (relviz.mechanisms.fire)

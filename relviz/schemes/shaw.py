@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from relviz.mechanisms.shaw import ShawTables, table_caption
+from relviz.mechanisms.shaw import ShawTables
 from relviz.positions import shaw_clip_index
 from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
 from relviz.schemes.view_kinds import PositionStructure, View
@@ -65,7 +65,9 @@ class Shaw(Scheme):
             self.config.causal, True, facts={"k": k})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        return self.mechanism(layer).table_views()
+        """The mechanism's views, the very ones the Your model page draws for this layer, their words included."""
+        layer = min(layer, self.config.n_layers - 1)
+        return self.mechanism(layer).views(length, layer)
 
     @classmethod
     def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
@@ -83,4 +85,4 @@ class Shaw(Scheme):
 
     @classmethod
     def parameter_caption(cls, view: View) -> str:
-        return table_caption(view)
+        return view.caption                       # the mechanism's words (relviz.mechanisms.shaw)

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from relviz._checks import check_int
-from relviz.mechanisms.skew import SkewTable, table_caption
+from relviz.mechanisms.skew import SkewTable
 from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig, expand_offsets
 from relviz.schemes.view_kinds import PositionStructure, View
 
@@ -63,7 +63,9 @@ class Skew(Scheme):
             skew_rows(length, m)[None], (-1, m - 1), True, True, facts={"distances": m})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        return self.mechanism(layer).table_views()
+        """The mechanism's views, the very ones the Your model page draws for this layer, their words included."""
+        layer = min(layer, self.config.n_layers - 1)
+        return self.mechanism(layer).views(length, layer)
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
@@ -74,4 +76,4 @@ class Skew(Scheme):
 
     @classmethod
     def parameter_caption(cls, view: View) -> str:
-        return table_caption(view)
+        return view.caption                       # the mechanism's words (relviz.mechanisms.skew)
