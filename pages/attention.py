@@ -209,9 +209,7 @@ if active is not None:
 
     # One line on top; the intro and the model's full description follow the main picture, so the
     # picture is on the first screen of a 1280 × 720 projector.
-    st.markdown(f"**{active.name}** · scheme **{active.scheme}** · task **{task.describe()}** · "
-                f"{active.accuracy:.1%} at its training length {active.train_length} · pick model, layer and head "
-                "in the sidebar")
+    st.markdown(f"{active.headline()} · pick model, layer and head in the sidebar")
 
     # --- the input ----------------------------------------------------------------------------
     c_text, c_len, c_seed, c_rand = st.columns([5, 3, 1.6, 2.6], vertical_alignment="bottom")  # "random example" fits at 1280 px
@@ -277,22 +275,11 @@ if active is not None:
     if view is not None:
         st.subheader("Prediction against target")
         display.show_figure(strip_figure(active.key, text, active.train_length, active.model, task), key=f"{P}_fig_strip")
-        errors = view.errors
         if view.accuracy is None:
             st.info(f"Too short for {task.describe()}: positions before {task.first_counted} have no answer. "
                     f"Make the sequence at least {task.min_length} long.", icon=":material/info:")
         else:
-            parts = [f"**{view.accuracy:.1%}** correct over the {int(view.mask.sum())} positions that count"]
-            if view.length > active.train_length:
-                inside = view.accuracy_between(0, active.train_length)
-                beyond = view.accuracy_between(active.train_length, view.length)
-                if inside is not None:
-                    parts.append(f"{inside:.1%} within the training length {active.train_length}")
-                if beyond is not None:
-                    parts.append(f"**{beyond:.1%} beyond it** (extrapolation)")
-            shown = ", ".join(map(str, errors[:20])) + (" …" if len(errors) > 20 else "")
-            parts.append(f"wrong at positions {shown}" if errors else "no errors")
-            st.markdown(" · ".join(parts))
+            st.markdown(view.accuracy_line(active.train_length))
         st.caption("Rows: your input, the task's answer (· where none counts yet), the model's prediction. "
                    "Blue: correct; orange: wrong; grey: no answer counts at that position. Hover for details.")
 
@@ -304,14 +291,7 @@ if active is not None:
         "layer to layer; with 2 it reaches 72%). Pick one in the sidebar, give it a sequence, and see what it "
         "predicts and **where every head looks**, next to the position structure its scheme gave it. Then train "
         "your own at the bottom of the page.")
-    params = ", ".join(f"{k} = {v}" for k, v in config.scheme_params().items())
-    st.markdown(
-        f"**{active.name}** ({active.origin}) · scheme **{active.scheme}**{f' ({params})' if params else ''}: "
-        f"{get_scheme(active.scheme).summary}.  \n"
-        f"Task **{task.describe()}**: {task.summary}  \n"
-        f"{config.n_layers} layers × {config.n_heads} heads, {'causal' if config.causal else 'bidirectional'}; "
-        f"trained {active.steps} steps at length **{active.train_length}**; accuracy on held-out sequences at that "
-        f"length: **{active.accuracy:.1%}**.")
+    st.markdown(active.description())
     display.sign_convention()
 
     # --- every layer and head, export, mean by offset -----------------------------------------

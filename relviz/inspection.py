@@ -81,6 +81,24 @@ class LiveModel:
                    trained.request.steps, "trained in this session")
 
 
+    def headline(self) -> str:
+        """One line: name, scheme, task and accuracy at the training length."""
+        return (f"**{self.name}** · scheme **{self.scheme}** · task **{self.task.describe()}** · "
+                f"{self.accuracy:.1%} at its training length {self.train_length}")
+
+    def description(self) -> str:
+        """The model in Markdown: its scheme with the scheme's parameters and summary, its task, its shape, how
+        long it trained and its held-out accuracy."""
+        config, task = self.config, self.task
+        params = ", ".join(f"{k} = {v}" for k, v in config.scheme_params().items())
+        return (f"**{self.name}** ({self.origin}) · scheme **{self.scheme}**{f' ({params})' if params else ''}: "
+                f"{get_scheme(self.scheme).summary}.  \n"
+                f"Task **{task.describe()}**: {task.summary}  \n"
+                f"{config.n_layers} layers × {config.n_heads} heads, {'causal' if config.causal else 'bidirectional'}; "
+                f"trained {self.steps} steps at length **{self.train_length}**; accuracy on held-out sequences at "
+                f"that length: **{self.accuracy:.1%}**.")
+
+
 # ---------------------------------------------------------------------------------------
 # One sequence through a model
 
@@ -114,6 +132,25 @@ class RunView:
         mask = self.mask[start:stop]
         counted = int(mask.sum())
         return int(self.correct[start:stop].sum()) / counted if counted else None
+
+
+    def accuracy_line(self, train_length: int) -> str | None:
+        """The run's accuracy in words: overall, within and beyond ``train_length`` when the sequence is longer,
+        and the wrong positions (the first 20); None when no position counts."""
+        if self.accuracy is None:
+            return None
+        parts = [f"**{self.accuracy:.1%}** correct over the {int(self.mask.sum())} positions that count"]
+        if self.length > train_length:
+            inside = self.accuracy_between(0, train_length)
+            beyond = self.accuracy_between(train_length, self.length)
+            if inside is not None:
+                parts.append(f"{inside:.1%} within the training length {train_length}")
+            if beyond is not None:
+                parts.append(f"**{beyond:.1%} beyond it** (extrapolation)")
+        errors = self.errors
+        shown = ", ".join(map(str, errors[:20])) + (" …" if len(errors) > 20 else "")
+        parts.append(f"wrong at positions {shown}" if errors else "no errors")
+        return " · ".join(parts)
 
 
 def run_view(model: RelvizTransformer, task: Task, text: str) -> RunView:

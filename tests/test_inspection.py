@@ -324,3 +324,33 @@ def test_window_findings_compare_with_an_even_spread():
     even = even[None, None]
     found = offset_findings(task, mean_attention_by_offset(even), even, causal=True)
     assert not found[0].good
+
+
+def _run(correct: list[bool], mask: list[bool]):
+    from relviz.inspection import RunView
+    m, c = np.array(mask), np.array(correct) & np.array(mask)
+    counted = int(m.sum())
+    return RunView(text="0" * len(mask), predicted_text="", target_text="", mask=m, correct=c,
+                   accuracy=int(c.sum()) / counted if counted else None, weights=np.zeros((1, 1, 1, 1), np.float32))
+
+
+def test_accuracy_line_counts_within_and_beyond_the_training_length():
+    run = _run([True, True, True, False, True, False], [False, True, True, True, True, True])
+    assert run.accuracy_line(3) == ("**60.0%** correct over the 5 positions that count · 100.0% within the training "
+                                    "length 3 · **33.3% beyond it** (extrapolation) · wrong at positions 3, 5")
+    assert run.accuracy_line(6) == "**60.0%** correct over the 5 positions that count · wrong at positions 3, 5"
+    assert _run([True] * 3, [True] * 3).accuracy_line(3).endswith(" · no errors")
+    assert _run([False] * 25, [True] * 25).accuracy_line(25).endswith("16, 17, 18, 19 …")
+    assert _run([True], [False]).accuracy_line(1) is None
+
+
+def test_live_model_description_names_scheme_task_and_shape():
+    from relviz.inspection import LiveModel
+    built = model("shaw", n_layers=3, n_heads=2)
+    task = make_task("shift", s=2)
+    live = LiveModel("k", "mine", built, task, 24, 0.875, 120, "trained in this session")
+    text = live.description()
+    assert text.startswith("**mine** (trained in this session) · scheme **shaw** (")
+    assert f"Task **{task.describe()}**: {task.summary}" in text
+    assert "3 layers × 2 heads, causal; trained 120 steps at length **24**" in text and "**87.5%**" in text
+    assert live.headline() == f"**mine** · scheme **shaw** · task **{task.describe()}** · 87.5% at its training length 24"
