@@ -155,7 +155,7 @@ class _TooLarge(Exception):
     pass
 
 
-def observe(config: Mapping[str, Any]) -> Observation:
+def observe(config: Mapping[str, Any], *, causal_lm: bool = False) -> Observation:
     """What transformers runs per layer for ``config`` (a parsed config.json, already small: see ``shrink``).
 
     One observation at a time, on one torch thread (restored after): the tiny model's matrices gain nothing
@@ -164,7 +164,7 @@ def observe(config: Mapping[str, Any]) -> Observation:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return _observe(json.dumps(config, sort_keys=True))
+            return _observe(json.dumps(config, sort_keys=True), causal_lm)
         finally:
             torch.set_num_threads(threads)
 
@@ -173,7 +173,7 @@ _ONE_AT_A_TIME = threading.Lock()
 
 
 @functools.lru_cache(maxsize=64)
-def _observe(key: str) -> Observation:
+def _observe(key: str, causal_lm: bool = False) -> Observation:
     start = time.perf_counter()
     config = json.loads(key)
     layers = config.get("num_hidden_layers")
@@ -181,7 +181,7 @@ def _observe(key: str) -> Observation:
         raise ValueError(f"config field num_hidden_layers is {layers}: the observer builds at most "
                          f"{MAX_OBSERVED_LAYERS} layers (published models have fewer)")
     hf_config, model, version = _build(config)
-    if _has_causal_lm(hf_config, model) and not _runs(model):   # Whisper's base model wants audio: its decoder
+    if _has_causal_lm(hf_config, model) and (causal_lm or not _runs(model)):   # Whisper's wants audio: the decoder
         hf_config, model, version = _build(config, causal=True)
     text = getattr(hf_config, "get_text_config", lambda: hf_config)()
     count = getattr(text, "num_hidden_layers", None)
@@ -389,8 +389,11 @@ def _mask_kind(allowed: torch.Tensor) -> str:
     return "a mask that is neither causal, full, a window nor a chunk"
 
 
-def verified_plan(config: Mapping[str, Any], *, source: str = "config") -> ModelPlan:
+def verified_plan(config: Mapping[str, Any], *, source: str = "config", causal_lm: bool = False) -> ModelPlan:
     """The plan of ``config``, every layer checked against what transformers runs (a ValueError otherwise).
+
+    ``causal_lm``: an encoder-decoder family is built as the causal LM transformers maps it to, its decoder alone
+    (BartForCausalLM), as the zoo sweep reads each family; by default its base model, both stacks.
 
     Cached per config: a second read is a copy of the first (callers may set its directory)."""
     if not isinstance(config, Mapping):
@@ -402,7 +405,7 @@ def verified_plan(config: Mapping[str, Any], *, source: str = "config") -> Model
     types = [config.get("model_type"), (config.get("text_config") or {}).get("model_type")
              if isinstance(config.get("text_config"), Mapping) else None]
     table = json.dumps([FAMILIES.get(t) for t in types if isinstance(t, str)], sort_keys=True, default=repr)
-    return copy.deepcopy(_verified(key, source, table))
+    return copy.deepcopy(_verified(key, source, table, causal_lm))
 
 
 def _accepted(config: Mapping[str, Any]) -> list[str]:
@@ -432,12 +435,12 @@ def _still_null(config: Any, key: str) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _verified(key: str, source: str, table: str) -> ModelPlan:
+def _verified(key: str, source: str, table: str, causal_lm: bool = False) -> ModelPlan:
     """(``table``: the family table's entries the config reads, so an edited entry is verified afresh.)"""
     config = json.loads(key)
     text = config.get("text_config")
     side = text if isinstance(text, Mapping) and isinstance(text.get("model_type"), str) else config
-    small, seen = _observe_shrunk(side, _accepted(side))  # a vision-language model: its text model alone
+    small, seen = _observe_shrunk(side, _accepted(side), causal_lm)  # a vision-language model: its text model alone
     entry = None
     if not family_of(str(side.get("model_type")), dict(side))[0]:
         try:                                              # outside the table, no RoPE: read what transformers ran
@@ -481,7 +484,8 @@ def _verified(key: str, source: str, table: str) -> ModelPlan:
 HEADS_TRIED = (2, 4)
 
 
-def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = ()) -> tuple[dict[str, Any], Observation]:
+def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = (), causal_lm: bool = False
+                    ) -> tuple[dict[str, Any], Observation]:
     """The shrunk config and what transformers ran of it: two heads, or four where two cannot build or run
     (``nulls``: fields kept null, see ``_accepted``)."""
     for heads in HEADS_TRIED:
@@ -489,7 +493,7 @@ def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = ()) -> tuple[d
         # 4 × width), and kept null at CodeGen's four heads the model would pass the observer's size cap
         small = {**shrink(config, heads_to=heads), **{k: None for k in nulls if not MLP.search(k)}}
         try:
-            return small, observe(small)
+            return small, observe(small, causal_lm=causal_lm)
         except ValueError as exc:
             if heads == HEADS_TRIED[-1] or not any(words in str(exc) for words in _TRANSFORMERS_REFUSED):
                 raise

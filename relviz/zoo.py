@@ -3,7 +3,8 @@
 ``text_families()`` lists the model_types transformers maps to a causal language model (its own
 ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``, read at run time, never a hand-written list). ``tiny_config``
 builds each family's config class with its defaults and at most ``LAYERS`` layers; ``sweep`` hands each
-to ``relviz.observe.verified_plan``, which builds the model, runs it and compares the plan layer by layer.
+to ``relviz.observe.verified_plan``, which builds the model, runs it and compares the plan layer by layer (an
+encoder-decoder family as the causal LM the mapping names, its decoder alone: BartForCausalLM).
 Each family ends as ``exact`` (every layer equal to what transformers ran) or ``refused`` with the reason,
 grouped by ``REASONS``; there is no third outcome, so a misreading cannot pass silently.
 """
@@ -72,10 +73,11 @@ def tiny_config(model_type: str) -> dict[str, Any]:
     text = default.get_text_config() if hasattr(default, "get_text_config") else default
     layers = getattr(text, "num_hidden_layers", None)
     fewer = {"num_hidden_layers": min(layers, LAYERS)} if isinstance(layers, int) else {}
-    if fewer and fewer["num_hidden_layers"] < layers:    # counts of some of the layers, in the same proportion
-        fewer.update({k: max(1, v * LAYERS // layers) for k, v in text.to_dict().items()
+    if fewer:      # other counts of layers: a decoder's beside its encoder's as many, a count of some of them cut in
+        kept = fewer["num_hidden_layers"]                                    # proportion (Gemma 3n's 15 of 35)
+        fewer.update({k: kept if v >= layers else max(1, v * kept // layers) for k, v in text.to_dict().items()
                       if k.endswith("_layers") and k != "num_hidden_layers" and isinstance(v, int)
-                      and not isinstance(v, bool) and 0 < v < layers})
+                      and not isinstance(v, bool) and v > 0})
     try:
         config = cls(**fewer) if text is default else cls(text_config={**text.to_dict(), **fewer})
     except Exception:  # noqa: BLE001 - a per-layer default list of fixed length: keep the class's own count
@@ -118,7 +120,7 @@ def sweep(model_types: Iterable[str] | None = None) -> list[Outcome]:
             out.append(Outcome(model_type, False, message, _group(message), 0, time.perf_counter() - start))
             continue
         try:
-            plan = verified_plan(config)
+            plan = verified_plan(config, causal_lm=True)
         except ValueError as exc:
             message = str(exc)
             if _group(message) == REASONS[2][1]:          # not the shrink's doing where the defaults fail too

@@ -24,6 +24,10 @@ def test_the_zoo_is_transformers_own_list():
     families = text_families()
     assert len(families) > 150 and {"llama", "qwen3_next", "bamba", "exaone4"} <= set(families)
     assert tiny_config("jamba")["num_hidden_layers"] == 8
+    bart, blenderbot = tiny_config("bart"), tiny_config("blenderbot")
+    assert bart["encoder_layers"] == bart["decoder_layers"] == 8                    # from 12 and 12
+    assert blenderbot["encoder_layers"] == blenderbot["decoder_layers"] == 2        # from 2 and 24
+    assert tiny_config("gemma3n_text")["num_kv_shared_layers"] == 15 * 8 // 35      # in proportion
 
 
 @pytest.mark.parametrize("model_type", TABLE)
@@ -43,10 +47,11 @@ def test_a_sweep_counts_every_family_once():
     assert "the attention scores change with position" in outcomes[3].reason
 
 
-@pytest.mark.parametrize("model_type", ["gptj", "mimo_v2_flash", "axk1", "moshi"])
+@pytest.mark.parametrize("model_type", ["gptj", "mimo_v2_flash", "axk1", "moshi", "bart", "whisper"])
 def test_families_the_sweep_found_are_read_exactly(model_type):
     """GPT-J attends outside eager_attention_forward (seen at its softmax, its rotation at apply_rotary_pos_emb,
     one tensor at a time); MiMo-V2-Flash has sinks on its sliding layers only; AXK1 is MLA with DeepSeek-V3's
-    interleaved pairs; Moshi is causal whatever window its config holds."""
+    interleaved pairs; Moshi is causal whatever window its config holds; BART and Whisper are read as the causal
+    LM transformers maps them to, their decoder alone (Whisper's base model wants audio features)."""
     (outcome,) = sweep([model_type])
     assert outcome.exact, outcome.reason
