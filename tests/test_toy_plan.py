@@ -116,9 +116,9 @@ def test_a_scheme_that_runs_its_own_forward_is_refused():
         check_scheme(OwnForward)
 
 
-@pytest.mark.parametrize("name", ["shaw", "skew", "fire"])
+@pytest.mark.parametrize("name", ["shaw", "skew", "fire", "kerple"])
 def test_the_live_attention_pages_parameter_views_are_the_mechanism_views_your_model_draws(name):
-    """Shaw, skew and FIRE: the Live attention page (relviz.inspection) draws the views the mechanism gives, the
+    """Shaw, skew, FIRE and KERPLE: the Live attention page (relviz.inspection) draws the views the mechanism gives, the
     ones Your model's layer shows, with the same words."""
     model, plan = plan_of(name)
     for index in range(model.config.n_layers):

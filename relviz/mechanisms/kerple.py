@@ -22,10 +22,12 @@ __all__ = ["KerpleBias", "kerple_bias", "kerple_curve", "curve_caption"]
 
 @dataclass(frozen=True, eq=False)
 class KerpleBias(ToyMechanism):
-    """``r1``, ``r2``: [H], both > 0 (the softplus of the learned values)."""
+    """``r1``, ``r2``: [H], both > 0 (the softplus of the learned values); ``causal``: whether the model attends
+    to the past only (the views draw the offsets it sees)."""
 
     r1: torch.Tensor
     r2: torch.Tensor
+    causal: bool = True                   # the views draw past offsets only; a bidirectional model's both sides
 
     name = "kerple"
     role = "adds a learned logarithmic bias per head"
@@ -55,10 +57,11 @@ class KerpleBias(ToyMechanism):
         return {"heads": len(self.r1), "r1": self.r1.tolist(), "r2": self.r2.tolist()}
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        offsets = np.arange(-(length - 1), 1)
+        offsets = np.arange(-(length - 1), 1 if self.causal else length)                   # [n]
         with torch.no_grad():
-            per_offset = self.bias_per_offset(torch.from_numpy(offsets)).numpy()          # [H, L]
-        curve = kerple_curve(self.r1.numpy(), self.r2.numpy(), offsets, per_offset)
+            per_offset = self.bias_per_offset(torch.from_numpy(offsets)).to("cpu", torch.float32).numpy()   # [H, n]
+        r1, r2 = (r.detach().to("cpu", torch.float32).numpy() for r in (self.r1, self.r2))
+        curve = kerple_curve(r1, r2, offsets, per_offset)
         return [replace(curve, caption=curve_caption(curve))]
 
 

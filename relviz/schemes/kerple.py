@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from relviz.mechanisms.kerple import KerpleBias, curve_caption, kerple_curve
+from relviz.mechanisms.kerple import KerpleBias
 from relviz.positions import offset_range
 from relviz.schemes.base import Scheme, SchemeConfig, detached, expand_offsets, numbers_text
 from relviz.schemes.view_kinds import PositionStructure, View
@@ -48,7 +48,7 @@ class Kerple(Scheme):
 
     def mechanism(self, layer: int) -> KerpleBias:
         """Every layer shares r1 and r2."""
-        return KerpleBias(*self.coefficients())
+        return KerpleBias(*self.coefficients(), causal=self.config.causal)
 
     def bias_per_offset(self, offsets: torch.Tensor) -> torch.Tensor:
         """−r1 · log(1 + r2 · |offset|) for offsets [n] -> [H, n]."""
@@ -66,9 +66,8 @@ class Kerple(Scheme):
             facts={"r1": tuple(r1.tolist()), "r2": tuple(r2.tolist())})
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        offsets = self.offsets_shown(length)
-        r1, r2 = (detached(r) for r in self.coefficients())
-        return [kerple_curve(r1, r2, offsets, self._per_offset(length)[:, offsets + length - 1])]
+        """The mechanism's view, the one the Your model page draws, its words included."""
+        return self.mechanism(layer).views(length, layer)
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
@@ -78,4 +77,4 @@ class Kerple(Scheme):
 
     @classmethod
     def parameter_caption(cls, view: View) -> str:
-        return curve_caption(view)
+        return view.caption                       # the mechanism's words (relviz.mechanisms.kerple)
