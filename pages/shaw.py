@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz.app import controls, display, downloads, navigation
+from relviz.figures import shaw as shaw_text
 from relviz.figures.shaw import (
     clip_formula,
     embedding_strip,
@@ -79,31 +80,14 @@ if large:
                             "a blend instead of vanishing between samples.")
 
 cols = st.columns(3)
-longest = int(abs(values.offset).max())
-captions = [
-    "**j − i** grows by one per step right and shrinks by one per step down: the matrix depends only on "
-    "the diagonal (it is Toeplitz), so it is computed once per diagonal, never per cell.",
-    (f"**Clipped to ±{k}**: inside |j − i| < {k} every diagonal keeps a value of its own; the diagonals ±{k} "
-     f"share theirs with everything beyond, so the two corners are flat. A single layer cannot tell offset "
-     f"{k} from offset {k + 100}.") if k else
-    "**Clipped to 0**: every offset becomes 0, so every pair reads the same vector: the relative term carries "
-    "no position information at all (the paper's k = 0 row).",
-    (f"**Lookup index** = clipped + {k}, in 0…{2 * k}: the row of the table each pair (i, j) reads. "
-     "Same picture as the clipped matrix, shifted to start at 0.") if k else
-    "**Lookup index** = 0 for every pair: the table has one row.",
-]
+captions = shaw_text.matrix_captions(k)
 for column, item, caption, name in zip(cols, (relative, clipped, lookup), captions, ("relative", "clipped", "index")):
     with column:
         display.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
         st.caption(caption)
-if k >= longest > 0:
-    lowest, highest = (str(int(v)).replace("-", "−") for v in (values.offset.min(), values.offset.max()))
-    st.caption(f"**k = {k} ≥ {longest}, the longest offset of this matrix: nothing is clipped.** Every offset "
-               f"keeps its own table row, so the clipped matrix equals j − i. The colours span the whole table "
-               f"(−{k} … {k}) and this matrix uses only {values.offset.size} of its {2 * k + 1} rows, those of "
-               f"offsets {lowest} … {highest}: "
-               "neighbouring values get nearly the same colour, and the heatmaps look uniform. Hover shows "
-               "each value; a longer sequence or a smaller k brings the flat corners back.")
+unclipped = shaw_text.unclipped_caption(values)
+if unclipped:
+    st.caption(unclipped)
 if q_offset:
     st.caption(f"Rows are labelled by the query's position among the keys, i = {q_offset} + row, so that "
                "j − i is exactly the offset each cell uses.")
@@ -117,12 +101,7 @@ display.code_for_this_view(shaw_snippet(q_len, k_len, k, q_offset),
                       key=f"{P}_code")
 
 display.show_figure(strip, key=f"{P}_fig_strip")
-st.caption(
-    (f"**The table itself**: {2 * k + 1} vectors, coloured like the lookup index above. The two end rows "
-     f"(offset ≤ −{k} and ≥ {k}) serve every far-away key; hover shows how many cells of this matrix read "
-     "each row. w^K and w^V are two such tables.") if k else
-    "**The table itself**: 1 vector, w[0], read by every pair: with k = 0 the relative term adds the same "
-    "vector to every key and value, so it carries no position information. w^K and w^V are two such tables.")
+st.caption(shaw_text.table_caption(k))
 
 left, right = st.columns([3, 2])
 with left:
@@ -149,13 +128,4 @@ else:
     downloads.matrix_downloads(lookup.values, name=f"shaw_index_{q_len}x{k_len}_k{k}_off{q_offset}", key=f"{P}_dl")
 
 with st.expander("Clipping and depth: what one layer cannot see", expanded=False):
-    if not k:
-        st.markdown("With k = 0 no layer sees any offset through this table: every key gets the same a^K and "
-                    "a^V. The paper's Table 2 shows the cost: 12.5 BLEU against 25.5 at k = 1.")
-    else:
-        st.markdown(
-            f"With k = {k}, one attention layer gives the same a^K and a^V to every key farther than {k} "
-            "positions: it is blind to the difference between 'far' and 'very far'. Shaw et al. argue this is "
-            "fine, and their ablation agrees: a later layer can combine exact short offsets into longer ones "
-            f"(a token {k} positions back that itself attended {k} positions back carries information from "
-            f"{2 * k} back). T5's buckets make the same trade with a logarithmic resolution instead of a hard cut.")
+    st.markdown(shaw_text.depth_text(k))

@@ -66,6 +66,62 @@ def vectors_text(count: int) -> str:
     return f"{count} learned vector{'' if count == 1 else 's'}"
 
 
+# ---------------------------------------------------------------------------------------
+# The Shaw page's sentences, with this k's numbers (k = 0: the table has one row, no position information)
+
+
+def matrix_captions(k: int) -> tuple[str, str, str]:
+    """What the relative, clipped and lookup-index matrices show at clipping distance ``k``."""
+    relative = ("**j − i** grows by one per step right and shrinks by one per step down: the matrix depends only on "
+                "the diagonal (it is Toeplitz), so it is computed once per diagonal, never per cell.")
+    clipped = ((f"**Clipped to ±{k}**: inside |j − i| < {k} every diagonal keeps a value of its own; the diagonals "
+                f"±{k} share theirs with everything beyond, so the two corners are flat. A single layer cannot tell "
+                f"offset {k} from offset {k + 100}.") if k else
+               "**Clipped to 0**: every offset becomes 0, so every pair reads the same vector: the relative term "
+               "carries no position information at all (the paper's k = 0 row).")
+    index = ((f"**Lookup index** = clipped + {k}, in 0…{2 * k}: the row of the table each pair (i, j) reads. "
+              "Same picture as the clipped matrix, shifted to start at 0.") if k else
+             "**Lookup index** = 0 for every pair: the table has one row.")
+    return relative, clipped, index
+
+
+def unclipped_caption(values: ShawOffsets) -> str | None:
+    """When k reaches the matrix's longest offset nothing is clipped, and the colours span rows the matrix
+    never reads: why the heatmaps then look uniform. None when something is clipped (or the matrix is 1 × 1)."""
+    k, longest = values.k, int(abs(values.offset).max())
+    if not k >= longest > 0:
+        return None
+    lowest, highest = (str(int(v)).replace("-", "−") for v in (values.offset.min(), values.offset.max()))
+    return (f"**k = {k} ≥ {longest}, the longest offset of this matrix: nothing is clipped.** Every offset "
+            f"keeps its own table row, so the clipped matrix equals j − i. The colours span the whole table "
+            f"(−{k} … {k}) and this matrix uses only {values.offset.size} of its {2 * k + 1} rows, those of "
+            f"offsets {lowest} … {highest}: "
+            "neighbouring values get nearly the same colour, and the heatmaps look uniform. Hover shows "
+            "each value; a longer sequence or a smaller k brings the flat corners back.")
+
+
+def table_caption(k: int) -> str:
+    """What the strip of the table's 2k + 1 vectors shows."""
+    if k:
+        return (f"**The table itself**: {2 * k + 1} vectors, coloured like the lookup index above. The two end rows "
+                f"(offset ≤ −{k} and ≥ {k}) serve every far-away key; hover shows how many cells of this matrix "
+                "read each row. w^K and w^V are two such tables.")
+    return ("**The table itself**: 1 vector, w[0], read by every pair: with k = 0 the relative term adds the same "
+            "vector to every key and value, so it carries no position information. w^K and w^V are two such tables.")
+
+
+def depth_text(k: int) -> str:
+    """What one layer cannot see at clipping distance ``k``, and how depth gets it back."""
+    if not k:
+        return ("With k = 0 no layer sees any offset through this table: every key gets the same a^K and "
+                "a^V. The paper's Table 2 shows the cost: 12.5 BLEU against 25.5 at k = 1.")
+    return (f"With k = {k}, one attention layer gives the same a^K and a^V to every key farther than {k} "
+            "positions: it is blind to the difference between 'far' and 'very far'. Shaw et al. argue this is "
+            "fine, and their ablation agrees: a later layer can combine exact short offsets into longer ones "
+            f"(a token {k} positions back that itself attended {k} positions back carries information from "
+            f"{2 * k} back). T5's buckets make the same trade with a logarithmic resolution instead of a hard cut.")
+
+
 def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int = 0,
                   window: Window | None = None, height: int = 400, browser: bool = False,
                   validate: bool = True) -> tuple[ToeplitzFigure | ToeplitzImage, ...]:
