@@ -67,10 +67,9 @@ from torch import nn
 
 from relviz.attention_steps import dot_product_attention
 from relviz.mechanisms.base import ToyMechanism
-from relviz.mechanisms.view_kinds import BiasCurve
 from relviz.positions import relative_positions
 from relviz.schemes.base import Param, Scheme, detached
-from relviz.schemes.view_kinds import PositionStructure
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,7 +14,8 @@ from torch import nn
 
 from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.base import ToyMechanism
-from relviz.mechanisms.view_kinds import BiasCurve, LayerView
+from relviz.mechanisms.view_kinds import LayerView
+from relviz.schemes.view_kinds import BiasCurve
 
 __all__ = ["FireFunction", "fire_curve", "curve_caption"]
 

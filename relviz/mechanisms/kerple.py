@@ -14,8 +14,9 @@ from relviz._words import counted
 from relviz.attention import offset_bias_attention
 from relviz.attention_steps import Attention
 from relviz.mechanisms.base import ToyMechanism
-from relviz.mechanisms.view_kinds import BiasCurve, LayerView
+from relviz.mechanisms.view_kinds import LayerView
 from relviz.positions import offset_range
+from relviz.schemes.view_kinds import BiasCurve
 
 __all__ = ["KerpleBias", "kerple_bias", "kerple_curve", "curve_caption"]
 
