@@ -290,7 +290,7 @@ def _noting_softmax(original: Any, probe: Callable[[], LayerProbe | None]) -> An
     over the keys it may see (finite and above the dtype's min / 2¹⁶, as relviz.observe reads a mask there)."""
     def wrapped(x, *args, **kwargs):
         here = probe()
-        if here is not None and isinstance(x, torch.Tensor) and x.ndim == 4 and x.shape[-1] == x.shape[-2] \
+        if here is not None and isinstance(x, torch.Tensor) and x.ndim in (3, 4) and x.shape[-1] == x.shape[-2] \
                 and x.is_floating_point():
             seen = torch.isfinite(x) & (x > torch.finfo(x.dtype).min / 2 ** 16)
             top = torch.where(seen, x, torch.full_like(x, -torch.inf)).amax(-1, keepdim=True)

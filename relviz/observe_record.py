@@ -39,13 +39,15 @@ class Recorder:
             setattr(owner, name, self._softmax(original))
 
     def _softmax(self, original: Any) -> Any:
-        """A softmax that notes, per layer, the keys each query may see where it runs over [B, H, L, L] scores:
-        a family whose attention does not go through eager_attention_forward (Bloom, Falcon, GPT-J) is seen there."""
+        """A softmax that notes, per layer, the keys each query may see where it runs over [B, H, L, L] scores (or
+        [B·H, L, L]): a family whose attention does not go through eager_attention_forward (Bloom, Falcon, GPT-J,
+        TrOCR) is seen there."""
         def wrapped(x, *args, **kwargs):
             dim = kwargs.get("dim", args[0] if args else None)
-            if isinstance(x, torch.Tensor) and x.ndim == 4 and x.shape[-1] == x.shape[-2] and dim in (-1, 3) and \
-                    x.is_floating_point():
-                self.calls.append((self.layer, "softmax", (allowed_scores(x), x[0].detach().clone()), {}, None))
+            if isinstance(x, torch.Tensor) and x.ndim in (3, 4) and x.shape[-1] == x.shape[-2] and \
+                    dim in (-1, x.ndim - 1) and x.is_floating_point():
+                x4 = x if x.ndim == 4 else x[None]          # [B·H, L, L] (TrOCR, XGLM, MVP) as [1, B·H, L, L]
+                self.calls.append((self.layer, "softmax", (allowed_scores(x4), x4[0].detach().clone()), {}, None))
             return original(x, *args, **kwargs)
         return wrapped
 
