@@ -373,3 +373,22 @@ def test_the_wavelength_axis_labels_powers_of_ten_only():
                            "max_position_embeddings": 64})
     (figure,) = [view_figure(v) for v in layer_views(plan.layer(0), 64) if isinstance(v, Wavelengths)]
     assert figure.layout.yaxis.type == "log" and figure.layout.yaxis.dtick == 1
+
+
+def test_the_toeplitz_canvas_draws_in_the_font_streamlit_serves():
+    """Defect 8: T5's map at 128 × 128 (the canvas) was drawn in Arial beside the app's charts: its font list named
+    'Source Sans Pro' and 'Source Sans 3', and Streamlit serves its web font as 'Source Sans' (screenshot
+    d08-t5-128-page.png in the closing note)."""
+    import re
+    from pathlib import Path
+
+    import streamlit
+
+    from relviz.components import toeplitz_canvas_js
+
+    static = Path(streamlit.__file__).parent / "static"
+    served = {name for css in static.rglob("*.css") for name in
+              re.findall(r"font-family:\s*\"?(Source Sans[^\";,}]*)", css.read_text(encoding="utf-8", errors="ignore"))}
+    assert served, "Streamlit's CSS names no Source Sans font face"
+    first = re.search(r"const FONT = \"'([^']+)'", toeplitz_canvas_js()).group(1)
+    assert first in served, (first, served)

@@ -13,7 +13,8 @@
 //   length, 2^20 positions included). A moved window only moves the rectangle: the picture is not
 //   recomputed.
 
-const FONT = "'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
+// Streamlit 1.67 names its web font "Source Sans" (without it in the list the canvas drew in Arial: defect 8)
+const FONT = "'Source Sans', 'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
 const STATES = new WeakMap();
 
 function palette(hex) {
@@ -249,7 +250,7 @@ function paint(state, ctx, L, scale, forExport) {
   ctx.drawImage(state.bitmap, L.x0, L.y0, L.w, L.h);
   if (data.kind === "overview" && data.window) drawWindow(ctx, L, data);
   // axes: key axis at the bottom, query 0 on top; ticks and axis titles muted, as in the app's plotly charts
-  ctx.globalAlpha = 0.75;
+  ctx.globalAlpha = 0.6;  // plotly's ticks in the app's theme: the text colour at 60 %
   ctx.font = (L.font - 1) + "px " + FONT;
   ctx.lineWidth = 1;
   const block = data.kind === "overview" ? data.block : 1;
