@@ -1,7 +1,6 @@
 """The Music Transformer skew, step by step: pad, reshape, slice, mask; the bidirectional variant; memory."""
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from relviz.app import controls, display, downloads, navigation
@@ -11,6 +10,7 @@ from relviz.figures.skew import (
     causal_steps,
     demo_inputs,
     proof_numbers,
+    shared_zmax,
     step_figure,
     unmasked_error,
     unmasked_error_figure,
@@ -37,11 +37,6 @@ def causal(length: int, seed: int):
 def bidirectional(length: int, seed: int):
     demo = demo_inputs(length, seed)
     return bidirectional_steps(demo), proof_numbers(demo)
-
-
-def zmax_of(*arrays: np.ndarray) -> float:
-    """One symmetric colour range for every step, so a score keeps its colour as it moves."""
-    return float(max(np.nanmax(np.abs(a)) for a in arrays)) or 1.0
 
 
 #: The steps' cells by tab: causal(length, seed) and bidirectional(length, seed) return them.
@@ -94,7 +89,7 @@ causal_tab, bidirectional_tab = st.tabs(TABS, key="skew_tab", bind="query-params
 with causal_tab:
     if causal_tab.open is not False:
         cells, proof = causal(length, seed)
-        zmax = zmax_of(cells["qer"].values)
+        zmax = shared_zmax(cells["qer"].values)
         last = length - 1
         common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
         row1 = st.columns(3)
@@ -163,7 +158,7 @@ with causal_tab:
 with bidirectional_tab:
     if bidirectional_tab.open is not False:
         cells_bi, proof = bidirectional(length, seed)
-        zmax = zmax_of(cells_bi["qer"].values)
+        zmax = shared_zmax(cells_bi["qer"].values)
         common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
         last = length - 1
         top = st.columns([2.2, 1])
@@ -217,17 +212,12 @@ mem_heads = controls.number_control("H (heads)", 1, 1024, 8, key="skew_mH", wher
 dtype_name = mem_cols[3].selectbox("number format", list(DTYPES), key="skew_mdtype", bind="query-params")
 with display.user_errors():
     mem = relative_term_bytes(int(mem_length), int(mem_dim), int(mem_heads), DTYPES[dtype_name])
-    head_dim = mem.dim // mem.heads
     metric_cols = st.columns(4)
     metric_cols[0].metric("Shaw: L × L × D per layer", format_bytes(mem.shaw_per_layer))
     metric_cols[1].metric("skew: L × D per layer", format_bytes(mem.skew_per_layer))
-    metric_cols[2].metric(f"Shaw per head (D_h = {head_dim})", format_bytes(mem.shaw_per_head))
+    metric_cols[2].metric(f"Shaw per head (D_h = {mem.head_dim})", format_bytes(mem.shaw_per_head))
     metric_cols[3].metric("skew per head", format_bytes(mem.skew_per_head))
-    st.markdown(
-        f"Shaw et al. gather a D-vector for every (i, j): **L²·D** = {mem.length}² × {mem.dim} values. The "
-        f"skew keeps only the table E_r, **L·D** values: **{mem.ratio:,}× less** (exactly L). Both still build "
-        "the L × L scores per head, like attention itself does; what the skew removes is the L × L × D "
-        "tensor.")
+    st.markdown(mem.explanation())
     st.caption(
         "At L = 2048, D = 512 in fp32 the Music Transformer paper quotes “8.5 GB → 4.2 MB”. The exact "
         "figures are 2048² × 512 × 4 B = 8 589 934 592 B = 8.6 GB (decimal; it is 8.0 GiB) and "

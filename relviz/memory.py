@@ -53,6 +53,18 @@ class RelativeTermBytes:
         """How many times more memory Shaw's gathered tensor takes: exactly L."""
         return self.shaw_per_layer // self.skew_per_layer
 
+    @property
+    def head_dim(self) -> int:
+        """D_h = D / H, the width one head's share of the relative term has."""
+        return self.dim // self.heads
+
+    def explanation(self) -> str:
+        """Why the skew saves memory, with these L and D: Shaw's L²·D values against the skew's L·D."""
+        return (f"Shaw et al. gather a D-vector for every (i, j): **L²·D** = {self.length}² × {self.dim} values. The "
+                f"skew keeps only the table E_r, **L·D** values: **{self.ratio:,}× less** (exactly L). Both still "
+                "build the L × L scores per head, like attention itself does; what the skew removes is the "
+                "L × L × D tensor.")
+
 
 def relative_term_bytes(length: int, dim: int, heads: int, dtype_bytes: int = 4) -> RelativeTermBytes:
     """The memory of the relative term for sequence length L, model width D and H heads.

@@ -48,3 +48,17 @@ def test_relative_term_bytes_rejects_bad_arguments(args, param) -> None:
 def test_format_bytes_rejects_bad_input(bad) -> None:
     with pytest.raises(ValueError, match="n must be"):
         format_bytes(bad)
+
+
+def test_relative_term_explanation_carries_l_and_d():
+    mem = relative_term_bytes(2048, 512, 8, 4)
+    assert mem.head_dim == 64
+    text = mem.explanation()
+    assert "**L²·D** = 2048² × 512 values" in text and "**2,048× less** (exactly L)" in text
+
+
+def test_shared_zmax_is_the_largest_magnitude_and_one_for_zeros():
+    import numpy as np
+    from relviz.figures.skew import shared_zmax
+    assert shared_zmax(np.array([[0.5, -2.0], [np.nan, 1.0]]), np.array([1.5])) == 2.0
+    assert shared_zmax(np.zeros((3, 3))) == 1.0

@@ -394,6 +394,12 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
     return trusted_figure(data, layout)
 
 
+def shared_zmax(*arrays: np.ndarray) -> float:
+    """One symmetric colour range for every step (the largest |score|, 1 when all are 0), so a score keeps its
+    colour as it moves."""
+    return float(max(np.nanmax(np.abs(a)) for a in arrays)) or 1.0
+
+
 def unmasked_error(demo: DemoInputs) -> np.ndarray:
     """|causal skew − true q_i · e(j − i)| per cell [L, L]: what an encoder that used the causal
     skew without a mask would feed its softmax. Zero on and below the diagonal (float32 rounding)."""
