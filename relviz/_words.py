@@ -1,8 +1,23 @@
-"""Counts in words: one place that puts a noun in the number its count asks for.
+"""Numbers in words: one place that puts a noun in the number its count asks for, and one that groups
+integers into runs ("17–19").
 
 Pages and figures print counts that a control can bring to 1 ("1 × 1 patches, T = 1"): "1 pairs" read wrong.
 """
 from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def runs(values: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted integers grouped into runs of consecutive values: ``runs([3, 17, 18, 19, 40])`` is
+    [(3, 3), (17, 19), (40, 40)]. How a run is written is the caller's ("17–19", "17 to 19")."""
+    groups: list[list[int]] = []
+    for v in values:
+        if groups and v == groups[-1][1] + 1:
+            groups[-1][1] = v
+        else:
+            groups.append([v, v])
+    return [(a, b) for a, b in groups]
 
 
 def counted(count: int, noun: str, plural: str | None = None, *, spec: str = ",") -> str:

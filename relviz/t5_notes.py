@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from relviz._words import runs
 from relviz.positions import t5_bucket, t5_bucket_ranges, t5_config, t5_nearest_valid
 
 
@@ -216,13 +217,7 @@ def t5_notes(num_buckets: int, max_distance: int, bidirectional: bool, *, q_len:
 
 def _ranges_text(values: tuple[int, ...]) -> str:
     """'3–7, 10, 12–13' for sorted integers."""
-    runs: list[list[int]] = []
-    for v in values:
-        if runs and v == runs[-1][1] + 1:
-            runs[-1][1] = v
-        else:
-            runs.append([v, v])
-    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs(values))
 
 
 @dataclass(frozen=True)

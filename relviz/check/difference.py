@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from relviz._words import runs
 from relviz.check.registry import kind_of
 
 #: Most ranges a list of indices shows before "… (n in all)".
@@ -18,12 +19,8 @@ MAX_RANGES = 6
 def ranges(indices: np.ndarray) -> str:
     """Sorted integers as "3, 17–19, 40" (at most MAX_RANGES groups shown)."""
     values = sorted({int(v) for v in indices})
-    groups: list[list[int]] = []
-    for v in values:
-        if groups and v == groups[-1][1] + 1:
-            groups[-1][1] = v
-        else:
-            groups.append([v, v])
+    groups = runs(values)
+
     def num(v: int) -> str:
         return f"−{-v}" if v < 0 else str(v)
 
