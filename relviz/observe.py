@@ -41,8 +41,8 @@ from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.scale import QueryScalar, SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
 from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
-from relviz.observe_position import InputPosition, LayerProbe, derive_entry, input_position, position_differences, \
-    probe_layers
+from relviz.observe_position import LONG_PROBE, InputPosition, LayerProbe, attends_at, derive_entry, input_position, \
+    position_differences, probe_layers
 from relviz.observe_record import Recorder as _Recorder, allowed as _allowed, biased as _biased, \
     inputs as _inputs, layer_list as _layers, partners as _partners
 from relviz.observe_shrink import CHUNK_FIELDS, MLP, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
@@ -188,6 +188,9 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
     if not isinstance(count, int):
         raise ValueError(f"{config['model_type']!r}: its config class names no num_hidden_layers to observe")
     layers = _layers(model, count)
+    # a family outside the table is also run long, on a copy no forward has touched yet (BigBird switches itself
+    # to full attention for good on its first short input)
+    pristine = copy.deepcopy(model) if not family_of(str(config["model_type"]), config)[0] else None
     modeling = sys.modules[type(model).__module__]
     seen = [LayerObservation(k) for k in range(count)]
     for k, layer in enumerate(layers):
@@ -252,6 +255,18 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
         inputs = InputPosition(None, str(exc))
     except Exception as exc:  # noqa: BLE001 - a probe transformers' code does not take: said, never guessed
         inputs = InputPosition(None, f"the probe failed: {type(exc).__name__}: {str(exc)[:200]}")
+    if pristine is not None and any(o.attends for o in seen):
+        rows = inputs.rows - getattr(inputs.found, "offset", 0) if inputs.rows else LONG_PROBE
+        fresh = _layers(pristine, count)
+        try:                                             # outside the table: does attention change with length?
+            long = attends_at(fresh, min(LONG_PROBE, rows), lambda ids: pristine(**_inputs(pristine, ids.shape[-1], ids),
+                                                                                 use_cache=False),
+                              lambda: _Recorder(modeling, pristine, fresh))
+        except Exception:  # noqa: BLE001 - unseen: differences() names it
+            long = None
+        for k, here in enumerate(seen):
+            here.probe.long_checked, here.probe.long_failed = long is not None, long is None
+            here.probe.long_mask = None if long is None else long[k]
     return Observation(config["model_type"], seen, time.perf_counter() - start, version, inputs,
                        dict(getattr(text, "attribute_map", {}) or {}))
 

@@ -29,6 +29,7 @@ from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import Mechanism
 from relviz.mechanisms.mixer import ATTENTION, LAYER_TYPES
 from relviz.mechanisms.none import NoPosition
+from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.sinusoidal import VARIANTS, SinusoidalAbsolute
 
 __all__ = ["InputPosition", "input_position", "probe_layers", "derive_entry", "position_differences",
@@ -40,6 +41,8 @@ TOKEN = 7
 #: output's size: a mixing layer moves it by O(1); an MoE block's experts, batched over different tokens, move it
 #: by float rounding alone (~1e-7, Nemotron-H), which is no mixing
 MIXING = 1e-3
+#: a long probe for families outside the table: past BigBird's 704, where its attention turns block-sparse
+LONG_PROBE = 1100
 #: one forward of the model on token ids [1, L]
 Run = Callable[[torch.Tensor], Any]
 #: the mechanisms that act before the first layer only: a layer with no others applies no position itself
@@ -190,6 +193,9 @@ class LayerProbe:
     weights_uniform: bool | None = None      # and every query's weights equal over the keys it sees
     mixes_tokens: bool | None = None         # a change at position 0 moves a later position's output
     handed: list[torch.Tensor] = field(default_factory=list)   # the other float tensors the layer is handed
+    long_mask: torch.Tensor | None = None    # [LONG_PROBE, LONG_PROBE] keys seen (families outside the table)
+    long_checked: bool = False               # the long probe ran
+    long_failed: bool = False                # it was wanted and the model did not take it
     scores_uniform: bool | None = None       # (a) every row of the [B, H, L, L] scores its softmax gets is one
                                              # value over the keys it may see (a family seen at its softmax)
 
@@ -285,6 +291,31 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
     return probes
 
 
+def attends_at(layers: torch.nn.ModuleList, length: int, run: Run, record: Callable[[], Any]
+               ) -> list[torch.Tensor | None]:
+    """Per layer: the keys each query may see [L, L] bool in one forward at ``length`` positions, from its eager call
+    or its softmax over [B, H, L, L] scores (None: no softmax attention over them seen). A family outside the table is read from short probes; this long one shows
+    attention that changes with length (BigBird's block-sparse attention past 704 positions runs no such softmax)."""
+    recorder = record()
+    try:
+        with torch.no_grad():
+            run(torch.full((1, length), TOKEN))
+    finally:
+        recorder.close()
+    masks: dict[int, torch.Tensor] = {}
+    for layer, name, args, kwargs, _ in recorder.calls:
+        if layer < 0 or layer in masks:
+            continue
+        if name == "softmax":
+            masks[layer] = args[0]
+        elif name == "eager_attention_forward":
+            mask = kwargs.get("attention_mask", args[4] if len(args) > 4 else None)
+            masks[layer] = torch.ones(length, length, dtype=torch.bool) if mask is None else (
+                mask[0, 0, :, :length] if mask.dtype == torch.bool
+                else mask[0, 0, :, :length] > torch.finfo(mask.dtype).min / 2)
+    return [masks.get(k) for k in range(len(layers))]
+
+
 def _noting_softmax(original: Any, probe: Callable[[], LayerProbe | None]) -> Any:
     """A softmax that notes, on the running layer's probe, whether each row of [B, H, L, L] scores holds one value
     over the keys it may see (finite and above the dtype's min / 2¹⁶, as relviz.observe reads a mask there)."""
@@ -327,6 +358,18 @@ def position_differences(layers: list, seen: Any) -> list[str]:
                        "no tensor equal to those slopes × positions")
         if not p.mixer.attends or not o.attends:
             continue
+        pattern = p.find(AttentionPattern)
+        if o.probe.long_failed:
+            out.append(f"layer {p.index}: the observer could not run it at {LONG_PROBE} positions to see whether its "
+                       "attention changes with the length")
+        elif o.probe.long_checked and o.probe.long_mask is None:
+            out.append(f"layer {p.index}: at {LONG_PROBE} positions (or as many as its table holds) transformers "
+                       "runs no softmax over them all (its "
+                       "attention changes with the length), which relviz does not read")
+        elif o.probe.long_checked and (pattern is None or not torch.equal(
+                pattern.mask(len(o.probe.long_mask)), o.probe.long_mask)):
+            out.append(f"layer {p.index}: at {len(o.probe.long_mask)} positions the keys each query sees differ from relviz's "
+                       f"{pattern.label() if pattern else 'reading'} (a window or block wider than the short probes)")
         inside = [m for m in p.mechanisms if m.positional and not isinstance(m, INPUT_SIDE)]
         if inside or o.rotations:
             continue
