@@ -38,9 +38,11 @@ REASONS = (
     ("differs from what transformers", "relviz's reading differs from what transformers runs"),
     ("not one relviz can say exactly", "outside the table without RoPE, and what ran is not one relviz can say "
                                        "exactly (relviz.observe_position)"),
+    ("names no num_hidden_layers", "no layer list to observe"),
+    ("the observer could not", "the observer could not read or probe the rotation transformers ran"),
 )
 #: the groups where transformers built and ran the model
-RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1], REASONS[8][1], REASONS[9][1]}
+RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1], REASONS[8][1], REASONS[9][1], REASONS[11][1]}
 
 
 @dataclass(frozen=True)
