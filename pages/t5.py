@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from relviz.app import controls, display, downloads, navigation
+from relviz.figures import shaw as shaw_text
 from relviz.figures.shaw import shaw_matrices, shaw_offsets
 from relviz.figures.t5 import (
     bucket_budget_figure,
@@ -20,9 +21,17 @@ from relviz.figures.t5 import (
 )
 from relviz.figures.toeplitz import Window, needs_window
 from relviz.positions import smallest_num_buckets, t5_nearest_valid
-from relviz.precision import mesh_tf_edges, precision_changes
+from relviz.precision import (
+    CHANGE_COLUMNS,
+    EDGE_COLUMNS,
+    change_rows,
+    edge_rows,
+    mesh_tf_edges,
+    precision_changes,
+    precision_window,
+)
 from relviz.rope import load_presets
-from relviz.snippets import t5_snippet
+from relviz.snippets import t5_precision_snippet, t5_snippet
 from relviz import t5_notes as t5_text
 from relviz.t5_notes import t5_notes
 
@@ -90,17 +99,12 @@ def shaw_index_figure(q_len: int, k_len: int, k: int, q_offset: int, row0: int, 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def precision_view(nb: int, md: int, bidir: bool):
     """(figure, rows of offsets that change in low precision, rows of Mesh-TF-vs-HF edges)."""
-    max_offset = min(2 * md, 2048)
+    max_offset = precision_window(md)
     changes = precision_changes(num_buckets=nb, max_distance=md, bidirectional=bidir, max_offset=max_offset)
     edges = mesh_tf_edges(num_buckets=nb, max_distance=md, bidirectional=bidir)
     figure = precision_figure(nb, md, bidir, changes=changes, edges=edges, max_offset=max_offset)
-    change_rows = pd.DataFrame([{"j − i": c.offset, "precision": c.dtype, "float32 bucket": c.float32,
-                                 "bucket": c.got} for c in changes],
-                               columns=["j − i", "precision", "float32 bucket", "bucket"])
-    edge_rows = pd.DataFrame([{"j − i": e.offset, "Hugging Face (relviz)": e.hf, "Mesh TensorFlow": e.mesh_tf,
-                               "exact arithmetic": e.exact} for e in edges],
-                             columns=["j − i", "Hugging Face (relviz)", "Mesh TensorFlow", "exact arithmetic"])
-    return figure, change_rows, edge_rows, max_offset
+    return (figure, pd.DataFrame(change_rows(changes), columns=list(CHANGE_COLUMNS)),
+            pd.DataFrame(edge_rows(edges), columns=list(EDGE_COLUMNS)), max_offset)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -232,7 +236,7 @@ with tab_map:
 with tab_precision:
     if tab_precision.open is not False:
         if info.valid:
-            figure, change_rows, edge_rows, max_offset = precision_view(nb, md, bidir)
+            figure, changed, differing, max_offset = precision_view(nb, md, bidir)
             display.show_figure(figure, key=f"{P}_fig_precision")
             st.caption(
                 f"relviz computes T5's buckets like Hugging Face's T5: float32, dividing. The markers show, for "
@@ -243,29 +247,19 @@ with tab_precision:
                 "with the other reads a neighbouring bias at those offsets.")
             left, right = st.columns(2)
             with left:
-                st.markdown(f"**Low precision: {len(change_rows)} offset{'s' if len(change_rows) != 1 else ''} "
+                st.markdown(f"**Low precision: {len(changed)} offset{'s' if len(changed) != 1 else ''} "
                             "change bucket**")
-                st.dataframe(change_rows, hide_index=True, height=260, width="stretch")
+                st.dataframe(changed, hide_index=True, height=260, width="stretch")
             with right:
-                st.markdown(f"**Mesh TensorFlow ≠ Hugging Face (relviz): {len(edge_rows)} "
-                            f"offset{'s' if len(edge_rows) != 1 else ''}**")
-                if len(edge_rows):
-                    st.dataframe(edge_rows, hide_index=True, height=260, width="stretch")
+                st.markdown(f"**Mesh TensorFlow ≠ Hugging Face (relviz): {len(differing)} "
+                            f"offset{'s' if len(differing) != 1 else ''}**")
+                if len(differing):
+                    st.dataframe(differing, hide_index=True, height=260, width="stretch")
                 else:
                     st.markdown("None for this setting: no exact value of the formula sits on an integer. "
                                 "Try num_buckets 34, max_distance 27 (j − i = −18: Hugging Face 13, Mesh "
                                 "TensorFlow 14).")
-            display.code_for_this_view(
-                "import torch\nfrom relviz.positions import t5_bucket\n"
-                "from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf, mesh_tf_edges\n\n"
-                f"settings = dict(num_buckets={nb}, max_distance={md}, bidirectional={bidir})\n"
-                f"offsets = torch.arange(-{max_offset}, {max_offset + 1})\n"
-                "float32 = t5_bucket(offsets, **settings)\n"
-                "result = {name: offsets[t5_bucket_in_dtype(offsets, dtype, **settings) != float32]\n"
-                "          for name, dtype in ((\"bfloat16\", torch.bfloat16), (\"float16\", torch.float16))}\n"
-                "mesh_tf = t5_bucket_mesh_tf(offsets, **settings)   # Mesh TensorFlow's reciprocals\n"
-                "edges = mesh_tf_edges(**settings)                  # offset, HF, Mesh TF, exact\n",
-                key=f"{P}_code_precision")
+            display.code_for_this_view(t5_precision_snippet(nb, md, bidir, max_offset), key=f"{P}_code_precision")
         else:
             st.info("The precision view appears once the setting is valid.", icon=":material/info:")
 
@@ -281,16 +275,10 @@ with tab_compare:
         with left:
             shaw = shaw_index_figure(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
             display.show_toeplitz(shaw, key=f"{P}_fig_cmp_shaw", name="shaw_index_window")
-            st.caption(
-                f"**Shaw, k = {k}:** {2 * k + 1} table rows. Exact inside |j − i| ≤ {k}, then a hard cut: every "
-                f"key farther than {k} reads the same end row. The tables hold vectors (size d), one pair per "
-                "layer, shared across heads.")
+            st.caption(shaw_text.compare_caption(k))
             if k:
                 display.show_figure(seed_table_figure(k), key=f"{P}_fig_seed_table")
-                st.caption(f"**Not T5: a \"T5 encoder\" that clips.** A seed notebook's \"T5RelativePositionalEncoder\" "
-                           f"clips j − i to ±max_position (here {k}) and looks it up in a table of max_position² "
-                           f"rows: Shaw-style clipping, the picture on the left, with {k * k - (2 * k + 1)} rows "
-                           "that are never read. T5 buckets (right) are logarithmic and scalar.")
+                st.caption(shaw_text.seed_table_caption(k))
         with right:
             if info.valid:
                 t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,

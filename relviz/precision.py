@@ -28,7 +28,8 @@ from relviz._checks import check_bool, check_int
 from relviz.positions import MAX_ABS_OFFSET, T5Config, t5_bucket, t5_config, t5_direction, t5_finish, t5_log_part
 
 __all__ = ["PRECISIONS", "EdgeOffset", "PrecisionChange", "t5_bucket_mesh_tf", "t5_bucket_in_dtype",
-           "t5_bucket_exact", "mesh_tf_edges", "precision_changes"]
+           "t5_bucket_exact", "mesh_tf_edges", "precision_changes", "precision_window", "CHANGE_COLUMNS",
+           "EDGE_COLUMNS", "change_rows", "edge_rows"]
 
 #: The precisions the T5 page compares, by name.
 PRECISIONS: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16,
@@ -174,3 +175,27 @@ def precision_changes(*, num_buckets: int = 32, max_distance: int = 128, bidirec
         for k in (got != reference).nonzero().flatten().tolist():
             changes.append(PrecisionChange(int(offsets[k]), name, int(reference[k]), int(got[k])))
     return changes
+
+
+#: the widest ±offset range the precision view scans (beyond 2 · max_distance every bucket is the last one)
+MAX_PRECISION_WINDOW = 2048
+
+
+def precision_window(max_distance: int) -> int:
+    """The ±offsets the precision view scans: twice max_distance, at most MAX_PRECISION_WINDOW."""
+    return min(2 * max_distance, MAX_PRECISION_WINDOW)
+
+
+#: the columns of the two tables, as the T5 page heads them
+CHANGE_COLUMNS = ("j − i", "precision", "float32 bucket", "bucket")
+EDGE_COLUMNS = ("j − i", "Hugging Face (relviz)", "Mesh TensorFlow", "exact arithmetic")
+
+
+def change_rows(changes: list[PrecisionChange]) -> list[dict[str, int | str]]:
+    """The offsets whose bucket changes in low precision, one row each (CHANGE_COLUMNS)."""
+    return [dict(zip(CHANGE_COLUMNS, (c.offset, c.dtype, c.float32, c.got))) for c in changes]
+
+
+def edge_rows(edges: list[EdgeOffset]) -> list[dict[str, int]]:
+    """The offsets where Mesh TensorFlow and Hugging Face disagree, one row each (EDGE_COLUMNS)."""
+    return [dict(zip(EDGE_COLUMNS, (e.offset, e.hf, e.mesh_tf, e.exact))) for e in edges]

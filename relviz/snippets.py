@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from relviz._checks import check_bool, check_int
 
-__all__ = ["shaw_snippet", "t5_snippet", "skew_snippet", "sinusoidal_snippet", "alibi_snippet",
+__all__ = ["shaw_snippet", "t5_snippet", "t5_precision_snippet", "skew_snippet", "sinusoidal_snippet", "alibi_snippet",
            "home_snippet"]
 
 
@@ -85,6 +85,23 @@ def score_mod(score, b, h, q_idx, kv_idx):
 # q: [batch, heads, {q_len}, head_dim], k and v: [batch, heads, {k_len}, head_dim]
 # out = flex_attention(q, k, v, score_mod=score_mod, scale=1.0)  # T5 does not scale q·k
 """
+
+
+def t5_precision_snippet(num_buckets: int, max_distance: int, bidirectional: bool, max_offset: int) -> str:
+    """The T5 page's precision view: the offsets whose bucket changes in bfloat16 / float16, and Mesh TF's edges."""
+    num_buckets = check_int("num_buckets", num_buckets, minimum=1)
+    max_distance = check_int("max_distance", max_distance, minimum=1)
+    bidirectional = check_bool("bidirectional", bidirectional)
+    max_offset = check_int("max_offset", max_offset, minimum=1)
+    return ("import torch\nfrom relviz.positions import t5_bucket\n"
+            "from relviz.precision import t5_bucket_in_dtype, t5_bucket_mesh_tf, mesh_tf_edges\n\n"
+            f"settings = dict(num_buckets={num_buckets}, max_distance={max_distance}, bidirectional={bidirectional})\n"
+            f"offsets = torch.arange(-{max_offset}, {max_offset + 1})\n"
+            "float32 = t5_bucket(offsets, **settings)\n"
+            "result = {name: offsets[t5_bucket_in_dtype(offsets, dtype, **settings) != float32]\n"
+            "          for name, dtype in ((\"bfloat16\", torch.bfloat16), (\"float16\", torch.float16))}\n"
+            "mesh_tf = t5_bucket_mesh_tf(offsets, **settings)   # Mesh TensorFlow's reciprocals\n"
+            "edges = mesh_tf_edges(**settings)                  # offset, HF, Mesh TF, exact\n")
 
 
 def skew_snippet(length: int, seed: int, bidirectional: bool = False, dim: int = 8) -> str:

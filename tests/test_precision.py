@@ -130,3 +130,24 @@ def test_bad_arguments_name_the_parameter():
         t5_bucket_mesh_tf(torch.tensor([1.5]))
     with pytest.raises(ValueError, match="offset"):
         t5_bucket_exact(2**40)
+
+
+def test_precision_tables_and_snippet_agree_with_the_computation():
+    from relviz.precision import (CHANGE_COLUMNS, EDGE_COLUMNS, change_rows, edge_rows, mesh_tf_edges,
+                                  precision_changes, precision_window)
+    from relviz.snippets import t5_precision_snippet
+    assert precision_window(27) == 54 and precision_window(1024) == 2048 and precision_window(5000) == 2048
+    settings = dict(num_buckets=34, max_distance=27, bidirectional=True)
+    edges = mesh_tf_edges(**settings)
+    rows = edge_rows(edges)
+    assert [tuple(r) for r in rows] == [EDGE_COLUMNS] * len(edges)
+    assert {"j − i": -18, "Hugging Face (relviz)": 13, "Mesh TensorFlow": 14} == \
+        {k: v for k, v in next(r for r in rows if r["j − i"] == -18).items() if k != "exact arithmetic"}
+    changes = precision_changes(**settings, max_offset=54)
+    assert [(r["j − i"], r["precision"]) for r in change_rows(changes)] == [(c.offset, c.dtype) for c in changes]
+    assert all(tuple(r) == CHANGE_COLUMNS for r in change_rows(changes))
+    namespace: dict = {}
+    exec(compile(t5_precision_snippet(34, 27, True, 54), "<snippet>", "exec"), namespace)  # noqa: S102
+    shown = {name: sorted(o.tolist()) for name, o in namespace["result"].items()}
+    assert shown == {name: sorted(c.offset for c in changes if c.dtype == name) for name in ("bfloat16", "float16")}
+    assert [(e.offset, e.hf, e.mesh_tf) for e in namespace["edges"]] == [(e.offset, e.hf, e.mesh_tf) for e in edges]

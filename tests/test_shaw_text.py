@@ -22,3 +22,8 @@ def test_unclipped_caption_only_when_k_reaches_the_longest_offset():
     assert text.startswith("**k = 9 ≥ 4, the longest offset of this matrix: nothing is clipped.**")
     assert "uses only 9 of its 19 rows, those of offsets −4 … 4" in text
     assert shaw.unclipped_caption(shaw.shaw_offsets(1, 1, k=5)) is None          # one cell, offset 0
+
+
+def test_compare_and_seed_table_captions_count_rows():
+    assert shaw.compare_caption(8).startswith("**Shaw, k = 8:** 17 table rows. Exact inside |j − i| ≤ 8")
+    assert "(here 8)" in shaw.seed_table_caption(8) and "with 47 rows that are never read" in shaw.seed_table_caption(8)

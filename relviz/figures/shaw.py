@@ -260,3 +260,18 @@ class ParameterCount:
 def parameter_count(k: int, d: int, layers: int = 1) -> ParameterCount:
     per_table = (2 * k + 1) * d
     return ParameterCount(per_table, 2 * per_table, 2 * per_table * layers)
+
+
+def compare_caption(k: int) -> str:
+    """Shaw's side of the comparison with T5: 2k + 1 rows, exact inside ±k, a hard cut beyond."""
+    return (f"**Shaw, k = {k}:** {2 * k + 1} table rows. Exact inside |j − i| ≤ {k}, then a hard cut: every "
+            f"key farther than {k} reads the same end row. The tables hold vectors (size d), one pair per "
+            "layer, shared across heads.")
+
+
+def seed_table_caption(k: int) -> str:
+    """Why a seed notebook's "T5 encoder" that clips to ±k is Shaw's clipping, with its unread rows."""
+    return (f"**Not T5: a \"T5 encoder\" that clips.** A seed notebook's \"T5RelativePositionalEncoder\" "
+            f"clips j − i to ±max_position (here {k}) and looks it up in a table of max_position² "
+            f"rows: Shaw-style clipping, the picture on the left, with {k * k - (2 * k + 1)} rows "
+            "that are never read. T5 buckets (right) are logarithmic and scalar.")
