@@ -14,8 +14,7 @@ from relviz.app.training_queue import CAPS, SessionTrainings, TrainingRequest, c
 from relviz.figures.attention import (
     attention_grid_parts,
     attention_heatmap,
-    colour_rows,
-    grid_block,
+    grid_caption,
     offset_profile_figure,
     parameter_panels,
     prediction_strip,
@@ -298,16 +297,8 @@ if active is not None:
     if view is not None:
         st.subheader("Attention of every layer and head")
         display.show_figure(grid_figure(active.key, text, active.model, task), key=f"{P}_fig_grid")
-        block = grid_block(view.length)
-        st.caption(
-            "Row i is query i; its colours are how much it attends to each key j (rows sum to 1"
-            + (", and a causal model gives future keys j > i exactly 0" if config.causal else "") + "). "
-            f"Each head has its own colour range, up to its largest weight from row {colour_rows(view.length)} on "
-            "(the first rows see only a few keys, so their weights are large by necessity: they show in the top "
-            "colour). Hover for the exact weight, j − i"
-            + (f" and the scheme's {current_structure.label}" if current_structure is not None else "") + ". "
-            + (f"**Downsampled:** each cell is the mean of a {block} × {block} block (hover gives its ranges); the "
-               "close-up above is exact." if block > 1 else "A diagonal stripe = one fixed offset j − i."))
+        st.caption(grid_caption(view.length, causal=config.causal,
+                                structure_label=current_structure.label if current_structure is not None else None))
 
         st.markdown("**Export** the weights shown (researchers: exact float32).")
         a, b = st.columns([2, 1])

@@ -132,3 +132,12 @@ def test_short_sequences_get_one_tick_per_position_not_fractions():
         assert all(getattr(grid.layout, f"{a}axis{n}").dtick == 1 for a in "xy" for n in ("", "2", "3", "4"))
     long = attention_heatmap(np.full((32, 32), 1 / 32, dtype=np.float32), layer=0, head=0)
     assert long.layout.xaxis.dtick is None  # plotly's own ticks (0, 10, 20, 30)
+
+
+def test_grid_caption_follows_length_mask_and_structure():
+    from relviz.figures.attention import GRID_SIDE, grid_caption
+    short = grid_caption(32, causal=True, structure_label="T5 bucket")
+    assert "future keys j > i exactly 0" in short and "from row 4 on" in short
+    assert "j − i and the scheme's T5 bucket. A diagonal stripe" in short
+    long = grid_caption(GRID_SIDE * 2, causal=False)
+    assert "future keys" not in long and "j − i. **Downsampled:** each cell is the mean of a 2 × 2 block" in long

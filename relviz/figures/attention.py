@@ -184,6 +184,20 @@ def grid_block(length: int) -> int:
     return max(1, math.ceil(length / GRID_SIDE))
 
 
+def grid_caption(length: int, *, causal: bool, structure_label: str | None = None) -> str:
+    """How to read the grid of every layer and head at ``length``: rows, the colour range (from
+    colour_rows), the hover (with the scheme's quantity ``structure_label``), the downsampling (grid_block)."""
+    block = grid_block(length)
+    return ("Row i is query i; its colours are how much it attends to each key j (rows sum to 1"
+            + (", and a causal model gives future keys j > i exactly 0" if causal else "") + "). "
+            f"Each head has its own colour range, up to its largest weight from row {colour_rows(length)} on "
+            "(the first rows see only a few keys, so their weights are large by necessity: they show in the top "
+            "colour). Hover for the exact weight, j − i"
+            + (f" and the scheme's {structure_label}" if structure_label is not None else "") + ". "
+            + (f"**Downsampled:** each cell is the mean of a {block} × {block} block (hover gives its ranges); the "
+               "close-up above is exact." if block > 1 else "A diagonal stripe = one fixed offset j − i."))
+
+
 def attention_grid(weights: np.ndarray, *, structure: PositionStructure | None = None,
                    tokens: Sequence[str] | None = None, shared_scale: bool = False, titled: bool = True,
                    validate: bool = True) -> go.Figure:
