@@ -11,6 +11,7 @@ from relviz.app import controls, display, downloads, navigation
 from relviz.check import KINDS, MAX_BYTES, MAX_SIDE, SETTINGS_OF, Settings, check, kind_of, load_matrix, rope_settings
 from relviz.check.rope_fit import BASES
 from relviz.figures.check import diff_heatmap
+from relviz.rope.math import CACHE_LAYOUT_WORDS
 
 navigation.ensure_app_navigation()
 P = "ck"  # query-parameter prefix of this page
@@ -31,8 +32,6 @@ EXAMPLES = {
     "RoPE sin cache, angles in bfloat16": ("rope_sin", "angles computed in bfloat16", (300, 16),
                                            rope_settings(head_dim=16, base=500000.0)),
 }
-#: The RoPE pair layouts, as the page names them.
-LAYOUTS = {"half": "half-split (i, i + d/2): Llama, GPT-NeoX", "interleaved": "interleaved (2i, 2i + 1): GPT-J, Meta"}
 
 
 #: The kinds a visitor can upload here (the page never runs a visitor's code).
@@ -109,7 +108,7 @@ with st.sidebar:
                                                                  "(GPT-NeoX a quarter, Phi-2 0.4).") if "rotary_dim" in used else 0
     base = st.selectbox("base θ (rope_theta)", BASES, format_func=lambda b: f"{b:,.0f}", key=f"{P}_base",
                         bind="query-params", disabled=disabled) if "base" in used else 10000.0
-    layout = st.selectbox("pair layout", list(LAYOUTS), format_func=LAYOUTS.get, key=f"{P}_layout",
+    layout = st.selectbox("pair layout", list(CACHE_LAYOUT_WORDS), format_func=CACHE_LAYOUT_WORDS.get, key=f"{P}_layout",
                           bind="query-params", disabled=disabled) if "layout" in used else "half"
     if "scaling" in used:
         st.caption("A scaling rule (linear, YaRN, Llama 3) is found by *find the settings for me*, or given with "

@@ -382,3 +382,9 @@ def test_fit_refuses_a_shape_no_setting_gives_with_a_message():
     for shape in [(1, 33), (3, 1)]:
         with pytest.raises(ValueError, match="no RoPE settings on the search grid"):
             fit("rope_sin", np.random.default_rng(0).random(shape))
+
+
+def test_every_cache_layout_the_checker_compares_has_its_words():
+    from relviz.rope.math import CACHE_LAYOUT_WORDS, CACHE_LAYOUTS
+    assert tuple(CACHE_LAYOUT_WORDS) == CACHE_LAYOUTS
+    assert "(i, i + d/2)" in CACHE_LAYOUT_WORDS["half"] and "(2i, 2i + 1)" in CACHE_LAYOUT_WORDS["interleaved"]

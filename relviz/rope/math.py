@@ -288,10 +288,14 @@ assert set(_ROTATE) == set(LAYOUTS)
 #: The two column orders of a cos/sin cache (what the checker compares): each pair's value at columns
 #: (i, i + r/2), or at (2i, 2i + 1).
 CACHE_LAYOUTS = ("half", "interleaved")
+#: each cache column order in words, as the Check page offers it
+CACHE_LAYOUT_WORDS = {"half": "half-split (i, i + d/2): Llama, GPT-NeoX",
+                      "interleaved": "interleaved (2i, 2i + 1): GPT-J, Meta"}
 #: layout -> the column order of its cos/sin cache: complex pairs are adjacent; DeepSeek's de-interleaving
 #: rotates half-split pairs after reordering q and k.
 CACHE_LAYOUT_OF = {"half": "half", "interleaved": "interleaved", "complex": "interleaved", "deinterleave": "half"}
 assert set(CACHE_LAYOUT_OF) == set(LAYOUTS) and set(CACHE_LAYOUT_OF.values()) == set(CACHE_LAYOUTS)
+assert tuple(CACHE_LAYOUT_WORDS) == CACHE_LAYOUTS
 
 
 def rotate_pairs(rot: torch.Tensor, freqs: torch.Tensor, scaling: float = 1.0, *, layout: str = "half") -> torch.Tensor:
