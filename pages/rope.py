@@ -10,13 +10,14 @@ import torch
 from relviz.app import controls, display, downloads, navigation
 from relviz.figures.rope import decay_figure, pair_figure, ratio_figure, score_figure, wavelength_figure
 from relviz.rope import (
+    HAND_SET_RULES,
     RULE_TEXT,
     ContentScores,
     DecayCurves,
     RopeConfig,
-    RopeScaling,
     content_scores,
     decay_curves,
+    hand_set_config,
     pair_explanation,
     preset_caption,
     rope_parameters,
@@ -40,7 +41,7 @@ ORIGINALS = [2 ** k for k in range(9, 18)]            # 512 … 131,072
 #: One pair's query and key before rotation (any two 2-vectors show it; these start 62° apart).
 PAIR_Q, PAIR_K = (1.0, 0.25), (0.6, 0.8)
 PAIR_POSITIONS = 256
-CUSTOM_RULES = ["default", "linear", "dynamic", "yarn", "llama3"]  # longrope needs per-pair lists: presets
+CUSTOM_RULES = list(HAND_SET_RULES)  # longrope needs per-pair lists: presets
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -50,16 +51,9 @@ def presets() -> dict[str, tuple[str, RopeConfig, str]]:
 
 def custom_config(head_dim: int, base: float, rule: str, factor: float, original: int, low: float, high: float,
                   beta_fast: float, beta_slow: float) -> RopeConfig:
-    """The head the controls describe; yarn/llama3 models publish max_position_embeddings = original × factor."""
-    if rule == "default":
-        return RopeConfig(head_dim=head_dim, base=base, max_position_embeddings=original)
-    if rule in ("linear", "dynamic"):
-        return RopeConfig(head_dim=head_dim, base=base, max_position_embeddings=original,
-                          scaling=RopeScaling(rule, factor=factor))
-    extra = dict(low_freq_factor=low, high_freq_factor=high) if rule == "llama3" else \
-        dict(beta_fast=beta_fast, beta_slow=beta_slow)
-    return RopeConfig(head_dim=head_dim, base=base, max_position_embeddings=int(original * factor),
-                      scaling=RopeScaling(rule, factor=factor, original_max_position_embeddings=original, **extra))
+    """The head the controls describe (relviz.rope.hand_set_config)."""
+    return hand_set_config(head_dim, base, rule, factor=factor, original=original, low_freq_factor=low,
+                           high_freq_factor=high, beta_fast=beta_fast, beta_slow=beta_slow)
 
 
 def config_of(key: tuple) -> RopeConfig:

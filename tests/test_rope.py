@@ -476,3 +476,21 @@ def test_every_rule_has_its_words_and_a_preset_its_line():
         line = preset_caption(label, config, source)
         assert line.startswith(f"**{label}** — head dim {config.head_dim}, rotary dims {config.rotary_dim}")
         assert f"rule **{config.scaling.rope_type}**. Source: {source}." in line
+
+
+def test_hand_set_config_follows_each_rules_table_entry():
+    from relviz.rope import HAND_SET_RULES, hand_set_config
+    plain = hand_set_config(64, 10000.0, "default", factor=8.0, original=2048)
+    assert plain.scaling.rope_type == "default" and plain.max_position_embeddings == 2048
+    linear = hand_set_config(64, 10000.0, "linear", factor=4.0, original=2048)
+    assert (linear.scaling.factor, linear.max_position_embeddings) == (4.0, 2048)
+    yarn = hand_set_config(64, 10000.0, "yarn", factor=4.0, original=2048, beta_fast=16.0, beta_slow=2.0,
+                           low_freq_factor=9.0)
+    assert (yarn.max_position_embeddings, yarn.scaling.original_max_position_embeddings) == (8192, 2048)
+    assert (yarn.scaling.beta_fast, yarn.scaling.beta_slow) == (16.0, 2.0)
+    llama3 = hand_set_config(64, 10000.0, "llama3", factor=8.0, original=1024, low_freq_factor=1.0,
+                             high_freq_factor=4.0)
+    assert (llama3.scaling.low_freq_factor, llama3.scaling.high_freq_factor) == (1.0, 4.0)
+    assert llama3.scaled_from == 1024 and "longrope" not in HAND_SET_RULES
+    with pytest.raises(ValueError, match="rule must be one of default, linear, dynamic, yarn, llama3"):
+        hand_set_config(64, 10000.0, "longrope")

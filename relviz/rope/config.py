@@ -296,3 +296,32 @@ def preset_caption(label: str, config: RopeConfig, source: str) -> str:
     return (f"**{label}** — head dim {config.head_dim}, rotary dims {config.rotary_dim}, base "
             f"{config.base:,g}, max_position_embeddings {config.max_position_embeddings:,}, rule "
             f"**{config.scaling.rope_type}**. Source: {source}.")
+
+
+#: the rules a head can be set by hand (the RoPE page's custom head) -> the RopeScaling fields it takes beyond
+#: the factor, and whether the model publishes max_position_embeddings = original × factor (yarn, llama3) or the
+#: original (linear, dynamic); plain RoPE (None) has no scaling. LongRoPE needs a factor per pair: presets only.
+HAND_SET_RULES: dict[str, tuple[tuple[str, ...], bool] | None] = {
+    "default": None,
+    "linear": ((), False),
+    "dynamic": ((), False),
+    "yarn": (("beta_fast", "beta_slow"), True),
+    "llama3": (("low_freq_factor", "high_freq_factor"), True),
+}
+
+
+def hand_set_config(head_dim: int, base: float, rule: str, *, factor: float = 1.0, original: int = 4096,
+                    **extra: float) -> RopeConfig:
+    """A head set by hand: ``rule`` one of HAND_SET_RULES, ``extra`` the rule's own fields (others ignored)."""
+    if rule not in HAND_SET_RULES:
+        raise ValueError(f"rule must be one of {', '.join(HAND_SET_RULES)}; got {rule!r}")
+    entry = HAND_SET_RULES[rule]
+    if entry is None:
+        return RopeConfig(head_dim=head_dim, base=base, max_position_embeddings=original)
+    fields, stretched = entry
+    if not stretched:
+        return RopeConfig(head_dim=head_dim, base=base, max_position_embeddings=original,
+                          scaling=RopeScaling(rule, factor=factor))
+    return RopeConfig(head_dim=head_dim, base=base, max_position_embeddings=int(original * factor),
+                      scaling=RopeScaling(rule, factor=factor, original_max_position_embeddings=original,
+                                          **{name: extra[name] for name in fields}))
