@@ -135,10 +135,28 @@ def _runs(model: torch.nn.Module) -> bool:
     return True
 
 
+def _auto() -> Any:
+    """transformers' auto classes and mappings (``transformers.models.auto.modeling_auto``), or a ValueError that
+    says how to install it: the one place the observer's helpers import them."""
+    try:
+        from transformers.models.auto import modeling_auto
+    except ImportError as exc:
+        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
+    return modeling_auto
+
+
+def _auto_config() -> Any:
+    """transformers' ``CONFIG_MAPPING`` (model_type -> config class), guarded as ``_auto``."""
+    try:
+        from transformers import CONFIG_MAPPING
+    except ImportError as exc:
+        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
+    return CONFIG_MAPPING
+
+
 def _has_causal_lm(hf_config: Any, model: torch.nn.Module) -> bool:
     """An encoder-decoder base model (it takes decoder_input_ids) whose family has a causal LM of its own."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-    return hf_config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and \
+    return hf_config.model_type in _auto().MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and \
         "decoder_input_ids" in inspect.signature(model.forward).parameters
 
 
@@ -146,9 +164,9 @@ def _model_class(hf_config: Any, causal: bool = False) -> Any:
     """transformers' base model class for the config, or its causal LM where asked (a base model that cannot run
     on token ids alone: Whisper's wants audio features) or where it maps the config to no base model (a text
     config of a multimodal family, as Emu3's and Mllama's, or a decoder alone, as TrOCR's)."""
-    from transformers import AutoModel, AutoModelForCausalLM
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-    return AutoModel if hf_config.model_type in MODEL_MAPPING_NAMES and not causal else AutoModelForCausalLM
+    auto = _auto()
+    return auto.AutoModel if hf_config.model_type in auto.MODEL_MAPPING_NAMES and not causal \
+        else auto.AutoModelForCausalLM
 
 
 class _TooLarge(Exception):

@@ -91,11 +91,10 @@ def _default_fails(model_type: str) -> str:
     """transformers' own error building the family's default config (its full widths, on the meta device: no
     memory), or "" where it builds."""
     import torch
-    from transformers import CONFIG_MAPPING
 
-    from relviz.observe import _model_class
+    from relviz.observe import _model_class, _auto_config
     try:
-        config = CONFIG_MAPPING[model_type]()
+        config = _auto_config()[model_type]()
         with torch.device("meta"):
             _model_class(config).from_config(config)
     except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
