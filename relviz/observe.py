@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import inspect
 import json
 import sys
 import threading
@@ -43,16 +42,15 @@ from relviz.mechanisms.sinks import Sinks
 from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
 from relviz.observe_position import LONG_PROBE, InputPosition, LayerProbe, attends_at, derive_entry, input_position, \
     position_differences, probe_layers
+from relviz.observe_build import build, has_causal_lm, runs
 from relviz.observe_record import Recorder as _Recorder, allowed as _allowed, biased as _biased, \
     inputs as _inputs, layer_list as _layers, partners as _partners
-from relviz.observe_shrink import CHUNK_FIELDS, MLP, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
+from relviz.observe_shrink import MLP, SMALL_CHUNK, SMALL_WINDOW, shrink
 
 __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
            "PROBE_LENGTHS", "SMALL_WINDOW", "SMALL_CHUNK"]
 
 PROBE_LENGTHS = (12, 20)
-#: a shrunk model larger than this is refused before it is allocated (counted on the meta device)
-MAX_PARAMETERS = 60_000_000
 #: and at most this many layers (a time cap: each layer is built and run twice)
 MAX_OBSERVED_LAYERS = 256
 
@@ -88,91 +86,6 @@ class Observation:
     attribute_map: dict[str, str] = field(default_factory=dict)  # the config class's aliases (n_layer, d_model)
 
 
-def _build(config: Mapping[str, Any], *, causal: bool = False):
-    try:
-        from transformers import AutoConfig
-        import transformers
-    except ImportError as exc:
-        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
-    fields = dict(config)
-    model_type = fields.pop("model_type")
-    try:
-        # widths the config leaves to its class's defaults are tiny too; a window or chunk it leaves to them is
-        # cut like one it names (the plan, reading the config alone, then differs and the model is refused)
-        defaults = AutoConfig.for_model(model_type).to_dict()
-        for key, value in shrink({**defaults, "model_type": model_type}).items():
-            if key in defaults and key not in fields and key not in ("model_type", *WINDOW_FIELDS, *CHUNK_FIELDS):
-                fields[key] = value
-        for key, small in [*((k, SMALL_WINDOW) for k in WINDOW_FIELDS), *((k, SMALL_CHUNK) for k in CHUNK_FIELDS)]:
-            if isinstance(defaults.get(key), int) and key not in fields:
-                fields[key] = min(defaults[key], small)
-        hf_config = AutoConfig.for_model(model_type, **fields)
-        hf_config._attn_implementation = "eager"
-        with torch.device("meta"):                      # count first: nothing large is ever allocated
-            size = sum(p.numel() for p in _model_class(hf_config, causal).from_config(hf_config,
-                                                                              attn_implementation="eager").parameters())
-        if size > MAX_PARAMETERS:
-            raise _TooLarge(f"{model_type!r} shrunk to tiny widths still has {size / 1e6:.0f}M parameters (more than "
-                            f"{MAX_PARAMETERS / 1e6:.0f}M): its width fields are not ones relviz shrinks")
-        torch.manual_seed(0)
-        model = _model_class(hf_config, causal).from_config(hf_config, attn_implementation="eager").eval()
-    except _TooLarge as exc:
-        raise ValueError(f"transformers could not build a small model to observe: {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
-        raise ValueError(f"transformers {transformers.__version__} could not build a {model_type!r} model from "
-                         f"this config: {type(exc).__name__}: {str(exc)[:300]}") from exc
-    return hf_config, model, transformers.__version__
-
-
-def _runs(model: torch.nn.Module) -> bool:
-    """Whether the model runs on token ids at the shorter probe length (the base model of an encoder-decoder
-    whose encoder wants audio or pixels does not)."""
-    try:
-        with torch.no_grad():
-            model(**_inputs(model, PROBE_LENGTHS[0]), use_cache=False)
-    except Exception:  # noqa: BLE001 - transformers' error is quoted when the probes run
-        return False
-    return True
-
-
-def _auto() -> Any:
-    """transformers' auto classes and mappings (``transformers.models.auto.modeling_auto``), or a ValueError that
-    says how to install it: the one place the observer's helpers import them."""
-    try:
-        from transformers.models.auto import modeling_auto
-    except ImportError as exc:
-        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
-    return modeling_auto
-
-
-def _auto_config() -> Any:
-    """transformers' ``CONFIG_MAPPING`` (model_type -> config class), guarded as ``_auto``."""
-    try:
-        from transformers import CONFIG_MAPPING
-    except ImportError as exc:
-        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
-    return CONFIG_MAPPING
-
-
-def _has_causal_lm(hf_config: Any, model: torch.nn.Module) -> bool:
-    """An encoder-decoder base model (it takes decoder_input_ids) whose family has a causal LM of its own."""
-    return hf_config.model_type in _auto().MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and \
-        "decoder_input_ids" in inspect.signature(model.forward).parameters
-
-
-def _model_class(hf_config: Any, causal: bool = False) -> Any:
-    """transformers' base model class for the config, or its causal LM where asked (a base model that cannot run
-    on token ids alone: Whisper's wants audio features) or where it maps the config to no base model (a text
-    config of a multimodal family, as Emu3's and Mllama's, or a decoder alone, as TrOCR's)."""
-    auto = _auto()
-    return auto.AutoModel if hf_config.model_type in auto.MODEL_MAPPING_NAMES and not causal \
-        else auto.AutoModelForCausalLM
-
-
-class _TooLarge(Exception):
-    pass
-
-
 def observe(config: Mapping[str, Any], *, causal_lm: bool = False) -> Observation:
     """What transformers runs per layer for ``config`` (a parsed config.json, already small: see ``shrink``).
 
@@ -198,9 +111,9 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
     if isinstance(layers, int) and layers > MAX_OBSERVED_LAYERS:
         raise ValueError(f"config field num_hidden_layers is {layers}: the observer builds at most "
                          f"{MAX_OBSERVED_LAYERS} layers (published models have fewer)")
-    hf_config, model, version = _build(config)
-    if _has_causal_lm(hf_config, model) and (causal_lm or not _runs(model)):   # Whisper's wants audio: the decoder
-        hf_config, model, version = _build(config, causal=True)
+    hf_config, model, version = build(config)
+    if has_causal_lm(hf_config, model) and (causal_lm or not runs(model, PROBE_LENGTHS[0])):   # Whisper's wants audio: the decoder
+        hf_config, model, version = build(config, causal=True)
     text = getattr(hf_config, "get_text_config", lambda: hf_config)()
     count = getattr(text, "num_hidden_layers", None)
     if not isinstance(count, int):

@@ -92,11 +92,11 @@ def _default_fails(model_type: str) -> str:
     memory), or "" where it builds."""
     import torch
 
-    from relviz.observe import _model_class, _auto_config
+    from relviz.observe_build import auto_config, model_class
     try:
-        config = _auto_config()[model_type]()
+        config = auto_config()[model_type]()
         with torch.device("meta"):
-            _model_class(config).from_config(config)
+            model_class(config).from_config(config)
     except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
         return f"{type(exc).__name__}: {str(exc)[:160]}"
     return ""

@@ -1,0 +1,107 @@
+"""Build the model transformers makes of a (shrunk) config, for relviz.observe to run: from the config alone
+(random weights: nothing is loaded, nothing from a checkpoint runs, ``trust_remote_code`` is never set), counted
+on the meta device first and refused past ``MAX_PARAMETERS``; transformers' own refusal is quoted. The base model
+class, or the family's causal LM where the base model cannot run on token ids (Whisper's wants audio features),
+where the caller asks (the zoo reads an encoder-decoder as its causal LM) or where transformers maps the config
+to no base model (TrOCR).
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from relviz.observe_record import inputs
+from relviz.observe_shrink import CHUNK_FIELDS, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
+
+__all__ = ["build", "runs", "has_causal_lm", "model_class", "auto", "auto_config", "MAX_PARAMETERS"]
+
+#: a shrunk model larger than this is refused before it is allocated (counted on the meta device)
+MAX_PARAMETERS = 60_000_000
+
+
+def build(config: Mapping[str, Any], *, causal: bool = False):
+    try:
+        from transformers import AutoConfig
+        import transformers
+    except ImportError as exc:
+        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
+    fields = dict(config)
+    model_type = fields.pop("model_type")
+    try:
+        # widths the config leaves to its class's defaults are tiny too; a window or chunk it leaves to them is
+        # cut like one it names (the plan, reading the config alone, then differs and the model is refused)
+        defaults = AutoConfig.for_model(model_type).to_dict()
+        for key, value in shrink({**defaults, "model_type": model_type}).items():
+            if key in defaults and key not in fields and key not in ("model_type", *WINDOW_FIELDS, *CHUNK_FIELDS):
+                fields[key] = value
+        for key, small in [*((k, SMALL_WINDOW) for k in WINDOW_FIELDS), *((k, SMALL_CHUNK) for k in CHUNK_FIELDS)]:
+            if isinstance(defaults.get(key), int) and key not in fields:
+                fields[key] = min(defaults[key], small)
+        hf_config = AutoConfig.for_model(model_type, **fields)
+        hf_config._attn_implementation = "eager"
+        with torch.device("meta"):                      # count first: nothing large is ever allocated
+            size = sum(p.numel() for p in model_class(hf_config, causal).from_config(hf_config,
+                                                                              attn_implementation="eager").parameters())
+        if size > MAX_PARAMETERS:
+            raise _TooLarge(f"{model_type!r} shrunk to tiny widths still has {size / 1e6:.0f}M parameters (more than "
+                            f"{MAX_PARAMETERS / 1e6:.0f}M): its width fields are not ones relviz shrinks")
+        torch.manual_seed(0)
+        model = model_class(hf_config, causal).from_config(hf_config, attn_implementation="eager").eval()
+    except _TooLarge as exc:
+        raise ValueError(f"transformers could not build a small model to observe: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
+        raise ValueError(f"transformers {transformers.__version__} could not build a {model_type!r} model from "
+                         f"this config: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    return hf_config, model, transformers.__version__
+
+
+def runs(model: torch.nn.Module, length: int) -> bool:
+    """Whether the model runs on token ids at the shorter probe length (the base model of an encoder-decoder
+    whose encoder wants audio or pixels does not)."""
+    try:
+        with torch.no_grad():
+            model(**inputs(model, length), use_cache=False)
+    except Exception:  # noqa: BLE001 - transformers' error is quoted when the probes run
+        return False
+    return True
+
+
+def auto() -> Any:
+    """transformers' auto classes and mappings (``transformers.models.auto.modeling_auto``), or a ValueError that
+    says how to install it: the one place the observer's helpers import them."""
+    try:
+        from transformers.models.auto import modeling_auto
+    except ImportError as exc:
+        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
+    return modeling_auto
+
+
+def auto_config() -> Any:
+    """transformers' ``CONFIG_MAPPING`` (model_type -> config class), guarded as ``auto``."""
+    try:
+        from transformers import CONFIG_MAPPING
+    except ImportError as exc:
+        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
+    return CONFIG_MAPPING
+
+
+def has_causal_lm(hf_config: Any, model: torch.nn.Module) -> bool:
+    """An encoder-decoder base model (it takes decoder_input_ids) whose family has a causal LM of its own."""
+    return hf_config.model_type in auto().MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and \
+        "decoder_input_ids" in inspect.signature(model.forward).parameters
+
+
+def model_class(hf_config: Any, causal: bool = False) -> Any:
+    """transformers' base model class for the config, or its causal LM where asked (a base model that cannot run
+    on token ids alone: Whisper's wants audio features) or where it maps the config to no base model (a text
+    config of a multimodal family, as Emu3's and Mllama's, or a decoder alone, as TrOCR's)."""
+    mappings = auto()
+    return mappings.AutoModel if hf_config.model_type in mappings.MODEL_MAPPING_NAMES and not causal \
+        else mappings.AutoModelForCausalLM
+
+
+class _TooLarge(Exception):
+    pass
