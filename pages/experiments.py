@@ -21,7 +21,7 @@ from relviz.figures.experiments import (
     time_figure,
 )
 from relviz.memory import format_bytes
-from relviz.app.training_queue import CAPS, check_work
+from relviz.app.training_queue import CAPS, check_work, steps_within_cap
 
 navigation.ensure_app_navigation()
 
@@ -156,13 +156,6 @@ def setup_box(section: dict, extra: dict | None = None) -> None:
         st.caption(f"Measured in {section['seconds'] / 60:.1f} min of this run.")
 
 
-def capped_steps(work_per_step: int, most: int, step: int) -> int:
-    """The largest step count (a multiple of ``step``, at most ``most``) whose work fits the cap,
-    so a slider's range holds only runs the app accepts."""
-    fits = CAPS.max_cell_work // max(1, work_per_step) // step * step
-    return max(step, min(most, fits))
-
-
 def cell_problem(work: int, what: str) -> str | None:
     """Why a live cell cannot run now (too much work, the session's quota), shown under the
     controls with the cell's size; None when it can."""
@@ -240,7 +233,7 @@ else:
                                     format_func=labels.get)
         live_layers = c2.selectbox("layers", section["setup"]["layers"], key=f"{P}_lo_lay")
         stored_max = section["setup"]["training"]["max_steps"].get(str(live_layers), 500)
-        steps_cap = capped_steps(ex.live_offset_work(section, live_layers, 1), 400, 5)
+        steps_cap = steps_within_cap(ex.live_offset_work(section, live_layers, 1), 400, 5)
         controls.clamp_state(f"{P}_lo_steps", 5, steps_cap)
         live_steps = int(c3.slider("max steps per s", 5, steps_cap, max(5, min(100, stored_max, steps_cap)), 5,
                                    key=f"{P}_lo_steps",
@@ -299,7 +292,7 @@ else:
                                     index=list(settings).index("alibi") if "alibi" in settings else 0,
                                     format_func=labels.get)
         stored_max = max(setup["training"]["max_steps"].values())
-        steps_cap = capped_steps(ex.live_extrapolation_work(section, 1), 600, 10)
+        steps_cap = steps_within_cap(ex.live_extrapolation_work(section, 1), 600, 10)
         controls.clamp_state(f"{P}_le_steps", 10, steps_cap)
         live_steps = int(c2.slider("max steps", 10, steps_cap, max(10, min(300, stored_max, steps_cap)), 10,
                                    key=f"{P}_le_steps",

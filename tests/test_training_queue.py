@@ -328,3 +328,16 @@ def test_the_visitor_key_is_the_token_under_the_xsrf_cookie_mask():
     assert cookies[0] != cookies[1]
     assert _xsrf_token(cookies[0]) == _xsrf_token(cookies[1]) == token.hex()
     assert _xsrf_token("2|zz|yy|1") == "2|zz|yy|1" and _xsrf_token("plain") == "plain"
+
+
+def test_steps_within_cap_is_the_largest_multiple_the_cap_accepts():
+    from relviz.app.training_caps import TrainingCaps
+    from relviz.app.training_queue import check_work, steps_within_cap
+    caps = TrainingCaps(max_cell_work=1000)
+    assert steps_within_cap(7, 400, 5, caps) == 140            # 1000 // 7 = 142 → 140, a multiple of 5
+    check_work(140 * 7, "cell", caps)
+    with pytest.raises(ValueError):
+        check_work(145 * 7, "cell", caps)
+    assert steps_within_cap(1, 60, 10, caps) == 60             # the slider's own top
+    assert steps_within_cap(500, 400, 5, caps) == 5            # never below one step of the slider
+    assert steps_within_cap(0, 30, 10, caps) == 30             # no work per step: the top

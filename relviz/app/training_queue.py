@@ -470,3 +470,10 @@ def check_work(work: int, what: str, caps: TrainingCaps = CAPS) -> int:
             f"{what} is too large for the app: steps × length × layers summed over its models = {work:,}, the "
             f"cap is {caps.max_cell_work:,} (about two minutes of one CPU core). Lower the steps.")
     return work
+
+
+def steps_within_cap(work_per_step: int, most: int, step: int, caps: TrainingCaps = CAPS) -> int:
+    """The largest step count (a multiple of ``step``, at most ``most``, at least ``step``) whose work fits
+    ``caps.max_cell_work``, so a slider's range holds only live cells :func:`check_work` accepts."""
+    fits = caps.max_cell_work // max(1, work_per_step) // step * step
+    return max(step, min(most, fits))
