@@ -8,6 +8,9 @@ import pytest
 
 from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, wait_for_app
 
+from relviz.app import tours
+from relviz.app.controls import in_range
+
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 
 if chromium_path() is None and not os.environ.get("CI"):
@@ -86,7 +89,7 @@ FIRST_CONTROL = {"": "query i (the outlined row)", "shaw": "clipping distance k"
                  "skew": "sequence length L", "absolute": "positions L",
                  "rope": "model (custom: set the head below)", "attention": "checkpoint", "your_model": "model",
                  "experiments": 'accuracy that counts as "resolved"', "check": "matrix kind (as --kind)",
-                 "tour": "start at step"}
+                 "tour": in_range("start at step", 1, len(tours.BUILTIN.steps))}
 #: The tool pages start with a form and no chart: Check waits for an upload, Lecture mode for a tour to start.
 NO_CHART = ["check", "tour"]
 SIDEBAR_CONTROLS = ["shaw", "t5", "attention", "check"]
