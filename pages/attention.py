@@ -16,10 +16,10 @@ from relviz.figures.attention import (
     attention_heatmap,
     grid_caption,
     offset_profile_figure,
-    parameter_panels,
     prediction_strip,
     structure_heatmap,
 )
+from relviz.figures.layers import view_figure
 from relviz.inspection import (
     LiveModel,
     mean_attention_by_offset,
@@ -130,10 +130,11 @@ def profile_and_findings(key: str, text: str, _model, _task):
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def parameter_figures(key: str, length: int, train_length: int, layer: int, _model):
-    """The scheme's learned position parameters: [(figure, caption), ...]."""
+    """The layer's position mechanism's views, the ones Your model draws: [(figure or None for words, title,
+    caption), ...]."""
     views = parameter_views(_model, length=length, train_length=train_length, layer=layer)
-    figures = parameter_panels(views, train_length=train_length, validate=False)
-    return [(figure, parameter_caption(_model.config.scheme, view)) for figure, view in zip(figures, views)]
+    return [(view_figure(view, train_length=train_length), view.title, parameter_caption(_model.config.scheme, view))
+            for view in views]
 
 
 # ---------------------------------------------------------------------------------------
@@ -328,21 +329,25 @@ if active is not None:
                     st.info(finding.text, icon=":material/info:")
 
     # --- learned position parameters ----------------------------------------------------------
-    st.subheader("Learned position parameters")
+    st.subheader("Position parameters")
+    st.caption(f"Layer {layer + 1}'s position mechanism, in the views the Your model page draws for it; here the "
+               f"training length {active.train_length} is known, so the views add what training reached.")
     length_for_params = view.length if view is not None else active.train_length
-    figures = parameter_figures(active.key, length_for_params, active.train_length, layer, active.model)
-    if not figures:
+    shown = parameter_figures(active.key, length_for_params, active.train_length, layer, active.model)
+    if not shown:
         st.info(get_scheme(active.scheme).no_parameters, icon=":material/info:")
+    elif len(shown) == 1 and shown[0][0] is not None:
+        (fig, _, caption), = shown
+        left, right = st.columns([3, 2], vertical_alignment="center")
+        with left:
+            display.show_figure(fig, key=f"{P}_fig_param0")
+        right.markdown(caption)
     else:
-        if len(figures) == 1:
-            (fig, caption), = figures
-            left, right = st.columns([3, 2], vertical_alignment="center")
-            with left:
-                display.show_figure(fig, key=f"{P}_fig_param0")
-            right.markdown(caption)
-        else:
-            for n, (column, (fig, caption)) in enumerate(zip(st.columns(len(figures)), figures)):
-                with column:
+        for n, (column, (fig, title, caption)) in enumerate(zip(st.columns(len(shown)), shown)):
+            with column:
+                if fig is None:                     # words only (a Note): no picture to draw
+                    st.info(f"**{title}.** {caption}", icon=":material/info:")
+                else:
                     display.show_figure(fig, key=f"{P}_fig_param{n}")
                     st.caption(caption)
 

@@ -12,6 +12,7 @@ import functools
 import plotly.graph_objects as go
 
 from relviz.figures import attention as attention_figures
+from relviz.figures import layers as layer_figures
 from relviz.inspection import mean_attention_by_offset, parameter_views, random_text, run_view
 from relviz.inspection import position_structure as structure_of
 from relviz.training.checkpoints import load_checkpoint
@@ -115,7 +116,8 @@ def learned_parameters(checkpoint: str = "t5-shift", *, length: int | None = Non
     train_length = loaded.info.train_length
 
     views = parameter_views(loaded.model, length=length or train_length, train_length=train_length, layer=layer - 1)
-    return attention_figures.parameter_panels(views, train_length=train_length)
+    figures = (layer_figures.view_figure(view, train_length=train_length) for view in views)
+    return [figure for figure in figures if figure is not None]
 
 
 def _check_count(name: str, value: object, count: int) -> None:

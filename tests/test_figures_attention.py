@@ -14,11 +14,11 @@ from relviz.figures.attention import (
     colour_rows,
     colour_top,
     offset_profile_figure,
-    parameter_panels,
     prediction_strip,
     structure_heatmap,
     view_figure,
 )
+from relviz.figures.layers import view_figure as layer_figure
 from relviz.inspection import mean_attention_by_offset, parameter_views, position_structure, random_text, run_view
 from relviz.model import SCHEMES, ModelConfig, build_model
 from relviz.tasks import make_task
@@ -39,7 +39,8 @@ def test_every_figure_builds_validated(scheme):
                offset_profile_figure(mean_attention_by_offset(view.weights), causal=True, answer_offset=-2)]
     if structure is not None:
         figures.append(structure_heatmap(structure, head=1))
-    figures += [view_figure(v, train_length=12) for v in parameter_views(model, length=20, train_length=12)]
+    drawn = (layer_figure(v, train_length=12) for v in parameter_views(model, length=20, train_length=12))
+    figures += [figure for figure in drawn if figure is not None]     # a Note is words only
     for figure in figures:
         assert spec(figure)["data"]
     close = spec(figures[2])["data"][0]
@@ -85,7 +86,7 @@ def test_grid_token_labels_and_shared_scale():
 def test_t5_exact_band_label_sits_above_the_plot():
     """Inside the plot the label ran across the curves; above it, no curve can reach it."""
     model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
-    figures = [spec(f) for f in parameter_panels(parameter_views(model, length=64, train_length=32), train_length=32)]
+    figures = [spec(layer_figure(v, train_length=32)) for v in parameter_views(model, length=64, train_length=32)]
     labels = [a for f in figures for a in f["layout"].get("annotations", []) if a.get("text", "").startswith("exact:")]
     assert labels and all(a["yref"] == "paper" and a["y"] == 1 and a["yanchor"] == "bottom" for a in labels)
 
@@ -102,22 +103,23 @@ def test_prediction_strip_marks_errors_and_the_training_length():
 
 
 @pytest.mark.parametrize("scheme, count, phrase", [
-    ("t5", 1, "last bucket begins at distance 113"), ("shaw", 2, "most distinct"), ("skew", 2, "most distinct"),
-    ("alibi", 1, "slopes are fixed"), ("learned", 1, "explained by j − i"), ("rope", 0, ""), ("none", 0, ""),
-    ("sinusoidal", 0, ""),
+    ("t5", 1, "shaped by nothing"), ("shaw", 2, "most distinct"), ("skew", 2, "most distinct"),
+    ("alibi", 1, "Nothing about position is learned"), ("learned", 1, "explained by j − i"),
+    ("rope", 1, "pairs complete at least one turn"), ("none", 0, "depends on the content alone"),
+    ("sinusoidal", 0, "nothing about position is learned"),
 ])
 def test_parameter_panels_per_scheme(scheme, count, phrase):
-    """Each scheme's panels, and the captions the Live attention page puts under them."""
+    """Each scheme's panels (a Note is words without one), and the captions the Live attention page puts under
+    them: its mechanism's."""
     from relviz.inspection import parameter_caption
 
     model = build_model(ModelConfig(scheme=scheme), seed=0).eval()
     views = parameter_views(model, length=40, train_length=32, layer=1)
-    panels = parameter_panels(views, train_length=32)
-    assert len(panels) == count
-    if panels:
-        assert phrase in " ".join(parameter_caption(scheme, view) for view in views)
-        for figure in panels:
-            assert spec(figure)["data"]
+    panels = [figure for figure in (layer_figure(view, train_length=32) for view in views) if figure is not None]
+    assert views and len(panels) == count
+    assert phrase in " ".join(parameter_caption(scheme, view) for view in views)
+    for figure in panels:
+        assert spec(figure)["data"]
 
 
 def test_short_sequences_get_one_tick_per_position_not_fractions():

@@ -24,6 +24,7 @@ from relviz.inspection import (
 from relviz.model import SCHEMES, ModelConfig, build_model
 from relviz.schemes.skew import skew_rows
 from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms, most_distinct, relative_share
+from relviz.mechanisms.view_kinds import Note, Wavelengths
 from relviz.positions import alibi_bias, alibi_slopes, shaw_clip_index, t5_bucket, t5_bucket_map
 from relviz.t5_notes import curve_caption
 from relviz.tasks import make_task
@@ -239,9 +240,11 @@ def test_alibi_and_learned_views():
     assert isinstance(alibi, BiasCurve) and not alibi.learned
     assert np.allclose(alibi.bias, -slopes[:, None] * np.abs(alibi.offsets)[None, :])
     assert alibi.head_labels[0] == f"head 1: slope {slopes[0]:.4g}"
-    learned, = parameter_views(model("learned", max_len=12), length=10, train_length=8)
+    note, learned = parameter_views(model("learned", max_len=12), length=10, train_length=8)
+    assert isinstance(note, Note) and "position.table [12, " in note.text         # the mechanism's note, then
     assert isinstance(learned, SimilarityMatrix) and learned.cosine.shape == (12, 12) and learned.outline == 8
-    assert parameter_views(model("rope"), length=10, train_length=8) == []
+    rope, = parameter_views(model("rope"), length=10, train_length=8)           # fixed angles: their wavelengths
+    assert isinstance(rope, Wavelengths) and rope.length == 10
 
 
 # ---------------------------------------------------------------------------------------
@@ -306,9 +309,9 @@ def test_most_distinct_offset_and_relative_share():
     with torch.no_grad():  # a table whose similarity depends on j − i only: rotating 2-d vectors
         angles = torch.arange(12.0)[:, None] * torch.tensor([0.3, 1.1])
         learned.position.table.copy_(torch.cat([angles.cos(), angles.sin()], dim=1).repeat(1, 16))
-    cosine = parameter_views(learned, length=12, train_length=12)[0].cosine
+    cosine = parameter_views(learned, length=12, train_length=12)[-1].cosine
     assert relative_share(cosine, 12) == pytest.approx(1.0, abs=1e-6)
-    random = parameter_views(model("learned", max_len=40), length=12, train_length=40)[0].cosine
+    random = parameter_views(model("learned", max_len=40), length=12, train_length=40)[-1].cosine
     assert relative_share(random, 40) < 0.5
 
 

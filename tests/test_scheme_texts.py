@@ -19,6 +19,7 @@ from relviz.inspection import parameter_caption, parameter_views, position_struc
 from relviz.model import ModelConfig, build_model
 from relviz.schemes import REGISTRY
 from relviz.schemes.view_kinds import PositionStructure
+from relviz.mechanisms.view_kinds import Note
 
 
 def _model(scheme: str, **fields):
@@ -50,8 +51,10 @@ def test_every_schemes_words_are_in_its_own_module():
         model = _model(scheme)
         if position_structure(model, 8) is not None:
             assert "structure_text" in vars(cls), scheme
-        if parameter_views(model, length=8, train_length=8, layer=0):
-            assert "parameter_caption" in vars(cls), scheme
+        # the parameter views are the mechanism's, their words too (relviz.mechanisms): no scheme writes its own
+        assert "parameter_caption" not in vars(cls), scheme
+        for view in parameter_views(model, length=8, train_length=8, layer=0):
+            assert parameter_caption(scheme, view) == (view.text if isinstance(view, Note) else view.caption) != ""
         if cls.exact_shifts({p.name: p.default for p in cls.params}, [1, 2]) is not None:
             assert "exact_range_words" in vars(cls), scheme
 
@@ -60,8 +63,6 @@ def test_a_scheme_without_words_is_named_with_the_module_to_edit():
     structure = PositionStructure("none", "t", "l", np.zeros((1, 2, 2), dtype=np.float32), None, True, True)
     with pytest.raises(LookupError, match="no words for it: override structure_text in relviz.schemes.none"):
         structure_text(structure)   # `none` shows no structure, so it has no words for one
-    with pytest.raises(LookupError, match="override parameter_caption in relviz.schemes.rope"):
-        parameter_caption("rope", None)
 
 
 @pytest.mark.parametrize("scheme", list(REGISTRY))
@@ -112,6 +113,8 @@ def test_kerple_caption_says_the_penalty_is_concave_not_the_curve():
 
 def test_alibi_caption_names_the_slopes_rule_for_any_head_count():
     power, = parameter_views(_model("alibi", n_heads=4), length=10, train_length=8, layer=0)
-    assert "a geometric sequence set by the number of heads:" in parameter_caption("alibi", power)
+    assert "4 slopes from 0.25" in parameter_caption("alibi", power)                    # 2^(−8/4)
     other, = parameter_views(_model("alibi", n_heads=6, d_model=48), length=10, train_length=8, layer=0)
-    assert "(6, not a power of 2" in parameter_caption("alibi", other)
+    caption = parameter_caption("alibi", other)
+    assert "6 slopes from 0.25" in caption and "every other slope of 2p beyond a power of 2" in caption   # p = 4
+    assert "No head can prefer offset −s over −s + 1" in caption

@@ -13,6 +13,7 @@ from relviz.mechanisms.kerple import KerpleBias
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
+from relviz.mechanisms.view_kinds import Note
 from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.inspection import parameter_caption, parameter_views
@@ -116,19 +117,27 @@ def test_a_scheme_that_runs_its_own_forward_is_refused():
         check_scheme(OwnForward)
 
 
-@pytest.mark.parametrize("name", ["shaw", "skew", "fire", "kerple"])
+@pytest.mark.parametrize("name", list(REGISTRY))
 def test_the_live_attention_pages_parameter_views_are_the_mechanism_views_your_model_draws(name):
-    """Shaw, skew, FIRE and KERPLE: the Live attention page (relviz.inspection) draws the views the mechanism gives, the
-    ones Your model's layer shows, with the same words."""
+    """Every scheme: the Live attention page (relviz.inspection) draws the views of the layer's mechanism, the ones
+    Your model's layer shows, with the same words; knowing the training length, a view may say more (T5: the
+    buckets training reached, after Your model's caption) and a mechanism may add one (the learned table's
+    similarity), never replace one."""
     model, plan = plan_of(name)
     for index in range(model.config.n_layers):
-        drawn = layer_views(plan.layer(index), LENGTH)
+        layer, position = plan.layer(index), plan.layer(index).mechanisms[0]
+        drawn = position.views(LENGTH, layer)
+        # what Your model draws for the layer: the position mechanism's views first (then the attention pattern's)
+        assert [v.title for v in layer_views(layer, LENGTH)[:len(drawn)]] == [v.title for v in drawn]
         page = parameter_views(model, length=LENGTH, train_length=32, layer=index)
-        assert page and len(drawn) >= len(page)
+        assert drawn and len(page) >= len(drawn)
+        assert [type(v) for v in position.trained_views(LENGTH, layer, 32)] == [type(v) for v in page]
         for view, own in zip(drawn, page):
-            assert type(view) is type(own) and view.title == own.title and view.caption == own.caption
-            assert parameter_caption(name, own) == own.caption
-            for field in ("norms", "cosine", "bias"):
+            assert type(view) is type(own) and view.title == own.title
+            words = parameter_caption(name, own)
+            assert words == (own.text if isinstance(own, Note) else own.caption)
+            assert words.startswith(view.text if isinstance(view, Note) else view.caption)
+            for field in ("norms", "cosine", "bias", "offsets", "inv_freq"):
                 if hasattr(own, field):
                     assert np.array_equal(getattr(view, field), getattr(own, field))
 

@@ -39,7 +39,6 @@ from relviz.figures.heatmap import (
 from relviz.figures.parameters import (
     bias_curve_figure,
     cosine_heatmap,
-    parameter_panels,
     similarity_figure,
     vector_norms_figure,
     view_figure,
@@ -51,7 +50,7 @@ __all__ = [
     "ATTENTION_SCALE", "GRID_SIDE", "HEAD_COLOURS", "HEAD_SCALE", "MASKED_BG", "STRIP_COLOURS",
     "STRIP_TEXT_MAX", "TOKEN_TICKS", "attention_grid", "attention_grid_parts", "attention_heatmap", "bias_curve_figure",
     "colour_rows", "colour_top", "cosine_heatmap", "grid_block", "head_colour", "head_colours",
-    "offset_profile_figure", "parameter_panels", "prediction_strip", "similarity_figure",
+    "offset_profile_figure", "prediction_strip", "similarity_figure",
     "structure_heatmap", "vector_norms_figure", "view_figure",
 ]
 

@@ -224,23 +224,26 @@ def _sink_share(view: SinkShare) -> go.Figure:
 SINK_LEGEND_ROW_PX = 24
 
 
-def _bias(view: BiasCurve) -> go.Figure:
-    return bias_curve_figure(view)
-
-
 _FIGURES: dict[type, Callable[..., go.Figure]] = {
     Wavelengths: _wavelengths, KeysSeen: _keys_seen, TemperatureCurve: _temperature, SinkShare: _sink_share,
-    BiasCurve: _bias, VectorNorms: parameter_figure, SimilarityMatrix: parameter_figure,
+}
+#: the kinds whose figure shades what training never reached, when the training length is known
+_TRAINED: dict[type, Callable[..., go.Figure]] = {
+    BiasCurve: bias_curve_figure, VectorNorms: parameter_figure, SimilarityMatrix: parameter_figure,
 }
 
 
-def view_figure(view) -> go.Figure | None:
-    """The figure of one layer view; None for a Note (words only)."""
+def view_figure(view, *, train_length: int | None = None) -> go.Figure | None:
+    """The figure of one layer view; None for a Note (words only). ``train_length``: a toy model's training length
+    (the Live attention page), shaded where a kind of view can show it; None for a read model (Your model)."""
     if isinstance(view, Note):
         return None
     for kind, build in _FIGURES.items():
         if isinstance(view, kind):
             return build(view)
+    for kind, build in _TRAINED.items():
+        if isinstance(view, kind):
+            return build(view, train_length=train_length)
     raise ValueError(f"no figure for a {type(view).__name__}")
 
 

@@ -1,9 +1,8 @@
 """Figures of what a scheme learned about positions, drawn by the kind of data (a bias curve per head,
 the norms of learned vectors, a similarity matrix), never by scheme name.
 
-``view_figure`` is the one dispatch: a scheme returns its views (relviz.schemes.view_kinds) and the page
-draws each (``parameter_panels``), with the caption its scheme gives it (Scheme.parameter_caption). A new kind of view
-adds its figure here.
+``view_figure`` draws these kinds; relviz.figures.layers' view_figure, which both the Your model and the Live
+attention pages call on a mechanism's views, hands them to it. A new kind of view adds its figure here.
 """
 from __future__ import annotations
 
@@ -153,7 +152,3 @@ def view_figure(view: View, *, train_length: int | None = None, validate: bool =
         return similarity_figure(view, validate=validate)
     raise ValueError(f"no figure for a parameter view of kind {type(view).__name__}")
 
-
-def parameter_panels(views: list[View], *, train_length: int, validate: bool = True) -> list[go.Figure]:
-    """The figure of each of a scheme's parameter views."""
-    return [view_figure(view, train_length=train_length, validate=validate) for view in views]

@@ -7,15 +7,17 @@ module returns (relviz.observe_position), never from the family's name."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
+from relviz.schemes.view_kinds import SimilarityMatrix, norms_and_cosine, relative_share
 
-__all__ = ["LearnedAbsolute"]
+__all__ = ["LearnedAbsolute", "similarity_caption"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,4 +77,35 @@ class LearnedAbsolute(Mechanism):
     def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note("Learned absolute positions (in the input, before the first layer)",
                      self.describe() + ". Every layer sees them only through the hidden states; the similarity "
-                     "of the learned vectors is drawn below when the weights are read.")]
+                     "of the learned vectors is drawn beside it when the weights are read.")]
+
+    def trained_views(self, length: int, layer: Any, train_length: int) -> list[LayerView]:
+        """:meth:`views` and, with the weights, the cosine between every two position vectors, the positions
+        training reached (0 … ``train_length`` − 1) outlined, with how much of their similarity j − i alone
+        explains (its facts: ``max_len``, ``relative_share``)."""
+        views = self.views(length, layer)
+        if self.table is None:
+            return views
+        _, cosine = norms_and_cosine([self.positions()])
+        cosine = cosine[0].astype(np.float32)                                     # [max_len, max_len]
+        max_len = cosine.shape[0]
+        trained = min(train_length, max_len)
+        # relative_share: how much of the similarity among the trained positions depends on j − i alone
+        share = relative_share(cosine, trained) if trained >= 3 else None
+        matrix = SimilarityMatrix("learned absolute: cosine between position vectors p_i, p_j", "position",
+                                  np.arange(max_len), cosine, outline=train_length if train_length < max_len else None,
+                                  outline_label=" trained positions", facts={"max_len": max_len, "relative_share": share})
+        return [*views, replace(matrix, caption=similarity_caption(max_len, share))]
+
+
+def similarity_caption(max_len: int, share: float | None) -> str:
+    """The words under the learned table's similarity: what ``share`` (None: fewer than 3 trained positions) says."""
+    return (f"**Cosine between the learned absolute position vectors** (all {max_len}). Nothing forces their "
+            "similarity to depend on j − i only"
+            + ("" if share is None else
+               f". Inside the outlined trained positions **{share:.0%}** of its variation is explained by j − i alone "
+               "(stripes parallel to the diagonal)"
+               + (": an absolute table that learned a relative habit" if share >= 0.5 else
+                  ": the relative part is there, but the table stays largely absolute"))
+            + ". Beyond the training length nothing was trained (random), and beyond max_len there is no vector at "
+              "all.")

@@ -24,7 +24,12 @@ from relviz.mechanisms.view_kinds import LayerView
 from relviz.positions import alibi_slopes, mpt_alibi_slopes, offset_range
 from relviz.schemes.view_kinds import BiasCurve
 
-__all__ = ["Alibi", "bias_lines"]
+__all__ = ["Alibi", "bias_lines", "NOTHING_LEARNED"]
+
+#: what every ALiBi view says about its slopes: fixed, and what a straight line per head can and cannot do
+NOTHING_LEARNED = ("Nothing about position is learned: each head subtracts a straight line from its logits; a steep "
+                   "head looks only at the last few keys, a flat one far back. No head can prefer offset −s over "
+                   "−s + 1, so a model that must find the key s back composes it from the content over its layers.")
 
 
 @dataclass(frozen=True)
@@ -133,7 +138,7 @@ class Alibi(Mechanism):
         offsets = np.unique(np.round(np.linspace(-(length - 1), 0, min(length, 513)))).astype(np.int64)
         scale = f" transformers' Falcon then divides it by √{self.head_dim}." if self.head_dim else ""
         return [bias_lines(slopes, offsets, title=f"ALiBi: bias −slope · |j − i| per head over {length:,} positions",
-                           caption=f"{self.describe()}. {self.rule_text()}{scale}")]
+                           caption=f"{self.describe()}. {self.rule_text()}{scale} {NOTHING_LEARNED}")]
 
 
 def bias_lines(slopes: np.ndarray, offsets: np.ndarray, *,

@@ -192,6 +192,12 @@ class Mechanism:
         ``length`` positions, as relviz.mechanisms.view_kinds' data kinds, built per offset or per position."""
         return []
 
+    def trained_views(self, length: int, layer: Any, train_length: int) -> list[LayerView]:
+        """:meth:`views` for a model whose training length is known (relviz's toy model, on the Live attention
+        page): the same views, and what training reached where the mechanism can say it (T5's buckets, a learned
+        table's similarity among the trained positions). A read model's length is unknown: :meth:`views` alone."""
+        return self.views(length, layer)
+
     # -- the forward of relviz's toy model: a toy scheme (relviz.schemes) hands out its mechanisms, holding its
     # learned parameters, and the model runs them; a real model's mechanisms are read, never run -------------
 

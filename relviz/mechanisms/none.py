@@ -33,8 +33,7 @@ class NoPosition(Mechanism):
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note("No position on this layer (NoPE)",
-                     "q·k here depends on the content alone: nothing rotates, nothing is added. The causal mask "
-                     "still tells a token which keys came before it, and the layers below have already mixed "
-                     "position into the hidden states, so a NoPE layer can still use order; it just cannot be "
-                     "fooled by an offset it never saw in training, which is why models keep some of them for "
-                     "long contexts.")]
+                     "q·k here depends on the content alone: nothing rotates, nothing is added. A causal mask still "
+                     "tells a token which keys came before it (and how many), and in a model with position elsewhere "
+                     "the layers below have mixed it into the hidden states; a NoPE layer cannot be fooled by an "
+                     "offset it never saw in training, which is why models keep some of them for long contexts.")]

@@ -22,7 +22,7 @@ from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.positions import T5_LIMITS, T5Config, t5_bias, t5_bias_offsets, t5_bucket, t5_config
 from relviz.schemes.view_kinds import BiasCurve
-from relviz.t5_notes import curve_caption, last_bucket_start
+from relviz.t5_notes import curve_caption, last_bucket_start, t5_training_coverage
 
 __all__ = ["T5Bias", "bias_curve"]
 
@@ -97,7 +97,7 @@ class T5Bias(Mechanism):
     def curve(self, extent: int) -> BiasCurve:
         """Every head's learned bias against j − i for |j − i| ≤ ``extent``, with its caption."""
         extent = check_int("extent", extent, minimum=0, maximum=1 << 16)
-        curve = bias_curve(self._table().float().numpy(), num_buckets=self.num_buckets,
+        curve = bias_curve(self._table().detach().to("cpu", torch.float32).numpy(), num_buckets=self.num_buckets,
                            max_distance=self.max_distance, bidirectional=self.bidirectional, extent=extent)
         return replace(curve, caption=curve_caption(self.num_buckets, self.max_distance, self.bidirectional,
                                                     per_layer=self.per_layer))
@@ -154,7 +154,21 @@ class T5Bias(Mechanism):
             return [Note("T5 bias: the learned table lives in the weights",
                          f"{self.describe()}. A config alone gives the buckets, not the bias values: list a model "
                          "directory (RELVIZ_MODELS) to see each head's learned bias.")]
-        return [self.curve(min(length - 1, max(2 * self.max_distance, 64)))]
+        # up to 2 · max_distance where the length reaches it (beyond: all the last bucket), and always past
+        # max_distance, so every bucket of the table shows at any length
+        return [self.curve(max(min(length - 1, max(2 * self.max_distance, 64)), self.max_distance + 8))]
+
+    def trained_views(self, length: int, layer: Any, train_length: int) -> list[LayerView]:
+        """:meth:`views`, the curve's caption adding which buckets training at ``train_length`` reached (its facts:
+        ``coverage``, relviz.t5_notes.TrainingCoverage)."""
+        views = self.views(length, layer)
+        if self.table is None:
+            return views
+        curve, = views
+        coverage = t5_training_coverage(self.num_buckets, self.max_distance, self.bidirectional,
+                                        train_length=train_length, extent=int(np.abs(curve.offsets).max()))
+        return [replace(curve, caption=f"{curve.caption} {coverage.sentence()}",
+                        facts={**curve.facts, "coverage": coverage})]
 
 
 def _read_tables(ctx: LayerContext, layer: int, num_buckets: int,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from relviz.mechanisms.alibi import Alibi, bias_lines
+from relviz.mechanisms.alibi import Alibi
 from relviz.positions import alibi_bias, alibi_power_of_two
 from relviz.schemes.base import Scheme, numbers_text
-from relviz.schemes.view_kinds import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure
 
 
 class AlibiScheme(Scheme):
@@ -34,25 +34,11 @@ class AlibiScheme(Scheme):
         return PositionStructure(self.name, "ALiBi bias −slope · |j − i|", "ALiBi bias", bias, None,
                                  self.config.causal, True, facts={"slopes": tuple(self.slopes().tolist())})
 
-    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        return [bias_lines(self.slopes(), self.offsets_shown(length))]
-
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
         return ("A fixed penalty, nothing learned: each head subtracts slope · distance from its logits (slopes "
                 + numbers_text(structure.facts["slopes"], 4) + "). Far keys fade smoothly; no offset can be "
                 "singled out.")
-
-    @classmethod
-    def parameter_caption(cls, view: View) -> str:
-        heads = view.bias.shape[0]
-        sequence = ("a geometric sequence set by the number of heads" if alibi_power_of_two(heads) == heads else
-                    f"set by the number of heads ({heads}, not a power of 2: the geometric sequence of the nearest "
-                    "lower power of 2, then every other slope of twice that many)")
-        return (f"**ALiBi's slopes are fixed**, {sequence}: nothing about position is learned. Each head subtracts "
-                "a straight line from its logits; a steep head looks only at the last few tokens, a flat one far "
-                "back. It cannot prefer offset −s over −s + 1, so a shift task must be solved from the content: "
-                "compare its accuracy.")
 
 
 def slope_rule_text(heads: int) -> str:

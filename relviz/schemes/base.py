@@ -32,8 +32,9 @@ from torch import nn
 from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.base import Mechanism
 from relviz.mechanisms.none import NoPosition
+from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.positions import expand_toeplitz
-from relviz.schemes.view_kinds import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure
 
 __all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_product_attention", "expand_offsets", "detached",
            "numbers_text"]
@@ -274,16 +275,18 @@ class Scheme(nn.Module):
         with the numbers the page's explanation cites in its ``facts``."""
         return None
 
-    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        """The learned (or fixed) position parameters, as data the figures draw by kind (each with the
-        numbers its caption cites in ``facts``)."""
-        return []
+    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[LayerView]:
+        """The position parameters of layer ``layer`` (the last one beyond it): the views of the mechanism it
+        hands out, the very ones the Your model page draws for that layer, their words included, with what training
+        at ``train_length`` reached where the mechanism can say it (Mechanism.trained_views)."""
+        layer = min(layer, self.config.n_layers - 1)
+        return self.mechanism(layer).trained_views(length, layer, train_length)
 
     # -- what the pages say about it (the Live attention page) -------------------------------
 
     #: The notices when :meth:`structure` or :meth:`parameter_views` gives nothing to draw.
     no_structure: ClassVar[str] = "This scheme gives attention no position structure to draw."
-    no_parameters: ClassVar[str] = "This scheme learns no position parameters."
+    no_parameters: ClassVar[str] = "This scheme's mechanism gives no view of its position parameters."
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
@@ -293,11 +296,9 @@ class Scheme(nn.Module):
                           f"override structure_text in {cls.__module__}")
 
     @classmethod
-    def parameter_caption(cls, view: View) -> str:
-        """The markdown under one of the scheme's parameter views, citing its ``facts``; a scheme
-        whose :meth:`parameter_views` gives any overrides it."""
-        raise LookupError(f"scheme {cls.name!r} shows parameter views but has no captions for them: "
-                          f"override parameter_caption in {cls.__module__}")
+    def parameter_caption(cls, view: LayerView) -> str:
+        """The markdown under one of the scheme's parameter views: its mechanism's words (a note's text)."""
+        return view.text if isinstance(view, Note) else view.caption
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from torch import nn
 
 from relviz.mechanisms.fire import FireFunction
 from relviz.schemes.base import Param, Scheme, SchemeConfig, detached
-from relviz.schemes.view_kinds import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure
 
 
 #: Initial c and threshold L (both learned, kept positive through a softplus): relviz's choice, with
@@ -91,11 +91,6 @@ class Fire(Scheme):
             np.ascontiguousarray(self._bias(0, length)), None, True, False,
             facts={"threshold": float(first.threshold.detach()), "c": float(first.c.detach())})
 
-    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        """The mechanism's views, the very ones the Your model page draws for this layer, their words included."""
-        layer = min(layer, self.config.n_layers - 1)
-        return self.mechanism(layer).views(length, layer)
-
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
         facts = structure.facts
@@ -103,7 +98,3 @@ class Fire(Scheme):
                 f"beyond the learned threshold L = {facts['threshold']:.3g} the same offset gets a different bias "
                 f"in every row (c = {facts['c']:.3g}), so the picture is not a Toeplitz matrix; below L it is. "
                 "Future keys are masked.")
-
-    @classmethod
-    def parameter_caption(cls, view: View) -> str:
-        return view.caption                       # the mechanism's words (relviz.mechanisms.fire)

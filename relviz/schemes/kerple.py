@@ -15,7 +15,7 @@ from torch import nn
 from relviz.mechanisms.kerple import KerpleBias
 from relviz.positions import offset_range
 from relviz.schemes.base import Scheme, SchemeConfig, detached, expand_offsets, numbers_text
-from relviz.schemes.view_kinds import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure
 
 
 #: softplus⁻¹(1): the raw value whose softplus is 1 (r1 and r2 start at 1 in every head).
@@ -65,16 +65,8 @@ class Kerple(Scheme):
             expand_offsets(self._per_offset(length), length), None, self.config.causal, True,
             facts={"r1": tuple(r1.tolist()), "r2": tuple(r2.tolist())})
 
-    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        """The mechanism's view, the one the Your model page draws, its words included."""
-        return self.mechanism(layer).views(length, layer)
-
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
         return ("A learned penalty per head that grows with the logarithm of the distance (r1 = "
                 + numbers_text(structure.facts["r1"], 3) + "; r2 = " + numbers_text(structure.facts["r2"], 3)
                 + "). Like ALiBi it only falls with distance, so no single offset can be singled out.")
-
-    @classmethod
-    def parameter_caption(cls, view: View) -> str:
-        return view.caption                       # the mechanism's words (relviz.mechanisms.kerple)

@@ -7,7 +7,7 @@ from torch import nn
 
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
-from relviz.schemes.view_kinds import PositionStructure, SimilarityMatrix, View, norms_and_cosine, relative_share
+from relviz.schemes.view_kinds import PositionStructure, norms_and_cosine
 
 
 class LearnedAbsoluteScheme(Scheme):
@@ -53,31 +53,7 @@ class LearnedAbsoluteScheme(Scheme):
             np.ascontiguousarray(cosine)[None], None, self.config.causal, False,
             facts={"max_len": self.config.max_len})
 
-    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        max_len = self.config.max_len
-        cosine = self._cosine()
-        trained = min(train_length, max_len)
-        # relative_share: how much of the similarity among the trained positions depends on j − i alone
-        share = relative_share(cosine, trained) if trained >= 3 else None
-        return [SimilarityMatrix("learned absolute: cosine between position vectors p_i, p_j", "position",
-                                 np.arange(max_len), cosine, outline=train_length if train_length < max_len else None,
-                                 outline_label=" trained positions",
-                                 facts={"max_len": max_len, "relative_share": share})]
-
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
         return (f"One learned vector per absolute position (0…{structure.facts['max_len'] - 1}). Their similarity "
                 "is not forced to depend on j − i; if it looks banded, training made it so.")
-
-    @classmethod
-    def parameter_caption(cls, view: View) -> str:
-        share = view.facts["relative_share"]
-        return (f"**Cosine between the learned absolute position vectors** (all {view.facts['max_len']}). Nothing "
-                "forces their similarity to depend on j − i only"
-                + ("" if share is None else
-                   f". Inside the outlined trained positions **{share:.0%}** of its variation is explained by "
-                   "j − i alone (stripes parallel to the diagonal)"
-                   + (": an absolute table that learned a relative habit" if share >= 0.5 else
-                      ": the relative part is there, but the table stays largely absolute"))
-                + ". Beyond the training length nothing was trained (random), and beyond max_len there is no "
-                  "vector at all.")

@@ -20,4 +20,3 @@ class NoPositions(Scheme):
 
     no_structure = ("Scheme **none**: the model gets no position information at all. A causal model still knows "
                     "how many tokens it can see, and nothing more: it cannot tell which one is 5 back.")
-    no_parameters = "Scheme none has no position parameters."

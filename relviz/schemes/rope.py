@@ -45,9 +45,6 @@ class Rope(Scheme):
             self.name, "RoPE: mean cos((j − i) · θ_p) over the rotation pairs", "mean cos((j−i)θ)",
             expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)
 
-    no_parameters = ("RoPE has no position parameters: fixed rotation angles θ_p = base^(−2p/d) per pair of "
-                     "dimensions. The structure beside the close-up shows what the rotation does to q · k.")
-
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
         return ("q and k are rotated by angles proportional to their positions, so q_i · k_j sees only the "

@@ -13,7 +13,7 @@ from torch import nn
 from relviz.mechanisms.shaw import ShawTables
 from relviz.positions import shaw_clip_index
 from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
-from relviz.schemes.view_kinds import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure
 
 
 class Shaw(Scheme):
@@ -64,11 +64,6 @@ class Shaw(Scheme):
             self.name, f"Shaw clip index clip(j − i, −{k}, {k}) + {k}", "clip index", index[None], (0, 2 * k),
             self.config.causal, True, facts={"k": k})
 
-    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        """The mechanism's views, the very ones the Your model page draws for this layer, their words included."""
-        layer = min(layer, self.config.n_layers - 1)
-        return self.mechanism(layer).views(length, layer)
-
     @classmethod
     def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
         # quote the measured range, not the one k implies
@@ -82,7 +77,3 @@ class Shaw(Scheme):
                 f"and a^V (added to the value); one table per layer, shared by the heads. Every key {k} or more "
                 "back reads the same vector"
                 + ("." if structure.masked_future else f" (every key {k} or more ahead, the other end's)."))
-
-    @classmethod
-    def parameter_caption(cls, view: View) -> str:
-        return view.caption                       # the mechanism's words (relviz.mechanisms.shaw)

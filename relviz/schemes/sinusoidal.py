@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from relviz.absolute import sinusoidal_encoding
-from relviz.mechanisms.sinusoidal import NOTHING_LEARNED, SinusoidalAbsolute
+from relviz.mechanisms.sinusoidal import SinusoidalAbsolute
 from relviz.schemes.base import Scheme, SchemeConfig, expand_offsets
 from relviz.schemes.view_kinds import PositionStructure
 
@@ -38,8 +38,6 @@ class Sinusoidal(Scheme):
         return PositionStructure(
             self.name, "sinusoidal: p_i · p_j / (d/2)", "p_i·p_j/(d/2)",
             expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)
-
-    no_parameters = NOTHING_LEARNED
 
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:

@@ -9,7 +9,7 @@ from torch import nn
 from relviz._checks import check_int
 from relviz.mechanisms.skew import SkewTable
 from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig, expand_offsets
-from relviz.schemes.view_kinds import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure
 
 
 def skew_rows(length: int, distances: int) -> np.ndarray:
@@ -62,18 +62,9 @@ class Skew(Scheme):
             self.name, f"Music Transformer: row of E_r ({m} distances)", "E_r row",
             skew_rows(length, m)[None], (-1, m - 1), True, True, facts={"distances": m})
 
-    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        """The mechanism's views, the very ones the Your model page draws for this layer, their words included."""
-        layer = min(layer, self.config.n_layers - 1)
-        return self.mechanism(layer).views(length, layer)
-
     @classmethod
     def structure_text(cls, structure: PositionStructure) -> str:
         last = structure.facts["distances"] - 1
         return (f"Row m of E_r stands for distance m − {last}; the skew moves q_i · E_r[m] into cell (i, j) with "
                 f"j − i = m − {last}. Farther keys share row 0. Future keys are masked (the skew leaves meaningless "
                 "values there; the hover says −1).")
-
-    @classmethod
-    def parameter_caption(cls, view: View) -> str:
-        return view.caption                       # the mechanism's words (relviz.mechanisms.skew)

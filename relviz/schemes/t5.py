@@ -3,7 +3,6 @@ by every layer, added to the attention logit. Buckets: exact for small |j − i|
 logarithmic up to max_distance (Hugging Face ``T5Attention._relative_position_bucket``)."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -13,8 +12,7 @@ from torch import nn
 from relviz.mechanisms.t5_bias import T5Bias, bias_curve
 from relviz.positions import T5_LIMITS, t5_bucket, t5_bucket_map, t5_config
 from relviz.schemes.base import Param, Scheme, SchemeConfig, detached
-from relviz.schemes.view_kinds import BiasCurve, PositionStructure, View
-from relviz.t5_notes import curve_caption, t5_training_coverage
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure
 
 
 class T5(Scheme):
@@ -107,14 +105,6 @@ class T5(Scheme):
         return bias_curve(detached(self.bias), num_buckets=config.num_buckets, max_distance=config.max_distance,
                           bidirectional=not config.causal, extent=extent)
 
-    def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[View]:
-        """The bias curve; its facts add ``coverage``: which buckets training reached
-        (relviz.t5_notes.TrainingCoverage)."""
-        curve = self.bias_curve(max(length - 1, self.config.max_distance + 8))
-        coverage = t5_training_coverage(self.config.num_buckets, self.config.max_distance, not self.config.causal,
-                                        train_length=train_length, extent=int(np.abs(curve.offsets).max()))
-        return [dataclasses.replace(curve, facts={**curve.facts, "coverage": coverage})]
-
     @classmethod
     def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
         return f"where −s has a bucket of its own (s ≤ {max(exact)})", "where it shares one"
@@ -126,9 +116,3 @@ class T5(Scheme):
                 "logarithmic bands."
                 + (" Causal: every future offset falls in bucket 0 (and is masked anyway)."
                    if structure.masked_future else ""))
-
-    @classmethod
-    def parameter_caption(cls, view: View) -> str:
-        facts = view.facts
-        return (curve_caption(facts["num_buckets"], facts["max_distance"], facts["bidirectional"]) + " "
-                + facts["coverage"].sentence())
