@@ -330,18 +330,19 @@ if active is not None:
 
     # --- learned position parameters ----------------------------------------------------------
     st.subheader("Position parameters")
-    st.caption(f"Layer {layer + 1}'s position mechanism, in the views the Your model page draws for it; here the "
-               f"training length {active.train_length} is known, so the views add what training reached.")
+    st.caption(f"Layer {layer + 1}'s position mechanism, in the views the Your model page draws for that layer; "
+               f"knowing the training length ({active.train_length}), a view may also show what training reached.")
     length_for_params = view.length if view is not None else active.train_length
     shown = parameter_figures(active.key, length_for_params, active.train_length, layer, active.model)
     if not shown:
         st.info(get_scheme(active.scheme).no_parameters, icon=":material/info:")
     elif len(shown) == 1 and shown[0][0] is not None:
-        (fig, _, caption), = shown
+        (fig, title, caption), = shown
         left, right = st.columns([3, 2], vertical_alignment="center")
         with left:
             display.show_figure(fig, key=f"{P}_fig_param0")
-        right.markdown(caption)
+        # a figure without a title of its own (RoPE's wavelengths) gets the view's, as on Your model
+        right.markdown(caption if fig.layout.title.text else f"**{title}**  \n{caption}")
     else:
         for n, (column, (fig, title, caption)) in enumerate(zip(st.columns(len(shown)), shown)):
             with column:

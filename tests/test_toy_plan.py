@@ -18,7 +18,7 @@ from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.inspection import parameter_caption, parameter_views
 from relviz.model import ModelConfig, build_model
-from relviz.positions import offset_range
+from relviz.positions import alibi_bias, expand_toeplitz, offset_range
 from relviz.schemes import REGISTRY
 from relviz.toy_plan import drawn_schemes, toy_plan
 from relviz.training.checkpoints import load_checkpoint
@@ -61,6 +61,18 @@ def test_alibi_slopes_and_curve_are_the_toy_models():
     assert len(common) > 10
     assert np.array_equal(curve.bias[:, np.isin(curve.offsets, common)],
                           toy_curve.bias[:, np.isin(toy_curve.offsets, common)])
+
+
+def test_alibi_structure_is_the_bias_the_forward_adds():
+    """The Live attention page's ALiBi structure is the mechanism's bias, as the forward adds it, bit for bit (and
+    the reference formula's values)."""
+    model, _ = plan_of("alibi")
+    x = torch.zeros(1, LENGTH, model.config.d_model)
+    with torch.no_grad():
+        added = expand_toeplitz(model.position.prepare(LENGTH, x), LENGTH, LENGTH)          # [H, L, L]
+    structure = model.position.structure(LENGTH)
+    assert np.array_equal(structure.values, added.numpy())
+    assert np.array_equal(structure.values, alibi_bias(LENGTH, num_heads=model.config.n_heads, device="cpu").numpy())
 
 
 def test_t5_bias_per_offset_is_the_toy_forwards():

@@ -3,10 +3,11 @@ on the attention logits; slopes a geometric sequence set by the head count."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from relviz.mechanisms.alibi import Alibi
-from relviz.positions import alibi_bias, alibi_power_of_two
-from relviz.schemes.base import Scheme, numbers_text
+from relviz.positions import alibi_power_of_two
+from relviz.schemes.base import Scheme, expand_offsets, numbers_text
 from relviz.schemes.view_kinds import PositionStructure
 
 
@@ -30,7 +31,9 @@ class AlibiScheme(Scheme):
         return self.mechanism(0).slopes().numpy()
 
     def structure(self, length: int) -> PositionStructure:
-        bias = alibi_bias(length, num_heads=self.config.n_heads, device="cpu").numpy()   # [H, L, L]
+        """The bias the forward adds: its mechanism's per offset [H, 2L − 1], drawn per cell [H, L, L]."""
+        per_offset = self.mechanism(0).prepare(length, torch.zeros(0)).numpy()             # [H, 2L − 1]
+        bias = expand_offsets(per_offset, length)                                           # [H, L, L]
         return PositionStructure(self.name, "ALiBi bias −slope · |j − i|", "ALiBi bias", bias, None,
                                  self.config.causal, True, facts={"slopes": tuple(self.slopes().tolist())})
 
