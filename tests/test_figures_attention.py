@@ -16,7 +16,6 @@ from relviz.figures.attention import (
     offset_profile_figure,
     prediction_strip,
     structure_heatmap,
-    view_figure,
 )
 from relviz.figures.layers import view_figure as layer_figure
 from relviz.inspection import mean_attention_by_offset, parameter_views, position_structure, random_text, run_view
