@@ -92,15 +92,17 @@ with causal_tab:
         zmax = shared_zmax(cells["qer"].values)
         last = length - 1
         common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
+        # each title on one line in a third of a 1024 px page (~26 characters), so the three panels of a row
+        # start level: a wrapped title pushed its panel below the others
         row1 = st.columns(3)
         with row1[0]:
-            step("1 · Q E_rᵀ: query × distance", ("causal", "qer"),
+            step("1 · Q E_rᵀ by distance", ("causal", "qer"),
                  f"Row i: query i against every distance vector. Column m stands for distance m − {last}: "
                  f"the last column is distance 0 (the query itself), the first is −{last}. A causal model "
                  "only needs these L distances.",
                  key="skew_fig_qer", y_title="query i", x_title="column m", show_scale=True, **common)
         with row1[1]:
-            step("2 · Pad one zero column on the left", ("causal", "padded"),
+            step("2 · Pad a zero column", ("causal", "padded"),
                  f"L × (L + 1): each row gets a zero in front (grey) and its scores shift one column right. "
                  "Nothing is computed, only memory is laid out.",
                  key="skew_fig_padded", y_title="query i", **common)
@@ -112,18 +114,18 @@ with causal_tab:
                  key="skew_fig_reshaped", **common)
         row2 = st.columns(3)
         with row2[0]:
-            step("4 · Slice off the first row → S_rel (L × L)", ("causal", "skewed"),
+            step("4 · Drop row 0 → S_rel", ("causal", "skewed"),
                  "Row i now starts with query i's last i + 1 scores, distances −i … 0: key j sits exactly at "
                  "distance j − i (labels on each diagonal agree). Then the pad (j = i + 1) and, hatched, "
                  "scores of query i + 1 for the wrong distances: garbage.",
                  key="skew_fig_skewed", x_title="key j", y_title="query i", **common)
         with row2[1]:
-            step("5 · Mask: the causal mask hides j > i", ("causal", "masked"),
+            step("5 · Mask out j > i", ("causal", "masked"),
                  "A decoder adds −∞ above the diagonal anyway (a token must not see the future), which "
                  "removes the pad and the garbage. What remains is q_i · e(j − i) for every key j ≤ i.",
                  key="skew_fig_masked", x_title="key j", y_title="query i", **common)
         with row2[2]:
-            st.markdown("**Live check against the naive gather**")
+            st.markdown("**Live check: naive gather**")
             st.success(f"skew equals the naive gather on the lower triangle (j ≤ i): "
                        f"max |difference| = {fmt(proof['causal_lower'])}", icon=":material/check_circle:")
             st.caption("The naive gather (relviz.skew.gather_relative) builds e(j − i) for every cell and "
@@ -169,7 +171,7 @@ with bidirectional_tab:
                  key="skew_fig_bi_qer", y_title="query i", x_title="column m", show_scale=True,
                  width_budget=520, **common)
         with top[1]:
-            st.markdown("**Live check against the naive gather**")
+            st.markdown("**Live check: naive gather**")
             st.success(f"bidirectional skew equals the naive gather everywhere: "
                        f"max |difference| = {fmt(proof['bidirectional'])}", icon=":material/check_circle:")
             st.warning(f"The causal skew used here instead would be wrong above the diagonal by up to "
@@ -184,7 +186,7 @@ with bidirectional_tab:
              key="skew_fig_bi_window", y_title="query i", width_budget=760, **common)
         bottom = st.columns(2)
         with bottom[0]:
-            step("3 · Keep the first L columns → S_rel (L × L)", ("bidirectional", "result"),
+            step("3 · Keep the first L columns → S_rel", ("bidirectional", "result"),
                  "Every cell holds q_i · e(j − i), above the diagonal too: exact everywhere, no mask needed. "
                  "Its lower triangle equals the causal skew's (both tabs share E_r for distances ≤ 0).",
                  key="skew_fig_bi_result", x_title="key j", y_title="query i", width_budget=380, **common)

@@ -220,8 +220,9 @@ def mrope_ids(rule: str = "qwen2_5_vl", rows: int = 4, cols: int = 6, frames: in
     ids, kinds = mrope_position_ids(mixed_sequence(rule, rows, cols, frames, seconds_per_grid=seconds_per_grid), r,
                                     tokens_per_second=tokens_per_second, device=CPU)
     return figures.mrope_ids_figure(ids.numpy(), kinds.numpy(), KIND_NAMES,
-                                    title=f"{r.label}: position ids of text, a {rows} × {cols} image, text, "
-                                          f"a {frames}-frame video, text ({ids.shape[1]:,} tokens)")
+                                    # two lines: on one, "(1,296 tokens)" was cut at 1024 × 768
+                                    title=f"{r.label}: position ids of {ids.shape[1]:,} tokens<br><sup>text, a "
+                                          f"{rows} × {cols} image, text, a {frames}-frame video, text</sup>")
 
 
 def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:

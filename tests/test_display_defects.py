@@ -119,6 +119,62 @@ def test_readme_gives_the_cpu_index_install_first_and_names_relviz_models():
 # Issue 33: the defects a teacher found presenting both tours at 1280 × 720
 
 
+@pytest.mark.parametrize("k", [0, 3, 64])
+def test_shaw_panel_titles_fit_a_third_of_a_1024_page(k):
+    """At 1024 × 768 the third title read "lookup index: clipped +" (cut): each title is no longer than the first,
+    "relative position j − i", which fits there (test-artifacts/issue33/first-1024x768-02.png), for every k the
+    slider takes (0 … 64)."""
+    from relviz.figures.shaw import shaw_matrices, shaw_offsets
+
+    titles = [view.figure.layout.title.text for view in shaw_matrices(shaw_offsets(10, 10, k=k), 10, 10)]
+    assert titles[0] == "relative position j − i" and all(len(t) <= len(titles[0]) for t in titles), titles
+    assert "clip(j − i, " in titles[1] and titles[2] == f"index: clipped + {k}"
+
+
+@pytest.mark.parametrize("k, length", [(3, 10), (64, 10), (9, 20), (12, 24)])
+def test_a_flat_colour_bar_labels_fit_under_a_narrow_matrix(k, length):
+    """The clipped offset's seven labels −3 … 3 overlapped (drawn upright, bar-1024x768.png) on a bar ~87 px wide
+    under a 10 × 10 matrix in a third of 1024 px: the labels kept fit NARROW_BAR_PX at TICK_CHAR_PX a character
+    and a character's gap, they are evenly spaced, and each still names the value its position stands for."""
+    from relviz.figures.heatmap import NARROW_BAR_PX, TICK_CHAR_PX
+    from relviz.figures.shaw import shaw_matrices, shaw_offsets
+
+    values = shaw_offsets(length, length, k=k)
+    for view, shown in zip(shaw_matrices(values, length, length)[1:], (values.clipped, values.index)):
+        trace = view.figure.data[0]
+        vals, text = list(trace.colorbar.tickvals), [int(t.replace("−", "-")) for t in trace.colorbar.ticktext]
+        assert sum((len(t) + 1) * TICK_CHAR_PX for t in trace.colorbar.ticktext) <= NARROW_BAR_PX, text
+        assert len(vals) >= 2 and len(set(np.diff(vals))) == 1                     # evenly spaced
+        lo = int(shown.min())
+        shift = lo if trace.zmin == -0.5 else 0              # z holds value − lo, or the value itself (int8)
+        assert [v + shift for v in vals] == text and lo <= text[0] and text[-1] <= int(shown.max())
+    assert k != 3 or text == [0, 3, 6] or text == [0, 2, 4, 6]
+
+
+def test_mrope_ids_title_keeps_its_token_count_on_a_short_first_line():
+    """At 1024 × 768 the one-line title lost "(1,296 tokens)" (today-1024x768-13.png): the count is on a first line
+    of at most 45 characters, what the sequence holds on a smaller second line."""
+    from relviz import show
+
+    figure = show.mrope_ids("qwen2_5_vl", 16, 16, 4)
+    first, second = figure.layout.title.text.split("<br>")
+    tokens = len(figure.data[0].y)
+    assert tokens > 1000 and first.endswith(f" {tokens:,} tokens") and len(first) <= 45, first
+    assert second.startswith("<sup>") and "16 × 16 image" in second and "4-frame video" in second
+
+
+def test_absolute_shift_right_panel_names_its_y_axis_in_its_title():
+    """At 1024 × 768 the right panel's y-axis title ("PE_i · PE_j / (d/2)") sat over the left panel: the gap between
+    the panels is ~50 px there. The panel title names the axis instead, and fits like the left one."""
+    from relviz.absolute import shift_sequence
+    from relviz.figures.absolute import shift_figure
+
+    figure = shift_figure(shift_sequence(64, 128, 100))
+    notes = [a.text for a in figure.layout.annotations if a.yref == "paper" and a.y == 1.0]
+    assert not figure.layout.yaxis2.title.text and "PE_i · PE_j / (d/2)" in notes[1]
+    assert len(notes[1]) <= 30 and figure.layout.yaxis.title.text
+
+
 @pytest.mark.parametrize("k, length, span", [(64, 10, 9), (3, 10, 3), (0, 10, 0)])
 def test_shaw_colour_scale_fits_the_values_shown(k, length, span):
     """Defect 2: at k = 64 on a 10 × 10 matrix the scale spanned ±64 while the offsets span ±9: one flat colour."""
@@ -142,12 +198,16 @@ def test_alibi_slope_labels_are_readable_and_never_shrunk():
 
 def test_skew_panel_titles_fit_a_third_of_the_page_on_one_line():
     """Defect 19: panel 1's title ("… one score per query and distance") wrapped, so panel 1 sat lower than 2 and 3.
-    A bold 16 px title fits ~35 characters in a third of 1280 px ("2 · Pad one zero column on the left" does)."""
+    A third of a 1024 px page (the sidebar open) holds ~26 bold characters ("3 · Reshape to (L + 1) × L" fits on
+    one line there, test-artifacts/issue33/first-1024x768-07.png; "1 · Q E_rᵀ: query × distance" wrapped), so
+    every title of the causal tab's three-column rows is at most 26 characters."""
     from page_support import run_page
 
     at = run_page("skew")
-    titles = [m.value.strip("*") for m in at.markdown if m.value.startswith("**1 ·")]
-    assert titles and all(len(t) <= 35 for t in titles), titles
+    titles = [m.value.strip("*") for m in at.markdown if m.value.startswith("**") and m.value.endswith("**")]
+    causal = titles[:titles.index("Live check: naive gather") + 1]       # steps 1 … 5 and row 2's third heading
+    assert [t[0] for t in causal] == ["1", "2", "3", "4", "5", "L"], causal
+    assert all(len(t) <= 26 for t in causal), causal
 
 
 @pytest.mark.parametrize("num_buckets", [32, 128])

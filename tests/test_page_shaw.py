@@ -29,13 +29,13 @@ def expected_index(q_len, k_len, k, q_offset, row0=0, col0=0, rows=None, cols=No
 def check_figures(at: AppTest, q_len: int, k_len: int, k: int, q_offset: int) -> None:
     """The three matrices hold exactly what the library computes, for the window they show."""
     figures = charts(at)
-    index_fig = find(figures, "lookup index:")
+    index_fig = find(figures, "index: clipped +")
     t = trace(index_fig)
     row0, col0 = t["meta"]["row0"], t["meta"]["col0"]
     rows, cols = heatmap_values(index_fig).shape
     expected = expected_index(q_len, k_len, k, q_offset, row0, col0, rows, cols)
     assert np.array_equal(heatmap_values(index_fig), expected)
-    assert np.array_equal(heatmap_values(find(figures, "clipped: clip")), expected - k)
+    assert np.array_equal(heatmap_values(find(figures, "clip(j − i")), expected - k)
     relative = find(figures, "relative position")
     assert np.array_equal(heatmap_values(relative), expected_index(q_len, k_len, 10**6, q_offset, row0, col0,
                                                                     rows, cols) - 10**6)
@@ -49,13 +49,13 @@ def test_defaults_show_the_three_matrices_the_strip_and_the_ablation():
     at = run()
     check_figures(at, 10, 10, 3, 0)
     figures = charts(at)
-    index_fig = find(figures, "lookup index:")
+    index_fig = find(figures, "index: clipped +")
     assert np.array_equal(heatmap_values(index_fig), shaw_clip_index(10, 10, k=3, device="cpu").numpy())
     assert list(heatmap_values(index_fig)[0]) == [3, 4, 5, 6, 6, 6, 6, 6, 6, 6]  # FACTS: row 0, k = 3
     assert np.array_equal(heatmap_values(find(figures, "relative position")),
                           relative_positions(10, 10, device="cpu").numpy())
     for part in ("i = %{y}", "j = %{x}", "j − i = ", "clipped offset = ", "index = "):
-        for name in ("lookup index:", "clipped: clip", "relative position"):
+        for name in ("index: clipped +", "clip(j − i", "relative position"):
             assert part in trace(find(figures, name))["hovertemplate"]
     strip = trace(find(figures, "7 learned vectors"))
     assert list(decode(strip["z"])[0]) == list(range(7))
@@ -102,7 +102,7 @@ def test_presets_align_queries_with_first_or_last_keys():
     at.button(key="sh_last").click().run()
     assert at.slider(key="sh_off").value == 6  # tensor2tensor: queries are the last 4 keys
     check_figures(at, 4, 10, 3, 6)
-    index_fig = find(charts(at), "lookup index:")
+    index_fig = find(charts(at), "index: clipped +")
     assert list(decode(trace(index_fig)["y"])) == [6, 7, 8, 9]
     assert np.array_equal(heatmap_values(index_fig), shaw_clip_index(4, 10, k=3, q_offset=6, device="cpu").numpy())
     at.button(key="sh_first").click().run()
@@ -129,7 +129,7 @@ def test_a_shared_link_restores_the_view():
 def test_large_lengths_show_an_exact_overview_and_window_under_three_megabytes():
     at = run(sh_q=8192, sh_k=8192, sh_clip=64, sh_ws=512, sh_r0=4000, sh_c0=3800)
     check_figures(at, 8192, 8192, 64, 0)
-    index_fig = find(charts(at), "lookup index:")
+    index_fig = find(charts(at), "index: clipped +")
     t = trace(index_fig)
     assert (t["meta"]["row0"], t["meta"]["col0"]) == (4000, 3800)
     # large windows are drawn in the browser from their per-offset slices: O(rows + cols) numbers
@@ -144,7 +144,7 @@ def test_large_lengths_show_an_exact_overview_and_window_under_three_megabytes()
     assert any("per-offset vector" in m.value for m in at.markdown)
     assert len(at.get("download_button")) == 4
     at.button(key="sh_centre").click().run()
-    t = trace(find(charts(at), "lookup index:"))
+    t = trace(find(charts(at), "index: clipped +"))
     assert t["meta"]["col0"] == 4000  # j − i = 0 through the middle of the window
 
 
@@ -171,7 +171,7 @@ def test_window_sliders_at_both_ends(key, end):
     slider.set_value(slider.min if end == "min" else slider.max).run()
     assert not at.exception, [e.value for e in at.exception]
     check_figures(at, 8192, 3000, 3, -100)
-    index_fig = find(charts(at), "lookup index:")
+    index_fig = find(charts(at), "index: clipped +")
     t = trace(index_fig)
     rows, cols = heatmap_values(index_fig).shape
     assert t["meta"]["row0"] + rows <= 8192 and t["meta"]["col0"] + cols <= 3000

@@ -130,7 +130,7 @@ def test_invalid_settings_show_the_library_message_and_nearest_valid_never_a_tra
 def test_invalid_setting_keeps_the_compare_view_with_shaw():
     at = run(t5_nb=128, t5_md=32, t5_tab="Compare with Shaw")
     assert [e.value for e in at.error][-1].startswith("No T5 map for this setting")
-    shaw = find(charts(at), "lookup index:")
+    shaw = find(charts(at), "index: clipped +")
     assert np.array_equal(heatmap_values(shaw), shaw_clip_index(32, 32, k=8, device="cpu").numpy())
 
 
@@ -138,7 +138,7 @@ def test_compare_view_puts_shaw_beside_t5_for_the_same_lengths():
     at = run(t5_tab="Compare with Shaw", t5_q=20, t5_k=24, t5_off=2)
     at.slider(key="t5_ck").set_value(5).run()
     assert not at.exception
-    shaw = find(charts(at), "lookup index:")
+    shaw = find(charts(at), "index: clipped +")
     assert np.array_equal(heatmap_values(shaw), shaw_clip_index(20, 24, k=5, q_offset=2, device="cpu").numpy())
     check_map(at, 20, 24, 32, 128, True, 2)
     assert "blind" in " ".join(m.value for m in at.markdown)

@@ -38,7 +38,7 @@ def _run_code(code: str) -> dict:
 def test_shaw_page_snippet_reproduces_the_lookup_index():
     at = _open_code(run_page("shaw", sh_q="7", sh_k="12", sh_off="3", sh_clip="2"), "sh_code")
     result = _run_code(_code(at))["result"].numpy()
-    np.testing.assert_array_equal(result, heatmap_values(find(charts(at), "lookup index:")))
+    np.testing.assert_array_equal(result, heatmap_values(find(charts(at), "index: clipped +")))
 
 
 def test_t5_page_snippet_reproduces_the_map_and_its_score_mod_is_t5_attention():

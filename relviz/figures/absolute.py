@@ -207,7 +207,7 @@ def shift_figure(shifted: ShiftedSequence, *, height: int = 420) -> go.Figure:
 
     s = shifted.shift
     figure = make_subplots(rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.12, subplot_titles=(
-        f"absolute: PE(i + {s}) − PE(i)", "relative: PE_i · PE_j by j − i"))
+        f"absolute: PE(i + {s}) − PE(i)", "relative: PE_i · PE_j / (d/2)"))
     positions_ = np.arange(len(shifted.change))
     figure.add_trace(go.Bar(x=positions_, y=shifted.change.numpy(), marker_color="#d62728",
                             name=f"‖PE(i + {s}) − PE(i)‖: how far each position's vector moved", hovertemplate="position i = %{x}<br>"
@@ -226,7 +226,8 @@ def shift_figure(shifted: ShiftedSequence, *, height: int = 420) -> go.Figure:
     figure.update_xaxes(title_text="position i", row=1, col=1)
     figure.update_yaxes(title_text="distance moved", rangemode="tozero", row=1, col=1)
     figure.update_xaxes(title_text="relative position j − i", row=1, col=2)
-    figure.update_yaxes(title_text="PE_i · PE_j / (d/2)", row=1, col=2)
+    # the right panel's title names its y axis: an axis title of its own sat over the left panel where the
+    # gap between them is narrow (~50 px at 1024 × 768), whatever its standoff
     figure.update_layout(**legend_below_axis(dict(height=height, margin=dict(l=60, r=10, t=40, b=40)), rows=1))
     figure.update_annotations(font_size=16)
     return figure

@@ -141,10 +141,12 @@ def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
                      zmid=0, hover=[clipped, index], title="relative position j − i", **common)
     clip = build(values.clipped, q_len, k_len, value_label="clipped offset",
                  discrete_range=(lo, hi), colorscale=PALETTE, hover=[index],
-                 title=f"clipped: {clip_formula(k)}", **common)
+                 title=clip_formula(k), **common)
     lookup = build(values.index, q_len, k_len, value_label="index", discrete_range=(lo + k, hi + k),
                    colorscale=PALETTE, hover=[clipped], value_last=True,
-                   title=f"lookup index: clipped + {k}", **common)  # the full formula overflowed a third of 1280 px
+                   title=f"index: clipped + {k}", **common)
+    # titles no longer than "relative position j − i", which fits a third of 1024 px: "lookup index: clipped + 3"
+    # and "clipped: clip(j − i, −64, 64)" were cut there
     return tuple(_square_cells(view, height) for view in (relative, clip, lookup))
 
 
