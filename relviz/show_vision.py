@@ -221,8 +221,8 @@ def mrope_ids(rule: str = "qwen2_5_vl", rows: int = 4, cols: int = 6, frames: in
                                     tokens_per_second=tokens_per_second, device=CPU)
     return figures.mrope_ids_figure(ids.numpy(), kinds.numpy(), KIND_NAMES,
                                     # two lines: on one, "(1,296 tokens)" was cut at 1024 × 768
-                                    title=f"{r.label}: position ids of {ids.shape[1]:,} tokens<br><sup>text, a "
-                                          f"{rows} × {cols} image, text, a {frames}-frame video, text</sup>")
+                                    title=f"{r.label}: position ids of {ids.shape[1]:,} tokens",
+                                    subtitle=f"text, a {rows} × {cols} image, text, a {frames}-frame video, text")
 
 
 def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:

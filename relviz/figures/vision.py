@@ -159,7 +159,7 @@ def swinv2_coordinates_figure(delta: np.ndarray, coords: np.ndarray, *, window: 
 
 
 def mrope_ids_figure(ids: np.ndarray, kinds: np.ndarray, kind_names: tuple[str, ...], *, title: str,
-                     height: int = 460) -> go.Figure:
+                     subtitle: str = "", height: int = 460) -> go.Figure:
     """M-RoPE's three rows of ids against the token index, one panel each (t, h, w) sharing the token axis, the
     image and video spans shaded. A long video's w panel is a dense sawtooth: zoom in to see each row."""
     from plotly.subplots import make_subplots
@@ -182,7 +182,9 @@ def mrope_ids_figure(ids: np.ndarray, kinds: np.ndarray, kind_names: tuple[str, 
         if end - start >= n / 40:  # a label where the span is wide enough to hold it
             figure.add_annotation(x=(start + end - 1) / 2, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
                                   text=kind_names[kind], font=dict(size=READABLE_FONT - 2))
-    figure.update_layout(title=dict(text=title, x=0, xanchor="left", y=0.98), height=height,
-                         margin=dict(l=60, r=10, t=80, b=50), showlegend=False)
+    # a subtitle, not "<br><sup>": plotly.js lifted a two-line title's first line above the figure's top edge
+    figure.update_layout(title=dict(text=title, x=0, xanchor="left", y=0.98,
+                                    subtitle=dict(text=subtitle, font=dict(size=READABLE_FONT - 2))), height=height,
+                         margin=dict(l=60, r=10, t=90, b=50), showlegend=False)
     figure.update_xaxes(title_text="token index", row=3, col=1)
     return make_readable(figure)
