@@ -47,7 +47,7 @@ def observe_section(ctx: BenchContext) -> SectionResult:
         ctx.log(f"observe {model_type}: first read {rows[-1]['first_s']:.2f} s")
     worst = max(r["first_s"] for r in rows)
     return SectionResult(
-        name="observe", title="The observer's first read of a family, in a fresh process (tiny model, 2 forwards)",
+        name="observe", title="The observer's first read of a family, in a fresh process (tiny model, a few short forwards)",
         columns=[Column("family", "model_type"), Column("import_s", "import transformers", lambda s: f"{s:.2f} s"),
                  Column("first_s", "first read", lambda s: f"{s:.2f} s"),
                  Column("cached_s", "again (cached)", lambda s: f"{s * 1e3:.1f} ms")],
