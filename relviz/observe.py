@@ -129,15 +129,9 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
         seen[k].modules = tuple(c for c in classes if kind_of_module(c))
         seen[k].kinds = tuple(dict.fromkeys(kind_of_module(c) for c in seen[k].modules))
     for length in PROBE_LENGTHS:
-        recorder = _Recorder(modeling, model, layers)
-        try:
-            with torch.no_grad():
-                model(**_inputs(model, length), use_cache=False)
-        except Exception as exc:  # noqa: BLE001
-            raise ValueError(f"transformers could not run a {config['model_type']!r} model built from this config: "
-                             f"{type(exc).__name__}: {str(exc)[:300]}") from exc
-        finally:
-            recorder.close()
+        recorder = _recorded_forward(modeling, model, layers, length,
+                                     f"transformers could not run a {config['model_type']!r} model built from this "
+                                     "config", 300)
         for layer, name, args, kwargs, out in recorder.calls:
             if layer < 0:
                 continue
@@ -202,6 +196,22 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
                        dict(getattr(text, "attribute_map", {}) or {}))
 
 
+def _recorded_forward(modeling: Any, model: torch.nn.Module, layers: list, length: int, failure: str,
+                      quoted: int) -> _Recorder:
+    """One eager forward of ``length`` tokens under the recorders, which come back closed with the calls they kept
+    (and the functions they wrapped); or a ValueError that starts with ``failure`` and quotes transformers' own
+    error (its first ``quoted`` characters)."""
+    recorder = _Recorder(modeling, model, layers)
+    try:
+        with torch.no_grad():
+            model(**_inputs(model, length), use_cache=False)
+    except Exception as exc:  # noqa: BLE001 - any failure inside transformers is quoted, never hidden
+        raise ValueError(f"{failure}: {type(exc).__name__}: {str(exc)[:quoted]}") from exc
+    finally:
+        recorder.close()
+    return recorder
+
+
 def _softmax_bias(model: torch.nn.Module, modeling: Any, seen: list[LayerObservation], model_type: str) -> None:
     """Whether anything is added to the scores besides q·k and the mask, where attention is seen at its softmax
     only: one more forward with every projection zeroed (each parameter but the embeddings' tables and the norms'
@@ -214,15 +224,9 @@ def _softmax_bias(model: torch.nn.Module, modeling: Any, seen: list[LayerObserva
                 p.zero_()
     length = PROBE_LENGTHS[0]
     layers = _layers(zeroed, len(seen))
-    recorder = _Recorder(modeling, zeroed, layers)
-    try:
-        with torch.no_grad():
-            zeroed(**_inputs(zeroed, length), use_cache=False)
-    except Exception as exc:  # noqa: BLE001
-        raise ValueError(f"transformers could not run a {model_type!r} model with its projections zeroed (the "
-                         f"observer's check for a position bias): {type(exc).__name__}: {str(exc)[:200]}") from exc
-    finally:
-        recorder.close()
+    recorder = _recorded_forward(modeling, zeroed, layers, length,
+                                 f"transformers could not run a {model_type!r} model with its projections zeroed "
+                                 "(the observer's check for a position bias)", 200)
     for layer, name, args, _, _ in recorder.calls:
         if name == "softmax" and layer >= 0 and seen[layer].at_softmax:
             allowed, scores = args                                                 # [L, L], [H, L, L]
