@@ -212,7 +212,8 @@ if active is not None:
     st.markdown(f"{active.headline()} · pick model, layer and head in the sidebar")
 
     # --- the input ----------------------------------------------------------------------------
-    c_text, c_len, c_seed, c_rand = st.columns([5, 3, 1.6, 2.6], vertical_alignment="bottom")  # "random example" fits at 1280 px
+    # "random example" and the seed's label with its range fit on one line at 1280 px
+    c_text, c_len, c_seed, c_rand = st.columns([4.4, 2.6, 2.6, 2.6], vertical_alignment="bottom")
     length = int(c_len.slider("length", 1, MAX_TEXT, DEFAULT_LENGTH, key=f"{P}_len", bind="query-params",
                               on_change=on_length,
                               help=f"Longer than training ({active.train_length}) to watch extrapolation; up to "
