@@ -12,7 +12,8 @@ memory and no gather. This module holds:
   cells came from, for the teaching page;
 - ``skew_bidirectional``: the unmasked variant with 2L − 1 distances, exact everywhere;
 - ``distance_table``: the L rows of a learned table E_r [M, D] that a length-L sequence uses;
-- ``gather_relative``: the naive gather that the two tricks are proven and measured against.
+- ``gather_relative``: the naive gather that the two tricks are proven and measured against;
+- the skew in words: each step's title and caption, and what the checks against the gather say.
 
 Sign convention: relative position = key index − query index (j − i).
 """
@@ -35,6 +36,11 @@ __all__ = [
     "skew_bidirectional",
     "distance_table",
     "gather_relative",
+    "StepWords",
+    "causal_step_words",
+    "bidirectional_step_words",
+    "causal_check_words",
+    "bidirectional_check_words",
 ]
 
 
@@ -219,3 +225,120 @@ def gather_relative(q: torch.Tensor, table: torch.Tensor, index: torch.Tensor) -
                 f"got values from {low} to {high}")
     gathered = table[index.long()]                           # [Lq, Lk, D]: the L²·D cost
     return torch.einsum("...id,ijd->...ij", q, gathered)
+
+
+# ---------------------------------------------------------------------------------------
+# The skew in words: what the Skew page (and a notebook) says about each step
+
+
+@dataclass(frozen=True)
+class StepWords:
+    """One step's title (at most 26 characters, so three fit a row of a 1024 px page, each on one line) and
+    its caption."""
+
+    title: str
+    caption: str
+
+
+def causal_step_words(length: int) -> dict[str, StepWords]:
+    """The causal skew's five steps for length L, keyed like their cells: qer, padded, reshaped, skewed, masked."""
+    last = check_int("length", length, minimum=1) - 1
+    return {
+        "qer": StepWords(
+            "1 · Q E_rᵀ by distance",
+            f"Row i: query i against every distance vector. Column m stands for distance m − {last}: the last "
+            f"column is distance 0 (the query itself), the first is −{last}. A causal model only needs these L "
+            "distances."),
+        "padded": StepWords(
+            "2 · Pad a zero column",
+            "L × (L + 1): each row gets a zero in front (grey) and its scores shift one column right. Nothing is "
+            "computed, only memory is laid out."),
+        "reshaped": StepWords(
+            "3 · Reshape to (L + 1) × L",
+            "The same numbers in the same memory order, read in rows of L instead of L + 1. So row r starts r "
+            "cells earlier in memory: it holds the last r scores of query r − 1, then query r's pad, then the "
+            "first scores of query r. Each row slides one more cell: that is the skew."),
+        "skewed": StepWords(
+            "4 · Drop row 0 → S_rel",
+            "Row i now starts with query i's last i + 1 scores, distances −i … 0: key j sits exactly at distance "
+            "j − i (labels on each diagonal agree). Then the pad (j = i + 1) and, hatched, scores of query i + 1 "
+            "for the wrong distances: garbage."),
+        "masked": StepWords(
+            "5 · Mask out j > i",
+            "A decoder adds −∞ above the diagonal anyway (a token must not see the future), which removes the "
+            "pad and the garbage. What remains is q_i · e(j − i) for every key j ≤ i."),
+    }
+
+
+def bidirectional_step_words(length: int) -> dict[str, StepWords]:
+    """The bidirectional skew's three steps for length L, keyed like their cells: qer, window, result."""
+    length = check_int("length", length, minimum=1)
+    last = length - 1
+    return {
+        "qer": StepWords(
+            "1 · Q E_allᵀ: 2L − 1 distances",
+            f"An encoder's key can lie on either side of the query, so the table holds one vector per distance "
+            f"−{last} … +{last}. Column m stands for distance m − {last}."),
+        "window": StepWords(
+            "2 · Flatten, skip L − 1 numbers, read rows of 2L − 2",
+            f"In memory, query i's score for distance −i (key 0) sits at i·(2L − 2) + {last} … so after "
+            f"dropping the first {last} numbers, rows of 2L − 2 = {2 * length - 2} start exactly there. The faded "
+            "columns (≥ L) are cut off next."),
+        "result": StepWords(
+            "3 · Keep the first L columns → S_rel",
+            "Every cell holds q_i · e(j − i), above the diagonal too: exact everywhere, no mask needed. Its lower "
+            "triangle equals the causal skew's (both tabs share E_r for distances ≤ 0)."),
+    }
+
+
+#: Why relative attention needs the skew at all.
+WHY_THE_SKEW = (
+    "Relative attention needs, for every query i and key j, the score **q_i · e(j − i)**: the query against the "
+    "learned vector of their distance. Shaw et al. gather an e(j − i) for every (i, j): an L × L × D tensor. The "
+    "Music Transformer (Huang et al. 2018) computes **Q E_rᵀ** once, one score per query and *distance*, then "
+    "moves every score to its (i, j) cell with a pad, a reshape and a slice: no gather, only L × D extra memory. "
+    "Every cell is labelled with the distance its score stands for.")
+
+#: What the naive gather the skew is checked against is.
+NAIVE_GATHER = (
+    "The naive gather (relviz.skew.gather_relative) builds e(j − i) for every cell and takes q_i · e(j − i): "
+    "Shaw et al.'s way. The skew moves scores, it does not compute new ones; the difference is float32 rounding "
+    "of two summation orders.")
+
+#: Why the causal skew must not run in an encoder.
+NOT_IN_AN_ENCODER = (
+    "**Do not use this skew in a bidirectional encoder.** Without a causal mask the garbage reaches the softmax: "
+    "every key after the query gets another query's score for a wrong distance. Transformer-XL's `_rel_shift` is "
+    "the same trick (pad, view, drop a row) and has the same garbage above the diagonal; reusing it in a "
+    "non-causal model is a known bug in several codebases. An encoder needs the **2L − 1 distances** of the next "
+    "tab.")
+
+#: What the bidirectional skew costs.
+BIDIRECTIONAL_PRICE = (
+    "Same idea as the causal skew: only reshapes and slices, no L × L × D tensor (tensor2tensor's "
+    "dot_product_unmasked_self_attention_relative_v2). The price is a table of 2L − 1 distances instead of L.")
+
+#: What the causal skew does in an encoder, beside the picture of its error.
+UNMASKED_ERROR = (
+    "The causal skew of the first tab, fed to an encoder without its mask: every cell above the diagonal holds "
+    "another query's score for a wrong distance (the pad and the garbage), and the softmax uses it. Below the "
+    "diagonal the error is 0. Transformer-XL's _rel_shift has the same upper triangle; several codebases reuse "
+    "it in encoders.")
+
+
+def _difference(x: float) -> str:
+    return f"{x:.1e}" if x else "0"
+
+
+def causal_check_words(lower: float, upper: float) -> tuple[str, str]:
+    """The causal skew against the naive gather: below the diagonal (``lower``, max |difference|) and above it
+    (``upper``, the garbage)."""
+    return (f"skew equals the naive gather on the lower triangle (j ≤ i): max |difference| = {_difference(lower)}",
+            f"Above the diagonal the skew differs from the true q_i · e(j − i) by up to {upper:.3g}: those cells "
+            "are garbage.")
+
+
+def bidirectional_check_words(everywhere: float, causal_upper: float) -> tuple[str, str]:
+    """The bidirectional skew against the naive gather (``everywhere``), and what the causal one would be off by."""
+    return (f"bidirectional skew equals the naive gather everywhere: max |difference| = {_difference(everywhere)}",
+            f"The causal skew used here instead would be wrong above the diagonal by up to {causal_upper:.3g}.")

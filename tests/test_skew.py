@@ -362,3 +362,19 @@ def test_skew_on_cuda_matches_cpu() -> None:
     source = skew_source_index(length, device="cuda")
     assert source.row.skewed.device.type == "cuda"
     assert torch.equal(source.col.skewed.cpu(), skew_source_index(length, device="cpu").col.skewed)
+
+
+def test_the_step_words_name_every_step_the_page_draws_and_its_distances() -> None:
+    """Each step's words are keyed like its cells, so a step without words (or words without a step) fails
+    here; the captions carry the length's own distances."""
+    from relviz.figures.skew import bidirectional_steps, causal_steps, demo_inputs
+    from relviz.skew import bidirectional_step_words, causal_step_words
+
+    demo = demo_inputs(7, 0)
+    assert list(causal_step_words(7)) == list(causal_steps(demo))
+    assert list(bidirectional_step_words(7)) == list(bidirectional_steps(demo))
+    assert "the first is −6" in causal_step_words(7)["qer"].caption
+    assert "−6 … +6" in bidirectional_step_words(7)["qer"].caption
+    assert "2L − 2 = 12" in bidirectional_step_words(7)["window"].caption
+    with pytest.raises(ValueError, match="length"):
+        causal_step_words(0)

@@ -30,6 +30,10 @@ PAD_COLOUR = "#9e9e9e"
 HATCH_COLOUR = "#111111"
 VALUE_SCALE = "RdBu_r"  # diverging: negative blue, positive red, 0 white
 
+#: Added to a step's caption where its figure has no cell labels (layout.meta["labels"] false).
+NO_LABELS = (" (Cell labels are off at this size, they would overlap: hover a cell for its distance and source, "
+             "or colour by distance.)")
+
 
 @dataclass(frozen=True)
 class DemoInputs:
