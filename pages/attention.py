@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from relviz import inspection
 from relviz.app import controls, display, downloads, navigation, quotas
 from relviz.app.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
 from relviz.figures.attention import (
@@ -286,12 +287,7 @@ if active is not None:
 
     # --- about the models and this one --------------------------------------------------------
     st.subheader("About this model")
-    st.markdown(
-        "A small transformer (2 layers, 4 heads, d_model 64, causal) was trained with **each position scheme** on the "
-        "same task (ALiBi needed 6 layers: its penalty cannot single out one offset, so the model composes it from "
-        "layer to layer; with 2 it reaches 72%). Pick one in the sidebar, give it a sequence, and see what it "
-        "predicts and **where every head looks**, next to the position structure its scheme gave it. Then train "
-        "your own at the bottom of the page.")
+    st.markdown(inspection.about_the_models())
     st.markdown(active.description())
     display.sign_convention()
 
@@ -320,9 +316,7 @@ if active is not None:
         with left:
             display.show_figure(figure, key=f"{P}_fig_profile")
         with right:
-            st.markdown("For each head: the average weight on the keys at offset j − i, over every query that has "
-                        "such a key (one diagonal of its heatmap). A relative habit shows up as a peak at a fixed "
-                        "offset.")
+            st.markdown(inspection.OFFSET_PROFILE)
             for finding in findings:
                 if finding.good:
                     st.success(finding.text, icon=":material/lightbulb:")

@@ -23,14 +23,14 @@ import numpy as np
 import torch
 
 from relviz._checks import check_int
-from relviz.model import RelvizTransformer
-from relviz.schemes import get_scheme
+from relviz.model import ModelConfig, RelvizTransformer
+from relviz.schemes import get_scheme, scheme_names
 from relviz.schemes.view_kinds import PositionStructure, View
 from relviz.tasks import DIGITS, Absolute, Shift, Task, WindowMax
 from relviz.training.evaluation import run_text
 
 __all__ = [
-    "LiveModel", "RunView", "run_view", "random_text", "resize_text", "OffsetProfile", "mean_attention_by_offset",
+    "about_the_models", "OFFSET_PROFILE", "LiveModel", "RunView", "run_view", "random_text", "resize_text", "OffsetProfile", "mean_attention_by_offset",
     "peak_offsets", "Finding", "offset_findings", "column_attention", "window_attention",
     "PositionStructure", "position_structure", "parameter_views", "structure_text", "parameter_caption",
 ]
@@ -40,7 +40,21 @@ MAX_TEXT = 100_000
 
 
 # ---------------------------------------------------------------------------------------
-# The model a page shows, whatever its origin
+# The models a page shows, whatever their origin
+
+
+def about_the_models() -> str:
+    """What the shipped models are, in Markdown: the common shape (ModelConfig's defaults), and each scheme that
+    departs from it in its own words (``Scheme.shape_note``)."""
+    common = ModelConfig()
+    notes = [get_scheme(name).shape_note for name in scheme_names() if get_scheme(name).shape_note]
+    more = f", some with more layers: {', '.join(notes[:-1])} and {notes[-1]}" if len(notes) > 1 else (
+        f", one with more layers: {notes[0]}" if notes else "")
+    return (f"A small transformer ({common.n_layers} layers, {common.n_heads} heads, d_model {common.d_model}, "
+            f"{'causal' if common.causal else 'bidirectional'}) was trained with **each position scheme** on the "
+            f"same task{more}. Pick one in the sidebar, give it a "
+            "sequence, and see what it predicts and **where every head looks**, next to the position structure its "
+            "scheme gave it. Then train your own at the bottom of the page.")
 
 
 @dataclass(frozen=True)
@@ -189,6 +203,11 @@ def resize_text(text: str, length: int, seed: int, alphabet: str = DIGITS) -> st
 
 # ---------------------------------------------------------------------------------------
 # Mean attention by offset
+
+
+#: What the mean attention by offset is, and what to look for in it.
+OFFSET_PROFILE = ("For each head: the average weight on the keys at offset j − i, over every query that has such a "
+                  "key (one diagonal of its heatmap). A relative habit shows up as a peak at a fixed offset.")
 
 
 @dataclass(frozen=True)

@@ -357,3 +357,21 @@ def test_live_model_description_names_scheme_task_and_shape():
     assert f"Task **{task.describe()}**: {task.summary}" in text
     assert "3 layers × 2 heads, causal; trained 120 steps at length **24**" in text and "**87.5%**" in text
     assert live.headline() == f"**mine** · scheme **shaw** · task **{task.describe()}** · 87.5% at its training length 24"
+
+
+def test_about_the_models_names_every_shipped_shape_that_departs_from_the_common_one():
+    """The page's paragraph on the shipped models is built from data: the common shape is ModelConfig's default,
+    and each shipped checkpoint with another layer count is named with that count (a scheme that changed its
+    training_defaults without its shape_note would be missing here, or refused by the registry)."""
+    from relviz.inspection import about_the_models
+    from relviz.schemes import get_scheme
+    from relviz.training import list_checkpoints
+
+    text, common = about_the_models(), ModelConfig()
+    assert text.startswith(f"A small transformer ({common.n_layers} layers, {common.n_heads} heads, "
+                           f"d_model {common.d_model}, causal)")
+    departing = [info for info in list_checkpoints() if info.model_config.n_layers != common.n_layers]
+    assert {info.scheme for info in departing} == {"alibi", "kerple", "fire"}
+    for info in departing:
+        note = get_scheme(info.scheme).shape_note
+        assert note in text and note.split(" (")[0].endswith(f" {info.model_config.n_layers}")

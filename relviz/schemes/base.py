@@ -170,6 +170,9 @@ class Scheme(nn.Module):
     #: Where the shipped checkpoint / CLI defaults depart from ModelConfig's and the training
     #: defaults: {"model": {...}, "training": {...}}.
     training_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: Where training_defaults changes the layer count: "<scheme> <layers> (why)", quoted by the Live attention page
+    #: beside the common shape (relviz.inspection.about_the_models).
+    shape_note: ClassVar[str] = ""
 
     def __init__(self, config: SchemeConfig) -> None:
         super().__init__()

@@ -32,6 +32,7 @@ class Kerple(Scheme):
     # Like ALiBi, the bias only falls with distance, so no head singles out offset −5 by position
     # alone: the model composes it over layers. The same settings as ALiBi's (6 narrow layers).
     training_defaults = {"model": {"n_layers": 6, "d_ff": 64}, "training": {"lr": 1e-2}}
+    shape_note = "KERPLE 6 (its bias, too, only falls with distance)"
 
     def __init__(self, config: SchemeConfig) -> None:
         super().__init__(config)

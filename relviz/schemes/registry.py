@@ -31,6 +31,9 @@ def check_scheme(scheme: type[Scheme]) -> None:
         raise RuntimeError(f"scheme {scheme.name!r} overrides {', '.join(own)}: a scheme's forward is its mechanism's, "
                            "so each concept has one implementation; hand it out from mechanism(layer) "
                            f"({scheme.__module__})")
+    if scheme.training_defaults.get("model", {}).get("n_layers") and not scheme.shape_note:
+        raise RuntimeError(f"scheme {scheme.name!r} trains with other layers than the common shape "
+                           "(training_defaults['model']): say why in shape_note")
     if not (isinstance(scheme.concept, type) and issubclass(scheme.concept, Mechanism)):
         raise RuntimeError(f"scheme {scheme.name!r}: concept must be a Mechanism class (relviz.mechanisms); "
                            f"got {scheme.concept!r}")
