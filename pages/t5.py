@@ -166,11 +166,7 @@ with tab_map:
                 display.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
                 st.caption(t5_text.distance_curve_caption(info))
 
-            st.markdown(
-                "T5 does not learn a vector per offset. It sorts each offset j − i into one of **num_buckets** "
-                "buckets and learns **one scalar per bucket and head**, added to the attention logit. Short "
-                "distances get a bucket each; longer ones share buckets whose width grows logarithmically, up "
-                "to max_distance; everything beyond shares the last bucket.")
+            st.markdown(t5_text.WHAT_T5_LEARNS)
             display.code_for_this_view(t5_snippet(nb, md, bidir, q_len, k_len, q_offset),
                                   note="result is the bucket map above (the whole matrix, not only the window); "
                                        "score_mod adds T5's learned bias in FlexAttention.",
@@ -206,9 +202,7 @@ with tab_map:
             c2, c3 = st.columns(2)
             with c2:
                 display.show_figure(sharing, key=f"{P}_fig_sharing")
-                st.caption("**Shared across layers:** T5 computes the bias once, in the first layer of a stack, "
-                           "and every layer adds the same [num_buckets × heads] table. UMT5 learns a table in "
-                           "every layer (layers × as many parameters). Encoder and decoder have their own.")
+                st.caption(t5_text.SHARED_ACROSS_LAYERS)
             with c3:
                 display.show_figure(composition, key=f"{P}_fig_composition")
                 st.caption(t5_text.composition_caption(info))
@@ -226,25 +220,14 @@ with tab_map:
         else:
             st.info("The bucket map, curve and ranges appear once the setting is valid (see the message above).",
                     icon=":material/info:")
-            st.markdown(
-                "- **max_exact = (buckets per direction) // 2**: bidirectional T5 first halves num_buckets for the "
-                "two directions, then gives half of each direction's buckets to exact distances. With "
-                "num_buckets = 2 or 3 that leaves max_exact = 0, and the formula divides by log(max_distance / 0).\n"
-                "- **max_distance must exceed max_exact**, or log(max_distance / max_exact) is zero or negative "
-                "and the reference returns garbage (even negative) buckets.")
+            st.markdown(t5_text.VALID_SETTINGS)
 
 with tab_precision:
     if tab_precision.open is not False:
         if info.valid:
             figure, changed, differing, max_offset = precision_view(nb, md, bidir)
             display.show_figure(figure, key=f"{P}_fig_precision")
-            st.caption(
-                f"relviz computes T5's buckets like Hugging Face's T5: float32, dividing. The markers show, for "
-                f"j − i within ±{max_offset}, the offsets whose bucket changes when the same formula runs in "
-                "bfloat16 or float16 (the log and the quotients are rounded to 8 or 11 significant bits), and "
-                "where Mesh TensorFlow, the original T5 code, lands on the other side of a float32 edge: it "
-                "multiplies by reciprocals where Hugging Face divides. A checkpoint trained with one and run "
-                "with the other reads a neighbouring bias at those offsets.")
+            st.caption(t5_text.precision_caption(max_offset))
             left, right = st.columns(2)
             with left:
                 st.markdown(f"**Low precision: {len(changed)} offset{'s' if len(changed) != 1 else ''} "
@@ -256,9 +239,7 @@ with tab_precision:
                 if len(differing):
                     st.dataframe(differing, hide_index=True, height=260, width="stretch")
                 else:
-                    st.markdown("None for this setting: no exact value of the formula sits on an integer. "
-                                "Try num_buckets 34, max_distance 27 (j − i = −18: Hugging Face 13, Mesh "
-                                "TensorFlow 14).")
+                    st.markdown(t5_text.NO_REFERENCE_EDGE)
             display.code_for_this_view(t5_precision_snippet(nb, md, bidir, max_offset), key=f"{P}_code_precision")
         else:
             st.info("The precision view appears once the setting is valid.", icon=":material/info:")
@@ -287,7 +268,4 @@ with tab_compare:
                 st.caption(t5_text.compare_caption(info))
             else:
                 st.error(f"No T5 map for this setting: {info.error}", icon=":material/error:")
-        st.markdown(
-            "**Both make one layer blind to some offset differences**: Shaw beyond ±k, T5 inside each bucket. "
-            "Neither is a dead end, because attention is stacked: a later layer can combine exact short offsets "
-            "into longer ones, so a deep model can still tell distances apart that one layer cannot.")
+        st.markdown(t5_text.BOTH_ARE_BLIND)

@@ -328,3 +328,50 @@ def published_caption(presets: list[dict]) -> str:
         f"{e['config']['relative_attention_max_distance']}, {e['config']['num_heads']} heads"
         + (f", encoder sees ±{e['config']['local_radius']} only" if "local_radius" in e["config"] else "")
         for e in presets) + " (num_buckets / max_distance, from each model's config.json or paper).")
+
+
+# ---------------------------------------------------------------------------------------
+# What T5's buckets are, the same for every setting
+
+
+#: What T5 learns instead of a vector per offset.
+WHAT_T5_LEARNS = (
+    "T5 does not learn a vector per offset. It sorts each offset j − i into one of **num_buckets** buckets and "
+    "learns **one scalar per bucket and head**, added to the attention logit. Short distances get a bucket each; "
+    "longer ones share buckets whose width grows logarithmically, up to max_distance; everything beyond shares "
+    "the last bucket.")
+
+#: Where T5's table sits in a stack, and UMT5's difference.
+SHARED_ACROSS_LAYERS = (
+    "**Shared across layers:** T5 computes the bias once, in the first layer of a stack, and every layer adds the "
+    "same [num_buckets × heads] table. UMT5 learns a table in every layer (layers × as many parameters). Encoder "
+    "and decoder have their own.")
+
+#: Why a setting is refused: the two conditions the bucket formula needs.
+VALID_SETTINGS = (
+    "- **max_exact = (buckets per direction) // 2**: bidirectional T5 first halves num_buckets for the two "
+    "directions, then gives half of each direction's buckets to exact distances. With num_buckets = 2 or 3 that "
+    "leaves max_exact = 0, and the formula divides by log(max_distance / 0).\n"
+    "- **max_distance must exceed max_exact**, or log(max_distance / max_exact) is zero or negative and the "
+    "reference returns garbage (even negative) buckets.")
+
+#: The precision view when Mesh TensorFlow and Hugging Face agree on every offset, with a setting where they differ.
+NO_REFERENCE_EDGE = (
+    "None for this setting: no exact value of the formula sits on an integer. Try num_buckets 34, max_distance 27 "
+    "(j − i = −18: Hugging Face 13, Mesh TensorFlow 14).")
+
+#: What Shaw's clip and T5's buckets share, beside the comparison of the two maps.
+BOTH_ARE_BLIND = (
+    "**Both make one layer blind to some offset differences**: Shaw beyond ±k, T5 inside each bucket. Neither is "
+    "a dead end, because attention is stacked: a later layer can combine exact short offsets into longer ones, so "
+    "a deep model can still tell distances apart that one layer cannot.")
+
+
+def precision_caption(max_offset: int) -> str:
+    """What the precision view marks for j − i within ±``max_offset``: low precision, and Mesh TF's arithmetic."""
+    return (f"relviz computes T5's buckets like Hugging Face's T5: float32, dividing. The markers show, for j − i "
+            f"within ±{max_offset}, the offsets whose bucket changes when the same formula runs in bfloat16 or "
+            "float16 (the log and the quotients are rounded to 8 or 11 significant bits), and where Mesh "
+            "TensorFlow, the original T5 code, lands on the other side of a float32 edge: it multiplies by "
+            "reciprocals where Hugging Face divides. A checkpoint trained with one and run with the other reads a "
+            "neighbouring bias at those offsets.")
