@@ -212,6 +212,13 @@ if active is not None:
     # picture is on the first screen of a 1280 × 720 projector.
     st.markdown(f"{active.headline()} · pick model, layer and head in the sidebar")
 
+
+@st.fragment
+def sequence_section(active: LiveModel, layer: int, head: int) -> None:
+    """The sequence's controls and everything drawn from the sequence run through the model. A fragment: moving
+    the length (the tour's slider), the seed or the text reruns this part alone, not the sidebar, the page's
+    navigation or the training controls below (a move's server CPU, issue 34)."""
+    config, task = active.config, active.task
     # --- the input ----------------------------------------------------------------------------
     # "random example" and the seed's label with its range fit on one line at 1280 px
     c_text, c_len, c_seed, c_rand = st.columns([4.4, 2.6, 2.6, 2.6], vertical_alignment="bottom")
@@ -346,6 +353,9 @@ if active is not None:
                 else:
                     display.show_figure(fig, key=f"{P}_fig_param{n}")
                     st.caption(caption)
+
+if active is not None:
+    sequence_section(active, layer, head)
 
 # ---------------------------------------------------------------------------------------
 # Train your own
