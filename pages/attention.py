@@ -14,11 +14,11 @@ from relviz.app import controls, display, downloads, navigation, quotas
 from relviz.app.training_queue import CAPS, SessionTrainings, TrainingRequest, check_request, scheme_caps, train_request
 from relviz.figures.attention import (
     attention_grid_parts,
-    attention_heatmap,
+    attention_heatmap_parts,
     grid_caption,
-    offset_profile_figure,
-    prediction_strip,
-    structure_heatmap,
+    offset_profile_parts,
+    prediction_strip_parts,
+    structure_heatmap_parts,
 )
 from relviz.figures.layers import view_figure
 from relviz.inspection import (
@@ -77,9 +77,9 @@ def active_model(name: str, trainings: SessionTrainings) -> LiveModel:
 
 # ---------------------------------------------------------------------------------------
 # Cached computations: keyed by the model's key (unique per weights) and scalars/strings.
-# Arrays: st.cache_data. Figures: st.cache_resource, shared read-only (st.plotly_chart copies
-# a figure before serialising it); st.cache_data would unpickle them, and unpickling a plotly
-# figure re-validates every property (~30 ms per figure, most of a rerun). Bounded: at the longest
+# Arrays: st.cache_data. Figures: st.cache_resource, shared read-only, each held as the dicts it sends
+# (display.prepared: encoded once, no go.Figure built, nothing validated or copied on a run); st.cache_data
+# would unpickle them on every run. Bounded: at the longest
 # sequence (256) an entry is at most ~3 MB, so these caches stay near 100 MB in the worst case.
 
 
@@ -104,18 +104,19 @@ def grid_figure(key: str, text: str, _model, _task):
 @st.cache_resource(max_entries=24, show_spinner=False)
 def head_figure(key: str, text: str, layer: int, head: int, train_length: int, _model, _task):
     weights = run(key, text, _model, _task).weights[layer, head]
-    return attention_heatmap(weights, layer=layer, head=head, structure=structure(key, len(text), _model),
-                             train_length=train_length, validate=False)
+    return display.prepared(*attention_heatmap_parts(weights, layer=layer, head=head,
+                                                     structure=structure(key, len(text), _model),
+                                                     train_length=train_length))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def structure_figure(key: str, length: int, head: int, _model):
-    return structure_heatmap(structure(key, length, _model), head=head, validate=False)
+    return display.prepared(*structure_heatmap_parts(structure(key, length, _model), head=head))
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)
 def strip_figure(key: str, text: str, train_length: int, _model, _task):
-    return prediction_strip(run(key, text, _model, _task), train_length=train_length, validate=False)
+    return display.prepared(*prediction_strip_parts(run(key, text, _model, _task), train_length=train_length))
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)
@@ -124,18 +125,19 @@ def profile_and_findings(key: str, text: str, _model, _task):
     profile = mean_attention_by_offset(view.weights)
     findings = offset_findings(_task, profile, view.weights, causal=_model.config.causal,
                                scheme=_model.config.scheme)
-    figure = offset_profile_figure(profile, causal=_model.config.causal, answer_offset=_task.answer_offset,
-                                   window=_task.answer_window, validate=False)
+    figure = display.prepared(*offset_profile_parts(profile, causal=_model.config.causal,
+                                                    answer_offset=_task.answer_offset, window=_task.answer_window))
     return figure, findings
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def parameter_figures(key: str, length: int, train_length: int, layer: int, _model):
     """The layer's position mechanism's views, the ones Your model draws: [(figure or None for words, title,
-    caption), ...]."""
+    caption), ...]; each figure held as the dict it sends (display.prepared_spec: its arrays encoded once)."""
     views = parameter_views(_model, length=length, train_length=train_length, layer=layer)
-    return [(view_figure(view, train_length=train_length), view.title, parameter_caption(_model.config.scheme, view))
-            for view in views]
+    figures = [view_figure(view, train_length=train_length) for view in views]
+    return [(None if figure is None else display.prepared_spec(figure.to_dict()), view.title,
+             parameter_caption(_model.config.scheme, view)) for view, figure in zip(views, figures)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -344,7 +346,7 @@ def sequence_section(active: LiveModel, layer: int, head: int) -> None:
         with left:
             display.show_figure(fig, key=f"{P}_fig_param0")
         # a figure without a title of its own (RoPE's wavelengths) gets the view's, as on Your model
-        right.markdown(caption if fig.layout.title.text else f"**{title}**  \n{caption}")
+        right.markdown(caption if fig.to_dict()["layout"].get("title", {}).get("text") else f"**{title}**  \n{caption}")
     else:
         for n, (column, (fig, title, caption)) in enumerate(zip(st.columns(len(shown)), shown)):
             with column:
@@ -353,6 +355,7 @@ def sequence_section(active: LiveModel, layer: int, head: int) -> None:
                 else:
                     display.show_figure(fig, key=f"{P}_fig_param{n}")
                     st.caption(caption)
+
 
 if active is not None:
     sequence_section(active, layer, head)

@@ -93,3 +93,47 @@ def test_the_keys_seen_band_sends_its_corners_and_draws_every_query(preset, laye
     assert np.array_equal(np.interp(shown, back.x, back.y), truth)
     assert np.array_equal(np.interp(shown, ahead.x, ahead.y), np.zeros(len(shown)))
     assert corners(np.array([])).size == 0 and list(corners(np.array([5.0]))) == [0]
+
+
+@pytest.mark.parametrize("name, length", [("learned-shift", 7), ("learned-shift", 40), ("t5-shift", 30),
+                                          ("rope-shift", 65)])
+def test_live_attentions_smaller_figures_are_sent_as_their_validated_figures(name, length):
+    """Live attention sends its close-up, structure, strip and offset-profile parts as they are (display.prepared):
+    the JSON must be what plotly's validation makes of the same dicts, every array in the same bytes (a named scale left as a
+    name would be drawn by plotly.js's own scale: its 'RdBu' runs the other way). Lengths within and beyond the
+    training length (the dotted lines, the strip's extrapolation line), a similarity structure (RdBu) and an index
+    one, more than one layer and head."""
+    import copy
+
+    import plotly.io as pio
+    import plotly.tools
+
+    from relviz.app.display import prepared
+    from relviz.figures.attention import (
+        attention_heatmap_parts,
+        offset_profile_parts,
+        prediction_strip_parts,
+        structure_heatmap_parts,
+    )
+    from relviz.inspection import LiveModel, mean_attention_by_offset, position_structure, random_text, run_view
+    from relviz.training import load_checkpoint
+
+    def sent(figure) -> dict:  # what st.plotly_chart sends (arrays as base64 strings: compared byte for byte)
+        return json.loads(pio.to_json(plotly.tools.return_figure_from_figure_or_data(figure, True), validate=False))
+
+    model = LiveModel.from_checkpoint(name, load_checkpoint(name))
+    view = run_view(model.model, model.task, random_text(length, 1))
+    structure = position_structure(model.model, length)
+    last_layer, last_head = model.config.n_layers - 1, model.config.n_heads - 1
+    builders = [lambda: attention_heatmap_parts(view.weights[last_layer, last_head], layer=last_layer, head=last_head,
+                                                structure=structure, train_length=model.train_length),
+                lambda: structure_heatmap_parts(structure, head=last_head),
+                lambda: prediction_strip_parts(view, train_length=model.train_length),
+                lambda: offset_profile_parts(mean_attention_by_offset(view.weights), causal=model.config.causal,
+                                             answer_offset=model.task.answer_offset, window=model.task.answer_window)]
+    for build in builders:
+        data, layout = build()
+        validated = go.Figure({"data": copy.deepcopy(data), "layout": copy.deepcopy(layout)})
+        assert sent(prepared(data, layout)) == sent(validated)
+    assert length <= model.train_length or "shapes" in attention_heatmap_parts(
+        view.weights[0, 0], layer=0, head=0, train_length=model.train_length)[1]

@@ -22,7 +22,6 @@ import plotly.graph_objects as go
 from relviz.figures.dict_figures import (
     HEAD_COLOURS,
     HEAD_SCALE,
-    dict_figure,
     figure_parts,
     head_colour,
     head_colours,
@@ -33,7 +32,8 @@ from relviz.figures.heatmap import (
     QUERY_AXIS,
     compact_ints,
     discrete_colorscale,
-    matrix_heatmap,
+    heatmap_parts,
+    matrix_heatmap_parts,
     named_colorscale,
 )
 from relviz.figures.parameters import (
@@ -48,10 +48,11 @@ from relviz.schemes.view_kinds import PositionStructure
 
 __all__ = [
     "ATTENTION_SCALE", "GRID_SIDE", "HEAD_COLOURS", "HEAD_SCALE", "MASKED_BG", "STRIP_COLOURS",
-    "STRIP_TEXT_MAX", "TOKEN_TICKS", "attention_grid", "attention_grid_parts", "attention_heatmap", "bias_curve_figure",
-    "colour_rows", "colour_top", "cosine_heatmap", "grid_block", "head_colour", "head_colours",
-    "offset_profile_figure", "prediction_strip", "similarity_figure",
-    "structure_heatmap", "vector_norms_figure", "view_figure",
+    "STRIP_TEXT_MAX", "TOKEN_TICKS", "attention_grid", "attention_grid_parts", "attention_heatmap",
+    "attention_heatmap_parts", "bias_curve_figure", "colour_rows", "colour_top", "cosine_heatmap", "grid_block",
+    "head_colour", "head_colours", "offset_profile_figure", "offset_profile_parts", "parts_figure",
+    "prediction_strip", "prediction_strip_parts", "similarity_figure", "structure_heatmap", "structure_heatmap_parts",
+    "vector_norms_figure", "view_figure",
 ]
 
 #: The most cells per side of each head in the grid; longer sequences are mean-pooled.
@@ -64,6 +65,14 @@ STRIP_COLOURS = ["#e3e3e3", "#9ecae1", "#f16913", "#ffffff", "#f4f4f4"]
 STRIP_TEXT_MAX = 128
 MASKED_BG = "rgba(0,0,0,0)"  # masked cells are left blank
 ATTENTION_SCALE = "Viridis"
+
+
+def parts_figure(parts: tuple[list[dict], dict], validate: bool = True) -> go.Figure:
+    """A go.Figure from a builder's ``*_parts`` (trace and layout dicts). The parts are what plotly's validation
+    makes of them (named colour scales expanded, no None, no magic underscores), so the Live attention page
+    sends them as they are (relviz.app.display.prepared); tests/test_figures_unvalidated.py holds them to that."""
+    data, layout = parts
+    return go.Figure({"data": data, "layout": layout}, _validate=validate)
 
 
 def colour_rows(length: int) -> int:
@@ -88,6 +97,11 @@ def colour_top(weights: np.ndarray) -> float:
 
 
 def prediction_strip(view: RunView, *, train_length: int | None = None, validate: bool = True) -> go.Figure:
+    """:func:`prediction_strip_parts` as a go.Figure (``validate=False``: without plotly's validation)."""
+    return parts_figure(prediction_strip_parts(view, train_length=train_length), validate)
+
+
+def prediction_strip_parts(view: RunView, *, train_length: int | None = None) -> tuple[list[dict], dict]:
     """Three rows — input, target, prediction — one column per position; wrong predictions in orange.
 
     Status colours: grey = no answer counts here (too early for the task), blue = correct,
@@ -112,17 +126,16 @@ def prediction_strip(view: RunView, *, train_length: int | None = None, validate
     if with_text:
         size = 15 if length <= 48 else 11 if length <= 80 else 8
         trace.update(text=np.array(rows), texttemplate="%{text}", textfont=dict(size=size, family="monospace"))
-    shapes, annotations = [], []
-    if train_length is not None and length > train_length:
-        shapes.append(dict(type="line", x0=train_length - 0.5, x1=train_length - 0.5, y0=-0.5, y1=2.5,
-                           xref="x", yref="y", line=dict(color="black", width=2, dash="dash")))
-        annotations.append(dict(x=train_length - 0.5, y=-0.5, yref="y", xref="x", yanchor="bottom",
-                                text=f" trained on length {train_length}: beyond is extrapolation",
-                                showarrow=False, xanchor="left", font=dict(size=12)))
-    layout = dict(height=190, margin=dict(l=80, r=10, t=30, b=40), shapes=shapes, annotations=annotations,
+    layout = dict(height=190, margin=dict(l=80, r=10, t=30, b=40),
                   xaxis=dict(title=dict(text="position i"), showgrid=False, range=[-0.5, length - 0.5]),
                   yaxis=dict(autorange="reversed", showgrid=False), plot_bgcolor="white")
-    return dict_figure([trace], layout, validate)
+    if train_length is not None and length > train_length:
+        layout["shapes"] = [dict(type="line", x0=train_length - 0.5, x1=train_length - 0.5, y0=-0.5, y1=2.5,
+                                 xref="x", yref="y", line=dict(color="black", width=2, dash="dash"))]
+        layout["annotations"] = [dict(x=train_length - 0.5, y=-0.5, yref="y", xref="x", yanchor="bottom",
+                                      text=f" trained on length {train_length}: beyond is extrapolation",
+                                      showarrow=False, xanchor="left", font=dict(size=12))]
+    return figure_parts([trace], layout)
 
 
 # ---------------------------------------------------------------------------------------
@@ -138,29 +151,34 @@ def _offsets(length: int) -> np.ndarray:
 def attention_heatmap(weights: np.ndarray, *, layer: int, head: int,
                       structure: PositionStructure | None = None, train_length: int | None = None,
                       height: int = 470, validate: bool = True) -> go.Figure:
-    """One head's weights [L, L], exact; hover: i, j, j − i, the scheme's value for the cell, weight."""
+    """:func:`attention_heatmap_parts` as a go.Figure (``validate=False``: without plotly's validation)."""
+    return parts_figure(attention_heatmap_parts(weights, layer=layer, head=head, structure=structure,
+                                                train_length=train_length, height=height), validate)
+
+
+def attention_heatmap_parts(weights: np.ndarray, *, layer: int, head: int,
+                            structure: PositionStructure | None = None, train_length: int | None = None,
+                            height: int = 470) -> tuple[list[dict], dict]:
+    """One head's weights [L, L], exact; hover: i, j, j − i, the scheme's value for the cell, weight. Dotted
+    white lines at the training length when the sequence is longer."""
     weights = np.asarray(weights, dtype=np.float32)
     length = weights.shape[-1]
     hover: dict[str, np.ndarray] = {"j − i": _offsets(length)}
     if structure is not None:
         hover.update(structure.hover_fields(head))
-    figure = matrix_heatmap(weights, x=np.arange(length), y=np.arange(length), hover=hover,
-                            value_label="weight", hover_value=True, colorscale=ATTENTION_SCALE,
-                            title=f"layer {layer + 1}, head {head + 1}: attention weights", height=height,
-                            validate=validate)
-    figure.data[0].zmin, figure.data[0].zmax = 0.0, colour_top(weights)
-    figure.data[0].meta = {"customdata": list(hover), "layer": layer, "head": head}
-    _mark_train_length(figure, length, train_length)
-    return figure
-
-
-def _mark_train_length(figure: go.Figure, length: int, train_length: int | None, xref: str = "x",
-                       yref: str = "y") -> None:
-    if train_length is None or length <= train_length:
-        return
-    edge = train_length - 0.5
-    for shape in (dict(x0=edge, x1=edge, y0=-0.5, y1=length - 0.5), dict(x0=-0.5, x1=length - 0.5, y0=edge, y1=edge)):
-        figure.add_shape(type="line", xref=xref, yref=yref, line=dict(color="white", width=1, dash="dot"), **shape)
+    trace, frame = matrix_heatmap_parts(weights, x=np.arange(length), y=np.arange(length), hover=hover,
+                                        value_label="weight", hover_value=True, colorscale=ATTENTION_SCALE,
+                                        title=f"layer {layer + 1}, head {head + 1}: attention weights",
+                                        height=height)
+    trace.update(zmin=0.0, zmax=colour_top(weights), meta={"customdata": list(hover), "layer": layer, "head": head})
+    data, layout = heatmap_parts(trace, **frame)
+    if train_length is not None and length > train_length:
+        edge = train_length - 0.5
+        layout["shapes"] = [dict(type="line", xref="x", yref="y", line=dict(color="white", width=1, dash="dot"),
+                                 **shape)
+                            for shape in (dict(x0=edge, x1=edge, y0=-0.5, y1=length - 0.5),
+                                          dict(x0=-0.5, x1=length - 0.5, y0=edge, y1=edge))]
+    return data, layout
 
 
 def _pool(weights: np.ndarray, block: int) -> np.ndarray:
@@ -301,6 +319,12 @@ def attention_grid_parts(weights: np.ndarray, *, structure: PositionStructure | 
 
 def structure_heatmap(structure: PositionStructure, *, head: int = 0, height: int = 470,
                       validate: bool = True) -> go.Figure:
+    """:func:`structure_heatmap_parts` as a go.Figure (``validate=False``: without plotly's validation)."""
+    return parts_figure(structure_heatmap_parts(structure, head=head, height=height), validate)
+
+
+def structure_heatmap_parts(structure: PositionStructure, *, head: int = 0,
+                            height: int = 470) -> tuple[list[dict], dict]:
     """The scheme's value of every cell (index, bias or similarity) at this length.
 
     A causal model's future cells (j > i) are left blank: they receive no attention.
@@ -333,9 +357,9 @@ def structure_heatmap(structure: PositionStructure, *, head: int = 0, height: in
         finite = z[np.isfinite(z)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         if lo >= -1.0001 and hi <= 1.0001 and lo < 0 < hi:
-            trace.update(colorscale="RdBu", zmid=0.0)
+            trace.update(colorscale=named_colorscale("RdBu"), zmid=0.0)  # expanded: plotly.js's 'RdBu' is reversed
         else:
-            trace.update(colorscale="Cividis")
+            trace.update(colorscale=named_colorscale("Cividis"))
         trace["colorbar"] = dict(title=dict(text=structure.label, side="right"), thickness=14)
     title = structure.title + (f" — head {head + 1}" if structure.per_head else "")
     layout = dict(height=height, margin=dict(l=60, r=10, t=40, b=50), plot_bgcolor=MASKED_BG,
@@ -344,7 +368,7 @@ def structure_heatmap(structure: PositionStructure, *, head: int = 0, height: in
                              range=[-0.5, length - 0.5]),
                   yaxis=dict(title=dict(text=QUERY_AXIS), showgrid=False, zeroline=False,
                              range=[length - 0.5, -0.5]))
-    return dict_figure([trace], layout, validate)
+    return figure_parts([trace], layout)
 
 
 # ---------------------------------------------------------------------------------------
@@ -353,6 +377,13 @@ def structure_heatmap(structure: PositionStructure, *, head: int = 0, height: in
 
 def offset_profile_figure(profile: OffsetProfile, *, causal: bool, answer_offset: int | None = None,
                           window: tuple[int, int] | None = None, validate: bool = True) -> go.Figure:
+    """:func:`offset_profile_parts` as a go.Figure (``validate=False``: without plotly's validation)."""
+    return parts_figure(offset_profile_parts(profile, causal=causal, answer_offset=answer_offset, window=window),
+                        validate)
+
+
+def offset_profile_parts(profile: OffsetProfile, *, causal: bool, answer_offset: int | None = None,
+                         window: tuple[int, int] | None = None) -> tuple[list[dict], dict]:
     """Mean weight against j − i, one panel per layer, one line per head.
 
     ``answer_offset`` draws a dashed line where the task's answer sits (shift: −s);
@@ -388,7 +419,7 @@ def offset_profile_figure(profile: OffsetProfile, *, causal: bool, answer_offset
                                         title=dict(text="j − i", standoff=12), automargin=True, zeroline=False)
         layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", range=[0, top * 1.08 + 1e-9],
                                         domain=[max(y1 - panel_height, 0.0), y1],
-                                        title=dict(text="mean weight") if col == 0 else None)
+                                        **(dict(title=dict(text="mean weight")) if col == 0 else {}))
         annotations.append(dict(x=x0, y=y1, xref="paper", yref="paper", text=f"layer {layer + 1}",
                                 showarrow=False, xanchor="left", yanchor="bottom", font=dict(size=14)))
         if answer_offset is not None and x.min() <= answer_offset <= x.max():
@@ -404,8 +435,8 @@ def offset_profile_figure(profile: OffsetProfile, *, causal: bool, answer_offset
                                layer="below"))
     height = 90 + 250 * rows
     plot_px = height - 60 - 110
-    layout.update(height=height + 40, margin=dict(l=60, r=10, t=60, b=110), shapes=shapes, annotations=annotations,
+    layout.update(height=height + 40, margin=dict(l=60, r=10, t=60, b=110), annotations=annotations,
                   title=dict(text="mean attention by offset j − i", x=0, xanchor="left"),
                   legend=dict(orientation="h", y=-70 / plot_px, x=0, xanchor="left", yanchor="top"),
-                  hovermode="closest")
-    return dict_figure(data, layout, validate)
+                  hovermode="closest", **(dict(shapes=shapes) if shapes else {}))
+    return figure_parts(data, layout)

@@ -275,6 +275,35 @@ def matrix_heatmap(
     of a rerun on a page with several heatmaps); the figure is the same, built from the same
     dicts. Tests build with validation on, so an invalid property still fails there.
     """
+    trace, frame = matrix_heatmap_parts(z, x=x, y=y, hover=hover, value_label=value_label, title=title,
+                                        discrete_range=discrete_range, colorscale=colorscale, zmid=zmid,
+                                        x_title=x_title, y_title=y_title, height=height, text=text,
+                                        text_size=text_size, hover_value=hover_value, expand=not validate)
+    return heatmap_figure(trace, validate=validate, **frame)
+
+
+def matrix_heatmap_parts(
+    z: np.ndarray,
+    *,
+    x: Sequence[int] | np.ndarray,
+    y: Sequence[int] | np.ndarray,
+    hover: Mapping[str, np.ndarray],
+    value_label: str,
+    title: str = "",
+    discrete_range: tuple[int, int] | None = None,
+    colorscale: str | list = "Viridis",
+    zmid: float | None = None,
+    x_title: str = KEY_AXIS,
+    y_title: str = QUERY_AXIS,
+    height: int = 430,
+    text: np.ndarray | None = None,
+    text_size: int | None = None,
+    hover_value: bool = False,
+    expand: bool = True,
+) -> tuple[dict, dict]:
+    """:func:`matrix_heatmap`'s heatmap trace (a dict) and the keyword arguments of its frame
+    (:func:`heatmap_figure` / :func:`heatmap_parts`): for a page that sends the figure's dicts as they are
+    (relviz.app.display.prepared). ``expand``: a named colour scale as validation expands it."""
     import numpy as np
 
     z = np.asarray(z)
@@ -287,7 +316,7 @@ def matrix_heatmap(
         trace_args.update(discrete_colour_args(discrete_range, colorscale, value_label))
     else:
         z_colour = z.astype(np.float32)
-        if isinstance(colorscale, str) and not validate:
+        if isinstance(colorscale, str) and expand:
             colorscale = named_colorscale(colorscale)  # what validation would expand it to
         trace_args.update(colorscale=colorscale, colorbar=dict(title=dict(text=value_label, side="right"),
                                                                thickness=14))
@@ -314,7 +343,7 @@ def matrix_heatmap(
             trace_args["textfont"] = dict(size=text_size)
     trace = dict(type="heatmap", z=z_colour, x=np.asarray(x), y=np.asarray(y),
                  hovertemplate="<br>".join(lines) + "<extra></extra>", **trace_args)
-    return heatmap_figure(trace, title=title, x_title=x_title, y_title=y_title, height=height, validate=validate)
+    return trace, dict(title=title, x_title=x_title, y_title=y_title, height=height)
 
 
 def named_colorscale(name: str) -> list[list]:
@@ -349,6 +378,13 @@ def heatmap_figure(trace: dict, *, title: str = "", x_title: str = KEY_AXIS, y_t
                    height: int = 430, validate: bool = True) -> go.Figure:
     """A figure around one heatmap trace (a dict): query 0 on top, readable axis titles and fonts.
     :func:`matrix_heatmap` builds the trace from arrays; a small picture may build it from lists."""
+    data, layout = heatmap_parts(trace, title=title, x_title=x_title, y_title=y_title, height=height)
+    return go.Figure({"data": data, "layout": layout}, _validate=validate)
+
+
+def heatmap_parts(trace: dict, *, title: str = "", x_title: str = KEY_AXIS, y_title: str = QUERY_AXIS,
+                  height: int = 430) -> tuple[list[dict], dict]:
+    """:func:`heatmap_figure`'s trace and layout dicts, without building the figure."""
     layout: dict = dict(
         height=height, margin=dict(l=60, r=10, t=40 if title else 10, b=50), font=dict(size=READABLE_FONT),
         xaxis=dict(title=dict(text=x_title, font=dict(size=READABLE_FONT)), side="bottom", constrain="domain",
@@ -358,4 +394,4 @@ def heatmap_figure(trace: dict, *, title: str = "", x_title: str = KEY_AXIS, y_t
     )
     if title:
         layout["title"] = dict(text=title, x=0, xanchor="left", font=dict(size=READABLE_TITLE))
-    return go.Figure({"data": [trace], "layout": whole_number_ticks([trace], layout)}, _validate=validate)
+    return [trace], whole_number_ticks([trace], layout)
