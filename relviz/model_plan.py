@@ -541,6 +541,20 @@ def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, An
             if rule.get("last"):                # (whatever the pattern gives the last layer)
                 data[rule["field"]][-1] = rule["last"]
             continue
+        if "runs_field" in rule:                # GPT-Neo: [[["global", "local"], 12]] is 24 layers
+            runs = view.raw(rule["runs_field"])
+            if not isinstance(runs, (list, tuple)) or not all(
+                    isinstance(r, (list, tuple)) and len(r) == 2 and isinstance(r[0], (list, tuple)) and r[0]
+                    and all(isinstance(t, str) and t in rule["map"] for t in r[0]) and isinstance(r[1], int)
+                    and not isinstance(r[1], bool) and 0 <= r[1] <= MAX_LAYERS for r in runs):
+                raise ValueError(f"config field {view.name(rule['runs_field'])} must be a list of [types, count] "
+                                 f"runs, each type one of {', '.join(rule['map'])}; got {runs!r:.60}")
+            total = sum(len(types) * count for types, count in runs)
+            if total != layers:
+                raise ValueError(f"config field {view.name(rule['runs_field'])} gives {total} layers; "
+                                 f"{view.name(spec['layers_field'])} is {layers}")
+            data[rule["field"]] = [rule["map"][t] for types, count in runs for _ in range(count) for t in types]
+            continue
         if "offset_field" in rule:              # Jamba: "then" where i % period == offset
             period = view.int(rule["period_field"], rule["period"], minimum=1, maximum=MAX_LAYERS)
             offset = view.int(rule["offset_field"], rule["offset"], minimum=0, maximum=period - 1)

@@ -21,6 +21,7 @@ is ever claimed that transformers did not confirm. Results are cached per config
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import sys
@@ -311,10 +312,11 @@ def _rotation_differences(where: str, p: LayerPlan, rotation: Rotation, o: Layer
         full = torch.nn.functional.pad(x_in, (start, rotation.width - start - x_in.shape[-1]))
         ours = rotation.rotate(full, torch.arange(length))[..., start:start + x_in.shape[-1]]
         if ours.shape != x_out.shape or not torch.equal(ours, x_out):
-            back = rotation.rotate(full, -torch.arange(length))[..., start:start + x_in.shape[-1]]
+            other = dataclasses.replace(rotation, backwards=not rotation.backwards)
+            back = other.rotate(full, torch.arange(length))[..., start:start + x_in.shape[-1]]
             if back.shape == x_out.shape and torch.allclose(back, x_out, atol=1e-5):
-                return [f"{where}: transformers turns each pair the other way (by −θ·p: its rotate_half flips the "
-                        "signs), which no layout of relviz's rotation expresses"]
+                return [f"{where}: transformers turns each pair the other way (by {'+' if rotation.backwards else '−'}"
+                        f"θ·p) from relviz's reading (the family table's rotation option 'backwards' says which)"]
             delta = (ours - x_out).abs().max() if ours.shape == x_out.shape else float("nan")
             return [f"{where}: the rotation differs from transformers' (max |Δ| {float(delta):.3g})"]
     if o.pairs is not None and len(o.pairs) == rotation.width and o.pairs != _plan_pairs(rotation, rotation.width):

@@ -164,10 +164,20 @@ def _fixed(out: dict[str, Any]) -> dict[str, Any]:
                 out[key] = TOKEN_IDS[key]
         elif key.endswith("token_id") and _whole(value) and value >= vocab:
             out[key] = next(spare)
-    for key in WINDOW_FIELDS:
+    for key in (*WINDOW_FIELDS, *_table_fields(out.get("model_type"), "window_field")):
         if isinstance(out.get(key), int) and out[key] > SMALL_WINDOW:
             out[key] = SMALL_WINDOW
-    for key in CHUNK_FIELDS:
+    for key in (*CHUNK_FIELDS, *_table_fields(out.get("model_type"), "chunk_field")):
         if isinstance(out.get(key), int) and out[key] > SMALL_CHUNK:
             out[key] = SMALL_CHUNK
     return out
+
+
+def _table_fields(model_type: Any, option: str) -> tuple[str, ...]:
+    """The window (or chunk) field the family table's pattern reads for this model_type (GPT-Neo's window_size),
+    cut like the usual ones so that the probes see the window."""
+    from relviz.mechanisms.families import FAMILIES
+
+    entry = FAMILIES.get(model_type) if isinstance(model_type, str) else None
+    field = ((entry or {}).get("mechanisms", {}).get("pattern") or {}).get(option)
+    return (field,) if isinstance(field, str) else ()

@@ -175,3 +175,34 @@ def test_deepseek_v4s_layer_types_are_refused_by_name_with_what_they_run(types, 
     config = tiny_config("deepseek_v4")
     with pytest.raises(ValueError, match=words.replace("(", r"\(")):
         read_plan({**config, **({"layer_types": types} if types else {})})
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved", "complex", "deinterleave"])
+def test_a_backwards_rotation_turns_each_pair_by_minus_theta(layout):
+    """In every layout, the rotation by −θ·p is the forward one at −p (to float rounding: sin(−x) and −sin(x) may
+    round apart), and it keeps each vector's length."""
+    rope = RopeConfig(head_dim=16, base=100.0)
+    x = torch.randn(2, 9, 16, generator=torch.Generator().manual_seed(0))
+    back = Rotation(rope, layout=layout, backwards=True).rotate(x, torch.arange(9))
+    forward = Rotation(rope, layout=layout)
+    assert torch.allclose(back, forward.turn(x, forward._angles(-torch.arange(9)[None], 9)), atol=1e-6)
+    assert not torch.allclose(back, forward.rotate(x, torch.arange(9)), atol=1e-3)
+    assert torch.allclose(back.norm(dim=-1), x.norm(dim=-1), atol=1e-5)
+
+
+def test_nanochats_rotation_is_relvizs_backwards_rotation_bit_for_bit():
+    """NanoChat's rotate_half is cat(x2, −x1): each pair turns by −θ·p. The family table says so (rotation option
+    ``backwards``), and relviz's rotation equals transformers' apply_rotary_pos_emb with NanoChat's rotary module."""
+    from transformers import NanoChatConfig
+    from transformers.models.nanochat import modeling_nanochat as nanochat
+
+    config = NanoChatConfig(hidden_size=64, num_attention_heads=2, num_key_value_heads=2)
+    module = nanochat.NanoChatRotaryEmbedding(config)
+    q = torch.randn(1, 2, 30, 32, generator=torch.Generator().manual_seed(1))
+    cos, sin = module(q, torch.arange(30)[None])
+    theirs, _ = nanochat.apply_rotary_pos_emb(q, q, cos, sin)
+    plan = read_plan(tiny_config("nanochat") | {"hidden_size": 64, "num_attention_heads": 2,
+                                                 "num_key_value_heads": 2})
+    rotation = plan.layer(0).find(Rotation)
+    assert rotation.backwards and "by −θ" in rotation.label()
+    assert torch.equal(rotation.rotate(q, torch.arange(30)), theirs)

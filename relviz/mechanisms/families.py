@@ -223,6 +223,15 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # MiMo-V2-Flash: sinks on its sliding layers only
     "mimo_v2_flash": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {},
                                                         "sinks": {"layer_types": ["sliding_attention"]}}},
+    # GPT-Neo: a learned table; its layer types are runs of [types, count] in attention_types (its config class
+    # expands them, whatever attention_layers says), and the local ones see the last window_size keys
+    "gpt_neo": {"stacks": {"decoder": {"layers_field": "num_layers", "layers_default": 24, "causal": True}},
+                "derive": [{"field": "layer_types", "runs_field": "attention_types", "always": True,
+                            "map": {"global": "full_attention", "local": "sliding_attention"}}],
+                "mechanisms": {"learned_absolute": {"tensor": "wpe.weight"},
+                               "pattern": {"window_field": "window_size"}}},
+    # NanoChat: its rotate_half flips the signs, so every pair turns by −θ·p
+    "nanochat": {"stacks": DECODER, "mechanisms": {"rotation": {"backwards": True}, "pattern": {}}},
     "kolibri1": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},
     # Qwen3-VL: the text side's M-RoPE interleaves the axes pair by pair ([24, 20, 20] unless the config says), and the
     # vision tower rotates by 2-D RoPE on every block
@@ -270,7 +279,7 @@ _STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_f
 _DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
                           "constant", "from_field", "when_empty", "sum_of", "always", "indices_field", "offset_field",
                           "offset", "cycle_field", "cycle_default", "map", "minimum", "maximum", "even", "last",
-                          "override", "source_field", "source_default", "layer_type", "text"})
+                          "override", "source_field", "source_default", "layer_type", "text", "runs_field"})
 
 
 def _unknown(where: str, keys: Any, allowed: Any) -> None:

@@ -63,6 +63,7 @@ class Rotation(Mechanism):
     sections_interleaved: bool = False  # Qwen3-VL: the axes take turns pair by pair instead of in blocks
     reciprocal: bool = True             # θ's arithmetic: transformers' 1/base^(2i/d); False: base^(−2i/d), the toy
                                         # rope's as trained (relviz.rope.math.default_inv_freq; default rule only)
+    backwards: bool = False             # each pair turned by −θ·p (NanoChat's rotate_half flips the signs)
 
     def __post_init__(self) -> None:
         if not self.reciprocal and self.rope.scaling.rope_type != "default":
@@ -76,7 +77,7 @@ class Rotation(Mechanism):
                     "defaults": dict, "type_aliases": dict, "fields": dict, "rotary_dim_field": str, "theta": float,
                     "layout_field": str, "layout_field_default": bool, "pass_before_field": str,
                     "sections_interleaved": bool, "sections_default": (list, tuple), "type_when_field": dict,
-                    "consumed_fields": (list, tuple)}
+                    "consumed_fields": (list, tuple), "backwards": bool}
     role = "rotates q and k"
     order = 0
     legend = "rotation"
@@ -140,7 +141,8 @@ class Rotation(Mechanism):
         if sections is not None:
             sections = _sections(cfg, sections, rope.pairs)
         return cls(rope=rope, layout=layout, head_width=width, rotary_offset=offset, sections=sections,
-                   sections_interleaved=bool(options.get("sections_interleaved", False)))
+                   sections_interleaved=bool(options.get("sections_interleaved", False)),
+                   backwards=bool(options.get("backwards", False)))
 
     # -- the reference math ------------------------------------------------------------------
 
@@ -200,7 +202,8 @@ class Rotation(Mechanism):
             freqs = freqs[0]                                                            # [L, P]
         r, start = self.rotary_dim, self.rotary_offset
         before, rot, after = x[..., :start], x[..., start:start + r], x[..., start + r:]
-        return torch.cat((before, rotate_pairs(rot, freqs, scaling, layout=self.layout), after), dim=-1)
+        return torch.cat((before, rotate_pairs(rot, freqs, scaling, layout=self.layout, backwards=self.backwards),
+                          after), dim=-1)
 
     def prepare(self, length: int, like: torch.Tensor) -> tuple[torch.Tensor, float]:
         """The angles at positions 0..L − 1 ([1, L, P], and the attention scaling), once per forward: every layer
@@ -218,7 +221,8 @@ class Rotation(Mechanism):
 
     def label(self) -> str:
         scaled = self.rope.scaling.rope_type
-        return f"RoPE θ {_short(self.rope.base)}" + (f" {scaled}" if scaled != "default" else "")
+        return f"RoPE θ {_short(self.rope.base)}" + (f" {scaled}" if scaled != "default" else "") + \
+            (" by −θ" if self.backwards else "")
 
     def describe(self) -> str:
         s = self.rope.scaling
@@ -234,7 +238,9 @@ class Rotation(Mechanism):
                      f"θ_i = base^(−2i/{self.rope.head_dim}); the other {self.rope.pairs - turning} have θ = 0")
         sections = (f", M-RoPE sections {list(self.sections)}" + (" interleaved" if self.sections_interleaved else "")
                     if self.sections else "")
-        return (f"RoPE base {self.rope.base:g} on {dims}{scaled}{sections}; layout: {LAYOUTS[self.layout]}")
+        turn = ("; each pair turns by −θ·p (the other way: its rotate_half flips the signs, so a query at i and a key "
+                "at j score as +θ's would at the mirrored offset i − j)" if self.backwards else "")
+        return (f"RoPE base {self.rope.base:g} on {dims}{scaled}{sections}; layout: {LAYOUTS[self.layout]}{turn}")
 
     def settings(self) -> dict[str, Any]:
         s = self.rope.scaling
@@ -249,6 +255,8 @@ class Rotation(Mechanism):
             out["rotary_offset"] = self.rotary_offset
         if self.sections:
             out["mrope_section"] = list(self.sections)
+        if self.backwards:
+            out["turns"] = "backwards (by -theta * p)"
         if not self.reciprocal:
             out["theta_arithmetic"] = "base ** (-2i/d), relviz's toy rope as trained (transformers: 1 / base ** (2i/d))"
         return out

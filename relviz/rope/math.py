@@ -298,12 +298,32 @@ assert set(CACHE_LAYOUT_OF) == set(LAYOUTS) and set(CACHE_LAYOUT_OF.values()) ==
 assert tuple(CACHE_LAYOUT_WORDS) == CACHE_LAYOUTS
 
 
-def rotate_pairs(rot: torch.Tensor, freqs: torch.Tensor, scaling: float = 1.0, *, layout: str = "half") -> torch.Tensor:
-    """rot [..., L, r] turned by ``freqs`` [L, r/2] (angle of each pair at each position) in ``layout``'s pairs.
+#: layout -> whether its pairs are adjacent (2i, 2i + 1) as it reads them in, and as it writes them out
+_ADJACENT_IN_OUT = {"half": (False, False), "interleaved": (True, True), "complex": (True, True),
+                    "deinterleave": (True, False)}
+assert set(_ADJACENT_IN_OUT) == set(LAYOUTS)
+
+
+def _negate_seconds(x: torch.Tensor, adjacent: bool) -> torch.Tensor:
+    """x [..., r] with the second dim of each pair negated (a mirror: a turn by θ between two mirrors turns by −θ)."""
+    if adjacent:
+        return torch.stack((x[..., 0::2], -x[..., 1::2]), dim=-1).flatten(-2)
+    half = x.shape[-1] // 2
+    return torch.cat((x[..., :half], -x[..., half:]), dim=-1)
+
+
+def rotate_pairs(rot: torch.Tensor, freqs: torch.Tensor, scaling: float = 1.0, *, layout: str = "half",
+                 backwards: bool = False) -> torch.Tensor:
+    """rot [..., L, r] turned by ``freqs`` [L, r/2] (angle of each pair at each position) in ``layout``'s pairs;
+    ``backwards``: by −freqs, as NanoChat's rotate_half with flipped signs turns them. Written as the forward turn
+    between two mirrors, which is bit for bit the flipped rotate_half: negating a factor or a sum rounds alike.
 
     No checks: the callers (:func:`rotate`, the mechanisms, the toy model) check their own inputs once.
     """
-    return _ROTATE[layout](rot, freqs, scaling)
+    if not backwards:
+        return _ROTATE[layout](rot, freqs, scaling)
+    into, out = _ADJACENT_IN_OUT[layout]
+    return _negate_seconds(_ROTATE[layout](_negate_seconds(rot, into), freqs, scaling), out)
 
 
 def rotate(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, *,
