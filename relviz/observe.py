@@ -74,6 +74,7 @@ class LayerObservation:
     at_softmax: bool = False                          # attention seen at its softmax only (no eager call)
     softmax_bias: bool = False                        # ... where it adds something besides q·k (q = k = 0 probe)
     bias: bool = False                                # the mask it gets adds a finite bias where it allows
+    fill: float | None = None                         # a finite value its softmax's masked scores hold (−1e4)
     probe: LayerProbe = field(default_factory=LayerProbe)   # relviz.observe_position.probe_layers
 
 
@@ -138,7 +139,9 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
                 continue
             here = seen[layer]
             if name == "softmax":
-                here.softmax_masks.setdefault(length, args[0])     # the layer's first softmax over its positions
+                if length not in here.softmax_masks:               # the layer's first softmax over its positions
+                    here.softmax_masks[length] = args[0]
+                    here.fill = kwargs.get("fill") if length == PROBE_LENGTHS[0] else here.fill
             elif name == "eager_attention_forward":
                 module = args[0]
                 here.attends = True
@@ -279,6 +282,11 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
                 out.append(f"{where}: the mask at {length} positions differs ({_mask_kind(allowed)} in transformers, "
                            f"{pattern.label() if pattern else 'none'} in relviz)")
                 break
+        fill = pattern.fill if pattern is not None else None
+        if o.attends and fill != o.fill:
+            out.append(f"{where}: transformers masks its scores with "
+                       f"{'−inf or the lowest float' if o.fill is None else f'{o.fill:g} (a finite value)'}; "
+                       f"relviz reads {'−inf' if fill is None else f'{fill:g}'}")
         if bool(p.find(Sinks)) != o.sinks:
             out.append(f"{where}: sinks {'read' if p.find(Sinks) else 'not read'} by relviz; transformers "
                        f"{'has' if o.sinks else 'has none'}")

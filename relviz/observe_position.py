@@ -31,6 +31,7 @@ from relviz.mechanisms.mixer import ATTENTION, LAYER_TYPES
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.sinusoidal import VARIANTS, SinusoidalAbsolute
+from relviz.observe_record import masked_fill
 
 __all__ = ["InputPosition", "input_position", "probe_layers", "derive_entry", "position_differences",
            "alibi_handed", "INPUT_SIDE"]
@@ -318,17 +319,21 @@ def attends_at(layers: torch.nn.ModuleList, length: int, run: Run, record: Calla
 
 def _noting_softmax(original: Any, probe: Callable[[], LayerProbe | None]) -> Any:
     """A softmax that notes, on the running layer's probe, whether each row of [B, H, L, L] scores holds one value
-    over the keys it may see (finite and above the dtype's min / 2¹⁶, as relviz.observe reads a mask there)."""
+    over the keys it may see (finite and above the dtype's min / 2¹⁶, and not a masked fill, as relviz.observe
+    reads a mask there)."""
     def wrapped(x, *args, **kwargs):
         here = probe()
+        out = original(x, *args, **kwargs)
         if here is not None and isinstance(x, torch.Tensor) and x.ndim in (3, 4) and x.shape[-1] == x.shape[-2] \
-                and x.is_floating_point():
-            seen = torch.isfinite(x) & (x > torch.finfo(x.dtype).min / 2 ** 16)
+                and x.is_floating_point() and isinstance(out, torch.Tensor):
+            fill = masked_fill(x if x.ndim == 4 else x[None], out if x.ndim == 4 else out[None])
+            seen = torch.isfinite(x) & (x > torch.finfo(x.dtype).min / 2 ** 16) & (x != fill if fill is not None
+                                                                                   else True)
             top = torch.where(seen, x, torch.full_like(x, -torch.inf)).amax(-1, keepdim=True)
             low = torch.where(seen, x, torch.full_like(x, torch.inf)).amin(-1, keepdim=True)
             uniform = bool(torch.equal(top, low))
             here.scores_uniform = uniform if here.scores_uniform is None else here.scores_uniform and uniform
-        return original(x, *args, **kwargs)
+        return out
     return wrapped
 
 
@@ -452,6 +457,10 @@ def derive_entry(config: Mapping[str, Any], seen: Any) -> dict[str, Any]:
                 (recurrent[0] if recurrent else "") if k is None else k for k in ks)) == only)
             entry["derive"] = [{"field": "layer_types", "constant": value, "always": True}]
     if attending:
-        mechanisms["pattern"] = {}
+        fills = {o.fill for o in attending}         # OpenAI GPT masks with −1e4 (relviz.observe_record.masked_fill)
+        if len(fills) > 1:
+            raise ValueError(f"its layers mask with different values ({', '.join(map(repr, fills))})")
+        (fill,) = fills
+        mechanisms["pattern"] = {} if fill is None else {"fill": fill}
     entry["mechanisms"] = mechanisms
     return entry

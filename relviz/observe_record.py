@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["Recorder", "layer_list", "allowed", "biased", "allowed_scores", "partners", "inputs"]
+__all__ = ["Recorder", "layer_list", "allowed", "biased", "allowed_scores", "masked_fill", "partners", "inputs"]
 
 
 class Recorder:
@@ -44,11 +44,14 @@ class Recorder:
         TrOCR) is seen there."""
         def wrapped(x, *args, **kwargs):
             dim = kwargs.get("dim", args[0] if args else None)
+            out = original(x, *args, **kwargs)
             if isinstance(x, torch.Tensor) and x.ndim in (3, 4) and x.shape[-1] == x.shape[-2] and \
-                    dim in (-1, x.ndim - 1) and x.is_floating_point():
+                    dim in (-1, x.ndim - 1) and x.is_floating_point() and isinstance(out, torch.Tensor):
                 x4 = x if x.ndim == 4 else x[None]          # [B·H, L, L] (TrOCR, XGLM, MVP) as [1, B·H, L, L]
-                self.calls.append((self.layer, "softmax", (allowed_scores(x4), x4[0].detach().clone()), {}, None))
-            return original(x, *args, **kwargs)
+                fill = masked_fill(x4, out.reshape(x4.shape))
+                self.calls.append((self.layer, "softmax", (allowed_scores(x4, fill), x4[0].detach().clone()),
+                                   {"fill": fill}, None))
+            return out
         return wrapped
 
     def _wrap(self, name: str, original: Any) -> None:
@@ -92,11 +95,31 @@ def biased(mask: Any, length: int) -> bool:
     return bool((mask[mask > torch.finfo(mask.dtype).min / 2] != 0).any())
 
 
-def allowed_scores(scores: torch.Tensor) -> torch.Tensor:
+def allowed_scores(scores: torch.Tensor, fill: float | None = None) -> torch.Tensor:
     """bool [L, L]: where the scores handed to a softmax let a query see a key: not -inf, and not near the
-    dtype's min (a masked score may be divided by the scale after masking, as CodeGen's: min / 16 still masks)."""
+    dtype's min (a masked score may be divided by the scale after masking, as CodeGen's: min / 16 still masks),
+    nor ``fill`` (a finite value the masked scores are set to: ``masked_fill``)."""
     first = scores[0, 0].detach()
-    return torch.isfinite(first) & (first > torch.finfo(first.dtype).min / 2 ** 16)
+    seen = torch.isfinite(first) & (first > torch.finfo(first.dtype).min / 2 ** 16)
+    return seen if fill is None else seen & (first != fill)
+
+
+def masked_fill(scores: torch.Tensor, weights: torch.Tensor) -> float | None:
+    """The finite value a family sets its masked scores to instead of −inf (OpenAI GPT's −1e4), or None.
+
+    scores, weights [B, H, L, L]: a softmax's input and its output. The fill is the lowest score of the first row
+    block, shared by the entries it masks, where the softmax gave every one of them exactly 0 weight in every head
+    (exp(fill − the row's largest score) underflowed): then the weights are exactly those of a mask there, which
+    is what was run, not assumed. A lowest score with any weight is a score, and no fill."""
+    first = scores[0, 0].detach()
+    seen = torch.isfinite(first) & (first > torch.finfo(first.dtype).min / 2 ** 16)
+    if not bool(seen.any()):
+        return None
+    low = first[seen].min()
+    at = seen & (first == low)                                                          # [L, L]
+    if bool(at.all()) or not bool((scores[:, :, at] == low).all()) or bool((weights[:, :, at] != 0).any()):
+        return None
+    return float(low)
 
 
 def partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) -> list[int]:

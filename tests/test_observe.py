@@ -121,3 +121,24 @@ def test_attention_outside_eager_is_seen_at_its_softmax_and_a_bias_there_is_foun
     causal = AttentionPattern(causal=True)
     assert all(torch.equal(o.masks[n], causal.mask(n)) for o in gptj.layers for n in o.masks)
     assert gptj.layers[0].rotations and not bloom.layers[0].rotations
+
+
+def test_a_finite_mask_fill_is_named_only_where_the_softmax_gave_it_exactly_zero_weight():
+    """OpenAI GPT masks with −1e4: in float32 exp(−1e4 − m) underflows to exactly 0, so its weights are exactly a
+    causal mask's, and the observer reads the fill from what the softmax returned. Where a row's largest score is
+    below −10,000 + 103.97 the masked keys get weight, and the same scores are no fill (relviz then refuses)."""
+    from relviz.mechanisms.pattern import AttentionPattern
+    from relviz.observe_record import allowed_scores, masked_fill
+
+    causal = AttentionPattern().mask(12)                                             # [L, L]
+    scores = torch.randn(1, 2, 12, 12, generator=torch.Generator().manual_seed(0))
+    filled = torch.where(causal, scores, torch.tensor(-1e4))
+    weights = torch.softmax(filled, dim=-1)
+    assert torch.equal(weights, torch.softmax(scores.masked_fill(~causal, -torch.inf), dim=-1))
+    fill = masked_fill(filled, weights)
+    assert fill == -1e4 and torch.equal(allowed_scores(filled, fill), causal)
+    low = torch.where(causal, scores - 9_900.0, torch.tensor(-1e4))                  # largest scores near −9,900
+    assert masked_fill(low, torch.softmax(low, dim=-1)) is None
+    assert masked_fill(scores, torch.softmax(scores, dim=-1)) is None               # no mask: the lowest is a score
+    pattern = AttentionPattern(fill=-1e4)
+    assert pattern.label() == "causal, masked with −10,000" and "above −9,896" in pattern.describe()

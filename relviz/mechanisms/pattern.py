@@ -8,6 +8,7 @@ top of causal; bidirectional sliding ``|q_idx − kv_idx| ≤ w``; chunked ``kv_
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,8 @@ __all__ = ["AttentionPattern", "MAX_MASK_LENGTH"]
 
 #: attention_pattern builds L × L booleans: past this, ask per offset (allowed) instead
 MAX_MASK_LENGTH = 1 << 14
+#: float32's exp(x) rounds to exactly 0 below x = ln(2⁻¹⁵⁰) ≈ −103.97 (half the smallest subnormal)
+UNDERFLOW = math.log(torch.finfo(torch.float32).smallest_normal * torch.finfo(torch.float32).eps / 2)
 
 
 @dataclass(frozen=True)
@@ -33,11 +36,12 @@ class AttentionPattern(Mechanism):
     causal: bool = True
     window: int | None = None
     chunk: int | None = None
+    fill: float | None = None       # the finite value masked scores are set to instead of −inf (OpenAI GPT: −1e4)
 
     name = "pattern"
     option_types = {"window_field": str, "window_layer_type": str, "window_on_all_layers": bool,
                     "window_switch": str, "window_is_width": bool, "chunk_field": str, "chunk_layer_type": str,
-                    "local_radius_field": str}
+                    "local_radius_field": str, "fill": float}
     role = "decides which keys a query sees"
     order = 50
     legend = "pattern"
@@ -59,7 +63,7 @@ class AttentionPattern(Mechanism):
             chunk = cfg.int(chunk_field, minimum=1, maximum=MAX_POSITIONS)
         if options.get("local_radius_field") and ctx.stack == "encoder":
             window = cfg.int(options["local_radius_field"], 127, minimum=0, maximum=MAX_POSITIONS)
-        return cls(causal=ctx.causal, window=window, chunk=chunk)
+        return cls(causal=ctx.causal, window=window, chunk=chunk, fill=options.get("fill"))
 
     def allowed(self, offsets: torch.Tensor) -> torch.Tensor:
         """bool per offset j − i, for the patterns that depend on the offset alone (not a chunk)."""
@@ -90,6 +94,9 @@ class AttentionPattern(Mechanism):
         return None if self.chunk is None else self.chunk - 1
 
     def label(self) -> str:
+        return self._kind() + (f", masked with {_signed(self.fill)}" if self.fill is not None else "")
+
+    def _kind(self) -> str:
         if self.window is not None:
             return f"window {self.window}" if self.causal else f"local ±{self.window}"
         if self.chunk is not None:
@@ -104,6 +111,10 @@ class AttentionPattern(Mechanism):
                      else f"; local window: only keys with |j − i| ≤ {self.window}")
         if self.chunk is not None:
             base += f"; chunked: only keys in the query's own chunk of {counted(self.chunk, 'position')}"
+        if self.fill is not None:
+            base += (f"; masked with {_signed(self.fill)}, not −inf: in float32 exp({_signed(self.fill)} − m) is exactly "
+                     f"0 while a query's largest score m stays above {_signed(self.fill - UNDERFLOW)}, so the weights are "
+                     "exactly the mask's (below that, masked keys would get weight)")
         return base
 
     def settings(self) -> dict[str, Any]:
@@ -112,6 +123,8 @@ class AttentionPattern(Mechanism):
             out["window"] = self.window
         if self.chunk is not None:
             out["chunk"] = self.chunk
+        if self.fill is not None:
+            out["mask_fill"] = self.fill
         return out
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
@@ -136,3 +149,8 @@ class AttentionPattern(Mechanism):
         note = " (Chunks sampled: each tooth drawn is exact.)" if sampled else ""
         return [KeysSeen(f"Which keys each query sees over {length:,} positions", what + note, length,
                          positions, back, ahead, reach, limit, sampled)]
+
+
+def _signed(value: float) -> str:
+    """−10,000 (a true minus sign, thousands grouped, whole)."""
+    return f"{value:,.0f}".replace("-", "−")
