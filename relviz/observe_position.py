@@ -191,6 +191,8 @@ class LayerProbe:
     """One layer under the three replaced inputs (None: the probe could not replace its input)."""
 
     qk_position_free: bool | None = None     # q and k equal at every position when the input is
+    query: torch.Tensor | None = None        # ... that probe's q [L, d] (first batch row and head)
+    key_free: bool | None = None             # ... and whether k alone is equal at every position
     weights_uniform: bool | None = None      # and every query's weights equal over the keys it sees
     mixes_tokens: bool | None = None         # a change at position 0 moves a later position's output
     handed: list[torch.Tensor] = field(default_factory=list)   # the other float tensors the layer is handed
@@ -267,6 +269,10 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
             uniform = bool(torch.equal(torch.where(seen, weights, top), top.expand_as(weights)))
         here = probes[layer]
         here.qk_position_free = free if here.qk_position_free is None else here.qk_position_free and free
+        key_free = _same_everywhere(key)
+        here.key_free = key_free if here.key_free is None else here.key_free and key_free
+        if here.query is None:
+            here.query = query[0, 0].detach().clone()
         if uniform is not None:
             here.weights_uniform = uniform if here.weights_uniform is None else here.weights_uniform and uniform
     fixed: dict[int, torch.Tensor] = {}
@@ -337,6 +343,16 @@ def _noting_softmax(original: Any, probe: Callable[[], LayerProbe | None]) -> An
     return wrapped
 
 
+def query_scaled(scale: Any, probe: LayerProbe) -> bool:
+    """Whether probe (a)'s q [L, d] (one input vector at every position) is one vector times ``scale.factors`` at
+    each position, and k equal at every position: q[p]·f(0) = q[0]·f(p) to the dtype's rounding of the two products
+    (transformers rounds each scaled query once; a factor off by 1e-6 of itself is seen)."""
+    q = probe.query.double()                                                        # [L, d]
+    f = scale.factors(torch.arange(q.shape[0])).double()                            # [L]
+    slack = 4 * torch.finfo(probe.query.dtype).eps * q[:1].abs() * f[:, None]       # [L, d]
+    return bool(probe.key_free) and bool(((q * f[0] - q[:1] * f[:, None]).abs() <= slack).all())
+
+
 def position_differences(layers: list, seen: Any) -> list[str]:
     """Where relviz's plan and the observation differ on position: the input side, and any layer the plan says
     applies no position itself (only INPUT_SIDE mechanisms) whose q, k or weights moved with position."""
@@ -378,13 +394,17 @@ def position_differences(layers: list, seen: Any) -> list[str]:
         inside = [m for m in p.mechanisms if m.positional and not isinstance(m, INPUT_SIDE)]
         if inside or o.rotations:
             continue
+        scaled = next((m for m in p.mechanisms if callable(getattr(m, "factors", None))), None)   # a query scale
         if getattr(o, "at_softmax", False):          # seen at its softmax: the scores stand for q, k and the weights
             if o.probe.scores_uniform is not True:
                 out.append(f"layer {p.index}: " + ("the attention scores change with position inside the layer, "
                                                    "by no mechanism relviz reads" if o.probe.scores_uniform is False
                                                    else "the observer could not check that the layer applies no "
                                                         "position itself"))
-        elif o.probe.qk_position_free is False:
+        elif scaled is not None and o.probe.query is not None and not query_scaled(scaled, o.probe):
+            out.append(f"layer {p.index}: relviz reads {scaled.describe()}; transformers' q and k at the probe's "
+                       "positions are not that (k must not move with position, and q only by those factors)")
+        elif scaled is None and o.probe.qk_position_free is False:
             out.append(f"layer {p.index}: q or k changes with position inside the layer, by no rotary function "
                        "relviz records and no mechanism it reads")
         elif o.probe.weights_uniform is False:

@@ -147,11 +147,16 @@ def test_alibi_the_layer_is_handed_is_relvizs_slopes_times_positions(model_type,
         assert not alibi_handed(dataclasses.replace(alibi, dtype="float32"), probe)
 
 
-def test_a_window_wider_than_the_short_probes_is_seen_by_the_long_one():
-    """GPT-Neo's local layers see 256 keys: the short probes cannot tell them from causal, the long one (as many
-    positions as its table holds, on a model no forward has touched) can, so the family is refused, not misread."""
+def test_a_window_wider_than_the_short_probes_is_seen_by_the_long_one(monkeypatch):
+    """GPT-Neo's local layers see 256 keys. Without its table entry the short probes cannot tell them from causal,
+    the long one (as many positions as its table holds, on a model no forward has touched) can, so the family is
+    refused, not misread; with it, window_size is cut for the probes and the family reads exactly."""
     config = _config("gpt_neo", num_layers=2, attention_types=[[["global", "local"], 1]], window_size=256,
                      hidden_size=32, num_heads=2, intermediate_size=32, vocab_size=64, max_position_embeddings=300)
+    plan = verified_plan(config)
+    assert [p.find(AttentionPattern).label() for p in plan.plans["decoder"]] == ["causal", "window 256"]
+    assert plan.layer(1).layer_type == "sliding_attention" and plan.layer(0).read_from == OBSERVED
+    monkeypatch.delitem(families.FAMILIES, "gpt_neo")
     with pytest.raises(ValueError, match="layer 1: at 300 positions the keys each query sees differ from relviz's "
                                          "causal"):
         verified_plan(config)

@@ -206,3 +206,28 @@ def test_nanochats_rotation_is_relvizs_backwards_rotation_bit_for_bit():
     rotation = plan.layer(0).find(Rotation)
     assert rotation.backwards and "by −θ" in rotation.label()
     assert torch.equal(rotation.rotate(q, torch.arange(30)), theirs)
+
+
+def test_beams_query_scale_equals_transformers_and_a_wrong_one_is_refused(monkeypatch):
+    """Beam's full layers run without RoPE and scale q by (1 + (pos + 1)/2048)^0.1: relviz's factors equal
+    transformers' compute_attention_scaling bit for bit up to position 1M, the observer finds them in the queries
+    it ran (exact family), and a table entry with another exponent is refused naming the layer."""
+    from transformers.models.beam.modeling_beam import compute_attention_scaling
+
+    from relviz.mechanisms import families
+    from relviz.mechanisms.scale import QueryPowerScale
+
+    positions = torch.cat([torch.arange(0, 4100), torch.arange(0, 1 << 20, 4093)])
+    theirs = compute_attention_scaling(positions[None])[0, 0, :, 0]
+    assert torch.equal(QueryPowerScale(0.1, 2048.0).factors(positions), theirs)
+    config = tiny_config("beam")
+    plan = verified_plan(config, causal_lm=True)
+    full = [p for p in plan.plans["decoder"] if p.layer_type == "full_attention"]
+    assert full and all(p.find(QueryPowerScale) and not p.find(Rotation) for p in full)
+    assert all(p.find(Rotation) and not p.find(QueryPowerScale) for p in plan.plans["decoder"]
+               if p.layer_type == "sliding_attention")
+    monkeypatch.setitem(families.FAMILIES, "beam", {**families.FAMILIES["beam"], "mechanisms": {
+        **families.FAMILIES["beam"]["mechanisms"], "query_power_scale": {"exponent": 0.11, "length": 2048.0}}})
+    with pytest.raises(ValueError, match=rf"layer {full[0].index}: relviz reads queries scaled by "
+                                         r"\(1 \+ \(pos \+ 1\)/2,048\)\^0.11"):
+        verified_plan(config, causal_lm=True)

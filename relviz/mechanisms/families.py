@@ -230,6 +230,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
                             "map": {"global": "full_attention", "local": "sliding_attention"}}],
                 "mechanisms": {"learned_absolute": {"tensor": "wpe.weight"},
                                "pattern": {"window_field": "window_size"}}},
+    # Beam: RoPE on its sliding layers (rope_parameters nested by layer type, null for full_attention); its full layers
+    # run without RoPE and scale each query by (1 + (pos + 1)/2048)^0.1 (constants of its modeling code)
+    "beam": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {},
+                                               "query_power_scale": {"exponent": 0.1, "length": 2048.0}}},
     # NanoChat: its rotate_half flips the signs, so every pair turns by −θ·p
     "nanochat": {"stacks": DECODER, "mechanisms": {"rotation": {"backwards": True}, "pattern": {}}},
     "kolibri1": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},

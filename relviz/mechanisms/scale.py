@@ -7,6 +7,7 @@
   (``attn_temperature_tuning``; Nakanishi 2025, "Scalable-Softmax").
 - ``PositionQueryScale``: Ministral 3 and Mistral 4 scale every layer's rotated queries by
   1 + β·ln(1 + ⌊pos / original_max_position_embeddings⌋) (``llama_4_scaling_beta`` in rope_parameters).
+- ``QueryPowerScale``: Beam's layers without RoPE scale each query by (1 + (pos + 1)/2048)^0.1, smoothly.
 """
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ import numpy as np
 import torch
 
 from relviz.mechanisms.base import REQUIRED, LayerContext, Mechanism
-from relviz.mechanisms.view_kinds import LayerView, Note, TemperatureCurve, step_positions
+from relviz.mechanisms.view_kinds import MAX_POINTS, LayerView, Note, TemperatureCurve, step_positions
 from relviz.rope.math import llama4_query_scale
 
-__all__ = ["SoftmaxScale", "QueryTemperature", "PositionQueryScale", "QueryScalar"]
+__all__ = ["SoftmaxScale", "QueryTemperature", "PositionQueryScale", "QueryPowerScale", "QueryScalar"]
 
 
 def get_mscale(scale: float, mscale: float = 1.0) -> float:
@@ -174,6 +175,58 @@ class PositionQueryScale(Mechanism):
                    "the query's row, so the softmax sharpens as the context grows past the original one.")
         if sampled:
             caption += " (Steps sampled: each value drawn is exact.)"
+        return [TemperatureCurve(f"Query scale against position, over {length:,} positions", caption,
+                                 positions, factors, length, sampled)]
+
+
+@dataclass(frozen=True)
+class QueryPowerScale(Mechanism):
+    """Beam's layers without RoPE: every query multiplied by (1 + (pos + 1)/length)^exponent, computed as
+    exp(exponent · ln(1 + (pos + 1)/length)) (transformers' ``compute_attention_scaling``, "scalable softmax"):
+    smooth, where Llama 4's temperature steps. Its two constants are the modeling code's, not config fields, so the
+    family table holds them; it applies on the layer types whose rope_parameters entry is null, as the model's
+    forward decides."""
+
+    exponent: float
+    length: float
+
+    name = "query_power_scale"
+    option_types = {"exponent": float, "length": float}
+    role = "scales queries with position"
+    order = 71
+    legend = "scale"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> QueryPowerScale | None:
+        params = ctx.config.raw("rope_parameters")
+        if not (isinstance(params, Mapping) and ctx.layer_type in params and params[ctx.layer_type] is None):
+            return None                       # only the layer types that run without RoPE
+        return cls(exponent=options["exponent"], length=options["length"])
+
+    def factors(self, positions: torch.Tensor) -> torch.Tensor:
+        """[L] the factor on each query at integer positions [L], exactly as transformers computes it."""
+        return torch.exp(self.exponent * torch.log1p((positions.float() + 1) / self.length))
+
+    def label(self) -> str:
+        return "q scale by position"
+
+    def describe(self) -> str:
+        return (f"queries scaled by (1 + (pos + 1)/{self.length:,.0f})^{self.exponent:g}: no RoPE here, attention "
+                "sharpens smoothly with position instead")
+
+    def settings(self) -> dict[str, Any]:
+        return {"query_scale_exponent": self.exponent, "query_scale_length": self.length}
+
+    def views(self, length: int, layer: Any) -> list[LayerView]:
+        count = min(length, MAX_POINTS)
+        positions = np.unique(np.round(np.geomspace(1, length, count)).astype(np.int64) - 1)
+        factors = self.factors(torch.from_numpy(positions)).double().numpy()
+        caption = (f"{self.describe()}. ×{factors[0]:.4f} at the first position, ×{factors[-1]:.3f} at position "
+                   f"{length - 1:,}: larger queries make the softmax sharper, so a long context does not dilute "
+                   "attention to a uniform blur.")
+        sampled = count < length
+        if sampled:
+            caption += f" (Sampled at {len(positions)} positions: each value drawn is exact.)"
         return [TemperatureCurve(f"Query scale against position, over {length:,} positions", caption,
                                  positions, factors, length, sampled)]
 
