@@ -22,7 +22,7 @@ from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import MAX_LAYERS, REQUIRED, ConfigView, LayerContext
 from relviz.mechanisms.deberta import DisentangledRelative
 from relviz.mechanisms.families import FAMILIES, HYBRID_FIELDS, check_family, family_of
-from relviz.mechanisms.mixer import ATTENTION, TokenMixer
+from relviz.mechanisms.mixer import ATTENTION, TokenMixer, check_read
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
@@ -389,6 +389,7 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
                 mechanism = MECHANISMS[name].read(ctx, options)
                 if mechanism is not None:
                     found.append(mechanism)
+            check_read(ctx.config.name(f"layer_types[{index}]"), types[index], found)
             if mixer.attends and not any(m.positional for m in found):
                 found.append(NoPosition())
             found.sort(key=lambda m: m.order)

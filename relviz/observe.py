@@ -35,6 +35,7 @@ import torch
 
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.families import FAMILIES, family_of
+from relviz.mechanisms.indexer import IndexedSelection
 from relviz.mechanisms.mixer import ATTENTION, TokenMixer, kind_of_module
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
@@ -44,7 +45,7 @@ from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_p
 from relviz.observe_position import LONG_PROBE, InputPosition, LayerProbe, attends_at, derive_entry, input_position, \
     position_differences, probe_layers
 from relviz.observe_build import build, has_causal_lm, runs
-from relviz.observe_record import Recorder as _Recorder, allowed as _allowed, biased as _biased, \
+from relviz.observe_record import INDEXER_SCOPE, Recorder as _Recorder, allowed as _allowed, biased as _biased, \
     inputs as _inputs, layer_list as _layers, partners as _partners
 from relviz.observe_shrink import MLP, SMALL_CHUNK, SMALL_WINDOW, shrink
 
@@ -69,6 +70,8 @@ class LayerObservation:
     sinks: bool = False
     rotations: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)  # (in, out) [B, H, L, d]
     pairs: list[int] | None = None                    # dim -> its partner (itself when it does not rotate)
+    indexer_rotations: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)  # a DSA indexer's own
+    indexer_pairs: list[int] | None = None            # ... and its pairs (relviz.mechanisms.indexer)
     inv_freq: torch.Tensor | None = None              # the layer's rotary module's buffer
     softmax_masks: dict[int, torch.Tensor] = field(default_factory=dict)  # length -> bool [L, L], any softmax
     at_softmax: bool = False                          # attention seen at its softmax only (no eager call)
@@ -151,15 +154,17 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
                 here.scaling = kwargs.get("scaling", args[5] if len(args) > 5 else None)
                 here.sinks = getattr(module, "sinks", None) is not None or kwargs.get("s_aux") is not None
             elif length == PROBE_LENGTHS[0]:
+                scoped, name = name.startswith(INDEXER_SCOPE), name.removeprefix(INDEXER_SCOPE)
                 x_in, x_out = args[0], out[0] if isinstance(out, tuple) else out
                 axis = next((a for a in range(x_in.ndim - 1) if x_in.shape[a] == length), None)
                 if axis is None:
                     raise ValueError(f"the observer could not read a rotation {config['model_type']!r} ran: {name}'s "
                                      f"input {tuple(x_in.shape)} has no axis of the probe's {length} positions")
-                if not here.rotations:
-                    here.pairs = _partners(dict(recorder.restore)[name], args, kwargs, x_in, axis)
-                here.rotations.append((x_in.movedim(axis, -2).detach().clone(),
-                                       x_out.movedim(axis, -2).detach().clone()))
+                rotations = here.indexer_rotations if scoped else here.rotations
+                if not rotations:
+                    pairs = _partners(dict(recorder.restore)[name], args, kwargs, x_in, axis)
+                    here.indexer_pairs, here.pairs = (pairs, here.pairs) if scoped else (here.indexer_pairs, pairs)
+                rotations.append((x_in.movedim(axis, -2).detach().clone(), x_out.movedim(axis, -2).detach().clone()))
     rotary = next((m for n, m in model.named_modules() if n.endswith("rotary_emb")), None)
     for here, layer_type in zip(seen, getattr(text, "layer_types", None) or [None] * count):
         held = getattr(rotary, f"{layer_type}_inv_freq", None) if rotary is not None and layer_type else None
@@ -277,16 +282,17 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
             out.extend(_rotation_differences(where, p, rotation, o))
         pattern = p.find(AttentionPattern)
         for length, allowed in o.masks.items():
-            ours = pattern.mask(length) if pattern is not None else None
-            if ours is None or not torch.equal(ours, allowed):
+            wrong = pattern.agrees(allowed) if pattern is not None else "no pattern"
+            if wrong:
                 out.append(f"{where}: the mask at {length} positions differs ({_mask_kind(allowed)} in transformers, "
-                           f"{pattern.label() if pattern else 'none'} in relviz)")
+                           f"{pattern.label() if pattern else 'none'} in relviz: {wrong})")
                 break
         fill = pattern.fill if pattern is not None else None
         if o.attends and fill != o.fill:
             out.append(f"{where}: transformers masks its scores with "
                        f"{'−inf or the lowest float' if o.fill is None else f'{o.fill:g} (a finite value)'}; "
                        f"relviz reads {'−inf' if fill is None else f'{fill:g}'}")
+        out.extend(_indexer_differences(where, p, o, seen))
         if bool(p.find(Sinks)) != o.sinks:
             out.append(f"{where}: sinks {'read' if p.find(Sinks) else 'not read'} by relviz; transformers "
                        f"{'has' if o.sinks else 'has none'}")
@@ -307,7 +313,42 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
                               for m in p.mechanisms):
             out.append(f"{where}: transformers adds a position bias to the logits (in the mask it hands the "
                        "attention) that relviz does not read")
-    return out + position_differences(layers, seen) + added
+    return out + position_differences(layers, seen) + added + _content_differences(plan, seen)
+
+
+def _indexer_differences(where: str, p: LayerPlan, o: LayerObservation, seen: Observation) -> list[str]:
+    """A DSA layer (relviz.mechanisms.indexer) against what ran: its indexer's own rotation (``torch.equal``), or the
+    choice it shares being the source layer's (the same mask at both lengths); and a layer relviz reads without an
+    indexer must run none."""
+    selection = p.find(IndexedSelection)
+    if selection is None:
+        return [f"{where}: transformers runs a DSA indexer there (its rotation was seen) that relviz does not read"] \
+            if o.indexer_rotations else []
+    if selection.rotation is None:
+        source = seen.layers[selection.source]
+        if o.indexer_rotations:
+            return [f"{where}: relviz reads layer {selection.source}'s choice of keys reused; transformers runs an "
+                    "indexer here"]
+        if any(not torch.equal(mask, source.masks.get(length, mask[:0])) for length, mask in o.masks.items()):
+            return [f"{where}: its keys differ from layer {selection.source}'s, whose choice relviz reads it reuses"]
+        return []
+    if not o.indexer_rotations:
+        return [f"{where}: relviz reads an indexer rotated by RoPE; transformers' indexer rotated nothing there"]
+    own = LayerObservation(o.index, rotations=o.indexer_rotations, pairs=o.indexer_pairs, inv_freq=o.inv_freq)
+    return [f"{where}: the indexer's {line.split(': ', 1)[-1]}" for line in
+            _rotation_differences(where, p, selection.rotation, own)]
+
+
+def _content_differences(plan: ModelPlan, seen: Observation) -> list[str]:
+    """Past index_topk, the keys must change with the tokens on some DSA layer (the two probes' different tokens at
+    the same positions): otherwise the choice is not the content-dependent one relviz says."""
+    layers = plan.plans[plan.stack_names[0]]
+    shown = [s.chosen_by_content(o.masks) for p, o in zip(layers, seen.layers)
+             if (s := p.find(IndexedSelection)) is not None and s.rotation is not None]
+    if shown and not any(shown) and any(v is not None for v in shown):
+        return ["past index_topk keys no DSA layer chose other keys for other tokens at the same positions: the "
+                "choice relviz reads as content's was not seen to depend on content"]
+    return []
 
 
 def _rotation_differences(where: str, p: LayerPlan, rotation: Rotation, o: LayerObservation) -> list[str]:

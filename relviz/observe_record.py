@@ -15,7 +15,14 @@ from typing import Any
 
 import torch
 
-__all__ = ["Recorder", "layer_list", "allowed", "biased", "allowed_scores", "masked_fill", "partners", "inputs"]
+from relviz.mechanisms.indexer import INDEXER_MODULES
+
+__all__ = ["INDEXER_SCOPE", "Recorder", "layer_list", "allowed", "biased", "allowed_scores", "masked_fill", "partners",
+           "inputs"]
+
+
+#: the prefix of a call's name made inside a DSA indexer module (relviz.mechanisms.indexer)
+INDEXER_SCOPE = "indexer:"
 
 
 class Recorder:
@@ -23,10 +30,15 @@ class Recorder:
 
     def __init__(self, modeling: Any, model: torch.nn.Module, layers: torch.nn.ModuleList) -> None:
         self.modeling, self.layer = modeling, -1
+        self.scope = ""                  # INDEXER_SCOPE while a DSA indexer runs (its own rotation, not attention's)
         self.calls: list[tuple[int, str, tuple, dict, Any]] = []
         self.restore: list[tuple[str, Any]] = []
         self.hooks = [m.register_forward_pre_hook(lambda mod, args, k=k: setattr(self, "layer", k))
                       for k, m in enumerate(layers)]
+        for module in layers.modules():
+            if any(fragment in type(module).__name__ for fragment in INDEXER_MODULES):
+                self.hooks += [module.register_forward_pre_hook(lambda *_: setattr(self, "scope", INDEXER_SCOPE)),
+                               module.register_forward_hook(lambda *_: setattr(self, "scope", ""))]
         for name in dir(modeling):
             fn = getattr(modeling, name)
             if callable(fn) and getattr(fn, "__module__", None) == modeling.__name__ and not isinstance(fn, type) and (
@@ -59,7 +71,7 @@ class Recorder:
 
         def wrapped(*args, **kwargs):
             out = original(*args, **kwargs)
-            self.calls.append((self.layer, name, args, kwargs, out))
+            self.calls.append((self.layer, self.scope + name, args, kwargs, out))
             return out
         setattr(self.modeling, name, wrapped)
 

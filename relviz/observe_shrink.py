@@ -22,6 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from relviz.mechanisms.indexer import SHRUNK as INDEXER_SHRUNK
+
 __all__ = ["shrink", "SMALL_WINDOW", "SMALL_CHUNK", "WINDOW_FIELDS", "CHUNK_FIELDS", "TINY", "ROUND", "MLP"]
 
 SMALL_WINDOW = 3
@@ -170,6 +172,9 @@ def _fixed(out: dict[str, Any]) -> dict[str, Any]:
     for key in (*CHUNK_FIELDS, *_table_fields(out.get("model_type"), "chunk_field")):
         if isinstance(out.get(key), int) and out[key] > SMALL_CHUNK:
             out[key] = SMALL_CHUNK
+    for key, small in INDEXER_SHRUNK.items():       # DSA's index_topk: below the probe, so the indexer chooses
+        if isinstance(out.get(key), int) and out[key] > small:
+            out[key] = small
     return out
 
 

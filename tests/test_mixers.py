@@ -64,7 +64,7 @@ def test_attention_pattern_on_a_layer_that_does_not_attend_names_its_mixer():
     assert "delta rule" in views[0].text
 
 
-@pytest.mark.parametrize("value", ["compressed_sparse_attention", "hybrid_sliding", "Full_Attention", "indexed_attention"])
+@pytest.mark.parametrize("value", ["compressed_sparse_attention", "hybrid_sliding", "Full_Attention"])
 def test_an_unknown_layer_type_is_refused_by_name_never_read_as_attention(value):
     config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 2,
               "layer_types": ["full_attention", value]}

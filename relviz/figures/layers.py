@@ -132,8 +132,9 @@ def _keys_seen(view: KeysSeen) -> go.Figure:
     figure.add_trace(go.Scatter(x=[1, view.length], y=[1, view.length], mode="lines", name="causal, no limit",
                                 line=dict(color="#bbb", dash="dot", width=1), hoverinfo="skip", xaxis="x", yaxis="y"))
     shapes = []
-    if view.reach is not None:
-        shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=view.reach + 1, y1=view.reach + 1,
+    most = view.cap if view.cap is not None else None if view.reach is None else view.reach + 1   # keys, at most
+    if most is not None:
+        shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=most, y1=most,
                            line=dict(color="#555", dash="dash", width=1)))
     # the band: exact edges between breakpoints, over the first queries
     span = view.reach * 4 if view.reach else 64

@@ -45,6 +45,10 @@ _DEEPSEEK_V3: dict[str, Any] = {"stacks": DECODER, "derive": [  # DeepseekV3Conf
                  "pass_before_field": "qk_nope_head_dim"},
     "pattern": {}, "softmax_scale": {"head_dim_field": "qk_head_dim"}}}
 
+def _without(table: dict[str, Any], name: str) -> dict[str, Any]:
+    return {k: v for k, v in table.items() if k != name}
+
+
 #: Mistral's llama_4_scaling_beta rides in rope_parameters (with a copy of max_position_embeddings): the rotation
 #: leaves both to the query scale, as transformers' ignore_keys_at_rope_validation does
 _LLAMA4_BETA = ["llama_4_scaling_beta", "max_position_embeddings"]
@@ -212,6 +216,23 @@ FAMILIES: dict[str, dict[str, Any]] = {
                                                       **_DEEPSEEK_V3["mechanisms"]}},
     "deepseek_v2": {**_DEEPSEEK_V3, "mechanisms": {**_DEEPSEEK_V3["mechanisms"], "rotation": {
         "layout": "complex", "pass_before_field": "qk_nope_head_dim"}}},
+    # DeepSeek sparse attention (relviz.mechanisms.indexer): MLA as DeepSeek-V3, and on each indexed_attention layer a
+    # lightning indexer, rotated by the layer's RoPE on its own head: its first qk_rope_head_dim dims in half-split
+    # pairs (DeepSeek-V3.2, AXK2) or interleaved (GLM-MoE-DSA: apply_rotary_pos_emb_interleave), or its last ones in
+    # half-split pairs (HY-V4, whose attention rotates half-split too); indexer_types' "shared" layers reuse the
+    # previous full layer's choice
+    **{t: {**_DEEPSEEK_V3, "mechanisms": {**_without(_DEEPSEEK_V3["mechanisms"], "pattern"), "indexer": indexer}}
+       for t, indexer in (
+           ("deepseek_v32", {"rotation": {"layout": "half"}}), ("axk2", {"rotation": {"layout": "half"}}),
+           ("glm_moe_dsa", {"rotation": {"layout": "deinterleave"}, "shared_field": "indexer_types", "shared_default": {
+               "pattern_field": "index_topk_pattern", "freq_field": "index_topk_freq", "freq": 1,
+               "offset_field": "index_skip_topk_offset", "offset": 2}}))},
+    # HY-V4 also has a sink logit per head (s_aux)
+    "hy_v4": {**_DEEPSEEK_V3, "mechanisms": {
+        **_without(_DEEPSEEK_V3["mechanisms"], "pattern"),
+        "rotation": {"layout": "half", "pass_before_field": "qk_nope_head_dim"},
+        "indexer": {"rotation": {"layout": "half"}, "rope_at": "end", "shared_field": "indexer_types",
+                    "shared_default": {"freq": 4, "offset": 2}}, "sinks": {}}},
     **{t: {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "sinks": {}}}
        for t in ("granite_swa", "granitemoe_swa")},
     "flint": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {},

@@ -17,7 +17,8 @@ from typing import Any
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
 
-__all__ = ["TokenMixer", "MIXER_KINDS", "LAYER_TYPES", "ATTENTION", "mixer_kinds", "kind_of_module"]
+__all__ = ["TokenMixer", "MIXER_KINDS", "LAYER_TYPES", "LAYER_TYPE_NEEDS", "ATTENTION", "mixer_kinds", "kind_of_module",
+           "check_read"]
 
 ATTENTION = "softmax_attention"
 
@@ -43,6 +44,14 @@ LAYER_TYPES: dict[str, tuple[str | None, ...]] = {
     "conv": ("short_convolution",),
     "hybrid": (ATTENTION, None),            # attention and a recurrent mixer on one layer (Falcon-H1)
     "moe": ("feed_forward",), "mlp": ("feed_forward",),
+    "indexed_attention": (ATTENTION,),      # read only with its mechanism: LAYER_TYPE_NEEDS
+}
+
+#: layer types that attend in a way only one mechanism reads -> (its name, what transformers runs there): a family
+#: whose table does not apply it on such a layer is refused (never read as plain attention)
+LAYER_TYPE_NEEDS: dict[str, tuple[str, str]] = {
+    "indexed_attention": ("indexer", "DeepSeek sparse attention: past index_topk keys a lightning indexer chooses by "
+                                     "content which keys each query attends (relviz.mechanisms.indexer)"),
 }
 
 _COMPRESSED = ("each query attends to its last sliding_window keys and to compressed keys, one per {rate} tokens "
@@ -82,6 +91,16 @@ def mixer_kinds(name: str, layer_type: str | None, linear_kind: str | None) -> t
         raise ValueError(f"config field {name} is {layer_type!r}: a layer type relviz does not read (it reads "
                          f"{', '.join(LAYER_TYPES)}); it is refused rather than taken for attention")
     return tuple((linear_kind or "recurrent_state") if k is None else k for k in LAYER_TYPES[layer_type])
+
+
+def check_read(name: str, layer_type: str | None, found: list[Mechanism]) -> None:
+    """A ValueError naming the field ``name`` when a layer of ``layer_type`` needs a mechanism (LAYER_TYPE_NEEDS)
+    its family's table did not apply: relviz would otherwise read it as plain attention."""
+    need = LAYER_TYPE_NEEDS.get(layer_type or "")
+    if need is not None and not any(m.name == need[0] for m in found):
+        raise ValueError(f"config field {name} is {layer_type!r}: {need[1]}; this family's entry in relviz's family "
+                         f"table does not read it (mechanism {need[0]!r}), so the layer is refused rather than read "
+                         "as plain attention")
 
 
 @dataclass(frozen=True)

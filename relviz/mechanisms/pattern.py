@@ -87,6 +87,11 @@ class AttentionPattern(Mechanism):
             ok = ok & (j // self.chunk == i // self.chunk)
         return ok
 
+    def agrees(self, allowed: torch.Tensor) -> str | None:
+        """None when ``allowed`` bool [L, L] (the keys transformers let each query see) is this pattern's mask,
+        else what differs (relviz.observe holds each layer's mask against it)."""
+        return None if torch.equal(self.mask(allowed.shape[-1]), allowed) else "the mask differs"
+
     def reach(self) -> int | None:
         """The farthest offset back a query can see (None: the whole context)."""
         if self.window is not None:

@@ -61,11 +61,14 @@ class KeysSeen:
     reach: int | None             # the most keys back any query sees (None: the whole context)
     limit_label: str = ""
     sampled: bool = False
+    cap: int | None = None        # at most this many of the band's keys are attended (DSA's index_topk: chosen
+                                  # by content), None: every key of the band
 
     @property
     def count(self) -> np.ndarray:
         """[n] keys seen by each query (itself included)."""
-        return self.ahead - self.back + 1
+        band = self.ahead - self.back + 1
+        return band if self.cap is None else np.minimum(band, self.cap)
 
 
 @dataclass(frozen=True)
