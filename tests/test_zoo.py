@@ -48,7 +48,7 @@ def test_a_sweep_counts_every_family_once():
 
 
 @pytest.mark.parametrize("model_type", ["gptj", "mimo_v2_flash", "axk1", "moshi", "bart", "whisper", "trocr",
-                                        "deepseek_v32", "glm_moe_dsa", "hy_v4"])
+                                        "deepseek_v32", "glm_moe_dsa", "hy_v4", "dots3_note_text"])
 def test_families_the_sweep_found_are_read_exactly(model_type):
     """GPT-J attends outside eager_attention_forward (seen at its softmax, its rotation at apply_rotary_pos_emb,
     one tensor at a time); MiMo-V2-Flash has sinks on its sliding layers only; AXK1 is MLA with DeepSeek-V3's
@@ -56,6 +56,7 @@ def test_families_the_sweep_found_are_read_exactly(model_type):
     LM transformers maps them to, their decoder alone (Whisper's base model wants audio features); TrOCR's softmax
     runs over [B·H, L, L] scores. DeepSeek sparse attention (relviz.mechanisms.indexer), one family per indexer
     rotation: DeepSeek-V3.2's half-split on the indexer's first dims, GLM-MoE-DSA's interleaved, HY-V4's half-split on
-    its last dims, with layers that reuse another's choice (indexer_types) and sinks."""
+    its last dims, with layers that reuse another's choice (indexer_types) and sinks; dots3's indexed layers between
+    sliding ones, its rotated part a share of head_dim per layer type."""
     (outcome,) = sweep([model_type])
     assert outcome.exact, outcome.reason

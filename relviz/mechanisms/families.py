@@ -227,6 +227,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
            ("glm_moe_dsa", {"rotation": {"layout": "deinterleave"}, "shared_field": "indexer_types", "shared_default": {
                "pattern_field": "index_topk_pattern", "freq_field": "index_topk_freq", "freq": 1,
                "offset_field": "index_skip_topk_offset", "offset": 2}}))},
+    # dots3: MLA whose rotated part is partial_rotary_factor of head_dim (per layer type, per_layer_config for its
+    # sliding layers), interleaved as DeepSeek-V3's, and GLM-MoE-DSA's indexer on its indexed_attention layers
+    **{t: {"stacks": DECODER, "mechanisms": {
+        "rotation": {"layout": "deinterleave", "pass_before_field": "qk_nope_head_dim"},
+        "indexer": {"rotation": {"layout": "deinterleave"}}}} for t in ("dots3_note_text",)},
     # HY-V4 also has a sink logit per head (s_aux)
     "hy_v4": {**_DEEPSEEK_V3, "mechanisms": {
         **_without(_DEEPSEEK_V3["mechanisms"], "pattern"),

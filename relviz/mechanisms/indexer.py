@@ -67,7 +67,7 @@ class IndexedSelection(AttentionPattern):
     source: int | None = None
 
     name = "indexer"
-    option_types = {**AttentionPattern.option_types, "layer_types": (list, tuple), "rotation": dict,
+    option_types = {"pattern": dict, "layer_types": (list, tuple), "rotation": dict,
                     "rope_at": _ROPE_AT, "shared_field": str, "shared_default": dict}
     role = "decides which keys a query sees: past index_topk, a lightning indexer chooses them by content"
     order = 51
@@ -75,8 +75,9 @@ class IndexedSelection(AttentionPattern):
 
     @classmethod
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> AttentionPattern:
-        """The layer's pattern, and on an indexed layer (``layer_types``) the indexer that narrows it."""
-        base = AttentionPattern.read(ctx, options)
+        """The layer's pattern (read with the ``pattern`` options, AttentionPattern's), and on an indexed layer
+        (``layer_types``) the indexer that narrows it."""
+        base = AttentionPattern.read(ctx, options.get("pattern", {}))
         if ctx.layer_type not in options.get("layer_types", ("indexed_attention",)):
             return base
         cfg = ctx.config

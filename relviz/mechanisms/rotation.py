@@ -133,7 +133,7 @@ class Rotation(Mechanism):
         width, offset = None, 0
         if options.get("pass_before_field"):
             offset = cfg.int(options["pass_before_field"], 0, minimum=0, maximum=1 << 16)
-            width = offset + rope.head_dim
+            width = offset + 2 * rope.pairs       # the rotated dims close the head (dots3: 64 of head_dim 256 rotate)
         params = fields.get("rope_parameters") or fields.get("rope_scaling") or {}
         sections = params.get("mrope_section") if isinstance(params, Mapping) else None
         if sections is None:                 # Qwen3-VL's rotary module falls back to its own sections
