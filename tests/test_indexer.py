@@ -159,3 +159,16 @@ def test_the_observer_sees_the_indexer_choose_past_a_shrunk_index_topk():
     assert IndexedSelection(topk=8).chosen_by_content(layer.masks) is True
     plan = verified_plan(config)
     assert plan.layer(0).find(IndexedSelection).topk == config["index_topk"] == 2048
+
+
+def test_a_published_config_without_layer_types_is_read_as_its_config_class_derives_it():
+    """DeepSeek-V3.2-Exp's config.json names no layer_types: DeepseekV32Config makes every layer indexed_attention (read
+    as plain causal attention before, on a model directory). dots3's class derives its layers from fields relviz does
+    not read: a config without them is refused, naming the field."""
+    published = {k: v for k, v in V32.items() if k != "layer_types"}
+    plan = read_plan(published)
+    assert all(p.layer_type == "indexed_attention" and p.find(IndexedSelection) for p in plan.all_layers())
+    dots3 = {**V32, "model_type": "dots3_note_text", "head_dim": 64, "rope_parameters": {"rope_theta": 8e7}}
+    dots3.pop("layer_types")
+    with pytest.raises(ValueError, match="config field layer_types is required for this family"):
+        read_plan(dots3)

@@ -49,6 +49,8 @@ def _without(table: dict[str, Any], name: str) -> dict[str, Any]:
     return {k: v for k, v in table.items() if k != name}
 
 
+_DSA_DERIVE = [*_DEEPSEEK_V3["derive"], {"field": "layer_types", "constant": "indexed_attention"}]
+
 #: Mistral's llama_4_scaling_beta rides in rope_parameters (with a copy of max_position_embeddings): the rotation
 #: leaves both to the query scale, as transformers' ignore_keys_at_rope_validation does
 _LLAMA4_BETA = ["llama_4_scaling_beta", "max_position_embeddings"]
@@ -221,7 +223,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # pairs (DeepSeek-V3.2, AXK2) or interleaved (GLM-MoE-DSA: apply_rotary_pos_emb_interleave), or its last ones in
     # half-split pairs (HY-V4, whose attention rotates half-split too); indexer_types' "shared" layers reuse the
     # previous full layer's choice
-    **{t: {**_DEEPSEEK_V3, "mechanisms": {**_without(_DEEPSEEK_V3["mechanisms"], "pattern"), "indexer": indexer}}
+    # (every layer indexed_attention when a config omits layer_types: DeepseekV32Config's __post_init__)
+    **{t: {**_DEEPSEEK_V3, "derive": _DSA_DERIVE,
+           "mechanisms": {**_without(_DEEPSEEK_V3["mechanisms"], "pattern"), "indexer": indexer}}
        for t, indexer in (
            ("deepseek_v32", {"rotation": {"layout": "half"}}), ("axk2", {"rotation": {"layout": "half"}}),
            ("glm_moe_dsa", {"rotation": {"layout": "deinterleave"}, "shared_field": "indexer_types", "shared_default": {
@@ -231,9 +235,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # sliding layers), interleaved as DeepSeek-V3's, and GLM-MoE-DSA's indexer on its indexed_attention layers
     **{t: {"stacks": DECODER, "mechanisms": {
         "rotation": {"layout": "deinterleave", "pass_before_field": "qk_nope_head_dim"},
-        "indexer": {"rotation": {"layout": "deinterleave"}}}} for t in ("dots3_note_text",)},
+        "indexer": {"rotation": {"layout": "deinterleave"}, "required_fields": ["layer_types", "per_layer_config"]}}}
+       for t in ("dots3_note_text",)},
     # HY-V4 also has a sink logit per head (s_aux)
-    "hy_v4": {**_DEEPSEEK_V3, "mechanisms": {
+    "hy_v4": {**_DEEPSEEK_V3, "derive": _DSA_DERIVE, "mechanisms": {
         **_without(_DEEPSEEK_V3["mechanisms"], "pattern"),
         "rotation": {"layout": "half", "pass_before_field": "qk_nope_head_dim"},
         "indexer": {"rotation": {"layout": "half"}, "rope_at": "end", "shared_field": "indexer_types",

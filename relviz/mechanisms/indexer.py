@@ -68,7 +68,7 @@ class IndexedSelection(AttentionPattern):
 
     name = "indexer"
     option_types = {"pattern": dict, "layer_types": (list, tuple), "rotation": dict,
-                    "rope_at": _ROPE_AT, "shared_field": str, "shared_default": dict}
+                    "rope_at": _ROPE_AT, "shared_field": str, "shared_default": dict, "required_fields": (list, tuple)}
     role = "decides which keys a query sees: past index_topk, a lightning indexer chooses them by content"
     order = 51
     positional = True
@@ -77,10 +77,15 @@ class IndexedSelection(AttentionPattern):
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> AttentionPattern:
         """The layer's pattern (read with the ``pattern`` options, AttentionPattern's), and on an indexed layer
         (``layer_types``) the indexer that narrows it."""
+        cfg = ctx.config
+        missing = [f for f in options.get("required_fields", ()) if not cfg.has(f)]
+        if missing:       # dots3: its config class derives them from fields relviz does not read (use_dsa, swa_*)
+            raise ValueError(f"config field {cfg.name(missing[0])} is required for this family: its config class "
+                             "derives which layers are indexed, sliding or full, and their sizes, from other fields, "
+                             "which relviz does not read (give the config as transformers saves it)")
         base = AttentionPattern.read(ctx, options.get("pattern", {}))
         if ctx.layer_type not in options.get("layer_types", ("indexed_attention",)):
             return base
-        cfg = ctx.config
         topk = cfg.int("index_topk", minimum=1, maximum=MAX_POSITIONS)
         heads = cfg.int("index_n_heads", minimum=1, maximum=1 << 14)
         head_dim = cfg.int("index_head_dim", minimum=2, maximum=1 << 14)
