@@ -163,7 +163,7 @@ class IndexedSelection(AttentionPattern):
         r = self.rotation
         where = "first" if r.rotary_offset == 0 else "last"
         return (f"its indexer ({counted(self.heads, 'head')} of {self.head_dim} dims) rotates the {where} "
-                f"{r.rotary_dim} dims of q and k by the layer's RoPE (base {r.rope.base:g}; pairs: "
+                f"{r.rotary_dim} dims of q and k by the layer's RoPE (base {r.rope.base:g}; layout: "
                 f"{LAYOUTS[r.layout]})")
 
     def describe(self) -> str:
