@@ -5,10 +5,12 @@ import numpy as np
 import streamlit as st
 
 from relviz.app import controls, display, downloads, navigation
+from relviz import absolute as words
 from relviz.absolute import projected_similarity, sinusoidal_encoding, sinusoidal_similarity, toeplitz_deviation
 from relviz.figures import absolute as pictures
 from relviz.figures.absolute import relative_figure
 from relviz.figures.toeplitz import Window, needs_window, toeplitz_overview_image, toeplitz_view
+from relviz.mechanisms.alibi import WHAT_ALIBI_ADDS, bias_words
 from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes, relative_positions
 from relviz.schemes.alibi import slope_rule_text
 from relviz.snippets import alibi_snippet, sinusoidal_snippet
@@ -105,39 +107,26 @@ with display.user_errors():
     with col_pe:
         st.markdown("**Absolute: PE[p, d]**")
         display.show_figure(encoding_fig(length, d_model), key="abs_fig_pe")
-        st.caption("Dimensions 2k and 2k + 1 hold sin and cos of p·ω_k with ω_k = 10000^(−2k/d_model): the "
-                   "first pairs turn fast (wavelength 2π), later ones ever slower (up to 2π·10000). Each "
-                   "row is one position's vector — a different vector for every position.")
+        st.caption(words.ENCODING_WORDS)
         downloads.matrix_downloads(pe, name=f"sinusoidal_L{length}_d{d_model}", key="abs_dl_pe", corner="p\\\\d")
     with col_sim:
         if projected:
             st.markdown("**Through a random head**")
             display.show_figure(similarity_fig(length, d_model, projected=projected), key="abs_fig_sim")
-            st.caption("(PE_i W_Q)·(PE_j W_K) / √64 with random Gaussian W_Q, W_K. The projections mix "
-                       "frequencies, so the sin·sin + cos·cos pairs no longer combine into cos((j − i)ω): the score depends on where the pair sits, not only on j − i. A "
-                       "trained head can learn to keep the relative part, but nothing forces it to.")
+            st.caption(words.PROJECTED_WORDS)
         else:
             st.markdown("**Dot products PE_i · PE_j**")
             display.show_figure(similarity_fig(length, d_model, projected=projected), key="abs_fig_sim")
-            st.caption("Shown divided by d_model / 2. sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so "
-                       "PE_i · PE_j = Σ_k cos((j − i)·ω_k): "
-                       "constant along every diagonal, like the relative matrix beside it. Absolute vectors, "
-                       "relative dot products.")
+            st.caption(words.DOT_PRODUCT_WORDS)
         downloads.matrix_downloads(sim, name=f"{'projected' if projected else 'sinusoidal'}_similarity_L{length}"
                                       f"_d{d_model}", key="abs_dl_sim")
     with col_rel:
         st.markdown("**Relative: j − i**")
         display.show_figure(relative_fig(length), key="abs_fig_rel")
-        st.caption("What a relative scheme gives the score directly: the offset, the same along each "
-                   "diagonal (a Toeplitz matrix). Shaw et al. look it up in a table, T5 in buckets, ALiBi "
-                   "turns it into a penalty (below).")
+        st.caption(words.RELATIVE_WORDS)
         downloads.matrix_downloads(rel, name=f"relative_L{length}", key="abs_dl_rel")
 
-    st.markdown(
-        "An **absolute** encoding gives every position its own vector and adds it to the token: the model must "
-        "*learn* to compare positions. A **relative** scheme hands the attention score the offset j − i "
-        "directly. The sinusoidal encoding sits in between: its vectors are absolute, but their dot products "
-        "depend only on the offset.")
+    st.markdown(words.ABSOLUTE_VS_RELATIVE)
     display.code_for_this_view(sinusoidal_snippet(length, d_model, projected),
                           note="pe is the encoding, result the middle picture.", key="abs_code_pe")
 
@@ -145,11 +134,7 @@ with display.user_errors():
     shift_col, shift_fig_col = st.columns([1, 3.2])
     shift = int(shift_col.slider("shift the whole sequence by s", 0, 512, 16, key="abs_shift", bind="query-params",
                                  help="The same tokens, starting at position s instead of 0."))
-    shift_col.markdown(
-        f"**Move every token {shift} positions along.** Each position's own vector PE(i) becomes PE(i + {shift}): "
-        "left, how far each one moved. A model that reads positions from these vectors sees a different input. "
-        "Right: the dot products by offset j − i, before (line) and after (dots): the relative structure, what "
-        "a relative scheme gives the score, does not move.")
+    shift_col.markdown(words.shift_words(shift))
     with shift_fig_col:
         display.show_figure(shift_fig(length, d_model, shift), key="abs_fig_shift")
 
@@ -159,23 +144,14 @@ with display.user_errors():
     with check_col:
         st.markdown("**Does it depend only on j − i?**")
         if projected:
-            st.warning(f"No: along one diagonal (same j − i) the random head's score varies by up to "
-                       f"{deviation:.3g}. The orange band on the left is that spread.", icon=":material/warning:")
+            st.warning(words.deviation_words(deviation, projected=True), icon=":material/warning:")
         else:
-            st.success(f"Yes: the largest spread along any diagonal is {deviation:.1e} (float32 rounding).",
-                       icon=":material/check_circle:")
-        st.markdown(
-            "The curve is **symmetric**: the raw similarity cannot tell a key 5 positions back from one 5 "
-            "ahead, and it is **not monotone** — it ripples, so it is a poor distance measure far away. The "
-            "model only sees position through learned projections of token + PE, which is why relative "
-            "schemes put j − i into the score explicitly.")
+            st.success(words.deviation_words(deviation, projected=False), icon=":material/check_circle:")
+        st.markdown(words.CURVE_WORDS)
 
 st.divider()
 st.subheader("ALiBi: a penalty proportional to distance, one slope per head")
-st.markdown(
-    "ALiBi (Press et al., *Train Short, Test Long*) adds no position vectors at all. Each head adds "
-    "**−m_h · (i − j)** to the logit of key j ≤ i: the further back, the larger the penalty; a steep head "
-    "looks locally, a flat one far. The slopes are fixed, not learned.")
+st.markdown(WHAT_ALIBI_ADDS)
 @st.fragment
 def alibi_section(length: int) -> None:
     """ALiBi's controls and pictures. A fragment: moving the heads (the tour's slider), the head shown, the mask or
@@ -207,9 +183,7 @@ def alibi_section(length: int) -> None:
             if large:
                 view = alibi_window(alibi_length, heads, head, window.row0, window.col0, window.rows, window.cols)
                 display.show_toeplitz(view, key="abs_fig_alibi_window", name=f"alibi_head{head}_window")
-                st.caption("−m·|j − i| in every cell, as relviz.positions.alibi_bias returns it"
-                           + (": a causal model masks the cells above the diagonal (j > i), which this large view "
-                              "does not grey out." if causal else "."))
+                st.caption(bias_words(causal=causal, whole=False))
                 downloads.large_matrix_downloads(view.values, np.arange(-(alibi_length - 1), alibi_length),
                                           alibi_per_offset(alibi_length, heads, head), q_len=alibi_length,
                                           k_len=alibi_length, window=window, quantity="bias",
@@ -218,9 +192,7 @@ def alibi_section(length: int) -> None:
             else:
                 bias, _ = alibi(alibi_length, heads, head)
                 display.show_figure(alibi_fig(alibi_length, heads, head, causal=causal), key="abs_fig_alibi")
-                st.caption("Zero on the diagonal, falling linearly with distance into the past. Grey above the "
-                           "diagonal: masked by the causal mask." if causal else
-                           "Zero on the diagonal, falling linearly with |j − i| on both sides (no mask).")
+                st.caption(bias_words(causal=causal, whole=True))
                 display.code_for_this_view(alibi_snippet(alibi_length, heads, head, causal),
                                       note="result is the bias above; score_mod adds every head's bias in "
                                            "FlexAttention.", key="abs_code_alibi")

@@ -12,7 +12,8 @@ vectors (PE W_Q)(PE W_K)ᵀ, the cross-frequency terms no longer cancel and the 
 depend on the absolute positions too: :func:`projected_similarity` and
 :func:`toeplitz_deviation` show by how much.
 
-Pure torch; every function takes ``device=`` and refuses bad arguments with ValueError.
+Pure torch; every function takes ``device=`` and refuses bad arguments with ValueError. At the end, the
+encoding in words (what the Absolute vs relative page says beside each picture).
 Sign convention: relative position = key index − query index (j − i).
 """
 from __future__ import annotations
@@ -37,6 +38,8 @@ __all__ = [
     "toeplitz_deviation",
     "ShiftedSequence",
     "shift_sequence",
+    "shift_words",
+    "deviation_words",
 ]
 
 #: Largest number of positions accepted (an L × L similarity at this size is 4 TB: the cell check bites first).
@@ -270,3 +273,59 @@ def shift_sequence(length: int, d_model: int, shift: int, *, base: float = 10000
                            offsets=torch.arange(-(length - 1), length),
                            before=diagonal_range(sim_before), after=diagonal_range(sim_after),
                            largest_difference=float((sim_after - sim_before).abs().max()))
+
+
+# ---------------------------------------------------------------------------------------
+# The sinusoidal encoding in words (the Absolute vs relative page, a notebook)
+
+#: What the encoding's matrix PE[p, d] holds.
+ENCODING_WORDS = (
+    "Dimensions 2k and 2k + 1 hold sin and cos of p·ω_k with ω_k = 10000^(−2k/d_model): the first pairs turn fast "
+    "(wavelength 2π), later ones ever slower (up to 2π·10000). Each row is one position's vector — a different "
+    "vector for every position.")
+
+#: Why the raw dot products PE_i · PE_j depend on j − i alone.
+DOT_PRODUCT_WORDS = (
+    "Shown divided by d_model / 2. sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so PE_i · PE_j = Σ_k cos((j − i)·ω_k): "
+    "constant along every diagonal, like the relative matrix beside it. Absolute vectors, relative dot products.")
+
+#: Why a random head's projections lose that.
+PROJECTED_WORDS = (
+    "(PE_i W_Q)·(PE_j W_K) / √64 with random Gaussian W_Q, W_K. The projections mix frequencies, so the "
+    "sin·sin + cos·cos pairs no longer combine into cos((j − i)ω): the score depends on where the pair sits, not "
+    "only on j − i. A trained head can learn to keep the relative part, but nothing forces it to.")
+
+#: What a relative scheme hands the score instead.
+RELATIVE_WORDS = (
+    "What a relative scheme gives the score directly: the offset, the same along each diagonal (a Toeplitz "
+    "matrix). Shaw et al. look it up in a table, T5 in buckets, ALiBi turns it into a penalty (below).")
+
+#: Absolute against relative, and where the sinusoidal encoding sits between them.
+ABSOLUTE_VS_RELATIVE = (
+    "An **absolute** encoding gives every position its own vector and adds it to the token: the model must "
+    "*learn* to compare positions. A **relative** scheme hands the attention score the offset j − i directly. The "
+    "sinusoidal encoding sits in between: its vectors are absolute, but their dot products depend only on the "
+    "offset.")
+
+#: What the similarity curve by offset shows, and why relative schemes do not rely on it.
+CURVE_WORDS = (
+    "The curve is **symmetric**: the raw similarity cannot tell a key 5 positions back from one 5 ahead, and it is "
+    "**not monotone** — it ripples, so it is a poor distance measure far away. The model only sees position "
+    "through learned projections of token + PE, which is why relative schemes put j − i into the score "
+    "explicitly.")
+
+
+def shift_words(shift: int) -> str:
+    """What moving every token ``shift`` positions along does: the vectors move, the scores by j − i do not."""
+    return (f"**Move every token {shift} positions along.** Each position's own vector PE(i) becomes "
+            f"PE(i + {shift}): left, how far each one moved. A model that reads positions from these vectors sees "
+            "a different input. Right: the dot products by offset j − i, before (line) and after (dots): the "
+            "relative structure, what a relative scheme gives the score, does not move.")
+
+
+def deviation_words(deviation: float, *, projected: bool) -> str:
+    """Whether the similarity depends on j − i alone: ``deviation`` is the largest spread along a diagonal."""
+    if projected:
+        return (f"No: along one diagonal (same j − i) the random head's score varies by up to {deviation:.3g}. The "
+                "orange band on the left is that spread.")
+    return f"Yes: the largest spread along any diagonal is {deviation:.1e} (float32 rounding)."

@@ -24,7 +24,25 @@ from relviz.mechanisms.view_kinds import LayerView
 from relviz.positions import alibi_slopes, mpt_alibi_slopes, offset_range
 from relviz.schemes.view_kinds import BiasCurve
 
-__all__ = ["Alibi", "bias_lines", "NOTHING_LEARNED"]
+__all__ = ["Alibi", "bias_lines", "NOTHING_LEARNED", "WHAT_ALIBI_ADDS", "bias_words"]
+
+#: What ALiBi adds, and where it does not add anything.
+WHAT_ALIBI_ADDS = (
+    "ALiBi (Press et al., *Train Short, Test Long*) adds no position vectors at all. Each head adds "
+    "**−m_h · (i − j)** to the logit of key j ≤ i: the further back, the larger the penalty; a steep head looks "
+    "locally, a flat one far. The slopes are fixed, not learned.")
+
+
+def bias_words(*, causal: bool, whole: bool) -> str:
+    """What one head's bias matrix shows: ``whole``, the whole matrix drawn with its mask; else a window of a
+    large one, exact, whose masked cells are not greyed out."""
+    if not whole:
+        return ("−m·|j − i| in every cell, as relviz.positions.alibi_bias returns it"
+                + (": a causal model masks the cells above the diagonal (j > i), which this large view does not "
+                   "grey out." if causal else "."))
+    return ("Zero on the diagonal, falling linearly with distance into the past. Grey above the diagonal: masked by "
+            "the causal mask." if causal else "Zero on the diagonal, falling linearly with |j − i| on both sides "
+            "(no mask).")
 
 #: what every ALiBi view says about its slopes: fixed, and what a straight line per head can and cannot do
 NOTHING_LEARNED = ("Nothing about position is learned: each head subtracts a straight line from its logits; a steep "
