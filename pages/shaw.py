@@ -89,13 +89,9 @@ unclipped = shaw_text.unclipped_caption(values)
 if unclipped:
     st.caption(unclipped)
 if q_offset:
-    st.caption(f"Rows are labelled by the query's position among the keys, i = {q_offset} + row, so that "
-               "j − i is exactly the offset each cell uses.")
+    st.caption(shaw_text.offset_rows_caption(q_offset))
 
-st.markdown(
-    "Every query *i* looks at every key *j*. A relative scheme does not ask *where* the key is, only "
-    "**how far and in which direction**: the offset j − i. Shaw et al. (2018) clip that offset to ±k and "
-    "use it to pick one of **2k + 1 learned vectors**, added to the key (a^K) and to the value (a^V).")
+st.markdown(shaw_text.WHAT_SHAW_LEARNS)
 display.code_for_this_view(shaw_snippet(q_len, k_len, k, q_offset),
                       note="result is the lookup index above (the whole matrix, not only the window).",
                       key=f"{P}_code")
@@ -106,18 +102,14 @@ st.caption(shaw_text.table_caption(k))
 left, right = st.columns([3, 2])
 with left:
     display.show_figure(ablation(k), key=f"{P}_fig_ablation")
-    st.caption("From the paper's Table 2 (base model, EN-DE newstest2013). k = 0 (no position information at "
-               "all, as the model has no absolute encoding either) collapses to 12.5 BLEU; from k = 2 on the "
-               "score is flat: the exact offset of distant words barely matters for translation.")
+    st.caption(shaw_text.ABLATION_CAPTION)
 with right:
     count = parameter_count(k, d, layers)
     st.markdown("#### Parameters")
     st.metric("per table: (2k + 1) · d", f"{count.per_table:,}", help=f"(2·{k} + 1) · {d}")
     st.metric("per layer: a^K and a^V", f"{count.per_layer:,}")
     st.metric(f"all {layers} layers", f"{count.total:,}")
-    st.markdown(
-        "The tables are **shared across the heads** of a layer (d is the per-head size d_z) and **distinct "
-        "per layer**. T5 does the opposite: one scalar per bucket and head, shared by all layers.")
+    st.markdown(shaw_text.SHARING)
 
 st.markdown("#### Download the matrix")
 if large:
