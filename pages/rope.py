@@ -42,6 +42,13 @@ ORIGINALS = [2 ** k for k in range(9, 18)]            # 512 … 131,072
 PAIR_Q, PAIR_K = (1.0, 0.25), (0.6, 0.8)
 PAIR_POSITIONS = 256
 CUSTOM_RULES = list(HAND_SET_RULES)  # longrope needs per-pair lists: presets
+#: each field a hand-set rule takes (HAND_SET_RULES' entries) -> its control: label, choices, default, URL key
+FIELD_CONTROLS = {
+    "low_freq_factor": ("low_freq_factor", [0.5, 1.0, 2.0], 1.0, f"{P}_low"),
+    "high_freq_factor": ("high_freq_factor", [1.0, 2.0, 4.0, 8.0], 4.0, f"{P}_high"),
+    "beta_fast": ("beta_fast (turns)", [4, 8, 16, 32, 64], 32, f"{P}_bf"),
+    "beta_slow": ("beta_slow (turns)", [0.25, 0.5, 1, 2, 4], 1, f"{P}_bs"),
+}
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -49,11 +56,10 @@ def presets() -> dict[str, tuple[str, RopeConfig, str]]:
     return rope_presets()
 
 
-def custom_config(head_dim: int, base: float, rule: str, factor: float, original: int, low: float, high: float,
-                  beta_fast: float, beta_slow: float) -> RopeConfig:
-    """The head the controls describe (relviz.rope.hand_set_config)."""
-    return hand_set_config(head_dim, base, rule, factor=factor, original=original, low_freq_factor=low,
-                           high_freq_factor=high, beta_fast=beta_fast, beta_slow=beta_slow)
+def custom_config(head_dim: int, base: float, rule: str, factor: float, original: int,
+                  fields: tuple[tuple[str, float], ...]) -> RopeConfig:
+    """The head the controls describe (relviz.rope.hand_set_config; ``fields``: the rule's own, as (name, value))."""
+    return hand_set_config(head_dim, base, rule, factor=factor, original=original, **dict(fields))
 
 
 def config_of(key: tuple) -> RopeConfig:
@@ -170,25 +176,18 @@ if preset == CUSTOM:
     base = float(c2.select_slider("base", BASES, value=10000, key=f"{P}_base", bind="query-params"))
     rule = c3.selectbox("scaling rule", CUSTOM_RULES, key=f"{P}_rule", bind="query-params",
                         help="LongRoPE needs a factor per pair: pick the Phi-3 preset to see it.")
-    original = 4096  # plain RoPE has no training length in its formula: the control shows with a rule
-    if rule != "default":
+    entry = HAND_SET_RULES[rule]
+    original, factor, fields = 4096, 1.0, {}  # plain RoPE (no entry) has no training length or factor
+    if entry is not None:
         original = int(c4.select_slider("original context (training length)", ORIGINALS, value=4096,
                                         key=f"{P}_orig", bind="query-params"))
-    factor = low = high = beta_fast = beta_slow = 1.0
-    if rule != "default":
-        d1, d2, d3 = st.columns(3)
+        d1, *field_columns = st.columns(max(3, 1 + len(entry.fields)))
         factor = float(d1.select_slider("factor", FACTORS, value=4.0, key=f"{P}_factor", bind="query-params"))
-        if rule == "llama3":
-            low = float(d2.select_slider("low_freq_factor", [0.5, 1.0, 2.0], value=1.0, key=f"{P}_low",
-                                         bind="query-params"))
-            high = float(d3.select_slider("high_freq_factor", [1.0, 2.0, 4.0, 8.0], value=4.0, key=f"{P}_high",
-                                          bind="query-params"))
-        if rule == "yarn":
-            beta_fast = float(d2.select_slider("beta_fast (turns)", [4, 8, 16, 32, 64], value=32,
-                                               key=f"{P}_bf", bind="query-params"))
-            beta_slow = float(d3.select_slider("beta_slow (turns)", [0.25, 0.5, 1, 2, 4], value=1,
-                                               key=f"{P}_bs", bind="query-params"))
-    key: tuple = (CUSTOM, head_dim, base, rule, factor, original, low, high, beta_fast, beta_slow)
+        for column, name in zip(field_columns, entry.fields):
+            label, choices, default, url_key = FIELD_CONTROLS[name]
+            fields[name] = float(column.select_slider(label, choices, value=default, key=url_key,
+                                                      bind="query-params"))
+    key: tuple = (CUSTOM, head_dim, base, rule, factor, original, tuple(fields.items()))
 else:
     key = ("preset", preset)
 
@@ -207,7 +206,7 @@ with display.user_errors():
                    "training meets angles it has never seen once the context grows: that is what the scaling "
                    "rules fix.")
     with col_r:
-        if rule == "default":
+        if not config.scaling.scales:
             st.markdown("**No scaling rule.** Pick one (custom) or a scaled model to see what it does to "
                         "each pair's frequency.")
         else:
@@ -268,5 +267,5 @@ with display.user_errors():
         "about *aligned* content."
         + (" Scaling slows the pairs it touches, so the bound decays later wherever those pairs matter "
            "(compare the dotted, unscaled curve; rules that keep the fast pairs barely change short distances)."
-           if rule != "default" else "")
+           if config.scaling.scales else "")
         + f" Drawn at {len(curves.distances)} distances: every one up to 64, then log-spaced.")

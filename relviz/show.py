@@ -297,10 +297,9 @@ def rope_frequency_ratio(preset: str = "llama-3.1-8b", length: int | None = None
     Example: ``show.rope_frequency_ratio("phi-3-vision-128k")``
     """
     config, length, inv_freq, plain = _rope(preset, length)
-    rule = config.scaling.rope_type
-    if rule == "default":
+    if not config.scaling.scales:
         raise ValueError(f"preset {preset!r} has no RoPE scaling rule (rope_type default)")
-    return rope_figures.ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=rule)
+    return rope_figures.ratio_figure(inv_freq, plain, factor=config.scaling.factor, rule=config.scaling.rope_type)
 
 
 def rope_scores(preset: str = "llama-3.1-8b", length: int | None = None, *, window: int = 48,

@@ -140,3 +140,44 @@ def test_one_pair_turns_with_position_and_its_score_depends_on_the_offset_alone(
     shifted = run_page("rope", rp_pair=10, rp_m=103, rp_n=140)
     assert metric(shifted, "q_m · k_n") == metric(at, "q_m · k_n")
     assert metric(shifted, "angle from q to k") == metric(at, "angle from q to k")
+
+
+@pytest.mark.parametrize("rule", ["default", "linear", "yarn", "llama3"])
+def test_a_hand_set_rules_controls_are_its_table_entrys_fields(rule):
+    """The custom head shows the controls HAND_SET_RULES' entry names (a factor and an original context for a
+    rule, then its own fields), and the config it draws carries the values set in them."""
+    from relviz.rope import HAND_SET_RULES
+
+    entry = HAND_SET_RULES[rule]
+    at = run_page("rope", rp_rule=rule)
+    shown = {s.label.split(" (")[0] for s in at.select_slider} - {"head dim d", "base", "context length L"}
+    expected = set() if entry is None else {"original context", "factor", *entry.fields}
+    assert shown == expected
+    if entry is not None:   # each field's control reaches the config drawn: the ratio chart is its θ over plain θ
+        from relviz.rope import hand_set_config
+
+        values = {}
+        for name in entry.fields:
+            slider = next(s for s in at.select_slider if s.label.split(" (")[0] == name)
+            values[name] = float(next(v for v in slider.options if float(v) != float(slider.value)))
+            slider.set_value(slider.options[[float(v) for v in slider.options].index(values[name])])
+        at.run()
+        assert not at.exception and not at.error
+        config = hand_set_config(128, 10000.0, rule, factor=4.0, original=4096, **values)
+        scaled = rope_parameters(config, 8192, device="cpu")[0].double()
+        plain = rope_parameters(RopeConfig(head_dim=128, base=10000.0), device="cpu")[0].double()
+        assert np.allclose(decode(charts(at)[1]["data"][0]["y"]), (scaled / plain).numpy())
+
+
+def test_the_rope_page_asks_the_table_not_the_rules_name():
+    """No comparison of a rule's name with a string on the page: which controls and notes show is data."""
+    import ast
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[1] / "pages" / "rope.py").read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            names = [getattr(s, "id", getattr(s, "attr", None)) for s in sides]
+            literal = any(isinstance(s, ast.Constant) and isinstance(s.value, str) for s in sides)
+            assert not (literal and {"rule", "rope_type"} & set(names)), f"line {node.lineno}"

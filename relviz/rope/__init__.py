@@ -40,7 +40,7 @@ from __future__ import annotations
 from relviz._lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "config": ("HAND_SET_RULES", "MAX_HEAD_DIM", "MAX_POSITIONS", "PRESETS_PATH", "ROPE_TYPES", "RULE_TEXT",
+    "config": ("HAND_SET_RULES", "HandSetRule", "MAX_HEAD_DIM", "MAX_POSITIONS", "PRESETS_PATH", "ROPE_TYPES", "RULE_TEXT",
                "RopeConfig", "RopeScaling", "hand_set_config", "load_presets", "preset_caption", "rope_config_from_hf",
                "rope_presets"),
     "math": ("decay_bound", "measured_decay", "rope_attention_scaling", "rope_inv_freq", "rope_parameters", "rotate",

@@ -13,6 +13,7 @@ import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from relviz._checks import check_int
 
@@ -94,6 +95,11 @@ class RopeScaling:
     short_factor: tuple[float, ...] | None = None  # longrope, one per rotary pair
     long_factor: tuple[float, ...] | None = None
     alpha: float | None = None          # ntk_alpha (Hunyuan): the base times alpha^(d/(d − 2)), whatever the length
+
+    @property
+    def scales(self) -> bool:
+        """Whether a rule changes θ from the base's (every rope_type but plain RoPE's "default")."""
+        return self.rope_type != "default"
 
     def __post_init__(self) -> None:
         if self.rope_type not in ROPE_TYPES:
@@ -298,15 +304,24 @@ def preset_caption(label: str, config: RopeConfig, source: str) -> str:
             f"**{config.scaling.rope_type}**. Source: {source}.")
 
 
-#: the rules a head can be set by hand (the RoPE page's custom head) -> the RopeScaling fields it takes beyond
-#: the factor, and whether the model publishes max_position_embeddings = original × factor (yarn, llama3) or the
-#: original (linear, dynamic); plain RoPE (None) has no scaling. LongRoPE needs a factor per pair: presets only.
-HAND_SET_RULES: dict[str, tuple[tuple[str, ...], bool] | None] = {
+class HandSetRule(NamedTuple):
+    """A scaling rule a head can be set by hand with: the RopeScaling fields it takes beyond the factor and the
+    original context, and whether the model publishes max_position_embeddings = original × factor (``stretched``:
+    yarn, llama3) or the original (linear, dynamic)."""
+
+    fields: tuple[str, ...] = ()
+    stretched: bool = False
+
+
+#: the rules a head can be set by hand (the RoPE page's custom head, whose controls are these entries' fields);
+#: plain RoPE (None) has no scaling, so neither a factor nor an original context. LongRoPE needs a factor per pair:
+#: presets only.
+HAND_SET_RULES: dict[str, HandSetRule | None] = {
     "default": None,
-    "linear": ((), False),
-    "dynamic": ((), False),
-    "yarn": (("beta_fast", "beta_slow"), True),
-    "llama3": (("low_freq_factor", "high_freq_factor"), True),
+    "linear": HandSetRule(),
+    "dynamic": HandSetRule(),
+    "yarn": HandSetRule(("beta_fast", "beta_slow"), stretched=True),
+    "llama3": HandSetRule(("low_freq_factor", "high_freq_factor"), stretched=True),
 }
 
 

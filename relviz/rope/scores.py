@@ -140,7 +140,7 @@ def decay_curves(config: RopeConfig, length: int, *, points: int = 600) -> Decay
     inv_freq, _ = rope_parameters(config, length, device="cpu")                                  # [P]
     top = (inv_freq.shape[0] + 1) / 2   # the bound at distance 0: mean of |S_j| = j over j = 1..P
     plain = None
-    if config.scaling.rope_type != "default":
+    if config.scaling.scales:
         plain = decay_bound(rope_parameters(unscaled(config), device="cpu")[0], distances) / top
     return DecayCurves(distances, decay_bound(inv_freq, distances) / top, plain,
                        measured_decay(inv_freq, distances, identical=True), measured_decay(inv_freq, distances))
