@@ -1,5 +1,5 @@
-"""Numbers in words: one place that puts a noun in the number its count asks for, and one that groups
-integers into runs ("17–19").
+"""Numbers in words: one place that puts a noun in the number its count asks for, one that groups
+integers into runs ("17–19"), and one that lists the numbers a sentence quotes ("0.25, 0.0625").
 
 Pages and figures print counts that a control can bring to 1 ("1 × 1 patches, T = 1"): "1 pairs" read wrong.
 """
@@ -26,3 +26,8 @@ def counted(count: int, noun: str, plural: str | None = None, *, spec: str = ","
     ``counted(1, "frame", spec="+d")`` "+1 frame"."""
     word = noun if abs(count) == 1 else (plural if plural is not None else noun + "s")
     return f"{count:{spec}} {word}"
+
+
+def numbers_text(values: Iterable[float], digits: int) -> str:
+    """'0.25, 0.0625, …': numbers a sentence quotes, to ``digits`` significant digits."""
+    return ", ".join(f"{x:.{digits}g}" for x in values)

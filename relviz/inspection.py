@@ -6,10 +6,10 @@
 - :func:`mean_attention_by_offset`: for each head, the mean weight on the keys at each
   relative offset j − i (one diagonal of the weight matrix per offset), and
   :func:`offset_findings`: what that profile says about the task, in words, from the data.
-- :func:`position_structure`: the scheme's own quantity for every cell (T5 bucket, Shaw clip
-  index, ALiBi bias, skew's E_r row, ...) at a given length, for the picture beside the
-  attention and for the hover on every attention cell, and :func:`parameter_views`: the
-  scheme's position parameters as data. Both come from the scheme's module (relviz.schemes).
+- :func:`position_structure`: a layer's position mechanism's quantity for every cell (T5 bucket, Shaw
+  clip index, ALiBi bias, skew's E_r row, ...) at a given length, for the picture beside the
+  attention and for the hover on every attention cell, and :func:`parameter_views`: its position
+  parameters as data. Both are the mechanism's (relviz.mechanisms), the ones Your model draws.
 
 Sign convention everywhere: relative position = key index − query index (j − i).
 """
@@ -399,12 +399,13 @@ _FINDINGS: dict[type[Task], Callable[[Any, _Seen], list[Finding]]] = {
 # The scheme's own quantity for every cell, and its position parameters
 
 
-def position_structure(model: RelvizTransformer, length: int) -> PositionStructure | None:
-    """The scheme's quantity for every (query i, key j) at ``length``; None when it has none.
+def position_structure(model: RelvizTransformer, length: int, layer: int = 0) -> PositionStructure | None:
+    """What layer ``layer``'s position mechanism puts into every (query i, key j) at ``length`` (the one Your model
+    draws for that layer); None when it has none.
 
     Raises the model's ValueError if it cannot run at ``length`` (learned absolute beyond max_len).
     """
-    return model.position.structure(model.check_length(length))
+    return model.position.structure(model.check_length(length), layer)
 
 
 def parameter_views(model: RelvizTransformer, *, length: int, train_length: int, layer: int = 0) -> list[View]:
@@ -413,8 +414,8 @@ def parameter_views(model: RelvizTransformer, *, length: int, train_length: int,
 
 
 def structure_text(structure: PositionStructure) -> str:
-    """The explanation beside a position structure, in its scheme's words (the scheme's module owns them)."""
-    return get_scheme(structure.scheme).structure_text(structure)
+    """The explanation beside a position structure: its mechanism's words (the mechanism's module owns them)."""
+    return structure.caption
 
 
 def parameter_caption(scheme: str, view: View) -> str:

@@ -6,9 +6,11 @@ holds the layer strip (which mechanism each layer applies, one cell per layer an
 that collect the views for a plan. The figures (``relviz.figures.layers``) dispatch on the kind of data, never on a mechanism, scheme
 or family name.
 
-Nothing here builds an L × L matrix: a pattern is the range of offsets each query sees (its band), a
-temperature is one factor per position, a rotation one wavelength per pair, so a 10M-token context
-(Llama 4 Scout) costs a few thousand numbers.
+Nothing here builds an L × L matrix at a long context: a pattern is the range of offsets each query sees (its
+band), a temperature is one factor per position, a rotation one wavelength per pair, so a 10M-token context
+(Llama 4 Scout) costs a few thousand numbers. Only at a short length (``STRUCTURE_MAX_LENGTH``: a toy
+checkpoint's own context) does a layer also show each mechanism's structure per cell (``Mechanism.structure``,
+the one the Live attention page draws beside the attention).
 
 Sign convention everywhere: relative position = key index − query index (j − i).
 """
@@ -18,27 +20,33 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relviz._checks import check_int
+from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.view_kinds import KeysSeen, LayerView, Note, SinkShare, TemperatureCurve, Wavelengths
-from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms
 
 if TYPE_CHECKING:  # annotations only: reading a plan is the caller's (relviz.model_plan, relviz.hf)
     from relviz.model_plan import LayerPlan, ModelPlan
 
 __all__ = ["StripCell", "Strip", "strip", "layer_views", "context_length", "extent", "chosen", "Shown", "VIEW_KINDS",
-           "MIN_LENGTH"]
+           "MIN_LENGTH", "STRUCTURE_MAX_LENGTH"]
 
 #: the shortest context the page draws
 MIN_LENGTH = 16
+#: the longest length a layer's structure (L × L, per head) is drawn at: 128 covers the shipped toy checkpoints'
+#: own context (64), and a 112-head ALiBi layer's structure stays at 7 MB
+STRUCTURE_MAX_LENGTH = 128
 
 
 #: what a visitor may ask to see first (URL value -> the data kinds it shows)
 VIEW_KINDS: dict[str, tuple[type, ...]] = {
-    "all": (Wavelengths, KeysSeen, TemperatureCurve, SinkShare, BiasCurve, VectorNorms, SimilarityMatrix, Note),
+    "all": (Wavelengths, KeysSeen, TemperatureCurve, SinkShare, BiasCurve, VectorNorms, SimilarityMatrix, Note,
+            PositionStructure),
     "rotation": (Wavelengths,),
     "pattern": (KeysSeen,),
     "bias": (BiasCurve,),
     "temperature": (TemperatureCurve,),
     "sinks": (SinkShare,),
+    "structure": (PositionStructure,),
 }
 
 
@@ -145,11 +153,18 @@ def side_heading(name: str, layer: LayerPlan, length: int) -> str:
 
 
 def layer_views(layer: LayerPlan, length: int) -> list[LayerView]:
-    """Every view of one layer at ``length`` positions, in the order of its mechanisms."""
+    """Every view of one layer at ``length`` positions, in the order of its mechanisms; up to
+    ``STRUCTURE_MAX_LENGTH``, each mechanism's structure per cell follows its views (causal as the layer's
+    attention pattern is; a layer without one shows none)."""
     length = check_int("length", length, minimum=MIN_LENGTH, maximum=1 << 27)
+    pattern = layer.find(AttentionPattern)
     out: list[LayerView] = []
     for mechanism in layer.mechanisms:
         out.extend(mechanism.views(length, layer))
+        if length <= STRUCTURE_MAX_LENGTH and pattern is not None:
+            structure = mechanism.structure(length, pattern.causal)
+            if structure is not None:
+                out.append(structure)
     return out
 
 

@@ -22,7 +22,7 @@ from relviz.inspection import (
     run_view,
 )
 from relviz.model import SCHEMES, ModelConfig, build_model
-from relviz.schemes.skew import skew_rows
+from relviz.mechanisms.skew import skew_rows
 from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms, most_distinct, relative_share
 from relviz.mechanisms.view_kinds import Note, Wavelengths
 from relviz.positions import alibi_bias, alibi_slopes, shaw_clip_index, t5_bucket, t5_bucket_map

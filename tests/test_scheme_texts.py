@@ -1,9 +1,9 @@
-"""The words about each scheme live in its module, and every registered scheme has them.
+"""The words about each scheme live with their concept, and every registered scheme has them.
 
-One rule: the concept's module owns its sentences. A scheme's module says what the Live attention page
-shows beside its structure and under each parameter view (functions of the view's facts), the notices
-when there is nothing to draw, and the offset study's words for its exact range. A scheme added without
-its words fails here.
+One rule: the concept's module owns its sentences. What the Live attention page shows beside a structure and under
+each parameter view is the layer's mechanism's (relviz.mechanisms: functions of the view's facts, carried in the
+view); a scheme's module says the notice when there is no structure to draw and the offset study's words for its
+exact range. A scheme added without its words fails here.
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from relviz.experiments.readings import exact_range_words
 from relviz.inspection import parameter_caption, parameter_views, position_structure, structure_text
 from relviz.model import ModelConfig, build_model
 from relviz.schemes import REGISTRY
-from relviz.schemes.view_kinds import PositionStructure
 from relviz.mechanisms.view_kinds import Note
 
 
@@ -38,31 +37,49 @@ def test_every_scheme_has_the_words_for_what_it_shows(scheme):
         text = structure_text(structure)
         assert len(text) > 40 and "{" not in text
     views = parameter_views(model, length=40, train_length=32, layer=1)
-    if not views:
-        assert REGISTRY[scheme].no_parameters
+    assert views                     # the mechanism's, or its label and description (Scheme.parameter_views)
     for view in views:
         caption = parameter_caption(scheme, view)
         assert len(caption) > 40 and "{" not in caption
 
 
-def test_every_schemes_words_are_in_its_own_module():
-    """No table of words keyed by scheme name: each scheme that shows something overrides the words for it."""
+def test_every_schemes_words_are_its_mechanisms():
+    """No table of words keyed by scheme name: what the page says beside a structure and under a parameter view is
+    carried by the view, written by the mechanism's module; no scheme writes its own."""
     for scheme, cls in REGISTRY.items():
         model = _model(scheme)
-        if position_structure(model, 8) is not None:
-            assert "structure_text" in vars(cls), scheme
-        # the parameter views are the mechanism's, their words too (relviz.mechanisms): no scheme writes its own
-        assert "parameter_caption" not in vars(cls), scheme
+        structure = position_structure(model, 8)
+        if structure is not None:
+            own = model.position.mechanism(0).structure(8, model.config.causal)
+            assert structure_text(structure) == structure.caption == own.caption != ""
+        for words in ("structure", "structure_text", "parameter_views", "parameter_caption"):
+            assert words not in vars(cls), (scheme, words)
         for view in parameter_views(model, length=8, train_length=8, layer=0):
             assert parameter_caption(scheme, view) == (view.text if isinstance(view, Note) else view.caption) != ""
         if cls.exact_shifts({p.name: p.default for p in cls.params}, [1, 2]) is not None:
             assert "exact_range_words" in vars(cls), scheme
 
 
-def test_a_scheme_without_words_is_named_with_the_module_to_edit():
-    structure = PositionStructure("none", "t", "l", np.zeros((1, 2, 2), dtype=np.float32), None, True, True)
-    with pytest.raises(LookupError, match="no words for it: override structure_text in relviz.schemes.none"):
-        structure_text(structure)   # `none` shows no structure, so it has no words for one
+def test_a_mechanism_without_views_is_named_in_its_own_words():
+    """Scheme.parameter_views never leaves the page's parameter panel empty: a mechanism with no view of its own is
+    shown as a note of its label and description (the base Mechanism has none)."""
+    from relviz.mechanisms.base import ToyMechanism
+    from relviz.schemes.base import Scheme
+
+    class Bare(ToyMechanism):
+        name = "bare_for_test"
+
+        def describe(self):
+            return "a bare mechanism with no views"
+
+    class BareScheme(Scheme):
+        name = "bare_for_test"
+
+        def mechanism(self, layer):
+            return Bare()
+
+    views = BareScheme(ModelConfig()).parameter_views(length=8, train_length=8, layer=0)
+    assert views == [Note("bare_for_test", "a bare mechanism with no views")]
 
 
 @pytest.mark.parametrize("scheme", list(REGISTRY))

@@ -56,7 +56,8 @@ def test_registry_refuses_unknown_names():
 
 THROWAWAY = '''
 """``throwaway``: a test scheme — one learned slope per head times |j − i|, plus a width parameter. A new concept,
-so its mechanism (the math the forward runs, its views and words) sits in the same file as the scheme."""
+so its mechanism (the math the forward runs, its views, its structure and their words) sits in the same file as the
+scheme, which holds only the learned parameters."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -100,6 +101,13 @@ class ThrowawayBias(ToyMechanism):
     def views(self, length, layer):
         return [self.curve(length)]
 
+    def structure(self, length, causal):
+        with torch.no_grad():
+            values = detached(self.bias(length))
+        width = self.slope.shape[-1]
+        return PositionStructure("THROWAWAY STRUCTURE", "throwaway bias", values, None, causal, True,
+                                 facts={"width": width}, caption=f"a throwaway explanation of width {width}")
+
 
 class Throwaway(Scheme):
     name = "throwaway"
@@ -119,23 +127,6 @@ class Throwaway(Scheme):
 
     def mechanism(self, layer):
         return ThrowawayBias(self.slope)
-
-    def structure(self, length):
-        with torch.no_grad():
-            values = detached(self.mechanism(0).bias(length))
-        return PositionStructure(self.name, "THROWAWAY STRUCTURE", "throwaway bias", values, None,
-                                 self.config.causal, True, facts={"width": self.config.throwaway_width})
-
-    def parameter_views(self, *, length, train_length, layer):
-        return [self.mechanism(layer).curve(length)]
-
-    @classmethod
-    def structure_text(cls, structure):
-        return f"a throwaway explanation of width {structure.facts['width']}"
-
-    @classmethod
-    def parameter_caption(cls, view):
-        return view.caption
 '''
 
 PROBE = '''
@@ -182,6 +173,7 @@ plan = toy_plan(shipped.model)
 out["drawn"] = "throwaway" in drawn_schemes()
 out["strip"] = [cell.label for cell in strip(plan).cells]
 out["plan_views"] = [view.title for view in layer_views(plan.layer(0), 16)]
+out["plan_captions"] = [getattr(view, "caption", "") for view in layer_views(plan.layer(0), 16)]
 
 # the in-app training guard: the parameter within its app range passes, beyond it is refused by name
 from relviz.app.training_queue import TrainingRequest, check_request
@@ -252,6 +244,8 @@ def test_a_new_scheme_is_one_new_file(tmp_path):
     assert out["roundtrip"] and out["loaded_config"] and out["shipped_width"] == 4
     # Your model: its checkpoint is listed and drawn as a plan of its mechanism
     assert out["drawn"] and "THROWAWAY LABEL" in out["strip"] and "THROWAWAY CURVE" in out["plan_views"]
+    # and the structure the Live attention page draws, with its words (the mechanism's, written once)
+    assert "THROWAWAY STRUCTURE" in out["plan_views"] and "a throwaway explanation of width 4" in out["plan_captions"]
     # the training guard: bounded by the app range the scheme declares (1..5, the library allows 9)
     assert out["guarded_width"] == 5
     assert out["guard_refusal"] == "throwaway_width must be from 1 to 5 for training in the app; got 6"

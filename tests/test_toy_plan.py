@@ -16,7 +16,8 @@ from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.view_kinds import Note
 from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.t5_bias import T5Bias
-from relviz.inspection import parameter_caption, parameter_views
+from relviz.inspection import parameter_caption, parameter_views, position_structure, structure_text
+from relviz.schemes.view_kinds import PositionStructure
 from relviz.model import ModelConfig, build_model
 from relviz.positions import alibi_bias, expand_toeplitz, offset_range
 from relviz.schemes import REGISTRY
@@ -54,7 +55,7 @@ def test_rotation_turns_q_as_the_toy_rope_does_bit_for_bit():
 def test_alibi_slopes_and_curve_are_the_toy_models():
     model, plan = plan_of("alibi")
     alibi = plan.first(Alibi)
-    assert np.array_equal(alibi.slopes().numpy(), model.position.slopes())
+    assert np.array_equal(alibi.slopes().numpy(), model.position.mechanism(0).slopes().numpy())
     toy_curve, = model.position.parameter_views(length=LENGTH, train_length=32, layer=0)
     curve = alibi.views(LENGTH, 0)[0]
     common = np.intersect1d(curve.offsets, toy_curve.offsets)
@@ -152,6 +153,39 @@ def test_the_live_attention_pages_parameter_views_are_the_mechanism_views_your_m
             for field in ("norms", "cosine", "bias", "offsets", "inv_freq"):
                 if hasattr(own, field):
                     assert np.array_equal(getattr(view, field), getattr(own, field))
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_the_live_attention_pages_structure_is_the_one_your_model_draws(name):
+    """Every shipped checkpoint and layer: the structure the Live attention page draws beside the attention
+    (relviz.inspection.position_structure for that layer) is the one in Your model's views of the layer: same title,
+    labels, arrays, facts and words (tests/test_toy_structures.py: equal to what the scheme drew before, bit for
+    bit)."""
+    model, plan = plan_of(name)
+    for index in range(model.config.n_layers):
+        page = position_structure(model, LENGTH, index)
+        drawn = [v for v in layer_views(plan.layer(index), LENGTH) if isinstance(v, PositionStructure)]
+        if page is None:
+            assert drawn == [], index
+            continue
+        assert len(drawn) == 1, index
+        own, = drawn
+        for field in ("title", "label", "discrete", "masked_future", "toeplitz", "facts", "caption"):
+            assert getattr(own, field) == getattr(page, field), (index, field)
+        assert own.caption == structure_text(page) and len(own.caption) > 40
+        assert own.values.dtype == page.values.dtype and np.array_equal(own.values, page.values)
+        assert own.extra.keys() == page.extra.keys()
+        assert all(np.array_equal(own.extra[k], page.extra[k]) for k in own.extra)
+
+
+def test_your_model_draws_a_structure_only_at_a_short_length():
+    """A layer's structure is L × L: Your model adds it up to STRUCTURE_MAX_LENGTH (a toy checkpoint's own 64)."""
+    from relviz.layer_strip import STRUCTURE_MAX_LENGTH
+
+    _, plan = plan_of("t5")
+    kinds = [type(v) for v in layer_views(plan.layer(0), STRUCTURE_MAX_LENGTH)]
+    assert PositionStructure in kinds
+    assert PositionStructure not in [type(v) for v in layer_views(plan.layer(0), STRUCTURE_MAX_LENGTH + 1)]
 
 
 def test_kerple_bias_and_curve_are_the_toy_models():

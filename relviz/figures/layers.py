@@ -11,13 +11,14 @@ from collections.abc import Callable
 import numpy as np
 import plotly.graph_objects as go
 
+from relviz.figures.attention import structure_heatmap
 from relviz.figures.heatmap import READABLE_FONT, legend_below_axis
 from relviz.figures.parameters import bias_curve_figure
 from relviz.figures.parameters import view_figure as parameter_figure
 from relviz.figures.rope import wavelength_figure
 from relviz.layer_strip import Strip
 from relviz.mechanisms.view_kinds import KeysSeen, Note, SinkShare, TemperatureCurve, Wavelengths
-from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms
 
 __all__ = ["strip_figure", "with_selected", "selected_shape", "view_figure", "side_by_side", "PALETTES",
            "STRIP_ROW_HEIGHT", "COMPARE_LEGEND_CHARS", "log_decades"]
@@ -227,6 +228,7 @@ SINK_LEGEND_ROW_PX = 24
 
 _FIGURES: dict[type, Callable[..., go.Figure]] = {
     Wavelengths: _wavelengths, KeysSeen: _keys_seen, TemperatureCurve: _temperature, SinkShare: _sink_share,
+    PositionStructure: structure_heatmap,     # its first head (the Live attention page picks the head)
 }
 #: the kinds whose figure shades what training never reached, when the training length is known
 _TRAINED: dict[type, Callable[..., go.Figure]] = {

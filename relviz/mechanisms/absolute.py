@@ -15,9 +15,9 @@ import torch
 
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
-from relviz.schemes.view_kinds import SimilarityMatrix, norms_and_cosine, relative_share
+from relviz.schemes.view_kinds import PositionStructure, SimilarityMatrix, norms_and_cosine, relative_share
 
-__all__ = ["LearnedAbsolute", "similarity_caption"]
+__all__ = ["LearnedAbsolute", "similarity_caption", "structure_caption"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +57,22 @@ class LearnedAbsolute(Mechanism):
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """x [B, L, D] + the table's first L rows [L, D] (the toy model checked L against the table's size)."""
         return x + self.positions()[: x.shape[1]]
+
+    def structure(self, length: int, causal: bool) -> PositionStructure | None:
+        """cos(p_i, p_j) of the learned vectors of positions 0 … L − 1 [1, L, L]; None from a config alone (the table
+        lives in the weights). ValueError where the table has no vector for a position below ``length``."""
+        if self.table is None:
+            return None
+        positions = self.positions()
+        if length > positions.shape[0]:
+            raise ValueError(f"length {length} needs positions up to {length - 1}, but the learned table has vectors "
+                             f"for positions 0..{positions.shape[0] - 1} only")
+        _, cosine = norms_and_cosine([positions[:length]])
+        cosine = cosine[0].astype(np.float32)                                         # [L, L]
+        return PositionStructure(
+            "learned absolute: cos(p_i, p_j) of the learned position vectors", "cos(p_i, p_j)",
+            np.ascontiguousarray(cosine)[None], None, causal, False, facts={"max_len": positions.shape[0]},
+            caption=structure_caption(positions.shape[0]))
 
     def label(self) -> str:
         return "learned abs"
@@ -109,3 +125,9 @@ def similarity_caption(max_len: int, share: float | None) -> str:
                   ": the relative part is there, but the table stays largely absolute"))
             + ". Beyond the training length nothing was trained (random), and beyond max_len there is no vector at "
               "all.")
+
+
+def structure_caption(max_len: int) -> str:
+    """The words beside :meth:`LearnedAbsolute.structure`, for a table of ``max_len`` positions."""
+    return (f"One learned vector per absolute position (0…{max_len - 1}). Their similarity is not forced to depend "
+            "on j − i; if it looks banded, training made it so.")

@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from relviz._words import counted
+from relviz._words import counted, numbers_text
 from relviz.attention import offset_bias_attention
 from relviz.attention_steps import Attention
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView
 from relviz.positions import alibi_slopes, mpt_alibi_slopes, offset_range
-from relviz.schemes.view_kinds import BiasCurve
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure, expand_offsets
 
-__all__ = ["Alibi", "bias_lines", "NOTHING_LEARNED", "WHAT_ALIBI_ADDS", "bias_words"]
+__all__ = ["Alibi", "bias_lines", "structure_caption", "NOTHING_LEARNED", "WHAT_ALIBI_ADDS", "bias_words"]
 
 #: What ALiBi adds, and where it does not add anything.
 WHAT_ALIBI_ADDS = (
@@ -114,6 +114,15 @@ class Alibi(Mechanism):
         per_offset = self.prepare(q.shape[-2], q) if shared is None else shared               # [H, 2L − 1]
         return offset_bias_attention(q, k, v, per_offset, causal=causal, need_weights=need_weights, validate=False)
 
+    def structure(self, length: int, causal: bool) -> PositionStructure:
+        """The bias :meth:`prepare` gives the forward, per offset [H, 2L − 1], drawn per cell [H, L, L]."""
+        per_offset = self.prepare(length, torch.zeros(0)).float().numpy()                     # [H, 2L − 1]
+        slopes = tuple(self.slopes().float().tolist())
+        scale = f" / √{self.head_dim}" if self.head_dim else ""
+        return PositionStructure(f"ALiBi bias −slope · |j − i|{scale}", "ALiBi bias", expand_offsets(per_offset, length),
+                                 None, causal, True, facts={"slopes": slopes, **({"head_dim": self.head_dim} if self.head_dim else {})},
+                                 caption=structure_caption(slopes, self.head_dim))
+
     def rule_text(self) -> str:
         """How this family builds its slopes, in words."""
         if self.rule == "max":
@@ -157,6 +166,13 @@ class Alibi(Mechanism):
         scale = f" transformers' Falcon then divides it by √{self.head_dim}." if self.head_dim else ""
         return [bias_lines(slopes, offsets, title=f"ALiBi: bias −slope · |j − i| per head over {length:,} positions",
                            caption=f"{self.describe()}. {self.rule_text()}{scale} {NOTHING_LEARNED}")]
+
+
+def structure_caption(slopes: tuple[float, ...], head_dim: int | None = None) -> str:
+    """The words beside :meth:`Alibi.structure`: its ``slopes``, and the division by √``head_dim`` where there is one."""
+    scale = f", divided by √{head_dim}" if head_dim else ""
+    return ("A fixed penalty, nothing learned: each head subtracts slope · distance from its logits (slopes "
+            + numbers_text(slopes, 4) + f"){scale}. Far keys fade smoothly; no offset can be singled out.")
 
 
 def bias_lines(slopes: np.ndarray, offsets: np.ndarray, *,

@@ -19,6 +19,7 @@ import torch
 
 from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.view_kinds import LayerView
+from relviz.schemes.view_kinds import PositionStructure
 
 __all__ = ["ConfigView", "LayerContext", "Mechanism", "ToyMechanism", "MAX_POSITIONS", "MAX_LAYERS", "REQUIRED"]
 
@@ -197,6 +198,14 @@ class Mechanism:
         page): the same views, and what training reached where the mechanism can say it (T5's buckets, a learned
         table's similarity among the trained positions). A read model's length is unknown: :meth:`views` alone."""
         return self.views(length, layer)
+
+    def structure(self, length: int, causal: bool) -> PositionStructure | None:
+        """What this mechanism puts into every cell (query i, key j) at ``length`` positions (an index, a bias or a
+        similarity, [1 or H, L, L]), with its words (``caption``, citing its ``facts``); ``causal``: the layer attends
+        to the past only (the future cells are drawn masked). None: nothing per cell to draw (no position, or
+        values that live in weights not read). L × L: the pages ask for it only at short lengths (the Live
+        attention page, and Your model up to relviz.layer_strip.STRUCTURE_MAX_LENGTH)."""
+        return None
 
     # -- the forward of relviz's toy model: a toy scheme (relviz.schemes) hands out its mechanisms, holding its
     # learned parameters, and the model runs them; a real model's mechanisms are read, never run -------------

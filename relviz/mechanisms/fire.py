@@ -15,9 +15,9 @@ from torch import nn
 from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.view_kinds import LayerView
-from relviz.schemes.view_kinds import BiasCurve
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure
 
-__all__ = ["FireFunction", "fire_curve", "curve_caption"]
+__all__ = ["FireFunction", "fire_curve", "curve_caption", "structure_caption"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,6 +49,16 @@ class FireFunction(ToyMechanism):
                need_weights: bool = False) -> Attention:
         bias = self.bias(q.shape[-2]).to(q.dtype)                                        # [H, L, L]
         return dot_product_attention(q, k, v, causal=causal, bias=bias, need_weights=need_weights)
+
+    def structure(self, length: int, causal: bool) -> PositionStructure:
+        """This layer's bias for every query and key [H, L, L]: not Toeplitz, since it depends on the query's own
+        position beyond L."""
+        with torch.no_grad():
+            bias = self.bias(length).to("cpu", torch.float32).numpy()                       # [H, L, L]
+        facts = {"threshold": float(self.threshold.detach()), "c": float(self.c.detach())}
+        return PositionStructure(
+            f"FIRE bias f(ψ(i − j) / ψ(max(L, i))), layer {self.layer + 1}", f"FIRE bias (layer {self.layer + 1})",
+            np.ascontiguousarray(bias), None, causal, False, facts=facts, caption=structure_caption(**facts))
 
     def label(self) -> str:
         return f"FIRE L {self.threshold.item():.3g}"
@@ -88,3 +98,10 @@ def curve_caption(view: BiasCurve) -> str:
             f"L = {facts['threshold']:.3g}), so a longer input squeezes more offsets into the same [0, 1] "
             "range the MLP was trained on: interpolation, not extrapolation. Grey: distances never seen in "
             "training.")
+
+
+def structure_caption(threshold: float, c: float) -> str:
+    """The words beside :meth:`FireFunction.structure`, quoting the learned ``threshold`` L and ``c``."""
+    return ("A learned function of the distance divided by the query's own (log) position: for queries beyond the "
+            f"learned threshold L = {threshold:.3g} the same offset gets a different bias in every row (c = {c:.3g}), so "
+            "the picture is not a Toeplitz matrix; below L it is. Future keys are masked.")

@@ -10,15 +10,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from relviz._words import counted
+from relviz._words import counted, numbers_text
 from relviz.attention import offset_bias_attention
 from relviz.attention_steps import Attention
 from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.view_kinds import LayerView
 from relviz.positions import offset_range
-from relviz.schemes.view_kinds import BiasCurve
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure, expand_offsets
 
-__all__ = ["KerpleBias", "kerple_bias", "kerple_curve", "curve_caption"]
+__all__ = ["KerpleBias", "kerple_bias", "kerple_curve", "curve_caption", "structure_caption"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,6 +46,15 @@ class KerpleBias(ToyMechanism):
                shared: torch.Tensor | None = None, need_weights: bool = False) -> Attention:
         per_offset = self.prepare(q.shape[-2], q) if shared is None else shared               # [H, 2L − 1]
         return offset_bias_attention(q, k, v, per_offset, causal=causal, need_weights=need_weights, validate=False)
+
+    def structure(self, length: int, causal: bool) -> PositionStructure:
+        """The bias :meth:`prepare` gives the forward, per offset [H, 2L − 1], drawn per cell [H, L, L]."""
+        with torch.no_grad():
+            per_offset = self.bias_per_offset(offset_range(length, device="cpu")).to("cpu", torch.float32).numpy()
+        r1, r2 = (tuple(r.detach().to("cpu", torch.float32).numpy().tolist()) for r in (self.r1, self.r2))
+        return PositionStructure("KERPLE bias −r1 · log(1 + r2 · |j − i|)", "KERPLE bias",
+                                 expand_offsets(per_offset, length), None, causal, True, facts={"r1": r1, "r2": r2},
+                                 caption=structure_caption(r1, r2))
 
     def label(self) -> str:
         return f"KERPLE {counted(len(self.r1), 'head')}"
@@ -93,3 +102,10 @@ def curve_caption(view: BiasCurve) -> str:
             f"{facts['steepest_head'] + 1} (r1 = {facts['r1']:.3g}, r2 = {facts['r2']:.3g}), "
             f"{facts['farthest_bias']:.2f} at j − i = {facts['farthest_offset']}. The formula is defined at "
             "every distance, so longer inputs extend the curve; grey: distances never seen in training.")
+
+
+def structure_caption(r1: tuple[float, ...], r2: tuple[float, ...]) -> str:
+    """The words beside :meth:`KerpleBias.structure`, quoting each head's ``r1`` and ``r2``."""
+    return ("A learned penalty per head that grows with the logarithm of the distance (r1 = " + numbers_text(r1, 3)
+            + "; r2 = " + numbers_text(r2, 3) + "). Like ALiBi it only falls with distance, so no single offset can be "
+            "singled out.")

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from relviz._checks import check_tensor
@@ -29,8 +30,9 @@ from relviz.mechanisms.base import ConfigView, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Wavelengths
 from relviz.rope.config import FAMILY_RULES, MAX_HEAD_DIM, ROPE_TYPES, RopeConfig, rope_config_from_hf
 from relviz.rope.math import LAYOUTS, default_inv_freq, rope_parameters, rotate_pairs, unscaled
+from relviz.schemes.view_kinds import PositionStructure, expand_offsets
 
-__all__ = ["Rotation", "LAYOUTS"]
+__all__ = ["Rotation", "LAYOUTS", "structure_caption"]
 
 def _layer_rope_fields(cfg: ConfigView, layer_type: str | None) -> Mapping[str, Any] | None:
     """The config with this layer type's rope parameters un-nested (None: this layer type has no rotation)."""
@@ -217,6 +219,18 @@ class Rotation(Mechanism):
         return dot_product_attention(self.turn(q, angles), self.turn(k, angles), v, causal=causal,
                                      need_weights=need_weights)
 
+    def structure(self, length: int, causal: bool) -> PositionStructure:
+        """mean over the rotation pairs of cos((j − i) · θ_p), θ as the layer uses it at ``length`` positions: how
+        much an unchanged vector agrees with itself after the relative turn, per offset, drawn per cell [1, L, L]."""
+        inv_freq, scaling = self.parameters(length)
+        theta = inv_freq.double().numpy()                                                  # [pairs]
+        offsets = np.arange(-(length - 1), length)                                         # [2L − 1]
+        per_offset = np.cos(offsets[:, None] * theta[None, :]).mean(axis=1)                # [2L − 1]
+        return PositionStructure(
+            "RoPE: mean cos((j − i) · θ_p) over the rotation pairs", "mean cos((j−i)θ)",
+            expand_offsets(per_offset, length)[None].astype(np.float32), None, causal, True,
+            caption=structure_caption(float(scaling)))
+
     # -- words -------------------------------------------------------------------------------
 
     def label(self) -> str:
@@ -282,6 +296,15 @@ class Rotation(Mechanism):
                    (f" cos and sin are multiplied by {scaling:.4f}." if scaling != 1 else ""))
         return [Wavelengths(f"Rotation: wavelength of each pair against {length:,} positions", caption,
                             view.inv_freq, view.plain, length, view.original, view.rule, view.attention_scaling)]
+
+
+def structure_caption(attention_scaling: float = 1.0) -> str:
+    """The words beside :meth:`Rotation.structure`; ``attention_scaling``: the factor on cos and sin (1: none)."""
+    return ("q and k are rotated by angles proportional to their positions, so q_i · k_j sees only the difference: "
+            "pair p turns by (j − i) · θ_p. Shown: how much an unchanged vector still agrees with itself after that "
+            "relative turn, averaged over the pairs. Nothing learned."
+            + (f" Not drawn: cos and sin are also multiplied by {attention_scaling:.4f}, which scales q · k by its "
+               "square." if attention_scaling != 1 else ""))
 
 
 def _nest_by_layer_type(cfg: ConfigView, spec: Mapping[str, Mapping[str, Any]]) -> ConfigView:

@@ -15,9 +15,10 @@ from relviz.attention_steps import Attention
 from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.vectors import vector_table_caption, vector_table_views
 from relviz.mechanisms.view_kinds import LayerView
-from relviz.schemes.view_kinds import View, norms_and_cosine
+from relviz.positions import shaw_clip_index
+from relviz.schemes.view_kinds import PositionStructure, View, norms_and_cosine
 
-__all__ = ["ShawTables", "table_caption"]
+__all__ = ["ShawTables", "table_caption", "structure_caption"]
 
 #: what the caption under the tables' views says about Shaw's table
 ABOUT = ("Shaw's table has 2k + 1 rows per layer (a^K added to keys, a^V to values), shared by the heads; in a "
@@ -56,6 +57,13 @@ class ShawTables(ToyMechanism):
         return shaw_attention(q, k, v, self.rel_k[self.layer], self.rel_v[self.layer], clip=self.clip, causal=causal,
                               need_weights=need_weights, validate=False)
 
+    def structure(self, length: int, causal: bool) -> PositionStructure:
+        """Which row of the tables each cell reads, clip(j − i, −k, k) + k [1, L, L]."""
+        k = self.clip
+        index = shaw_clip_index(length, k=k, device="cpu").numpy()                          # [L, L]
+        return PositionStructure(f"Shaw clip index clip(j − i, −{k}, {k}) + {k}", "clip index", index[None], (0, 2 * k),
+                                 causal, True, facts={"k": k}, caption=structure_caption(k, causal=causal))
+
     def table_views(self) -> list[View]:
         """Every layer's a^K and a^V norms per offset, and this layer's cosine between its a^K vectors."""
         offsets = np.arange(-self.clip, self.clip + 1)
@@ -73,3 +81,10 @@ class ShawTables(ToyMechanism):
 def table_caption(view: View) -> str:
     """The caption under one of :meth:`ShawTables.table_views`' views."""
     return vector_table_caption(view, ABOUT)
+
+
+def structure_caption(k: int, *, causal: bool) -> str:
+    """The words beside :meth:`ShawTables.structure` for clipping distance ``k``; ``causal``: no key ahead is read."""
+    return (f"Offset j − i, clipped to ±{k}, picks one of {2 * k + 1} learned vectors a^K (added to the key) and a^V "
+            f"(added to the value); one table per layer, shared by the heads. Every key {k} or more back reads the same "
+            "vector" + ("." if causal else f" (every key {k} or more ahead, the other end's)."))

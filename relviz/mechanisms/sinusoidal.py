@@ -16,18 +16,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from relviz.absolute import sinusoidal_encoding, tensor2tensor_timing_signal
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
+from relviz.schemes.view_kinds import PositionStructure, expand_offsets
 
-__all__ = ["SinusoidalAbsolute", "NOTHING_LEARNED", "VARIANTS"]
+__all__ = ["SinusoidalAbsolute", "NOTHING_LEARNED", "VARIANTS", "STRUCTURE_CAPTION"]
 
 #: what the pages say about its parameters: there are none
 NOTHING_LEARNED = ("Sinusoidal positions are fixed sin/cos vectors: nothing about position is learned. "
                    "Their dot product (the structure beside the close-up) depends only on j − i.")
 VARIANTS = ("interleaved", "concatenated", "tensor2tensor")
+#: the words beside the structure
+STRUCTURE_CAPTION = ("Absolute vectors, yet their dot product depends only on j − i (a sum of cos(ω · (j − i))). "
+                     "Nothing learned: the model has to turn this into the offset it needs.")
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,21 @@ class SinusoidalAbsolute(Mechanism):
             return tensor2tensor_timing_signal(positions, self.d_model, float32_arithmetic=self.float32)
         return sinusoidal_encoding(positions, self.d_model, interleaved=self.variant == "interleaved",
                                    float32_arithmetic=self.float32)
+
+    def structure(self, length: int, causal: bool) -> PositionStructure:
+        """p_i · p_j / (d/2) [1, L, L]: per offset, p_|j − i| · p_0 of this variant's frequencies in float64 (a sum of
+        cos((j − i) · ω_k), so neither the layout nor the row offset changes it)."""
+        if self.variant == "tensor2tensor":
+            table = tensor2tensor_timing_signal(length, self.d_model, dtype=torch.float64, device="cpu")
+        else:
+            table = sinusoidal_encoding(length, self.d_model, interleaved=self.variant == "interleaved",
+                                        dtype=torch.float64, device="cpu")
+        table = table.numpy()                                                                # [L, D]
+        distance = np.abs(np.arange(-(length - 1), length))                                  # [2L − 1]
+        per_offset = (table[distance] @ table[0]) / (self.d_model / 2)
+        return PositionStructure("sinusoidal: p_i · p_j / (d/2)", "p_i·p_j/(d/2)",
+                                 expand_offsets(per_offset, length)[None].astype(np.float32), None, causal, True,
+                                 caption=STRUCTURE_CAPTION)
 
     def label(self) -> str:
         return "sinusoidal abs"

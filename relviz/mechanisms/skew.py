@@ -15,10 +15,11 @@ from relviz.attention import skew_attention
 from relviz.attention_steps import Attention
 from relviz.mechanisms.base import ToyMechanism
 from relviz.mechanisms.vectors import vector_table_caption, vector_table_views
+from relviz._checks import check_int
 from relviz.mechanisms.view_kinds import LayerView
-from relviz.schemes.view_kinds import View, norms_and_cosine
+from relviz.schemes.view_kinds import PositionStructure, View, expand_offsets, norms_and_cosine
 
-__all__ = ["SkewTable", "table_caption"]
+__all__ = ["SkewTable", "table_caption", "skew_rows", "structure_caption"]
 
 #: what the caption under the table's views says about E_r
 ABOUT = ("E_r has one row per distance 0…M − 1 per layer, shared by the heads; the skew puts q_i · E_r[m] into "
@@ -52,6 +53,12 @@ class SkewTable(ToyMechanism):
         causal only, as the skew is)."""
         return skew_attention(q, k, v, self.e_r[self.layer], need_weights=need_weights, validate=False)
 
+    def structure(self, length: int, causal: bool) -> PositionStructure:
+        """The row of E_r each cell reads [1, L, L], −1 for the future cells (causal only, as the skew is)."""
+        m = int(self.e_r[0].shape[0])
+        return PositionStructure(f"Music Transformer: row of E_r ({m} distances)", "E_r row", skew_rows(length, m)[None],
+                                 (-1, m - 1), True, True, facts={"distances": m}, caption=structure_caption(m))
+
     def table_views(self) -> list[View]:
         """Every layer's E_r row norms per distance, and this layer's cosine between its rows."""
         m = self.e_r[0].shape[0]
@@ -68,3 +75,24 @@ class SkewTable(ToyMechanism):
 def table_caption(view: View) -> str:
     """The caption under one of :meth:`SkewTable.table_views`' views."""
     return vector_table_caption(view, ABOUT)
+
+
+def skew_rows(length: int, distances: int) -> np.ndarray:
+    """The row of E_r [distances, D] that cell (i, j) uses, −1 for j > i: [L, L] int64.
+
+    Row m stands for distance m − (M − 1); distances beyond the table use row 0 (what
+    relviz.attention.skew_attention does). Computed per offset, then expanded.
+    """
+    length = check_int("length", length, minimum=1)
+    distances = check_int("distances", distances, minimum=1)
+    offsets = np.arange(-(length - 1), length)
+    per_offset = np.where(offsets <= 0, np.maximum(offsets + distances - 1, 0), -1)
+    return expand_offsets(per_offset, length)
+
+
+def structure_caption(distances: int) -> str:
+    """The words beside :meth:`SkewTable.structure` for a table of ``distances`` rows."""
+    last = distances - 1
+    return (f"Row m of E_r stands for distance m − {last}; the skew moves q_i · E_r[m] into cell (i, j) with j − i = "
+            f"m − {last}. Farther keys share row 0. Future keys are masked (the skew leaves meaningless values there; the "
+            "hover says −1).")

@@ -20,11 +20,11 @@ from relviz.attention import offset_bias_attention
 from relviz.attention_steps import Attention
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
-from relviz.positions import T5_LIMITS, T5Config, t5_bias, t5_bias_offsets, t5_bucket, t5_config
-from relviz.schemes.view_kinds import BiasCurve
+from relviz.positions import T5_LIMITS, T5Config, t5_bias, t5_bias_offsets, t5_bucket, t5_bucket_map, t5_config
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure
 from relviz.t5_notes import curve_caption, last_bucket_start, t5_training_coverage
 
-__all__ = ["T5Bias", "bias_curve"]
+__all__ = ["T5Bias", "bias_curve", "structure_caption"]
 
 _KINDS = ("SelfAttention", "LocalSelfAttention", "TransientGlobalSelfAttention")
 
@@ -102,6 +102,23 @@ class T5Bias(Mechanism):
         return replace(curve, caption=curve_caption(self.num_buckets, self.max_distance, self.bidirectional,
                                                     per_layer=self.per_layer))
 
+    def structure(self, length: int, causal: bool) -> PositionStructure | None:
+        """The bucket of every cell [1, L, L] (this layer's direction), the learned bias it looks up per head [H, L, L]
+        in the hover; None from a config alone (the bias lives in the weights)."""
+        if self.table is None:
+            return None
+        buckets = self.buckets or t5_config(self.num_buckets, self.max_distance, self.bidirectional)
+        cells = t5_bucket_map(length, num_buckets=self.num_buckets, max_distance=self.max_distance,
+                              bidirectional=self.bidirectional, device="cpu").numpy()          # [L, L]
+        table = self.table.detach().to("cpu", torch.float32).numpy()                           # [buckets, H]
+        bias = np.ascontiguousarray(table.T[:, cells])                                         # [H, L, L]
+        facts = {"max_exact": buckets.max_exact}
+        return PositionStructure(
+            f"T5 bucket of j − i ({self.num_buckets} buckets, max_distance {self.max_distance})", "bucket", cells[None],
+            (0, self.num_buckets - 1), causal, True, {"learned bias (this head)": bias}, facts=facts,
+            caption=structure_caption(buckets.max_exact, past_only=not self.bidirectional,
+                                      side_bias=self.global_table is not None))
+
     def map_caption(self, head: int, stack: str) -> str:
         """The words under one head's bias map (:meth:`bias_per_offset` drawn as a Toeplitz matrix)."""
         return (f"Head {head}'s bias map ({stack}, table of layer {self.table_layer}): exactly what the model adds to "
@@ -169,6 +186,15 @@ class T5Bias(Mechanism):
                                         train_length=train_length, extent=int(np.abs(curve.offsets).max()))
         return [replace(curve, caption=f"{curve.caption} {coverage.sentence()}",
                         facts={**curve.facts, "coverage": coverage})]
+
+
+def structure_caption(max_exact: int, *, past_only: bool, side_bias: bool = False) -> str:
+    """The words beside :meth:`T5Bias.structure`: the exact buckets below ``max_exact``; ``past_only``: the buckets of a
+    causal layer; ``side_bias``: LongT5's transient-global bias, not drawn."""
+    return (f"Each offset j − i falls into a bucket; the model learned one bias per bucket and head (in the hover: this "
+            f"head's). Exact buckets for |j − i| < {max_exact}, then logarithmic bands."
+            + (" Causal: every future offset falls in bucket 0 (and is masked anyway)." if past_only else "")
+            + (" Not drawn: the transient-global side bias towards the block summaries." if side_bias else ""))
 
 
 def _read_tables(ctx: LayerContext, layer: int, num_buckets: int,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relviz._checks import check_int
-from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms
+from relviz.schemes.view_kinds import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms
 
 __all__ = ["Wavelengths", "KeysSeen", "TemperatureCurve", "SinkShare", "Note", "LayerView",
            "keys_seen", "keys_at", "step_positions", "MAX_POINTS"]
@@ -110,7 +110,8 @@ class Note:
     text: str
 
 
-LayerView = Wavelengths | KeysSeen | TemperatureCurve | SinkShare | BiasCurve | VectorNorms | SimilarityMatrix | Note
+LayerView = (Wavelengths | KeysSeen | TemperatureCurve | SinkShare | BiasCurve | VectorNorms | SimilarityMatrix | Note
+             | PositionStructure)
 
 # ---------------------------------------------------------------------------------------
 # The pattern per query, exactly, without an L × L mask

@@ -2,13 +2,9 @@
 on the attention logits; slopes a geometric sequence set by the head count."""
 from __future__ import annotations
 
-import numpy as np
-import torch
-
 from relviz.mechanisms.alibi import Alibi
 from relviz.positions import alibi_power_of_two
-from relviz.schemes.base import Scheme, expand_offsets, numbers_text
-from relviz.schemes.view_kinds import PositionStructure
+from relviz.schemes.base import Scheme
 
 
 class AlibiScheme(Scheme):
@@ -28,22 +24,6 @@ class AlibiScheme(Scheme):
     def mechanism(self, layer: int) -> Alibi:
         """Press et al.'s slopes in the reference code's arithmetic (Python floats), as the toy was trained."""
         return Alibi(heads=self.config.n_heads, float32_powers=False)
-
-    def slopes(self) -> np.ndarray:
-        return self.mechanism(0).slopes().numpy()
-
-    def structure(self, length: int) -> PositionStructure:
-        """The bias the forward adds: its mechanism's per offset [H, 2L − 1], drawn per cell [H, L, L]."""
-        per_offset = self.mechanism(0).prepare(length, torch.zeros(0)).numpy()             # [H, 2L − 1]
-        bias = expand_offsets(per_offset, length)                                           # [H, L, L]
-        return PositionStructure(self.name, "ALiBi bias −slope · |j − i|", "ALiBi bias", bias, None,
-                                 self.config.causal, True, facts={"slopes": tuple(self.slopes().tolist())})
-
-    @classmethod
-    def structure_text(cls, structure: PositionStructure) -> str:
-        return ("A fixed penalty, nothing learned: each head subtracts slope · distance from its logits (slopes "
-                + numbers_text(structure.facts["slopes"], 4) + "). Far keys fade smoothly; no offset can be "
-                "singled out.")
 
 
 def slope_rule_text(heads: int) -> str:

@@ -2,16 +2,14 @@
 
 A scheme is a subclass of :class:`Scheme` in its own module of ``relviz/schemes/``. The class
 attributes say what the scheme is (name, one-line summary, parameters, causal-only, training
-defaults); an instance is the ``nn.Module`` that gives one model its positions: it adds
-absolute positions to the embeddings (:meth:`Scheme.embed`) and/or does one layer's attention
-(:meth:`Scheme.attend`), and it shows what it learned (:meth:`Scheme.structure`,
-:meth:`Scheme.parameter_views`) as plain data the figures draw by kind. The words a page says about
-a scheme live in its module, under one rule: the concept's module owns its sentences. A scheme holds
-its name, its one-line summary (``python -m relviz schemes``), its parameters' help (the CLI flags), its
-error messages, and what the pages say about what it shows: the explanation beside its structure
-(:meth:`Scheme.structure_text`), the caption under each parameter view (:meth:`Scheme.parameter_caption`),
-the notices when there is nothing to draw, and the offset study's words for its exact range
-(:meth:`Scheme.exact_range_words`), each a function of the numbers the view carries in its ``facts``.
+defaults); an instance is the ``nn.Module`` of one model that holds its learned position parameters and
+hands out, per layer, the mechanism of :mod:`relviz.mechanisms` that computes its position
+(:meth:`Scheme.mechanism`). Everything the model runs and the pages draw is that mechanism's: the forward
+(:meth:`Scheme.embed`, :meth:`Scheme.attend`), the structure beside the attention (:meth:`Scheme.structure`)
+and the parameter views (:meth:`Scheme.parameter_views`), their words included. A scheme's module holds its
+name, its one-line summary (``python -m relviz schemes``), its parameters' help (the CLI flags), its
+error messages, the notice when there is no structure to draw (:attr:`Scheme.no_structure`) and the offset
+study's words for its exact range (:meth:`Scheme.exact_range_words`).
 
 A :class:`Param` is declared once and gives everything else: the ModelConfig field, its
 validation, the ``python -m relviz train`` flag and help, the app's slider range.
@@ -33,11 +31,9 @@ from relviz.attention_steps import Attention, dot_product_attention
 from relviz.mechanisms.base import Mechanism
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.view_kinds import LayerView, Note
-from relviz.positions import expand_toeplitz
 from relviz.schemes.view_kinds import PositionStructure
 
-__all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_product_attention", "expand_offsets", "detached",
-           "numbers_text"]
+__all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_product_attention", "detached"]
 
 #: Longest sequence a model accepts: the attention weights it returns take
 #: n_layers · B · H · L² floats (L = 4096, 2 layers, 4 heads: 537 MB per sequence).
@@ -125,12 +121,6 @@ class Param:
         return {"name": self.name, "type": self.kind.__name__, "default": self.default, "minimum": self.minimum,
                 "maximum": self.maximum, "exclusive_minimum": self.exclusive_minimum, "flag": self.flag,
                 "help": self.help, "app_range": list(self.slider_range) if self.in_app else None}
-
-
-def expand_offsets(per_offset: np.ndarray, length: int) -> np.ndarray:
-    """Per-offset values [..., 2L − 1] (offset −(L − 1) first) -> [..., L, L], entry (i, j) = j − i
-    (relviz.positions.expand_toeplitz, for numpy arrays)."""
-    return np.ascontiguousarray(expand_toeplitz(torch.from_numpy(np.asarray(per_offset)), length, length).numpy())
 
 
 class Scheme(nn.Module):
@@ -271,32 +261,29 @@ class Scheme(nn.Module):
         return self.mechanism(layer).attend(q, k, v, causal=self.config.causal, shared=shared,
                                             need_weights=need_weights)
 
-    # -- what the app shows ----------------------------------------------------------------
+    # -- what the app shows: the mechanism's ----------------------------------------------------
 
-    def structure(self, length: int) -> PositionStructure | None:
-        """The scheme's own quantity for every (query i, key j) at ``length`` (None: nothing to show),
-        with the numbers the page's explanation cites in its ``facts``."""
-        return None
+    def structure(self, length: int, layer: int = 0) -> PositionStructure | None:
+        """What layer ``layer``'s mechanism (the last layer's beyond it) puts into every (query i, key j) at ``length``,
+        with its words (``caption``): the mechanism's own structure, the one Your model draws for that layer. None:
+        nothing per cell to draw. ValueError (the scheme's) where the model cannot run at ``length``."""
+        self.check_length(length)
+        return self.mechanism(min(layer, self.config.n_layers - 1)).structure(length, self.config.causal)
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[LayerView]:
         """The position parameters of layer ``layer`` (the last one beyond it): the views of the mechanism it
         hands out, the very ones the Your model page draws for that layer, their words included, with what training
-        at ``train_length`` reached where the mechanism can say it (Mechanism.trained_views)."""
+        at ``train_length`` reached where the mechanism can say it (Mechanism.trained_views). A mechanism without a
+        view of its own is named in its own words (a Note of its label and description), so the page always has
+        something to show."""
         layer = min(layer, self.config.n_layers - 1)
-        return self.mechanism(layer).trained_views(length, layer, train_length)
+        mechanism = self.mechanism(layer)
+        return mechanism.trained_views(length, layer, train_length) or [Note(mechanism.label(), mechanism.describe())]
 
     # -- what the pages say about it (the Live attention page) -------------------------------
 
-    #: The notices when :meth:`structure` or :meth:`parameter_views` gives nothing to draw.
+    #: The notice when :meth:`structure` gives nothing to draw.
     no_structure: ClassVar[str] = "This scheme gives attention no position structure to draw."
-    no_parameters: ClassVar[str] = "This scheme's mechanism gives no view of its position parameters."
-
-    @classmethod
-    def structure_text(cls, structure: PositionStructure) -> str:
-        """The explanation beside the scheme's position structure, citing its ``facts``; a scheme
-        whose :meth:`structure` gives one overrides it."""
-        raise LookupError(f"scheme {cls.name!r} shows a position structure but has no words for it: "
-                          f"override structure_text in {cls.__module__}")
 
     @classmethod
     def parameter_caption(cls, view: LayerView) -> str:
@@ -308,11 +295,6 @@ class Scheme(nn.Module):
     def offsets_shown(self, length: int) -> np.ndarray:
         """Offsets a per-offset view covers: −(L − 1)..0 causal, −(L − 1)..L − 1 bidirectional."""
         return np.arange(-(length - 1), 1 if self.config.causal else length)
-
-
-def numbers_text(values: tuple[float, ...], digits: int) -> str:
-    """'0.25, 0.0625, …': numbers a sentence quotes, to ``digits`` significant digits."""
-    return ", ".join(f"{x:.{digits}g}" for x in values)
 
 
 def detached(t: torch.Tensor) -> np.ndarray:

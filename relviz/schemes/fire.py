@@ -14,8 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from relviz.mechanisms.fire import FireFunction
-from relviz.schemes.base import Param, Scheme, SchemeConfig, detached
-from relviz.schemes.view_kinds import PositionStructure
+from relviz.schemes.base import Param, Scheme, SchemeConfig
 
 
 #: Initial c and threshold L (both learned, kept positive through a softplus): relviz's choice, with
@@ -80,22 +79,3 @@ class Fire(Scheme):
         """Each layer its own function."""
         fire = self.layers[layer]
         return FireFunction(fire.c, fire.threshold, fire.mlp, layer)
-
-    def _bias(self, layer: int, length: int, first_query: int = 0) -> np.ndarray:
-        with torch.no_grad():
-            return detached(self.mechanism(layer).bias(length, first_query))       # [H, L − first_query, L]
-
-    def structure(self, length: int) -> PositionStructure:
-        first = self.layers[0]
-        return PositionStructure(
-            self.name, "FIRE bias f(ψ(i − j) / ψ(max(L, i))), layer 1", "FIRE bias (layer 1)",
-            np.ascontiguousarray(self._bias(0, length)), None, True, False,
-            facts={"threshold": float(first.threshold.detach()), "c": float(first.c.detach())})
-
-    @classmethod
-    def structure_text(cls, structure: PositionStructure) -> str:
-        facts = structure.facts
-        return ("A learned function of the distance divided by the query's own (log) position: for queries "
-                f"beyond the learned threshold L = {facts['threshold']:.3g} the same offset gets a different bias "
-                f"in every row (c = {facts['c']:.3g}), so the picture is not a Toeplitz matrix; below L it is. "
-                "Future keys are masked.")

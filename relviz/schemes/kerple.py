@@ -13,9 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from relviz.mechanisms.kerple import KerpleBias
-from relviz.positions import offset_range
-from relviz.schemes.base import Scheme, SchemeConfig, detached, expand_offsets, numbers_text
-from relviz.schemes.view_kinds import PositionStructure
+from relviz.schemes.base import Scheme, SchemeConfig
 
 
 #: softplus⁻¹(1): the raw value whose softplus is 1 (r1 and r2 start at 1 in every head).
@@ -54,20 +52,3 @@ class Kerple(Scheme):
     def bias_per_offset(self, offsets: torch.Tensor) -> torch.Tensor:
         """−r1 · log(1 + r2 · |offset|) for offsets [n] -> [H, n]."""
         return self.mechanism(0).bias_per_offset(offsets)
-
-    def _per_offset(self, length: int) -> np.ndarray:
-        with torch.no_grad():
-            return detached(self.bias_per_offset(offset_range(length, device="cpu")))   # [H, 2L − 1]
-
-    def structure(self, length: int) -> PositionStructure:
-        r1, r2 = (detached(r) for r in self.coefficients())
-        return PositionStructure(
-            self.name, "KERPLE bias −r1 · log(1 + r2 · |j − i|)", "KERPLE bias",
-            expand_offsets(self._per_offset(length), length), None, self.config.causal, True,
-            facts={"r1": tuple(r1.tolist()), "r2": tuple(r2.tolist())})
-
-    @classmethod
-    def structure_text(cls, structure: PositionStructure) -> str:
-        return ("A learned penalty per head that grows with the logarithm of the distance (r1 = "
-                + numbers_text(structure.facts["r1"], 3) + "; r2 = " + numbers_text(structure.facts["r2"], 3)
-                + "). Like ALiBi it only falls with distance, so no single offset can be singled out.")

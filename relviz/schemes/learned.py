@@ -1,13 +1,11 @@
 """``learned``: one learned vector per absolute position 0..max_len − 1 (GPT-2, BERT)."""
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
-from relviz.schemes.view_kinds import PositionStructure, norms_and_cosine
 
 
 class LearnedAbsoluteScheme(Scheme):
@@ -40,20 +38,3 @@ class LearnedAbsoluteScheme(Scheme):
 
     def mechanism(self, layer: int) -> LearnedAbsolute:
         return LearnedAbsolute("position.table", table=self.table)
-
-    def _cosine(self) -> np.ndarray:
-        _, cosine = norms_and_cosine([self.table])
-        return cosine[0].astype(np.float32)                                      # [max_len, max_len]
-
-    def structure(self, length: int) -> PositionStructure:
-        self.check_length(length)
-        cosine = self._cosine()[:length, :length]
-        return PositionStructure(
-            self.name, "learned absolute: cos(p_i, p_j) of the learned position vectors", "cos(p_i, p_j)",
-            np.ascontiguousarray(cosine)[None], None, self.config.causal, False,
-            facts={"max_len": self.config.max_len})
-
-    @classmethod
-    def structure_text(cls, structure: PositionStructure) -> str:
-        return (f"One learned vector per absolute position (0…{structure.facts['max_len'] - 1}). Their similarity "
-                "is not forced to depend on j − i; if it looks banded, training made it so.")

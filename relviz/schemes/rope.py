@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from relviz.mechanisms.rotation import Rotation
 from relviz.rope.config import RopeConfig
-from relviz.schemes.base import Param, Scheme, SchemeConfig, expand_offsets
-from relviz.schemes.view_kinds import PositionStructure
+from relviz.schemes.base import Param, Scheme, SchemeConfig
 
 
 class Rope(Scheme):
@@ -36,17 +34,3 @@ class Rope(Scheme):
         config = self.config
         return Rotation(rope=RopeConfig(head_dim=config.head_dim, base=config.rope_base,
                                         max_position_embeddings=config.max_len), reciprocal=False)
-
-    def structure(self, length: int) -> PositionStructure:
-        theta = self.mechanism(0).inv_freq().double().numpy()                                # [D/2]
-        offsets = np.arange(-(length - 1), length)
-        per_offset = np.cos(offsets[:, None] * theta[None, :]).mean(axis=1)                  # [2L − 1]
-        return PositionStructure(
-            self.name, "RoPE: mean cos((j − i) · θ_p) over the rotation pairs", "mean cos((j−i)θ)",
-            expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)
-
-    @classmethod
-    def structure_text(cls, structure: PositionStructure) -> str:
-        return ("q and k are rotated by angles proportional to their positions, so q_i · k_j sees only the "
-                "difference: pair p turns by (j − i) · θ_p. Shown: how much an unchanged vector still agrees with "
-                "itself after that relative turn, averaged over the pairs. Nothing learned.")

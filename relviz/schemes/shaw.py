@@ -11,9 +11,7 @@ import torch
 from torch import nn
 
 from relviz.mechanisms.shaw import ShawTables
-from relviz.positions import shaw_clip_index
 from relviz.schemes.base import MAX_LENGTH, Param, Scheme, SchemeConfig
-from relviz.schemes.view_kinds import PositionStructure
 
 
 class Shaw(Scheme):
@@ -57,23 +55,8 @@ class Shaw(Scheme):
         """Layer ``layer``'s tables, with every layer's (the views compare the layers)."""
         return ShawTables(tuple(self.rel_k), tuple(self.rel_v), self.config.clip, self.config.causal, layer)
 
-    def structure(self, length: int) -> PositionStructure:
-        k = self.config.clip
-        index = shaw_clip_index(length, k=k, device="cpu").numpy()              # [L, L]
-        return PositionStructure(
-            self.name, f"Shaw clip index clip(j − i, −{k}, {k}) + {k}", "clip index", index[None], (0, 2 * k),
-            self.config.causal, True, facts={"k": k})
-
     @classmethod
     def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
         # quote the measured range, not the one k implies
         return (f"for s ≤ {max(exact)}",
                 f"from s = {first_out} on (every offset from −{params['clip']} back shares the end embedding)")
-
-    @classmethod
-    def structure_text(cls, structure: PositionStructure) -> str:
-        k = structure.facts["k"]
-        return (f"Offset j − i, clipped to ±{k}, picks one of {2 * k + 1} learned vectors a^K (added to the key) "
-                f"and a^V (added to the value); one table per layer, shared by the heads. Every key {k} or more "
-                "back reads the same vector"
-                + ("." if structure.masked_future else f" (every key {k} or more ahead, the other end's)."))

@@ -3,13 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import torch
-
-from relviz.absolute import sinusoidal_encoding
 from relviz.mechanisms.sinusoidal import SinusoidalAbsolute
-from relviz.schemes.base import Scheme, SchemeConfig, expand_offsets
-from relviz.schemes.view_kinds import PositionStructure
+from relviz.schemes.base import Scheme, SchemeConfig
 
 
 class Sinusoidal(Scheme):
@@ -29,17 +24,3 @@ class Sinusoidal(Scheme):
 
     def mechanism(self, layer: int) -> SinusoidalAbsolute:
         return SinusoidalAbsolute(self.config.d_model)
-
-    def structure(self, length: int) -> PositionStructure:
-        dim = self.config.d_model
-        table = sinusoidal_encoding(length, dim, dtype=torch.float64, device="cpu").numpy()    # [L, D]
-        offsets = np.abs(np.arange(-(length - 1), length))
-        per_offset = (table[offsets] @ table[0]) / (dim / 2)
-        return PositionStructure(
-            self.name, "sinusoidal: p_i · p_j / (d/2)", "p_i·p_j/(d/2)",
-            expand_offsets(per_offset, length)[None].astype(np.float32), None, self.config.causal, True)
-
-    @classmethod
-    def structure_text(cls, structure: PositionStructure) -> str:
-        return ("Absolute vectors, yet their dot product depends only on j − i (a sum of cos(ω · (j − i))). "
-                "Nothing learned: the model has to turn this into the offset it needs.")

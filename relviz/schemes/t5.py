@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from relviz.mechanisms.t5_bias import T5Bias, bias_curve
-from relviz.positions import T5_LIMITS, t5_bucket, t5_bucket_map, t5_config
+from relviz.positions import T5_LIMITS, t5_bucket, t5_config
 from relviz.schemes.base import Param, Scheme, SchemeConfig, detached
-from relviz.schemes.view_kinds import BiasCurve, PositionStructure
+from relviz.schemes.view_kinds import BiasCurve
 
 
 class T5(Scheme):
@@ -89,16 +88,6 @@ class T5(Scheme):
         return T5Bias(config.num_buckets, config.max_distance, not config.causal, config.n_heads, 0, table=self.bias,
                       buckets=self.buckets)
 
-    def structure(self, length: int) -> PositionStructure:
-        config, causal = self.config, self.config.causal
-        buckets = t5_bucket_map(length, num_buckets=config.num_buckets, max_distance=config.max_distance,
-                                bidirectional=not causal, device="cpu").numpy()        # [L, L]
-        bias = np.ascontiguousarray(detached(self.bias).T[:, buckets])                  # [H, L, L]
-        return PositionStructure(
-            self.name, f"T5 bucket of j − i ({config.num_buckets} buckets, max_distance {config.max_distance})",
-            "bucket", buckets[None], (0, config.num_buckets - 1), causal, True, {"learned bias (this head)": bias},
-            facts={"max_exact": self.buckets.max_exact})
-
     def bias_curve(self, extent: int) -> BiasCurve:
         """Bias of every head at offsets −extent..0 (causal) or −extent..extent (bidirectional)."""
         config = self.config
@@ -108,11 +97,3 @@ class T5(Scheme):
     @classmethod
     def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
         return f"where −s has a bucket of its own (s ≤ {max(exact)})", "where it shares one"
-
-    @classmethod
-    def structure_text(cls, structure: PositionStructure) -> str:
-        return (f"Each offset j − i falls into a bucket; the model learned one bias per bucket and head (in the "
-                f"hover: this head's). Exact buckets for |j − i| < {structure.facts['max_exact']}, then "
-                "logarithmic bands."
-                + (" Causal: every future offset falls in bucket 0 (and is masked anyway)."
-                   if structure.masked_future else ""))

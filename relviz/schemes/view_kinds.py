@@ -1,7 +1,8 @@
 """What a scheme shows, as plain data: the figures dispatch on these kinds, never on scheme names.
 
-- :class:`PositionStructure`: the scheme's quantity for every (query i, key j) at one length
-  (an index, a bias or a similarity), drawn beside the attention and used for its hover.
+- :class:`PositionStructure`: a mechanism's quantity for every (query i, key j) at one length
+  (an index, a bias or a similarity), drawn beside the attention and used for its hover
+  (``Mechanism.structure``: the Live attention page and Your model draw the same one).
 - :class:`BiasCurve`: a bias per head against the offset j − i (T5's learned buckets, ALiBi's
   fixed slopes, KERPLE's and FIRE's learned functions).
 - :class:`VectorNorms`: a table of learned vectors, one per offset, per layer (Shaw's a^K and
@@ -11,10 +12,8 @@
 
 Every view is data with short labels (its title, axis, hover and legend labels) and ``facts``: the
 numbers the words about it cite (a slope, the most distinct offset, the last bucket's start),
-computed by the scheme. The words themselves are the scheme's too (``Scheme.structure_text``,
-``Scheme.parameter_caption``: functions of the facts, so the numbers they quote are the view's).
-``BiasCurve.caption`` is for the layer views of a real model's mechanisms (``relviz.layer_strip``),
-which carry their words in the view; a scheme leaves it empty.
+computed by the mechanism that builds the view. Its words are the mechanism's too, carried in the view
+(``caption``, a function of the facts, so the numbers it quotes are the view's).
 
 Sign convention everywhere: relative position = key index − query index (j − i).
 """
@@ -26,22 +25,23 @@ from typing import Any
 import numpy as np
 import torch
 
+from relviz.positions import expand_toeplitz
+
 __all__ = ["PositionStructure", "BiasCurve", "VectorNorms", "SimilarityMatrix", "View", "norms_and_cosine",
-           "most_distinct", "relative_share"]
+           "most_distinct", "relative_share", "expand_offsets"]
 
 
 @dataclass(frozen=True)
 class PositionStructure:
-    """What a scheme puts into cell (i, j) at a given length, for the picture and for hover.
+    """What a mechanism puts into cell (i, j) at a given length, for the picture and for hover.
 
     ``values`` is [G, L, L] with G = 1 (shared by the heads) or H (one per head). Integer
     values are indices (``discrete`` gives their range); floats are biases or similarities.
     ``extra`` holds more hover fields ([G, L, L] each), e.g. T5's learned bias per head.
     ``masked_future``: the model is causal, cells j > i get no attention. ``facts``: the numbers
-    the scheme's explanation of it cites (``Scheme.structure_text`` reads them by name).
+    its ``caption`` (the mechanism's explanation of it) cites.
     """
 
-    scheme: str
     title: str
     label: str
     values: np.ndarray
@@ -50,6 +50,7 @@ class PositionStructure:
     toeplitz: bool
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
+    caption: str = ""
 
     @property
     def per_head(self) -> bool:
@@ -59,7 +60,7 @@ class PositionStructure:
         return self.values[head if self.per_head else 0]
 
     def hover_fields(self, head: int) -> dict[str, np.ndarray]:
-        """label -> [L, L] for one head: the scheme's value, then the extras."""
+        """label -> [L, L] for one head: the mechanism's value, then the extras."""
         fields = {self.label: self.head_values(head)}
         for label, values in self.extra.items():
             fields[label] = values[head if values.shape[0] > 1 else 0]
@@ -165,3 +166,9 @@ def relative_share(cosine: np.ndarray, n: int) -> float:
         np.bincount(offset, minlength=2 * n - 1), 1)
     total = values.var()
     return float(1 - (values - means[offset]).var() / total) if total > 0 else 1.0
+
+
+def expand_offsets(per_offset: np.ndarray, length: int) -> np.ndarray:
+    """Per-offset values [..., 2L − 1] (offset −(L − 1) first) -> [..., L, L], entry (i, j) = j − i
+    (relviz.positions.expand_toeplitz, for numpy arrays): a Toeplitz structure built from one value per offset."""
+    return np.ascontiguousarray(expand_toeplitz(torch.from_numpy(np.asarray(per_offset)), length, length).numpy())
