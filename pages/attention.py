@@ -89,15 +89,16 @@ def run(key: str, text: str, _model, _task):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def structure(key: str, length: int, _model):
-    return position_structure(_model, length)
+def structure(key: str, length: int, layer: int, _model):
+    """Layer ``layer``'s mechanism's structure, the one Your model draws for that layer."""
+    return position_structure(_model, length, layer)
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)
 def grid_figure(key: str, text: str, _model, _task):
     # sent as built (display.prepared): a go.Figure of 8 heatmaps and 16 axes cost ~12 ms to build on a move
     return display.prepared(*attention_grid_parts(run(key, text, _model, _task).weights,
-                                                  structure=structure(key, len(text), _model),
+                                                  structure=structure(key, len(text), 0, _model),
                                                   titled=False))  # the section heading names it
 
 
@@ -105,13 +106,13 @@ def grid_figure(key: str, text: str, _model, _task):
 def head_figure(key: str, text: str, layer: int, head: int, train_length: int, _model, _task):
     weights = run(key, text, _model, _task).weights[layer, head]
     return display.prepared(*attention_heatmap_parts(weights, layer=layer, head=head,
-                                                     structure=structure(key, len(text), _model),
+                                                     structure=structure(key, len(text), layer, _model),
                                                      train_length=train_length))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def structure_figure(key: str, length: int, head: int, _model):
-    return display.prepared(*structure_heatmap_parts(structure(key, length, _model), head=head))
+def structure_figure(key: str, length: int, layer: int, head: int, _model):
+    return display.prepared(*structure_heatmap_parts(structure(key, length, layer, _model), head=head))
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)
@@ -255,7 +256,7 @@ def sequence_section(active: LiveModel, layer: int, head: int) -> None:
     structure_error = None
     try:
         struct_length = view.length if view is not None else length
-        current_structure = structure(active.key, struct_length, active.model)
+        current_structure = structure(active.key, struct_length, layer, active.model)
     except ValueError as error:
         current_structure, structure_error = None, str(error)
 
@@ -271,7 +272,8 @@ def sequence_section(active: LiveModel, layer: int, head: int) -> None:
                           active.train_length else ""))
         with right:
             if current_structure is not None:
-                display.show_figure(structure_figure(active.key, view.length, head, active.model), key=f"{P}_fig_struct")
+                display.show_figure(structure_figure(active.key, view.length, layer, head, active.model),
+                                    key=f"{P}_fig_struct")
                 st.caption(structure_text(current_structure)
                            + (" Blank: future keys, masked." if current_structure.masked_future else ""))
             else:
@@ -280,7 +282,8 @@ def sequence_section(active: LiveModel, layer: int, head: int) -> None:
         st.subheader("The scheme's position structure")
         left, right = st.columns(2)
         with left:
-            display.show_figure(structure_figure(active.key, struct_length, head, active.model), key=f"{P}_fig_struct")
+            display.show_figure(structure_figure(active.key, struct_length, layer, head, active.model),
+                                key=f"{P}_fig_struct")
         right.caption(f"At length {struct_length} (the length slider). " + structure_text(current_structure))
 
     if view is not None:
@@ -304,8 +307,9 @@ def sequence_section(active: LiveModel, layer: int, head: int) -> None:
     if view is not None:
         st.subheader("Attention of every layer and head")
         display.show_figure(grid_figure(active.key, text, active.model, task), key=f"{P}_fig_grid")
+        in_grid = structure(active.key, view.length, 0, active.model)      # the grid's hover: layer 1's structure
         st.caption(grid_caption(view.length, causal=config.causal,
-                                structure_label=current_structure.label if current_structure is not None else None))
+                                structure_label=in_grid.label if in_grid is not None else None))
 
         st.markdown("**Export** the weights shown (researchers: exact float32).")
         a, b = st.columns([2, 1])
@@ -338,9 +342,7 @@ def sequence_section(active: LiveModel, layer: int, head: int) -> None:
                f"knowing the training length ({active.train_length}), a view may also show what training reached.")
     length_for_params = view.length if view is not None else active.train_length
     shown = parameter_figures(active.key, length_for_params, active.train_length, layer, active.model)
-    if not shown:
-        st.info(get_scheme(active.scheme).no_parameters, icon=":material/info:")
-    elif len(shown) == 1 and shown[0][0] is not None:
+    if len(shown) == 1 and shown[0][0] is not None:
         (fig, title, caption), = shown
         left, right = st.columns([3, 2], vertical_alignment="center")
         with left:
