@@ -130,7 +130,7 @@ def _choices(*values: object) -> LinkParam:
 
 
 #: The Your model page's view kinds (relviz.layer_strip.VIEW_KINDS, which needs torch; a test keeps them equal)
-YOUR_MODEL_VIEWS = ("all", "rotation", "pattern", "bias", "temperature", "sinks")
+YOUR_MODEL_VIEWS = ("all", "rotation", "pattern", "bias", "temperature", "sinks", "structure")
 #: A model's label in the Your model list (a preset's label or the operator's name for a directory)
 _MODEL_LABEL = r"[A-Za-z0-9][A-Za-z0-9 .()_+,:=/-]{0,99}"
 
