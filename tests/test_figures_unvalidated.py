@@ -96,9 +96,10 @@ def test_the_keys_seen_band_sends_its_corners_and_draws_every_query(preset, laye
 
 
 @pytest.mark.parametrize("name, length", [("learned-shift", 7), ("learned-shift", 40), ("t5-shift", 30),
-                                          ("rope-shift", 65)])
+                                          ("rope-shift", 65), ("shaw-shift", 30)])
 def test_live_attentions_smaller_figures_are_sent_as_their_validated_figures(name, length):
-    """Live attention sends its close-up, structure, strip and offset-profile parts as they are (display.prepared):
+    """Live attention sends its close-up, structure, strip, offset-profile and parameter-view parts (a bias curve
+    with bucket edges, vector norms, a similarity matrix with its outline) as they are (display.prepared):
     the JSON must be what plotly's validation makes of the same dicts, every array in the same bytes (a named scale left as a
     name would be drawn by plotly.js's own scale: its 'RdBu' runs the other way). Lengths within and beyond the
     training length (the dotted lines, the strip's extrapolation line), a similarity structure (RdBu) and an index
@@ -115,7 +116,15 @@ def test_live_attentions_smaller_figures_are_sent_as_their_validated_figures(nam
         prediction_strip_parts,
         structure_heatmap_parts,
     )
-    from relviz.inspection import LiveModel, mean_attention_by_offset, position_structure, random_text, run_view
+    from relviz.figures.layers import view_parts
+    from relviz.inspection import (
+        LiveModel,
+        mean_attention_by_offset,
+        parameter_views,
+        position_structure,
+        random_text,
+        run_view,
+    )
     from relviz.training import load_checkpoint
 
     def sent(figure) -> dict:  # what st.plotly_chart sends (arrays as base64 strings: compared byte for byte)
@@ -131,6 +140,10 @@ def test_live_attentions_smaller_figures_are_sent_as_their_validated_figures(nam
                 lambda: prediction_strip_parts(view, train_length=model.train_length),
                 lambda: offset_profile_parts(mean_attention_by_offset(view.weights), causal=model.config.causal,
                                              answer_offset=model.task.answer_offset, window=model.task.answer_window)]
+    views = parameter_views(model.model, length=length, train_length=model.train_length, layer=last_layer)
+    builders += [lambda view=view: view_parts(view, train_length=model.train_length) for view in views
+                 if view_parts(view, train_length=model.train_length) is not None]
+    assert len(builders) > 4 or name == "rope-shift"   # RoPE's wavelengths are a go.Figure (its dict is sent)
     for build in builders:
         data, layout = build()
         validated = go.Figure({"data": copy.deepcopy(data), "layout": copy.deepcopy(layout)})

@@ -26,6 +26,7 @@ from relviz.figures.dict_figures import (
     head_colour,
     head_colours,
     hover_data,
+    parts_figure,
 )
 from relviz.figures.heatmap import (
     KEY_AXIS,
@@ -65,14 +66,6 @@ STRIP_COLOURS = ["#e3e3e3", "#9ecae1", "#f16913", "#ffffff", "#f4f4f4"]
 STRIP_TEXT_MAX = 128
 MASKED_BG = "rgba(0,0,0,0)"  # masked cells are left blank
 ATTENTION_SCALE = "Viridis"
-
-
-def parts_figure(parts: tuple[list[dict], dict], validate: bool = True) -> go.Figure:
-    """A go.Figure from a builder's ``*_parts`` (trace and layout dicts). The parts are what plotly's validation
-    makes of them (named colour scales expanded, no None, no magic underscores), so the Live attention page
-    sends them as they are (relviz.app.display.prepared); tests/test_figures_unvalidated.py holds them to that."""
-    data, layout = parts
-    return go.Figure({"data": data, "layout": layout}, _validate=validate)
 
 
 def colour_rows(length: int) -> int:

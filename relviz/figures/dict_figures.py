@@ -39,7 +39,15 @@ def head_colours(heads: int) -> list[str]:
 
 
 def dict_figure(data: list[dict], layout: dict, validate: bool) -> go.Figure:
-    return go.Figure(dict(zip(("data", "layout"), figure_parts(data, layout))), _validate=validate)
+    return parts_figure(figure_parts(data, layout), validate)
+
+
+def parts_figure(parts: tuple[list[dict], dict], validate: bool = True) -> go.Figure:
+    """A go.Figure from a builder's ``*_parts`` (trace and layout dicts). The parts are what plotly's validation
+    makes of them (named colour scales expanded, no None, no magic underscores), so the Live attention page
+    sends them as they are (relviz.app.display.prepared); tests/test_figures_unvalidated.py holds them to that."""
+    data, layout = parts
+    return go.Figure({"data": data, "layout": layout}, _validate=validate)
 
 
 def figure_parts(data: list[dict], layout: dict) -> tuple[list[dict], dict]:

@@ -15,6 +15,7 @@ from relviz.figures.attention import structure_heatmap
 from relviz.figures.heatmap import READABLE_FONT, legend_below_axis
 from relviz.figures.parameters import bias_curve_figure
 from relviz.figures.parameters import view_figure as parameter_figure
+from relviz.figures.parameters import view_parts as parameter_parts
 from relviz.figures.rope import wavelength_figure
 from relviz.layer_strip import Strip
 from relviz.mechanisms.view_kinds import KeysSeen, Note, SinkShare, TemperatureCurve, Wavelengths
@@ -248,6 +249,14 @@ def view_figure(view, *, train_length: int | None = None) -> go.Figure | None:
         if isinstance(view, kind):
             return build(view, train_length=train_length)
     raise ValueError(f"no figure for a {type(view).__name__}")
+
+
+def view_parts(view, *, train_length: int | None = None) -> tuple[list[dict], dict] | None:
+    """:func:`view_figure`'s trace and layout dicts where the kind is drawn from dicts (the trained kinds,
+    relviz.figures.parameters), for a page that sends them as they are (Live attention); None for the others."""
+    if isinstance(view, tuple(_TRAINED)):
+        return parameter_parts(view, train_length=train_length)
+    return None
 
 
 

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.dict_figures import HEAD_COLOURS, HEAD_SCALE, dict_figure, head_colours, hover_data
-from relviz.figures.heatmap import legend_below_axis
+from relviz.figures.dict_figures import HEAD_COLOURS, HEAD_SCALE, figure_parts, head_colours, hover_data, parts_figure
+from relviz.figures.heatmap import legend_below_axis, named_colorscale
 from relviz.schemes.view_kinds import BiasCurve, SimilarityMatrix, VectorNorms, View
 
 
@@ -26,6 +26,11 @@ def _unseen_band(xref: str, lo: float, hi: float) -> dict:
 
 
 def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, validate: bool = True) -> go.Figure:
+    """:func:`bias_curve_parts` as a go.Figure (``validate=False``: without plotly's validation)."""
+    return parts_figure(bias_curve_parts(curve, train_length=train_length), validate)
+
+
+def bias_curve_parts(curve: BiasCurve, *, train_length: int | None = None) -> tuple[list[dict], dict]:
     """A bias per head against j − i: steps with dotted edges (buckets) or smooth lines, an
     optional shaded band, and grey where the offsets were never seen in training."""
     data = []
@@ -35,11 +40,10 @@ def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, vali
     for head in range(heads):
         label = curve.head_labels[head] if curve.head_labels else f"head {head + 1}"
         trace = dict(type="scatter", mode="lines", x=curve.offsets, y=curve.bias[head].astype(np.float32),
-                     name=label, line=dict(color=colours[head], width=2.5 if legend else 1.8), showlegend=legend,
+                     name=label, line=dict(color=colours[head], width=2.5 if legend else 1.8,
+                                           **(dict(shape="hvh") if curve.steps else {})), showlegend=legend,
                      hovertemplate="<br>".join([f"head {head + 1}", "j − i = %{x}"] + lines + [f"{curve.value_name} = %{{y:.3f}}"])
                      + "<extra></extra>")
-        if curve.steps:
-            trace["line_shape"] = "hvh"
         if custom is not None:
             trace["customdata"] = custom
         data.append(trace)
@@ -67,17 +71,27 @@ def bias_curve_figure(curve: BiasCurve, *, train_length: int | None = None, vali
                          marker=dict(color=[1, heads], colorscale=HEAD_SCALE, cmin=1, cmax=heads, showscale=True,
                                      colorbar=dict(title=dict(text="head"), thickness=14, len=0.9))))
     top = 64 if curve.band is not None else 40
-    layout = dict(height=420 + top - 40, margin=dict(l=60, r=10, t=top, b=80), shapes=shapes,
-                  annotations=annotations, title=dict(text=curve.title, x=0, xanchor="left", y=0.99, yanchor="top"),
+    layout = dict(height=420 + top - 40, margin=dict(l=60, r=10, t=top, b=80),
+                  title=dict(text=curve.title, x=0, xanchor="left", y=0.99, yanchor="top"),
                   xaxis=dict(title=dict(text="offset j − i"), zeroline=False),
-                  yaxis=dict(title=dict(text=curve.value_label)))
+                  yaxis=dict(title=dict(text=curve.value_label)), **_marks(shapes, annotations))
     if legend:  # below the axis title: the long title fills the top
         legend_below_axis(layout, rows=math.ceil(heads / 4))
-    return dict_figure(data, layout, validate)
+    return figure_parts(data, layout)
+
+
+def _marks(shapes: list[dict], annotations: list[dict]) -> dict:
+    """The layout's shapes and annotations, each only when there are any (as validation leaves an empty list)."""
+    return {key: marks for key, marks in (("shapes", shapes), ("annotations", annotations)) if marks}
 
 
 def vector_norms_figure(tables: VectorNorms, *, train_length: int | None = None,
                         validate: bool = True) -> go.Figure:
+    """:func:`vector_norms_parts` as a go.Figure (``validate=False``: without plotly's validation)."""
+    return parts_figure(vector_norms_parts(tables, train_length=train_length), validate)
+
+
+def vector_norms_parts(tables: VectorNorms, *, train_length: int | None = None) -> tuple[list[dict], dict]:
     """Norm of each learned relative vector against the offset it stands for, one line per layer
     (a second table, e.g. Shaw's a^V, dashed)."""
     data = []
@@ -104,38 +118,51 @@ def vector_norms_figure(tables: VectorNorms, *, train_length: int | None = None,
         shapes.append(_unseen_band("x", float(tables.offsets.min()) - 0.5, -(train_length - 1) - 0.5))
         annotations.append(dict(x=-(train_length - 1) - 0.5, y=1, xref="x", yref="paper", xanchor="right",
                                 yanchor="top", showarrow=False, text="never seen in training ", font=dict(size=12)))
-    layout = dict(height=380, margin=dict(l=60, r=10, t=40, b=50), shapes=shapes, annotations=annotations,
-                  title=dict(text=tables.title, x=0, xanchor="left"),
+    layout = dict(height=380, margin=dict(l=60, r=10, t=40, b=50), title=dict(text=tables.title, x=0, xanchor="left"),
                   xaxis=dict(title=dict(text="offset j − i the vector stands for")),
                   yaxis=dict(title=dict(text="vector norm"), rangemode="tozero"),
-                  legend=dict(orientation="h", y=-0.25, x=0))
-    return dict_figure(data, layout, validate)
+                  legend=dict(orientation="h", y=-0.25, x=0), **_marks(shapes, annotations))
+    return figure_parts(data, layout)
 
 
 def cosine_heatmap(cosine: np.ndarray, labels: np.ndarray, *, title: str, axis: str, height: int = 380,
                    validate: bool = True) -> go.Figure:
-    """Cosine similarity between learned vectors (rows and columns labelled by ``labels``)."""
+    """:func:`cosine_heatmap_parts` as a go.Figure (``validate=False``: without plotly's validation)."""
+    return parts_figure(cosine_heatmap_parts(cosine, labels, title=title, axis=axis, height=height), validate)
+
+
+def cosine_heatmap_parts(cosine: np.ndarray, labels: np.ndarray, *, title: str, axis: str,
+                         height: int = 380) -> tuple[list[dict], dict]:
+    """Cosine similarity between learned vectors (rows and columns labelled by ``labels``). The scale is
+    expanded as validation expands it: plotly.js's own 'RdBu' runs the other way."""
     cosine = np.asarray(cosine, dtype=np.float32)
-    trace = dict(type="heatmap", z=cosine, x=np.asarray(labels), y=np.asarray(labels), colorscale="RdBu",
+    trace = dict(type="heatmap", z=cosine, x=np.asarray(labels), y=np.asarray(labels),
+                 colorscale=named_colorscale("RdBu"),
                  zmin=-1.0, zmax=1.0, colorbar=dict(title=dict(text="cosine", side="right"), thickness=14),
                  hovertemplate=f"{axis} = %{{y}}<br>{axis} = %{{x}}<br>cosine = %{{z:.3f}}<extra></extra>")
     layout = dict(height=height, margin=dict(l=60, r=10, t=40, b=50), title=dict(text=title, x=0, xanchor="left"),
                   xaxis=dict(title=dict(text=axis), constrain="domain"),
                   yaxis=dict(title=dict(text=axis), autorange="reversed", scaleanchor="x", constrain="domain"))
-    return dict_figure([trace], layout, validate)
+    return figure_parts([trace], layout)
 
 
 def similarity_figure(matrix: SimilarityMatrix, *, validate: bool = True) -> go.Figure:
+    """:func:`similarity_parts` as a go.Figure (``validate=False``: without plotly's validation)."""
+    return parts_figure(similarity_parts(matrix), validate)
+
+
+def similarity_parts(matrix: SimilarityMatrix) -> tuple[list[dict], dict]:
     """A similarity matrix; its outlined block (e.g. the trained positions) framed in black."""
     outlined = matrix.outline is not None
-    figure = cosine_heatmap(matrix.cosine, matrix.labels, axis=matrix.axis, title=matrix.title,
-                            height=420 if outlined else 380, validate=validate)
+    data, layout = cosine_heatmap_parts(matrix.cosine, matrix.labels, axis=matrix.axis, title=matrix.title,
+                                        height=420 if outlined else 380)
     if outlined:
         n = matrix.outline
-        figure.add_shape(type="rect", x0=-0.5, y0=-0.5, x1=n - 0.5, y1=n - 0.5, line=dict(color="black", width=2))
-        figure.add_annotation(x=n - 0.5, y=n - 0.5, text=matrix.outline_label, showarrow=False, xanchor="left",
-                              yanchor="bottom")
-    return figure
+        layout["shapes"] = [dict(type="rect", x0=-0.5, y0=-0.5, x1=n - 0.5, y1=n - 0.5,
+                                 line=dict(color="black", width=2))]
+        layout["annotations"] = [dict(x=n - 0.5, y=n - 0.5, text=matrix.outline_label, showarrow=False,
+                                      xanchor="left", yanchor="bottom")]
+    return data, layout
 
 
 # ---------------------------------------------------------------------------------------
@@ -144,11 +171,20 @@ def similarity_figure(matrix: SimilarityMatrix, *, validate: bool = True) -> go.
 
 def view_figure(view: View, *, train_length: int | None = None, validate: bool = True) -> go.Figure:
     """The figure of one parameter view, chosen by the kind of data."""
+    parts = view_parts(view, train_length=train_length)
+    if parts is None:
+        raise ValueError(f"no figure for a parameter view of kind {type(view).__name__}")
+    return parts_figure(parts, validate)
+
+
+def view_parts(view, *, train_length: int | None = None) -> tuple[list[dict], dict] | None:
+    """:func:`view_figure`'s trace and layout dicts (what the Live attention page sends as they are), chosen by
+    the kind of data; None for a kind this module does not draw (relviz.figures.layers draws the others)."""
     if isinstance(view, BiasCurve):
-        return bias_curve_figure(view, train_length=train_length, validate=validate)
+        return bias_curve_parts(view, train_length=train_length)
     if isinstance(view, VectorNorms):
-        return vector_norms_figure(view, train_length=train_length, validate=validate)
+        return vector_norms_parts(view, train_length=train_length)
     if isinstance(view, SimilarityMatrix):
-        return similarity_figure(view, validate=validate)
-    raise ValueError(f"no figure for a parameter view of kind {type(view).__name__}")
+        return similarity_parts(view)
+    return None
 
