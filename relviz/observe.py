@@ -24,6 +24,7 @@ import copy
 import dataclasses
 import functools
 import json
+import math
 import sys
 import threading
 import time
@@ -39,13 +40,14 @@ from relviz.mechanisms.indexer import IndexedSelection
 from relviz.mechanisms.mixer import ATTENTION, TokenMixer, kind_of_module
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
-from relviz.mechanisms.scale import QueryScalar, SoftmaxScale
+from relviz.mechanisms.scale import FieldScale, QueryScalar, SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
 from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
 from relviz.observe_position import LONG_PROBE, InputPosition, LayerProbe, attends_at, derive_entry, input_position, \
     position_differences, probe_layers
 from relviz.observe_build import build, has_causal_lm, runs
-from relviz.observe_record import INDEXER_SCOPE, Recorder as _Recorder, allowed as _allowed, biased as _biased, \
+from relviz.observe_record import INDEXER_SCOPE, PRE_SCALE as _PRE_SCALE, Recorder as _Recorder, \
+    allowed as _allowed, biased as _biased, \
     inputs as _inputs, layer_list as _layers, partners as _partners
 from relviz.observe_shrink import MLP, SMALL_CHUNK, SMALL_WINDOW, shrink
 
@@ -67,6 +69,7 @@ class LayerObservation:
     modules: tuple[str, ...] = ()                     # the layer's module classes that decided ``kinds``
     masks: dict[int, torch.Tensor] = field(default_factory=dict)    # probe length -> bool [L, L] allowed
     scaling: float | None = None
+    head_dim: int | None = None                       # the q width its eager attention got
     sinks: bool = False
     rotations: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)  # (in, out) [B, H, L, d]
     pairs: list[int] | None = None                    # dim -> its partner (itself when it does not rotate)
@@ -152,6 +155,10 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
                 here.masks[length] = _allowed(mask, length)
                 here.bias = here.bias or _biased(mask, length)
                 here.scaling = kwargs.get("scaling", args[5] if len(args) > 5 else None)
+                query = args[1] if len(args) > 1 else kwargs.get("query")
+                here.head_dim = int(query.shape[-1]) if isinstance(query, torch.Tensor) else None
+                if isinstance(here.scaling, (int, float)) and kwargs.get(_PRE_SCALE) is not None:
+                    here.scaling = here.scaling * kwargs[_PRE_SCALE]      # q scaled first (OPT, Whisper)
                 here.sinks = getattr(module, "sinks", None) is not None or kwargs.get("s_aux") is not None
             elif length == PROBE_LENGTHS[0]:
                 scoped, name = name.startswith(INDEXER_SCOPE), name.removeprefix(INDEXER_SCOPE)
@@ -306,9 +313,13 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
                                       for m in p.mechanisms):
             added.append(f"{where}: transformers adds something besides q·k to the scores its softmax gets (seen with "
                        "every projection zeroed) that relviz does not read")
-        scale = p.find(SoftmaxScale) or p.find(QueryScalar)
+        scale = p.find(SoftmaxScale) or p.find(QueryScalar) or p.find(FieldScale)
         if scale is not None and o.scaling is not None and scale.scale() != o.scaling:
             out.append(f"{where}: softmax scale {scale.scale()} in relviz, {o.scaling} in transformers")
+        elif scale is None and isinstance(o.scaling, (int, float)) and o.head_dim and not math.isclose(
+                o.scaling, o.head_dim ** -0.5, rel_tol=1e-12):     # (1/math.sqrt(d) and d ** -0.5 may differ by an ulp)
+            out.append(f"{where}: transformers scales the scores by {o.scaling:.6g}, not 1/√{o.head_dim} = "
+                       f"{o.head_dim ** -0.5:.6g}, and relviz's plan names no softmax scale")
         if o.bias and not any(m.positional and m.role.startswith("adds") and "input" not in m.role
                               for m in p.mechanisms):
             out.append(f"{where}: transformers adds a position bias to the logits (in the mask it hands the "

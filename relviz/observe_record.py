@@ -18,7 +18,7 @@ import torch
 from relviz.mechanisms.indexer import INDEXER_MODULES
 
 __all__ = ["INDEXER_SCOPE", "Recorder", "layer_list", "allowed", "biased", "allowed_scores", "masked_fill", "partners",
-           "inputs"]
+           "inputs", "query_pre_scale", "PRE_SCALE"]
 
 
 #: the prefix of a call's name made inside a DSA indexer module (relviz.mechanisms.indexer)
@@ -39,6 +39,9 @@ class Recorder:
             if any(fragment in type(module).__name__ for fragment in INDEXER_MODULES):
                 self.hooks += [module.register_forward_pre_hook(lambda *_: setattr(self, "scope", INDEXER_SCOPE)),
                                module.register_forward_hook(lambda *_: setattr(self, "scope", ""))]
+        self.linear_out: dict[int, torch.Tensor] = {}     # id(nn.Linear) -> its latest output (a query's source)
+        self.hooks += [m.register_forward_hook(lambda mod, args, out: self.linear_out.__setitem__(id(mod), out))
+                       for m in model.modules() if isinstance(m, torch.nn.Linear)]
         for name in dir(modeling):
             fn = getattr(modeling, name)
             if callable(fn) and getattr(fn, "__module__", None) == modeling.__name__ and not isinstance(fn, type) and (
@@ -71,6 +74,9 @@ class Recorder:
 
         def wrapped(*args, **kwargs):
             out = original(*args, **kwargs)
+            if name == "eager_attention_forward":
+                kwargs = {**kwargs, PRE_SCALE: query_pre_scale(args[0] if args else kwargs.get("module"), args[1] if len(
+                    args) > 1 else kwargs.get("query"), self.linear_out)}
             self.calls.append((self.layer, self.scope + name, args, kwargs, out))
             return out
         setattr(self.modeling, name, wrapped)
@@ -82,6 +88,28 @@ class Recorder:
             setattr(owner, name, original)
         for hook in self.hooks:
             hook.remove()
+
+
+#: the key a recorded eager call's kwargs gain: the factor its module multiplied q by before the call, or None
+PRE_SCALE = "relviz_query_pre_scale"
+
+
+def query_pre_scale(module: Any, query: Any, outputs: dict[int, torch.Tensor]) -> float | None:
+    """The factor the attention module multiplied its q projection's output by before handing it over (OPT,
+    Whisper: ``q_proj(x) * self.scaling``, then ``scaling=1.0`` in the call), proven ``torch.equal``: one of the
+    module's own linear layers' output times its ``scaling`` attribute, in [B, H, L, d], is the query it handed
+    over. None where no such factor is shown (most families scale in the call)."""
+    factor = getattr(module, "scaling", None)
+    if not isinstance(query, torch.Tensor) or query.ndim != 4 or isinstance(factor, bool) or \
+            not isinstance(factor, (int, float)) or factor == 1:
+        return None
+    batch, heads, length, width = query.shape
+    for child in module.children():
+        out = outputs.get(id(child))
+        if isinstance(out, torch.Tensor) and out.numel() == query.numel() and out.shape[:2] == (batch, length) \
+                and torch.equal((out * factor).view(batch, length, heads, width).transpose(1, 2), query):
+            return float(factor)
+    return None
 
 
 def layer_list(model: torch.nn.Module, count: int) -> torch.nn.ModuleList:

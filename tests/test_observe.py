@@ -142,3 +142,33 @@ def test_a_finite_mask_fill_is_named_only_where_the_softmax_gave_it_exactly_zero
     assert masked_fill(scores, torch.softmax(scores, dim=-1)) is None               # no mask: the lowest is a score
     pattern = AttentionPattern(fill=-1e4)
     assert pattern.label() == "causal, masked with −10,000" and "above −9,896" in pattern.describe()
+
+
+def test_the_plan_states_the_softmax_scale_that_runs():
+    """Granite's scale is attention_multiplier outright (1/64 here, not 1/√128): the plan says so, checked against
+    the scaling transformers hands its attention; without that entry the same model is refused naming the scale.
+    GPT-2 divides layer k's scores by k + 1 (scale_attn_by_inverse_layer_idx), which relviz does not read: refused
+    naming layer 1. OPT scales q before its call (scaling=1.0 there): the observer proves the factor on q
+    (torch.equal against its q projection × the module's scaling) and reads 1/√64, which the plan's silence means."""
+    from relviz.mechanisms.scale import FieldScale
+
+    granite = _config("granite", num_hidden_layers=2, hidden_size=256, num_attention_heads=2, num_key_value_heads=2,
+                      attention_multiplier=1 / 64)
+    scale = verified_plan(granite).layer(1).find(FieldScale)
+    assert scale.scale() == 1 / 64 and scale.settings()["attention_multiplier"] == 1 / 64
+    assert "attention_multiplier = 0.015625" in scale.describe()
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        monkeypatch.delitem(families.FAMILIES, "granite")
+        with pytest.raises(ValueError, match=r"layer 0: transformers scales the scores by 0.015625, not 1/√128 = "
+                                             r"0.0883883, and relviz's plan names no softmax scale"):
+            verified_plan(granite)
+    finally:
+        monkeypatch.undo()
+    gpt2 = _config("gpt2", n_layer=2, n_embd=64, n_head=2, scale_attn_by_inverse_layer_idx=True)
+    with pytest.raises(ValueError, match=r"refused: layer 1: transformers scales the scores by 0.0883883, not "
+                                         r"1/√32"):
+        verified_plan(gpt2)
+    opt = observe(shrink(_config("opt", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                                 ffn_dim=64, word_embed_proj_dim=128)))
+    assert [o.scaling for o in opt.layers] == [64 ** -0.5] * 2

@@ -60,3 +60,15 @@ def test_families_the_sweep_found_are_read_exactly(model_type):
     sliding ones, its rotated part a share of head_dim per layer type."""
     (outcome,) = sweep([model_type])
     assert outcome.exact, outcome.reason
+
+
+@pytest.mark.parametrize("model_type", ["nanochat", "gpt_neo", "openai-gpt", "beam", "granitemoe", "gemma3n_text",
+                                        "opt"])
+def test_families_whose_run_differed_are_read_exactly(model_type):
+    """Each was refused because what ran differed from relviz's reading, and is read now through a general
+    mechanism: NanoChat turns by −θ (the rotation's ``backwards``), GPT-Neo's local layers a window of window_size
+    keys (layer types from attention_types' runs), OpenAI GPT masks with −1e4 (a fill the softmax proved a mask),
+    Beam's layers without RoPE scale q by position (QueryPowerScale), GraniteMoE's softmax scale is
+    attention_multiplier (FieldScale), Gemma 3n's is 1, and OPT scales q before its attention call."""
+    (outcome,) = sweep([model_type])
+    assert outcome.exact, outcome.reason

@@ -190,7 +190,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "mechanisms": {"rotation": {}, "pattern": {}}} for t in ("lfm2", "lfm2_moe")},
     "granitemoehybrid": {"stacks": DECODER, "mechanisms": {
         "mixer": {"linear_kind": "state_space"}, "rotation": {"requires": {"position_embedding_type": "rope"}},
-        "pattern": {}}},
+        "pattern": {}, "field_scale": {"field": "attention_multiplier", "default": 1.0}}},
     "minimax": {"stacks": DECODER, "mechanisms": {"mixer": {"linear_kind": "linear_attention"}, "rotation": {},
                                                   "pattern": {}}},
     # EXAONE 4: RoPE on the sliding layers only, the global ones without position (when there is a window). Its
@@ -243,8 +243,16 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "rotation": {"layout": "half", "pass_before_field": "qk_nope_head_dim"},
         "indexer": {"rotation": {"layout": "half"}, "rope_at": "end", "shared_field": "indexer_types",
                     "shared_default": {"freq": 4, "offset": 2}}, "sinks": {}}},
-    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "sinks": {}}}
-       for t in ("granite_swa", "granitemoe_swa")},
+    # Granite: the softmax scale is attention_multiplier outright (µP), which transformers hands its attention
+    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, **({"sinks": {}} if sinks else {}),
+                                            "field_scale": {"field": "attention_multiplier", "default": 1.0}}}
+       for t, sinks in (("granite", False), ("granitemoe", False), ("granitemoeshared", False), ("granite_swa", True),
+                        ("granitemoe_swa", True))},
+    # HyperCLOVA X: attention_multiplier when set (its config class fills a null with 1/√head_dim)
+    "hyperclovax": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {},
+                                                      "field_scale": {"field": "attention_multiplier"}}},
+    # Gemma 3n: q and k are RMS-normalised per head and the softmax scale is 1, set by its attention
+    "gemma3n_text": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "query_scalar": {"fixed": 1.0}}},
     "flint": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {},
                                                 "sinks": {}}},
     # JetMoE: its head is kv_channels wide (its config class's head_dim), not hidden_size / num_attention_heads

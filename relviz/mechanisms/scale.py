@@ -7,6 +7,7 @@
   (``attn_temperature_tuning``; Nakanishi 2025, "Scalable-Softmax").
 - ``PositionQueryScale``: Ministral 3 and Mistral 4 scale every layer's rotated queries by
   1 + β·ln(1 + ⌊pos / original_max_position_embeddings⌋) (``llama_4_scaling_beta`` in rope_parameters).
+- ``FieldScale``: Granite sets the softmax scale outright (``attention_multiplier``).
 - ``QueryPowerScale``: Beam's layers without RoPE scale each query by (1 + (pos + 1)/2048)^0.1, smoothly.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from relviz.mechanisms.base import REQUIRED, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import MAX_POINTS, LayerView, Note, TemperatureCurve, step_positions
 from relviz.rope.math import llama4_query_scale
 
-__all__ = ["SoftmaxScale", "QueryTemperature", "PositionQueryScale", "QueryPowerScale", "QueryScalar"]
+__all__ = ["SoftmaxScale", "QueryTemperature", "PositionQueryScale", "QueryPowerScale", "QueryScalar", "FieldScale"]
 
 
 def get_mscale(scale: float, mscale: float = 1.0) -> float:
@@ -229,6 +230,48 @@ class QueryPowerScale(Mechanism):
             caption += f" (Sampled at {len(positions)} positions: each value drawn is exact.)"
         return [TemperatureCurve(f"Query scale against position, over {length:,} positions", caption,
                                  positions, factors, length, sampled)]
+
+
+@dataclass(frozen=True)
+class FieldScale(Mechanism):
+    """The softmax scale a config field sets outright, in place of 1/√head_dim: Granite's ``attention_multiplier``
+    (µP: 1/head_dim where 1/√head_dim would be), which transformers hands its attention as ``scaling``."""
+
+    field: str
+    value: float
+    head_dim: int | None = None
+
+    name = "field_scale"
+    option_types = {"field": str, "default": float}
+    role = "scales the softmax"
+    order = 72
+    legend = "scale"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> FieldScale | None:
+        cfg = ctx.config
+        if cfg.raw(options["field"]) is None and "default" not in options:
+            return None                       # HyperCLOVA X: null is 1/√head_dim, the standard scale
+        value = cfg.float(options["field"], options.get("default", REQUIRED), minimum=1e-12, maximum=1e6)
+        return cls(field=options["field"], value=value, head_dim=cfg.int("head_dim", None, minimum=1, maximum=1 << 16))
+
+    def scale(self) -> float:
+        """The softmax scale transformers uses on this layer (the config field's value)."""
+        return self.value
+
+    def label(self) -> str:
+        return f"scale {self.value:.4g}"
+
+    def describe(self) -> str:
+        than = f" (1/√head_dim would be {self.head_dim ** -0.5:.6g})" if self.head_dim else ""
+        return f"softmax scale {self.field} = {self.value:.6g}, in place of 1/√head_dim{than}"
+
+    def settings(self) -> dict[str, Any]:
+        return {self.field: self.value, "softmax_scale": self.value}
+
+    def views(self, length: int, layer: Any) -> list[LayerView]:
+        return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same for every position; it sets "
+                     "how sharp every row of this layer's attention is.")]
 
 
 @dataclass(frozen=True)
