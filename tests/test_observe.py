@@ -172,3 +172,18 @@ def test_the_plan_states_the_softmax_scale_that_runs():
     opt = observe(shrink(_config("opt", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
                                  ffn_dim=64, word_embed_proj_dim=128)))
     assert [o.scaling for o in opt.layers] == [64 ** -0.5] * 2
+
+
+def test_zambas_softmax_scale_is_half_its_head_dim_to_the_minus_half_as_its_attention_sets_it():
+    """Zamba's attention scales by (attention_head_dim / 2)^-0.5 (its input is twice the width): the table's
+    QueryScalar reads that field with a divisor, equal to the module's own scaling (the zoo sweep checks it against
+    what ran)."""
+    from transformers.models.zamba.modeling_zamba import ZambaAttention
+
+    from relviz.mechanisms.scale import QueryScalar
+
+    config = _config("zamba", num_hidden_layers=4, hidden_size=64, num_attention_heads=2, attention_head_dim=48)
+    scale = read_plan(config).layer(2).find(QueryScalar)
+    module = ZambaAttention(transformers.ZambaConfig(**{k: v for k, v in config.items() if k != "model_type"}), 0)
+    assert scale.scale() == module.scaling == 24 ** -0.5
+    assert scale.describe().startswith("softmax scale (attention_head_dim / 2)^-0.5 = 1/√24")

@@ -248,6 +248,12 @@ FAMILIES: dict[str, dict[str, Any]] = {
                                             "field_scale": {"field": "attention_multiplier", "default": 1.0}}}
        for t, sinks in (("granite", False), ("granitemoe", False), ("granitemoeshared", False), ("granite_swa", True),
                         ("granitemoe_swa", True))},
+    # Zamba: Mamba layers, and a shared attention block on some (layers_block_type "hybrid"), no position of its own;
+    # its softmax scale is (attention_head_dim / 2)^-0.5 (its attention's input is twice the width)
+    "zamba": {"stacks": DECODER, "mechanisms": {"mixer": {"linear_kind": "state_space"}, "pattern": {},
+                                                "query_scalar": {"field": "attention_head_dim", "divisor": 2.0}}},
+    # VaultGemma: Gemma 2's softmax scale, query_pre_attn_scalar^-0.5
+    "vaultgemma": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "query_scalar": {}}},
     # HyperCLOVA X: attention_multiplier when set (its config class fills a null with 1/√head_dim)
     "hyperclovax": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {},
                                                       "field_scale": {"field": "attention_multiplier"}}},

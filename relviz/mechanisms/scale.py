@@ -277,14 +277,17 @@ class FieldScale(Mechanism):
 @dataclass(frozen=True)
 class QueryScalar(Mechanism):
     """Gemma 2 and 3: the softmax scale is query_pre_attn_scalar^-0.5, not 1/√head_dim (their config's own
-    field; transformers' attention sets ``scaling`` from it)."""
+    field; transformers' attention sets ``scaling`` from it). Zamba's is (attention_head_dim / 2)^-0.5: the field
+    and a divisor are options."""
 
     scalar: float
     head_dim: int | None
     fixed: bool = False      # Gemma 4: the family's attention sets it, whatever the config says
+    field: str = "query_pre_attn_scalar"
+    divisor: float = 1.0
 
     name = "query_scalar"
-    option_types = {"default": float, "fixed": float}
+    option_types = {"default": float, "fixed": float, "field": str, "divisor": float}
     role = "scales the softmax"
     order = 72
     legend = "scale"
@@ -295,25 +298,28 @@ class QueryScalar(Mechanism):
         head_dim = cfg.int("head_dim", None, minimum=1, maximum=1 << 16)
         if "fixed" in options:
             return cls(scalar=options["fixed"], head_dim=head_dim, fixed=True)
-        return cls(scalar=cfg.float("query_pre_attn_scalar", options.get("default", 256.0), minimum=1e-6,
-                                    maximum=1e12), head_dim=head_dim)
+        field = options.get("field", "query_pre_attn_scalar")
+        default = options.get("default", 256.0 if "field" not in options else REQUIRED)
+        return cls(scalar=cfg.float(field, default, minimum=1e-6, maximum=1e12), head_dim=head_dim, field=field,
+                   divisor=options.get("divisor", 1.0))
 
     def scale(self) -> float:
-        """The softmax scale transformers uses on this layer (config.query_pre_attn_scalar ** -0.5)."""
-        return self.scalar ** -0.5
+        """The softmax scale transformers uses on this layer ((config.query_pre_attn_scalar / divisor) ** -0.5)."""
+        return (self.scalar / self.divisor) ** -0.5 if self.divisor != 1 else self.scalar ** -0.5
 
     def label(self) -> str:
-        return f"scale {self.scale():g}" if self.fixed else f"scale 1/√{self.scalar:g}"
+        return f"scale {self.scale():g}" if self.fixed else f"scale 1/√{self.scalar / self.divisor:g}"
 
     def describe(self) -> str:
         than = f" (1/√head_dim would be {self.head_dim ** -0.5:.6g})" if self.head_dim else ""
         if self.fixed:
             return (f"softmax scale {self.scale():.6g}, set by the family's attention whatever the config says "
                     f"(q and k are RMS-normalised per head instead){than}")
-        return f"softmax scale query_pre_attn_scalar^-0.5 = 1/√{self.scalar:g} = {self.scale():.6g}{than}"
+        what = f"({self.field} / {self.divisor:g})" if self.divisor != 1 else self.field
+        return f"softmax scale {what}^-0.5 = 1/√{self.scalar / self.divisor:g} = {self.scale():.6g}{than}"
 
     def settings(self) -> dict[str, Any]:
-        return {"softmax_scale": self.scale()} if self.fixed else {"query_pre_attn_scalar": self.scalar,
+        return {"softmax_scale": self.scale()} if self.fixed else {self.field: self.scalar,
                                                                      "softmax_scale": self.scale()}
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
