@@ -26,6 +26,7 @@ from relviz.rope import (
     turning_in_context,
     unscaled,
 )
+from relviz.rope import scores as words
 from relviz.rope.pair import rotate_pair
 
 navigation.ensure_app_navigation()
@@ -142,13 +143,8 @@ def score_matrix(key: tuple, length: int, preset: str, attention: float) -> None
             display.show_toeplitz(score_fig(key, length, window, same, seed), key=f"{P}_fig_scores",
                                   name="rope_scores")
         with col_t:
-            st.markdown(
-                "Every query position carries the same unit vector q, every key position the same k; only the "
-                "rotation differs. The score (R_i q)·(R_j k) is then Σ_pairs A·cos((j − i)θ) + B·sin((j − i)θ): "
-                "**constant along each diagonal**. relviz computes it once per offset (2W − 1 values for W positions "
-                "shown) and expands.")
-            st.success(f"Checked: rotating q and k at every position and multiplying gives the same matrix up to "
-                       f"{content.spread:.1e} (float32 cos/sin, as in transformers).", icon=":material/check_circle:")
+            st.markdown(words.SCORE_MATRIX_WORDS)
+            st.success(words.checked_words(content.spread), icon=":material/check_circle:")
             if attention != 1.0:
                 st.caption(f"Scores include the attention scaling² = {attention ** 2:.4f}.")
             downloads.offset_vector_downloads(np.arange(-(window - 1), window),
@@ -200,19 +196,13 @@ with display.user_errors():
     col_w, col_r = st.columns([3, 2])
     with col_w:
         display.show_figure(wavelength_fig(key, length), key=f"{P}_fig_wave")
-        st.caption("Pair i rotates by m·θ_i at position m, a full turn every 2π/θ_i positions. Early pairs "
-                   "turn many times (fine, local position); the last pairs sweep only a fraction of the circle "
-                   "over the whole context (coarse, long-range). A pair that never completed a turn in "
-                   "training meets angles it has never seen once the context grows: that is what the scaling "
-                   "rules fix.")
+        st.caption(words.WAVELENGTH_WORDS)
     with col_r:
         if not config.scaling.scales:
-            st.markdown("**No scaling rule.** Pick one (custom) or a scaled model to see what it does to "
-                        "each pair's frequency.")
+            st.markdown(words.NO_RULE_WORDS)
         else:
             display.show_figure(ratio_fig(key, length), key=f"{P}_fig_ratio")
-            st.caption("θ_scaled / θ per pair at this length: 1 = kept (extrapolated), 1/factor = "
-                       "interpolated (positions squeezed into the trained range).")
+            st.caption(words.RATIO_WORDS)
 
     turning, pairs, longest = turning_in_context(torch.from_numpy(inv_freq), length)
     m1, m2, m3 = st.columns(3)
@@ -223,12 +213,7 @@ with display.user_errors():
     st.info(f"**{rule}** — {RULE_TEXT[rule]}", icon=":material/info:")
     if preset != CUSTOM:
         st.caption(preset_caption(*preset_map[preset]))
-    st.markdown(
-        "**Rotary position embedding** (Su et al., RoFormer) rotates every pair of dimensions of q and k by an "
-        "angle proportional to the position: pair i at position m turns by m·θ_i, with θ_i = base^(−2i/d). "
-        "Rotating both and taking the dot product leaves only the *difference* of the angles, so q_m · k_n "
-        "depends on n − m alone. Nearly every current LLM uses it, and stretches it past its training length "
-        "with a **scaling rule**. Every number here is computed the way Hugging Face transformers computes it.")
+    st.markdown(words.WHAT_ROPE_DOES)
 
     st.subheader("2 · Why RoPE is relative: one pair, then the whole score matrix")
     pairs = len(inv_freq)
@@ -259,13 +244,4 @@ with display.user_errors():
     st.subheader("3 · The long-term decay, at this length")
     curves = decay(key, length)
     display.show_figure(decay_fig(key, length), key=f"{P}_fig_decay")
-    st.caption(
-        "RoFormer §3.4.3 bounds |q·k| by max|h_{k+1} − h_k| · (1/P)·Σ_j |S_j|, S_j = Σ_{k<j} e^{i(j−i)θ_k}; the "
-        "blue curve is that relative bound divided by its value at distance 0, (P + 1)/2: it falls (with "
-        "ripples) as the distance grows. For q = k the "
-        "mean score starts at 1 and dephases; for independent q, k the mean |score| stays flat — the decay is "
-        "about *aligned* content."
-        + (" Scaling slows the pairs it touches, so the bound decays later wherever those pairs matter "
-           "(compare the dotted, unscaled curve; rules that keep the fast pairs barely change short distances)."
-           if config.scaling.scales else "")
-        + f" Drawn at {len(curves.distances)} distances: every one up to 64, then log-spaced.")
+    st.caption(words.decay_words(curves))

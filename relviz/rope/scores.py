@@ -144,3 +144,55 @@ def decay_curves(config: RopeConfig, length: int, *, points: int = 600) -> Decay
         plain = decay_bound(rope_parameters(unscaled(config), device="cpu")[0], distances) / top
     return DecayCurves(distances, decay_bound(inv_freq, distances) / top, plain,
                        measured_decay(inv_freq, distances, identical=True), measured_decay(inv_freq, distances))
+
+
+# ---------------------------------------------------------------------------------------
+# The RoPE page's words beside these views
+
+#: What rotary position embedding does, and why it is relative.
+WHAT_ROPE_DOES = (
+    "**Rotary position embedding** (Su et al., RoFormer) rotates every pair of dimensions of q and k by an angle "
+    "proportional to the position: pair i at position m turns by m·θ_i, with θ_i = base^(−2i/d). Rotating both and "
+    "taking the dot product leaves only the *difference* of the angles, so q_m · k_n depends on n − m alone. Nearly "
+    "every current LLM uses it, and stretches it past its training length with a **scaling rule**. Every number "
+    "here is computed the way Hugging Face transformers computes it.")
+
+#: What the wavelengths say: fast pairs for local position, slow ones for long range, and what scaling fixes.
+WAVELENGTH_WORDS = (
+    "Pair i rotates by m·θ_i at position m, a full turn every 2π/θ_i positions. Early pairs turn many times (fine, "
+    "local position); the last pairs sweep only a fraction of the circle over the whole context (coarse, "
+    "long-range). A pair that never completed a turn in training meets angles it has never seen once the context "
+    "grows: that is what the scaling rules fix.")
+
+#: In place of the ratio chart, for plain RoPE.
+NO_RULE_WORDS = ("**No scaling rule.** Pick one (custom) or a scaled model to see what it does to each pair's "
+                 "frequency.")
+
+#: How to read the ratio chart θ_scaled / θ.
+RATIO_WORDS = ("θ_scaled / θ per pair at this length: 1 = kept (extrapolated), 1/factor = interpolated (positions "
+               "squeezed into the trained range).")
+
+#: Why the content scores are constant along each diagonal.
+SCORE_MATRIX_WORDS = (
+    "Every query position carries the same unit vector q, every key position the same k; only the rotation "
+    "differs. The score (R_i q)·(R_j k) is then Σ_pairs A·cos((j − i)θ) + B·sin((j − i)θ): **constant along each "
+    "diagonal**. relviz computes it once per offset (2W − 1 values for W positions shown) and expands.")
+
+
+def checked_words(spread: float) -> str:
+    """The content scores against brute-force rotation (ContentScores.spread: the largest difference)."""
+    return (f"Checked: rotating q and k at every position and multiplying gives the same matrix up to {spread:.1e} "
+            "(float32 cos/sin, as in transformers).")
+
+
+def decay_words(curves: DecayCurves) -> str:
+    """The caption of the decay chart: RoFormer's bound, the measured means, and what a rule changes (where the
+    curves hold the unscaled bound beside the scaled one)."""
+    return ("RoFormer §3.4.3 bounds |q·k| by max|h_{k+1} − h_k| · (1/P)·Σ_j |S_j|, S_j = Σ_{k<j} e^{i(j−i)θ_k}; the "
+            "blue curve is that relative bound divided by its value at distance 0, (P + 1)/2: it falls (with "
+            "ripples) as the distance grows. For q = k the mean score starts at 1 and dephases; for independent "
+            "q, k the mean |score| stays flat — the decay is about *aligned* content."
+            + (" Scaling slows the pairs it touches, so the bound decays later wherever those pairs matter "
+               "(compare the dotted, unscaled curve; rules that keep the fast pairs barely change short distances)."
+               if curves.bound_unscaled is not None else "")
+            + f" Drawn at {len(curves.distances)} distances: every one up to 64, then log-spaced.")
