@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from relviz._checks import check_int, resolve_device
+from relviz._words import counted
 
 if TYPE_CHECKING:
     import numpy as np
@@ -128,3 +129,35 @@ def offset_window(per_offset: torch.Tensor | np.ndarray, grid: PatchGrid, query_
                          f"got shape {tuple(per_offset.shape)}")
     r0, c0 = grid.rows - 1 - query_row, grid.cols - 1 - query_col
     return per_offset[..., r0:r0 + grid.rows, c0:c0 + grid.cols]
+
+
+# ---------------------------------------------------------------------------------------
+# The grid in words (the Images and video page)
+
+
+def grid_words(rows: int, cols: int) -> str:
+    """Why every view of an H × W patch grid is computed per offset (Δh, Δw), with this grid's counts."""
+    return ("An image enters a vision transformer as a grid of **patches**, read row by row. Every structure on this "
+            "page depends on a pair of patches only through **(Δh, Δw) = (key row − query row, key column − query "
+            "column)**: a grid of H × W patches has (H·W)² pairs but only (2H − 1)(2W − 1) offsets, so each view "
+            f"is computed per offset. Here: {rows} × {cols} = {counted(rows * cols, 'patch', 'patches')}, "
+            f"{counted((rows * cols) ** 2, 'pair')}, {counted((2 * rows - 1) * (2 * cols - 1), 'offset')}.")
+
+
+def offset_words(query_row: int, query_col: int) -> tuple[str, str]:
+    """What the Δh and Δw maps of one query patch show."""
+    return (f"**Δh** of every key patch from the query patch ({query_row}, {query_col}), outlined: constant along "
+            "each image row.",
+            "**Δw**: constant down each column. Another query patch sees the same two pictures shifted: the pair "
+            "enters only through its offset.")
+
+
+def pair_matrix_words(rows: int, cols: int, *, drawn_up_to: int) -> str:
+    """What the matrix of every patch pair shows, or (past ``drawn_up_to`` patches) why it is not drawn."""
+    if rows * cols > drawn_up_to:
+        return (f"The pair matrix ({rows * cols:,} × {rows * cols:,}) is drawn for grids of at most {drawn_up_to} "
+                "patches; the two pictures above are its outlined row.")
+    return (f"**Every pair** (query patch × key patch, row-major). Δh is constant on each {cols} × {cols} block; "
+            "inside every block Δw is the 1-D relative index j − i. A 2-D relative structure is a grid of Toeplitz "
+            "blocks, described by its offsets like the 1-D ones. The outlined row is the query patch's, the two "
+            "pictures above.")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from relviz._checks import check_bool, check_int, check_tensor, resolve_device
+from relviz._words import counted
 from relviz.rope.math import score_per_offset
 from relviz.vision.grid import MAX_FRAMES, MAX_SIDE
 
@@ -277,3 +278,43 @@ def score_map_3d(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, secti
             shape[axis] = 2 * side - 1
         total += scores.view(shape)
     return total
+
+
+# ---------------------------------------------------------------------------------------
+# M-RoPE in words (the Images and video page)
+
+
+def ids_words(rows: int, cols: int, frames: int) -> str:
+    """How get_rope_index numbers the page's sequence: text, a rows × cols image, text, a video, text."""
+    return ("**Three position ids per token**, as transformers' get_rope_index builds them for a sequence of text, a "
+            f"{rows} × {cols} image (tokens after the vision tower's 2 × 2 merge), text, a {frames}-frame video and "
+            "text. Text continues one counter on all three rows; a grid starting at s gets t ids s + ⌊f·interval⌋, "
+            "h ids s + row, w ids s + column, and the counter moves on by max(H, W). Qwen2.5-VL's interval is "
+            "tokens_per_second × seconds per temporal patch; Qwen3-VL makes each frame its own grid after its "
+            "timestamp text (two tokens here; a real timestamp, `<0.5 seconds>`, takes a few more). When the "
+            "video's t ids outgrow max(H, W), the text after it starts below them: transformers 5.23 moves the "
+            "counter by max(H, W) only.")
+
+
+def frame_offset_words(dt: int, rows: int, cols: int, frames: int) -> str:
+    """Two video tokens Δt frames apart: one slice of the (Δt, Δh, Δw) volume."""
+    return (f"**Two video tokens {counted(dt, 'frame', spec='+d')} apart**, score per (Δh, Δw) (k = q). Their ids "
+            "differ by Δt on the time axis (Qwen2.5-VL: times the interval; Qwen3-VL: every axis moves by the "
+            "frame's start), so the map of each Δt is one slice of a (Δt, Δh, Δw) volume: "
+            f"{counted((2 * frames - 1) * (2 * rows - 1) * (2 * cols - 1), 'value')} for "
+            f"{counted((frames * rows * cols) ** 2, 'pair')}.")
+
+
+#: Which pairs each axis owns, sectioned and interleaved.
+SECTIONS_WORDS = (
+    "**Which pairs each axis owns.** Sectioned (Qwen2-VL, 2.5-VL, mrope_section [16, 24, 24]): the fastest pairs "
+    "turn with time, then a block with the row, then the slowest with the column, whose wavelengths (base 10,000 "
+    "here) run from about 2,000 to 54,000 ids: across a few dozen columns they hardly turn, so the map beside barely "
+    "changes along Δw. Interleaved (Qwen3-VL, [24, 20, 20]): t, h, w take turns, so every axis gets fast and slow "
+    "pairs.")
+
+#: Why M-RoPE between two text tokens is 1-D RoPE.
+TEXT_IS_PLAIN_ROPE = (
+    "**Why text is plain RoPE.** A text token carries the same id n on all three rows, so every pair turns by n·θ_i "
+    "whichever axis owns it: the sections no longer matter, and between two text tokens M-RoPE is 1-D RoPE at "
+    "offset j − i. Only image and video tokens, whose three ids differ, use the split.")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from relviz._checks import check_int, check_tensor, resolve_device
+from relviz._words import counted
 from relviz.rope.math import default_inv_freq, rotate_half_by, score_per_offset
 from relviz.vision.grid import PatchGrid, as_grid
 
@@ -160,3 +161,41 @@ def score_map_2d(q: torch.Tensor, k: torch.Tensor, rope: Rope2D, grid: PatchGrid
         offsets = torch.arange(-(side - 1), side, device=device)
         terms.append(score_per_offset(q[dims].double(), k[dims].double(), step[pairs].to(device), offsets))
     return terms[0][:, None] + terms[1][None, :]
+
+
+# ---------------------------------------------------------------------------------------
+# 2-D RoPE in words (the Images and video page)
+
+
+def plane_words(rows: int, cols: int) -> str:
+    """The score per offset (Δh, Δw): a row term plus a column term."""
+    return (f"**The score per offset (Δh, Δw)**: {counted((2 * rows - 1) * (2 * cols - 1), 'value')} describe all "
+            f"{counted((rows * cols) ** 2, 'pair')}. Half the frequency pairs turn with the row, half with the "
+            "column, so the map is a row term plus a column term: S(Δh, Δw) = S_h(Δh) + S_w(Δw). Every query patch "
+            "reads its own H × W part of this one map.")
+
+
+def query_words(rows: int, cols: int, query_row: int, query_col: int) -> str:
+    """One query patch's slice of the per-offset map."""
+    def signed(v: int) -> str:  # a minus sign, as the axes write it, not a hyphen
+        return str(v).replace("-", "−")
+
+    return (f"**The query patch ({query_row}, {query_col}) against every key patch**: its part of the map beside "
+            f"(Δh from {signed(-query_row)} to {rows - 1 - query_row}, Δw from {signed(-query_col)} to "
+            f"{cols - 1 - query_col}), laid out as the image. Move the query: the picture slides, its shape stays.")
+
+
+#: Which pairs each family gives to the row and to the column.
+PAIRS_WORDS = (
+    "**Which pairs turn with which axis, and how fast.** Pixtral takes a D-wide RoPE and gives its even-indexed θ to "
+    "the row, the odd-indexed to the column, so rows and columns alternate along the wavelengths; the Qwen-VL vision "
+    "towers use the same θ (from a D/2-wide RoPE) for both; DINOv3 uses θ_i = 1/100^(4i/D) on patch centres "
+    "normalised to [−1, 1], an angle of 2π·coordinate·θ, so its wavelengths in patches grow with the grid. All "
+    "three lay cos and sin out as [row pairs, column pairs] twice and pair dimension p with p + D/2 (rotate_half).")
+
+#: Where the coordinates are normalised (DINOv3): the map stretches with the grid.
+NORMALISED_WORDS = (
+    "**DINOv3's coordinates depend on the image size**: neighbouring patches are 2/H apart, so one patch of offset "
+    "turns a pair by 2π·θ·2/H, less on a larger image: the map stretches with the grid. Its CLS and register tokens "
+    "come before the patches and are not rotated: a patch's score against them depends on where the patch is, not "
+    "on an offset.")

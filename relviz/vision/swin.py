@@ -125,3 +125,39 @@ def swinv2_table(coordinates: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, 
                          f"{tuple(coordinates.shape)}, {tuple(w1.shape)}, {tuple(b1.shape)}, {tuple(w2.shape)}")
     hidden = torch.nn.functional.relu(torch.nn.functional.linear(coordinates, w1, b1))
     return SWINV2_BOUND * torch.sigmoid(torch.nn.functional.linear(hidden, w2))
+
+
+# ---------------------------------------------------------------------------------------
+# Swin's table in words (the Images and video page), for the query patch at (in_row, in_col) of its window
+
+
+def index_words(window: int, in_row: int, in_col: int) -> str:
+    """Swin's index formula, with its sign: δ = query − key."""
+    return (f"**The index formula**: a window of {window} × {window} patches has (2M − 1)² = {(2 * window - 1) ** 2} "
+            "offsets, one table row each. Swin's code writes δ = query − key (the negative of this page's Δ), so "
+            "the row is (δh + M − 1)(2M − 1) + (δw + M − 1). The outline: the offsets the query patch "
+            f"({in_row}, {in_col}) of its window reads.")
+
+
+def query_bias_words(query_row: int, query_col: int, in_row: int, in_col: int) -> str:
+    """One query's bias over its window, and why attention never crosses a window."""
+    return (f"**One query's bias** over its window: the table read at the outlined offsets. The query patch "
+            f"({query_row}, {query_col}) of the grid sits at ({in_row}, {in_col}) of its window; attention never "
+            "crosses a window (the shifted windows of the next block move the borders).")
+
+
+def gathered_bias_words(window: int) -> str:
+    """The gathered M² × M² bias: Toeplitz blocks, clipped by the window itself."""
+    return (f"**The gathered bias** {window * window} × {window * window}, what the block adds to each head's logits: "
+            "the table (random values here, as a fresh model has; a checkpoint holds learned ones) gathered per "
+            "pair. It repeats in Toeplitz blocks, like Shaw's clipped table in two dimensions, except that the "
+            "window itself is the clip: no offset beyond ±(M − 1) exists. The outlined row is the query patch's: the "
+            "map on the right above.")
+
+
+#: Swin v2's continuous, log-spaced coordinates.
+SWINV2_WORDS = (
+    "**Swin v2** replaces the table by a small MLP (2 → 512 → heads, bounded by 16·sigmoid) that reads each offset "
+    "as a continuous coordinate, log-spaced: sign(x)·log2(1 + |x|)/log2(8) with x = 8·δ/(P − 1). Near offsets stay "
+    "apart, far ones crowd together, so a larger window at fine-tuning (P the pretrained window) asks the MLP for "
+    "coordinates only a little beyond those it learned.")
