@@ -24,6 +24,7 @@ from relviz.figures.layers import view_figure, view_parts
 from relviz.inspection import (
     LiveModel,
     mean_attention_by_offset,
+    no_structure_text,
     offset_findings,
     parameter_caption,
     parameter_views,
@@ -286,7 +287,7 @@ def sequence_section(active: LiveModel, layer: int, head: int) -> None:
                 st.caption(structure_text(current_structure)
                            + (" Blank: future keys, masked." if current_structure.masked_future else ""))
             else:
-                st.info(get_scheme(active.scheme).no_structure, icon=":material/info:")
+                st.info(no_structure_text(active.model, layer), icon=":material/info:")
     elif structure_error is None and current_structure is not None:
         st.subheader("The scheme's position structure")
         left, right = st.columns(2)

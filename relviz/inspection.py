@@ -32,7 +32,7 @@ from relviz.training.evaluation import run_text
 __all__ = [
     "about_the_models", "OFFSET_PROFILE", "LiveModel", "RunView", "run_view", "random_text", "resize_text", "OffsetProfile", "mean_attention_by_offset",
     "peak_offsets", "Finding", "offset_findings", "column_attention", "window_attention",
-    "PositionStructure", "position_structure", "parameter_views", "structure_text", "parameter_caption",
+    "PositionStructure", "position_structure", "parameter_views", "structure_text", "no_structure_text", "parameter_caption",
 ]
 
 #: Longest random example :func:`random_text` draws.
@@ -411,6 +411,11 @@ def position_structure(model: RelvizTransformer, length: int, layer: int = 0) ->
 def parameter_views(model: RelvizTransformer, *, length: int, train_length: int, layer: int = 0) -> list[View]:
     """The scheme's position parameters as data (a bias curve, vector norms, a similarity matrix, ...)."""
     return model.position.parameter_views(length=length, train_length=train_length, layer=layer)
+
+
+def no_structure_text(model: RelvizTransformer, layer: int = 0) -> str:
+    """What the page says where layer ``layer``'s mechanism has no structure to draw: the mechanism's words."""
+    return model.position.mechanism(min(layer, model.config.n_layers - 1)).no_structure
 
 
 def structure_text(structure: PositionStructure) -> str:

@@ -69,19 +69,21 @@ def attention_head(checkpoint: str = "t5-shift", text: str | None = None, *, lay
     _check_count("layer", layer, layers)
     _check_count("head", head, heads)
     return attention_figures.attention_heatmap(view.weights[layer - 1, head - 1], layer=layer - 1, head=head - 1,
-                                               structure=structure_of(loaded.model, view.length),
+                                               structure=structure_of(loaded.model, view.length, layer - 1),
                                                train_length=loaded.info.train_length)
 
 
-def position_structure(checkpoint: str = "t5-shift", length: int = 32, *, head: int = 1) -> go.Figure:
-    """The position structure the checkpoint's scheme puts beside the weights (e.g. T5's learned bias).
+def position_structure(checkpoint: str = "t5-shift", length: int = 32, *, head: int = 1, layer: int = 1) -> go.Figure:
+    """The position structure layer ``layer``'s mechanism puts beside its weights (e.g. T5's buckets and learned bias;
+    layers and heads count from 1, as in the app).
 
     Raises ValueError for a scheme without one (``none``).
-    Example: ``show.position_structure("alibi-shift", 48, head=2)``
+    Example: ``show.position_structure("fire-shift", 48, head=2, layer=3)``
     """
 
     loaded = _checkpoint(checkpoint)
-    structure = structure_of(loaded.model, length)
+    _check_count("layer", layer, loaded.model.config.n_layers)
+    structure = structure_of(loaded.model, length, layer - 1)
     if structure is None:
         raise ValueError(f"checkpoint {checkpoint!r} (scheme {loaded.model.config.scheme}) has no position structure")
     _check_count("head", head, loaded.model.config.n_heads)

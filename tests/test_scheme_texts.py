@@ -2,8 +2,8 @@
 
 One rule: the concept's module owns its sentences. What the Live attention page shows beside a structure and under
 each parameter view is the layer's mechanism's (relviz.mechanisms: functions of the view's facts, carried in the
-view); a scheme's module says the notice when there is no structure to draw and the offset study's words for its
-exact range. A scheme added without its words fails here.
+view), and so is the notice where a layer has no structure to draw; a scheme's module says the offset study's words
+for its exact range. A scheme added without its words fails here.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 
 from relviz.experiments.plan import Setting
 from relviz.experiments.readings import exact_range_words
-from relviz.inspection import parameter_caption, parameter_views, position_structure, structure_text
+from relviz.inspection import no_structure_text, parameter_caption, parameter_views, position_structure, structure_text
 from relviz.model import ModelConfig, build_model
 from relviz.schemes import REGISTRY
 from relviz.mechanisms.view_kinds import Note
@@ -32,7 +32,8 @@ def test_every_scheme_has_the_words_for_what_it_shows(scheme):
     model = _model(scheme)
     structure = position_structure(model, 24)
     if structure is None:
-        assert REGISTRY[scheme].no_structure
+        text = no_structure_text(model, 1)
+        assert text == model.position.mechanism(1).no_structure and len(text) > 40
     else:
         text = structure_text(structure)
         assert len(text) > 40 and "{" not in text

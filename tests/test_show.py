@@ -110,12 +110,20 @@ def test_attention_draws_the_models_weights():
     assert show.attention("t5-shift", text=text).data
 
 
+def test_position_structure_draws_the_layers_mechanisms():
+    """FIRE's function is each layer's own: the structure drawn is the chosen layer's (layers count from 1)."""
+    fig = show.position_structure("fire-shift", 16, layer=3)
+    assert "layer 3" in fig.layout.title.text
+    assert "layer 1" in show.position_structure("fire-shift", 16).layout.title.text
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: show.attention_head("t5-shift", layer=0), "layer must be an integer from 1 to 2"),
     (lambda: show.alibi_bias(16, heads=4, head=5), "head must be an integer from 1 to 4"),
     (lambda: show.relative_intro(["a", "b"], query=2), "query must be an integer from 0 to 1"),
     (lambda: show.t5_buckets(num_buckets=2, max_distance=8), "num_buckets"),
     (lambda: show.position_structure("none-shift"), "has no position structure"),
+    (lambda: show.position_structure("fire-shift", layer=4), "layer must be an integer from 1 to 3"),
 ])
 def test_bad_arguments_raise_value_error_naming_the_parameter(call, message):
     with pytest.raises(ValueError, match=message):

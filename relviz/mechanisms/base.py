@@ -151,6 +151,8 @@ class Mechanism:
     positional: ClassVar[bool] = False
     #: whether its values live in the checkpoint's tensors (a config alone gives only its settings)
     needs_weights: ClassVar[bool] = False
+    #: what the Live attention page says where :meth:`structure` gives nothing to draw
+    no_structure: ClassVar[str] = "This layer's position mechanism gives attention no position structure to draw."
     #: the options its ``read`` interprets in the family table: key -> its type (or a tuple of types), or the
     #: values it may take (a frozenset); relviz.mechanisms.families.check_family refuses any other key
     option_types: ClassVar[Mapping[str, Any]] = {}

@@ -17,6 +17,9 @@ __all__ = ["NoPosition"]
 class NoPosition(Mechanism):
     name = "none"
     role = "no position information"
+    no_structure = ("This layer gets no position information: q · k depends on the content alone. A causal mask still "
+                    "tells a query how many keys it can see, and nothing more: by position alone it cannot tell which "
+                    "one is 5 back.")
     order = 1
     legend = "none"
 

@@ -8,8 +8,7 @@ hands out, per layer, the mechanism of :mod:`relviz.mechanisms` that computes it
 (:meth:`Scheme.embed`, :meth:`Scheme.attend`), the structure beside the attention (:meth:`Scheme.structure`)
 and the parameter views (:meth:`Scheme.parameter_views`), their words included. A scheme's module holds its
 name, its one-line summary (``python -m relviz schemes``), its parameters' help (the CLI flags), its
-error messages, the notice when there is no structure to draw (:attr:`Scheme.no_structure`) and the offset
-study's words for its exact range (:meth:`Scheme.exact_range_words`).
+error messages and the offset study's words for its exact range (:meth:`Scheme.exact_range_words`).
 
 A :class:`Param` is declared once and gives everything else: the ModelConfig field, its
 validation, the ``python -m relviz train`` flag and help, the app's slider range.
@@ -281,9 +280,6 @@ class Scheme(nn.Module):
         return mechanism.trained_views(length, layer, train_length) or [Note(mechanism.label(), mechanism.describe())]
 
     # -- what the pages say about it (the Live attention page) -------------------------------
-
-    #: The notice when :meth:`structure` gives nothing to draw.
-    no_structure: ClassVar[str] = "This scheme gives attention no position structure to draw."
 
     @classmethod
     def parameter_caption(cls, view: LayerView) -> str:

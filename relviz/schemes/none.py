@@ -17,6 +17,3 @@ class NoPositions(Scheme):
     summary = "no position information (a causal model still sees how many tokens precede it)"
     order = 0
     family = "none"
-
-    no_structure = ("Scheme **none**: the model gets no position information at all. A causal model still knows "
-                    "how many tokens it can see, and nothing more: it cannot tell which one is 5 back.")
