@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,7 @@ from relviz.mechanisms.sinusoidal import SinusoidalAbsolute
 from relviz.mechanisms.skew import SkewTable
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model import ModelConfig, build_model
-from relviz.positions import expand_toeplitz, shaw_clip_index
+from relviz.positions import expand_toeplitz
 from relviz.schemes import REGISTRY
 from relviz.training.checkpoints import list_checkpoints, load_checkpoint
 
@@ -117,9 +118,7 @@ def _what_the_forward_computes(model, layer: int, length: int) -> tuple[np.ndarr
                 return (rows @ rows.T / (model.config.d_model / 2)).numpy()[None], False
             unit = rows / rows.norm(dim=-1, keepdim=True)
             return (unit @ unit.T).numpy()[None], False
-        if isinstance(mechanism, ShawTables):                      # the row of a^K / a^V each cell reads
-            return shaw_clip_index(length, k=mechanism.clip).numpy()[None], True
-        if isinstance(mechanism, SkewTable):                       # checked against skew_attention: test_inspection
+        if isinstance(mechanism, (ShawTables, SkewTable)):         # an index: test_the_index_is_the_row_attend_reads
             return None, True
     assert isinstance(mechanism, NoPosition), type(mechanism)
     return None, True
@@ -140,3 +139,26 @@ def test_each_structure_agrees_with_what_the_forward_computes(name):
             assert np.array_equal(drawn, computed.astype(drawn.dtype)), (name, layer)
         else:
             assert np.allclose(drawn, computed, atol=2e-6, rtol=0), (name, layer, np.abs(drawn - computed).max())
+
+
+@pytest.mark.parametrize("name", ["shaw-shift", "skew-shift"])
+def test_the_index_is_the_row_attend_reads(name):
+    """Shaw's clip index and the skew's E_r row are indices: the weights the layer's attend returns are
+    softmax((q · k + q · table[index]) / √d) with the index the structure draws, future cells masked."""
+    model = load_checkpoint(name).model
+    length, d = 24, model.config.head_dim
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, length, d, generator=gen) for _ in range(3))
+    for layer in range(model.config.n_layers):
+        mechanism = model.position.mechanism(layer)
+        structure = model.position.structure(length, layer)
+        index = torch.from_numpy(structure.values[0])                                      # [L, L]
+        table = (mechanism.rel_k if isinstance(mechanism, ShawTables) else mechanism.e_r)[layer].detach()
+        with torch.no_grad():
+            _, weights = mechanism.attend(q, k, v, causal=True, need_weights=True)
+        relative = torch.einsum("bhid,ijd->bhij", q, table[index.clamp(min=0)])
+        logits = (q @ k.transpose(-1, -2) + relative) / math.sqrt(d)
+        future = torch.ones(length, length, dtype=torch.bool).triu(1)
+        assert torch.equal(index < 0, future) if structure.discrete[0] < 0 else bool((index >= 0).all())
+        expected = logits.masked_fill(future, float("-inf")).softmax(-1)
+        assert torch.allclose(weights, expected, atol=1e-6), (name, layer)
