@@ -268,6 +268,23 @@ def test_a_shipped_toy_checkpoint_is_a_model_the_page_draws():
     assert any(np.array_equal(heatmap_values(h), expected) for h in heats)
 
 
+def test_a_toy_checkpoint_draws_each_layers_structure_as_the_live_attention_page_does():
+    """fire-shift, layer 2 (FIRE's function is each layer's own), 'structure' view: the heatmap and words are the
+    structure the Live attention page draws for that layer (relviz.inspection.position_structure), at the model's
+    own 64 positions, future cells blank."""
+    from relviz.inspection import position_structure
+    from relviz.training import load_checkpoint
+
+    at = run_page("your_model", timeout=120, ym_model="fire-shift (relviz toy model)", ym_layer=2, ym_view="structure")
+    assert not at.error and not at.exception
+    structure = position_structure(load_checkpoint("fire-shift").model, 64, 2)
+    drawn = [c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith(structure.title)]
+    assert len(drawn) == 1
+    expected = np.where(np.triu(np.ones((64, 64), dtype=bool), 1), np.nan, structure.values[0])
+    assert np.array_equal(heatmap_values(drawn[0]), expected, equal_nan=True)
+    assert any(c.value == structure.caption for c in at.caption)
+
+
 def test_the_context_slider_stops_at_the_models_own_context():
     """Issue 33, defect 14: the slider ran to 16,777,216 for every model."""
     at = run_page("your_model", ym_model=PRESETS["rope/llama-3.1-8b"])
