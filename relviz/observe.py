@@ -164,6 +164,9 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
                 scoped, name = name.startswith(INDEXER_SCOPE), name.removeprefix(INDEXER_SCOPE)
                 x_in, x_out = args[0], out[0] if isinstance(out, tuple) else out
                 axis = next((a for a in range(x_in.ndim - 1) if x_in.shape[a] == length), None)
+                if axis is None and scoped:      # not one entry per position (DeepSeek-V4's pooled keys): its layer
+                    here.indexer_rotations.append((x_in, x_out))      # cannot be read as a DSA indexer's
+                    continue
                 if axis is None:
                     raise ValueError(f"the observer could not read a rotation {config['model_type']!r} ran: {name}'s "
                                      f"input {tuple(x_in.shape)} has no axis of the probe's {length} positions")

@@ -30,15 +30,16 @@ class Recorder:
 
     def __init__(self, modeling: Any, model: torch.nn.Module, layers: torch.nn.ModuleList) -> None:
         self.modeling, self.layer = modeling, -1
-        self.scope = ""                  # INDEXER_SCOPE while a DSA indexer runs (its own rotation, not attention's)
+        self.inside = 0                  # how deep in INDEXER_MODULES the running code is (they nest: V4's indexer
+                                         # runs inside its compressor)
         self.calls: list[tuple[int, str, tuple, dict, Any]] = []
         self.restore: list[tuple[str, Any]] = []
         self.hooks = [m.register_forward_pre_hook(lambda mod, args, k=k: setattr(self, "layer", k))
                       for k, m in enumerate(layers)]
         for module in layers.modules():
             if any(fragment in type(module).__name__ for fragment in INDEXER_MODULES):
-                self.hooks += [module.register_forward_pre_hook(lambda *_: setattr(self, "scope", INDEXER_SCOPE)),
-                               module.register_forward_hook(lambda *_: setattr(self, "scope", ""))]
+                self.hooks += [module.register_forward_pre_hook(lambda *_: setattr(self, "inside", self.inside + 1)),
+                               module.register_forward_hook(lambda *_: setattr(self, "inside", self.inside - 1))]
         self.linear_out: dict[int, torch.Tensor] = {}     # id(nn.Linear) -> its latest output (a query's source)
         self.hooks += [m.register_forward_hook(lambda mod, args, out: self.linear_out.__setitem__(id(mod), out))
                        for m in model.modules() if isinstance(m, torch.nn.Linear)]
@@ -77,7 +78,7 @@ class Recorder:
             if name == "eager_attention_forward":
                 kwargs = {**kwargs, PRE_SCALE: query_pre_scale(args[0] if args else kwargs.get("module"), args[1] if len(
                     args) > 1 else kwargs.get("query"), self.linear_out)}
-            self.calls.append((self.layer, self.scope + name, args, kwargs, out))
+            self.calls.append((self.layer, (INDEXER_SCOPE if self.inside else "") + name, args, kwargs, out))
             return out
         setattr(self.modeling, name, wrapped)
 

@@ -172,3 +172,15 @@ def test_a_published_config_without_layer_types_is_read_as_its_config_class_deri
     dots3.pop("layer_types")
     with pytest.raises(ValueError, match="config field layer_types is required for this family"):
         read_plan(dots3)
+
+
+def test_deepseek_v4_runs_under_the_observer_and_is_refused_naming_what_it_runs():
+    """Its compressors rotate pooled keys (one per 4 or 128 tokens), with no axis of the probe's positions: the
+    observer keeps them apart from the attention's rotation (they run inside a Compressor module), so V4 is no longer
+    refused for a rotation the observer could not read but for what its layer types run."""
+    pytest.importorskip("transformers")
+    from relviz.zoo import sweep
+
+    (outcome,) = sweep(["deepseek_v4"])
+    assert not outcome.exact and outcome.group == "relviz cannot read its config", outcome.reason
+    assert "compressed keys, one per compress_rates'" in outcome.reason

@@ -37,9 +37,10 @@ from relviz.rope.math import LAYOUTS
 
 __all__ = ["IndexedSelection", "INDEXER_MODULES", "SHRUNK", "kept_per_query"]
 
-#: fragments of transformers' indexer module class names (DeepseekV32Indexer, GlmMoeDsaIndexer, ...): the
-#: observer tells the indexer's own rotation calls from the attention's by the module they run inside
-INDEXER_MODULES = ("Indexer",)
+#: fragments of the class names of modules beside a layer's attention that rotate their own tensors: DSA's indexer
+#: (DeepseekV32Indexer, GlmMoeDsaIndexer, ...) and DeepSeek-V4's key compressors (pooled keys rotated at their
+#: block's position). The observer tells their rotation calls from the attention's by the module they run inside
+INDEXER_MODULES = ("Indexer", "Compressor")
 #: config fields the observer's shrunk probe cuts (the real value stays the config's): index_topk below its
 #: shorter probe (12 positions), so the probes see both regimes: all causal keys, then index_topk of them
 SHRUNK = {"index_topk": 8}
