@@ -47,6 +47,11 @@ def test_the_view_counts_a_window_of_index_topk_keys_over_the_causal_band():
     assert torch.equal(torch.from_numpy(view.count), expected[view.positions])      # the kink at 99 is a breakpoint
     assert 99 in view.positions and (view.back == -view.positions).all()           # any earlier key may be chosen
     assert "chosen by a lightning indexer" in view.caption and "depends on the tokens" in view.caption
+    from relviz.figures.layers import view_figure
+
+    figure = view_figure(view)
+    assert [shape["y0"] for shape in figure.layout.shapes] == [100]          # the dashed line: at most 100 keys
+    assert max(figure.data[0].y) == 100
     (short,) = selection.views(64, None)
     assert "exactly" in short.caption and torch.equal(torch.from_numpy(short.count), torch.arange(64)[short.positions] + 1)
 

@@ -169,7 +169,8 @@ class IndexedSelection(AttentionPattern):
 
     def describe(self) -> str:
         return (f"{super().describe()}; DeepSeek sparse attention: a lightning indexer scores every one of these keys "
-                f"by content and the query attends only the top index_topk = {self.topk:,}: up to {self.topk:,} keys "
+                f"(from their content and, through its RoPE, their position) and the query attends only the top "
+                f"index_topk = {self.topk:,}: up to {self.topk:,} keys "
                 f"it sees all of them, past that exactly {self.topk:,} chosen by the indexer's scores, not by distance "
                 f"(like a window of {self.topk:,}, but which keys depends on the tokens); {self._rotation_words()}")
 
