@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -189,3 +190,14 @@ def test_deepseek_v4_runs_under_the_observer_and_is_refused_naming_what_it_runs(
     (outcome,) = sweep(["deepseek_v4"])
     assert not outcome.exact and outcome.group == "relviz cannot read its config", outcome.reason
     assert "compressed keys, one per compress_rates'" in outcome.reason
+
+
+def test_the_sink_share_counts_the_keys_the_indexer_keeps():
+    """HY-V4 has sinks on its DSA layers: past index_topk keys a query attends index_topk of them, so the sink's share
+    stops fading there."""
+    from relviz.mechanisms.sinks import Sinks
+
+    layer = read_plan({**V32, "model_type": "hy_v4", "index_topk": 100}).layer(0)
+    (view,) = layer.find(Sinks).views(1000, layer)
+    assert (view.keys == np.minimum(view.positions + 1, 100)).all() and view.keys.max() == 100
+    assert "up to the 100 the indexer keeps" in view.caption

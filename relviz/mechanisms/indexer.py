@@ -117,6 +117,10 @@ class IndexedSelection(AttentionPattern):
 
     # -- the maths ----------------------------------------------------------------------------
 
+    @property
+    def cap(self) -> int:
+        return self.topk
+
     def mask(self, length: int) -> torch.Tensor:
         """bool [length, length], exact only up to ``topk`` keys: there every query sees its pattern's keys.
         Past it the indexer chooses by content: a ValueError, never a mask of positions."""
@@ -202,7 +206,7 @@ class IndexedSelection(AttentionPattern):
                     "position-aware too). The count is a window's; which keys is not: the band shows the offsets it "
                     f"may choose from, any of them, and which {self.topk:,} it attends depends on the tokens.")
         return [KeysSeen(f"Which keys each query may attend over {length:,} positions", what, length, positions,
-                         back, ahead, self.reach(), f"top {self.topk:,}", sampled, cap=self.topk)]
+                         back, ahead, self.reach(), f"top {self.topk:,}", sampled, cap=self.cap)]
 
 
 def _pattern_fields(base: AttentionPattern) -> dict[str, Any]:

@@ -87,6 +87,12 @@ class AttentionPattern(Mechanism):
             ok = ok & (j // self.chunk == i // self.chunk)
         return ok
 
+    @property
+    def cap(self) -> int | None:
+        """The most keys a query attends whatever its band allows (None: every key of the band; DeepSeek sparse
+        attention's index_topk, relviz.mechanisms.indexer)."""
+        return None
+
     def agrees(self, allowed: torch.Tensor) -> str | None:
         """None when ``allowed`` bool [L, L] (the keys transformers let each query see) is this pattern's mask,
         else what differs (relviz.observe holds each layer's mask against it)."""

@@ -70,6 +70,9 @@ class Sinks(Mechanism):
         grid = np.unique(np.geomspace(1, length, 200).astype(np.int64) - 1)   # smooth on a log axis
         positions = np.unique(np.concatenate([positions, grid]))
         keys = keys_at(positions, length, causal=causal, window=window, chunk=chunk).astype(np.float64)
+        cap = pattern.cap if pattern is not None else None          # DSA: at most index_topk keys attended
+        if cap is not None:
+            keys = np.minimum(keys, cap)
         if self.logits is not None:
             logits = self.logits.double().numpy()
             labels = tuple(f"head {h + 1}: sink logit {s:.3g}" for h, s in enumerate(logits))
@@ -79,7 +82,9 @@ class Sinks(Mechanism):
         # softmax over n equal key logits z and the sink s: the sink's share is e^s / (e^s + n·e^z)
         share = 1.0 / (1.0 + keys[None, :] * np.exp(-logits[:, None]))                     # [S, n]
         where = (f"on this layer's window of {counted(window, 'key')} it never falls below its value at {counted(window, 'key')}"
-                 if window else "on a full-attention layer it fades as 1/n with the keys seen")
+                 if window else f"it fades as 1/n with the keys seen up to the {cap:,} the indexer keeps (index_topk), "
+                 f"then stays at its value at {cap:,} keys" if cap else
+                 "on a full-attention layer it fades as 1/n with the keys seen")
         source = ("the sink logits are this checkpoint's" if self.logits is not None else
                   "a config alone has no sink logits (they are learned weights): the curves use illustrative values")
         caption = (f"{self.describe()}. If every key's logit were equal, the sink would take 1/(1 + n·e^(z − s)) "
