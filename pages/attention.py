@@ -137,7 +137,7 @@ def parameter_figures(key: str, length: int, train_length: int, layer: int, _mod
     """The layer's position mechanism's views, the ones Your model draws: [(figure or None for words, title,
     caption), ...]; each figure held as the dict it sends (display.prepared_spec: its arrays encoded once)."""
     views = parameter_views(_model, length=length, train_length=train_length, layer=layer)
-    return [(parameter_figure(view, train_length), view.title, parameter_caption(_model.config.scheme, view))
+    return [(parameter_figure(view, train_length), view.title, parameter_caption(view))
             for view in views]
 
 

@@ -23,9 +23,10 @@ import numpy as np
 import torch
 
 from relviz._checks import check_int
+from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.model import ModelConfig, RelvizTransformer
 from relviz.schemes import get_scheme, scheme_names
-from relviz.schemes.view_kinds import PositionStructure, View
+from relviz.schemes.view_kinds import PositionStructure
 from relviz.tasks import DIGITS, Absolute, Shift, Task, WindowMax
 from relviz.training.evaluation import run_text
 
@@ -408,7 +409,7 @@ def position_structure(model: RelvizTransformer, length: int, layer: int = 0) ->
     return model.position.structure(model.check_length(length), layer)
 
 
-def parameter_views(model: RelvizTransformer, *, length: int, train_length: int, layer: int = 0) -> list[View]:
+def parameter_views(model: RelvizTransformer, *, length: int, train_length: int, layer: int = 0) -> list[LayerView]:
     """The scheme's position parameters as data (a bias curve, vector norms, a similarity matrix, ...)."""
     return model.position.parameter_views(length=length, train_length=train_length, layer=layer)
 
@@ -423,6 +424,7 @@ def structure_text(structure: PositionStructure) -> str:
     return structure.caption
 
 
-def parameter_caption(scheme: str, view: View) -> str:
-    """The caption under one of scheme ``scheme``'s parameter views, in its words."""
-    return get_scheme(scheme).parameter_caption(view)
+def parameter_caption(view: LayerView) -> str:
+    """The markdown under one of a layer's parameter views: its mechanism's words, carried in the view (a note's
+    text, another view's caption)."""
+    return view.text if isinstance(view, Note) else view.caption

@@ -116,7 +116,7 @@ def test_parameter_panels_per_scheme(scheme, count, phrase):
     views = parameter_views(model, length=40, train_length=32, layer=1)
     panels = [figure for figure in (layer_figure(view, train_length=32) for view in views) if figure is not None]
     assert views and len(panels) == count
-    assert phrase in " ".join(parameter_caption(scheme, view) for view in views)
+    assert phrase in " ".join(parameter_caption(view) for view in views)
     for figure in panels:
         assert spec(figure)["data"]
 

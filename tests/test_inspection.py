@@ -304,7 +304,7 @@ def test_most_distinct_offset_and_relative_share():
     norms, cosine = parameter_views(m, length=10, train_length=8, layer=0)
     assert most_distinct(cosine.cosine, cosine.labels, norms.used) == -2
     assert cosine.facts["most_distinct"] == -2
-    assert "j − i = -2" in parameter_caption("shaw", cosine)
+    assert "j − i = -2" in parameter_caption(cosine)
     learned = model("learned", max_len=12)
     with torch.no_grad():  # a table whose similarity depends on j − i only: rotating 2-d vectors
         angles = torch.arange(12.0)[:, None] * torch.tensor([0.3, 1.1])

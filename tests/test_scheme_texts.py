@@ -40,7 +40,7 @@ def test_every_scheme_has_the_words_for_what_it_shows(scheme):
     views = parameter_views(model, length=40, train_length=32, layer=1)
     assert views                     # the mechanism's, or its label and description (Scheme.parameter_views)
     for view in views:
-        caption = parameter_caption(scheme, view)
+        caption = parameter_caption(view)
         assert len(caption) > 40 and "{" not in caption
 
 
@@ -56,7 +56,7 @@ def test_every_schemes_words_are_its_mechanisms():
         for words in ("structure", "structure_text", "parameter_views", "parameter_caption"):
             assert words not in vars(cls), (scheme, words)
         for view in parameter_views(model, length=8, train_length=8, layer=0):
-            assert parameter_caption(scheme, view) == (view.text if isinstance(view, Note) else view.caption) != ""
+            assert parameter_caption(view) == (view.text if isinstance(view, Note) else view.caption) != ""
         if cls.exact_shifts({p.name: p.default for p in cls.params}, [1, 2]) is not None:
             assert "exact_range_words" in vars(cls), scheme
 
@@ -111,13 +111,13 @@ def test_the_numbers_in_the_words_are_the_schemes():
     with torch.no_grad():
         kerple.position.raw_r1[1] = 3.0
     curve, = parameter_views(kerple, length=30, train_length=16, layer=0)
-    caption = parameter_caption("kerple", curve)
+    caption = parameter_caption(curve)
     r1 = float(torch.nn.functional.softplus(torch.tensor(3.0)))
     assert f"Steepest here: head 2 (r1 = {r1:.3g}, r2 = 1)" in caption
     assert f"{float(curve.bias[1, 0]):.2f} at j − i = -29" in caption
     fire = _model("fire")
     curve, = parameter_views(fire, length=30, train_length=16, layer=5)   # 2 layers: the last one's
-    assert re.search(r"in layer 2 .* the query i = 29 looking back", parameter_caption("fire", curve))
+    assert re.search(r"in layer 2 .* the query i = 29 looking back", parameter_caption(curve))
 
 
 def test_kerple_caption_says_the_penalty_is_concave_not_the_curve():
@@ -125,14 +125,14 @@ def test_kerple_caption_says_the_penalty_is_concave_not_the_curve():
     curve, = parameter_views(_model("kerple"), length=30, train_length=16, layer=0)
     bias = curve.bias[0, ::-1]                                       # distance 0, 1, 2, ...
     assert (np.diff(bias, 2) > 0).all()                              # the drawn curve: convex
-    caption = parameter_caption("kerple", curve)
+    caption = parameter_caption(curve)
     assert "The penalty is concave in the distance" in caption and "curves are concave" not in caption
 
 
 def test_alibi_caption_names_the_slopes_rule_for_any_head_count():
     power, = parameter_views(_model("alibi", n_heads=4), length=10, train_length=8, layer=0)
-    assert "4 slopes from 0.25" in parameter_caption("alibi", power)                    # 2^(−8/4)
+    assert "4 slopes from 0.25" in parameter_caption(power)                    # 2^(−8/4)
     other, = parameter_views(_model("alibi", n_heads=6, d_model=48), length=10, train_length=8, layer=0)
-    caption = parameter_caption("alibi", other)
+    caption = parameter_caption(other)
     assert "6 slopes from 0.25" in caption and "every other slope of 2p beyond a power of 2" in caption   # p = 4
     assert "No head can prefer offset −s over −s + 1" in caption

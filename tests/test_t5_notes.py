@@ -155,7 +155,7 @@ def test_live_attention_t5_caption_says_unseen_buckets_were_shaped_by_nothing():
 
     model = build_model(ModelConfig(scheme="t5"), seed=0).eval()
     view, = parameter_views(model, length=200, train_length=32)
-    caption = parameter_caption("t5", view)
+    caption = parameter_caption(view)
     assert "shaped only by the shorter offsets" not in caption
     assert "shaped by nothing" in caption
 

@@ -147,7 +147,7 @@ def test_the_live_attention_pages_parameter_views_are_the_mechanism_views_your_m
         assert [type(v) for v in position.trained_views(LENGTH, layer, 32)] == [type(v) for v in page]
         for view, own in zip(drawn, page):
             assert type(view) is type(own) and view.title == own.title
-            words = parameter_caption(name, own)
+            words = parameter_caption(own)
             assert words == (own.text if isinstance(own, Note) else own.caption)
             assert words.startswith(view.text if isinstance(view, Note) else view.caption)
             for field in ("norms", "cosine", "bias", "offsets", "inv_freq"):
@@ -196,7 +196,7 @@ def test_kerple_bias_and_curve_are_the_toy_models():
         assert torch.equal(kerple.bias_per_offset(offset_range(LENGTH)), model.position.prepare(LENGTH, x))
     toy, = model.position.parameter_views(length=LENGTH, train_length=32, layer=0)
     curve, = kerple.views(LENGTH, 0)
-    assert np.array_equal(curve.bias, toy.bias) and curve.caption == model.position.parameter_caption(toy)
+    assert np.array_equal(curve.bias, toy.bias) and curve.caption == parameter_caption(toy)
 
 
 def test_each_fire_layer_is_its_own_function_and_the_toy_models():
@@ -207,4 +207,4 @@ def test_each_fire_layer_is_its_own_function_and_the_toy_models():
             assert torch.equal(fire.bias(LENGTH), model.position.mechanism(index).bias(LENGTH))
         toy, = model.position.parameter_views(length=LENGTH, train_length=32, layer=index)
         curve, = fire.views(LENGTH, index)
-        assert np.array_equal(curve.bias, toy.bias) and curve.caption == model.position.parameter_caption(toy)
+        assert np.array_equal(curve.bias, toy.bias) and curve.caption == parameter_caption(toy)

@@ -166,7 +166,7 @@ def similarity_parts(matrix: SimilarityMatrix) -> tuple[list[dict], dict]:
 
 
 # ---------------------------------------------------------------------------------------
-# Every position-parameter picture of a model (its caption is its scheme's: Scheme.parameter_caption)
+# Every position-parameter picture of a model (its caption is its mechanism's, carried in the view)
 
 
 def view_figure(view: View, *, train_length: int | None = None, validate: bool = True) -> go.Figure:

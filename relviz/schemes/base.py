@@ -279,13 +279,6 @@ class Scheme(nn.Module):
         mechanism = self.mechanism(layer)
         return mechanism.trained_views(length, layer, train_length) or [Note(mechanism.label(), mechanism.describe())]
 
-    # -- what the pages say about it (the Live attention page) -------------------------------
-
-    @classmethod
-    def parameter_caption(cls, view: LayerView) -> str:
-        """The markdown under one of the scheme's parameter views: its mechanism's words (a note's text)."""
-        return view.text if isinstance(view, Note) else view.caption
-
     # -- helpers ---------------------------------------------------------------------------
 
     def offsets_shown(self, length: int) -> np.ndarray:
