@@ -205,7 +205,7 @@ def test_structure_none_and_every_scheme_runs():
 
 def test_t5_bias_curve_follows_the_buckets_and_marks_the_edges():
     m = model("t5")
-    curve = m.position.bias_curve(140)
+    curve = m.position.mechanism(0).curve(140)
     assert curve.offsets[0] == -140 and curve.offsets[-1] == 0 and curve.steps and curve.learned
     buckets = t5_bucket(torch.from_numpy(curve.offsets), bidirectional=False).numpy()
     assert np.array_equal(curve.hover["bucket"], buckets)
@@ -216,7 +216,7 @@ def test_t5_bias_curve_follows_the_buckets_and_marks_the_edges():
     changes = {int(e + 0.5) for e in curve.edges}
     assert all(buckets[list(curve.offsets).index(c)] != buckets[list(curve.offsets).index(c - 1)] for c in changes)
     assert len(changes) == len(set(buckets)) - 1
-    bi = model("t5", causal=False).position.bias_curve(140)
+    bi = model("t5", causal=False).position.mechanism(0).curve(140)
     assert bi.facts["last_bucket_start"] == 91 and bi.offsets[-1] == 140
 
 

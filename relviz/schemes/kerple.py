@@ -49,6 +49,3 @@ class Kerple(Scheme):
         """Every layer shares r1 and r2."""
         return KerpleBias(*self.coefficients(), causal=self.config.causal)
 
-    def bias_per_offset(self, offsets: torch.Tensor) -> torch.Tensor:
-        """−r1 · log(1 + r2 · |offset|) for offsets [n] -> [H, n]."""
-        return self.mechanism(0).bias_per_offset(offsets)

@@ -8,10 +8,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from relviz.mechanisms.t5_bias import T5Bias, bias_curve
+from relviz.mechanisms.t5_bias import T5Bias
 from relviz.positions import T5_LIMITS, t5_bucket, t5_config
-from relviz.schemes.base import Param, Scheme, SchemeConfig, detached
-from relviz.schemes.view_kinds import BiasCurve
+from relviz.schemes.base import Param, Scheme, SchemeConfig
 
 
 class T5(Scheme):
@@ -87,12 +86,6 @@ class T5(Scheme):
         config = self.config
         return T5Bias(config.num_buckets, config.max_distance, not config.causal, config.n_heads, 0, table=self.bias,
                       buckets=self.buckets)
-
-    def bias_curve(self, extent: int) -> BiasCurve:
-        """Bias of every head at offsets −extent..0 (causal) or −extent..extent (bidirectional)."""
-        config = self.config
-        return bias_curve(detached(self.bias), num_buckets=config.num_buckets, max_distance=config.max_distance,
-                          bidirectional=not config.causal, extent=extent)
 
     @classmethod
     def exact_range_words(cls, params: dict[str, Any], exact: list[int], first_out: int) -> tuple[str, str]:
