@@ -325,8 +325,8 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
                        f"{o.head_dim ** -0.5:.6g}, and relviz's plan names no softmax scale")
         if o.bias and not any(m.positional and m.role.startswith("adds") and "input" not in m.role
                               for m in p.mechanisms):
-            out.append(f"{where}: transformers adds a position bias to the logits (in the mask it hands the "
-                       "attention) that relviz does not read")
+            out.append(f"{where}: transformers adds a bias to the logits in the mask it hands the attention (one "
+                       "that depends on position, or on the content as a dynamic mask does) that relviz does not read")
     return out + position_differences(layers, seen) + added + _content_differences(plan, seen)
 
 
