@@ -97,6 +97,11 @@ def test_a_bidirectional_toy_is_an_encoder_and_every_scheme_draws():
     plan = toy_plan(model)
     assert plan.stack_names == ["encoder"] and plan.first(T5Bias).bidirectional
     assert set(drawn_schemes()) == set(REGISTRY)
+    # its structure on Your model is the page's: both directions' buckets, nothing masked
+    drawn, = [v for v in layer_views(plan.layer(1), LENGTH) if isinstance(v, PositionStructure)]
+    page = position_structure(model, LENGTH, 1)
+    assert not drawn.masked_future and np.array_equal(drawn.values, page.values) and drawn.caption == page.caption
+    assert drawn.values[0, 0, -1] != drawn.values[0, -1, 0]          # j − i = ±(L − 1): buckets of their own
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))
