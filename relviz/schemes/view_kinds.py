@@ -75,7 +75,7 @@ class BiasCurve:
     value changes, e.g. T5's bucket edges). ``band``: an offset range to shade, with its label.
     ``hover``: per-offset integers shown on hover (e.g. the bucket). ``head_labels``: legend
     names (default "head h"). ``caption``: a mechanism's words under its layer view
-    (relviz.layer_strip); empty from a scheme. ``facts``: the numbers words about it cite.
+    (relviz.layer_strip) and on the Live attention page. ``facts``: the numbers words about it cite.
     """
 
     title: str
@@ -112,7 +112,7 @@ class VectorNorms:
     used: np.ndarray             # [R] bool
     second: tuple[str, np.ndarray] | None = None
     facts: dict[str, Any] = field(default_factory=dict)
-    caption: str = ""            # a mechanism's words under its layer view (as BiasCurve's); empty from a scheme
+    caption: str = ""            # the mechanism's words under it (as BiasCurve's)
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class SimilarityMatrix:
     outline: int | None = None
     outline_label: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
-    caption: str = ""            # a mechanism's words under its layer view (as BiasCurve's); empty from a scheme
+    caption: str = ""            # the mechanism's words under it (as BiasCurve's)
 
 
 View = BiasCurve | VectorNorms | SimilarityMatrix
