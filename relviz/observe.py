@@ -49,7 +49,7 @@ from relviz.observe_build import build, has_causal_lm, runs
 from relviz.observe_record import INDEXER_SCOPE, PRE_SCALE as _PRE_SCALE, Recorder as _Recorder, \
     allowed as _allowed, biased as _biased, \
     inputs as _inputs, layer_list as _layers, partners as _partners
-from relviz.observe_shrink import MLP, SMALL_CHUNK, SMALL_WINDOW, shrink
+from relviz.observe_shrink import SMALL_CHUNK, SMALL_WINDOW, fills, shrink
 
 __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
            "PROBE_LENGTHS", "SMALL_WINDOW", "SMALL_CHUNK"]
@@ -81,6 +81,8 @@ class LayerObservation:
     softmax_bias: bool = False                        # ... where it adds something besides q·k (q = k = 0 probe)
     bias: bool = False                                # the mask it gets adds a finite bias where it allows
     fill: float | None = None                         # a finite value its softmax's masked scores hold (−1e4)
+    handed_scores: str = ""                           # an argument besides the mask shaped [..., L, L] (Inkling's
+                                                      # position_bias), named
     probe: LayerProbe = field(default_factory=LayerProbe)   # relviz.observe_position.probe_layers
 
 
@@ -160,6 +162,9 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
                 if isinstance(here.scaling, (int, float)) and kwargs.get(_PRE_SCALE) is not None:
                     here.scaling = here.scaling * kwargs[_PRE_SCALE]      # q scaled first (OPT, Whisper)
                 here.sinks = getattr(module, "sinks", None) is not None or kwargs.get("s_aux") is not None
+                here.handed_scores = here.handed_scores or next(
+                    (k for k, v in kwargs.items() if k != "attention_mask" and isinstance(v, torch.Tensor)
+                     and v.is_floating_point() and v.ndim >= 2 and v.shape[-2:] == (length, length)), "")
             elif length == PROBE_LENGTHS[0]:
                 scoped, name = name.startswith(INDEXER_SCOPE), name.removeprefix(INDEXER_SCOPE)
                 x_in, x_out = args[0], out[0] if isinstance(out, tuple) else out
@@ -323,6 +328,10 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
                 o.scaling, o.head_dim ** -0.5, rel_tol=1e-12):     # (1/math.sqrt(d) and d ** -0.5 may differ by an ulp)
             out.append(f"{where}: transformers scales the scores by {o.scaling:.6g}, not 1/√{o.head_dim} = "
                        f"{o.head_dim ** -0.5:.6g}, and relviz's plan names no softmax scale")
+        if o.handed_scores and not any(m.positional and m.role.startswith("adds") and "input" not in m.role
+                                       for m in p.mechanisms):
+            out.append(f"{where}: transformers hands its attention {o.handed_scores}, a tensor over query and key "
+                       "positions beside the mask (a position bias), which relviz does not read")
         if o.bias and not any(m.positional and m.role.startswith("adds") and "input" not in m.role
                               for m in p.mechanisms):
             out.append(f"{where}: transformers adds a bias to the logits in the mask it hands the attention (one "
@@ -505,8 +514,10 @@ def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = (), causal_lm:
     (``nulls``: fields kept null, see ``_accepted``)."""
     for heads in HEADS_TRIED:
         # an MLP width left null stays filled: its class derives it from the width (GPT-2's, CodeGen's n_inner:
-        # 4 × width), and kept null at CodeGen's four heads the model would pass the observer's size cap
-        small = {**shrink(config, heads_to=heads), **{k: None for k in nulls if not MLP.search(k)}}
+        # 4 × width), and kept null at CodeGen's four heads the model would pass the observer's size cap; so do a
+        # count of experts per token (DeepSeek-V2's class leaves it null, and its router cannot run so) and a default
+        # choice (X-MOD's language): no position depends on them
+        small = {**shrink(config, heads_to=heads), **{k: None for k in nulls if not fills(k)}}
         try:
             return small, observe(small, causal_lm=causal_lm)
         except ValueError as exc:

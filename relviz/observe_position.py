@@ -137,6 +137,12 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
     first = _first_input(run, layers, length)
     if first is None:
         raise ValueError("the observer could not see the first layer's input (no hidden-states argument)")
+    ran = first.shape[-2]
+    if ran != length:
+        what = f"adds {ran - length} of its own (a prompt of learned tokens, streams that predict further ahead)" \
+            if ran > length else f"drops {length - ran}"
+        raise ValueError(f"its layers run over {ran} positions for the {length} tokens given: the model {what}, "
+                         "which relviz does not read")
     if _same_everywhere(first):
         return InputPosition(NoPosition())
     tables = _tables(model, layers)
@@ -154,6 +160,8 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
         rows = _rows_read(out, getattr(module, name), length) if out is not None else None
         if rows is not None and len(set(rows)) == length and all(r - p == rows[0] for p, r in enumerate(rows)):
             found.append((path, module, name, rows[0]))
+    if not found:                                   # a buffer indexed in the model's own forward (CTRL's)
+        found = _indexed_table(model, layers, tables, length, run)
     if len(found) != 1:
         what = "no table whose rows it reads by position" if not found else \
             f"{len(found)} tables read by position ({', '.join(f[0] for f in found)}: an encoder-decoder's, or a "\
@@ -184,6 +192,36 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
         return InputPosition(LearnedAbsolute(tensor, offset=offset), tensor=tensor, rows=rows)
     raise ValueError(f"{tensor} holds fixed position vectors that are none of relviz's sinusoidal encodings "
                      f"({', '.join(VARIANTS)}; float64 or float32 arithmetic): relviz cannot tell what they are")
+
+
+def _indexed_table(model: torch.nn.Module, layers: torch.nn.ModuleList, tables: list, length: int, run: Run
+                   ) -> list[tuple[str, torch.nn.Module, str, int]]:
+    """The table no module hands out, read by the model's forward itself (CTRL indexes a sinusoid buffer): with every
+    token embedding (each ``nn.Embedding`` outside the layers) zeroed, the first layer's input rows are rows
+    ``p + offset`` of it (``torch.equal``). The caller still proves, by making it constant, that it is the only
+    thing that adds position."""
+    inside = {id(m) for m in layers.modules()}
+    embeddings = [m for m in model.modules() if isinstance(m, torch.nn.Embedding) and id(m) not in inside]
+    kept = [m.weight.detach().clone() for m in embeddings]
+    try:
+        with torch.no_grad():
+            for m in embeddings:
+                m.weight.zero_()
+        first = _first_input(run, layers, length)
+    finally:
+        with torch.no_grad():
+            for m, w in zip(embeddings, kept):
+                m.weight.copy_(w)
+    if first is None:
+        return []
+    found = []
+    for path, module, name in tables:
+        if isinstance(module, torch.nn.Embedding):
+            continue
+        rows = _rows_read(first, getattr(module, name), length)
+        if rows is not None and len(set(rows)) == length and all(r - p == rows[0] for p, r in enumerate(rows)):
+            found.append((path, module, name, rows[0]))
+    return found
 
 
 @dataclass
@@ -421,6 +459,10 @@ def derive_entry(config: Mapping[str, Any], seen: Any) -> dict[str, Any]:
     (ValueError where relviz cannot say it in the table's terms)."""
     attending = [o for o in seen.layers if o.attends]
     kinds = {k for o in seen.layers for k in o.kinds if k != ATTENTION}
+    handed = next((o for o in attending if o.handed_scores), None)
+    if handed is not None:
+        raise ValueError(f"transformers hands layer {handed.index}'s attention {handed.handed_scores}, a tensor over "
+                         "query and key positions beside its mask (a position bias), which relviz does not read")
     if any(o.rotations for o in seen.layers):
         raise ValueError("transformers rotates q and k, but the config has no RoPE settings relviz reads")
     masks = {("causal" if torch.equal(m, torch.ones_like(m).tril()) else "full" if bool(m.all()) else "other")

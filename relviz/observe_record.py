@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from relviz.mechanisms.indexer import INDEXER_MODULES
+from relviz.observe_shrink import PROBE_FIRST, PROBE_TOKENS
 
 __all__ = ["INDEXER_SCOPE", "Recorder", "layer_list", "allowed", "biased", "allowed_scores", "masked_fill", "partners",
            "inputs", "query_pre_scale", "PRE_SCALE"]
@@ -215,6 +216,6 @@ def _landing(rows: torch.Tensor) -> list[int]:
 def inputs(model: torch.nn.Module, length: int, ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """Random token ids at ``length`` positions (or ``ids``); an encoder-decoder also gets them as its decoder's
     input."""
-    ids = torch.randint(2, 16, (1, length)) if ids is None else ids
+    ids = torch.randint(PROBE_FIRST, PROBE_TOKENS, (1, length)) if ids is None else ids
     wants = inspect.signature(model.forward).parameters
     return {"input_ids": ids, **({"decoder_input_ids": ids.clone()} if "decoder_input_ids" in wants else {})}

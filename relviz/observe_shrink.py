@@ -24,7 +24,8 @@ from typing import Any
 
 from relviz.mechanisms.indexer import SHRUNK as INDEXER_SHRUNK
 
-__all__ = ["shrink", "SMALL_WINDOW", "SMALL_CHUNK", "WINDOW_FIELDS", "CHUNK_FIELDS", "TINY", "ROUND", "MLP"]
+__all__ = ["shrink", "SMALL_WINDOW", "SMALL_CHUNK", "WINDOW_FIELDS", "CHUNK_FIELDS", "TINY", "ROUND", "MLP", "ROUTED",
+           "PROBE_FIRST", "PROBE_TOKENS", "fills"]
 
 SMALL_WINDOW = 3
 SMALL_CHUNK = 4
@@ -64,8 +65,28 @@ KEEP = re.compile(r"head_dim|d_head|dim_head|kv_channels|rotary|rope|nope|positi
 DIVISOR = re.compile(r"divisible|multiple")
 #: the width of a model with no heads field
 FREE_WIDTH = 64
-#: the ids random probe tokens are drawn below (special ids moved inside a tiny vocabulary go above it)
-PROBE_TOKENS = 16
+#: the probe's tokens are drawn from these ids: a special id among them is moved out (XLM pads with 2, and
+#: would mask each probe token 2 as padding); special ids moved inside a tiny vocabulary go above them
+PROBE_FIRST, PROBE_TOKENS = 2, 16
+
+
+#: a null field named so is a choice among the config's own list of options (X-MOD's default_language among its
+#: languages: its forward refuses token ids alone without one); shrinking picks the first
+DEFAULT_CHOICE = re.compile(r"^default_(\w+)$")
+
+
+def fills(key: str) -> bool:
+    """Whether shrinking fills this field where a config leaves it null, no position depending on it: an MLP width,
+    a count of experts per token, a default choice among the config's options (the observer otherwise keeps a null
+    that the config class keeps null too)."""
+    return bool(MLP.search(key) or ROUTED.search(key) or DEFAULT_CHOICE.search(key))
+
+
+def _default_choices(out: dict[str, Any]) -> None:
+    for key in [k for k in out if out[k] is None and DEFAULT_CHOICE.search(k)]:
+        options = out.get(DEFAULT_CHOICE.search(key).group(1) + "s")
+        if isinstance(options, (list, tuple)) and options and isinstance(options[0], str):
+            out[key] = options[0]
 
 
 def _aliases(model_type: Any) -> dict[str, str]:
@@ -109,7 +130,29 @@ def shrink(config: Mapping[str, Any], *, heads_to: int = 2) -> dict[str, Any]:
                 out[key] = value
     out[width_field] = min(small, width)
     _shrink_fields(out, width, min(small, width), heads, heads_to)
-    return _fixed(out)
+    return _rederived(config, _fixed(out))
+
+
+def _rederived(config: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """Fields the config class derives from the others (not fields it declares: Zamba2's mamba_headdim, expand ×
+    width / Mamba heads) that the config holds as derived, derived again from the shrunk fields, so that a kept
+    640 does not meet a width of 160. A field whose value differs from what the class derives was set on purpose,
+    and is kept."""
+    try:
+        import dataclasses
+
+        from transformers import CONFIG_MAPPING
+        cls = CONFIG_MAPPING[config.get("model_type")]
+        declared = {f.name for f in dataclasses.fields(cls)} | set(getattr(cls, "attribute_map", {}) or {})
+        def derive(fields: Mapping[str, Any]) -> dict[str, Any]:
+            return cls(**{k: v for k, v in fields.items() if k in declared and k != "model_type"}).to_dict()
+        full, shrunk = derive(config), derive(out)
+    except Exception:  # noqa: BLE001 - no such class, not a dataclass, or one that refuses: the fields stay as shrunk
+        return out
+    for key, value in config.items():
+        if key not in declared and key in full and key in shrunk and full[key] == value and out.get(key) != shrunk[key]:
+            out[key] = shrunk[key]
+    return out
 
 
 def _shrink_fields(out: dict[str, Any], width: int, small: int, heads: int, heads_to: int) -> None:
@@ -152,7 +195,8 @@ def _nested(value: Mapping[str, Any], width: int, small: int, heads: int, heads_
 
 
 def _fixed(out: dict[str, Any]) -> dict[str, Any]:
-    """The given tiny values, token ids inside the tiny vocabulary, windows and chunks cut."""
+    """The given tiny values, token ids inside the tiny vocabulary, windows and chunks cut, default choices made."""
+    _default_choices(out)
     for key, value in TINY.items():
         if key in out:
             out[key] = value
@@ -161,10 +205,11 @@ def _fixed(out: dict[str, Any]) -> dict[str, Any]:
         out[key] = vocab
     spare = iter(range(vocab - 1, PROBE_TOKENS, -1))        # other special ids: above the probe's tokens
     for key, value in list(out.items()):
+        probed = _whole(value) and PROBE_FIRST <= value < PROBE_TOKENS
         if key in TOKEN_IDS:
-            if isinstance(value, list) or (_whole(value) and value >= vocab):
+            if isinstance(value, list) or (_whole(value) and value >= vocab) or probed:
                 out[key] = TOKEN_IDS[key]
-        elif key.endswith("token_id") and _whole(value) and value >= vocab:
+        elif key.endswith("token_id") and _whole(value) and (value >= vocab or probed):
             out[key] = next(spare)
     for key in (*WINDOW_FIELDS, *_table_fields(out.get("model_type"), "window_field")):
         if isinstance(out.get(key), int) and out[key] > SMALL_WINDOW:

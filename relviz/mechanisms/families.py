@@ -191,6 +191,12 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "granitemoehybrid": {"stacks": DECODER, "mechanisms": {
         "mixer": {"linear_kind": "state_space"}, "rotation": {"requires": {"position_embedding_type": "rope"}},
         "pattern": {}, "field_scale": {"field": "attention_multiplier", "default": 1.0}}},
+    # Zamba2: Mamba-2 layers, and "hybrid" ones (a shared attention block before the Mamba layer), rotating only
+    # with use_mem_rope (False by default); its heads are attention_head_dim wide (2 × width / heads: the block reads
+    # the hidden state beside the first embeddings)
+    "zamba2": {"stacks": DECODER, "derive": [{"field": "head_dim", "sum_of": ["attention_head_dim"], "always": True,
+                                              "minimum": 2, "maximum": 4096, "even": True}], "mechanisms": {
+        "mixer": {"linear_kind": "state_space"}, "rotation": {"requires": {"use_mem_rope": True}}, "pattern": {}}},
     "minimax": {"stacks": DECODER, "mechanisms": {"mixer": {"linear_kind": "linear_attention"}, "rotation": {},
                                                   "pattern": {}}},
     # EXAONE 4: RoPE on the sliding layers only, the global ones without position (when there is a window). Its

@@ -29,6 +29,8 @@ MIXER_KINDS: dict[str, tuple[str, str]] = {
     "state_space": ("state-space (Mamba)", "the selective scan's recurrent state"),
     "short_convolution": ("short convolution", "its causal convolution over the last few tokens"),
     "recurrence": ("recurrence (RG-LRU)", "the recurrence's gated state"),
+    "wkv": ("recurrence (RWKV's WKV)", "the WKV recurrence's decaying state, and a token shift that mixes each "
+                                       "token with the one before"),
     "recurrent_state": ("recurrent state (kind not named by the config)",
                         "a recurrent state (transformers' linear_attention: Mamba, a delta rule or lightning "
                         "attention; the config alone does not say which)"),
@@ -71,6 +73,7 @@ MODULE_KINDS: tuple[tuple[str, str], ...] = (
     ("Mamba", "state_space"), ("Mixer", "state_space"),
     ("ShortConv", "short_convolution"),
     ("Rglru", "recurrence"), ("RecurrentBlock", "recurrence"),
+    ("RwkvSelfAttention", "wkv"),           # transformers' name; it runs rwkv_linear_attention, no softmax
 )
 
 
@@ -147,7 +150,7 @@ class TokenMixer(Mechanism):
         through = "; ".join(MIXER_KINDS[k][1] for k in self.others())
         if self.attends:
             beside = " + ".join(MIXER_KINDS[k][0] for k in self.others())
-            return f"softmax attention in parallel with {beside}: order also reaches it through {through}"
+            return f"softmax attention and {beside} on one layer: order also reaches it through {through}"
         return f"no attention on this layer: order reaches it through {through}"
 
     def settings(self) -> dict[str, Any]:
