@@ -72,3 +72,31 @@ def test_families_whose_run_differed_are_read_exactly(model_type):
     attention_multiplier (FieldScale), Gemma 3n's is 1, and OPT scales q before its attention call."""
     (outcome,) = sweep([model_type])
     assert outcome.exact, outcome.reason
+
+
+@pytest.mark.parametrize("model_type, reads", [
+    ("ctrl", "sinusoidal absolute positions"), ("xlm", "learned absolute positions"),
+    ("rwkv", "no attention on this layer: order reaches it through the WKV recurrence"),
+    ("xmod", "learned absolute positions"), ("deepseek_v2", "RoPE"), ("zamba2", "state-space (Mamba)")])
+def test_families_outside_the_first_sweep_are_read_exactly(model_type, reads):
+    """CTRL indexes a sinusoid buffer in its own forward (found with the token embeddings zeroed); XLM pads with id 2,
+    which the probe's tokens no longer hold; RWKV runs no softmax, only its WKV recurrence; X-MOD needs a default
+    language (its config's first); DeepSeek-V2's class leaves the experts per token null; Zamba2's derived
+    mamba_headdim is derived again after shrinking."""
+    from relviz.observe import verified_plan
+
+    (outcome,) = sweep([model_type])
+    assert outcome.exact, outcome.reason
+    plan = verified_plan(tiny_config(model_type), causal_lm=True)
+    assert any(reads in m.describe() for p in plan.all_layers() for m in p.mechanisms)
+
+
+@pytest.mark.parametrize("model_type, reason", [
+    ("cpmant", "its layers run over 44 positions for the 12 tokens given: the model adds 32 of its own"),
+    ("prophetnet", "its layers run over 36 positions for the 12 tokens given: the model adds 24 of its own"),
+    ("inkling_text", "hands layer 0's attention position_bias, a tensor over query and key positions")])
+def test_what_relviz_does_not_read_is_refused_by_name(model_type, reason):
+    """CPM-Ant prepends a learned prompt, ProphetNet runs streams that predict further ahead beside the main one,
+    Inkling adds a position bias computed from the content: no mechanism of relviz's, so each is refused saying so."""
+    (outcome,) = sweep([model_type])
+    assert not outcome.exact and reason in outcome.reason, outcome.reason
