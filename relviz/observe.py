@@ -37,7 +37,7 @@ import torch
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.families import FAMILIES, family_of
 from relviz.mechanisms.indexer import IndexedSelection
-from relviz.mechanisms.mixer import ATTENTION, TokenMixer, kind_of_module
+from relviz.mechanisms.mixer import ATTENTION, NOT_ON_TEXT, TokenMixer, kind_of_module
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.scale import FieldScale, QueryScalar, SoftmaxScale
@@ -84,6 +84,7 @@ class LayerObservation:
     handed_scores: str = ""                           # an argument besides the mask shaped [..., L, L] (Inkling's
                                                       # position_bias), named
     probe: LayerProbe = field(default_factory=LayerProbe)   # relviz.observe_position.probe_layers
+    ran: bool = True                                  # its forward ran on the probe's token ids
 
 
 @dataclass
@@ -142,6 +143,8 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
         recorder = _recorded_forward(modeling, model, layers, length,
                                      f"transformers could not run a {config['model_type']!r} model built from this "
                                      "config", 300)
+        for k, here in enumerate(seen):
+            here.ran = here.ran and k in recorder.ran
         for layer, name, args, kwargs, out in recorder.calls:
             if layer < 0:
                 continue
@@ -279,6 +282,10 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
     for p, o in zip(layers, seen.layers):
         where = f"layer {p.index}"
         mixer = p.mixer
+        if set(mixer.kinds) <= NOT_ON_TEXT:            # a layer transformers skips on text alone (Mllama's)
+            if o.ran:
+                out.append(f"{where}: relviz reads {mixer.label()}, which does not run on text alone; transformers ran it")
+            continue
         if mixer.attends != o.attends:
             out.append(f"{where}: relviz reads {mixer.label()}; transformers "
                        f"{'runs softmax attention' if o.attends else 'runs no softmax attention'}"

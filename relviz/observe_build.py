@@ -99,8 +99,38 @@ def model_class(hf_config: Any, causal: bool = False) -> Any:
     on token ids alone: Whisper's wants audio features) or where it maps the config to no base model (a text
     config of a multimodal family, as Emu3's and Mllama's, or a decoder alone, as TrOCR's)."""
     mappings = auto()
-    return mappings.AutoModel if hf_config.model_type in mappings.MODEL_MAPPING_NAMES and not causal \
-        else mappings.AutoModelForCausalLM
+    if hf_config.model_type in mappings.MODEL_MAPPING_NAMES and not causal:
+        return mappings.AutoModel
+    if hf_config.model_type in mappings.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return mappings.AutoModelForCausalLM
+    return _causal_lm_of(hf_config) or mappings.AutoModelForCausalLM
+
+
+class _Concrete:
+    """A modeling class where the auto classes map its config to none: ``from_config`` as theirs."""
+
+    def __init__(self, cls: Any) -> None:
+        self.cls = cls
+
+    def from_config(self, config: Any, **kwargs: Any) -> torch.nn.Module:
+        return self.cls._from_config(config, **kwargs)
+
+
+def _causal_lm_of(hf_config: Any) -> _Concrete | None:
+    """The causal LM class whose config class is this config's own, in the config's modeling module, among the
+    causal LMs transformers maps (Mllama's text config: MllamaForCausalLM, mapped from the composite's
+    model_type), or None."""
+    import importlib
+    package = type(hf_config).__module__.rsplit(".", 1)[0]
+    try:
+        modeling = importlib.import_module(package + ".modeling_" + package.rsplit(".", 1)[-1])
+    except ImportError:
+        return None
+    for name in auto().MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
+        cls = getattr(modeling, name, None) if isinstance(name, str) else None
+        if cls is not None and getattr(cls, "config_class", None) is type(hf_config):
+            return _Concrete(cls)
+    return None
 
 
 class _TooLarge(Exception):

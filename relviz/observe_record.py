@@ -35,8 +35,8 @@ class Recorder:
                                          # runs inside its compressor)
         self.calls: list[tuple[int, str, tuple, dict, Any]] = []
         self.restore: list[tuple[str, Any]] = []
-        self.hooks = [m.register_forward_pre_hook(lambda mod, args, k=k: setattr(self, "layer", k))
-                      for k, m in enumerate(layers)]
+        self.ran: set[int] = set()                     # the layers whose forward ran (Mllama skips some on text)
+        self.hooks = [m.register_forward_pre_hook(lambda mod, args, k=k: self._enter(k)) for k, m in enumerate(layers)]
         for module in layers.modules():
             if any(fragment in type(module).__name__ for fragment in INDEXER_MODULES):
                 self.hooks += [module.register_forward_pre_hook(lambda *_: setattr(self, "inside", self.inside + 1)),
@@ -54,6 +54,10 @@ class Recorder:
                                                                                 torch.Tensor)]
         for owner, name, original in self.softmax_restore:
             setattr(owner, name, self._softmax(original))
+
+    def _enter(self, k: int) -> None:
+        self.layer = k
+        self.ran.add(k)
 
     def _softmax(self, original: Any) -> Any:
         """A softmax that notes, per layer, the keys each query may see where it runs over [B, H, L, L] scores (or

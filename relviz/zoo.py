@@ -80,6 +80,9 @@ def tiny_config(model_type: str) -> dict[str, Any]:
         fewer.update({k: kept if v >= layers else max(1, v * kept // layers) for k, v in text.to_dict().items()
                       if k.endswith("_layers") and k != "num_hidden_layers" and isinstance(v, int)
                       and not isinstance(v, bool) and v > 0})
+        fewer.update({k: [i for i in v if i < kept] for k, v in text.to_dict().items()   # a list of layer indices:
+                      if k.endswith("_layers") and isinstance(v, list) and v              # those still there (Mllama's
+                      and all(isinstance(i, int) and 0 <= i < layers for i in v)})        # cross_attention_layers)
     try:
         config = cls(**fewer) if text is default else cls(text_config={**text.to_dict(), **fewer})
     except Exception:  # noqa: BLE001 - a per-layer default list of fixed length: keep the class's own count

@@ -197,6 +197,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "zamba2": {"stacks": DECODER, "derive": [{"field": "head_dim", "sum_of": ["attention_head_dim"], "always": True,
                                               "minimum": 2, "maximum": 4096, "even": True}], "mechanisms": {
         "mixer": {"linear_kind": "state_space"}, "rotation": {"requires": {"use_mem_rope": True}}, "pattern": {}}},
+    # Mllama's text model: the layers cross_attention_layers lists attend to the image only (skipped on text alone)
+    "mllama_text_model": {"stacks": DECODER, "derive": [
+        {"field": "layer_types", "indices_field": "cross_attention_layers", "then": "cross_attention",
+         "else": "full_attention", "always": True}], "mechanisms": {"mixer": {}, "rotation": {}, "pattern": {}}},
     "minimax": {"stacks": DECODER, "mechanisms": {"mixer": {"linear_kind": "linear_attention"}, "rotation": {},
                                                   "pattern": {}}},
     # EXAONE 4: RoPE on the sliding layers only, the global ones without position (when there is a window). Its

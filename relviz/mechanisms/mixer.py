@@ -17,8 +17,8 @@ from typing import Any
 from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
 
-__all__ = ["TokenMixer", "MIXER_KINDS", "LAYER_TYPES", "LAYER_TYPE_NEEDS", "ATTENTION", "mixer_kinds", "kind_of_module",
-           "check_read"]
+__all__ = ["TokenMixer", "MIXER_KINDS", "LAYER_TYPES", "LAYER_TYPE_NEEDS", "ATTENTION", "NOT_ON_TEXT", "mixer_kinds",
+           "kind_of_module", "check_read"]
 
 ATTENTION = "softmax_attention"
 
@@ -34,6 +34,8 @@ MIXER_KINDS: dict[str, tuple[str, str]] = {
     "recurrent_state": ("recurrent state (kind not named by the config)",
                         "a recurrent state (transformers' linear_attention: Mamba, a delta rule or lightning "
                         "attention; the config alone does not say which)"),
+    "cross_attention": ("cross-attention to the image only", "nothing: this layer attends to the image's tokens only "
+                        "(transformers skips it on text alone)"),
     "feed_forward": ("feed-forward only", "nothing: this layer mixes no tokens (an MLP or MoE block)"),
 }
 
@@ -47,7 +49,10 @@ LAYER_TYPES: dict[str, tuple[str | None, ...]] = {
     "hybrid": (ATTENTION, None),            # attention and a recurrent mixer on one layer (Falcon-H1)
     "moe": ("feed_forward",), "mlp": ("feed_forward",),
     "indexed_attention": (ATTENTION,),      # read only with its mechanism: LAYER_TYPE_NEEDS
+    "cross_attention": ("cross_attention",),   # a layer that attends to an image only (Mllama's cross_attention_layers)
 }
+#: kinds whose layer transformers skips on text alone: the observer checks that it did not run
+NOT_ON_TEXT = frozenset({"cross_attention"})
 
 #: layer types that attend in a way only one mechanism reads -> (its name, what transformers runs there): a family
 #: whose table does not apply it on such a layer is refused (never read as plain attention)
