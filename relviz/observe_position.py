@@ -138,7 +138,7 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
     if first is None:
         raise ValueError("the observer could not see the first layer's input (no hidden-states argument)")
     ran = first.shape[-2]
-    if ran != length:
+    if length not in first.shape[:-1]:             # (XLNet's is [L, B, D]: an axis of the length is enough)
         what = f"adds {ran - length} of its own (a prompt of learned tokens, streams that predict further ahead)" \
             if ran > length else f"drops {length - ran}"
         raise ValueError(f"its layers run over {ran} positions for the {length} tokens given: the model {what}, "

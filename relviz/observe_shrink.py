@@ -53,7 +53,7 @@ GROUPS = re.compile(r"n_groups$|num_groups$")
 ROUTED = re.compile(r"experts_per_tok|expert_group|^moe_topk$|^moe_top_k$")
 #: a field named so holds a projection's width (cut in proportion to the width)
 WIDE = re.compile(r"hidden|d_model|embd|emb_dim|embedding_dim|intermediate|ffn|dff|inner|dim_ff|rank|width|"
-                  r"state_size|proj_size|channels|filters|units")
+                  r"state_size|proj_size|channels|filters|units|d_ssm")
 #: ... of an MLP's width (set where the config leaves it to the class)
 MLP = re.compile(r"^n_inner$|^d_inner$|^intermediate_size$|^ffn_dim$")
 #: ... unless it is named for what position depends on, or for a count, an id or a geometry
@@ -96,6 +96,10 @@ def _aliases(model_type: Any) -> dict[str, str]:
         return dict(getattr(CONFIG_MAPPING[model_type], "attribute_map", {}) or {})
     except (ImportError, KeyError, TypeError):
         return {}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _whole(value: Any) -> bool:
@@ -149,8 +153,9 @@ def _rederived(config: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]
         full, shrunk = derive(config), derive(out)
     except Exception:  # noqa: BLE001 - no such class, not a dataclass, or one that refuses: the fields stay as shrunk
         return out
-    for key, value in config.items():
-        if key not in declared and key in full and key in shrunk and full[key] == value and out.get(key) != shrunk[key]:
+    for key, value in config.items():           # (a number: a nested setting is shrunk by the rules above)
+        if key not in declared and _number(value) and key in full and key in shrunk and full[key] == value \
+                and out.get(key) != shrunk[key]:
             out[key] = shrunk[key]
     return out
 

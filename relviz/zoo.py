@@ -82,7 +82,8 @@ def tiny_config(model_type: str) -> dict[str, Any]:
                       and not isinstance(v, bool) and v > 0})
         fewer.update({k: [i for i in v if i < kept] for k, v in text.to_dict().items()   # a list of layer indices:
                       if k.endswith("_layers") and isinstance(v, list) and v              # those still there (Mllama's
-                      and all(isinstance(i, int) and 0 <= i < layers for i in v)})        # cross_attention_layers)
+                      and all(isinstance(i, int) and 0 <= i < layers for i in v)          # cross_attention_layers; not
+                      and len(set(v)) == len(v) < layers})                                # a flag per layer)
     try:
         config = cls(**fewer) if text is default else cls(text_config={**text.to_dict(), **fewer})
     except Exception:  # noqa: BLE001 - a per-layer default list of fixed length: keep the class's own count
