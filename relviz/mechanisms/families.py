@@ -193,10 +193,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "pattern": {}, "field_scale": {"field": "attention_multiplier", "default": 1.0}}},
     # Zamba2: Mamba-2 layers, and "hybrid" ones (a shared attention block before the Mamba layer), rotating only
     # with use_mem_rope (False by default); its heads are attention_head_dim wide (2 × width / heads: the block reads
-    # the hidden state beside the first embeddings)
+    # the hidden state beside the first embeddings), its softmax scale Zamba's, (attention_head_dim / 2)^-0.5
     "zamba2": {"stacks": DECODER, "derive": [{"field": "head_dim", "sum_of": ["attention_head_dim"], "always": True,
                                               "minimum": 2, "maximum": 4096, "even": True}], "mechanisms": {
-        "mixer": {"linear_kind": "state_space"}, "rotation": {"requires": {"use_mem_rope": True}}, "pattern": {}}},
+        "mixer": {"linear_kind": "state_space"}, "rotation": {"requires": {"use_mem_rope": True}}, "pattern": {},
+        "query_scalar": {"field": "attention_head_dim", "divisor": 2.0}}},
     # Mllama's text model: the layers cross_attention_layers lists attend to the image only (skipped on text alone)
     "mllama_text_model": {"stacks": DECODER, "derive": [
         {"field": "layer_types", "indices_field": "cross_attention_layers", "then": "cross_attention",
