@@ -507,6 +507,9 @@ def _verified(key: str, source: str, table: str, causal_lm: bool = False) -> Mod
         where += "its entry was derived from what transformers ran; "
     plan.notes.insert(0, f"{where}observed: transformers {seen.transformers_version} built this model (tiny widths, "
                          f"the same layers) and ran it; every layer's reading equals what it ran")
+    probed = [s for p in plan_small.plans[observed] if (s := p.find(IndexedSelection)) is not None]
+    if probed:
+        plan.notes.insert(1, probed[0].observed_words())
     return plan
 
 

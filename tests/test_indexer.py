@@ -165,6 +165,8 @@ def test_the_observer_sees_the_indexer_choose_past_a_shrunk_index_topk():
     assert IndexedSelection(topk=8).chosen_by_content(layer.masks) is True
     plan = verified_plan(config)
     assert plan.layer(0).find(IndexedSelection).topk == config["index_topk"] == 2048
+    assert any("index_topk cut to 8 in the probe" in note and "other tokens at the same positions chose other keys"
+               in note for note in plan.notes)
 
 
 def test_a_published_config_without_layer_types_is_read_as_its_config_class_derives_it():

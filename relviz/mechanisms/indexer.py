@@ -159,6 +159,13 @@ class IndexedSelection(AttentionPattern):
 
     # -- words --------------------------------------------------------------------------------
 
+    def observed_words(self) -> str:
+        """What the observer saw of the DSA layers, this being a layer of the shrunk probe (relviz.observe)."""
+        return (f"DeepSeek sparse attention observed with index_topk cut to {self.topk} in the probe (the plan's "
+                "index_topk is the config's): up to it each query attended every causal key, past it exactly "
+                f"{self.topk} of them, and other tokens at the same positions chose other keys; the indexer's own "
+                "rotation equals transformers' (torch.equal)")
+
     def label(self) -> str:
         return f"{super().label()}, top {self.topk:,} by indexer"
 
