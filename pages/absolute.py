@@ -9,7 +9,9 @@ from relviz import absolute as words
 from relviz.absolute import projected_similarity, sinusoidal_encoding, sinusoidal_similarity, toeplitz_deviation
 from relviz.figures import absolute as pictures
 from relviz.figures.absolute import relative_figure
-from relviz.figures.toeplitz import Window, needs_window, toeplitz_overview_image, toeplitz_view
+from relviz.figures.toeplitz import toeplitz_view
+from relviz.figures.toeplitz_canvas import toeplitz_overview_image
+from relviz.figures.toeplitz_window import Window, needs_window
 from relviz.mechanisms.alibi import WHAT_ALIBI_ADDS, bias_words
 from relviz.positions import alibi_bias, alibi_bias_offsets, alibi_slopes, relative_positions
 from relviz.schemes.alibi import slope_rule_text

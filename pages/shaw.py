@@ -14,7 +14,7 @@ from relviz.figures.shaw import (
     shaw_offsets,
     shaw_overview,
 )
-from relviz.figures.toeplitz import Window, needs_window
+from relviz.figures.toeplitz_window import Window, needs_window
 from relviz.snippets import shaw_snippet
 
 navigation.ensure_app_navigation()

@@ -19,7 +19,7 @@ from relviz.figures.t5 import (
     sharing_figure,
     t5_offsets,
 )
-from relviz.figures.toeplitz import Window, needs_window
+from relviz.figures.toeplitz_window import Window, needs_window
 from relviz.positions import smallest_num_buckets, t5_nearest_valid
 from relviz.precision import (
     CHANGE_COLUMNS,

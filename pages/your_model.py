@@ -17,8 +17,9 @@ from relviz import hf, layer_strip
 from relviz._words import counted
 
 from relviz.app import controls, display, navigation
-from relviz.figures.attention import attention_grid, bias_curve_figure, colour_rows, similarity_figure
+from relviz.figures.attention import attention_grid, colour_rows
 from relviz.figures.layers import side_by_side, strip_figure, view_figure, with_selected
+from relviz.figures.parameters import bias_curve_figure, similarity_figure
 from relviz.figures.toeplitz import toeplitz_view
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.t5_bias import T5Bias

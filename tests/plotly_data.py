@@ -165,7 +165,7 @@ def image_values(t: dict) -> np.ndarray:
     values travel in the hover data; the picture holds their 256-level colour index, checked here
     against those values (so a picture that does not show its values fails every caller).
     """
-    from relviz.figures.toeplitz import decode_image_indices
+    from relviz.figures.toeplitz_colours import decode_image_indices
 
     indices = decode_image_indices(t["source"]).astype(np.int64)
     info = t["meta"]["image"]
@@ -188,7 +188,7 @@ def cell_positions(figure, axis: str, n: int = 0) -> np.ndarray:
     t = trace(figure, n)
     if t.get("type") != "image":
         return decode(t[axis])
-    from relviz.figures.toeplitz import decode_image_indices
+    from relviz.figures.toeplitz_colours import decode_image_indices
 
     rows, cols = decode_image_indices(t["source"]).shape
     return t[f"{axis}0"] + t.get(f"d{axis}", 1) * np.arange(cols if axis == "x" else rows)

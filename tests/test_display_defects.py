@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from relviz.experiments import SHAW_TABLE2
-from relviz.figures.attention import HEAD_COLOURS, bias_curve_figure
+from relviz.figures.dict_figures import HEAD_COLOURS
+from relviz.figures.parameters import bias_curve_figure
 from relviz.figures.experiments import shaw_reference_figure
 from relviz.figures.heatmap import AXIS_BELOW_PX, legend_below_axis
 from relviz.figures.skew import DROPPED, GARBAGE, causal_steps, demo_inputs, step_figure

@@ -7,19 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plotly_data import cell_positions, customdata_field, decode, figure_json, heatmap_values, trace
-from relviz.figures.toeplitz import (
-    FIGURE_BUDGET,
-    IMAGE_BUDGET,
-    IMAGE_MIN_CELLS,
+from relviz.figures.toeplitz import FIGURE_BUDGET, IMAGE_BUDGET, IMAGE_MIN_CELLS, toeplitz_heatmap, toeplitz_overview
+from relviz.figures.toeplitz_payload import encode_fields
+from relviz.figures.toeplitz_window import (
     OVERVIEW_MAX,
     HoverField,
     diagonal_col0,
-    encode_fields,
     fit_window,
     needs_window,
     offsets_per_offset,
-    toeplitz_heatmap,
-    toeplitz_overview,
 )
 from relviz.positions import expand_toeplitz, offset_range, relative_positions, shaw_clip_index, t5_bucket
 from relviz.toeplitz_display import DISPLAY_MAX
@@ -255,7 +251,7 @@ def test_window_geometry():
 @settings(max_examples=30, deadline=None)
 @given(data=st.data(), q_len=st.integers(1, 600), k_len=st.integers(1, 600), q_offset=st.integers(-50, 50))
 def test_browser_window_slices_reproduce_the_window_and_every_hover_field(data, q_len, k_len, q_offset):
-    from relviz.figures.toeplitz import toeplitz_image
+    from relviz.figures.toeplitz_canvas import toeplitz_image
     from relviz.toeplitz_display import toeplitz_window
 
     rows, cols = data.draw(st.integers(1, min(q_len, 512))), data.draw(st.integers(1, min(k_len, 512)))
@@ -283,7 +279,7 @@ def test_browser_window_slices_reproduce_the_window_and_every_hover_field(data, 
 def test_browser_window_payload_grows_with_rows_plus_cols_not_their_product():
     import json
 
-    from relviz.figures.toeplitz import toeplitz_image
+    from relviz.figures.toeplitz_canvas import toeplitz_image
 
     sizes = {}
     for size in (128, 256, 512):
@@ -301,7 +297,8 @@ def test_browser_window_payload_grows_with_rows_plus_cols_not_their_product():
 
 
 def test_browser_window_hover_lines_follow_the_plotly_hover():
-    from relviz.figures.toeplitz import toeplitz_image, toeplitz_view, ToeplitzImage
+    from relviz.figures.toeplitz import toeplitz_view
+    from relviz.figures.toeplitz_canvas import ToeplitzImage, toeplitz_image
 
     q, k = 300, 300
     offsets = offsets_per_offset(q, k)

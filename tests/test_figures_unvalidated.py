@@ -15,7 +15,7 @@ import pytest
 from plotly_data import decode
 from relviz.figures.heatmap import named_colorscale
 from relviz.figures.shaw import embedding_strip, k_ablation_figure, shaw_matrices, shaw_offsets
-from relviz.figures.toeplitz import Window
+from relviz.figures.toeplitz_window import Window
 
 
 def spec(figure: go.Figure) -> dict:

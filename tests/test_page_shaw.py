@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, heatmap_values, block_stats, overview_stats, trace
-from relviz.figures.toeplitz import OVERVIEW_MAX
+from relviz.figures.toeplitz_window import OVERVIEW_MAX
 from relviz.toeplitz_display import display_block
 from relviz.positions import relative_positions, shaw_clip_index
 

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
 from plotly_data import charts, customdata_field, decode, find, heatmap_values, block_stats, overview_stats, trace
-from relviz.figures.toeplitz import OVERVIEW_MAX
+from relviz.figures.toeplitz_window import OVERVIEW_MAX
 from relviz.toeplitz_display import display_block
 from relviz.positions import shaw_clip_index, t5_bucket, t5_bucket_map, t5_bucket_ranges
 from relviz.rope import load_presets

@@ -127,11 +127,11 @@ def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, defau
     """Size and position of the full-resolution window on a matrix too large to draw whole.
 
     Keys: {prefix}_ws (size), {prefix}_r0 / {prefix}_c0 (first row / column). Returns a
-    relviz.figures.toeplitz.Window that lies inside the matrix: the whole matrix, with no
+    relviz.figures.toeplitz_window.Window that lies inside the matrix: the whole matrix, with no
     controls drawn, when it is small enough to show cell by cell.
     """
     # Imported here: both load numpy, which the landing page's first visitor skips.
-    from relviz.figures.toeplitz import Window, diagonal_col0, fit_window, needs_window
+    from relviz.figures.toeplitz_window import Window, diagonal_col0, fit_window, needs_window
     from relviz.toeplitz_display import DISPLAY_MAX
 
     if not needs_window(q_len, k_len):

@@ -139,7 +139,7 @@ def pooled_overview(view, *, q_len: int, k_len: int, q_offset: int, window,
                     quantity: str, note: str, key: str) -> None:
     """The large-matrix panel of the Shaw and T5 pages: the pooled overview (figures.toeplitz's
     ToeplitzOverview or ToeplitzOverviewImage) beside what it shows and which exact window the
-    full-resolution figures below hold (``window``: figures.toeplitz.Window)."""
+    full-resolution figures below hold (``window``: figures.toeplitz_window.Window)."""
     block = view.block
     st.markdown(f"#### The matrix is {q_len} × {k_len}: too large to draw cell by cell")
     left, right = st.columns(2)

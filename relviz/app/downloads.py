@@ -76,7 +76,7 @@ def matrix_downloads(matrix: np.ndarray | Callable[[], np.ndarray], *, name: str
 def large_matrix_downloads(window_values: np.ndarray, offsets: np.ndarray, values: np.ndarray, *, q_len: int,
                            k_len: int, window, quantity: str, name: str, suffix: str, key: str) -> None:
     """Downloads for a matrix too large to build: the exact window shown (``window``:
-    figures.toeplitz.Window) and the per-offset vector that defines every entry. Files are
+    figures.toeplitz_window.Window) and the per-offset vector that defines every entry. Files are
     ``{name}_window_{suffix}`` and ``{name}_per_offset_{suffix}``."""
     st.markdown(
         f"The full {q_len} × {k_len} matrix is not built. Download the exact **window** shown above, or the "

@@ -9,7 +9,7 @@ Every figure is built from plain dicts; ``validate=False`` skips plotly's per-pr
 validation (the page's rerun time), tests build with it on.
 
 The position-parameter figures are relviz.figures.parameters and the head colours
-relviz.figures.dict_figures; their public names are re-exported here.
+relviz.figures.dict_figures: import their names from there.
 """
 from __future__ import annotations
 
@@ -19,15 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.dict_figures import (
-    HEAD_COLOURS,
-    HEAD_SCALE,
-    figure_parts,
-    head_colour,
-    head_colours,
-    hover_data,
-    parts_figure,
-)
+from relviz.figures.dict_figures import figure_parts, head_colour, hover_data, parts_figure
 from relviz.figures.heatmap import (
     KEY_AXIS,
     QUERY_AXIS,
@@ -37,23 +29,14 @@ from relviz.figures.heatmap import (
     matrix_heatmap_parts,
     named_colorscale,
 )
-from relviz.figures.parameters import (
-    bias_curve_figure,
-    cosine_heatmap,
-    similarity_figure,
-    vector_norms_figure,
-    view_figure,
-)
 from relviz.inspection import OffsetProfile, RunView
 from relviz.schemes.view_kinds import PositionStructure
 
 __all__ = [
-    "ATTENTION_SCALE", "GRID_SIDE", "HEAD_COLOURS", "HEAD_SCALE", "MASKED_BG", "STRIP_COLOURS",
-    "STRIP_TEXT_MAX", "TOKEN_TICKS", "attention_grid", "attention_grid_parts", "attention_heatmap",
-    "attention_heatmap_parts", "bias_curve_figure", "colour_rows", "colour_top", "cosine_heatmap", "grid_block",
-    "head_colour", "head_colours", "offset_profile_figure", "offset_profile_parts", "parts_figure",
-    "prediction_strip", "prediction_strip_parts", "similarity_figure", "structure_heatmap", "structure_heatmap_parts",
-    "vector_norms_figure", "view_figure",
+    "ATTENTION_SCALE", "GRID_SIDE", "MASKED_BG", "STRIP_COLOURS", "STRIP_TEXT_MAX", "TOKEN_TICKS", "attention_grid",
+    "attention_grid_parts", "attention_heatmap", "attention_heatmap_parts", "colour_rows", "colour_top", "grid_block",
+    "offset_profile_figure", "offset_profile_parts", "prediction_strip", "prediction_strip_parts", "structure_heatmap",
+    "structure_heatmap_parts",
 ]
 
 #: The most cells per side of each head in the grid; longer sequences are mean-pooled.

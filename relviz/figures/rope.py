@@ -11,7 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from relviz.figures.heatmap import readable
-from relviz.figures.toeplitz import ToeplitzImage, toeplitz_heatmap, toeplitz_view
+from relviz.figures.toeplitz import toeplitz_heatmap, toeplitz_view
+from relviz.figures.toeplitz_canvas import ToeplitzImage
 from relviz.rope.pair import PairAtPositions
 from relviz.rope.scores import ContentScores, DecayCurves
 

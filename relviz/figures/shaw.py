@@ -20,18 +20,9 @@ from relviz.figures.heatmap import (
     discrete_colorscale,
     readable_layout,
 )
-from relviz.figures.toeplitz import (
-    HoverField,
-    ToeplitzFigure,
-    ToeplitzImage,
-    ToeplitzOverview,
-    ToeplitzOverviewImage,
-    Window,
-    toeplitz_heatmap,
-    toeplitz_overview,
-    toeplitz_overview_image,
-    toeplitz_view,
-)
+from relviz.figures.toeplitz import ToeplitzFigure, ToeplitzOverview, toeplitz_heatmap, toeplitz_overview, toeplitz_view
+from relviz.figures.toeplitz_canvas import ToeplitzImage, ToeplitzOverviewImage, toeplitz_overview_image
+from relviz.figures.toeplitz_window import HoverField, Window
 from relviz.positions import offset_range, shaw_clip_offsets
 
 #: Shaw et al. 2018, Table 2: EN-DE newstest2013 BLEU of the base model by clipping distance k.

@@ -14,18 +14,9 @@ import torch
 
 from relviz.figures.heatmap import DISCRETE_PALETTE as PALETTE
 from relviz.figures.heatmap import diagonal_counts, legend_below_axis, readable
-from relviz.figures.toeplitz import (
-    HoverField,
-    ToeplitzFigure,
-    ToeplitzImage,
-    ToeplitzOverview,
-    ToeplitzOverviewImage,
-    Window,
-    toeplitz_heatmap,
-    toeplitz_overview,
-    toeplitz_overview_image,
-    toeplitz_view,
-)
+from relviz.figures.toeplitz import ToeplitzFigure, ToeplitzOverview, toeplitz_heatmap, toeplitz_overview, toeplitz_view
+from relviz.figures.toeplitz_canvas import ToeplitzImage, ToeplitzOverviewImage, toeplitz_overview_image
+from relviz.figures.toeplitz_window import HoverField, Window
 from relviz.positions import BucketRange, offset_range, t5_bucket, t5_bucket_ranges, t5_config
 from relviz.t5_notes import last_bucket_start
 

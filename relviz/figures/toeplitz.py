@@ -23,7 +23,7 @@ every size. The plotly figures stay for the notebook API and exports.
 
 The geometry and hover fields are relviz.figures.toeplitz_window, the payload encoding
 relviz.figures.toeplitz_payload, the colours relviz.figures.toeplitz_colours and the browser-drawn
-forms relviz.figures.toeplitz_canvas; their public names are re-exported here.
+forms relviz.figures.toeplitz_canvas: import their names from there.
 """
 from __future__ import annotations
 
@@ -36,11 +36,10 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from relviz.figures.heatmap import KEY_AXIS, QUERY_AXIS, matrix_heatmap
-from relviz.figures.toeplitz_canvas import ToeplitzImage, ToeplitzOverviewImage, toeplitz_image, toeplitz_overview_image
+from relviz.figures.toeplitz_canvas import ToeplitzImage, toeplitz_image
 from relviz.figures.toeplitz_colours import (
     band_colours,
     continuous_range,
-    decode_image_indices,
     levels_256,
     palette_256,
     palette_png,
@@ -52,21 +51,12 @@ from relviz.figures.toeplitz_window import (
     HoverField,
     Window,
     checked_per_offset,
-    diagonal_col0,
-    fit_window,
-    full_window,
-    needs_window,
     offsets_per_offset,
 )
 from relviz.toeplitz_display import PooledView, display_block, toeplitz_pooled, toeplitz_window
 
-__all__ = [
-    "FIGURE_BUDGET", "IMAGE_BUDGET", "IMAGE_MIN_CELLS", "OFFSET_LABEL", "OVERVIEW_MAX", "HoverField",
-    "ToeplitzFigure", "ToeplitzImage", "ToeplitzOverview", "ToeplitzOverviewImage", "Window",
-    "decode_image_indices", "diagonal_col0", "fit_window", "full_window", "needs_window",
-    "offsets_per_offset", "toeplitz_heatmap", "toeplitz_image", "toeplitz_overview",
-    "toeplitz_overview_image", "toeplitz_view",
-]
+__all__ = ["FIGURE_BUDGET", "IMAGE_BUDGET", "IMAGE_MIN_CELLS", "ToeplitzFigure", "ToeplitzOverview", "toeplitz_heatmap",
+           "toeplitz_overview", "toeplitz_view"]
 
 #: The most characters of JSON one figure may take (the app's target is 3 MB per figure).
 FIGURE_BUDGET = 2_900_000
