@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import torch
 
 from relviz._checks import check_int
+from relviz.layer_config import LAYER_TYPE_FIELDS, _derived, _holds, _layer_types, _per_layer, _summed
 from relviz.mechanisms import MECHANISMS, Mechanism
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.alibi import Alibi
@@ -295,33 +296,6 @@ def _depth(value: Any, level: int = 0) -> int:
     return level
 
 
-def _lookup(config: Mapping[str, Any], dotted: str) -> Any:
-    value: Any = config
-    for part in dotted.split("."):
-        value = value.get(part) if isinstance(value, Mapping) else None
-    return value
-
-
-def _holds(config: Mapping[str, Any], requires: Mapping[str, Any]) -> bool:
-    """Whether every (dotted) field holds its required value; an absent field counts as false."""
-    return all(_lookup(config, k) == v or (v is False and _lookup(config, k) is None) for k, v in requires.items())
-
-
-def _layer_types(cfg: ConfigView, layers: int, counted_by: str) -> list[str | None]:
-    def one(name: str, value: Any) -> str:
-        if not isinstance(value, str) or not value or len(value) > 64:
-            raise ValueError(f"config field {name} must be a layer type name such as 'full_attention'; got {value!r}")
-        return value
-    field = next((f for f in LAYER_TYPE_FIELDS if cfg.has(f)), LAYER_TYPE_FIELDS[0])
-    types = cfg.list(field, layers, one, counted_by=counted_by)
-    return types if types is not None else [None] * layers
-
-
-#: the config fields transformers names the per-layer kinds by (layers_block_type: its alias in Zamba,
-#: Nemotron-H, Granite-MoE-Hybrid)
-LAYER_TYPE_FIELDS = ("layer_types", "layers_block_type")
-
-
 def read_plan(config: Mapping[str, Any], *, source: str = "config",
               tensor: Callable[[str], torch.Tensor | None] | None = None,
               family: Mapping[str, Any] | None = None) -> ModelPlan:
@@ -415,37 +389,6 @@ _FIELDS_READ = ("num_hidden_layers", "layer_types", "head_dim", "hidden_size", "
                 "attention_chunk_size")
 
 
-def _per_layer(cfg: ConfigView, index: int) -> ConfigView:
-    """Layer ``index``'s config: transformers 5's ``per_layer_config`` ({layer index: the fields it overrides},
-    e.g. Gemma 4's full-attention layers' head_dim 512) laid over the model's fields."""
-    table = cfg.raw("per_layer_config")
-    if table is None:
-        return cfg
-    if not isinstance(table, Mapping):
-        raise ValueError(f"config field {cfg.name('per_layer_config')} must map layer indices to JSON objects of "
-                         f"fields; got {table!r:.60}")
-    # transformers reads each key with int() (its to_dict writes them zero-padded: "05")
-    over = next((v for k, v in table.items() if isinstance(k, (int, str)) and str(k).strip().isdigit()
-                 and int(k) == index), None)
-    if over is None:
-        return cfg
-    if not isinstance(over, Mapping):
-        raise ValueError(f"config field {cfg.name(f'per_layer_config.{index}')} must be a JSON object of the fields "
-                         f"layer {index} overrides; got {over!r:.60}")
-    return ConfigView({**cfg.data, **over}, cfg.prefix)
-
-
-def _summed(cfg: ConfigView, field_name: str) -> int:
-    """The layers a list field counts per stage (Swin's depths), summed; ValueError naming the field."""
-    value = cfg.raw(field_name)
-    if not isinstance(value, (list, tuple)) or not value or not all(
-            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_LAYERS for v in value) \
-            or not 1 <= sum(value) <= MAX_LAYERS:
-        raise ValueError(f"config field {cfg.name(field_name)} must be a list of layer counts per stage summing to 1 "
-                         f"to {MAX_LAYERS}; got {value!r:.60}")
-    return sum(value)
-
-
 def _mixers_where_they_differ(plans: dict[str, list[LayerPlan]]) -> dict[str, list[LayerPlan]]:
     """Keep the token mixer in a layer's mechanisms only in models where some layer does not just attend
     (the strip then gets a mixer row); a plain attention model's layers list their position mechanisms alone."""
@@ -488,101 +431,6 @@ def _summary(plan: ModelPlan, cfg: ConfigView) -> dict[str, Any]:
     if cfg.has("layer_types"):
         out["layer_types"] = list(cfg.raw("layer_types"))
     return out
-
-
-def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, Any]) -> ConfigView:
-    """The config with the per-layer lists its family's config class derives when they are absent."""
-    rules = family.get("derive", ())
-    if not rules:
-        return cfg
-    spec = next(iter(stacks.values()))
-    layers = cfg.int(spec["layers_field"], spec.get("layers_default", REQUIRED), minimum=1, maximum=MAX_LAYERS)
-    data = dict(cfg.data)
-    for rule in rules:
-        present = data.get(rule["field"])
-        if present is not None and not (rule.get("when_empty") and present == []) and not rule.get("always"):
-            continue
-        if not _holds(data, rule.get("requires", {})):
-            continue
-        view = ConfigView(data, cfg.prefix)
-        if "sum_of" in rule:                    # a size the config class computes from others
-            total = sum(view.int(f, minimum=0, maximum=1 << 16) for f in rule["sum_of"])
-            low, high = rule.get("minimum", 1), rule.get("maximum", 1 << 16)
-            if not low <= total <= high or (rule.get("even") and total % 2):   # named by its sources
-                raise ValueError(f"config field {' + '.join(view.name(f) for f in rule['sum_of'])} is {total}: "
-                                 f"it gives {rule['field']}, which must be {'an even integer' if rule.get('even') else 'an integer'} "
-                                 f"from {low} to {high}")
-            data[rule["field"]] = total
-            continue
-        if "threshold_field" in rule:           # Qwen2: sliding from layer max_window_layers on
-            start = view.int(rule["threshold_field"], layers, minimum=0, maximum=MAX_LAYERS)
-            data[rule["field"]] = [rule["then"] if i >= start else rule["else"] for i in range(layers)]
-            continue
-        if "indices_field" in rule:             # Bamba, LFM2: the listed layers are "then", the others "else"
-            listed = view.raw(rule["indices_field"], [])
-            if not isinstance(listed, (list, tuple)) or not all(
-                    isinstance(v, int) and not isinstance(v, bool) and 0 <= v < layers for v in listed):
-                raise ValueError(f"config field {view.name(rule['indices_field'])} must list layer indices from 0 "
-                                 f"to {layers - 1}; got {listed!r:.60}")
-            data[rule["field"]] = [rule["then"] if i in listed else rule["else"] for i in range(layers)]
-            continue
-        if "cycle_field" in rule:               # RecurrentGemma: block_types repeated over the layers
-            cycle = view.raw(rule["cycle_field"], rule.get("cycle_default"))
-            if rule.get("text") and not isinstance(cycle, str):
-                continue                        # EXAONE 4: a number there is the next rule's
-            given = cycle
-            if isinstance(cycle, str):          # EXAONE 4's "LLLG": one letter per layer
-                cycle = list(cycle)
-            if not isinstance(cycle, (list, tuple)) or not cycle or not all(
-                    isinstance(v, str) and v in rule["map"] for v in cycle):
-                raise ValueError(f"config field {view.name(rule['cycle_field'])} must be a non-empty "
-                                 f"{'string' if rule.get('text') else 'list'} of {', '.join(rule['map'])}; "
-                                 f"got {given!r:.60}")
-            data[rule["field"]] = [rule["map"][cycle[i % len(cycle)]] for i in range(layers)]
-            if rule.get("last"):                # (whatever the pattern gives the last layer)
-                data[rule["field"]][-1] = rule["last"]
-            continue
-        if "runs_field" in rule:                # GPT-Neo: [[["global", "local"], 12]] is 24 layers
-            runs = view.raw(rule["runs_field"])
-            if not isinstance(runs, (list, tuple)) or not all(
-                    isinstance(r, (list, tuple)) and len(r) == 2 and isinstance(r[0], (list, tuple)) and r[0]
-                    and all(isinstance(t, str) and t in rule["map"] for t in r[0]) and isinstance(r[1], int)
-                    and not isinstance(r[1], bool) and 0 <= r[1] <= MAX_LAYERS for r in runs):
-                raise ValueError(f"config field {view.name(rule['runs_field'])} must be a list of [types, count] "
-                                 f"runs, each type one of {', '.join(rule['map'])}; got {runs!r:.60}")
-            total = sum(len(types) * count for types, count in runs)
-            if total != layers:
-                raise ValueError(f"config field {view.name(rule['runs_field'])} gives {total} layers; "
-                                 f"{view.name(spec['layers_field'])} is {layers}")
-            data[rule["field"]] = [rule["map"][t] for types, count in runs for _ in range(count) for t in types]
-            continue
-        if "offset_field" in rule:              # Jamba: "then" where i % period == offset
-            period = view.int(rule["period_field"], rule["period"], minimum=1, maximum=MAX_LAYERS)
-            offset = view.int(rule["offset_field"], rule["offset"], minimum=0, maximum=period - 1)
-            data[rule["field"]] = [rule["then"] if i % period == offset else rule["else"] for i in range(layers)]
-            continue
-        if "constant" in rule:
-            data[rule["field"]] = [rule["constant"]] * layers
-            continue
-        if "last" in rule:                      # Gemma 4: its config class forces the last layer's type
-            data[rule["field"]] = [*view.list(rule["field"], layers, lambda n, v: v,
-                                              counted_by=spec["layers_field"])[:-1], rule["last"]]
-            continue
-        if "override" in rule:                  # Gemma 4: per_layer_config from global_head_dim on its full layers
-            value = view.int(rule["source_field"], rule["source_default"], minimum=2, maximum=1 << 16)
-            types = data.get("layer_types") or []
-            data[rule["field"]] = {str(i): {rule["override"]: value} for i, t in enumerate(types)
-                                   if t == rule["layer_type"]}
-            continue
-        if rule.get("from_field"):
-            source = view.list(rule["from_field"], layers, lambda n, v: v, counted_by=spec["layers_field"])
-            data[rule["field"]] = [rule["then"] if v else rule["else"] for v in source]
-            continue
-        period = rule["period"]
-        if rule.get("period_field"):
-            period = view.int(rule["period_field"], period, minimum=1, maximum=MAX_LAYERS)
-        data[rule["field"]] = [rule["then"] if (i + rule["phase"]) % period else rule["else"] for i in range(layers)]
-    return ConfigView(data, cfg.prefix)
 
 
 def _unknown(model_type: str, config: Mapping[str, Any]) -> str:
