@@ -1,10 +1,11 @@
 """What each layer's config says, read the way transformers' config classes read it.
 
-A family's config class derives per-layer lists a config.json may leave out (``_derived``: Qwen2's sliding layers
-from max_window_layers, Jamba's attention period, GPT-Neo's runs, Gemma 4's last layer, ...); transformers 5's
-``per_layer_config`` overrides fields of single layers (``_per_layer``); the per-layer kinds are named by
-``layer_types`` or its alias (``_layer_types``); Swin counts its blocks per stage (``_summed``). relviz.model_plan
-reads a model's plan from these.
+A family's config class derives per-layer lists a config.json may leave out (``derived_config``: Qwen2's sliding
+layers from max_window_layers, Jamba's attention period, GPT-Neo's runs, Gemma 4's last layer, ...); transformers
+5's ``per_layer_config`` overrides fields of single layers (``config_of_layer``); the per-layer kinds are named by
+the config field layer_types or its alias layers_block_type (``layer_types``); Swin counts its blocks per stage (``summed_layers``); a family
+entry's ``requires`` holds where each dotted field has its value (``holds``). relviz.model_plan reads a model's
+plan from these.
 """
 from __future__ import annotations
 
@@ -13,19 +14,21 @@ from typing import Any
 
 from relviz.mechanisms.base import MAX_LAYERS, REQUIRED, ConfigView
 
-def _lookup(config: Mapping[str, Any], dotted: str) -> Any:
+__all__ = ["LAYER_TYPE_FIELDS", "config_of_layer", "derived_config", "holds", "layer_types", "lookup", "summed_layers"]
+
+def lookup(config: Mapping[str, Any], dotted: str) -> Any:
     value: Any = config
     for part in dotted.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
     return value
 
 
-def _holds(config: Mapping[str, Any], requires: Mapping[str, Any]) -> bool:
+def holds(config: Mapping[str, Any], requires: Mapping[str, Any]) -> bool:
     """Whether every (dotted) field holds its required value; an absent field counts as false."""
-    return all(_lookup(config, k) == v or (v is False and _lookup(config, k) is None) for k, v in requires.items())
+    return all(lookup(config, k) == v or (v is False and lookup(config, k) is None) for k, v in requires.items())
 
 
-def _layer_types(cfg: ConfigView, layers: int, counted_by: str) -> list[str | None]:
+def layer_types(cfg: ConfigView, layers: int, counted_by: str) -> list[str | None]:
     def one(name: str, value: Any) -> str:
         if not isinstance(value, str) or not value or len(value) > 64:
             raise ValueError(f"config field {name} must be a layer type name such as 'full_attention'; got {value!r}")
@@ -40,7 +43,7 @@ def _layer_types(cfg: ConfigView, layers: int, counted_by: str) -> list[str | No
 LAYER_TYPE_FIELDS = ("layer_types", "layers_block_type")
 
 
-def _per_layer(cfg: ConfigView, index: int) -> ConfigView:
+def config_of_layer(cfg: ConfigView, index: int) -> ConfigView:
     """Layer ``index``'s config: transformers 5's ``per_layer_config`` ({layer index: the fields it overrides},
     e.g. Gemma 4's full-attention layers' head_dim 512) laid over the model's fields."""
     table = cfg.raw("per_layer_config")
@@ -60,7 +63,7 @@ def _per_layer(cfg: ConfigView, index: int) -> ConfigView:
     return ConfigView({**cfg.data, **over}, cfg.prefix)
 
 
-def _summed(cfg: ConfigView, field_name: str) -> int:
+def summed_layers(cfg: ConfigView, field_name: str) -> int:
     """The layers a list field counts per stage (Swin's depths), summed; ValueError naming the field."""
     value = cfg.raw(field_name)
     if not isinstance(value, (list, tuple)) or not value or not all(
@@ -71,7 +74,7 @@ def _summed(cfg: ConfigView, field_name: str) -> int:
     return sum(value)
 
 
-def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, Any]) -> ConfigView:
+def derived_config(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, Any]) -> ConfigView:
     """The config with the per-layer lists its family's config class derives when they are absent."""
     rules = family.get("derive", ())
     if not rules:
@@ -83,7 +86,7 @@ def _derived(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[str, An
         present = data.get(rule["field"])
         if present is not None and not (rule.get("when_empty") and present == []) and not rule.get("always"):
             continue
-        if not _holds(data, rule.get("requires", {})):
+        if not holds(data, rule.get("requires", {})):
             continue
         view = ConfigView(data, cfg.prefix)
         if "sum_of" in rule:                    # a size the config class computes from others

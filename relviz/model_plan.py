@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import torch
 
 from relviz._checks import check_int
-from relviz.layer_config import LAYER_TYPE_FIELDS, _derived, _holds, _layer_types, _per_layer, _summed
+from relviz.layer_config import LAYER_TYPE_FIELDS, config_of_layer, derived_config, holds, layer_types, summed_layers
 from relviz.mechanisms import MECHANISMS, Mechanism
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.alibi import Alibi
@@ -331,7 +331,7 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
                              f"{cfg.name(hybrid[0])} says which layers attend in a way relviz reads only for "
                              "families in its table: relviz cannot tell which layers attend, so it reads none "
                              "(relviz.hf.observe asks transformers)")
-    cfg = _derived(cfg, family, family["stacks"])
+    cfg = derived_config(cfg, family, family["stacks"])
     root = ConfigView(config)
     shared: dict[str, Any] = {}
     plans: dict[str, list[LayerPlan]] = {}
@@ -346,19 +346,19 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         if not stack_cfg.has(field_name) and spec.get("fallback_field"):
             field_name = spec["fallback_field"]
         if spec.get("layers_sum"):              # Swin: depths, one entry per stage, the blocks summed
-            layers = _summed(stack_cfg, field_name)
+            layers = summed_layers(stack_cfg, field_name)
         else:
             layers = stack_cfg.int(field_name, spec.get("layers_default", REQUIRED), minimum=1, maximum=MAX_LAYERS)
-        types = _layer_types(stack_cfg, layers, field_name)
+        types = layer_types(stack_cfg, layers, field_name)
         plans[stack] = []
         for index in range(layers):
-            ctx = LayerContext(config=_per_layer(stack_cfg, index), stack=stack, index=index, layers=layers, layer_type=types[index],
+            ctx = LayerContext(config=config_of_layer(stack_cfg, index), stack=stack, index=index, layers=layers, layer_type=types[index],
                                causal=spec["causal"], layers_field=field_name, tensor=tensor or (lambda suffix: None),
                                has_weights=tensor is not None, shared=shared)
             mixer = TokenMixer.read(ctx, mechanisms.get("mixer", {}))
             found: list[Mechanism] = [mixer]
             for name, options in mechanisms.items():
-                if not mixer.attends or name == TokenMixer.name or not _holds(stack_cfg.data, options.get("requires", {})):
+                if not mixer.attends or name == TokenMixer.name or not holds(stack_cfg.data, options.get("requires", {})):
                     continue
                 mechanism = MECHANISMS[name].read(ctx, options)
                 if mechanism is not None:
