@@ -78,18 +78,22 @@ def active_model(name: str, trainings: SessionTrainings) -> LiveModel:
 
 # ---------------------------------------------------------------------------------------
 # Cached computations: keyed by the model's key (unique per weights) and scalars/strings.
-# Arrays: st.cache_data. Figures: st.cache_resource, shared read-only, each held as the dicts it sends
+# Everything in st.cache_resource, shared read-only: the arrays as they are, the figures as the dicts they send
 # (display.prepared: encoded once, no go.Figure built, nothing validated or copied on a run); st.cache_data
-# would unpickle them on every run. Bounded: at the longest
+# would unpickle a copy on every call. Bounded: at the longest
 # sequence (256) an entry is at most ~3 MB, so these caches stay near 100 MB in the worst case.
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+# A move's figures each ask for the run and the structure (2 MB of weights at length 256): one object, no copies.
+@st.cache_resource(max_entries=16, show_spinner=False)
 def run(key: str, text: str, _model, _task):
-    return run_view(_model, _task, text)
+    view = run_view(_model, _task, text)
+    for array in (view.weights, view.mask, view.correct):
+        array.setflags(write=False)
+    return view
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def structure(key: str, length: int, layer: int, _model):
     """Layer ``layer``'s mechanism's structure, the one Your model draws for that layer."""
     return position_structure(_model, length, layer)

@@ -227,23 +227,29 @@ class OffsetProfile:
 def mean_attention_by_offset(weights: np.ndarray | torch.Tensor) -> OffsetProfile:
     """Average the weights [..., L, L] along each diagonal: one value per offset j − i.
 
-    One pass over the cells (each weight is added once to its diagonal's sum), then each sum
-    is divided by the number of cells on that diagonal.
+    One pass over the cells (each weight is added once to its diagonal's sum, in float64), then each sum
+    is divided by the number of cells on that diagonal. In numpy (np.bincount), not torch's index_add_: the same
+    sums bit for bit, and on a two-core server torch's two threads spun ~40 ms of CPU at length 200 with 24 heads
+    (2 ms here).
     """
-    w = torch.as_tensor(np.asarray(weights) if not isinstance(weights, torch.Tensor) else weights)
-    if w.dim() < 2 or w.shape[-1] != w.shape[-2] or w.shape[-1] < 1:
+    w = weights.detach() if isinstance(weights, torch.Tensor) else np.asarray(weights)
+    if w.ndim < 2 or w.shape[-1] != w.shape[-2] or w.shape[-1] < 1:
         raise ValueError(f"weights must have shape [..., L, L] with L >= 1; got {tuple(w.shape)}")
-    if not (w.is_floating_point()):
+    if not (w.is_floating_point() if isinstance(w, torch.Tensor) else np.issubdtype(w.dtype, np.floating)):
         raise ValueError(f"weights must be floating point; got {w.dtype}")
+    if isinstance(w, torch.Tensor):
+        w = w.to("cpu", torch.float64).numpy()
     length = w.shape[-1]
     lead = w.shape[:-2]
-    positions = torch.arange(length)
+    positions = np.arange(length)
     index = (positions[None, :] - positions[:, None] + length - 1).reshape(-1)
-    flat = w.detach().to("cpu", torch.float64).reshape(-1, length * length)
-    sums = torch.zeros(flat.shape[0], 2 * length - 1, dtype=torch.float64).index_add_(1, index, flat)
+    flat = w.astype(np.float64).reshape(-1, length * length)
+    sums = np.zeros((flat.shape[0], 2 * length - 1))
+    for row, cells in zip(sums, flat):
+        row[:] = np.bincount(index, weights=cells, minlength=2 * length - 1)
     offsets = np.arange(-(length - 1), length, dtype=np.int64)
     counts = length - np.abs(offsets)
-    mean = (sums.numpy() / counts).reshape(*lead, 2 * length - 1)
+    mean = (sums / counts).reshape(*lead, 2 * length - 1)
     return OffsetProfile(offsets=offsets, mean=mean, counts=counts)
 
 

@@ -56,17 +56,21 @@ def test_colour_range_ignores_the_first_rows_only():
     assert colour_top(w) == pytest.approx(0.4)
 
 
-def test_grid_pools_long_sequences_by_block_means():
-    length = 2 * GRID_SIDE + 3
+@pytest.mark.parametrize("length, block", [(2 * GRID_SIDE + 3, 3), (4 * GRID_SIDE, 4)])
+def test_grid_pools_long_sequences_by_block_means(length, block):
     rng = np.random.default_rng(0)
     weights = rng.random((1, 2, length, length)).astype(np.float32)
     figure = spec(attention_grid(weights))
     z = decode(figure["data"][1]["z"])
-    side = -(-length // 3)
+    side = -(-length // block)
     assert z.shape == (side, side)
-    assert z[0, 0] == pytest.approx(weights[0, 1, :3, :3].mean(), rel=1e-5)
-    assert z[-1, -1] == pytest.approx(weights[0, 1, -2:, -2:].mean(), rel=1e-5)  # a partial edge block
-    assert "mean-pooled 3×3" in figure["layout"]["title"]["text"]
+    assert z[0, 0] == pytest.approx(weights[0, 1, :block, :block].mean(), rel=1e-5)
+    edge = length - (side - 1) * block  # a partial edge block when the length is not a multiple of the block
+    assert z[-1, -1] == pytest.approx(weights[0, 1, -edge:, -edge:].mean(), rel=1e-5)
+    means = [[weights[0, 1, r:r + block, c:c + block].astype(np.float64).mean() for c in range(0, length, block)]
+             for r in range(0, length, block)]
+    assert np.allclose(z, np.array(means, dtype=np.float32), rtol=1e-6, atol=0)
+    assert f"mean-pooled {block}×{block}" in figure["layout"]["title"]["text"]
 
 
 def test_grid_token_labels_and_shared_scale():

@@ -8,8 +8,9 @@ adapter (relviz/app/internals.py), each piece with why and what would replace it
 - ``xsrf_token``: the format of Streamlit's XSRF cookie (the run quota's per-browser key);
 - ``safe_plotly_lookups``: plotly's ``_plotly_utils.optional_imports.get_module``.
 - ``cache_entry_sizes``: Streamlit's cache statistics providers (test tooling: tests/cache_sizes.py).
-- ``prepared_figure``, ``prepared_spec``: plotly's ``convert_to_base64`` and st.plotly_chart taking a BaseFigure's
-  ``to_dict()`` unvalidated (a cached figure encoded once, sent as it is).
+- ``prepared_figure``, ``prepared_spec``: plotly's ``convert_to_base64`` (with a fast path that follows its rules:
+  ``plotlyjsShortTypes``, ``is_skipped_key``) and st.plotly_chart taking a BaseFigure's ``to_dict()`` unvalidated
+  (a cached figure encoded once, sent as it is).
 
 The first test keeps it that way (in tests/ too); the second pins the Streamlit behaviour the adapter relies on, so a
 release that moves it fails here, by name (not only on a symptom in the tour tests).
@@ -111,3 +112,43 @@ def test_a_prepared_figure_is_sent_as_the_figure_plotly_would_send():
     assert len(sent) == 4, len(sent)
     assert sent[1] == sent[0] and sent[0]["layout"]["template"], "a prepared figure differs from go.Figure's"
     assert sent[3] == sent[2] and sent[2]["layout"]["shapes"], "a prepared spec differs from the validated dict"
+
+
+def test_the_fast_array_encoding_is_plotlys():
+    """internals._convert_to_base64 (prepared_figure's) gives what plotly's convert_to_base64 gives, for every kind of
+    value a figure's dicts may hold: each int64 range (narrowed to int8/16/32, or left alone), uint64, float32/64,
+    2-D and non-contiguous arrays, a big-endian one, bool, strings, empty and 0-d arrays, arrays in lists and tuples
+    (plotly leaves those), under a skipped key ('range'), and a list of numbers; its tables are still plotly's."""
+    import copy
+
+    import numpy as np
+    from _plotly_utils.utils import convert_to_base64, is_skipped_key, plotlyjsShortTypes
+
+    from relviz.app import internals
+
+    assert internals._SHORT_TYPES == plotlyjsShortTypes
+    assert all(is_skipped_key(k) for k in internals._SKIPPED_KEYS) and not is_skipped_key("z")
+    grid = np.arange(12, dtype=np.float64).reshape(3, 4)
+    values = {f"int64_{n}": np.array([-n, n], dtype=np.int64) for n in (5, 300, 70_000, 2**40)}
+    values |= {f"uint64_{n}": np.array([0, n], dtype=np.uint64) for n in (5, 300, 70_000, 2**40)}
+    values |= {"f4": grid.astype(np.float32), "f8": grid, "columns": grid[:, 1::2], "fortran": np.asfortranarray(grid),
+               "big_endian": grid.astype(">f8"), "bool": np.array([True, False]), "text": np.array(["a", "b"]),
+               "empty": np.zeros(0), "scalar_array": np.array(3.5), "numpy_scalar": np.float32(2.0),
+               "in_list": [np.arange(3), {"z": np.arange(3, dtype=np.int64)}], "in_tuple": (np.arange(2),),
+               "range": np.arange(2), "numbers": [1, 2.5, "x", None, True], "nested": {"range": [np.arange(2)]}}
+    theirs, ours = {"data": [copy.deepcopy(values)]}, {"data": [copy.deepcopy(values)]}
+    convert_to_base64(theirs)
+    internals._convert_to_base64(ours)
+
+    def same(a, b) -> bool:
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+        if isinstance(a, dict):
+            return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, (list, tuple)):
+            return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return type(a) is type(b) and a == b
+
+    for key in values:
+        assert same(ours["data"][0][key], theirs["data"][0][key]), key
+    assert isinstance(ours["data"][0]["int64_300"], dict) and ours["data"][0]["int64_300"]["dtype"] == "i2"
