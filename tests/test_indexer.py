@@ -16,6 +16,7 @@ import torch
 
 from relviz.mechanisms.families import FAMILIES
 from relviz.mechanisms.indexer import IndexedSelection, kept_per_query
+from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.view_kinds import KeysSeen
 from relviz.model_plan import read_plan
 
@@ -33,6 +34,8 @@ def test_a_dsa_plan_carries_the_real_index_topk_and_says_what_past_it_is_chosen_
     assert torch.equal(plan.attention_pattern(2048, layer=1), torch.ones(2048, 2048, dtype=torch.bool).tril())
     with pytest.raises(ValueError, match="past this layer's index_topk = 2,048.*by the tokens' content"):
         plan.attention_pattern(2049, layer=1)
+    windowed = IndexedSelection(window=16, topk=20)                   # never more than 16 keys to choose from
+    assert torch.equal(windowed.mask(100), AttentionPattern(window=16).mask(100))
     words = plan.layer(0).describe()
     assert "not by distance" in words and "index_topk = 2,048" in words and "first 16 dims" in words
     data = json.loads(json.dumps(plan.to_json()))

@@ -122,14 +122,15 @@ class IndexedSelection(AttentionPattern):
         return self.topk
 
     def mask(self, length: int) -> torch.Tensor:
-        """bool [length, length], exact only up to ``topk`` keys: there every query sees its pattern's keys.
-        Past it the indexer chooses by content: a ValueError, never a mask of positions."""
-        if length > self.topk:
+        """bool [length, length], exact while no query has more than ``topk`` keys to choose from: there every query
+        sees its pattern's keys. Past it the indexer chooses by content: a ValueError, never a mask of positions."""
+        candidates = super().mask(length)
+        if int(candidates.sum(-1).max()) > self.topk:
             raise ValueError(f"length {length} is past this layer's index_topk = {self.topk:,}: from there a "
                              f"lightning indexer chooses which {self.topk:,} keys each query attends, by the tokens' "
                              "content, so no mask of positions alone is its pattern (up to index_topk it is "
                              f"{super().label()})")
-        return super().mask(length)
+        return candidates
 
     def agrees(self, allowed: torch.Tensor) -> str | None:
         """Whether ``allowed`` bool [L, L] (what transformers' attention got) is this layer's: inside the pattern,
