@@ -353,7 +353,7 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         plans[stack] = []
         for index in range(layers):
             ctx = LayerContext(config=config_of_layer(stack_cfg, index), stack=stack, index=index, layers=layers, layer_type=types[index],
-                               causal=spec["causal"], layers_field=field_name, tensor=tensor or (lambda suffix: None),
+                               causal=_causal(stack_cfg, spec), layers_field=field_name, tensor=tensor or (lambda suffix: None),
                                has_weights=tensor is not None, shared=shared)
             mixer = TokenMixer.read(ctx, mechanisms.get("mixer", {}))
             found: list[Mechanism] = [mixer]
@@ -431,6 +431,12 @@ def _summary(plan: ModelPlan, cfg: ConfigView) -> dict[str, Any]:
     if cfg.has("layer_types"):
         out["layer_types"] = list(cfg.raw("layer_types"))
     return out
+
+
+def _causal(cfg: ConfigView, spec: Mapping[str, Any]) -> bool:
+    """Whether a stack's self-attention is causal: the entry's, or a config field's where it names one (RoFormer's
+    is_decoder: the same layers, causal only when the config makes it a decoder)."""
+    return cfg.bool(spec["causal_field"], spec["causal"]) if spec.get("causal_field") else spec["causal"]
 
 
 def _unknown(model_type: str, config: Mapping[str, Any]) -> str:

@@ -48,7 +48,7 @@ from relviz.observe_position import LONG_PROBE, InputPosition, LayerProbe, atten
 from relviz.observe_build import build, has_causal_lm, runs
 from relviz.observe_record import INDEXER_SCOPE, PRE_SCALE as _PRE_SCALE, Recorder as _Recorder, \
     allowed as _allowed, biased as _biased, \
-    inputs as _inputs, layer_list as _layers, partners as _partners
+    inputs as _inputs, layer_list as _layers, partners as _partners, rotation_input as _rotation_input
 from relviz.observe_shrink import SMALL_CHUNK, SMALL_WINDOW, fills, shrink
 
 __all__ = ["Observation", "LayerObservation", "observe", "shrink", "differences", "verified_plan",
@@ -170,7 +170,8 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
                      and v.is_floating_point() and v.ndim >= 2 and v.shape[-2:] == (length, length)), "")
             elif length == PROBE_LENGTHS[0]:
                 scoped, name = name.startswith(INDEXER_SCOPE), name.removeprefix(INDEXER_SCOPE)
-                x_in, x_out = args[0], out[0] if isinstance(out, tuple) else out
+                at = _rotation_input(args, out)
+                x_in, x_out = args[at], out[0] if isinstance(out, tuple) else out
                 axis = next((a for a in range(x_in.ndim - 1) if x_in.shape[a] == length), None)
                 if axis is None and scoped:      # not one entry per position (DeepSeek-V4's pooled keys): its layer
                     here.indexer_rotations.append((x_in, x_out))      # cannot be read as a DSA indexer's
@@ -180,7 +181,7 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
                                      f"input {tuple(x_in.shape)} has no axis of the probe's {length} positions")
                 rotations = here.indexer_rotations if scoped else here.rotations
                 if not rotations:
-                    pairs = _partners(dict(recorder.restore)[name], args, kwargs, x_in, axis)
+                    pairs = _partners(dict(recorder.restore)[name], args, kwargs, x_in, axis, at)
                     here.indexer_pairs, here.pairs = (pairs, here.pairs) if scoped else (here.indexer_pairs, pairs)
                 rotations.append((x_in.movedim(axis, -2).detach().clone(), x_out.movedim(axis, -2).detach().clone()))
     rotary = next((m for n, m in model.named_modules() if n.endswith("rotary_emb")), None)

@@ -19,7 +19,7 @@ from relviz.mechanisms.indexer import INDEXER_MODULES
 from relviz.observe_shrink import PROBE_FIRST, PROBE_TOKENS
 
 __all__ = ["INDEXER_SCOPE", "Recorder", "layer_list", "allowed", "biased", "allowed_scores", "masked_fill", "partners",
-           "inputs", "query_pre_scale", "PRE_SCALE"]
+           "inputs", "query_pre_scale", "PRE_SCALE", "rotation_input"]
 
 
 #: the prefix of a call's name made inside a DSA indexer module (relviz.mechanisms.indexer)
@@ -44,12 +44,17 @@ class Recorder:
         self.linear_out: dict[int, torch.Tensor] = {}     # id(nn.Linear) -> its latest output (a query's source)
         self.hooks += [m.register_forward_hook(lambda mod, args, out: self.linear_out.__setitem__(id(mod), out))
                        for m in model.modules() if isinstance(m, torch.nn.Linear)]
+        self.restore_static: list[tuple[type, str, Any]] = []
         for name in dir(modeling):
             fn = getattr(modeling, name)
             if callable(fn) and getattr(fn, "__module__", None) == modeling.__name__ and not isinstance(fn, type) and (
-                    name == "eager_attention_forward" or (name.startswith("apply") and ("rotary" in name or "rope"
-                                                                                       in name))):
+                    name == "eager_attention_forward" or _rotary(name)):
                 self._wrap(name, fn)
+            elif isinstance(fn, type) and fn.__module__ == modeling.__name__:   # RoFormer's rotation: a static method
+                for attr, raw in list(vars(fn).items()):
+                    if isinstance(raw, staticmethod) and _rotary(attr):
+                        self.restore_static.append((fn, attr, raw))
+                        self._wrap(f"{fn.__name__}.{attr}", raw.__func__, owner=fn, attr=attr)
         self.softmax_restore = [(owner, "softmax", owner.softmax) for owner in (torch.nn.functional, torch,
                                                                                 torch.Tensor)]
         for owner, name, original in self.softmax_restore:
@@ -75,7 +80,7 @@ class Recorder:
             return out
         return wrapped
 
-    def _wrap(self, name: str, original: Any) -> None:
+    def _wrap(self, name: str, original: Any, owner: type | None = None, attr: str = "") -> None:
         self.restore.append((name, original))
 
         def wrapped(*args, **kwargs):
@@ -85,11 +90,17 @@ class Recorder:
                     args) > 1 else kwargs.get("query"), self.linear_out)}
             self.calls.append((self.layer, (INDEXER_SCOPE if self.inside else "") + name, args, kwargs, out))
             return out
-        setattr(self.modeling, name, wrapped)
+        if owner is None:
+            setattr(self.modeling, name, wrapped)
+        else:
+            setattr(owner, attr, staticmethod(wrapped))
 
     def close(self) -> None:
         for name, original in self.restore:
-            setattr(self.modeling, name, original)
+            if "." not in name:
+                setattr(self.modeling, name, original)
+        for owner, attr, raw in self.restore_static:
+            setattr(owner, attr, raw)
         for owner, name, original in self.softmax_restore:
             setattr(owner, name, original)
         for hook in self.hooks:
@@ -116,6 +127,19 @@ def query_pre_scale(module: Any, query: Any, outputs: dict[int, torch.Tensor]) -
                 and torch.equal((out * factor).view(batch, length, heads, width).transpose(1, 2), query):
             return float(factor)
     return None
+
+
+def _rotary(name: str) -> bool:
+    """A function the recorder wraps as a rotation: apply_rotary_pos_emb and its kin."""
+    return name.startswith("apply") and ("rotary" in name or "rope" in name)
+
+
+def rotation_input(args: tuple, out: Any) -> int:
+    """Which argument of a recorded rotation is the tensor it turns: the first of the output's shape (0 for
+    apply_rotary_pos_emb(q, k, cos, sin); 1 for RoFormer's (sinusoidal_pos, q, k))."""
+    first = out[0] if isinstance(out, (tuple, list)) else out
+    return next((i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and isinstance(first, torch.Tensor)
+                 and a.shape == first.shape), 0)
 
 
 def layer_list(model: torch.nn.Module, count: int) -> torch.nn.ModuleList:
@@ -168,7 +192,7 @@ def masked_fill(scores: torch.Tensor, weights: torch.Tensor) -> float | None:
     return float(low)
 
 
-def partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) -> list[int]:
+def partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int, at: int = 0) -> list[int]:
     """Probe a rotation: one unit vector per dim at position 1; the dim each lands on (itself: not rotated).
 
     All dims in one call where the rotation broadcasts over its heads axis (one unit vector per head);
@@ -181,7 +205,7 @@ def partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) -> 
         probe = torch.zeros(shape, dtype=x.dtype)                                    # [1, width, L, width] or so
         probe.movedim(heads[0], 0).select(1, 0).reshape(width, -1, width)[:] = torch.eye(width)[:, None, :]
         try:
-            turned = fn(*_probing(args, probe), **kwargs)
+            turned = fn(*_probing(args, probe, at), **kwargs)
             turned = turned[0] if isinstance(turned, tuple) else turned
             rows = turned.select(axis, 1).movedim(heads[0] - (heads[0] > axis), 1).reshape(-1, width, width)[0]
             return _landing(rows.clone())
@@ -192,7 +216,7 @@ def partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) -> 
         probe = torch.zeros_like(x)
         probe[..., d] = 1.0
         try:
-            turned = fn(*_probing(args, probe), **kwargs)
+            turned = fn(*_probing(args, probe, at), **kwargs)
         except (RuntimeError, ValueError, IndexError, TypeError) as exc:
             raise ValueError(f"the observer could not probe this family's rotation ({getattr(fn, '__name__', fn)} "
                              f"refused one unit vector per dim: {type(exc).__name__}: {str(exc)[:160]})") from exc
@@ -201,12 +225,13 @@ def partners(fn: Any, args: tuple, kwargs: dict, x: torch.Tensor, axis: int) -> 
     return _landing(torch.stack(rows))
 
 
-def _probing(args: tuple, probe: torch.Tensor) -> tuple:
-    """The recorded call's arguments with its query (and its key, the next argument when it is one) replaced."""
-    x = args[0]
-    key = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].ndim == x.ndim and \
-        args[1].shape[-1] == x.shape[-1]
-    return (probe, probe, *args[2:]) if key else (probe, *args[1:])
+def _probing(args: tuple, probe: torch.Tensor, at: int = 0) -> tuple:
+    """The recorded call's arguments with its query (argument ``at``) and its key (the next argument when it is
+    one) replaced."""
+    x = args[at]
+    key = len(args) > at + 1 and isinstance(args[at + 1], torch.Tensor) and args[at + 1].ndim == x.ndim and \
+        args[at + 1].shape[-1] == x.shape[-1]
+    return (*args[:at], probe, probe, *args[at + 2:]) if key else (*args[:at], probe, *args[at + 1:])
 
 
 def _landing(rows: torch.Tensor) -> list[int]:

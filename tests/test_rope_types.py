@@ -231,3 +231,34 @@ def test_beams_query_scale_equals_transformers_and_a_wrong_one_is_refused(monkey
     with pytest.raises(ValueError, match=rf"layer {full[0].index}: relviz reads queries scaled by "
                                          r"\(1 \+ \(pos \+ 1\)/2,048\)\^0.11"):
         verified_plan(config, causal_lm=True)
+
+
+def test_roformers_rotation_is_read_exactly_from_its_sinusoidal_table():
+    """RoFormer rotates inside its attention class (a static method the recorder wraps), interleaved pairs with the
+    angles of its sinusoidal table: p / 10000^(2i/d) in float64, sin and cos rounded to float32 once. relviz's
+    rotation in that arithmetic equals it at all 1,536 positions bit for bit (float32 angles differ by ~2e-4); the
+    observer finds the family exact, causal as a decoder; with rotary_value the values turn too: refused."""
+    from transformers.models.roformer import modeling_roformer as roformer
+
+    from relviz.mechanisms.pattern import AttentionPattern
+    from relviz.observe import observe, shrink
+
+    table = roformer.RoFormerSinusoidalPositionalEmbedding(1536, 64)
+    with torch.no_grad():
+        table.weight.copy_(table.create_weight())
+    q = torch.randn(1, 2, 1536, 64, generator=torch.Generator().manual_seed(2))
+    sinusoidal = table(torch.Size([1, 1536]))[None, None]                                  # [1, 1, L, 64]
+    theirs, _ = roformer.RoFormerSelfAttention.apply_rotary_position_embeddings(sinusoidal, q, q)
+    config = {**tiny_config("roformer"), "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 2,
+              "is_decoder": True}
+    plan = verified_plan(config)
+    rotation = plan.layer(0).find(Rotation)
+    assert rotation.float64_angles and rotation.layout == "interleaved"
+    assert torch.equal(rotation.rotate(q, torch.arange(1536)), theirs)
+    plain = Rotation(rotation.rope, layout="interleaved")
+    assert not torch.equal(plain.rotate(q, torch.arange(1536)), theirs)
+    assert plan.layer(0).find(AttentionPattern).label() == "causal"
+    assert observe(shrink(config)).layers[0].rotations
+    assert verified_plan({**config, "is_decoder": False}).layer(0).find(AttentionPattern).label() == "full"
+    with pytest.raises(ValueError, match="relviz says it does not rotate; transformers rotates q and k"):
+        verified_plan({**config, "rotary_value": True})

@@ -290,6 +290,13 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # run without RoPE and scale each query by (1 + (pos + 1)/2048)^0.1 (constants of its modeling code)
     "beam": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {},
                                                "query_power_scale": {"exponent": 0.1, "length": 2048.0}}},
+    # RoFormer: the first RoPE model. Interleaved pairs on the whole head, θ from its sinusoidal table (float64 angles
+    # p / 10000^(2i/d), sin and cos rounded to float32 once); causal only as a decoder (is_decoder); rotary_value
+    # turns the values too, which relviz's plans do not hold (then no rotation is read, and the observer refuses it)
+    "roformer": {"stacks": {"encoder": {"layers_field": "num_hidden_layers", "causal": False,
+                                        "causal_field": "is_decoder"}},
+                 "mechanisms": {"rotation": {"layout": "interleaved", "theta": 10000.0, "float64_angles": True,
+                                             "requires": {"rotary_value": False}}, "pattern": {}}},
     # NanoChat: its rotate_half flips the signs, so every pair turns by −θ·p
     "nanochat": {"stacks": DECODER, "mechanisms": {"rotation": {"backwards": True}, "pattern": {}}},
     "kolibri1": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},
@@ -335,7 +342,7 @@ HYBRID_FIELDS = ("attn_layer_indices", "attn_layer_period", "block_types", "full
 
 _ENTRY_KEYS = frozenset({"stacks", "mechanisms", "derive"})
 _STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_field", "config", "mechanisms",
-                         "layers_sum"})
+                         "layers_sum", "causal_field"})
 _DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
                           "constant", "from_field", "when_empty", "sum_of", "always", "indices_field", "offset_field",
                           "offset", "cycle_field", "cycle_default", "map", "minimum", "maximum", "even", "last",

@@ -66,8 +66,12 @@ class Rotation(Mechanism):
     reciprocal: bool = True             # θ's arithmetic: transformers' 1/base^(2i/d); False: base^(−2i/d), the toy
                                         # rope's as trained (relviz.rope.math.default_inv_freq; default rule only)
     backwards: bool = False             # each pair turned by −θ·p (NanoChat's rotate_half flips the signs)
+    float64_angles: bool = False        # RoFormer's arithmetic: p / base^(2i/d), sin and cos in float64, rounded once
 
     def __post_init__(self) -> None:
+        if self.float64_angles and (self.rope.scaling.rope_type != "default" or not self.reciprocal):
+            raise ValueError("float64_angles (RoFormer's arithmetic: p / base^(2i/d) in float64) is the default rule's; "
+                             f"got rope_type {self.rope.scaling.rope_type!r}")
         if not self.reciprocal and self.rope.scaling.rope_type != "default":
             raise ValueError(f"reciprocal=False (θ as base^(−2i/d), relviz's toy rope) is the default rule's other "
                              f"arithmetic; rope_type {self.rope.scaling.rope_type!r} computes θ as transformers does")
@@ -79,7 +83,7 @@ class Rotation(Mechanism):
                     "defaults": dict, "type_aliases": dict, "fields": dict, "rotary_dim_field": str, "theta": float,
                     "layout_field": str, "layout_field_default": bool, "pass_before_field": str,
                     "sections_interleaved": bool, "sections_default": (list, tuple), "type_when_field": dict,
-                    "consumed_fields": (list, tuple), "backwards": bool}
+                    "consumed_fields": (list, tuple), "backwards": bool, "float64_angles": bool}
     role = "rotates q and k"
     order = 0
     legend = "rotation"
@@ -144,7 +148,8 @@ class Rotation(Mechanism):
             sections = _sections(cfg, sections, rope.pairs)
         return cls(rope=rope, layout=layout, head_width=width, rotary_offset=offset, sections=sections,
                    sections_interleaved=bool(options.get("sections_interleaved", False)),
-                   backwards=bool(options.get("backwards", False)))
+                   backwards=bool(options.get("backwards", False)),
+                   float64_angles=bool(options.get("float64_angles", False)))
 
     # -- the reference math ------------------------------------------------------------------
 
@@ -184,7 +189,13 @@ class Rotation(Mechanism):
         return self.turn(x, self._angles(positions.to(x.device), seq_len))
 
     def _angles(self, positions: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, float]:
-        """(the angle of each pair at each position [A, L, P] float32, attention scaling) for positions [A, L]."""
+        """(the angle of each pair at each position [A, L, P] float32, attention scaling) for positions [A, L];
+        float64 in RoFormer's arithmetic (its sinusoidal table's: position / base^(2i/d), then sin and cos)."""
+        if self.float64_angles:
+            d = self.rope.rotary_dim
+            over = torch.tensor([np.power(self.rope.base, 2 * i / d) for i in range(d // 2)], dtype=torch.float64,
+                                device=positions.device)                                # [P], as numpy computes it
+            return positions.double()[..., None] / over, 1.0                           # [A, L, P]
         inv_freq, scaling = self.parameters(seq_len if self.rope.scaling.rope_type != "default" else None,
                                             positions.device)
         return positions.float()[..., None] * inv_freq.float(), scaling                 # [A, L, P]
@@ -271,6 +282,8 @@ class Rotation(Mechanism):
             out["mrope_section"] = list(self.sections)
         if self.backwards:
             out["turns"] = "backwards (by -theta * p)"
+        if self.float64_angles:
+            out["angle_arithmetic"] = "float64: p / base ** (2i/d), sin and cos rounded to float32 once (RoFormer)"
         if not self.reciprocal:
             out["theta_arithmetic"] = "base ** (-2i/d), relviz's toy rope as trained (transformers: 1 / base ** (2i/d))"
         return out
