@@ -84,6 +84,35 @@ def test_a_click_on_the_strip_picks_the_layer(browser):
         page.close()
 
 
+#: The strip's outlined bars, as the layer each one draws (its trace's x at its place among the trace's bars).
+OUTLINED_JS = """() => { const div = document.querySelector('.st-key-ym_strip .js-plotly-plot');
+  return Array.from(div.querySelectorAll('.barlayer > .trace')).flatMap((group, t) =>
+    Array.from(group.querySelectorAll('.point path')).flatMap((path, p) =>
+      getComputedStyle(path).strokeWidth === '2px' ? [div.data[t].x[p]] : [])); }"""
+
+
+def test_a_layer_move_outlines_its_layer_without_drawing_the_strip_again(browser):
+    """The strip is one figure for every layer: a slider move outlines the new layer's cells (and only those) on
+    the same chart, which plotly does not draw again."""
+    base, chromium = browser
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        _open(page, base, ym_model=MODELS["gemma3"][0], ym_layer=5)
+        assert page.evaluate(OUTLINED_JS) == [5, 5, 5]               # position, keys seen, softmax
+        page.evaluate("""() => { const div = document.querySelector('.st-key-ym_strip .js-plotly-plot');
+                                 div.dataset.before = 'yes'; window.__strip_draws = 0;
+                                 div.on('plotly_afterplot', () => { window.__strip_draws += 1; }); }""")
+        page.get_by_role("slider", name="layer").focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("new URL(location.href).searchParams.get('ym_layer') === '6'", timeout=30000)
+        page.wait_for_function(f"({OUTLINED_JS})().join() === '6,6,6'", timeout=30000)
+        wait_for_app(page)
+        assert page.evaluate("document.querySelector('.st-key-ym_strip .js-plotly-plot').dataset.before") == "yes"
+        assert page.evaluate("window.__strip_draws") == 0
+    finally:
+        page.close()
+
+
 def test_todays_models_tour_runs_start_to_end(browser):
     base, chromium = browser
     page = chromium.new_page(viewport={"width": 1280, "height": 720})

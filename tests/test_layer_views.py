@@ -192,3 +192,25 @@ def test_layer_lines_say_where_a_layer_is_drawn():
     assert lv.extent(vision) in lv.layer_caption(vision, 512, 128000, names_length=True)
     assert "positions" not in lv.layer_caption(vision, 512, 128000, names_length=True).split(": ", 1)[0]
     assert lv.side_heading("VL", vision, 512) == "**VL** · layer 0 (patches of an image)"
+
+
+def test_the_outlined_bars_are_the_chosen_layers_cells():
+    """Your model outlines its chosen layer by CSS over a strip figure that stays the same (selected_bars,
+    display.outline_css): the bars named are exactly that layer's cells, one per row, and the legend cannot hide a
+    trace (a hidden trace's bars leave the drawing and every later trace's place shifts)."""
+    from relviz.app.display import outline_css
+    from relviz.figures.layers import selected_bars
+
+    plan = preset_plan("models/llama-4-scout")
+    strip = lv.strip(plan)
+    spec = strip_figure(strip).to_dict()
+    for layer in range(strip.layers):
+        bars = selected_bars(spec, layer)
+        assert [spec["data"][t]["x"][p] for t, p in bars] == [layer] * len(bars)
+        assert len(bars) == sum(c.layer == layer for c in strip.cells) == len({t for t, _ in bars})
+    assert len(selected_bars(spec, 3)) == 3 and selected_bars(spec, strip.layers) == []
+    assert spec["layout"]["legend"]["itemclick"] is False and spec["layout"]["legend"]["itemdoubleclick"] is False
+    css = outline_css("ym_strip", [(0, 2), (3, 0)])
+    assert css.count(".st-key-ym_strip .barlayer > .trace:nth-child(") == 2
+    assert ".trace:nth-child(1) .point:nth-child(3) path" in css and ".trace:nth-child(4) .point:nth-child(1) path" in css
+    assert outline_css("ym_strip", []) == ""

@@ -394,3 +394,32 @@ def test_deberta_reads_an_embedding_index_not_a_bias_and_its_title_once(monkeypa
     assert "embedding = %{y" in curve["data"][0]["hovertemplate"] and "bias" not in curve["data"][0]["hovertemplate"]
     assert not any("relative embedding each offset" in m.value for m in at.markdown)
     assert any(m.value == "**Which keys each query sees over 512 positions**" for m in at.markdown)
+
+
+def test_a_layer_move_sends_the_same_strip_and_each_views_exact_figure(monkeypatch):
+    """A layer move keeps the strip's figure byte for byte (the chosen layer is outlined by CSS, so the browser
+    draws nothing anew), and each view's figure, taken from the content-keyed cache (view_spec), is the JSON its
+    own view_figure gives: layers 0-2 of Llama 4 Scout apply the same mechanisms and send the same figures."""
+    import json
+
+    import plotly.io as pio
+
+    from relviz import layer_strip as lv
+    from relviz.figures.layers import view_figure
+
+    monkeypatch.setenv("RELVIZ_MODELS", "")
+    plan = preset_plan("models/llama-4-scout")
+    own = context_length(plan, preset_config(model_presets()["models/llama-4-scout"]))
+    at = run_page("your_model", ym_model=PRESETS["models/llama-4-scout"], ym_layer=0)
+    sent = {}
+    for layer in (0, 1, 2, 3, 4):
+        if layer:
+            at.slider(key="ym_layer").set_value(layer).run()
+            assert not at.exception, [e.value for e in at.exception]
+        specs = [element.proto.spec for element in at.get("plotly_chart")]
+        views = [v for v in lv.layer_views(plan.layer(layer), own) if view_figure(v) is not None]
+        assert [json.loads(s) for s in specs[1:]] == [json.loads(pio.to_json(view_figure(v), validate=False))
+                                                      for v in views]
+        sent[layer] = specs
+    assert len({s[0] for s in sent.values()}) == 1                   # the strip: one figure for every layer
+    assert sent[0] == sent[1] == sent[2] == sent[4] != sent[3]       # a NoPE layer's views differ

@@ -82,6 +82,23 @@ def prepared_spec(spec: dict):
     return internals.prepared_spec(spec)
 
 
+def outline_css(key: str, bars: list[tuple[int, int]]) -> str:
+    """CSS that outlines bars of the bar chart inside the element keyed ``key``: (t, p) is trace t's point p, which
+    plotly.js draws as the p-th bar of the t-th bar group. "" for no bars."""
+    cells = ",".join(f".st-key-{key} .barlayer > .trace:nth-child({t + 1}) .point:nth-child({p + 1}) path"
+                     for t, p in bars)
+    return f"<style>{cells}{{stroke:#111 !important;stroke-width:2px !important}}</style>" if cells else ""
+
+
+def outline_bars(key: str, bars: list[tuple[int, int]]) -> None:
+    """Outline ``bars`` (:func:`outline_css`) of a chart whose figure stays the same: a style-only st.html block
+    draws no element, and Streamlit neither re-sends nor redraws the unchanged chart (a changed figure is a new
+    chart to the browser, drawn from scratch). Your model's strip marks its chosen layer so."""
+    css = outline_css(key, bars)
+    if css:
+        st.html(css)
+
+
 _CANVAS = "relviz_toeplitz_canvas"
 _canvas_component = None
 

@@ -97,6 +97,7 @@ COUNT_MESSAGES_JS = """(() => {
       const data = event.data;
       window.__relvizMessages += 1;
       window.__relvizBytes += data.byteLength ?? data.size ?? data.length ?? 0;
+      window.__relvizLast = performance.now();   // when the last message came (the slider bench)
     });
     return socket;
   };

@@ -6,13 +6,16 @@ largest; ALiBi on the absolute page at 2^20; RoPE at a 2^20 context), the "windo
 the keyboard focus, and each round presses the right arrow key: one step to a window position not
 shown before, as a visitor sweeping the window sees it (the server computes it afresh, and the data
 travel: neither Streamlit's message cache nor st.cache_data can answer a new position). A round's time
-runs from the key press to the moment every chart has drawn its new data: the page's plotly charts report
-``plotly_afterplot`` and relviz's canvas component (relviz/components/toeplitz_canvas.js) dispatches
-``relviz:drawn`` after their data changed, and nothing more redraws for 0.6 s.
+runs from the key press to the moment the page stops changing: the page's plotly charts report
+``plotly_afterplot``, relviz's canvas component (relviz/components/toeplitz_canvas.js) dispatches
+``relviz:drawn``, and a MutationObserver sees every other change to the page (text, a style block: Your
+model outlines its chosen layer by CSS and sends no chart on a move that changes no view); the rerun is over
+and nothing more changes for 0.6 s.
 
-- ``settled``: key press -> last chart redrawn (what the visitor waits for);
-- ``server``: key press -> the rerun's first new chart data arrived in the page (the server's share
-  plus transport); ``browser`` = settled − server: plotly decoding and drawing.
+- ``settled``: key press -> last chart redrawn or last change to the page (what the visitor waits for);
+- ``server``: key press -> the rerun's first new chart data drawn in the page (none when no chart changed);
+- ``last message``: key press -> the rerun's last websocket message (the server's rerun plus transport);
+  ``browser`` = settled − last message: Streamlit's rendering, plotly decoding and drawing after it.
 - ``bytes``: what the websocket brought for the move. It does not depend on machine load, and the
   browser's share grows with it (Streamlit parses a changed chart's JSON, re-themes it through a
   string copy and parses it again, then plotly draws it anew).
@@ -60,7 +63,7 @@ CASES = [
 #: Installed once the page is drawn: every chart div records when its data last changed and when
 #: it last finished drawing.
 WATCH_JS = """() => {
-  window.__relviz = {changed: 0, drawn: 0, first: 0};
+  window.__relviz = {changed: 0, drawn: 0, first: 0, mutated: 0, ran: false};
   const seen = new WeakMap();
   const hook = (div, known) => {
     if (seen.has(div) || !div.on) return;
@@ -85,15 +88,23 @@ WATCH_JS = """() => {
     window.__relviz.drawn = now;
   });
   document.querySelectorAll('.js-plotly-plot').forEach(div => hook(div, true));
-  new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach(div => hook(div, false)))
-    .observe(document.body, {childList: true, subtree: true});
+  new MutationObserver(() => {
+    window.__relviz.mutated = performance.now();
+    document.querySelectorAll('.js-plotly-plot').forEach(div => hook(div, false));
+  }).observe(document.body, {childList: true, subtree: true, attributes: true, characterData: true});
+  // the rerun happened (a move that changes no chart has no new data to wait for)
+  new MutationObserver(() => {
+    const root = document.querySelector('[data-testid="stApp"]');
+    if (root && root.getAttribute('data-test-script-state') === 'running') window.__relviz.ran = true;
+  }).observe(document.body, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
   return true;
 }"""
 
 
 #: The charts' clocks and whether the rerun is over: Streamlit's app root carries the script's run state
 #: (its end-to-end tests read it); a status widget alone misses a server that pauses between two charts.
-RUN_STATE_JS = """() => ({changed: window.__relviz.changed, drawn: window.__relviz.drawn, now: performance.now(),
+RUN_STATE_JS = """() => ({changed: window.__relviz.changed, ran: window.__relviz.ran, now: performance.now(),
+  drawn: Math.max(window.__relviz.drawn, window.__relviz.mutated),
   running: !!document.querySelector('[data-testid="stStatusWidget"]') ||
            (document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') ?? 'notRunning')
              !== 'notRunning'})"""
@@ -104,20 +115,22 @@ def unavailable() -> str | None:
     return reason.replace("first paint", "slider") if reason else None
 
 
-def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tuple[float, float, int]:
-    """Press ``key`` on the focused slider; (settled, first new data) in seconds after the press, and
-    the bytes the websocket brought."""
-    start = page.evaluate("() => { Object.assign(window.__relviz, {changed: 0, drawn: 0, first: 0}); "
-                          "window.__relvizBytes = 0; return performance.now(); }")
+def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tuple[float, float | None, float, int]:
+    """Press ``key`` on the focused slider; (settled, first new chart data or None, last websocket message) in
+    seconds after the press, and the bytes the websocket brought."""
+    start = page.evaluate("() => { Object.assign(window.__relviz, {changed: 0, drawn: 0, first: 0, mutated: 0, "
+                          "ran: false}); window.__relvizBytes = 0; window.__relvizLast = 0; return performance.now(); }")
     page.keyboard.press(key)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         page.wait_for_timeout(100)
         state = page.evaluate(RUN_STATE_JS)
-        if state["changed"] and not state["running"] and state["now"] - state["drawn"] >= quiet_ms:
-            first, received = page.evaluate("() => [window.__relviz.first, window.__relvizBytes]")
-            return (state["drawn"] - start) / 1e3, (first - start) / 1e3, int(received)
-    raise RuntimeError(f"the charts did not settle within {timeout_s:.0f} s after {key}")
+        if (state["changed"] or state["ran"]) and not state["running"] and state["now"] - state["drawn"] >= quiet_ms:
+            first, received, last = page.evaluate("() => [window.__relviz.first, window.__relvizBytes, "
+                                                  "window.__relvizLast]")
+            return ((state["drawn"] - start) / 1e3, (first - start) / 1e3 if first else None,
+                    (last - start) / 1e3, int(received))
+    raise RuntimeError(f"the page did not settle within {timeout_s:.0f} s after {key}")
 
 
 def measure(rounds: int, log=lambda message: None, pages: set[str] | None = None) -> list[dict[str, Any]]:
@@ -148,16 +161,20 @@ def measure(rounds: int, log=lambda message: None, pages: set[str] | None = None
                 slider = page.get_by_role("slider", name=label)
                 slider.focus()
                 _round(page, key)                                     # the first move warms the code paths
-                settled, server, received = [], [], []
+                settled, server, last, received = [], [], [], []
                 for _ in range(rounds):                               # each press: a position not seen before
-                    total, first, size = _round(page, key)
+                    total, first, final, size = _round(page, key)
                     settled.append(total)
                     server.append(first)
+                    last.append(final)
                     received.append(size)
+                drawn = [f for f in server if f is not None]
                 rows.append({"page": page_name, "setting": query.replace("&", " "),
-                             "settled_s": statistics.median(settled), "first_data_s": statistics.median(server),
-                             "browser_s": statistics.median(t - f for t, f in zip(settled, server)),
-                             "bytes": statistics.median(received),
+                             "settled_s": statistics.median(settled),
+                             "first_data_s": statistics.median(drawn) if drawn else None,
+                             "last_message_s": statistics.median(last),
+                             "browser_s": statistics.median(t - f for t, f in zip(settled, last)),
+                             "bytes": statistics.median(received), "worst_s": max(settled),
                              "all_s": [round(t, 3) for t in settled]})
                 context.close()
         finally:
@@ -169,7 +186,9 @@ def slider_section(ctx):
     title = "Slider -> charts settled in Chromium, each large-matrix page at its largest setting"
     reason = unavailable()
     columns = [Column("page", "page"), Column("setting", "setting"), Column("settled_s", "settled ms", ms),
-               Column("first_data_s", "first chart redrawn ms", ms), Column("browser_s", "rest of the drawing ms", ms),
+               Column("worst_s", "slowest ms", ms),
+               Column("first_data_s", "first chart redrawn ms", lambda v: "none" if v is None else ms(v)),
+               Column("last_message_s", "last message ms", ms), Column("browser_s", "browser after it ms", ms),
                Column("bytes", "MB per move", lambda b: f"{b / 1e6:.2f}")]
     if reason:
         return SectionResult(name="slider", title=title, columns=columns, rows=[], notes=[reason])
@@ -197,5 +216,7 @@ def slider_section(ctx):
                         f"largest {max(r['bytes'] for r in rows) / 1e6:.2f} MB")],
         notes=[f"median of {rounds} arrow-key presses on the page's slider, each to a value not shown before "
                "(one step each; RoPE: 'positions shown' down from 256); MB per move: what the websocket brought (does not depend on load), "
-               "viewport 1440 × 900; settled = the last plotly_afterplot or canvas drawing (relviz:drawn) after the "
-               "new data, with 0.6 s of quiet after it. 'first chart redrawn' = the first chart showing new data."])
+               "viewport 1440 × 900; settled = the last plotly_afterplot, canvas drawing (relviz:drawn) or other change to the "
+               "page after the press, the rerun over and 0.6 s of quiet after it. 'first chart redrawn' = the first chart "
+               "showing new data (none: no chart changed); 'last message' = the rerun's last websocket message; "
+               "'browser after it' = settled − last message."])

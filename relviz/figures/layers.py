@@ -21,7 +21,7 @@ from relviz.layer_strip import Strip
 from relviz.mechanisms.view_kinds import KeysSeen, Note, SinkShare, TemperatureCurve, Wavelengths
 from relviz.schemes.view_kinds import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms
 
-__all__ = ["strip_figure", "with_selected", "selected_shape", "view_figure", "side_by_side", "PALETTES",
+__all__ = ["strip_figure", "with_selected", "selected_shape", "selected_bars", "view_figure", "side_by_side", "PALETTES",
            "STRIP_ROW_HEIGHT", "COMPARE_LEGEND_CHARS", "log_decades"]
 
 #: legend (a mechanism's colour group) -> shades for its distinct labels
@@ -87,7 +87,10 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
                          margin=dict(l=80, r=10, t=top, b=34), clickmode="event+select",
                          title=dict(text=title, x=0, xref="container", y=1, yref="container", yanchor="top",
                                     pad=dict(t=4, l=4), font=dict(size=13)) if title else None,
-                         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, font=dict(size=11)),
+                         # the legend is a key, not a switch: a hidden trace would also shift the bars the page
+                         # outlines by their place in the drawing (selected_bars)
+                         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, font=dict(size=11),
+                                     itemclick=False, itemdoubleclick=False),
                          dragmode=False)
     return figure
 
@@ -96,6 +99,13 @@ def selected_shape(layer: int, rows: int) -> dict:
     """The outline of the selected layer's column (a plain dict: the page adds it to a cached strip)."""
     return dict(type="rect", x0=layer - 0.5, x1=layer + 0.5, y0=0, y1=rows, xref="x", yref="y",
                 line=dict(color="#111", width=2), fillcolor="rgba(0,0,0,0)", layer="above")
+
+
+def selected_bars(strip: dict, layer: int) -> list[tuple[int, int]]:
+    """(trace, point) of each of ``layer``'s cells in a strip figure's dict (``Figure.to_dict()``): plotly.js draws
+    trace t's point p as the p-th bar of the t-th bar group, so the page can outline the layer in the browser while
+    the figure it sends stays the same for every layer (an unchanged figure is not drawn again)."""
+    return [(t, p) for t, trace in enumerate(strip["data"]) for p, x in enumerate(trace["x"]) if x == layer]
 
 
 def with_selected(strip: dict, layer: int) -> dict:
