@@ -20,7 +20,6 @@ from relviz.figures.experiments import (
     shaw_reference_figure,
     time_figure,
 )
-from relviz.memory import format_bytes
 from relviz.app.training_queue import CAPS, check_work, steps_within_cap
 
 navigation.ensure_app_navigation()
@@ -99,10 +98,6 @@ def stat_key(path: Path) -> tuple[str, float, int]:
 
 display.page_title("Experiments")
 display.sign_convention(compact=True)
-INTRO = ("What each scheme can and cannot do. The other pages show what each scheme *computes*; this one shows "
-         "what that does to a model: small transformers trained on **shift-by-s** (output the token s places "
-         "back, so the answer sits at **j − i = −s**), measured over several seeds. Every number here comes from "
-         "`python -m relviz experiments`; the text under each chart is generated from those numbers.")
 
 path = results_path()
 try:
@@ -134,13 +129,9 @@ def resolved_overview(key: tuple, section: dict) -> None:
                                 bind="query-params", format="%.2f",
                                 help="Cells at or above it get a ✓; the text below counts them."))
     display.show_figure(overview_fig(*key, threshold), key=f"{P}_fig_overview")
-    st.markdown(INTRO)  # below the main picture, so the picture is on a projector's first screen
+    st.markdown(ex.INTRO)  # below the main picture, so the picture is on a projector's first screen
     st.caption(PROVENANCE)
-    st.markdown(
-        "A single attention layer finds \"the token s back\" only if its position term can single out the "
-        "offset −s. **Shaw** has one embedding per offset up to k, then every farther key reads the same one; "
-        "**T5** gives each offset a bucket, and far offsets share one. A second layer can compose: copy a "
-        "token one step, then look a few steps further back.")
+    st.markdown(ex.ONE_LAYER)
     reading(ex.offset_reading(section, threshold))
 
 
@@ -179,7 +170,7 @@ def cell_problem(work: int, what: str) -> str | None:
 
 st.subheader("1 · Offset resolution", anchor="offset-resolution")
 if "offset_resolution" not in experiments:
-    st.markdown(INTRO)
+    st.markdown(ex.INTRO)
     st.caption(PROVENANCE)
     st.info("This results file has no offset-resolution experiment (run `python -m relviz experiments --only offset`).")
 else:
@@ -193,13 +184,8 @@ else:
         default = [sid for sid in ("shaw-k4", "t5-8-32") if sid in settings] or list(settings)[:2]
         chosen = st.multiselect("settings to compare", list(settings), default=default, key=f"{P}_set",
                                 bind="query-params", format_func=labels.get)
-        st.markdown(
-            "Solid: 1 layer, dashed: 2 layers; the band spans the seeds (min–max). The strip below the chart "
-            "shares its s axis: each bar is a group of offsets that **one layer sees as the same position** "
-            "(a T5 bucket, or Shaw's clipped tail). Dotted lines mark the same edges on the chart.")
-        st.markdown("**Published reference.** Shaw et al. found translation quality flat from k = 2 on (their "
-                    "Table 2, below): with 6 layers composing, a small k loses nothing there. One layer on "
-                    "shift-by-s is where the clipping shows.")
+        st.markdown(ex.OFFSET_CHART)
+        st.markdown(ex.SHAW_REFERENCE)
     live_state = st.session_state.get(f"{P}_live_offset")
     with left:
         live_rows = live_label = None
@@ -218,12 +204,9 @@ else:
         st.dataframe(pd.DataFrame(ex.offset_table(section)), hide_index=True, height=260, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="percent")
                                     for c in ("mean", "min", "max")})
-        st.caption("Every stored cell: accuracy over the seeds, and the most optimizer steps any seed took "
-                   "(early stopping ends a run once its training loss stays near zero).")
+        st.caption(ex.STORED_CELLS)
     setup_box(section)
-    st.caption("Why one model per s, not one model told s in its input: a single layer of T5, ALiBi or an "
-               "absolute scheme cannot choose *which* offset to attend to from the input (their position terms "
-               "do not depend on the query), so that design would measure this limitation instead of resolution.")
+    st.caption(ex.ONE_MODEL_PER_S)
 
     with st.container(border=True):
         st.markdown("**Run this cell live.** Retrain one setting at every s with one seed and a small step "
@@ -274,13 +257,9 @@ else:
                                 live_state["label"] if live_state else "live")
         display.show_figure(fig, key=f"{P}_fig_extrap")
     with right:
-        st.markdown("Lines: mean over seeds, band: min–max. **✕** at the bottom: the model **cannot run** at that "
-                    "length (hover for the reason) — recorded, not crashed.")
+        st.markdown(ex.EXTRAPOLATION_CHART)
         st.markdown(f"**Published reference (ALiBi).** {ex.ALIBI_HEADLINE}")
-        st.caption("That result is language modelling, where recent tokens matter most. Shift-by-s asks for "
-                   "attention peaked at one exact offset, which a penalty growing with distance does not give "
-                   "by itself: compare ALiBi's row in section 1. The shipped ALiBi checkpoint (Live attention) "
-                   "needed 6 layers to reach 99.6% at s = 5; with 2 it stalls near 72%.")
+        st.caption(ex.ALIBI_ON_SHIFT)
     reading(ex.extrapolation_reading(section))
     setup_box(section)
 
@@ -329,10 +308,7 @@ else:
         display.show_figure(wall, key=f"{P}_fig_wall")
     with right:
         display.show_figure(timing, key=f"{P}_fig_time")
-        st.caption("Diamonds: measured Δpeak (peak resident memory minus the peak before the forward). Lines: "
-                   "the analytic size of each structure, fp32; dashed and shaded beyond the longest measured L, "
-                   "where they are extrapolated, not measured. The black line is this machine's memory "
-                   f"({format_bytes(setup['memory_total_bytes'])}).")
+        st.caption(ex.cost_chart_caption(setup['memory_total_bytes']))
     reading(ex.cost_reading(section))
     skipped = ex.skipped_cost_summary(section)
     if skipped:

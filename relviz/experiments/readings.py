@@ -320,3 +320,56 @@ def skipped_cost_summary(section: dict[str, Any]) -> str | None:
         return None
     return "Not measured: " + "; ".join(f"{IMPLEMENTATIONS[r['impl']]} at L = {r['L']} ({r['skipped']})"
                                         for r in skipped)
+
+
+# ---------------------------------------------------------------------------------------
+# What the studies are, and how to read their charts (the Experiments page)
+
+#: What the page measures, and where its numbers come from.
+INTRO = ("What each scheme can and cannot do. The other pages show what each scheme *computes*; this one shows what "
+         "that does to a model: small transformers trained on **shift-by-s** (output the token s places back, so the "
+         "answer sits at **j − i = −s**), measured over several seeds. Every number here comes from "
+         "`python -m relviz experiments`; the text under each chart is generated from those numbers.")
+
+#: Why one layer may fail shift-by-s, and how a second one composes.
+ONE_LAYER = ("A single attention layer finds \"the token s back\" only if its position term can single out the offset "
+             "−s. **Shaw** has one embedding per offset up to k, then every farther key reads the same one; **T5** "
+             "gives each offset a bucket, and far offsets share one. A second layer can compose: copy a token one "
+             "step, then look a few steps further back.")
+
+#: How to read the offset-resolution chart and the strip under it.
+OFFSET_CHART = ("Solid: 1 layer, dashed: 2 layers; the band spans the seeds (min–max). The strip below the chart shares "
+                "its s axis: each bar is a group of offsets that **one layer sees as the same position** (a T5 bucket, "
+                "or Shaw's clipped tail). Dotted lines mark the same edges on the chart.")
+
+#: Shaw et al.'s ablation beside the offset study.
+SHAW_REFERENCE = ("**Published reference.** Shaw et al. found translation quality flat from k = 2 on (their Table 2, "
+                  "below): with 6 layers composing, a small k loses nothing there. One layer on shift-by-s is where the "
+                  "clipping shows.")
+
+#: What the table of stored cells holds.
+STORED_CELLS = ("Every stored cell: accuracy over the seeds, and the most optimizer steps any seed took (early stopping "
+                "ends a run once its training loss stays near zero).")
+
+#: Why the study trains one model per s.
+ONE_MODEL_PER_S = ("Why one model per s, not one model told s in its input: a single layer of T5, ALiBi or an absolute "
+                   "scheme cannot choose *which* offset to attend to from the input (their position terms do not "
+                   "depend on the query), so that design would measure this limitation instead of resolution.")
+
+#: How to read the extrapolation chart.
+EXTRAPOLATION_CHART = ("Lines: mean over seeds, band: min–max. **✕** at the bottom: the model **cannot run** at that "
+                       "length (hover for the reason) — recorded, not crashed.")
+
+#: Why ALiBi's published extrapolation does not carry over to shift-by-s.
+ALIBI_ON_SHIFT = ("That result is language modelling, where recent tokens matter most. Shift-by-s asks for attention "
+                  "peaked at one exact offset, which a penalty growing with distance does not give by itself: compare "
+                  "ALiBi's row in section 1. The shipped ALiBi checkpoint (Live attention) needed 6 layers to reach "
+                  "99.6% at s = 5; with 2 it stalls near 72%.")
+
+
+def cost_chart_caption(memory_total_bytes: float) -> str:
+    """How to read the memory chart: measured diamonds, analytic lines, and this machine's memory."""
+    return ("Diamonds: measured Δpeak (peak resident memory minus the peak before the forward). Lines: the analytic "
+            "size of each structure, fp32; dashed and shaded beyond the longest measured L, where they are "
+            "extrapolated, not measured. The black line is this machine's memory "
+            f"({format_bytes(memory_total_bytes)}).")
