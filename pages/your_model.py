@@ -23,7 +23,7 @@ from relviz.figures.attention import attention_grid, colour_rows
 from relviz.figures.layers import selected_bars, side_by_side, strip_figure, view_figure
 from relviz.figures.parameters import bias_curve_figure, similarity_figure
 from relviz.figures.toeplitz import toeplitz_view
-from relviz.mechanisms.absolute import LearnedAbsolute
+from relviz.mechanisms.absolute import LEARNED_COSINE, TOEPLITZ_SHARE, LearnedAbsolute
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model_presets import model_presets, preset_config
 from relviz.schemes.view_kinds import relative_share
@@ -350,11 +350,8 @@ with display.user_errors():
             display.show_figure(similarity_figure(learned), key=f"{P}_fig_learned")
         with c_txt:
             share = relative_share(learned.cosine, n)
-            st.metric("how Toeplitz is it", f"{share:.1%}",
-                      help="Share of the similarity's variance (off the diagonal) that depends on j − i alone: "
-                           "100% means the learned table acts exactly like a relative one.")
-            st.caption("Cosine between the learned position vectors p_i and p_j. A relative scheme would be "
-                       "constant along every diagonal.")
+            st.metric("how Toeplitz is it", f"{share:.1%}", help=TOEPLITZ_SHARE)
+            st.caption(LEARNED_COSINE)
 
     directory = positions.directory
     if directory is not None:      # a model directory (a published config has none)

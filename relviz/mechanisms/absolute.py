@@ -17,7 +17,14 @@ from relviz.mechanisms.base import LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.schemes.view_kinds import PositionStructure, SimilarityMatrix, norms_and_cosine, relative_share
 
-__all__ = ["LearnedAbsolute", "similarity_caption", "structure_caption"]
+__all__ = ["LearnedAbsolute", "similarity_caption", "structure_caption", "TOEPLITZ_SHARE", "LEARNED_COSINE"]
+
+#: What relative_share measures of a learned table's similarity.
+TOEPLITZ_SHARE = ("Share of the similarity's variance (off the diagonal) that depends on j − i alone: 100% means the "
+                  "learned table acts exactly like a relative one.")
+#: What the cosine of a real model's learned position vectors shows, and what a relative scheme would show.
+LEARNED_COSINE = ("Cosine between the learned position vectors p_i and p_j. A relative scheme would be constant along "
+                  "every diagonal.")
 
 
 @dataclass(frozen=True, eq=False)
