@@ -12,7 +12,8 @@ depends on position besides what relviz reads. Used by relviz.observe; every fin
   are equal over the keys its mask allows; the other tensors the layer is handed are kept (``alibi_handed``:
   one of them must equal relviz's ALiBi slopes × positions where the plan reads ALiBi); (b, c) a random input, then the same with position 0 negated: a
   layer whose outputs at later positions do not move (beyond float rounding: ``MIXING``) mixes no tokens (an
-  MLP-only layer).
+  MLP-only layer); (d) the last position negated instead: a layer that carries order forward only (a recurrence,
+  a scan, a causal convolution) leaves every earlier output where it was.
 - ``derive_entry``: for a model_type outside the family table and without RoPE settings, the family entry
   (the table's own format) that says what was seen; ``relviz.plan.read_plan`` reads it like a row of the table.
 """
@@ -27,7 +28,7 @@ import torch
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import Mechanism
-from relviz.mechanisms.mixer import ATTENTION, LAYER_TYPES
+from relviz.mechanisms.mixer import ATTENTION, LAYER_TYPES, NOT_ON_TEXT
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.sinusoidal import VARIANTS, SinusoidalAbsolute
@@ -233,6 +234,8 @@ class LayerProbe:
     key_free: bool | None = None             # ... and whether k alone is equal at every position
     weights_uniform: bool | None = None      # and every query's weights equal over the keys it sees
     mixes_tokens: bool | None = None         # a change at position 0 moves a later position's output
+    causal: bool | None = None               # a change at the last position leaves every earlier output (within
+                                             # float rounding: MIXING)
     handed: list[torch.Tensor] = field(default_factory=list)   # the other float tensors the layer is handed
     long_mask: torch.Tensor | None = None    # [LONG_PROBE, LONG_PROBE] keys seen (families outside the table)
     long_checked: bool = False               # the long probe ran
@@ -329,10 +332,20 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
         x[..., 0, :] = -x[..., 0, :]
         return x
     replaced(moved, after)                                                     # (c) position 0 changed
+
+    def last_moved(h: torch.Tensor) -> torch.Tensor:
+        x = random_input(h)
+        x[..., -1, :] = -x[..., -1, :]
+        return x
+    later: dict[int, torch.Tensor] = {}
+    replaced(last_moved, later)                                                # (d) the last position changed
     for k, probe in enumerate(probes):
         if k in before and k in after and before[k].shape == after[k].shape and before[k].ndim >= 3:
             moved_by = (after[k][..., 1:, :] - before[k][..., 1:, :]).abs().max()
             probe.mixes_tokens = bool(moved_by > MIXING * before[k].abs().max())
+        if k in before and k in later and before[k].shape == later[k].shape and before[k].ndim >= 3:
+            back = (later[k][..., :-1, :] - before[k][..., :-1, :]).abs().max()
+            probe.causal = bool(back <= MIXING * before[k].abs().max())
     return probes
 
 
@@ -415,6 +428,10 @@ def position_differences(layers: list, seen: Any) -> list[str]:
         if alibi is not None and not alibi_handed(alibi, o.probe):
             out.append(f"layer {p.index}: relviz reads ALiBi ({alibi.describe()}); transformers hands the layer "
                        "no tensor equal to those slopes × positions")
+        carried = set(p.mixer.kinds) - NOT_ON_TEXT - {"feed_forward"}
+        if not p.mixer.attends and carried and o.probe.causal is False:
+            out.append(f"layer {p.index}: relviz reads {p.mixer.label()}, which carries order forward only; in "
+                       "transformers a change at the last position moved an earlier output")
         if not p.mixer.attends or not o.attends:
             continue
         pattern = p.find(AttentionPattern)

@@ -163,3 +163,31 @@ def test_a_window_wider_than_the_short_probes_is_seen_by_the_long_one(monkeypatc
     seen = observe(shrink(config))
     assert torch.equal(seen.layers[0].probe.long_mask, AttentionPattern(causal=True).mask(300))
     assert torch.equal(seen.layers[1].probe.long_mask, AttentionPattern(causal=True, window=256).mask(300))
+
+
+def test_a_recurrent_layer_that_lets_a_later_token_reach_back_is_refused(monkeypatch):
+    """A layer read as a recurrence carries order forward only: changing the last position must leave every earlier
+    output where it was (probe d). Mamba's mixer made to add its last position's output to every position fails it."""
+    import relviz.observe as observe_module
+    from transformers.models.mamba import modeling_mamba
+
+    config = _config("mamba", num_hidden_layers=2, hidden_size=16, state_size=8, vocab_size=64)
+    original = modeling_mamba.MambaMixer.forward
+
+    def reaching_back(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)                                       # [B, L, D]
+        return out + out[..., -1:, :]
+    observe_module._observe.cache_clear()
+    try:
+        assert all(o.probe.causal for o in observe(shrink(config)).layers)
+        observe_module._observe.cache_clear()
+        monkeypatch.setattr(modeling_mamba.MambaMixer, "forward", reaching_back)
+        seen = observe(shrink(config))
+    finally:
+        observe_module._observe.cache_clear()
+    plan = read_plan(shrink(config), family={"stacks": families.DECODER, "mechanisms": {
+        "mixer": {"linear_kind": "state_space"}}, "derive": [
+        {"field": "layer_types", "constant": "mamba", "always": True}]})
+    assert [o.probe.causal for o in seen.layers] == [False, False]
+    assert "layer 0: relviz reads no attention: state-space (Mamba), which carries order forward only; in " \
+           "transformers a change at the last position moved an earlier output" in differences(plan, seen)
