@@ -50,6 +50,7 @@ def build(config: Mapping[str, Any], *, causal: bool = False):
                             f"{MAX_PARAMETERS / 1e6:.0f}M): its width fields are not ones relviz shrinks")
         torch.manual_seed(0)
         model = model_class(hf_config, causal).from_config(hf_config, attn_implementation="eager").eval()
+        _unzeroed(model)
     except _TooLarge as exc:
         raise ValueError(f"transformers could not build a small model to observe: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
@@ -131,6 +132,16 @@ def _causal_lm_of(hf_config: Any) -> _Concrete | None:
         if cls is not None and getattr(cls, "config_class", None) is type(hf_config):
             return _Concrete(cls)
     return None
+
+
+def _unzeroed(model: torch.nn.Module) -> None:
+    """Weight matrices a family initialises to zero (xLSTM's gates and projections) get random values: a mixer whose
+    output starts at zero would look to the probes like a layer that mixes no tokens."""
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim >= 2 and p.is_floating_point() and not bool(p.any()):
+                p.copy_(torch.randn(p.shape, generator=generator).to(p.dtype) / p.shape[-1] ** 0.5)
 
 
 class _TooLarge(Exception):
