@@ -104,6 +104,8 @@ def test_a_shared_layer_reuses_the_last_full_layers_choice():
     sources = [plan.layer(k).find(IndexedSelection).source for k in range(7)]
     assert sources == [None, None, 1, 1, 1, None, 5]              # HY-V4's config class: layer 0, then 1, 5, 9 ...
     assert "reuses layer 1's choice" in plan.layer(3).describe()
+    assert plan.layer(3).find(IndexedSelection).label() == "causal, top 2,048 by layer 1's indexer"
+    assert plan.layer(5).find(IndexedSelection).label() == "causal, top 2,048 by indexer"
     given = read_plan({**V32, "model_type": "glm_moe_dsa", "indexer_types": ["full", "shared", "full", "shared"]})
     assert [given.layer(k).find(IndexedSelection).source for k in range(4)] == [None, 0, None, 2]
     with pytest.raises(ValueError, match=r"indexer_types\[0\] is 'shared', but no layer before it"):

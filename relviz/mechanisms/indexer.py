@@ -168,7 +168,8 @@ class IndexedSelection(AttentionPattern):
                 "rotation equals transformers' (torch.equal)")
 
     def label(self) -> str:
-        return f"{super().label()}, top {self.topk:,} by indexer"
+        by = "indexer" if self.source is None else f"layer {self.source}'s indexer"
+        return f"{super().label()}, top {self.topk:,} by {by}"
 
     def _rotation_words(self) -> str:
         if self.rotation is None:
