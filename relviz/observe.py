@@ -532,13 +532,31 @@ def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = (), causal_lm:
         try:
             return small, observe(small, causal_lm=causal_lm)
         except ValueError as exc:
+            if _TOO_LARGE in str(exc):
+                return _narrower(config, nulls, causal_lm, heads, exc)
             if heads == HEADS_TRIED[-1] or not any(words in str(exc) for words in _TRANSFORMERS_REFUSED):
                 raise
     raise AssertionError("unreachable")
 
 
+def _narrower(config: Mapping[str, Any], nulls: list[str], causal_lm: bool, heads: int, too_large: ValueError
+              ) -> tuple[dict[str, Any], Observation]:
+    """A model still past the size cap with its head width kept (xLSTM's heads are 512 wide): narrower heads, where the
+    config names no head dim and nothing rotates (the head width is kept for RoPE alone); else the cap's refusal."""
+    small = {**shrink(config, heads_to=heads, narrow=True), **{k: None for k in nulls if not fills(k)}}
+    try:
+        seen = observe(small, causal_lm=causal_lm)
+    except ValueError:
+        raise too_large from None
+    if any(o.rotations for o in seen.layers):
+        raise too_large
+    return small, seen
+
+
 #: transformers' own refusal to build or run the shrunk model (not the observer's size cap)
 _TRANSFORMERS_REFUSED = ("could not build a '", "could not run a '")
+#: ... the observer's size cap
+_TOO_LARGE = "could not build a small model"
 
 
 def _observed(p: LayerPlan, o: LayerObservation) -> LayerPlan:

@@ -65,6 +65,8 @@ KEEP = re.compile(r"head_dim|d_head|dim_head|kv_channels|rotary|rope|nope|positi
 DIVISOR = re.compile(r"divisible|multiple")
 #: the width of a model with no heads field
 FREE_WIDTH = 64
+#: a head width shrink(narrow=True) cuts an unnamed one to
+NARROW_HEAD = 16
 #: the probe's tokens are drawn from these ids: a special id among them is moved out (XLM pads with 2, and
 #: would mask each probe token 2 as padding); special ids moved inside a tiny vocabulary go above them
 PROBE_FIRST, PROBE_TOKENS = 2, 16
@@ -106,9 +108,10 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def shrink(config: Mapping[str, Any], *, heads_to: int = 2) -> dict[str, Any]:
+def shrink(config: Mapping[str, Any], *, heads_to: int = 2, narrow: bool = False) -> dict[str, Any]:
     """The same model with tiny widths: layer count, layer types, rope fields and head dim kept; ``heads_to``
-    heads (two; four where transformers splits the heads in four, as CodeGen does)."""
+    heads (two; four where transformers splits the heads in four, as CodeGen does). ``narrow``: a head width the
+    config does not name is cut to ``NARROW_HEAD`` too (for a model past the observer's cap that rotates nothing)."""
     out = {k: v for k, v in config.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
     aliases = _aliases(out.get("model_type"))
     width_field = aliases.get("hidden_size", "hidden_size")
@@ -126,8 +129,8 @@ def shrink(config: Mapping[str, Any], *, heads_to: int = 2) -> dict[str, Any]:
         small = min(width, FREE_WIDTH)
         heads = max(1, heads_to * width // small)
     else:
-        head_dim = given or width // heads
-        ratio = heads_to * width // heads if (heads_to * width) % heads == 0 else 0
+        head_dim = given or (min(width // heads, NARROW_HEAD) if narrow else width // heads)
+        ratio = heads_to * width // heads if (heads_to * width) % heads == 0 and not narrow else 0
         small = ratio if ratio % ROUND == 0 and ratio >= 2 * ROUND else heads_to * head_dim
         for key, value in (("num_key_value_heads", heads_to), ("head_dim", head_dim)):
             if key in out and out[key] is None:     # left to the class, which derives it from the real sizes

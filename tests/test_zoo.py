@@ -78,14 +78,16 @@ def test_families_whose_run_differed_are_read_exactly(model_type):
     ("ctrl", "sinusoidal absolute positions"), ("xlm", "learned absolute positions"),
     ("rwkv", "no attention on this layer: order reaches it through the WKV recurrence"),
     ("xmod", "learned absolute positions"), ("deepseek_v2", "RoPE"), ("zamba2", "state-space (Mamba)"),
-    ("mllama", "this layer attends to the image's tokens only")])
+    ("mllama", "this layer attends to the image's tokens only"),
+    ("xlstm", "the matrix memory its gated recurrence updates token by token")])
 def test_families_outside_the_first_sweep_are_read_exactly(model_type, reads):
     """CTRL indexes a sinusoid buffer in its own forward (found with the token embeddings zeroed); XLM pads with id 2,
     which the probe's tokens no longer hold; RWKV runs no softmax, only its WKV recurrence; X-MOD needs a default
     language (its config's first); DeepSeek-V2's class leaves the experts per token null; Zamba2's derived
     mamba_headdim is derived again after shrinking; Mllama's text model (built as MllamaForCausalLM, which the auto
     classes map only from the composite) skips its cross-attention layers on text, and the observer sees them not
-    run."""
+    run; xLSTM's 512-wide heads keep it past the size cap until they are narrowed (nothing rotates), and its blocks
+    start with zero gates and FFN (given random values, they mix tokens, forward only)."""
     from relviz.observe import verified_plan
 
     (outcome,) = sweep([model_type])

@@ -29,6 +29,7 @@ MIXER_KINDS: dict[str, tuple[str, str]] = {
     "state_space": ("state-space (Mamba)", "the selective scan's recurrent state"),
     "short_convolution": ("short convolution", "its causal convolution over the last few tokens"),
     "recurrence": ("recurrence (RG-LRU)", "the recurrence's gated state"),
+    "mlstm": ("recurrence (xLSTM's mLSTM)", "the matrix memory its gated recurrence updates token by token"),
     "wkv": ("recurrence (RWKV's WKV)", "the WKV recurrence's decaying state, and a token shift that mixes each "
                                        "token with the one before"),
     "recurrent_state": ("recurrent state (kind not named by the config)",
@@ -78,7 +79,7 @@ MODULE_KINDS: tuple[tuple[str, str], ...] = (
     ("Mamba", "state_space"), ("Mixer", "state_space"),
     ("ShortConv", "short_convolution"),
     ("Rglru", "recurrence"), ("RecurrentBlock", "recurrence"),
-    ("RwkvSelfAttention", "wkv"),           # transformers' name; it runs rwkv_linear_attention, no softmax
+    ("RwkvSelfAttention", "wkv"), ("xLSTMLayer", "mlstm"),           # transformers' name; it runs rwkv_linear_attention, no softmax
 )
 
 
