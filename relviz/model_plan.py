@@ -324,6 +324,10 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
         family, listed = (inner, inner_listed) if inner else (family, listed)
     if not family:
         raise ValueError(_unknown(model_type, config))
+    refusal = family.get("refuse")          # the table's own: what transformers runs that relviz has no mechanism for
+    if refusal and holds(cfg.data, refusal.get("when", {})):
+        raise ValueError(f"model_type {str(cfg.raw('model_type', model_type))!r} is refused by relviz's family table: "
+                         f"{refusal['reason']}")
     if not listed and not observed_entry and not any(cfg.has(f) for f in LAYER_TYPE_FIELDS):
         hybrid = [f for f in HYBRID_FIELDS if cfg.has(f)]
         if hybrid:

@@ -35,6 +35,8 @@ def test_each_declared_option_is_read_by_its_mechanism():
     ({"mechanisms": {"rotation": {"theta": "10000"}, "pattern": {}}}, "'theta' must be float"),
     ({"mechanisms": {"rotation": {}, "pattern": {"window_is_width": 1}}}, "'window_is_width' must be bool"),
     ({"stakcs": {}}, "'stakcs'"),
+    ({"refuse": {"reason": "x", "whne": {}}}, "'whne'"),
+    ({"refuse": {"when": {"use_qk_norm": True}}}, "refuse must be"),
 ])
 def test_a_misspelt_or_mistyped_key_is_a_value_error_naming_it(monkeypatch, change, named):
     entry = {**FAMILIES["cohere"], **change}
@@ -46,3 +48,12 @@ def test_a_misspelt_or_mistyped_key_is_a_value_error_naming_it(monkeypatch, chan
 def test_the_unchanged_entry_reads_its_layout():
     rotation = read_plan(COHERE).first(MECHANISMS["rotation"])
     assert rotation.layout == "interleaved"
+
+
+def test_an_entry_refuses_a_config_saying_what_it_runs(monkeypatch):
+    """An entry's ``refuse`` stops the reading where its ``when`` holds, with its reason; elsewhere it reads."""
+    entry = {**FAMILIES["cohere"], "refuse": {"when": {"use_qk_norm": True}, "reason": "its q and k norms"}}
+    monkeypatch.setitem(families.FAMILIES, "cohere", entry)
+    with pytest.raises(ValueError, match="model_type 'cohere' is refused by relviz's family table: its q and k norms"):
+        read_plan({**COHERE, "use_qk_norm": True})
+    assert read_plan(COHERE).first(MECHANISMS["rotation"]).layout == "interleaved"

@@ -38,13 +38,13 @@ def test_the_observer_agrees_with_the_family_table(model_type):
 
 def test_a_sweep_counts_every_family_once():
     """Bloom's attention does not go through eager_attention_forward: it is seen at its softmax, and its ALiBi on
-    the tensor each layer is handed (relviz.observe_position.alibi_handed): exact. XLNet's relative attention runs
-    where the observer cannot replace a layer's input: refused saying so; the others are exact."""
+    the tensor each layer is handed (relviz.observe_position.alibi_handed): exact. XLNet's relative attention has no
+    mechanism in relviz: its table entry refuses it, saying what it runs; the others are exact."""
     outcomes = sweep(["llama", "afmoe", "bloom", "xlnet"])
     counts = summary(outcomes)
     assert counts["families"] == 4 and counts["exact"] == 3 and counts["built"] == 4
-    assert counts["refused"] == {"relviz's reading differs from what transformers runs": 1}
-    assert "the observer could not check that the layer applies no position itself" in outcomes[3].reason
+    assert counts["refused"] == {"relviz cannot read its config": 1}
+    assert "refused by relviz's family table: XLNet's relative attention (Transformer-XL's)" in outcomes[3].reason
 
 
 @pytest.mark.parametrize("model_type", ["gptj", "mimo_v2_flash", "axk1", "moshi", "bart", "whisper", "trocr",
@@ -105,3 +105,18 @@ def test_what_relviz_does_not_read_is_refused_by_name(model_type, reason):
     Inkling adds a position bias computed from the content: no mechanism of relviz's, so each is refused saying so."""
     (outcome,) = sweep([model_type])
     assert not outcome.exact and reason in outcome.reason, outcome.reason
+
+
+def test_bigbird_is_read_exactly_with_full_attention_and_refused_plainly_when_block_sparse():
+    """BigBird with attention_type original_full is BERT's learned table and full (or, as a decoder, causal)
+    attention: exact. Its block_sparse attention (random blocks past 704 positions) is refused by its table entry,
+    which says what it runs."""
+    from relviz.mechanisms.pattern import AttentionPattern
+    from relviz.observe import verified_plan
+
+    config = {**tiny_config("big_bird"), "num_hidden_layers": 2, "attention_type": "original_full",
+              "is_decoder": True}
+    plan = verified_plan(config, causal_lm=True)
+    assert [p.find(AttentionPattern).label() for p in plan.all_layers()] == ["causal", "causal"]
+    (outcome,) = sweep(["big_bird"])
+    assert not outcome.exact and "block_sparse" in outcome.reason and "random blocks" in outcome.reason

@@ -297,6 +297,25 @@ FAMILIES: dict[str, dict[str, Any]] = {
                                         "causal_field": "is_decoder"}},
                  "mechanisms": {"rotation": {"layout": "interleaved", "theta": 10000.0, "float64_angles": True,
                                              "requires": {"rotary_value": False}}, "pattern": {}}},
+    # BigBird: BERT's learned table, causal as a decoder; its block_sparse attention is refused (original_full is read)
+    "big_bird": {"stacks": {"encoder": {"layers_field": "num_hidden_layers", "causal": False,
+                                        "causal_field": "is_decoder"}},
+                 "refuse": {"when": {"attention_type": "block_sparse"}, "reason": (
+                     "its attention_type block_sparse: past (5 + 2·num_random_blocks)·block_size tokens (704 at its "
+                     "defaults) each query block sees the first and last blocks, three sliding blocks and "
+                     "num_random_blocks random blocks, drawn per head in training and set to the first block in "
+                     "eval; that is no mask relviz reads (attention_type original_full is read exactly)")},
+                 "mechanisms": {"learned_absolute": {"tensor": "embeddings.position_embeddings.weight"},
+                                "pattern": {}}},
+    # XLNet and Doge: what their attention adds has no mechanism in relviz; refused, saying what it is
+    "xlnet": {"stacks": {"decoder": {"layers_field": "n_layer", "causal": True}}, "mechanisms": {}, "refuse": {
+        "reason": "XLNet's relative attention (Transformer-XL's): every logit adds a term from a sinusoidal embedding "
+                  "of the offset with a learned bias (r_r_bias), and segment terms (r_s_bias, seg_embed), computed "
+                  "inside its attention; relviz has no mechanism for it"}},
+    "doge": {"stacks": DECODER, "mechanisms": {}, "refuse": {
+        "reason": "Doge adds to every logit a bias per key computed from the key's value, exp(A·softplus(dt_proj(v))), "
+                  "and past keep_window_size keys keeps only those with the largest bias: which keys a query sees "
+                  "depends on the content, which no relviz mechanism reads"}},
     # NanoChat: its rotate_half flips the signs, so every pair turns by −θ·p
     "nanochat": {"stacks": DECODER, "mechanisms": {"rotation": {"backwards": True}, "pattern": {}}},
     "kolibri1": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},
@@ -340,7 +359,8 @@ HYBRID_FIELDS = ("attn_layer_indices", "attn_layer_period", "block_types", "full
 # The table's keys, typed: a misspelt key ("layuot") is a ValueError naming it, never a silent default.
 # Each mechanism declares its own options (Mechanism.option_types); the entry, stack and derive keys are here.
 
-_ENTRY_KEYS = frozenset({"stacks", "mechanisms", "derive"})
+_ENTRY_KEYS = frozenset({"stacks", "mechanisms", "derive", "refuse"})
+_REFUSE_KEYS = frozenset({"reason", "when"})
 _STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_field", "config", "mechanisms",
                          "layers_sum", "causal_field"})
 _DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
@@ -359,6 +379,12 @@ def check_family(model_type: str, entry: dict[str, Any]) -> dict[str, Any]:
     """The entry, after every key in it is checked against the table's types (ValueError naming the key)."""
     where = f"FAMILIES[{model_type!r}]"
     _unknown(where, entry, _ENTRY_KEYS)
+    if "refuse" in entry:
+        refuse = entry["refuse"]
+        _unknown(f"{where} refuse", refuse if isinstance(refuse, dict) else {}, _REFUSE_KEYS)
+        if not isinstance(refuse, dict) or not isinstance(refuse.get("reason"), str) or \
+                not isinstance(refuse.get("when", {}), dict):
+            raise ValueError(f"family table: {where} refuse must be {{'reason': str, 'when': {{field: value}}}}")
     for stack, spec in entry.get("stacks", {}).items():
         _unknown(f"{where} stack {stack!r}", spec, _STACK_KEYS)
     for rule in entry.get("derive", ()):
