@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from relviz._checks import check_int
-from relviz.mechanisms.families import FAMILIES, family_of
+from relviz.mechanisms.families import READ, family_of
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.t5_bias import T5Bias
 from relviz.model_plan import ModelPlan, read_plan
@@ -35,7 +35,7 @@ __all__ = ["ModelPositions", "ModelPlan", "AttentionPattern", "inspect", "from_c
            "PICKLE_SUFFIXES", "MAX_CONFIG_BYTES"]
 
 #: the model_types in the family table (others with RoPE settings are read as standard rotary decoders)
-SUPPORTED: tuple[str, ...] = tuple(sorted(FAMILIES))
+SUPPORTED: tuple[str, ...] = READ
 ModelPositions = ModelPlan
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 MAX_CONFIG_BYTES = 4 << 20

@@ -22,7 +22,7 @@ from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.base import MAX_LAYERS, REQUIRED, ConfigView, LayerContext
 from relviz.mechanisms.deberta import DisentangledRelative
-from relviz.mechanisms.families import FAMILIES, HYBRID_FIELDS, check_family, family_of
+from relviz.mechanisms.families import FAMILIES, HYBRID_FIELDS, READ, check_family, family_of
 from relviz.mechanisms.mixer import ATTENTION, TokenMixer, check_read
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
@@ -449,5 +449,5 @@ def _unknown(model_type: str, config: Mapping[str, Any]) -> str:
     return (f"model_type {model_type!r} is not supported: it is not in relviz's family table and its config has "
             f"no RoPE settings (rope_parameters, rope_scaling, rope_theta). relviz could read "
             f"{', '.join(could) or 'no position-related field'}; it could not tell which position mechanism its "
-            f"layers apply. Supported: {', '.join(sorted(FAMILIES))}, and any model built on transformers' "
+            f"layers apply. Supported: {', '.join(READ)}, and any model built on transformers' "
             f"standard rotary module")

@@ -174,10 +174,12 @@ def test_pickles_are_refused_naming_the_file(tmp_path):
 
 
 def test_unknown_model_type_lists_what_is_supported(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlnet"}))
-    with pytest.raises(ValueError, match=r"'xlnet' is not supported: .* no RoPE settings .*Supported: .*bert, bloom"):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "unseen_family"}))
+    with pytest.raises(ValueError, match=r"'unseen_family' is not supported: .* no RoPE settings .*Supported: .*bert, .*"
+                                         r"bloom.*, llama"):
         inspect(tmp_path, observe=False)          # the table alone (the observer reads it: tests/test_observe_position)
     assert {"t5", "llama4_text", "gpt_oss", "deberta-v2"} <= set(SUPPORTED)
+    assert not {"xlnet", "doge"} & set(SUPPORTED)       # entries that refuse every config of their family
 
 
 @pytest.mark.parametrize("content, message", [

@@ -137,8 +137,8 @@ def test_deep_nesting_and_unknown_families_are_refused_with_what_was_read():
         cursor = cursor["x"]
     with pytest.raises(ValueError, match="nested more than"):
         read_plan(deep)
-    with pytest.raises(ValueError, match=r"'xlnet' is not supported.*relviz could read max_position_embeddings"):
-        read_plan({"model_type": "xlnet", "max_position_embeddings": 512})
+    with pytest.raises(ValueError, match=r"'unseen_family' is not supported.*relviz could read max_position_embeddings"):
+        read_plan({"model_type": "unseen_family", "max_position_embeddings": 512})
 
 
 def test_a_throwaway_mechanism_is_one_file(tmp_path):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FAMILIES", "ROPE_DECODER", "HYBRID_FIELDS", "check_family", "family_of"]
+__all__ = ["FAMILIES", "READ", "ROPE_DECODER", "HYBRID_FIELDS", "check_family", "family_of"]
 
 DECODER = {"decoder": {"layers_field": "num_hidden_layers", "causal": True}}
 ENCODER = {"encoder": {"layers_field": "num_hidden_layers", "causal": False}}
@@ -346,6 +346,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {
         "t5_bias": {}, "pattern": {"local_radius_field": "local_radius"}}},
 }
+
+#: the model_types the table reads (an entry that refuses every config of its family is no support)
+READ: tuple[str, ...] = tuple(sorted(t for t, e in FAMILIES.items() if not (e.get("refuse") and "when" not in e["refuse"])))
 
 ROPE_FIELDS = ("rope_parameters", "rope_scaling", "rope_theta")
 #: config fields that say which layers attend in a family's own way (read only through a family entry's
