@@ -145,10 +145,12 @@ def _rederived(config: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]
     width / Mamba heads) that the config holds as derived, derived again from the shrunk fields, so that a kept
     640 does not meet a width of 160. A field whose value differs from what the class derives was set on purpose,
     and is kept."""
+    import dataclasses
     try:
-        import dataclasses
-
         from transformers import CONFIG_MAPPING
+    except ImportError:      # the [hf] extra is absent: nothing to derive with (the observer says how to install it)
+        return out
+    try:
         cls = CONFIG_MAPPING[config.get("model_type")]
         declared = {f.name for f in dataclasses.fields(cls)} | set(getattr(cls, "attribute_map", {}) or {})
         def derive(fields: Mapping[str, Any]) -> dict[str, Any]:
