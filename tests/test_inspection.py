@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from relviz.mechanisms.vectors import vector_table_caption
 from relviz.inspection import parameter_caption
 from relviz.attention import skew_attention
 from relviz.absolute import sinusoidal_encoding
@@ -229,7 +230,8 @@ def test_vector_table_views_shaw_and_skew():
     assert norms.second[0] == "a^V"
     assert np.allclose(norms.second[1][0], m.position.rel_v[0].detach().norm(dim=1).numpy())
     assert norms.used.tolist() == [True] * 5 + [False] * 4
-    assert np.allclose(np.diagonal(cosine.cosine), 1.0, atol=1e-6) and "layer 2" in cosine.title
+    assert np.allclose(np.diagonal(cosine.cosine), 1.0, atol=1e-6) and cosine.facts["layer"] == 1
+    assert "this layer" in cosine.title and "layer 2" not in cosine.title + vector_table_caption(cosine, "")
     skew, _ = parameter_views(model("skew", skew_distances=6), length=20, train_length=8, layer=0)
     assert skew.offsets.tolist() == [-5, -4, -3, -2, -1, 0] and skew.second is None
 

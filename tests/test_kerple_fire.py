@@ -73,6 +73,19 @@ def test_fire_is_an_mlp_of_the_normalised_distance():
         ModelConfig(scheme="fire", causal=False)
 
 
+def test_fire_words_number_no_layer():
+    """The pages count layers differently (Live attention from 1, Your model from 0): FIRE's titles and captions,
+    drawn on both, say "this layer" (Your model once showed "layer 3" beside its "decoder layer 2")."""
+    model = build_model(ModelConfig(scheme="fire", fire_hidden=5, n_layers=3, **{k: v for k, v in SMALL.items()
+                                                                                if k != "n_layers"}), seed=3)
+    fire = model.position.mechanism(2)
+    assert fire.layer == 2
+    structure = fire.structure(20, causal=True)
+    curve, = fire.views(20, None)
+    words = " ".join([structure.title, structure.label, structure.caption, curve.title, curve.caption])
+    assert "this layer" in words and not any(f"layer {n}" in words for n in range(4))
+
+
 def test_kerple_and_fire_train_and_their_gradients_reach_every_parameter():
     for scheme in ("kerple", "fire"):
         model = build_model(ModelConfig(scheme=scheme, **SMALL), seed=0)

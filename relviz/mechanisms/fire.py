@@ -23,7 +23,9 @@ __all__ = ["FireFunction", "fire_curve", "curve_caption", "structure_caption"]
 @dataclass(frozen=True, eq=False)
 class FireFunction(ToyMechanism):
     """One layer's function: ``c`` and ``threshold`` (L) [] both > 0, ``mlp`` 1 -> hidden -> H; ``layer``: its
-    index."""
+    index (0-based). Its titles and words say "this layer", never a number: the two pages that draw it count
+    layers differently (Live attention from 1, Your model from 0 as transformers does), and each names the layer
+    in its own heading."""
 
     c: torch.Tensor
     threshold: torch.Tensor
@@ -57,7 +59,7 @@ class FireFunction(ToyMechanism):
             bias = self.bias(length).to("cpu", torch.float32).numpy()                       # [H, L, L]
         facts = {"threshold": float(self.threshold.detach()), "c": float(self.c.detach())}
         return PositionStructure(
-            f"FIRE bias f(ψ(i − j) / ψ(max(L, i))), layer {self.layer + 1}", f"FIRE bias (layer {self.layer + 1})",
+            "FIRE bias f(ψ(i − j) / ψ(max(L, i))) of this layer", "FIRE bias (this layer)",
             np.ascontiguousarray(bias), None, causal, False, facts=facts, caption=structure_caption(**facts))
 
     def label(self) -> str:
@@ -83,7 +85,7 @@ def fire_curve(fire: FireFunction, length: int) -> BiasCurve:
         bias = fire.bias(length, length - 1)[:, 0, :].to("cpu", torch.float32).numpy()   # [H, L], the last query
     offsets = np.arange(length) - (length - 1)                                      # j − i of keys 0..L − 1
     return BiasCurve(
-        f"FIRE, layer {layer + 1}: learned bias per head vs offset, for the last query i = {length - 1}", "",
+        f"FIRE, this layer: learned bias per head vs offset, for the last query i = {length - 1}", "",
         offsets, np.ascontiguousarray(bias, dtype=np.float32), learned=True,
         facts={"layer": layer, "query": length - 1, "c": float(fire.c.detach()),
                "threshold": float(fire.threshold.detach())})
@@ -92,7 +94,7 @@ def fire_curve(fire: FireFunction, length: int) -> BiasCurve:
 def curve_caption(view: BiasCurve) -> str:
     """The words under :func:`fire_curve`'s view, citing its facts."""
     facts = view.facts
-    return (f"**FIRE's learned function** in layer {facts['layer'] + 1} (the layer of the close-up), read "
+    return (f"**FIRE's learned function** in this layer (the layer of the close-up), read "
             f"along the last row: the query i = {facts['query']} looking back. f_θ sees the distance only "
             f"after ψ(x) = log(c·x + 1) and the division by ψ(max(L, i)) (learned c = {facts['c']:.3g}, "
             f"L = {facts['threshold']:.3g}), so a longer input squeezes more offsets into the same [0, 1] "

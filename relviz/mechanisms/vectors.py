@@ -19,7 +19,7 @@ def vector_table_views(*, name: str, what: str, offsets: np.ndarray, norms: np.n
     layer = min(layer, cosine.shape[0] - 1)
     norms_view = VectorNorms(f"{what} per offset", name, offsets, norms, used, second)
     similarity = SimilarityMatrix(
-        f"layer {layer + 1}: cosine between the {name} vectors", "offset j − i", offsets,
+        f"this layer: cosine between the {name} vectors", "offset j − i", offsets,
         cosine[layer].astype(np.float32),
         facts={"layer": layer, "most_distinct": most_distinct(cosine[layer], offsets, used),
                "unused_rows": not bool(used.all())})
@@ -33,7 +33,7 @@ def vector_table_caption(view: View, about: str) -> str:
                 "mark an offset the layer singles out; the similarity map beside it usually shows that more "
                 "clearly. " + about)
     facts = view.facts
-    return (f"**Similarity between the vectors of layer {facts['layer'] + 1}** (the layer of the close-up). "
+    return ("**Similarity between this layer's vectors** (the layer of the close-up). "
             "Offsets whose vectors point the same way look alike to the layer; a row unlike all others is an "
             f"offset the layer can tell apart. Here the most distinct is **j − i = {facts['most_distinct']}**"
             + (" (unused future rows left out)." if facts["unused_rows"] else "."))
