@@ -117,7 +117,8 @@ def test_the_numbers_in_the_words_are_the_schemes():
     assert f"{float(curve.bias[1, 0]):.2f} at j − i = -29" in caption
     fire = _model("fire")
     curve, = parameter_views(fire, length=30, train_length=16, layer=5)   # 2 layers: the last one's
-    assert re.search(r"in layer 2 .* the query i = 29 looking back", parameter_caption(curve))
+    assert curve.facts["layer"] == 1 and re.search(r"in this layer .* the query i = 29 looking back",
+                                                   parameter_caption(curve))
 
 
 def test_kerple_caption_says_the_penalty_is_concave_not_the_curve():

@@ -112,9 +112,15 @@ def test_attention_draws_the_models_weights():
 
 def test_position_structure_draws_the_layers_mechanisms():
     """FIRE's function is each layer's own: the structure drawn is the chosen layer's (layers count from 1)."""
-    fig = show.position_structure("fire-shift", 16, layer=3)
-    assert "layer 3" in fig.layout.title.text
-    assert "layer 1" in show.position_structure("fire-shift", 16).layout.title.text
+    from relviz.training import load_checkpoint
+
+    model = load_checkpoint("fire-shift").model
+    for layer, fig in ((3, show.position_structure("fire-shift", 16, layer=3)),
+                       (1, show.position_structure("fire-shift", 16))):
+        expected = model.position.structure(16, layer - 1).values[0]                 # [L, L], head 1
+        drawn = np.asarray(heatmap_values(figure_json(fig)), dtype=np.float32)
+        assert np.allclose(drawn[np.tril_indices(16)], expected[np.tril_indices(16)]), layer
+    assert not np.allclose(model.position.structure(16, 2).values, model.position.structure(16, 0).values)
 
 
 @pytest.mark.parametrize("call, message", [
