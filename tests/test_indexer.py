@@ -208,3 +208,18 @@ def test_the_sink_share_counts_the_keys_the_indexer_keeps():
     (view,) = layer.find(Sinks).views(1000, layer)
     assert (view.keys == np.minimum(view.positions + 1, 100)).all() and view.keys.max() == 100
     assert "up to the 100 the indexer keeps" in view.caption
+
+
+@pytest.mark.parametrize("model_type, fields", [
+    ("glm_moe_dsa", {}), ("glm_moe_dsa", {"index_topk_freq": 4, "index_skip_topk_offset": 3}),     # GLM-5's
+    ("glm_moe_dsa", {"index_topk_pattern": "FFSFSSFSFSSF"}), ("hy_v4", {})])
+def test_which_layers_share_is_what_the_config_class_derives(model_type, fields):
+    """A config without indexer_types: relviz derives it as transformers' config class does (GLM-MoE-DSA from
+    index_topk_freq / index_skip_topk_offset or an F/S pattern, HY-V4 every 4th from layer 1, and layer 0)."""
+    transformers = pytest.importorskip("transformers")
+    config = {**V32, "model_type": model_type, "num_hidden_layers": 12, "layer_types": ["indexed_attention"] * 12,
+              **fields}
+    made = transformers.CONFIG_MAPPING[model_type](**{k: v for k, v in config.items() if k != "model_type"})
+    plan = read_plan(config)
+    ours = ["full" if plan.layer(k).find(IndexedSelection).source is None else "shared" for k in range(12)]
+    assert ours == list(made.indexer_types)
