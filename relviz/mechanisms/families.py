@@ -5,9 +5,11 @@ causal; a stack with ``config`` is read from that nested config when the config 
 ``vision_config``, with its own ``mechanisms`` table) and ``mechanisms`` (mechanism name -> options that mechanism's ``read`` interprets; ``requires``
 maps a config field, dotted for nested ones, to the value it must hold for the mechanism to apply;
 the rotation's ``defaults`` are the family's config-class defaults for fields a config may omit).
-``layers_default`` is transformers' default where a config may omit the layer count; ``derive`` lists how
+``layers_default`` is transformers' default where a config may omit the layer count; a stack's ``causal_field``
+is a config field that makes it causal (RoFormer's ``is_decoder``); ``derive`` lists how
 the family's config class fills per-layer lists a published config may omit (``layer_types``,
-``no_rope_layers``).
+``no_rope_layers``); ``refuse`` stops the reading with its ``reason`` (what transformers runs that relviz has no
+mechanism for) wherever its ``when`` fields hold (always, without one).
 A model_type missing here whose config has RoPE settings is read with ``ROPE_DECODER``: every family
 built on transformers' standard rotary module needs no entry.
 """
