@@ -80,8 +80,11 @@ def relative_term_bytes(length: int, dim: int, heads: int, dtype_bytes: int = 4)
     """
     length = check_int("length", length, minimum=1, maximum=10**9)
     dim = check_int("dim", dim, minimum=1, maximum=10**9)
-    heads = check_int("heads", heads, minimum=1, maximum=dim)
+    heads = check_int("heads", heads, minimum=1, maximum=10**9)
     dtype_bytes = check_int("dtype_bytes", dtype_bytes, minimum=1, maximum=16)
+    if heads > dim:
+        raise ValueError(f"heads must be at most dim (each head needs at least one of the dim dimensions); "
+                         f"got dim={dim}, heads={heads}")
     if dim % heads:
         raise ValueError(f"dim must be divisible by heads (each head has dim / heads dimensions); "
                          f"got dim={dim}, heads={heads}")

@@ -37,7 +37,8 @@ def test_format_bytes(n, text) -> None:
 
 @pytest.mark.parametrize("args, param", [
     ((0, 512, 8), "length"), ((2048, 0, 8), "dim"), ((2048, 512, 0), "heads"),
-    ((2048, 512, 7), "divisible"), ((2048, 512, 8, 0), "dtype_bytes"), ((2048.0, 512, 8), "length"),
+    ((2048, 512, 7), "divisible"),
+    ((2048, 1, 8), r"heads must be at most dim .*got dim=1, heads=8"),   # the Skew page's D at its minimum ((2048, 512, 8, 0), "dtype_bytes"), ((2048.0, 512, 8), "length"),
 ])
 def test_relative_term_bytes_rejects_bad_arguments(args, param) -> None:
     with pytest.raises(ValueError, match=param):
