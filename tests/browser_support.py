@@ -50,8 +50,10 @@ def app_server(port: int | None = None, timeout: float = 60.0, env: dict[str, st
                "--server.fileWatcherType=none"]
     log = open(REPO / "test-artifacts" / f"server-{port}.log", "w") if (REPO / "test-artifacts").is_dir() \
         else subprocess.DEVNULL
+    # torch's threads sleep between operations, as docs/DEPLOY.md starts the server (unpinned, they spin)
+    environment = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, **(env or {})}
     process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, env=None if env is None else {**os.environ, **env})
+                               stdin=subprocess.DEVNULL, env=environment)
     with serving(process, f"http://127.0.0.1:{port}", what="streamlit", timeout=timeout) as base:
         yield base
 

@@ -1,6 +1,7 @@
 """The servers of ``python -m relviz bench --only class``: app processes pinned to cores, nginx in front.
 
 Exists so that the class benchmark starts the app as DEPLOY.md tells an operator to (``MALLOC_ARENA_MAX=2``,
+``OMP_WAIT_POLICY=PASSIVE``,
 one ``STREAMLIT_SERVER_COOKIE_SECRET`` for every process, Debian's nginx with the shipped
 ``docs/nginx/relviz-processes.conf``, only its ports replaced), each process pinned to its own core with
 ``taskset`` so that the clients, pinned elsewhere, never share a core with the server they measure.
@@ -77,7 +78,7 @@ def app_process(core: int | None, *, env: dict[str, str] | None = None, log: Pat
                "--server.fileWatcherType=none"]
     if core is not None and shutil.which("taskset"):
         command = ["taskset", "-c", str(core), *command]
-    environment = {**os.environ, "MALLOC_ARENA_MAX": "2", **(env or {})}
+    environment = {**os.environ, "MALLOC_ARENA_MAX": "2", "OMP_WAIT_POLICY": "PASSIVE", **(env or {})}
     out = open(log, "w") if log is not None else subprocess.DEVNULL
     process = subprocess.Popen(command, cwd=REPO, env=environment, stdout=out, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL)
