@@ -183,6 +183,10 @@ def test_alibi_at_a_million_positions_is_a_pooled_overview_and_an_exact_window()
         assert len(chart.proto.spec) < 1_000_000
     assert any("What it hides" in m.value for m in at.markdown)
     assert any("does not grey out" in c.value for c in at.caption)
+    # the download note reads its sizes with separators, as the rest of the page does (it said "1048576 × 1048576")
+    assert any("The full 1,048,576 × 1,048,576 matrix is not built" in m.value and "(2,097,151 rows" in m.value
+               for m in at.markdown)
+    assert any("window rows 700,000…700,255" in c.value for c in at.caption)
 
 
 def test_the_shifted_sequence_is_drawn_from_the_library_at_the_links_shift():

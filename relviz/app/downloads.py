@@ -79,19 +79,18 @@ def large_matrix_downloads(window_values: np.ndarray, offsets: np.ndarray, value
     figures.toeplitz_window.Window) and the per-offset vector that defines every entry. Files are
     ``{name}_window_{suffix}`` and ``{name}_per_offset_{suffix}``."""
     st.markdown(
-        f"The full {q_len} × {k_len} matrix is not built. Download the exact **window** shown above, or the "
-        f"**per-offset vector** ({q_len + k_len - 1} rows: j − i, {quantity}): it defines every entry, "
+        f"The full {q_len:,} × {k_len:,} matrix is not built. Download the exact **window** shown above, or the "
+        f"**per-offset vector** ({q_len + k_len - 1:,} rows: j − i, {quantity}): it defines every entry, "
         f"{quantity}(i, j) = value of the row whose j − i equals j − (offset + i).")
-    left, right = st.columns(2)
-    with left:
-        st.caption(f"{quantity}, window rows {window.row0}…{window.row0 + window.rows - 1}, "
-                   f"columns {window.col0}…{window.col0 + window.cols - 1}")
-        matrix_downloads(window_values, name=f"{name}_window_{suffix}", key=f"{key}_win", row0=window.row0,
-                         col0=window.col0)
-    with right:
-        st.caption(f"per-offset vector (j − i, {quantity})")
-        offset_vector_downloads(offsets, values, name=f"{name}_per_offset_{suffix}", key=f"{key}_vec",
-                                quantity=quantity)
+    # one group under the other: side by side, in a page's half-width column, each button got an eighth of the
+    # page and its label was cut to "Downloa…" (the Absolute page's ALiBi section at 1440 × 900)
+    st.caption(f"{quantity}, window rows {window.row0:,}…{window.row0 + window.rows - 1:,}, "
+               f"columns {window.col0:,}…{window.col0 + window.cols - 1:,}")
+    matrix_downloads(window_values, name=f"{name}_window_{suffix}", key=f"{key}_win", row0=window.row0,
+                     col0=window.col0)
+    st.caption(f"per-offset vector (j − i, {quantity})")
+    offset_vector_downloads(offsets, values, name=f"{name}_per_offset_{suffix}", key=f"{key}_vec",
+                            quantity=quantity)
 
 
 def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: str, key: str,
