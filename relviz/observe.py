@@ -40,7 +40,7 @@ from relviz.mechanisms.indexer import IndexedSelection
 from relviz.mechanisms.mixer import ATTENTION, NOT_ON_TEXT, TokenMixer, kind_of_module
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rotation import Rotation
-from relviz.mechanisms.scale import FieldScale, QueryScalar, SoftmaxScale
+from relviz.mechanisms.scale import FieldScale, LayerIndexScale, QueryScalar, SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
 from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
 from relviz.observe_position import LONG_PROBE, InputPosition, LayerProbe, attends_at, derive_entry, input_position, \
@@ -329,7 +329,7 @@ def differences(plan: ModelPlan, seen: Observation) -> list[str]:
                                       for m in p.mechanisms):
             added.append(f"{where}: transformers adds something besides q·k to the scores its softmax gets (seen with "
                        "every projection zeroed) that relviz does not read")
-        scale = p.find(SoftmaxScale) or p.find(QueryScalar) or p.find(FieldScale)
+        scale = p.find(SoftmaxScale) or p.find(QueryScalar) or p.find(FieldScale) or p.find(LayerIndexScale)
         if scale is not None and o.scaling is not None and scale.scale() != o.scaling:
             out.append(f"{where}: softmax scale {scale.scale()} in relviz, {o.scaling} in transformers")
         elif scale is None and isinstance(o.scaling, (int, float)) and o.head_dim and not math.isclose(

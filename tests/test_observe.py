@@ -147,10 +147,11 @@ def test_a_finite_mask_fill_is_named_only_where_the_softmax_gave_it_exactly_zero
 def test_the_plan_states_the_softmax_scale_that_runs():
     """Granite's scale is attention_multiplier outright (1/64 here, not 1/√128): the plan says so, checked against
     the scaling transformers hands its attention; without that entry the same model is refused naming the scale.
-    GPT-2 divides layer k's scores by k + 1 (scale_attn_by_inverse_layer_idx), which relviz does not read: refused
-    naming layer 1. OPT scales q before its call (scaling=1.0 there): the observer proves the factor on q
+    GPT-2 divides layer k's scores by k + 1 (scale_attn_by_inverse_layer_idx): its table entry says so; GPT-BigCode
+    without scale_attn_weights scales by 1, which its derived entry does not say: refused naming layer 0. OPT scales
+    q before its call (scaling=1.0 there): the observer proves the factor on q
     (torch.equal against its q projection × the module's scaling) and reads 1/√64, which the plan's silence means."""
-    from relviz.mechanisms.scale import FieldScale
+    from relviz.mechanisms.scale import FieldScale, LayerIndexScale
 
     granite = _config("granite", num_hidden_layers=2, hidden_size=256, num_attention_heads=2, num_key_value_heads=2,
                       attention_multiplier=1 / 64)
@@ -165,10 +166,12 @@ def test_the_plan_states_the_softmax_scale_that_runs():
             verified_plan(granite)
     finally:
         monkeypatch.undo()
-    gpt2 = _config("gpt2", n_layer=2, n_embd=64, n_head=2, scale_attn_by_inverse_layer_idx=True)
-    with pytest.raises(ValueError, match=r"refused: layer 1: transformers scales the scores by 0.0883883, not "
-                                         r"1/√32"):
-        verified_plan(gpt2)
+    gpt2 = verified_plan(_config("gpt2", n_layer=2, n_embd=64, n_head=2, scale_attn_by_inverse_layer_idx=True))
+    assert [p.find(LayerIndexScale).scale() for p in gpt2.all_layers()] == [32 ** -0.5, 32 ** -0.5 / 2]
+    assert verified_plan(_config("gpt2", n_layer=2, n_embd=64, n_head=2)).layer(0).find(LayerIndexScale) is None
+    bigcode = _config("gpt_bigcode", n_layer=2, n_embd=64, n_head=2, scale_attn_weights=False)
+    with pytest.raises(ValueError, match=r"refused: layer 0: transformers scales the scores by 1, not 1/√32"):
+        verified_plan(bigcode)
     opt = observe(shrink(_config("opt", num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
                                  ffn_dim=64, word_embed_proj_dim=128)))
     assert [o.scaling for o in opt.layers] == [64 ** -0.5] * 2

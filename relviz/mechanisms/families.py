@@ -163,7 +163,8 @@ FAMILIES: dict[str, dict[str, Any]] = {
                              "switch_field": "position_biased_input"},
         "deberta": {}, "pattern": {}}},
     "gpt2": {"stacks": {"decoder": {"layers_field": "n_layer", "layers_default": 12, "causal": True}}, "mechanisms": {
-        "learned_absolute": {"tensor": "wpe.weight"}, "pattern": {}}},
+        "learned_absolute": {"tensor": "wpe.weight"}, "pattern": {},
+        "layer_index_scale": {"width_field": "n_embd", "heads_field": "n_head"}}},
     "bert": {"stacks": {"encoder": {**ENCODER["encoder"], "layers_default": 12}}, "mechanisms": {
         "learned_absolute": {"tensor": "embeddings.position_embeddings.weight"}, "pattern": {}}},
     # hybrids: layers that do not attend (relviz.mechanisms.mixer); "linear_kind" names what transformers'

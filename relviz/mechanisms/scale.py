@@ -8,6 +8,7 @@
 - ``PositionQueryScale``: Ministral 3 and Mistral 4 scale every layer's rotated queries by
   1 + β·ln(1 + ⌊pos / original_max_position_embeddings⌋) (``llama_4_scaling_beta`` in rope_parameters).
 - ``FieldScale``: Granite sets the softmax scale outright (``attention_multiplier``).
+- ``LayerIndexScale``: GPT-2's ``scale_attn_weights`` and ``scale_attn_by_inverse_layer_idx``.
 - ``QueryPowerScale``: Beam's layers without RoPE scale each query by (1 + (pos + 1)/2048)^0.1, smoothly.
 """
 from __future__ import annotations
@@ -24,7 +25,8 @@ from relviz.mechanisms.base import REQUIRED, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import MAX_POINTS, LayerView, Note, TemperatureCurve, step_positions
 from relviz.rope.math import llama4_query_scale
 
-__all__ = ["SoftmaxScale", "QueryTemperature", "PositionQueryScale", "QueryPowerScale", "QueryScalar", "FieldScale"]
+__all__ = ["SoftmaxScale", "QueryTemperature", "PositionQueryScale", "QueryPowerScale", "QueryScalar", "FieldScale",
+           "LayerIndexScale"]
 
 
 def get_mscale(scale: float, mscale: float = 1.0) -> float:
@@ -272,6 +274,58 @@ class FieldScale(Mechanism):
     def views(self, length: int, layer: Any) -> list[LayerView]:
         return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same for every position; it sets "
                      "how sharp every row of this layer's attention is.")]
+
+
+@dataclass(frozen=True)
+class LayerIndexScale(Mechanism):
+    """GPT-2's two switches: 1/√head_dim only with ``scale_attn_weights``, and divided by the layer's index + 1 with
+    ``scale_attn_by_inverse_layer_idx`` (transformers' GPT2Attention.scaling). Read only where they change the
+    standard 1/√head_dim."""
+
+    scale_value: float
+    index: int
+    scaled: bool
+    by_layer: bool
+
+    name = "layer_index_scale"
+    option_types = {"width_field": str, "heads_field": str}
+    role = "scales the softmax"
+    order = 72
+    legend = "scale"
+
+    @classmethod
+    def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> LayerIndexScale | None:
+        cfg = ctx.config
+        scaled, by_layer = cfg.bool("scale_attn_weights", True), cfg.bool("scale_attn_by_inverse_layer_idx", False)
+        if scaled and not by_layer:
+            return None                                            # the standard scale
+        heads = cfg.int(options["heads_field"], minimum=1, maximum=1 << 16)
+        head_dim = cfg.int(options["width_field"], minimum=1, maximum=1 << 24) // heads
+        value = head_dim ** -0.5 if scaled else 1.0
+        if by_layer:
+            value /= float(ctx.index + 1)
+        return cls(scale_value=value, index=ctx.index, scaled=scaled, by_layer=by_layer)
+
+    def scale(self) -> float:
+        """The softmax scale transformers uses on this layer."""
+        return self.scale_value
+
+    def label(self) -> str:
+        return f"scale {self.scale_value:.4g}"
+
+    def describe(self) -> str:
+        base = "1/√head_dim" if self.scaled else "1 (scale_attn_weights off)"
+        by = f", divided by layer index + 1 = {self.index + 1} (scale_attn_by_inverse_layer_idx)" if self.by_layer else ""
+        return f"softmax scale {base}{by} = {self.scale_value:.6g}"
+
+    def settings(self) -> dict[str, Any]:
+        return {"softmax_scale": self.scale_value, "scale_attn_weights": self.scaled,
+                "scale_attn_by_inverse_layer_idx": self.by_layer}
+
+    def views(self, length: int, layer: Any) -> list[LayerView]:
+        return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same for every position; deeper "
+                     "layers get flatter rows where it divides by the layer's index." if self.by_layer else
+                     self.describe() + ": the same for every position.")]
 
 
 @dataclass(frozen=True)
