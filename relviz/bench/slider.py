@@ -92,11 +92,10 @@ WATCH_JS = """() => {
     window.__relviz.mutated = performance.now();
     document.querySelectorAll('.js-plotly-plot').forEach(div => hook(div, false));
   }).observe(document.body, {childList: true, subtree: true, attributes: true, characterData: true});
-  // the rerun happened (a move that changes no chart has no new data to wait for)
-  new MutationObserver(() => {
-    const root = document.querySelector('[data-testid="stApp"]');
-    if (root && root.getAttribute('data-test-script-state') === 'running') window.__relviz.ran = true;
-  }).observe(document.body, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+  // the rerun happened (a move that changes no chart has no new data to wait for): the app's run state changed
+  // (a record for each change, even when the run was over before the observer was called)
+  new MutationObserver(() => { window.__relviz.ran = true; })
+    .observe(document.body, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
   return true;
 }"""
 
