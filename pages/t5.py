@@ -75,7 +75,7 @@ def overview_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_off
 # changes it): st.cache_data would unpickle and re-validate it on every rerun, a window move included.
 @st.cache_resource(max_entries=24, show_spinner=False)
 def curve_figure(nb: int, md: int, bidir: bool, log_x: bool):
-    return bucket_curve(nb, md, bidir, log_x=log_x, height=470)
+    return bucket_curve(nb, md, bidir, log_x=log_x, height=470, validate=False)   # a move's CPU: the same figure
 
 
 @st.cache_data(max_entries=24, show_spinner=False)
@@ -109,7 +109,8 @@ def precision_view(nb: int, md: int, bidir: bool):
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def confusion_figures(nb: int, md: int, bidir: bool):
-    return bucket_budget_figure(nb, md, bidir), sharing_figure(), composition_figure(nb, md, bidir)
+    return (bucket_budget_figure(nb, md, bidir, validate=False), sharing_figure(),
+            composition_figure(nb, md, bidir, validate=False))
 
 
 def use_nearest_valid(nb: int, md: int, bidir: bool) -> None:

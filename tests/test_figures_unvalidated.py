@@ -150,3 +150,19 @@ def test_live_attentions_smaller_figures_are_sent_as_their_validated_figures(nam
         assert sent(prepared(data, layout)) == sent(validated)
     assert length <= model.train_length or "shapes" in attention_heatmap_parts(
         view.weights[0, 0], layer=0, head=0, train_length=model.train_length)[1]
+
+
+# T5's move (t5_nb, t5_md) builds its curve and two of its three confusion figures anew: the fewest buckets a
+# direction takes, an odd count, the page's default, max_distance below, at and far above the exact buckets
+@pytest.mark.parametrize("nb, md, bidir", [(2, 4, False), (4, 2, True), (5, 16, False), (32, 128, True),
+                                           (33, 20, True), (128, 1024, False)])
+def test_the_t5_figures_are_the_same_without_validation(nb, md, bidir):
+    from relviz.figures.t5 import bucket_budget_figure, bucket_curve, composition_figure
+
+    for log_x in (False, True):
+        assert spec(bucket_curve(nb, md, bidir, log_x=log_x, height=470, validate=False)) == \
+            spec(bucket_curve(nb, md, bidir, log_x=log_x, height=470))
+    assert spec(bucket_budget_figure(nb, md, bidir, validate=False)) == spec(bucket_budget_figure(nb, md, bidir))
+    fast = spec(composition_figure(nb, md, bidir, validate=False))
+    assert fast == spec(composition_figure(nb, md, bidir))
+    assert fast["layout"]["title"]["font"]["size"] == 17 and fast["layout"]["yaxis"]["tickfont"]["size"] == 14

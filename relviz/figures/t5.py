@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import torch
 
 from relviz.figures.heatmap import DISCRETE_PALETTE as PALETTE
-from relviz.figures.heatmap import diagonal_counts, legend_below_axis, readable
+from relviz.figures.heatmap import diagonal_counts, legend_below_axis, readable, readable_layout
 from relviz.figures.toeplitz import ToeplitzFigure, ToeplitzOverview, toeplitz_heatmap, toeplitz_overview, toeplitz_view
 from relviz.figures.toeplitz_canvas import ToeplitzImage, ToeplitzOverviewImage, toeplitz_overview_image
 from relviz.figures.toeplitz_window import HoverField, Window
@@ -102,10 +102,10 @@ def regions(num_buckets: int, max_distance: int, bidirectional: bool) -> Regions
                    config.max_distance)
 
 
-@readable
 def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, log_x: bool = False,
-                 longest: int | None = None, height: int = 400) -> go.Figure:
-    """Bucket versus distance |j − i|, one step line per direction, regions shaded and marked."""
+                 longest: int | None = None, height: int = 400, validate: bool = True) -> go.Figure:
+    """Bucket versus distance |j − i|, one step line per direction, regions shaded and marked. ``validate=False``:
+    the same figure without plotly's per-property validation (a move to a new setting builds it)."""
     config = t5_config(num_buckets, max_distance, bidirectional)
     reg = regions(num_buckets, max_distance, bidirectional)
     top = max((6 if log_x else 2) * config.max_distance, 16, longest or 0)
@@ -113,13 +113,13 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
     n = torch.from_numpy(distances)
     past, future = config.bucket(-n).numpy(), config.bucket(n).numpy()
     traces = [
-        go.Scatter(x=distances, y=past.astype(np.float32), mode="lines", line_shape="hv",
-                   name="past: j − i = −n", line=dict(color=PAST_COLOUR, width=3),
-                   hovertemplate="n = %{x}: j − i = −%{x} → bucket %{y}<extra>past</extra>"),
-        go.Scatter(x=distances, y=future.astype(np.float32), mode="lines", line_shape="hv",
-                   name="future: j − i = +n" + ("" if bidirectional else " (all bucket 0)"),
-                   line=dict(color=FUTURE_COLOUR, width=3, dash="solid" if bidirectional else "dot"),
-                   hovertemplate="n = %{x}: j − i = +%{x} → bucket %{y}<extra>future</extra>"),
+        dict(type="scatter", x=distances, y=past.astype(np.float32), mode="lines",
+             name="past: j − i = −n", line=dict(color=PAST_COLOUR, width=3, shape="hv"),
+             hovertemplate="n = %{x}: j − i = −%{x} → bucket %{y}<extra>past</extra>"),
+        dict(type="scatter", x=distances, y=future.astype(np.float32), mode="lines",
+             name="future: j − i = +n" + ("" if bidirectional else " (all bucket 0)"),
+             line=dict(color=FUTURE_COLOUR, width=3, dash="solid" if bidirectional else "dot", shape="hv"),
+             hovertemplate="n = %{x}: j − i = +%{x} → bucket %{y}<extra>future</extra>"),
     ]
     lo = 0.8 if log_x else -0.5
     hi = top * (1.15 if log_x else 1.02)
@@ -145,7 +145,7 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
         x0 = max(x0, lo)
         if x1 > x0:
             shapes.append(dict(type="rect", xref="x", yref="paper", x0=x0, x1=x1, y0=0, y1=1, fillcolor=colour,
-                               line_width=0, layer="below"))
+                               line=dict(width=0), layer="below"))
             annotations.append(dict(x=at(x0), y=1.0, text=text, xanchor="left", yanchor="bottom", align="left",
                                     xshift=2, yshift=2 + 18 * row, font=dict(size=13, color="#333"),
                                     bgcolor=colour.replace("0.1", "0.3"), showarrow=False, yref="paper"))
@@ -166,11 +166,12 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
                             standoff=4),
                  type="log" if log_x else "linear",
                  range=[float(np.log10(lo)), float(np.log10(hi))] if log_x else [lo, hi])
-    return go.Figure(data=traces, layout=legend_below_axis(dict(
+    layout = legend_below_axis(dict(
         height=height - 16, margin=dict(l=60, r=10, t=78, b=80), shapes=shapes, annotations=annotations,
         title=dict(text="bucket vs distance n = |j − i|", x=0, xanchor="left", y=0.98, yanchor="top"), xaxis=xaxis,
         yaxis=dict(title=dict(text="bucket"), range=[-1, num_buckets], dtick=max(1, num_buckets // 8))),
-        rows=len(traces)))  # two entries, one a row: at a third of 1280 px they do not fit side by side
+        rows=len(traces))  # two entries, one a row: at a third of 1280 px they do not fit side by side
+    return go.Figure({"data": traces, "layout": readable_layout(layout)}, _validate=validate)
 
 
 def _num(v: int | None) -> str:
@@ -262,11 +263,11 @@ def precision_figure(num_buckets: int, max_distance: int, bidirectional: bool, *
 # Pictures for the usual confusions
 
 
-@readable
 def bucket_budget_figure(num_buckets: int, max_distance: int, bidirectional: bool, *,
-                         height: int = 190) -> go.Figure:
+                         height: int = 190, validate: bool = True) -> go.Figure:
     """Where the num_buckets go: per direction, max_exact exact buckets then the logarithmic ones
-    (bidirectional halves first, then halves again: "16 close + 16 far" is really 8 + 8 per direction)."""
+    (bidirectional halves first, then halves again: "16 close + 16 far" is really 8 + 8 per direction).
+    ``validate=False``: the same figure without plotly's validation."""
     config = t5_config(num_buckets, max_distance, bidirectional)
     per_dir, me = config.buckets_per_direction, config.max_exact
     parts = []  # (label, first bucket, count, colour)
@@ -284,23 +285,24 @@ def bucket_budget_figure(num_buckets: int, max_distance: int, bidirectional: boo
         parts.append(("past logarithmic", me, per_dir - me, "#9a5ac8"))
     # A one-bucket part is too narrow for its label inside (plotly shrank and turned it, tiny and vertical):
     # its label sits above the bar instead.
-    traces = [go.Bar(x=[count], y=["buckets"], base=[first - 0.5], orientation="h", name=label,
-                     marker=dict(color=colour, line=dict(color="white", width=2)),
-                     text=[f"{label} {first}…{first + count - 1}" if count > 1 else ""],
-                     textposition="inside" if count > 1 else "none", insidetextanchor="middle",
-                     textfont=dict(size=13),
-                     hovertemplate=f"{label}: buckets {first}…{first + count - 1} ({count})<extra></extra>",
-                     showlegend=False)
+    traces = [dict(type="bar", x=[count], y=["buckets"], base=[first - 0.5], orientation="h", name=label,
+                   marker=dict(color=colour, line=dict(color="white", width=2)),
+                   text=[f"{label} {first}…{first + count - 1}" if count > 1 else ""],
+                   textposition="inside" if count > 1 else "none", insidetextanchor="middle",
+                   textfont=dict(size=13),
+                   hovertemplate=f"{label}: buckets {first}…{first + count - 1} ({count})<extra></extra>",
+                   showlegend=False)
               for label, first, count, colour in parts if count > 0]
     notes = [dict(x=first, y=1, xref="x", yref="paper", yanchor="bottom", showarrow=False, text=label,
                   font=dict(size=13, color="#555555")) for label, first, count, _ in parts if count == 1]
     title = (f"where the {num_buckets} buckets go: max_exact = {me} per direction" if bidirectional else
              f"where the {num_buckets} buckets go (one direction): max_exact = {me}")
-    return go.Figure(data=traces, layout=dict(
+    layout = dict(
         height=height, barmode="overlay", margin=dict(l=10, r=10, t=60 if notes else 40, b=40),
         title=dict(text=title, x=0,
-                   xanchor="left", y=0.98, yanchor="top"), annotations=notes,
-        xaxis=dict(title=dict(text="bucket"), range=[-0.5, num_buckets - 0.5]), yaxis=dict(visible=False)))
+                   xanchor="left", y=0.98, yanchor="top"), **({"annotations": notes} if notes else {}),
+        xaxis=dict(title=dict(text="bucket"), range=[-0.5, num_buckets - 0.5]), yaxis=dict(visible=False, title={}))
+    return go.Figure({"data": traces, "layout": readable_layout(layout)}, _validate=validate)
 
 
 @readable
@@ -317,11 +319,11 @@ def sharing_figure(layers: int = 6, *, height: int = 200) -> go.Figure:
         yaxis=dict(autorange="reversed")))
 
 
-@readable
 def composition_figure(num_buckets: int, max_distance: int, bidirectional: bool, *, depth: int = 3,
-                       height: int = 230) -> go.Figure:
+                       height: int = 230, validate: bool = True) -> go.Figure:
     """Distances one layer tells apart (its own bucket) against what stacked layers can resolve:
-    with d layers, hops of up to max_exact − 1 exact positions each reach d · (max_exact − 1) exactly."""
+    with d layers, hops of up to max_exact − 1 exact positions each reach d · (max_exact − 1) exactly.
+    ``validate=False``: the same figure without plotly's validation."""
     config = t5_config(num_buckets, max_distance, bidirectional)
     me = config.max_exact
     top = max(depth * (me - 1) + max(4, me), 12)
@@ -334,15 +336,18 @@ def composition_figure(num_buckets: int, max_distance: int, bidirectional: bool,
                     np.where(shared, 0.0, 1.0))
     z = np.array(rows, dtype=np.float32)
     custom = np.broadcast_to(buckets, z.shape)
-    return go.Figure(go.Heatmap(
-        z=z, x=n, y=[f"{d} layer{'s' if d > 1 else ''}" for d in range(1, depth + 1)], zmin=0, zmax=1,
+    trace = dict(
+        type="heatmap", z=z, x=n, y=[f"{d} layer{'s' if d > 1 else ''}" for d in range(1, depth + 1)], zmin=0, zmax=1,
         colorscale=[[0, "#f2c14e"], [0.5, "#f2c14e"], [0.5, "#3caa5a"], [1, "#3caa5a"]], showscale=False,
         customdata=custom, xgap=1, ygap=2,
         hovertemplate="distance %{x} (j − i = −%{x}), %{y}: bucket %{customdata}<br>"
-                      "green: told apart exactly; yellow: shares its bucket, blind<extra></extra>"), layout=dict(
+                      "green: told apart exactly; yellow: shares its bucket, blind<extra></extra>")
+    layout = dict(
         height=height, margin=dict(l=70, r=10, t=40, b=40),
         title=dict(text="told apart exactly (green) or blind (yellow)", x=0, xanchor="left"),
-        xaxis=dict(title=dict(text="distance into the past n = i − j")), yaxis=dict(autorange="reversed")))
+        xaxis=dict(title=dict(text="distance into the past n = i − j")),
+        yaxis=dict(autorange="reversed", title={}))   # no title; its font as every readable figure's
+    return go.Figure({"data": [trace], "layout": readable_layout(layout)}, _validate=validate)
 
 
 @readable
