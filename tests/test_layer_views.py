@@ -214,3 +214,25 @@ def test_the_outlined_bars_are_the_chosen_layers_cells():
     assert css.count(".st-key-ym_strip .barlayer > .trace:nth-child(") == 2
     assert ".trace:nth-child(1) .point:nth-child(3) path" in css and ".trace:nth-child(4) .point:nth-child(1) path" in css
     assert outline_css("ym_strip", []) == ""
+
+
+
+def test_no_view_title_repeats_a_word():
+    """Every preset's layers (one per distinct set of mechanisms): a view's title never repeats a word ("Softmax
+    scale scale ×1.87" was DeepSeek-V3.2's softmax note: its prefix and the mechanism's label both said "scale")."""
+    import re
+
+    doubled = re.compile(r"\b(\w+) \1\b", re.IGNORECASE)
+    titles, done = set(), set()
+    for key in model_presets():
+        plan = preset_plan(key)
+        for stack in plan.stack_names:
+            for layer in plan.plans[stack]:
+                if layer.mechanisms in done:
+                    continue
+                done.add(layer.mechanisms)
+                for view in lv.layer_views(layer, 64):
+                    title = getattr(view, "title", "") or ""
+                    assert not doubled.search(title), (key, layer.index, title)
+                    titles.add(title)
+    assert any(t.startswith("Softmax scale ×") for t in titles)

@@ -74,7 +74,7 @@ class SoftmaxScale(Mechanism):
         return {"softmax_scale": self.scale(), "factor": self.factor, "mscale_all_dim": self.mscale_all_dim}
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same on every position, so it "
+        return [Note(f"Softmax {self.label()}", self.describe() + ": the same on every position, so it "
                      "sharpens every row alike (YaRN's length correction, applied to the logits).")]
 
 
@@ -272,7 +272,7 @@ class FieldScale(Mechanism):
         return {self.field: self.value, "softmax_scale": self.value}
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same for every position; it sets "
+        return [Note(f"Softmax {self.label()}", self.describe() + ": the same for every position; it sets "
                      "how sharp every row of this layer's attention is.")]
 
 
@@ -377,5 +377,5 @@ class QueryScalar(Mechanism):
                                                                      "softmax_scale": self.scale()}
 
     def views(self, length: int, layer: Any) -> list[LayerView]:
-        return [Note(f"Softmax scale {self.label()}", self.describe() + ": the same for every position; it sets "
+        return [Note(f"Softmax {self.label()}", self.describe() + ": the same for every position; it sets "
                      "how sharp every row of this layer's attention is.")]
