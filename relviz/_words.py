@@ -28,6 +28,13 @@ def counted(count: int, noun: str, plural: str | None = None, *, spec: str = ","
     return f"{count:{spec}} {word}"
 
 
+def article(count: int) -> str:
+    """"a" or "an" before ``count`` read aloud: "an 8 × 8 image", "an 11-frame video", "a 16-frame video". The
+    leading group of thousands decides (8, 80, 800, 8,000 and 11, 18, 11,000 start with a vowel sound)."""
+    lead = int(f"{abs(int(count)):,}".split(",")[0])
+    return "an" if str(lead).startswith("8") or lead in (11, 18) else "a"
+
+
 def numbers_text(values: Iterable[float], digits: int) -> str:
     """'0.25, 0.0625, …': numbers a sentence quotes, to ``digits`` significant digits."""
     return ", ".join(f"{x:.{digits}g}" for x in values)

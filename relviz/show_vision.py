@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import torch
 
 from relviz._checks import check_int
-from relviz._words import counted
+from relviz._words import article, counted
 from relviz.figures import vision as figures
 from relviz.rope.math import default_inv_freq
 from relviz.vision.grid import PatchGrid, offset_window, query_offsets, relative_index_2d
@@ -122,7 +122,7 @@ def swin_bias_matrix(window: int = 7, *, seed: int = 0, query_row: int = 0, quer
     grid = _grid(m, m, query_row, query_col)
     bias = swin_bias(table, m)[0].numpy()
     dh, dw = (t.numpy() for t in relative_index_2d(grid, device=CPU))
-    return figures.pair_matrix_figure(bias, dh, dw, title=f"the bias a {m} × {m} window adds<br><sup>{m * m} × "
+    return figures.pair_matrix_figure(bias, dh, dw, title=f"the bias {article(m)} {m} × {m} window adds<br><sup>{m * m} × "
                                       f"{m * m}, random table, seed {seed}</sup>", value_label="bias", colorscale="RdBu_r",
                                       zmid=0.0, query=grid.patch(query_row, query_col), validate=validate)
 
@@ -222,7 +222,8 @@ def mrope_ids(rule: str = "qwen2_5_vl", rows: int = 4, cols: int = 6, frames: in
     return figures.mrope_ids_figure(ids.numpy(), kinds.numpy(), KIND_NAMES,
                                     # two lines: on one, "(1,296 tokens)" was cut at 1024 × 768
                                     title=f"{r.label}: position ids of {ids.shape[1]:,} tokens",
-                                    subtitle=f"text, a {rows} × {cols} image, text, a {frames}-frame video, text")
+                                    subtitle=f"text, {article(rows)} {rows} × {cols} image, text, "
+                                             f"{article(frames)} {frames}-frame video, text")
 
 
 def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:

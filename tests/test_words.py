@@ -1,7 +1,7 @@
 """Counts in words: a count of one reads singular wherever relviz prints one (relviz._words.counted)."""
 from __future__ import annotations
 
-from relviz._words import counted
+from relviz._words import article, counted
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rope2d import Rope2DLayer
@@ -40,3 +40,14 @@ def test_the_wavelength_caption_counts_its_pairs_in_words_that_fit():
     assert "the other 0" not in caption(131072)
     assert "3 of 8 pairs complete at least one turn (green); the other 5 never do (red)" in caption(64)
     assert "1 of 8 pairs completes at least one turn" in caption(16)
+
+
+def test_an_before_a_number_read_with_a_vowel_sound():
+    """The Images page said "a 8-frame video" and "a 8 × 8 image" (M-RoPE's sequence, frames and sides 1-64)."""
+    from relviz.vision.mrope import ids_words
+
+    assert [article(n) for n in (1, 8, 11, 16, 18, 64, 80, 110, 800, 8000, 11_000, 18_500, 100_000)] == \
+        ["a", "an", "an", "a", "an", "a", "an", "a", "an", "an", "an", "an", "a"]
+    words = ids_words(8, 11, 8)
+    assert "an 8 × 11 image" in words and "an 8-frame video" in words and " a 8" not in words
+    assert "a 16 × 16 image" in ids_words(16, 16, 4) and "a 4-frame video" in ids_words(16, 16, 4)

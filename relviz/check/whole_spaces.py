@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from relviz._words import article
 from relviz.check.alibi_slopes import MAX_HEADS
 from relviz.check.matrix_spaces import ALIBI_RULES, _rule_slopes
 from relviz.check.result import Cause, CheckResult, equal, partial_cause, partial_worth_showing
@@ -51,7 +52,7 @@ REVERSED = Choice("heads in reverse order", "Your slopes run from the flattest t
 def _slice_choice(total: int, start: int, n: int) -> Choice:
     return Choice(f"slopes of heads {start}–{start + n - 1} of {total}",
                   f"Your {n} slopes are heads {start} … {start + n - 1} of the {total}-head rule. On a tensor-parallel "
-                  f"shard of a {total}-head model that holds those heads this is right; for a model of {n} heads the "
+                  f"shard of {article(total)} {total}-head model that holds those heads this is right; for a model of {n} heads the "
                   f"slopes were computed for {total} heads (the global count where the local one belongs, or the "
                   "reverse) or sliced at the wrong shard's offset.")
 

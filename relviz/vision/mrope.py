@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from relviz._checks import check_bool, check_int, check_tensor, resolve_device
-from relviz._words import counted
+from relviz._words import article, counted
 from relviz.rope.math import score_per_offset
 from relviz.vision.grid import MAX_FRAMES, MAX_SIDE
 
@@ -286,8 +286,9 @@ def score_map_3d(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, secti
 
 def ids_words(rows: int, cols: int, frames: int) -> str:
     """How get_rope_index numbers the page's sequence: text, a rows × cols image, text, a video, text."""
-    return ("**Three position ids per token**, as transformers' get_rope_index builds them for a sequence of text, a "
-            f"{rows} × {cols} image (tokens after the vision tower's 2 × 2 merge), text, a {frames}-frame video and "
+    return ("**Three position ids per token**, as transformers' get_rope_index builds them for a sequence of text, "
+            f"{article(rows)} {rows} × {cols} image (tokens after the vision tower's 2 × 2 merge), text, "
+            f"{article(frames)} {frames}-frame video and "
             "text. Text continues one counter on all three rows; a grid starting at s gets t ids s + ⌊f·interval⌋, "
             "h ids s + row, w ids s + column, and the counter moves on by max(H, W). Qwen2.5-VL's interval is "
             "tokens_per_second × seconds per temporal patch; Qwen3-VL makes each frame its own grid after its "
