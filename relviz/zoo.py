@@ -33,6 +33,7 @@ REASONS = (
     ("transformers' attention was not seen", "its attention goes neither through eager_attention_forward nor "
                                              "through a softmax over its positions"),
     ("has no list of", "no layer list to observe"),
+    ("refused by relviz's family table", "its family table entry refuses it, saying what transformers runs there"),
     ("relviz cannot read it", "relviz cannot read its config"),
     ("a stack of the plan was not observed", "a stack of relviz's plan was not observed"),
     ("differs from what transformers", "relviz's reading differs from what transformers runs"),
@@ -42,7 +43,7 @@ REASONS = (
     ("the observer could not", "the observer could not read or probe the rotation transformers ran"),
 )
 #: the groups where transformers built and ran the model
-RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1], REASONS[8][1], REASONS[9][1], REASONS[11][1]}
+RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1], REASONS[8][1], REASONS[9][1], REASONS[10][1], REASONS[12][1]}
 
 
 @dataclass(frozen=True)

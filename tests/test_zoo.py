@@ -43,7 +43,7 @@ def test_a_sweep_counts_every_family_once():
     outcomes = sweep(["llama", "afmoe", "bloom", "xlnet"])
     counts = summary(outcomes)
     assert counts["families"] == 4 and counts["exact"] == 3 and counts["built"] == 4
-    assert counts["refused"] == {"relviz cannot read its config": 1}
+    assert counts["refused"] == {"its family table entry refuses it, saying what transformers runs there": 1}
     assert "refused by relviz's family table: XLNet's relative attention (Transformer-XL's)" in outcomes[3].reason
 
 
