@@ -236,3 +236,15 @@ def test_no_view_title_repeats_a_word():
                     assert not doubled.search(title), (key, layer.index, title)
                     titles.add(title)
     assert any(t.startswith("Softmax scale ×") for t in titles)
+
+
+def test_llama4_temperature_caption_names_the_positions_the_factors_step_at():
+    """Llama 4's NoPE query temperature, 1 + 0.1·ln(⌊(pos + 1)/8192⌋ + 1), first steps at position 8,191: the caption
+    said "flat at 1 for the first 8,192 positions" (one too many)."""
+    for floor_scale, first in ((8192.0, 8191), (100.5, 100), (1.0, 0)):
+        mech = QueryTemperature(attn_scale=0.1, floor_scale=floor_scale)
+        factors = mech.factors(torch.tensor([max(first - 1, 0), first])).tolist()
+        assert factors[1] > 1.0 and (first == 0 or factors[0] == 1.0)
+        caption = mech.views(4 * first + 16, None)[0].caption
+        assert f"first step is at position {first:,} " in caption, caption
+        assert (f"Flat at 1 for positions 0 to {first - 1:,};" in caption) == (first > 0)

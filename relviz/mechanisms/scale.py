@@ -117,8 +117,10 @@ class QueryTemperature(Mechanism):
     def views(self, length: int, layer: Any) -> list[LayerView]:
         positions, sampled = step_positions(length, self.floor_scale)
         factors = self.factors(torch.from_numpy(positions)).double().numpy()
-        caption = (f"{self.describe()}. Flat at 1 for the first {int(self.floor_scale):,} positions, then a step "
-                   f"every {self.floor_scale:g}: ×{factors[-1]:.3f} at position {length - 1:,}. Larger queries "
+        first = math.ceil(self.floor_scale) - 1      # the first position whose pos + 1 reaches floor_scale
+        flat = f"Flat at 1 for positions 0 to {first - 1:,}; the first step" if first > 0 else "The first step"
+        caption = (f"{self.describe()}. {flat} is at position {first:,} (pos + 1 = {self.floor_scale:,g}), then one "
+                   f"every {self.floor_scale:,g}: ×{factors[-1]:.3f} at position {length - 1:,}. Larger queries "
                    "make the softmax sharper, so a long context does not dilute attention to a uniform blur.")
         if sampled:
             caption += " (Steps sampled: each value drawn is exact.)"
