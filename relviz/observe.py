@@ -43,8 +43,8 @@ from relviz.mechanisms.rotation import Rotation
 from relviz.mechanisms.scale import FieldScale, LayerIndexScale, QueryScalar, SoftmaxScale
 from relviz.mechanisms.sinks import Sinks
 from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_plan
-from relviz.observe_position import LONG_PROBE, InputPosition, LayerProbe, attends_at, derive_entry, input_position, \
-    position_differences, probe_layers
+from relviz.observe_input import InputPosition, input_position
+from relviz.observe_position import LONG_PROBE, LayerProbe, attends_at, derive_entry, position_differences, probe_layers
 from relviz.observe_build import build, has_causal_lm, runs
 from relviz.observe_record import INDEXER_SCOPE, PRE_SCALE as _PRE_SCALE, Recorder as _Recorder, \
     allowed as _allowed, biased as _biased, \

@@ -1,13 +1,8 @@
-"""The position side of an observation: what the input adds per position, and whether anything inside a layer
-depends on position besides what relviz reads. Used by relviz.observe; every finding is a ``torch.equal``.
+"""The position side of an observation inside the layers: whether anything in a layer depends on position besides
+what relviz reads, and what a layer outside the table runs. Used by relviz.observe; what the input adds per position
+is relviz.observe_input's.
 
-- ``input_position``: the embedding stage. One forward with every token the same: where the first layer's input
-  is equal at every position, nothing before it carries position (NoPE on the input). Otherwise the module that
-  does is found by its output: its rows equal rows ``p + offset`` of a table it owns (the offset read from the
-  rows, e.g. OPT's 2); the table, made constant, must leave the first layer's input equal at every position
-  again (nothing else adds position); a fixed table must equal relviz's sinusoidal encoding in one of its
-  layouts and arithmetics, a trained one is a learned absolute table.
-- ``probe_layers``: three forwards with each layer's input replaced. (a) the same vector at every position: on a
+- ``probe_layers``: four forwards with each layer's input replaced. (a) the same vector at every position: on a
   layer that applies no position itself, q and k are then equal at every position and every query's weights
   are equal over the keys its mask allows; the other tensors the layer is handed are kept (``alibi_handed``:
   one of them must equal relviz's ALiBi slopes × positions where the plan reads ALiBi); (b, c) a random input, then the same with position 0 negated: a
@@ -27,202 +22,23 @@ import torch
 
 from relviz.mechanisms.absolute import LearnedAbsolute
 from relviz.mechanisms.alibi import Alibi
-from relviz.mechanisms.base import Mechanism
 from relviz.mechanisms.mixer import ATTENTION, LAYER_TYPES, NOT_ON_TEXT
 from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.pattern import AttentionPattern
-from relviz.mechanisms.sinusoidal import VARIANTS, SinusoidalAbsolute
+from relviz.mechanisms.sinusoidal import SinusoidalAbsolute
+from relviz.observe_input import TOKEN, Run, keeping, layer_input, same_everywhere
 from relviz.observe_record import masked_fill
 
-__all__ = ["InputPosition", "input_position", "probe_layers", "derive_entry", "position_differences",
-           "alibi_handed", "INPUT_SIDE"]
+__all__ = ["probe_layers", "derive_entry", "position_differences", "alibi_handed", "INPUT_SIDE"]
 
-#: a constant token for the probes (inside every tiny vocabulary, past the pad and bos ids relviz.observe sets)
-TOKEN = 7
 #: a layer mixes tokens when negating position 0's input moves a later output by more than this share of the
 #: output's size: a mixing layer moves it by O(1); an MoE block's experts, batched over different tokens, move it
 #: by float rounding alone (~1e-7, Nemotron-H), which is no mixing
 MIXING = 1e-3
 #: a long probe for families outside the table: past BigBird's 704, where its attention turns block-sparse
 LONG_PROBE = 1100
-#: one forward of the model on token ids [1, L]
-Run = Callable[[torch.Tensor], Any]
 #: the mechanisms that act before the first layer only: a layer with no others applies no position itself
 INPUT_SIDE = (NoPosition, LearnedAbsolute, SinusoidalAbsolute)
-
-
-@dataclass
-class InputPosition:
-    """What the embedding stage adds per position: the mechanism (NoPosition, LearnedAbsolute or
-    SinusoidalAbsolute, holding the offset found), or None with the reason relviz cannot tell."""
-
-    found: Mechanism | None
-    reason: str = ""
-    tensor: str = ""                 # the table's name in the model ("decoder.embed_positions.weight")
-    rows: int = 0                    # the table's rows (the offset's included)
-
-    def words(self) -> str:
-        if self.found is None:
-            return f"something relviz cannot tell ({self.reason})"
-        return self.found.describe() + (f" (from {self.tensor})" if self.tensor else "")
-
-
-def _hidden(args: tuple, kwargs: dict) -> tuple[torch.Tensor | None, Callable[[torch.Tensor], tuple]]:
-    """A layer's input hidden states [B, L, D] and how to hand it a replacement."""
-    if isinstance(kwargs.get("hidden_states"), torch.Tensor):
-        return kwargs["hidden_states"], lambda h: (args, {**kwargs, "hidden_states": h})
-    if args and isinstance(args[0], torch.Tensor) and args[0].ndim >= 3:     # [..., B, L, D] (Gemma 3n: altup first)
-        return args[0], lambda h: ((h, *args[1:]), kwargs)
-    return None, lambda h: (args, kwargs)
-
-
-def _first_input(run: Run, layers: torch.nn.ModuleList, length: int) -> torch.Tensor | None:
-    """The first layer's input [B, L, D] on a forward of one token repeated ``length`` times."""
-    got: list[torch.Tensor] = []
-
-    def grab(module, args, kwargs):
-        h, _ = _hidden(args, kwargs)
-        if h is not None and not got:
-            got.append(h.detach().clone())
-    hook = layers[0].register_forward_pre_hook(grab, with_kwargs=True)
-    try:
-        with torch.no_grad():
-            run(torch.full((1, length), TOKEN))
-    finally:
-        hook.remove()
-    return got[0] if got else None
-
-
-def _same_everywhere(h: torch.Tensor, axis: int = -2) -> bool:
-    first = h.narrow(axis, 0, 1)
-    return torch.equal(h, first.expand_as(h))
-
-
-def _tables(model: torch.nn.Module, layers: torch.nn.ModuleList) -> list[tuple[str, torch.nn.Module, str]]:
-    """(module path, module, tensor attribute) for every 2-D tensor a module outside the layers owns itself."""
-    inside = {id(m) for m in layers.modules()}
-    out = []
-    for path, module in model.named_modules():
-        if id(module) in inside:
-            continue
-        for name, t in [*module.named_parameters(recurse=False), *module.named_buffers(recurse=False)]:
-            if t.ndim == 2 and t.is_floating_point():
-                out.append((path, module, name))
-    return out
-
-
-def _keep(store: dict[int, Any], k: int) -> Callable[..., None]:
-    """A forward hook that keeps module k's first output tensor (and returns None: the output stays as it is)."""
-    def hook(module, args, out) -> None:
-        first = out[0] if isinstance(out, (tuple, list)) else out
-        if isinstance(first, torch.Tensor) and k not in store:
-            store[k] = first.detach().clone()
-    return hook
-
-
-def _rows_read(out: torch.Tensor, table: torch.Tensor, length: int) -> list[int] | None:
-    """Which row of ``table`` each of the last ``length`` output rows equals (None: some row is no row of it)."""
-    width = table.shape[-1]
-    if out.shape[-1] != width or out.numel() % (length * width):
-        return None
-    rows = out.reshape(-1, length, width)[0]                                        # [L, D]
-    hits = (rows[:, None, :] == table[None, :, :]).all(-1)                          # [L, N]
-    if not bool(hits.any(-1).all()):
-        return None
-    return [int(h.nonzero()[0]) for h in hits]
-
-
-def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: int, run: Run) -> InputPosition:
-    """What the embedding stage adds per position (ValueError where relviz cannot tell exactly). ``run(ids)``: one
-    forward of the model on token ids [1, L] (relviz.observe's, which feeds an encoder-decoder's decoder too)."""
-    first = _first_input(run, layers, length)
-    if first is None:
-        raise ValueError("the observer could not see the first layer's input (no hidden-states argument)")
-    ran = first.shape[-2]
-    if length not in first.shape[:-1]:             # (XLNet's is [L, B, D]: an axis of the length is enough)
-        what = f"adds {ran - length} of its own (a prompt of learned tokens, streams that predict further ahead)" \
-            if ran > length else f"drops {length - ran}"
-        raise ValueError(f"its layers run over {ran} positions for the {length} tokens given: the model {what}, "
-                         "which relviz does not read")
-    if _same_everywhere(first):
-        return InputPosition(NoPosition())
-    tables = _tables(model, layers)
-    seen: dict[int, Any] = {}
-    hooks = [m.register_forward_hook(_keep(seen, k)) for k, (_, m, _) in enumerate(tables)]
-    try:
-        with torch.no_grad():
-            run(torch.full((1, length), TOKEN))
-    finally:
-        for hook in hooks:
-            hook.remove()
-    found = []
-    for k, (path, module, name) in enumerate(tables):
-        out = seen.get(k)
-        rows = _rows_read(out, getattr(module, name), length) if out is not None else None
-        if rows is not None and len(set(rows)) == length and all(r - p == rows[0] for p, r in enumerate(rows)):
-            found.append((path, module, name, rows[0]))
-    if not found:                                   # a buffer indexed in the model's own forward (CTRL's)
-        found = _indexed_table(model, layers, tables, length, run)
-    if len(found) != 1:
-        what = "no table whose rows it reads by position" if not found else \
-            f"{len(found)} tables read by position ({', '.join(f[0] for f in found)}: an encoder-decoder's, or a "\
-            "second stack's; the observer reads one stack, and relviz does not guess the other)"
-        raise ValueError(f"the first layer's input differs by position, and relviz found {what}: it cannot tell "
-                         "what the input adds per position")
-    path, module, name, offset = found[0]
-    table = getattr(module, name)
-    kept = table.detach().clone()
-    with torch.no_grad():
-        table.copy_(kept[offset].expand_as(kept))                      # every position's row made the same
-    try:
-        again = _first_input(run, layers, length)
-    finally:
-        with torch.no_grad():
-            table.copy_(kept)
-    tensor = f"{path}.{name}" if path else name
-    if again is None or not _same_everywhere(again):
-        raise ValueError(f"besides {tensor}, something else adds position to the first layer's input: relviz "
-                         "cannot tell what")
-    rows, width = int(kept.shape[0]), int(kept.shape[1])
-    for variant in VARIANTS:
-        for float32 in (False, True):
-            sinusoidal = SinusoidalAbsolute(width, variant, float32, offset)
-            if width % 2 == 0 and torch.equal(kept[offset:].float(), sinusoidal.table(rows)[offset:]):
-                return InputPosition(sinusoidal, tensor=tensor, rows=rows)      # (rows before the offset: padding)
-    if isinstance(table, torch.nn.Parameter) and table.requires_grad:
-        return InputPosition(LearnedAbsolute(tensor, offset=offset), tensor=tensor, rows=rows)
-    raise ValueError(f"{tensor} holds fixed position vectors that are none of relviz's sinusoidal encodings "
-                     f"({', '.join(VARIANTS)}; float64 or float32 arithmetic): relviz cannot tell what they are")
-
-
-def _indexed_table(model: torch.nn.Module, layers: torch.nn.ModuleList, tables: list, length: int, run: Run
-                   ) -> list[tuple[str, torch.nn.Module, str, int]]:
-    """The table no module hands out, read by the model's forward itself (CTRL indexes a sinusoid buffer): with every
-    token embedding (each ``nn.Embedding`` outside the layers) zeroed, the first layer's input rows are rows
-    ``p + offset`` of it (``torch.equal``). The caller still proves, by making it constant, that it is the only
-    thing that adds position."""
-    inside = {id(m) for m in layers.modules()}
-    embeddings = [m for m in model.modules() if isinstance(m, torch.nn.Embedding) and id(m) not in inside]
-    kept = [m.weight.detach().clone() for m in embeddings]
-    try:
-        with torch.no_grad():
-            for m in embeddings:
-                m.weight.zero_()
-        first = _first_input(run, layers, length)
-    finally:
-        with torch.no_grad():
-            for m, w in zip(embeddings, kept):
-                m.weight.copy_(w)
-    if first is None:
-        return []
-    found = []
-    for path, module, name in tables:
-        if isinstance(module, torch.nn.Embedding):
-            continue
-        rows = _rows_read(first, getattr(module, name), length)
-        if rows is not None and len(set(rows)) == length and all(r - p == rows[0] for p, r in enumerate(rows)):
-            found.append((path, module, name, rows[0]))
-    return found
 
 
 @dataclass
@@ -270,7 +86,7 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
         def replace(k):
             def hook(module, args, kwargs):
                 current[0] = k
-                h, give = _hidden(args, kwargs)
+                h, give = layer_input(args, kwargs)
                 if outputs is None and not probes[k].handed:      # (once) what else the layer is handed
                     probes[k].handed = [t.detach().clone() for t in (*args, *kwargs.values()) if isinstance(
                         t, torch.Tensor) and t is not h and t.is_floating_point() and 0 < t.numel() <= 1 << 20]
@@ -278,7 +94,7 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
             return hook
         hooks = [m.register_forward_pre_hook(replace(k), with_kwargs=True) for k, m in enumerate(layers)]
         if outputs is not None:
-            hooks += [m.register_forward_hook(_keep(outputs, k)) for k, m in enumerate(layers)]
+            hooks += [m.register_forward_hook(keeping(outputs, k)) for k, m in enumerate(layers)]
         recorder = record()
         owners = (torch.nn.functional, torch, torch.Tensor)
         kept = [owner.softmax for owner in owners]
@@ -301,7 +117,7 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
         if layer < 0 or name != "eager_attention_forward":
             continue
         query, key = args[1], args[2]                                     # [B, H, L, d]
-        free = _same_everywhere(query) and _same_everywhere(key)
+        free = same_everywhere(query) and same_everywhere(key)
         weights = out[1] if isinstance(out, tuple) and len(out) > 1 else None
         uniform = None
         if free and isinstance(weights, torch.Tensor):
@@ -310,7 +126,7 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
             uniform = bool(torch.equal(torch.where(seen, weights, top), top.expand_as(weights)))
         here = probes[layer]
         here.qk_position_free = free if here.qk_position_free is None else here.qk_position_free and free
-        key_free = _same_everywhere(key)
+        key_free = same_everywhere(key)
         here.key_free = key_free if here.key_free is None else here.key_free and key_free
         if here.query is None:
             here.query = query[0, 0].detach().clone()
