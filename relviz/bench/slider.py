@@ -103,6 +103,7 @@ WATCH_JS = """() => {
 #: The charts' clocks and whether the rerun is over: Streamlit's app root carries the script's run state
 #: (its end-to-end tests read it); a status widget alone misses a server that pauses between two charts.
 RUN_STATE_JS = """() => ({changed: window.__relviz.changed, ran: window.__relviz.ran, now: performance.now(),
+  last: window.__relvizLast || 0,
   drawn: Math.max(window.__relviz.drawn, window.__relviz.mutated),
   running: !!document.querySelector('[data-testid="stStatusWidget"]') ||
            (document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') ?? 'notRunning')
@@ -124,12 +125,14 @@ def _round(page, key: str, quiet_ms: int = 600, timeout_s: float = 60.0) -> tupl
     while time.monotonic() < deadline:
         page.wait_for_timeout(100)
         state = page.evaluate(RUN_STATE_JS)
-        if (state["changed"] or state["ran"]) and not state["running"] and state["now"] - state["drawn"] >= quiet_ms:
+        # the rerun happened: a chart drew new data, the app's run state changed, or the server sent a message
+        answered = state["changed"] or state["ran"] or state["last"] > start
+        if answered and not state["running"] and state["now"] - state["drawn"] >= quiet_ms:
             first, received, last = page.evaluate("() => [window.__relviz.first, window.__relvizBytes, "
                                                   "window.__relvizLast]")
             return ((state["drawn"] - start) / 1e3, (first - start) / 1e3 if first else None,
                     (last - start) / 1e3, int(received))
-    raise RuntimeError(f"the page did not settle within {timeout_s:.0f} s after {key}")
+    raise RuntimeError(f"the page did not settle within {timeout_s:.0f} s after {key} (last state: {state})")
 
 
 def measure(rounds: int, log=lambda message: None, pages: set[str] | None = None) -> list[dict[str, Any]]:
