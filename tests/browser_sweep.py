@@ -1,7 +1,8 @@
 """A manual sweep of the app in Chromium: every page, every control to both ends, every button, tab and expander.
 
 Not a test (too long for CI): run it by hand after a change to the pages, then look at the screenshots.
-    python tests/browser_sweep.py OUT_DIR [WIDTHxHEIGHT ...] [--pages stem,stem] [--urls url,url]
+    python tests/browser_sweep.py OUT_DIR [WIDTHxHEIGHT ...] [--pages=stem,stem] [--urls=url|url [--no-choices]]
+        [--open-only]
 It writes OUT_DIR/findings.jsonl (one line per action: what was done, how long the rerun took, the error boxes,
 empty charts and clipped charts seen after it) and a screenshot of the viewport after each action.
 """
@@ -191,7 +192,8 @@ class Sweep:
             self.record(f"button-{label}", settle(self.page))
 
 
-def sweep_url(browser, base: str, url: str, tag: str, viewport: tuple[int, int], out: Path, full: bool = True) -> None:
+def sweep_url(browser, base: str, url: str, tag: str, viewport: tuple[int, int], out: Path, full: bool = True,
+              choices: bool = True) -> None:
     page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
     sweep = Sweep(page, out, tag)
     start = time.monotonic()
@@ -209,7 +211,8 @@ def sweep_url(browser, base: str, url: str, tag: str, viewport: tuple[int, int],
         pass
     if full:
         sweep.tabs_and_expanders()
-        sweep.radios_and_checks()
+        if choices:   # off to stay on the view a link chose (a radio would move to another view)
+            sweep.radios_and_checks()
         sweep.selects()
         sweep.number_inputs()
         sweep.sliders()
@@ -238,7 +241,8 @@ def main(argv: list[str]) -> None:
         for width, height in sizes:
             for url in urls:
                 tag = f"{width}x{height}-" + re.sub(r"[^A-Za-z0-9]+", "_", url)[:60]
-                sweep_url(browser, base, url, tag, (width, height), out, full=not light)
+                sweep_url(browser, base, url, tag, (width, height), out, full=not light,
+                          choices="--no-choices" not in argv)
             for info in PAGES if not urls else []:
                 stem = Path(info.path).stem
                 if stems and stem not in stems:
