@@ -241,6 +241,8 @@ def test_readings_are_three_sentences_from_the_data():
                     ex.extrapolation_reading(data["experiments"]["length_extrapolation"]),
                     ex.cost_reading(data["experiments"]["cost"])):
         assert len(reading) == 3 and all(len(s) > 20 for s in reading)
+        # lengths read as the page writes them ("L ≈ 1,234,205"), never "L ≈ 9.9e+07" beside them
+        assert not any(re.search(r"\d\.?\d*e[+-]\d", s) for s in reading), reading
     # the numbers quoted for Shaw k = 4 are the stored means
     first = ex.offset_reading(offset, 0.9)[0]
     rows = {(r["setting"], r["layers"], r["s"]): r["mean"] for r in offset["results"]}

@@ -218,7 +218,7 @@ def cost_reading(section: dict[str, Any]) -> list[str]:
     second = (f"Extrapolating analytically (fp32, D = {dim}), the naive L × L × D table alone fills this machine's "
               f"{fmt_bytes(memory)} at L ≈ {wall_naive:,.0f}"
               + (f" (it was already skipped as too large at L = {', '.join(map(str, skipped))})" if skipped else "")
-              + f"; the skew's L × D table would need L ≈ {wall_skew:.1e}, "
+              + f"; the skew's L × D table would need L ≈ {wall_skew:,.0f}, "
                 f"but its L² · H logits (B = {batch}, H = {heads}) hit the wall at L ≈ {wall_attn:,.0f}.")
     chunk = setup["chunk"]
     common = sorted(set(measured["chunked"]) & set(measured["skew"]))
