@@ -16,7 +16,7 @@ Sign convention everywhere: relative position = key index − query index (j −
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from relviz._checks import check_int
@@ -160,7 +160,8 @@ def layer_views(layer: LayerPlan, length: int) -> list[LayerView]:
     pattern = layer.find(AttentionPattern)
     out: list[LayerView] = []
     for mechanism in layer.mechanisms:
-        out.extend(mechanism.views(length, layer))
+        # a table's legend numbers every layer: from 0 here, as the strip and transformers count them
+        out.extend(replace(v, first_layer=0) if isinstance(v, VectorNorms) else v for v in mechanism.views(length, layer))
         if length <= STRUCTURE_MAX_LENGTH and pattern is not None:
             structure = mechanism.structure(length, pattern.causal)
             if structure is not None:

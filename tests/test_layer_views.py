@@ -248,3 +248,20 @@ def test_llama4_temperature_caption_names_the_positions_the_factors_step_at():
         caption = mech.views(4 * first + 16, None)[0].caption
         assert f"first step is at position {first:,} " in caption, caption
         assert (f"Flat at 1 for positions 0 to {first - 1:,};" in caption) == (first > 0)
+
+
+def test_a_vector_table_legend_counts_layers_as_the_page_does():
+    """shaw-shift on Your model: the strip counts layers 0 and 1, so the norms legend does too (it said "layer 1",
+    "layer 2"); the Live attention page counts from 1 and keeps its legend."""
+    from relviz.figures.layers import view_figure
+    from relviz.inspection import parameter_views
+    from relviz.schemes.view_kinds import VectorNorms
+    from relviz.toy_plan import toy_plan
+    from relviz.training import load_checkpoint
+
+    model = load_checkpoint("shaw-shift").model
+    norms, = [v for v in lv.layer_views(toy_plan(model, source="test").layer(1), 64) if isinstance(v, VectorNorms)]
+    assert [t.name for t in view_figure(norms).data] == ["layer 0: ‖a^K‖", "layer 0: ‖a^V‖", "layer 1: ‖a^K‖",
+                                                         "layer 1: ‖a^V‖"]
+    live, = [v for v in parameter_views(model, length=64, train_length=64, layer=1) if isinstance(v, VectorNorms)]
+    assert [t.name for t in view_figure(live).data][::2] == ["layer 1: ‖a^K‖", "layer 2: ‖a^K‖"]

@@ -97,16 +97,17 @@ def vector_norms_parts(tables: VectorNorms, *, train_length: int | None = None) 
     data = []
     for layer in range(tables.norms.shape[0]):
         colour = HEAD_COLOURS[layer % len(HEAD_COLOURS)]
+        number = layer + tables.first_layer                   # as the page counts layers
         data.append(dict(type="scatter", mode="lines+markers", x=tables.offsets,
-                         y=tables.norms[layer].astype(np.float32), name=f"layer {layer + 1}: ‖{tables.name}‖",
+                         y=tables.norms[layer].astype(np.float32), name=f"layer {number}: ‖{tables.name}‖",
                          line=dict(color=colour, dash="solid"),
-                         hovertemplate=f"layer {layer + 1}<br>j − i = %{{x}}<br>‖{tables.name}‖ = %{{y:.3f}}"
+                         hovertemplate=f"layer {number}<br>j − i = %{{x}}<br>‖{tables.name}‖ = %{{y:.3f}}"
                                        "<extra></extra>"))
         if tables.second is not None:
             name, norms = tables.second
             data.append(dict(type="scatter", mode="lines", x=tables.offsets, y=norms[layer].astype(np.float32),
-                             name=f"layer {layer + 1}: ‖{name}‖", line=dict(color=colour, dash="dash"),
-                             hovertemplate=f"layer {layer + 1}<br>j − i = %{{x}}<br>‖{name}‖ = %{{y:.3f}}"
+                             name=f"layer {number}: ‖{name}‖", line=dict(color=colour, dash="dash"),
+                             hovertemplate=f"layer {number}<br>j − i = %{{x}}<br>‖{name}‖ = %{{y:.3f}}"
                                            "<extra></extra>"))
     shapes, annotations = [], []
     unused = tables.offsets[~tables.used]

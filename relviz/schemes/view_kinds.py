@@ -113,6 +113,9 @@ class VectorNorms:
     second: tuple[str, np.ndarray] | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     caption: str = ""            # the mechanism's words under it (as BiasCurve's)
+    #: the number the legend gives the first layer: Live attention counts layers from 1, Your model from 0 (as
+    #: transformers and its strip do; layer_strip.layer_views sets 0)
+    first_layer: int = 1
 
 
 @dataclass(frozen=True)
