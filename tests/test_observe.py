@@ -9,7 +9,8 @@ transformers = pytest.importorskip("transformers")
 from relviz.mechanisms import families  # noqa: E402
 from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
 from relviz.mechanisms.rotation import Rotation  # noqa: E402
-from relviz.observe import SMALL_WINDOW, differences, observe, shrink, verified_plan  # noqa: E402
+from relviz.observe import SMALL_WINDOW, observe, shrink, verified_plan  # noqa: E402
+from relviz.observe_differences import differences  # noqa: E402
 from relviz.model_plan import OBSERVED, read_plan  # noqa: E402
 
 

@@ -16,7 +16,8 @@ from relviz.mechanisms.none import NoPosition  # noqa: E402
 from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
 from relviz.mechanisms.rotation import Rotation  # noqa: E402
 from relviz.mechanisms.sinusoidal import SinusoidalAbsolute  # noqa: E402
-from relviz.observe import differences, observe, shrink, verified_plan  # noqa: E402
+from relviz.observe import observe, shrink, verified_plan  # noqa: E402
+from relviz.observe_differences import differences  # noqa: E402
 from relviz.model_plan import OBSERVED, read_plan  # noqa: E402
 
 
