@@ -267,7 +267,7 @@ with display.user_errors():
             with v_col:
                 show_views(pairs, key=f"{P}_fig_view")
             with n_col:
-                st.markdown("**Where transformers departs from the config or the original code**")
+                st.markdown(f"**{positions.notes_title}**")
                 for text in positions.notes:
                     st.info(text, icon=":material/warning:")
         else:
@@ -310,7 +310,7 @@ with display.user_errors():
     if unconfirmed:
         st.caption("Not confirmed from a public copy of the model's own config.json (typed from third-party copies): "
                    + ", ".join(unconfirmed) + ".")
-    with st.expander("settings read from config.json", expanded=False):
+    with st.expander(positions.config_title, expanded=False):
         st.json(positions.config)
         if positions.tensors_read:
             st.caption("tensors read: " + ", ".join(positions.tensors_read))

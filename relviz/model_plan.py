@@ -91,6 +91,9 @@ class ModelPlan:
     plans: dict[str, list[LayerPlan]]
     config: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: what the notes are and where config came from, as a page heads them (a toy checkpoint has no config.json)
+    notes_title: str = "Where transformers departs from the config or the original code"
+    config_title: str = "settings read from config.json"
     tensors_read: list[str] = field(default_factory=list)
     in_family_table: bool = True
     directory: Path | None = None

@@ -39,6 +39,8 @@ def toy_plan(model: RelvizTransformer, *, source: str = "relviz toy model") -> M
     return ModelPlan(TOY, source, {stack: layers},
                      config={"max_position_embeddings": config.max_len, **config.to_dict()},
                      notes=[f"relviz's toy {config.scheme} model: {type(model.position).summary}"],
+                     notes_title="About this toy model",
+                     config_title="settings read from the checkpoint's ModelConfig",
                      in_family_table=False)
 
 

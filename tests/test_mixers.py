@@ -60,7 +60,7 @@ def test_attention_pattern_on_a_layer_that_does_not_attend_names_its_mixer():
         else:
             raise AssertionError("a layer without attention answered as if it attended")
     views = lv.layer_views(plan.layer(0), 64)
-    assert len(views) == 1 and "No attention on this layer" in views[0].title
+    assert len(views) == 1 and views[0].title == "Token mixer: linear attention" and "no attention on this layer" in views[0].text.lower()
     assert "delta rule" in views[0].text
 
 
@@ -113,11 +113,11 @@ def test_the_strip_draws_layers_that_do_not_attend_in_their_own_colour_with_word
     assert strip.rows[0] == "token mixer"
     mixers = {c.layer: c for c in strip.cells if c.row == "token mixer"}
     assert mixers[4].legend == "mixer" and mixers[0].legend == "no_attention"
-    assert mixers[0].label == "no attention: state-space (Mamba)"
+    assert mixers[0].label == "state-space (Mamba), no attention"
     assert "order reaches it through the selective scan" in mixers[0].describe
     assert {c.layer for c in strip.cells if c.row == "keys seen"} == {4}
     colours = {t.name: t.marker.color for t in strip_figure(strip).data}
-    assert colours["token mixer: no attention: state-space (Mamba)"] != colours["token mixer: softmax attention"]
+    assert colours["token mixer: state-space (Mamba), no attention"] != colours["token mixer: softmax attention"]
     assert plan.to_json()["layers"]["decoder"][0]["mixer"] == ["state_space"]
 
 

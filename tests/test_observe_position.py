@@ -190,5 +190,5 @@ def test_a_recurrent_layer_that_lets_a_later_token_reach_back_is_refused(monkeyp
         "mixer": {"linear_kind": "state_space"}}, "derive": [
         {"field": "layer_types", "constant": "mamba", "always": True}]})
     assert [o.probe.causal for o in seen.layers] == [False, False]
-    assert "layer 0: relviz reads no attention: state-space (Mamba), which carries order forward only; in " \
+    assert "layer 0: relviz reads state-space (Mamba), no attention, which carries order forward only; in " \
            "transformers a change at the last position moved an earlier output" in differences(plan, seen)

@@ -246,7 +246,7 @@ def test_a_rope_directory_and_a_hybrid_one_run_their_own_attention_and_show_no_s
         assert str(tmp_path) not in shown and f"model directory '{name}'" in shown
     strip = charts(at)[0]
     names = {t["name"] for t in strip["data"]}
-    assert "token mixer: no attention: linear attention" in names and "token mixer: softmax attention" in names
+    assert "token mixer: linear attention, no attention" in names and "token mixer: softmax attention" in names
 
 
 def test_a_shipped_toy_checkpoint_is_a_model_the_page_draws():

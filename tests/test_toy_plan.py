@@ -213,3 +213,10 @@ def test_each_fire_layer_is_its_own_function_and_the_toy_models():
         toy, = model.position.parameter_views(length=LENGTH, train_length=32, layer=index)
         curve, = fire.views(LENGTH, index)
         assert np.array_equal(curve.bias, toy.bias) and curve.caption == parameter_caption(toy)
+
+
+def test_a_toy_plan_heads_its_notes_and_settings_as_a_toy_not_as_a_config_json():
+    from relviz.model_plan import ModelPlan
+    plan = toy_plan(load_checkpoint("t5-shift").model)
+    assert "config.json" not in plan.config_title and "transformers" not in plan.notes_title
+    assert "config.json" in ModelPlan.config_title and "transformers" in ModelPlan.notes_title

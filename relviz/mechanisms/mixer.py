@@ -148,7 +148,7 @@ class TokenMixer(Mechanism):
 
     def label(self) -> str:
         words = " + ".join(MIXER_KINDS[k][0] for k in self.kinds)
-        return words if self.attends else f"no attention: {words}"
+        return words if self.attends else f"{words}, no attention"
 
     def describe(self) -> str:
         if self.attends and not self.others():
@@ -165,6 +165,6 @@ class TokenMixer(Mechanism):
     def views(self, length: int, layer: Any) -> list[LayerView]:
         if self.attends:
             return []
-        return [Note(f"No attention on this layer: {' + '.join(MIXER_KINDS[k][0] for k in self.kinds)}",
+        return [Note(f"Token mixer: {' + '.join(MIXER_KINDS[k][0] for k in self.kinds)}",
                      self.describe().capitalize() + ". It has no attention pattern, no rotation and no logits to "
                      "draw; the softmax-attention layers around it are where the position mechanisms act.")]
