@@ -494,3 +494,18 @@ def test_hand_set_config_follows_each_rules_table_entry():
     assert llama3.scaled_from == 1024 and "longrope" not in HAND_SET_RULES
     with pytest.raises(ValueError, match="rule must be one of default, linear, dynamic, yarn, llama3"):
         hand_set_config(64, 10000.0, "longrope")
+
+
+def test_the_wavelength_chart_draws_unscaled_markers_only_where_a_rule_moved_a_frequency():
+    """Decided by the frequencies, not by the rule's name: a rule that leaves every θ as it was (dynamic NTK inside
+    its original context) draws one set of markers; one that moves any θ draws the unscaled ones beside them."""
+    import numpy as np
+
+    from relviz.figures.rope import wavelength_figure
+    plain = 10000.0 ** (-np.arange(0, 64, 2) / 64)
+    moved = plain.copy()
+    moved[-4:] /= 8
+    for inv_freq, rule, traces in ((plain, "default", 1), (plain.copy(), "dynamic", 1), (moved, "yarn", 2)):
+        figure = wavelength_figure(inv_freq, plain, length=4096, original=2048, rule=rule)
+        markers = [t for t in figure.data if t.mode == "markers"]
+        assert len(markers) == traces, rule

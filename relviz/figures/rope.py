@@ -43,7 +43,7 @@ def wavelength_figure(inv_freq: np.ndarray, plain: np.ndarray, *, length: int, o
     turns = (length - 1) / wave
     turns_plain = (length - 1) / wave_plain
     figure = go.Figure()
-    if rule != "default":
+    if not np.array_equal(inv_freq, plain):            # a rule that moved some θ: the unscaled ones beside them
         figure.add_trace(go.Scatter(
             x=pairs, y=wave_plain, mode="markers", marker=dict(color=PLAIN_COLOUR, size=6, symbol="circle-open"),
             name="unscaled θ_i = base^(−2i/d)", customdata=np.stack([plain, turns_plain], -1),
