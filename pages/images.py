@@ -87,7 +87,7 @@ def index_panel(rows: int, cols: int) -> None:
 def swin_panel(rows: int, cols: int, window: int, seed: int) -> None:
     """Swin's index formula, one query's bias and the gathered bias, for the query patch's place in its window."""
     query_row, query_col = query_controls(rows, cols)
-    in_row, in_col = query_row % window, query_col % window
+    in_row, in_col = swin.place_in_window(query_row, query_col, window)
     left, right = st.columns(2)
     with left:
         show("swin_index", window, query_row=in_row, query_col=in_col, validate=False, key=f"{P}_fig_swin_index")

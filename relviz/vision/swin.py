@@ -131,6 +131,11 @@ def swinv2_table(coordinates: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, 
 # Swin's table in words (the Images and video page), for the query patch at (in_row, in_col) of its window
 
 
+def place_in_window(query_row: int, query_col: int, window: int) -> tuple[int, int]:
+    """Where a grid patch sits inside its (unshifted) M × M window: the row and column the window's index reads."""
+    return query_row % window, query_col % window
+
+
 def index_words(window: int, in_row: int, in_col: int) -> str:
     """Swin's index formula, with its sign: δ = query − key."""
     return (f"**The index formula**: a window of {window} × {window} patches has (2M − 1)² = {(2 * window - 1) ** 2} "
