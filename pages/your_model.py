@@ -199,6 +199,83 @@ def layer_control(key: str, layers: int, label: str, container) -> int:
                                 help="Or click a layer in the strip."))
 
 
+def layer_section(positions: hf.ModelPositions, kind: str, target: str, label: str, stack: str, length: int,
+                  own: int, chosen_length: int, options: dict) -> int:
+    """The layer slider, the strip and everything drawn from the chosen layer (its caption and views, the compare
+    mode's second model). Run as a fragment (layer_fragment): a layer move or a strip click reruns this part alone,
+    not the model's choice, the notes and the weights' sections below (a move's server CPU and its websocket
+    messages, issue 34). Returns the layer shown."""
+    n_layers = len(positions.plans[stack])
+    layer = layer_control(f"{P}_layer", n_layers, "layer", st)
+    with display.user_errors():   # a fragment's own rerun runs outside the page's block
+        # the strip comes first (on the first screen); it is titled when a second model is drawn under it
+        asked = st.session_state.get(f"{P}_vs") or st.query_params.get(f"{P}_vs")
+        show_strip(kind, target, stack, layer, chart_key=f"{P}_strip", layer_key=f"{P}_layer",
+                   title=label if asked in options and asked != label else "")
+        # every stack in view: a vision tower's blocks beside the text layers they feed
+        for shown_stack in positions.stack_names:
+            if shown_stack != stack:
+                display.show_figure(display.prepared_spec(strip_base(kind, target, shown_stack,
+                                                                     f"{shown_stack}: choose it under 'stack' "
+                                                                     "to read its layers")),
+                                    key=f"{P}_strip_{shown_stack}")
+        c_view, c_vs = st.columns([1.4, 3])
+        kind_shown = c_view.selectbox("show", list(layer_strip.VIEW_KINDS), key=f"{P}_view", bind="query-params",
+                                      help="Which view of the layer: all, or one kind (a layer without it shows all).")
+        other = c_vs.selectbox("compare with", [NONE] + [o for o in options if o != label], key=f"{P}_vs",
+                               bind="query-params", help="A second model's strip and the same view, side by side.")
+        plan = positions.layer(layer, stack=stack)
+        st.caption(layer_strip.layer_caption(plan, length, own, names_length=named_length(kind, target) is not None))
+
+        if other == NONE:
+            views = layer_specs(kind, target, stack, layer, length)
+            shown = layer_strip.chosen([v for v, _ in views], kind_shown)
+            pairs = [(v, f) for v, f in views if any(v is s for s in shown.views)]
+            if shown.missing:
+                st.caption(f"This layer has no {kind_shown} view; all of its views are shown.")
+            if positions.notes:
+                v_col, n_col = st.columns([3, 1])
+                with v_col:
+                    show_views(pairs, key=f"{P}_fig_view")
+                with n_col:
+                    st.markdown(f"**{positions.notes_title}**")
+                    for text in positions.notes:
+                        st.info(text, icon=":material/warning:")
+            else:
+                show_views(pairs, key=f"{P}_fig_view")
+        else:
+            kind2, target2 = options[other]
+            with no_server_path(kind2, target2, other):
+                positions2 = positions_of(kind2, target2)
+            own2 = own_length(kind2, target2)
+            length2 = own2 if chosen_length == 0 else min(chosen_length, own2)
+            stack2 = stack if stack in positions2.stack_names else positions2.stack_names[0]
+            n2 = len(positions2.plans[stack2])
+            layer2 = layer_control(f"{P}_layer2", n2, f"layer of {other}", st)
+            show_strip(kind2, target2, stack2, layer2, chart_key=f"{P}_strip2", layer_key=f"{P}_layer2", title=other)
+            sides = ((kind, target, stack, layer, length, label, positions),
+                     (kind2, target2, stack2, layer2, length2, other, positions2))
+            picked = []
+            for k, t, s, lay, ln, _, _ in sides:
+                views = views_of(k, t, s, lay, ln)
+                shown = layer_strip.chosen([v for v, _ in views], kind_shown)
+                picked.append([(v, f) for v, f in views if any(v is x for x in shown.views)])
+            # the same y range for a view both sides have, legends under the plots: the two models compare
+            compared = side_by_side(*picked)
+            left, right = st.columns(2)
+            for column, (_, _, stk, lay, ln, name, pos), pairs in zip((left, right), sides, compared):
+                with column:
+                    st.markdown(layer_strip.side_heading(name, pos.layer(lay, stack=stk), ln))
+                    show_views(pairs, key=f"{P}_fig_{'a' if column is left else 'b'}")
+                    for text in pos.notes:
+                        st.info(text, icon=":material/warning:")
+    return layer
+
+
+#: the same, rerun alone on a move of its own widgets
+layer_fragment = st.fragment(layer_section)
+
+
 st.title("Your model")
 st.markdown(
     "Each layer of a real model, from its config.json: the **strip** shows what every layer applies (click a "
@@ -210,7 +287,7 @@ st.markdown(
 display.sign_convention(compact=True)
 
 options = choices(os.environ.get(hf.MODELS_ENV, ""), os.environ.get(hf.ALLOW_HUB_ENV, ""))
-c_model, c_len, c_layer = st.columns([3.2, 1.6, 2.2])
+c_model, c_len, _ = st.columns([3.2, 1.6, 2.2])
 label = c_model.selectbox("model", list(options), key=f"{P}_model", bind="query-params",
                           help="The server's operator lists the models (RELVIZ_MODELS, see DEPLOY.md); published "
                                "configs are always here, each with its source.")
@@ -236,68 +313,13 @@ with display.user_errors():
     stack = st.radio("stack", stacks, horizontal=True, key=f"{P}_stack", bind="query-params",
                      help="Encoder: bidirectional; decoder: causal; vision: a vision-language model's image encoder "
                           "(its patches see each other both ways).") if len(stacks) > 1 else stacks[0]
-    n_layers = len(positions.plans[stack])
-    layer = layer_control(f"{P}_layer", n_layers, "layer", c_layer)
-    # the strip comes first (on the first screen); it is titled when a second model is drawn under it
-    asked = st.session_state.get(f"{P}_vs") or st.query_params.get(f"{P}_vs")
-    show_strip(kind, target, stack, layer, chart_key=f"{P}_strip", layer_key=f"{P}_layer",
-               title=label if asked in options and asked != label else "")
-    for shown_stack in stacks:  # every stack in view: a vision tower's blocks beside the text layers they feed
-        if shown_stack != stack:
-            display.show_figure(display.prepared_spec(strip_base(kind, target, shown_stack,
-                                                                 f"{shown_stack}: choose it under 'stack' "
-                                                                 "to read its layers")),
-                                key=f"{P}_strip_{shown_stack}")
-    c_view, c_vs = st.columns([1.4, 3])
-    kind_shown = c_view.selectbox("show", list(layer_strip.VIEW_KINDS), key=f"{P}_view", bind="query-params",
-                                  help="Which view of the layer: all, or one kind (a layer without it shows all).")
-    other = c_vs.selectbox("compare with", [NONE] + [o for o in options if o != label], key=f"{P}_vs",
-                           bind="query-params", help="A second model's strip and the same view, side by side.")
-    plan = positions.layer(layer, stack=stack)
-    st.caption(layer_strip.layer_caption(plan, length, own, names_length=named_length(kind, target) is not None))
-
-    if other == NONE:
-        views = layer_specs(kind, target, stack, layer, length)
-        shown = layer_strip.chosen([v for v, _ in views], kind_shown)
-        pairs = [(v, f) for v, f in views if any(v is s for s in shown.views)]
-        if shown.missing:
-            st.caption(f"This layer has no {kind_shown} view; all of its views are shown.")
-        if positions.notes:
-            v_col, n_col = st.columns([3, 1])
-            with v_col:
-                show_views(pairs, key=f"{P}_fig_view")
-            with n_col:
-                st.markdown(f"**{positions.notes_title}**")
-                for text in positions.notes:
-                    st.info(text, icon=":material/warning:")
-        else:
-            show_views(pairs, key=f"{P}_fig_view")
-    else:
-        kind2, target2 = options[other]
-        with no_server_path(kind2, target2, other):
-            positions2 = positions_of(kind2, target2)
-        own2 = own_length(kind2, target2)
-        length2 = own2 if chosen_length == 0 else min(chosen_length, own2)
-        stack2 = stack if stack in positions2.stack_names else positions2.stack_names[0]
-        n2 = len(positions2.plans[stack2])
-        layer2 = layer_control(f"{P}_layer2", n2, f"layer of {other}", st)
-        show_strip(kind2, target2, stack2, layer2, chart_key=f"{P}_strip2", layer_key=f"{P}_layer2", title=other)
-        sides = ((kind, target, stack, layer, length, label, positions),
-                 (kind2, target2, stack2, layer2, length2, other, positions2))
-        picked = []
-        for k, t, s, lay, ln, _, _ in sides:
-            views = views_of(k, t, s, lay, ln)
-            shown = layer_strip.chosen([v for v, _ in views], kind_shown)
-            picked.append([(v, f) for v, f in views if any(v is x for x in shown.views)])
-        # the same y range for a view both sides have, legends under the plots: the two models compare
-        compared = side_by_side(*picked)
-        left, right = st.columns(2)
-        for column, (_, _, stk, lay, ln, name, pos), pairs in zip((left, right), sides, compared):
-            with column:
-                st.markdown(layer_strip.side_heading(name, pos.layer(lay, stack=stk), ln))
-                show_views(pairs, key=f"{P}_fig_{'a' if column is left else 'b'}")
-                for text in pos.notes:
-                    st.info(text, icon=":material/warning:")
+    # a layer move reruns only the layer's part, unless the weights' section below changes with the layer (a T5 bias
+    # table in more than one layer): then the whole page runs
+    t5_table = positions.first(T5Bias)
+    t5_tables = t5_table is not None and t5_table.table is not None and \
+        len(positions.layers(stack if stack in positions.stacks else positions.stacks[0])) > 1
+    layer = (layer_section if t5_tables else layer_fragment)(positions, kind, target, label, stack, length, own,
+                                                             chosen_length, options)
 
     with st.expander("every layer, run by run", expanded=False):
         st.markdown(layer_strip.runs_list(layer_strip.strip(positions, stack)))
