@@ -91,13 +91,24 @@ OUTLINED_JS = """() => { const div = document.querySelector('.st-key-ym_strip .j
       getComputedStyle(path).strokeWidth === '2px' ? [div.data[t].x[p]] : [])); }"""
 
 
+#: the page's introduction, outside the layer's fragment: a whole-page run sends it, the fragment's rerun does not
+INTRO = "Each layer of a real model, from its config.json".encode()
+
+
 def test_a_layer_move_outlines_its_layer_without_drawing_the_strip_again(browser):
     """The strip is one figure for every layer: a slider move outlines the new layer's cells (and only those) on
-    the same chart, which plotly does not draw again."""
+    the same chart, which plotly does not draw again. The move reruns the layer's fragment alone: no websocket
+    message after it carries the page's introduction, which the page's first run sent."""
     base, chromium = browser
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    frames: list[bytes] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(
+        payload if isinstance(payload, bytes) else payload.encode())))
     try:
         _open(page, base, ym_model=MODELS["gemma3"][0], ym_layer=5)
+        wait_for_app(page)
+        assert any(INTRO in frame for frame in frames)               # the first run sent the whole page
+        frames.clear()
         assert page.evaluate(OUTLINED_JS) == [5, 5, 5]               # position, keys seen, softmax
         page.evaluate("""() => { const div = document.querySelector('.st-key-ym_strip .js-plotly-plot');
                                  div.dataset.before = 'yes'; window.__strip_draws = 0;
@@ -109,6 +120,7 @@ def test_a_layer_move_outlines_its_layer_without_drawing_the_strip_again(browser
         wait_for_app(page)
         assert page.evaluate("document.querySelector('.st-key-ym_strip .js-plotly-plot').dataset.before") == "yes"
         assert page.evaluate("window.__strip_draws") == 0
+        assert frames and not any(INTRO in frame for frame in frames)   # the move's rerun: the fragment alone
     finally:
         page.close()
 
