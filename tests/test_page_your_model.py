@@ -423,3 +423,21 @@ def test_a_layer_move_sends_the_same_strip_and_each_views_exact_figure(monkeypat
         sent[layer] = specs
     assert len({s[0] for s in sent.values()}) == 1                   # the strip: one figure for every layer
     assert sent[0] == sent[1] == sent[2] == sent[4] != sent[3]       # a NoPE layer's views differ
+
+
+def test_a_umt5_models_bias_map_follows_the_layer(tmp_path, monkeypatch):
+    """UMT5 has a bias table in every layer, so the weights' section below the layer's fragment follows the layer:
+    the page runs the layer's part in the page's own run there, and the map is the chosen layer's table."""
+    import torch
+    from transformers import UMT5Config, UMT5Model
+
+    torch.manual_seed(0)
+    config = UMT5Config(vocab_size=32, d_model=16, d_kv=4, d_ff=8, num_heads=2, num_layers=2, num_decoder_layers=2,
+                        relative_attention_num_buckets=8, relative_attention_max_distance=20)
+    UMT5Model(config).save_pretrained(tmp_path / "tiny-umt5")
+    monkeypatch.setenv("RELVIZ_MODELS", str(tmp_path / "tiny-umt5"))
+    for layer in (0, 1):
+        at = run_page("your_model", timeout=120, ym_model="tiny-umt5", ym_stack="encoder", ym_layer=layer)
+        assert not at.exception and not at.error
+        assert at.slider(key="ym_layer").value == layer
+        assert any(f"table of layer {layer})" in c.value for c in at.caption), [c.value for c in at.caption]
