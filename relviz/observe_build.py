@@ -33,9 +33,12 @@ def build(config: Mapping[str, Any], *, causal: bool = False):
     try:
         # widths the config leaves to its class's defaults are tiny too; a window or chunk it leaves to them is
         # cut like one it names (the plan, reading the config alone, then differs and the model is refused)
-        defaults = AutoConfig.for_model(model_type).to_dict()
+        default_config = AutoConfig.for_model(model_type)
+        defaults = default_config.to_dict()
+        derived = _derived_fields(type(default_config), defaults)
         for key, value in shrink({**defaults, "model_type": model_type}).items():
-            if key in defaults and key not in fields and key not in ("model_type", *WINDOW_FIELDS, *CHUNK_FIELDS):
+            if key in defaults and key not in fields and key not in derived \
+                    and key not in ("model_type", *WINDOW_FIELDS, *CHUNK_FIELDS):
                 fields[key] = value
         for key, small in [*((k, SMALL_WINDOW) for k in WINDOW_FIELDS), *((k, SMALL_CHUNK) for k in CHUNK_FIELDS)]:
             if isinstance(defaults.get(key), int) and key not in fields:
@@ -146,3 +149,17 @@ def _unzeroed(model: torch.nn.Module) -> None:
 
 class _TooLarge(Exception):
     pass
+
+
+def _derived_fields(config_class: type, defaults: Mapping[str, Any]) -> set[str]:
+    """The fields a config class derives from the others when they are left out (Qwen2's layer_types from
+    num_hidden_layers and max_window_layers, its rope_parameters from rope_theta): filled from the class's defaults,
+    they would describe the default model (32 layer types for a 4-layer config) instead of this one."""
+    import dataclasses
+
+    try:
+        declared = {f.name: f.default for f in dataclasses.fields(config_class)}
+    except TypeError:                        # not a dataclass: nothing known to be derived
+        return set()
+    return {k for k, v in defaults.items() if declared.get(k, dataclasses.MISSING) is not dataclasses.MISSING
+            and declared[k] != v}

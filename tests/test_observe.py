@@ -191,3 +191,20 @@ def test_zambas_softmax_scale_is_half_its_head_dim_to_the_minus_half_as_its_atte
     module = ZambaAttention(transformers.ZambaConfig(**{k: v for k, v in config.items() if k != "model_type"}), 0)
     assert scale.scale() == module.scaling == 24 ** -0.5
     assert scale.describe().startswith("softmax scale (attention_head_dim / 2)^-0.5 = 1/√24")
+
+
+@pytest.mark.parametrize("sliding", [False, True])
+def test_a_published_config_without_the_fields_its_class_derives_is_observed(sliding):
+    """A config.json as Qwen2 models publish it: no layer_types or rope_parameters (the class derives them from
+    num_hidden_layers, max_window_layers and rope_theta). The observer used to fill them from the class's defaults,
+    32 layer types for a 4-layer model, and then said transformers could not build it; transformers builds it."""
+    config = dict(model_type="qwen2", vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1e6,
+                  sliding_window=4096, max_window_layers=2, use_sliding_window=sliding)
+    plan = verified_plan(config)
+    assert all(p.read_from == OBSERVED for p in plan.all_layers())
+    windows = [p.find(AttentionPattern).window for p in plan.all_layers()]
+    assert windows == ([None, None, 4096, 4096] if sliding else [None] * 4)
+    for i in range(4):                                                  # θ = rope_theta's 1e6, head_dim 16
+        inv_freq = plan.rope_inv_freq(layer=i).double()
+        assert torch.allclose(inv_freq, 1e6 ** (-torch.arange(0, 16, 2).double() / 16))
