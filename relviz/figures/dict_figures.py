@@ -38,10 +38,6 @@ def head_colours(heads: int) -> list[str]:
     return sample_colorscale(HEAD_SCALE, [h / (heads - 1) for h in range(heads)])
 
 
-def dict_figure(data: list[dict], layout: dict, validate: bool) -> go.Figure:
-    return parts_figure(figure_parts(data, layout), validate)
-
-
 def parts_figure(parts: tuple[list[dict], dict], validate: bool = True) -> go.Figure:
     """A go.Figure from a builder's ``*_parts`` (trace and layout dicts). The parts are what plotly's validation
     makes of them (named colour scales expanded, no None, no magic underscores), so the Live attention page
@@ -51,7 +47,7 @@ def parts_figure(parts: tuple[list[dict], dict], validate: bool = True) -> go.Fi
 
 
 def figure_parts(data: list[dict], layout: dict) -> tuple[list[dict], dict]:
-    """The trace and layout dicts :func:`dict_figure` builds its figure from (projector fonts, whole-number
+    """The trace and layout dicts :func:`parts_figure` builds a figure from (projector fonts, whole-number
     ticks): what the app may send without building a go.Figure (relviz.app.display.prepared)."""
     return data, whole_number_ticks(data, readable_layout(layout))
 
