@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from relviz._words import counted
 from relviz.app import controls, display, downloads, navigation
 from relviz.figures import shaw as shaw_text
 from relviz.figures.shaw import shaw_matrices, shaw_offsets
@@ -231,12 +232,12 @@ with tab_precision:
             st.caption(t5_text.precision_caption(max_offset))
             left, right = st.columns(2)
             with left:
-                st.markdown(f"**Low precision: {len(changed)} offset{'s' if len(changed) != 1 else ''} "
+                st.markdown(f"**Low precision: {counted(len(changed), 'offset')} "
                             "change bucket**")
                 st.dataframe(changed, hide_index=True, height=260, width="stretch")
             with right:
-                st.markdown(f"**Mesh TensorFlow ≠ Hugging Face (relviz): {len(differing)} "
-                            f"offset{'s' if len(differing) != 1 else ''}**")
+                st.markdown(f"**Mesh TensorFlow ≠ Hugging Face (relviz): "
+                            f"{counted(len(differing), 'offset')}**")
                 if len(differing):
                     st.dataframe(differing, hide_index=True, height=260, width="stretch")
                 else:
