@@ -315,9 +315,10 @@ with display.user_errors():
                           "(its patches see each other both ways).") if len(stacks) > 1 else stacks[0]
     # a layer move reruns only the layer's part, unless the weights' section below changes with the layer (a T5 bias
     # table in more than one layer): then the whole page runs
-    t5_table = positions.first(T5Bias)
-    t5_tables = t5_table is not None and t5_table.table is not None and \
-        len(positions.layers(stack if stack in positions.stacks else positions.stacks[0])) > 1
+    t5 = positions.first(T5Bias)
+    t5_stack = (stack if stack in positions.stacks else positions.stacks[0]) \
+        if t5 is not None and t5.table is not None else None
+    t5_tables = t5_stack is not None and len(positions.layers(t5_stack)) > 1
     layer = (layer_section if t5_tables else layer_fragment)(positions, kind, target, label, stack, length, own,
                                                              chosen_length, options)
 
@@ -341,10 +342,9 @@ with display.user_errors():
                    "in the list need none.")
 
     # ---- what only the weights hold: T5 tables, learned absolute positions -------------------
-    t5, absolute = positions.first(T5Bias), positions.first(LearnedAbsolute)
-    if t5 is not None and t5.table is not None:
+    absolute = positions.first(LearnedAbsolute)
+    if t5_stack is not None:
         st.subheader("T5's learned bias, head by head")
-        t5_stack = stack if stack in positions.stacks else positions.stacks[0]
         c1, c2 = st.columns(2)
         extent = int(c1.slider("offsets shown ±", 16, 512, 160, step=16, key=f"{P}_ext", bind="query-params"))
         layers = positions.layers(t5_stack)
