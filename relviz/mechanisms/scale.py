@@ -361,7 +361,7 @@ class QueryScalar(Mechanism):
 
     def scale(self) -> float:
         """The softmax scale transformers uses on this layer ((config.query_pre_attn_scalar / divisor) ** -0.5)."""
-        return (self.scalar / self.divisor) ** -0.5 if self.divisor != 1 else self.scalar ** -0.5
+        return (self.scalar / self.divisor) ** -0.5
 
     def label(self) -> str:
         return f"scale {self.scale():g}" if self.fixed else f"scale 1/√{self.scalar / self.divisor:g}"
