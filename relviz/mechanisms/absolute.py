@@ -7,7 +7,7 @@ module returns (relviz.observe_position), never from the family's name."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -117,8 +117,9 @@ class LearnedAbsolute(Mechanism):
         share = relative_share(cosine, trained) if trained >= 3 else None
         matrix = SimilarityMatrix("learned absolute: cosine between position vectors p_i, p_j", "position",
                                   np.arange(max_len), cosine, outline=train_length if train_length < max_len else None,
-                                  outline_label=" trained positions", facts={"max_len": max_len, "relative_share": share})
-        return [*views, replace(matrix, caption=similarity_caption(max_len, share))]
+                                  outline_label=" trained positions", facts={"max_len": max_len, "relative_share": share},
+                                  caption=similarity_caption(max_len, share))
+        return [*views, matrix]
 
 
 def similarity_caption(max_len: int, share: float | None) -> str:
