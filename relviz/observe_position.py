@@ -117,7 +117,8 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
         if layer < 0 or name != "eager_attention_forward":
             continue
         query, key = args[1], args[2]                                     # [B, H, L, d]
-        free = same_everywhere(query) and same_everywhere(key)
+        key_free = same_everywhere(key)
+        free = key_free and same_everywhere(query)
         weights = out[1] if isinstance(out, tuple) and len(out) > 1 else None
         uniform = None
         if free and isinstance(weights, torch.Tensor):
@@ -126,7 +127,6 @@ def probe_layers(layers: torch.nn.ModuleList, length: int, run: Run, record: Cal
             uniform = bool(torch.equal(torch.where(seen, weights, top), top.expand_as(weights)))
         here = probes[layer]
         here.qk_position_free = free if here.qk_position_free is None else here.qk_position_free and free
-        key_free = same_everywhere(key)
         here.key_free = key_free if here.key_free is None else here.key_free and key_free
         if here.query is None:
             here.query = query[0, 0].detach().clone()
