@@ -23,14 +23,10 @@ import torch
 
 from relviz.mechanisms.base import REQUIRED, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import MAX_POINTS, LayerView, Note, TemperatureCurve, step_positions
-from relviz.rope.math import llama4_query_scale
+from relviz.rope.math import get_mscale, llama4_query_scale
 
 __all__ = ["SoftmaxScale", "QueryTemperature", "PositionQueryScale", "QueryPowerScale", "QueryScalar", "FieldScale",
            "LayerIndexScale"]
-
-
-def get_mscale(scale: float, mscale: float = 1.0) -> float:
-    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
 
 @dataclass(frozen=True)

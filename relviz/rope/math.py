@@ -44,7 +44,7 @@ def default_inv_freq(dim: int, base: float, device: torch.device | str | None = 
     return 1.0 / (base ** exponents) if reciprocal else base ** (-exponents)
 
 
-def _get_mscale(scale: float, mscale: float = 1.0) -> float:
+def get_mscale(scale: float, mscale: float = 1.0) -> float:
     if scale <= 1:
         return 1.0
     return 0.1 * mscale * math.log(scale) + 1.0
@@ -53,7 +53,7 @@ def _get_mscale(scale: float, mscale: float = 1.0) -> float:
 def yarn_default_attention(factor: float) -> float:
     """YaRN's attention factor when the config sets none (no attention_factor, no mscale pair):
     0.1·ln(factor) + 1, and 1 at factor ≤ 1. The checker's 'default factor where the config sets one' uses it."""
-    return _get_mscale(factor)
+    return get_mscale(factor)
 
 
 def yarn_correction_range(config: RopeConfig) -> tuple[float, float]:
@@ -127,9 +127,9 @@ def _yarn(config: RopeConfig, seq_len: int | None, device: torch.device) -> tupl
     if s.attention_factor is not None:
         attention = s.attention_factor
     elif s.mscale and s.mscale_all_dim:
-        attention = float(_get_mscale(factor, s.mscale) / _get_mscale(factor, s.mscale_all_dim))
+        attention = float(get_mscale(factor, s.mscale) / get_mscale(factor, s.mscale_all_dim))
     else:
-        attention = _get_mscale(factor)
+        attention = get_mscale(factor)
     pos_freqs = base ** (torch.arange(0, dim, 2).to(device=device, dtype=torch.float) / dim)
     extrapolation = 1.0 / pos_freqs
     interpolation = 1.0 / (factor * pos_freqs)
