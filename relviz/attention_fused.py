@@ -107,7 +107,7 @@ def fused_offsets(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, per_offset:
     """Fused attention with a Toeplitz bias per offset [H, 2L − 1] (T5, ALiBi) -> output [B, H, L, D]."""
     length = q.shape[-2]
     per_offset = per_offset.to(q.dtype)
-    if resolve_backend(backend, q.device) == "flex":
+    if resolve_backend(backend, q.device, min(q.shape[-1], v.shape[-1])) == "flex":
         def score_mod(score, b, h, q_idx, kv_idx):
             return score + per_offset[h, kv_idx - q_idx + length - 1]
         return _flex(q, k, v, score_mod, scale, (per_offset,), causal)

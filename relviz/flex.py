@@ -5,8 +5,11 @@ runs FlexAttention compiled with a ``score_mod`` on CUDA, where it computes the 
 kernel and skips the masked blocks, and SDPA elsewhere: on CPU torch 2.13's FlexAttention has no
 backward, and a per-offset bias fed to SDPA in query chunks measured 1.6-2.1x faster than compiled
 FlexAttention's forward (``python -m relviz bench --only fused``). Where FlexAttention is absent
-(an older torch, or no Triton for the GPU) "auto" falls back to SDPA. Whether FlexAttention is the
-fastest CUDA path is measured by ``scripts/gpu_check.sh`` (``python -m relviz.bench.gpu``).
+(an older torch, or no Triton for the GPU) "auto" falls back to SDPA, and so it does for a head
+narrower than 16: torch's CUDA kernel for FlexAttention refuses it (``tl.dot`` needs 16 lanes; seen
+on an H100 with torch 2.11, where a head of 4 raised ``NotImplementedError`` in the compile). Whether
+FlexAttention is the fastest CUDA path is measured by ``scripts/gpu_check.sh``
+(``python -m relviz.bench.gpu``).
 """
 from __future__ import annotations
 
@@ -14,10 +17,14 @@ from functools import lru_cache
 
 import torch
 
-__all__ = ["BACKENDS", "available", "resolve_backend", "compiled", "causal_block_mask", "flex"]
+__all__ = ["BACKENDS", "MIN_CUDA_HEAD_DIM", "available", "resolve_backend", "compiled", "causal_block_mask",
+           "flex"]
 
 #: The backends of the fused path: "auto" picks "flex" on CUDA where FlexAttention exists, else "sdpa".
 BACKENDS = ("auto", "sdpa", "flex")
+
+#: The narrowest q/k and v head FlexAttention's CUDA kernel compiles (torch's inductor lowering refuses fewer).
+MIN_CUDA_HEAD_DIM = 16
 
 _COMPILED: dict[str, object] = {}
 
@@ -38,11 +45,13 @@ def available(device_type: str) -> bool:
     return device_type == "cpu"
 
 
-def resolve_backend(backend: str, device: torch.device) -> str:
-    """The backend a fused call runs: "auto" -> "flex" on CUDA with FlexAttention, else "sdpa"."""
+def resolve_backend(backend: str, device: torch.device, head_dim: int) -> str:
+    """The backend a fused call runs: "auto" -> "flex" on CUDA with FlexAttention and a head of at
+    least :data:`MIN_CUDA_HEAD_DIM`, else "sdpa"."""
     if backend != "auto":
         return backend
-    return "flex" if device.type == "cuda" and available("cuda") else "sdpa"
+    runs_flex = device.type == "cuda" and head_dim >= MIN_CUDA_HEAD_DIM and available("cuda")
+    return "flex" if runs_flex else "sdpa"
 
 
 def compiled(device_type: str):
@@ -76,11 +85,16 @@ def flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod, scale: fl
     mask hides the future keys and skips the blocks above the diagonal.
 
     On CPU torch has FlexAttention's forward only: backward raises NotImplementedError, so a
-    call that would need gradients is refused here, with the way out.
+    call that would need gradients is refused here, with the way out; so is a CUDA head narrower
+    than :data:`MIN_CUDA_HEAD_DIM`, which torch's kernel refuses deep in the compile.
     """
     needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, *tables))
     if needs_grad and q.device.type == "cpu":
         raise ValueError("backend='flex' has no backward on CPU (torch raises NotImplementedError): "
                          "use backend='sdpa' for training, or run under torch.no_grad()")
+    narrowest = min(q.shape[-1], v.shape[-1])
+    if q.device.type == "cuda" and narrowest < MIN_CUDA_HEAD_DIM:
+        raise ValueError(f"backend='flex' needs a head dim of at least {MIN_CUDA_HEAD_DIM} on CUDA (torch's "
+                         f"FlexAttention kernel refuses fewer); got {narrowest}: use backend='sdpa' or 'auto'")
     block_mask = causal_block_mask(q.shape[-2], str(q.device)) if causal else None
     return compiled(q.device.type)(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)

@@ -529,7 +529,7 @@ def test_cuda_matches_cpu() -> None:
 def test_cuda_auto_backend_matches_sdpa_forward_and_backward() -> None:
     """On CUDA "auto" runs compiled FlexAttention: same output and gradients as the SDPA path, at a
     length that is not a multiple of FlexAttention's 128-wide blocks, causal and not."""
-    assert flex_module.resolve_backend("auto", torch.device("cuda")) == "flex"
+    assert flex_module.resolve_backend("auto", torch.device("cuda"), 64) == "flex"
     gen = torch.Generator().manual_seed(4)
     table = torch.randn(32, 4, generator=gen).cuda()
     for length in (333,):        # one length: each new one compiles again (seconds each, on a 6-minute budget)
@@ -549,6 +549,18 @@ def test_cuda_auto_backend_matches_sdpa_forward_and_backward() -> None:
                 torch.testing.assert_close(out_a, out_s, rtol=1e-4, atol=1e-4, msg=f"{name} L={length} {causal}")
                 for ga, gs in zip(grads_a, grads_s):
                     torch.testing.assert_close(ga, gs, rtol=1e-3, atol=1e-3, msg=f"{name} grad L={length}")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available on this machine")
+def test_cuda_narrow_heads_run_sdpa_under_auto_and_are_refused_under_flex() -> None:
+    """A head narrower than 16 (the toy models' 4) makes torch's FlexAttention kernel raise in the compile:
+    "auto" runs SDPA for it (the output equals backend="sdpa" bit for bit), and "flex" says so up front."""
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 2, 40, 4, generator=gen).cuda() for _ in range(3))
+    auto = fused.alibi_attention(q, k, v, causal=True)[0]
+    torch.testing.assert_close(auto, fused.alibi_attention(q, k, v, causal=True, backend="sdpa")[0], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="head dim of at least 16 on CUDA"):
+        fused.alibi_attention(q, k, v, causal=True, backend="flex")
 
 
 # ---- the fused path: same output and gradients as the weights path ----------------------
@@ -702,14 +714,17 @@ def test_bad_mode_is_refused(bad, phrase) -> None:
 
 
 def test_auto_backend_is_sdpa_on_cpu_and_flex_only_where_cuda_has_it(monkeypatch) -> None:
-    """"auto" (the default) picks FlexAttention on CUDA only, and falls back to SDPA without it."""
+    """"auto" (the default) picks FlexAttention on CUDA only, for heads of at least 16 (torch's CUDA kernel
+    refuses narrower ones in the compile), and falls back to SDPA without it."""
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    assert flex_module.resolve_backend("auto", cpu) == "sdpa"
-    assert flex_module.resolve_backend("flex", cpu) == "flex" and flex_module.resolve_backend("sdpa", cuda) == "sdpa"
+    assert flex_module.resolve_backend("auto", cpu, 64) == "sdpa"
+    assert flex_module.resolve_backend("flex", cpu, 4) == "flex" and flex_module.resolve_backend("sdpa", cuda, 64) == "sdpa"
     monkeypatch.setattr(flex_module, "available", lambda device_type: device_type == "cuda")
-    assert flex_module.resolve_backend("auto", cuda) == "flex"
+    assert flex_module.resolve_backend("auto", cuda, 64) == "flex"
+    assert flex_module.resolve_backend("auto", cuda, flex_module.MIN_CUDA_HEAD_DIM) == "flex"
+    assert flex_module.resolve_backend("auto", cuda, flex_module.MIN_CUDA_HEAD_DIM - 1) == "sdpa"
     monkeypatch.setattr(flex_module, "available", lambda device_type: False)
-    assert flex_module.resolve_backend("auto", cuda) == "sdpa"
+    assert flex_module.resolve_backend("auto", cuda, 64) == "sdpa"
     q, k, v = _qkv(6, seed=3, dtype=torch.float32)
     for causal in (False, True):           # on CPU "auto" is the SDPA path, bit for bit
         torch.testing.assert_close(fused.alibi_attention(q, k, v, causal=causal)[0],

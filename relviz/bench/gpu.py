@@ -240,10 +240,10 @@ def _attention_rows(mechanism: str, case: dict[str, Any], length: int, device: t
             rows.append(row | {"skipped": "the script's time budget ran out"})
             continue
         if role == ROLE_AUTO:
-            row["runs"] = flex_module.resolve_backend("auto", device)
+            row["runs"] = flex_module.resolve_backend("auto", device, sizes.dim)
         _peak_reset(device)
         # Forward as in training (grad enabled): under no_grad FlexAttention would compile another kernel per
-        # score_mod and shape, seconds each, and the script has 6 minutes.
+        # score_mod and shape, seconds each, and the script has 6½ minutes.
         row["forward_first_s"], row["forward_s"] = _time(call, device, sizes.repeats)
         with torch.no_grad():
             out = call().float()
