@@ -52,9 +52,29 @@ def _offsets(q_len: int, k_len: int, q_offset: int, device: torch.device | str |
     return torch.arange(lowest, lowest + q_len + k_len - 1, device=device, dtype=torch.long)
 
 
+#: The most bytes one flip of the Toeplitz expansion writes. A larger matrix is built in blocks of rows:
+#: on an H100 (torch 2.11) one flip of a [65536, 65536] int64 unfold view (34 GB) raised "an illegal
+#: memory access" (tensors past 2^31 bytes are split into 32-bit-indexed kernels, and the unfold view
+#: overlaps itself), so no single kernel here writes more than this.
+EXPAND_BLOCK_BYTES = 2**30
+
+
 def _expand(per_offset: torch.Tensor, q_len: int, k_len: int) -> torch.Tensor:
-    """expand_toeplitz for a per-offset vector this module built (its length is right)."""
-    return per_offset.unfold(-1, k_len, 1).flip(-2)
+    """expand_toeplitz for a per-offset vector this module built (its length is right).
+
+    Rows i0..i1 − 1 of the result are per_offset[..., q_len − i1 : q_len − i0 + k_len − 1] unfolded
+    and flipped: the unfold view's row r is query i1 − 1 − r.
+    """
+    row_bytes = k_len * per_offset.element_size() * math.prod(per_offset.shape[:-1])
+    rows_per_block = max(1, EXPAND_BLOCK_BYTES // max(1, row_bytes))
+    if q_len <= rows_per_block:
+        return per_offset.unfold(-1, k_len, 1).flip(-2)
+    out = per_offset.new_empty((*per_offset.shape[:-1], q_len, k_len))          # [..., q_len, k_len]
+    for start in range(0, q_len, rows_per_block):
+        stop = min(q_len, start + rows_per_block)
+        window = per_offset[..., q_len - stop: q_len - start + k_len - 1]      # [..., (stop − start) + k_len − 1]
+        out[..., start:stop, :] = window.unfold(-1, k_len, 1).flip(-2)
+    return out
 
 
 def offset_range(q_len: int, k_len: int | None = None, *, q_offset: int = 0,

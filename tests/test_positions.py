@@ -375,3 +375,22 @@ def test_t5_limits_come_from_one_table():
     ModelConfig(scheme="t5", num_buckets=T5_LIMITS.trained_num_buckets, max_distance=far)
     with pytest.raises(ValueError, match="num_buckets"):
         ModelConfig(scheme="t5", num_buckets=T5_LIMITS.trained_num_buckets + 1, max_distance=far)
+
+
+@settings(max_examples=40)
+@given(lead=st.lists(st.integers(1, 3), max_size=2), q_len=st.integers(1, 12), k_len=st.integers(1, 12),
+       block_bytes=st.integers(1, 200))
+def test_a_large_expansion_built_in_blocks_of_rows_equals_one_flip(lead, q_len, k_len, block_bytes) -> None:
+    """Past EXPAND_BLOCK_BYTES the Toeplitz matrix is written in blocks of rows (one flip of a 34 GB
+    unfold view crashed CUDA on an H100): every block size gives the same matrix, out[i, j] =
+    per_offset[j − i + q_len − 1]."""
+    from unittest import mock
+
+    import relviz.positions as positions
+    per_offset = torch.arange(math.prod(lead) * (q_len + k_len - 1)).reshape(*lead, q_len + k_len - 1)
+    whole = positions.expand_toeplitz(per_offset, q_len, k_len)
+    with mock.patch.object(positions, "EXPAND_BLOCK_BYTES", block_bytes):
+        blocks = positions.expand_toeplitz(per_offset, q_len, k_len)
+    i, j = torch.meshgrid(torch.arange(q_len), torch.arange(k_len), indexing="ij")
+    assert torch.equal(blocks, whole)
+    assert torch.equal(blocks, per_offset[..., j - i + q_len - 1])
