@@ -46,6 +46,19 @@ def test_profile_categories_follow_the_stack():
                      page, runner]) == "script"
 
 
+def test_a_page_spec_names_its_link_and_the_slider_moved():
+    from relviz.bench.class_load import CONTROLS, LINKS, NO_SLIDER, page_spec, tour_link
+
+    assert page_spec("images?im_rows=64#im_dt") == ("images", "im_rows=64", "im_dt")
+    assert page_spec("images?im_rows=64") == ("images", "im_rows=64", None)
+    assert page_spec("shaw") == ("shaw", tour_link("shaw"), None) and tour_link("shaw")
+    # a page no tour shows opens its bench link (Check's default kind has no slider to move)
+    assert page_spec("check")[1] == LINKS["check"] != ""
+    # every page of the app is measured by default, or named as having no slider
+    pages = {path.stem for path in (REPO / "pages").glob("*.py")}
+    assert set(CONTROLS) | set(NO_SLIDER) == pages
+
+
 def test_the_nginx_file_is_used_with_only_its_ports_replaced():
     text = site_config(8080, [9001, 9002])
     assert "server 127.0.0.1:9001;" in text and "server 127.0.0.1:9002;" in text and "listen 127.0.0.1:8080;" in text

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "(default shaw)")
     group.add_argument("--class-pages", metavar="P1,P2",
                        help="the pages whose server CPU per run is measured (default every page with a slider; "
-                            "'' for none)")
+                            "'' for none); each PAGE[?QUERY][#KEY]: #KEY moves the slider with that URL key")
     group.add_argument("--class-modes", metavar="one,per-core",
                        help="one process, and/or one process per core behind nginx (default both)")
     group.add_argument("--class-tabs", type=int, metavar="N", help="Chromium tabs that open the link too (default 2)")
