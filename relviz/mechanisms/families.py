@@ -348,7 +348,41 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {
         "t5_bias": {}, "pattern": {"local_radius_field": "local_radius"}}},
+    # families on the standard rotary module whose own default rule reads partial_rotary_factor (below)
+    **{t: ROPE_DECODER for t in ("persimmon", "nemotron", "glm4_moe", "laguna", "qwen3_5_text", "qwen3_5_moe_text",
+                                 "zaya")},
 }
+
+
+def _with_rotation_option(entry: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A copy of ``entry`` whose rotation (every stack's) also has the option ``key``: ``value``."""
+    def add(mechanisms: dict[str, Any]) -> dict[str, Any]:
+        return {**mechanisms, "rotation": {**mechanisms["rotation"], key: value}} if "rotation" in mechanisms \
+            else mechanisms
+    stacks = {name: ({**spec, "mechanisms": add(spec["mechanisms"])} if "mechanisms" in spec else spec)
+              for name, spec in entry["stacks"].items()}
+    return {**entry, "stacks": stacks, "mechanisms": add(entry["mechanisms"])}
+
+
+#: under the default rule, a family's rotary module computes θ with its own compute_default_rope_parameters, and
+#: transformers 5.23's differ: these read partial_rotary_factor (only the first dims turn), the others ignore it
+#: (every dim of the head turns); the scaled rules (linear, yarn, ...) are modeling_rope_utils', which all read it.
+#: A family in neither list with the field set under the default rule is refused (relviz.mechanisms.rotation)
+DEFAULT_RULE_PARTIAL: dict[bool, tuple[str, ...]] = {
+    True: ("phi", "phi3", "stablelm", "deepseek_v4", "gpt_neox", "glm", "glm4", "qwen3_next", "bamba",
+           "recurrent_gemma", "glm4_moe_lite", "dots3_note_text", "mimo_v2_flash", "persimmon", "nemotron",
+           "glm4_moe", "laguna", "qwen3_5_text", "qwen3_5_moe_text", "zaya"),
+    False: ("llama", "mistral", "mixtral", "qwen3", "gemma", "olmo", "qwen2", "qwen2_vl_text", "qwen2_5_vl_text",
+            "qwen2_vl", "qwen2_5_vl", "gemma2", "gemma3_text", "gemma4_text", "gemma4_unified_text", "olmo3",
+            "ministral3", "mistral4", "hunyuan_v1_dense", "hunyuan_v1_moe", "llama4_text", "smollm3", "cohere",
+            "cohere2", "gpt_oss", "deepseek_v3", "falcon", "modernbert", "falcon_h1", "lfm2", "lfm2_moe",
+            "granitemoehybrid", "zamba2", "mllama_text_model", "minimax", "exaone4", "exaone_moe", "afmoe",
+            "ernie4_5", "ernie4_5_moe", "cohere2_moe", "helium", "youtu", "axk1", "bailing_hybrid", "deepseek_v2",
+            "deepseek_v32", "axk2", "glm_moe_dsa", "hy_v4", "granite", "granitemoe", "granitemoeshared",
+            "granite_swa", "granitemoe_swa", "vaultgemma", "hyperclovax", "gemma3n_text", "flint", "jetmoe", "moshi",
+            "beam", "nanochat", "kolibri1", "qwen3_vl_text", "qwen3_vl")}
+FAMILIES.update({t: _with_rotation_option(FAMILIES[t], "default_rule_partial", reads)
+                 for reads, types in DEFAULT_RULE_PARTIAL.items() for t in types})
 
 #: the model_types the table reads (an entry that refuses every config of its family is no support)
 READ: tuple[str, ...] = tuple(sorted(t for t, e in FAMILIES.items() if not (e.get("refuse") and "when" not in e["refuse"])))

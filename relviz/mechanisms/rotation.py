@@ -83,7 +83,8 @@ class Rotation(Mechanism):
                     "defaults": dict, "type_aliases": dict, "fields": dict, "rotary_dim_field": str, "theta": float,
                     "layout_field": str, "layout_field_default": bool, "pass_before_field": str,
                     "sections_interleaved": bool, "sections_default": (list, tuple), "type_when_field": dict,
-                    "consumed_fields": (list, tuple), "backwards": bool, "float64_angles": bool}
+                    "consumed_fields": (list, tuple), "backwards": bool, "float64_angles": bool,
+                    "default_rule_partial": bool}
     role = "rotates q and k"
     order = 0
     legend = "rotation"
@@ -125,6 +126,8 @@ class Rotation(Mechanism):
         for key, value in options.get("fields", {}).items():   # e.g. GPT-J: head_dim from n_embd / n_head
             fields[key] = fields.get(value) if isinstance(value, str) else value
         rotary_field = options.get("rotary_dim_field")
+        if not rotary_field:
+            fields = _partial_under_default_rule(cfg, fields, options.get("default_rule_partial"))
         if rotary_field:
             head_dim = _head_dim(cfg, fields)
             rotary = ConfigView(fields, cfg.prefix).int(rotary_field, head_dim, minimum=2, maximum=head_dim)
@@ -335,6 +338,34 @@ def _nest_by_layer_type(cfg: ConfigView, spec: Mapping[str, Mapping[str, Any]]) 
         extra = {k: v for k, v in scaling.items() if k != "rope_theta"} if rule.get("scaled") else {}
         nested[layer_type] = {"rope_type": "default", **extra, "rope_theta": theta}
     return ConfigView({**cfg.data, "rope_parameters": nested, "rope_scaling": None}, cfg.prefix)
+
+
+#: where a config may set the share of each head that rotates (as relviz.rope.config reads it, first found wins)
+_PARTIAL_FIELDS = ("partial_rotary_factor", "rotary_pct")
+
+
+def _partial_under_default_rule(cfg: ConfigView, fields: dict[str, Any], reads: bool | None) -> dict[str, Any]:
+    """The fields as the family's default rule sees them: transformers computes the default rule's θ with each
+    family's own ``compute_default_rope_parameters``, and some read partial_rotary_factor (GPT-NeoX's) where others
+    ignore it (Llama's turns every dim): ``reads`` (the family table's ``default_rule_partial``) says which; None, with
+    a share below 1 set under the default rule, is refused naming the field (relviz cannot tell)."""
+    key = "rope_parameters" if isinstance(fields.get("rope_parameters"), Mapping) else "rope_scaling"
+    params = fields.get(key) if isinstance(fields.get(key), Mapping) else {}
+    if params.get("rope_type", params.get("type")) not in (None, "default") or reads is True:
+        return fields
+    where = [(f"{key}.{f}", params[f]) for f in _PARTIAL_FIELDS if params.get(f) is not None]
+    where += [(f, fields[f]) for f in _PARTIAL_FIELDS if fields.get(f) is not None]
+    if not where or where[0][1] == 1:
+        return fields
+    if reads is None:
+        raise ValueError(f"config field {cfg.name(where[0][0])} is {where[0][1]!r} under the default RoPE rule: "
+                         "transformers computes that rule with each family's own code, which rotates only that share "
+                         "of each head in some families (GPT-NeoX's) and every dim in others (Llama's), and relviz's "
+                         "family table does not say which this family's does, so it cannot tell")
+    kept = {k: v for k, v in fields.items() if k not in _PARTIAL_FIELDS}
+    if params:
+        kept[key] = {k: v for k, v in params.items() if k not in _PARTIAL_FIELDS}
+    return kept
 
 
 def _flag(name: str, value: Any) -> bool:
