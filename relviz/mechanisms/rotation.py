@@ -50,6 +50,9 @@ def _layer_rope_fields(cfg: ConfigView, layer_type: str | None) -> Mapping[str, 
     chosen = params[layer_type]
     if chosen is None:
         return None
+    # transformers 5.23's YaRN reads truncate from config.rope_parameters itself, not from the layer type's entry:
+    # nested, it never finds one there and truncates (the entry's truncate: false is ignored; seen on Gemma 3)
+    chosen = {k: v for k, v in chosen.items() if k != "truncate"} if isinstance(chosen, Mapping) else chosen
     return {**cfg.data, "rope_parameters": chosen, "rope_scaling": None}
 
 
