@@ -8,7 +8,7 @@ import sys
 
 from relviz.bench.report import BenchContext, Column, SectionResult, Target, load_average
 
-__all__ = ["zoo_section", "observe_section", "FIRST_READ_FAMILIES"]
+__all__ = ["zoo_section", "observe_section", "search_section", "FIRST_READ_FAMILIES"]
 
 #: families whose first read is timed: a plain decoder, a NoPE-global one, hybrids (linear attention, Mamba)
 FIRST_READ_FAMILIES = ("llama", "exaone4", "qwen3_next", "bamba", "gemma3_text")
@@ -77,3 +77,36 @@ def zoo_section(ctx: BenchContext) -> SectionResult:
                                    f"{counts['exact']} of {counts['built']} built ({share:.0%})")],
         notes=[f"{counts['families']} families, {counts['built']} built and run by transformers, {counts['exact']} "
                f"exact; sweep {counts['seconds']} s; load average {load_average()}"])
+
+
+def search_section(ctx: BenchContext) -> SectionResult:
+    """relviz.zoo_search over every family (or --search-families), per field varied: exact / refused / transformers
+    refuses / silent; the silent cases listed one by one (there must be none)."""
+    from relviz.zoo import text_families
+    from relviz.zoo_search import EXACT, FIELDS, REFUSED, SILENT, TRANSFORMERS, counts, search
+
+    chosen = ctx.options.get("search_families")
+    families = chosen.split(",") if chosen else text_families()
+    seed = ctx.options.get("search_seed") or 0
+    per_field = ctx.options.get("search_per_field") or (12 if ctx.quick else None)
+    results = search(families, seed=seed, per_field=per_field)
+    by_field = counts(results)
+    rows = [{"field": f, **{k: by_field.get(f, {}).get(k, 0) for k in (EXACT, REFUSED, TRANSFORMERS, SILENT)}}
+            for f in FIELDS]
+    rows.append({"field": "all", **{k: sum(r[k] for r in rows) for k in (EXACT, REFUSED, TRANSFORMERS, SILENT)}})
+    silent = [r for r in results if r.outcome == SILENT]
+    for r in silent:
+        ctx.log(f"SILENT {r.case.model_type} {r.case.field} = {r.case.value}: {r.reason[:300]}")
+    seconds = sum(r.seconds for r in results)
+    return SectionResult(
+        name="zoo_search", title=f"The zoo's settings searched ({len(results)} cases over {len(families)} families, "
+                                 f"seed {seed}, {per_field or 'every'} per field)",
+        columns=[Column("field", "field varied"), Column(EXACT, "exact"), Column(REFUSED, "refused (reason given)"),
+                 Column(TRANSFORMERS, "transformers refuses"), Column(SILENT, "SILENT misreading")],
+        rows=rows, targets=[Target("0 silent misreadings (read without refusal, but transformers runs otherwise)",
+                                   not silent, f"{len(silent)} silent" + (": " + "; ".join(
+                                       f"{r.case.model_type} {r.case.field}={r.case.value}" for r in silent[:8])
+                                       if silent else ""))],
+        notes=[f"python -m relviz bench --only zoo_search --search-seed {seed}"
+               + (f" --search-per-field {per_field}" if per_field else "")
+               + f"; {seconds:.0f} s over the cases; load average {load_average()}"])

@@ -45,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("the slider section (--only slider; relviz/bench/slider.py)")
     group.add_argument("--slider-pages", metavar="P1,P2",
                        help="only these pages' cases (e.g. your_model; default every page)")
+    group = parser.add_argument_group("the settings search (--only zoo_search; relviz/zoo_search.py)")
+    group.add_argument("--search-seed", type=int, default=0, metavar="N", help="the seed that draws the cases (0)")
+    group.add_argument("--search-per-field", type=int, metavar="N",
+                       help="at most N cases per field varied (default: every case; --quick: 12)")
+    group.add_argument("--search-families", metavar="T1,T2", help="only these model_types (default every family)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = {key.removeprefix("class_"): value for key, value in vars(args).items() if key.startswith("class_")}
     options["slider_pages"] = getattr(args, "slider_pages", None)
+    options.update({key: value for key, value in vars(args).items() if key.startswith("search_")})
     ctx = BenchContext(quick=bool(args.quick), log=log, flex=not args.no_flex, options=options)
     import psutil
     header = {

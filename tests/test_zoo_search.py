@@ -1,0 +1,60 @@
+"""The zoo's settings searched (relviz.zoo_search): a fast subset of `python -m relviz bench --only zoo_search`, a case
+for each field varied, each exact against what transformers runs or refused naming the field, never silent."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from relviz.model_plan import read_plan  # noqa: E402
+from relviz.zoo_search import EXACT, FIELDS, REFUSED, SILENT, cases, classify, counts, search  # noqa: E402
+
+#: (model_type, field, value): a case of every field; those the search found silent before their fix marked
+CASES = [
+    ("llama", "rope_type", "linear ×2"),
+    ("llama", "rope_type", "dynamic ×2, original 16"),
+    ("llama", "rope_type", "yarn ×4 mscale 0.707 mscale_all_dim 1"),
+    ("llama", "rope_type", "longrope"),
+    ("llama", "rope_type", "llama3 ×8 low 1 high 4"),
+    ("gemma3_text", "rope_type", "yarn ×4 attention_factor 0.8 β 16/2 untruncated"),   # was silent (truncate)
+    ("llama", "rope_theta", "12345"),
+    ("llama", "rope_parameters", "left out"),
+    ("llama", "partial_rotary_factor", "0.5 (0.25 where it was 0.5)"),    # was silent: Llama's rule turns every dim
+    ("gpt_neox", "partial_rotary_factor", "0.5 (0.25 where it was 0.5)"),  # ... GPT-NeoX's reads it
+    ("gptj", "rotary_dim", "half"),
+    ("llama", "head_dim", "2 × hidden/heads"),
+    ("qwen2", "sliding_window", "4096"),
+    ("gemma3_text", "layer_types", "alternating"),
+    ("llama", "max_position_embeddings", "16 (below the probe's 20)"),
+    ("gemma3_text", "attention scaling", "halved / flipped"),
+]
+
+
+def _case(model_type: str, field: str, value: str):
+    return next(c for c in cases(model_type, [field]) if c.value == value)
+
+
+def test_the_cases_cover_every_field_varied():
+    assert {field for _, field, _ in CASES} == set(FIELDS)
+
+
+@pytest.mark.parametrize("model_type, field, value", CASES, ids=lambda v: str(v)[:24])
+def test_a_varied_setting_is_read_exactly(model_type, field, value):
+    result = classify(_case(model_type, field, value))
+    assert result.outcome == EXACT, result.reason
+
+
+def test_a_partial_rotary_factor_no_table_row_decides_is_refused_naming_the_field():
+    """Arcee (no row in the family table): whether its default rule reads partial_rotary_factor is not relviz's to
+    guess (Llama's ignores it, GPT-NeoX's reads it), so the reading refuses, naming the field."""
+    case = _case("arcee", "partial_rotary_factor", "0.5 (0.25 where it was 0.5)")
+    with pytest.raises(ValueError, match=r"rope_parameters\.partial_rotary_factor is 0\.5 under the default RoPE rule"):
+        read_plan(case.config)
+    assert classify(case).outcome == REFUSED
+
+
+def test_a_seeded_draw_is_the_same_draw_and_counts_every_case_once():
+    first = search(["llama"], seed=3, per_field=1, fields=("rope_type",))
+    again = search(["llama"], seed=3, per_field=1, fields=("rope_type",))
+    assert [r.case.value for r in first] == [r.case.value for r in again] and len(first) == 1
+    assert counts(first) == {"rope_type": {first[0].outcome: 1}} and first[0].outcome != SILENT
