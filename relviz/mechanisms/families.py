@@ -355,10 +355,15 @@ FAMILIES: dict[str, dict[str, Any]] = {
 
 
 def _with_rotation_option(entry: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """A copy of ``entry`` whose rotation (every stack's) also has the option ``key``: ``value``."""
+    """A copy of ``entry`` whose rotations (every stack's, and a DSA indexer's own) also have the option ``key``:
+    ``value``."""
     def add(mechanisms: dict[str, Any]) -> dict[str, Any]:
-        return {**mechanisms, "rotation": {**mechanisms["rotation"], key: value}} if "rotation" in mechanisms \
-            else mechanisms
+        out = {**mechanisms, "rotation": {**mechanisms["rotation"], key: value}} if "rotation" in mechanisms \
+            else dict(mechanisms)
+        indexer = out.get("indexer")
+        if isinstance(indexer, dict) and isinstance(indexer.get("rotation"), dict):
+            out["indexer"] = {**indexer, "rotation": {**indexer["rotation"], key: value}}
+        return out
     stacks = {name: ({**spec, "mechanisms": add(spec["mechanisms"])} if "mechanisms" in spec else spec)
               for name, spec in entry["stacks"].items()}
     return {**entry, "stacks": stacks, "mechanisms": add(entry["mechanisms"])}
