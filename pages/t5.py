@@ -134,8 +134,6 @@ with st.sidebar:
     st.caption(t5_text.published_caption(load_presets()["t5"]))
     st.subheader("Lengths")
     q_len, k_len, q_offset = controls.length_controls(P, q_default=32, k_default=32)
-    large = needs_window(q_len, k_len)
-    window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
     st.subheader("Curve")
     log_x = bool(st.toggle("logarithmic distance axis", False, key=f"{P}_logx", bind="query-params"))
 
@@ -148,25 +146,79 @@ if not info.valid:
 tab_map, tab_precision, tab_compare = st.tabs(["Buckets", "Precision & references", "Compare with Shaw"],
                                              key=f"{P}_tab", bind="query-params")
 
+
+@st.fragment
+def map_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int, log_x: bool) -> None:
+    """The window's controls and what they move: the overview's rectangle, the map, its downloads (and the curve
+    beside the map). A fragment: a window move reruns this part alone, not the sidebar, the ranges, the three
+    confusions or the page's navigation (issue 34: a move's elements and its time to the drawn chart)."""
+    large = needs_window(q_len, k_len)
+    panel = st.container()           # the overview above the controls that move its rectangle
+    window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
+    if large:
+        with panel:
+            summary = overview_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0,
+                                      window.rows, window.cols)
+            display.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+                                    quantity="bucket", key=f"{P}_fig_overview",
+                                    note="Pooling keeps every bucket edge (a block that straddles one shows a "
+                                         "blend); it never skips offsets.")
+    fig_map = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows, window.cols)
+    left, right = st.columns(2)
+    with left:
+        display.show_toeplitz(fig_map, key=f"{P}_fig_map", name="t5_buckets_window")
+        st.caption(t5_text.map_caption(info))
+    with right:
+        display.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
+        st.caption(t5_text.distance_curve_caption(info))
+
+    # the window's downloads follow the window, so they sit in its fragment, under the map
+    st.markdown("#### Download the bucket map")
+    values = offsets(q_len, k_len, nb, md, bidir, q_offset)
+    if large:
+        downloads.large_matrix_downloads(fig_map.values, values.offset, values.bucket, q_len=q_len, k_len=k_len,
+                                         window=window, quantity="bucket", name="t5_buckets",
+                                         suffix=f"{q_len}x{k_len}_{nb}_{md}", key=f"{P}_dl")
+    else:
+        st.caption(f"The bucket of every (i, j), {q_len} × {k_len}, exact.")
+        downloads.matrix_downloads(fig_map.values, name=f"t5_buckets_{q_len}x{k_len}_{nb}_{md}_off{q_offset}",
+                                   key=f"{P}_dl")
+
+
+@st.fragment
+def compare_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int) -> None:
+    """Shaw's index beside T5's map on the same window. A fragment, as map_section: a window move or a new k reruns
+    this tab alone."""
+    large = needs_window(q_len, k_len)
+    k = int(st.slider("Shaw clipping distance k", 0, 64, 8, key=f"{P}_ck", bind="query-params", width=420))
+    st.markdown(
+        f"Same lengths ({q_len} × {k_len}, offset {q_offset}), same "
+        + ("window" if large else "matrix") + ". Both schemes turn the offset j − i into a small table "
+        "index; they differ in what they keep.")
+    window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
+    left, right = st.columns(2)
+    with left:
+        shaw = shaw_index_figure(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
+        display.show_toeplitz(shaw, key=f"{P}_fig_cmp_shaw", name="shaw_index_window")
+        st.caption(shaw_text.compare_caption(k))
+        if k:
+            display.show_figure(seed_table_figure(k), key=f"{P}_fig_seed_table")
+            st.caption(shaw_text.seed_table_caption(k))
+    with right:
+        if info.valid:
+            t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
+                                window.cols)
+            display.show_toeplitz(t5_fig, key=f"{P}_fig_cmp_t5", name="t5_buckets_window")
+            st.caption(t5_text.compare_caption(info))
+        else:
+            st.error(f"No T5 map for this setting: {info.error}", icon=":material/error:")
+    st.markdown(t5_text.BOTH_ARE_BLIND)
+
+
 with tab_map:
     if tab_map.open is not False:
         if info.valid:
-            if large:
-                summary = overview_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0,
-                                          window.rows, window.cols)
-                display.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
-                                   quantity="bucket", key=f"{P}_fig_overview",
-                                   note="Pooling keeps every bucket edge (a block that straddles one shows a "
-                                        "blend); it never skips offsets.")
-            fig_map = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
-                                 window.cols)
-            left, right = st.columns(2)
-            with left:
-                display.show_toeplitz(fig_map, key=f"{P}_fig_map", name="t5_buckets_window")
-                st.caption(t5_text.map_caption(info))
-            with right:
-                display.show_figure(curve_figure(nb, md, bidir, log_x), key=f"{P}_fig_curve")
-                st.caption(t5_text.distance_curve_caption(info))
+            map_section(info, q_len, k_len, nb, md, bidir, q_offset, log_x)
 
             st.markdown(t5_text.WHAT_T5_LEARNS)
             display.code_for_this_view(t5_snippet(nb, md, bidir, q_len, k_len, q_offset),
@@ -208,17 +260,6 @@ with tab_map:
             with c3:
                 display.show_figure(composition, key=f"{P}_fig_composition")
                 st.caption(t5_text.composition_caption(info))
-
-            st.markdown("#### Download the bucket map")
-            values = offsets(q_len, k_len, nb, md, bidir, q_offset)
-            if large:
-                downloads.large_matrix_downloads(fig_map.values, values.offset, values.bucket, q_len=q_len, k_len=k_len,
-                                          window=window, quantity="bucket", name="t5_buckets",
-                                          suffix=f"{q_len}x{k_len}_{nb}_{md}", key=f"{P}_dl")
-            else:
-                st.caption(f"The bucket of every (i, j), {q_len} × {k_len}, exact.")
-                downloads.matrix_downloads(fig_map.values, name=f"t5_buckets_{q_len}x{k_len}_{nb}_{md}_off{q_offset}",
-                                    key=f"{P}_dl")
         else:
             st.info("The bucket map, curve and ranges appear once the setting is valid (see the message above).",
                     icon=":material/info:")
@@ -248,26 +289,4 @@ with tab_precision:
 
 with tab_compare:
     if tab_compare.open is not False:
-        k = int(st.slider("Shaw clipping distance k", 0, 64, 8, key=f"{P}_ck", bind="query-params",
-                          width=420))
-        st.markdown(
-            f"Same lengths ({q_len} × {k_len}, offset {q_offset}), same "
-            + ("window" if large else "matrix") + ". Both schemes turn the offset j − i into a small table "
-            "index; they differ in what they keep.")
-        left, right = st.columns(2)
-        with left:
-            shaw = shaw_index_figure(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
-            display.show_toeplitz(shaw, key=f"{P}_fig_cmp_shaw", name="shaw_index_window")
-            st.caption(shaw_text.compare_caption(k))
-            if k:
-                display.show_figure(seed_table_figure(k), key=f"{P}_fig_seed_table")
-                st.caption(shaw_text.seed_table_caption(k))
-        with right:
-            if info.valid:
-                t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
-                                    window.cols)
-                display.show_toeplitz(t5_fig, key=f"{P}_fig_cmp_t5", name="t5_buckets_window")
-                st.caption(t5_text.compare_caption(info))
-            else:
-                st.error(f"No T5 map for this setting: {info.error}", icon=":material/error:")
-        st.markdown(t5_text.BOTH_ARE_BLIND)
+        compare_section(info, q_len, k_len, nb, md, bidir, q_offset)

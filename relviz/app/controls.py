@@ -128,7 +128,9 @@ def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, defau
 
     Keys: {prefix}_ws (size), {prefix}_r0 / {prefix}_c0 (first row / column). Returns a
     relviz.figures.toeplitz_window.Window that lies inside the matrix: the whole matrix, with no
-    controls drawn, when it is small enough to show cell by cell.
+    controls drawn, when it is small enough to show cell by cell. Drawn as one row in the current
+    container: the page calls it inside the st.fragment that draws the window, so a move reruns only that part
+    (issue 34); a fragment cannot write to the sidebar.
     """
     # Imported here: both load numpy, which the landing page's first visitor skips.
     from relviz.figures.toeplitz_window import Window, diagonal_col0, fit_window, needs_window
@@ -136,21 +138,23 @@ def window_controls(prefix: str, q_len: int, k_len: int, *, q_offset: int, defau
 
     if not needs_window(q_len, k_len):
         return Window(0, 0, q_len, k_len)
-    st.subheader("Full-resolution window")
-
-    size = int(st.slider("window size (cells per side)", 16, DISPLAY_MAX, default_size, step=16,
-                         key=f"{prefix}_ws", bind="query-params",
-                         help="The window is exact and full resolution; larger windows send more data."))
+    st.markdown("**Full-resolution window**")
+    c_size, c_row, c_col, c_centre = st.columns(4, vertical_alignment="bottom")
+    size = int(c_size.slider("window size (cells per side)", 16, DISPLAY_MAX, default_size, step=16,
+                             key=f"{prefix}_ws", bind="query-params",
+                             help="The window is exact and full resolution; larger windows send more data."))
     rows, cols = min(size, q_len), min(size, k_len)
     row0 = col0 = 0
     r_key, c_key = f"{prefix}_r0", f"{prefix}_c0"
     if q_len > rows:
         clamp_state(r_key, 0, q_len - rows)
-        row0 = int(st.slider("window: first query row", 0, q_len - rows, 0, key=r_key, bind="query-params"))
+        row0 = int(c_row.slider("window: first query row", 0, q_len - rows, 0, key=r_key, bind="query-params"))
     if k_len > cols:
         clamp_state(c_key, 0, k_len - cols)
-        col0 = int(st.slider("window: first key column", 0, k_len - cols, 0, key=c_key, bind="query-params"))
-        st.button("centre the window on j − i = 0", key=f"{prefix}_centre", on_click=_centre_window,
-                  args=(c_key, diagonal_col0(q_len, k_len, q_offset=q_offset, row0=row0, rows=rows, cols=cols)),
-                  width="stretch")
+        col0 = int(c_col.slider("window: first key column", 0, k_len - cols, 0, key=c_key, bind="query-params"))
+        # a short label: a quarter of the main area at 1280 px cut "centre the window on j − i = 0"
+        c_centre.button("centre on j − i = 0", key=f"{prefix}_centre", on_click=_centre_window,
+                        args=(c_key, diagonal_col0(q_len, k_len, q_offset=q_offset, row0=row0, rows=rows, cols=cols)),
+                        width="stretch", help="Moves the first key column so that j − i = 0 runs through the "
+                                              "middle of the window.")
     return fit_window(q_len, k_len, row0=row0, col0=col0, size=size)

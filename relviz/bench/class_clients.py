@@ -102,7 +102,8 @@ class Session:
 
     async def run(self, widget=None, fragment_id: str = "") -> dict[str, Any]:
         """One run: the first visit, or a rerun with ``widget`` (a WidgetState) changed. Returns seconds to
-        the first chart and to the end, the charts' specs, errors and how the run ended."""
+        the first chart and to the end, the charts' specs, the markdown texts and the count of elements it sent,
+        errors and how the run ended (``finished``: a whole run or a fragment's)."""
         BackMsg, ForwardMsg, _ = streamlit_protos()
 
         request = BackMsg()
@@ -114,7 +115,9 @@ class Session:
         if widget is not None:
             request.rerun_script.widget_states.widgets.append(widget)
         charts: list[str] = []
+        texts: list[str] = []
         errors: list[str] = []
+        elements = 0
         first_chart = None
         finished = ""
         started = time.perf_counter()
@@ -128,6 +131,9 @@ class Session:
                     finished = ForwardMsg.ScriptFinishedStatus.Name(message.script_finished)
                 elif message.HasField("delta") and message.delta.HasField("new_element"):
                     element = message.delta.new_element
+                    elements += 1
+                    if element.HasField("markdown"):
+                        texts.append(element.markdown.body)
                     spec = (element.plotly_chart.spec if element.HasField("plotly_chart") else
                             element.bidi_component.json if element.HasField("bidi_component") else None)
                     if spec:
@@ -144,7 +150,7 @@ class Session:
         if finished not in ("FINISHED_SUCCESSFULLY", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"):
             errors.append(f"the run ended {finished}")
         return {"seconds": time.perf_counter() - started, "first_chart_s": first_chart, "charts": charts,
-                "errors": errors}
+                "texts": texts, "elements": elements, "errors": errors, "finished": finished}
 
     def set_query_value(self, key: str, value: float, default: float) -> None:
         """What the frontend does to the address bar after a URL-bound control changed (at its default the

@@ -7,6 +7,7 @@ invalid settings raise the library's ValueError before anything is drawn.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import plotly.graph_objects as go
@@ -40,6 +41,18 @@ class T5Offsets:
     max_distance: int
     bidirectional: bool
 
+    @cached_property
+    def bucket_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per offset, the first and last j − i its bucket holds, each (q_len + k_len − 1,): the map's hover.
+        An end bucket goes on forever: its range stops at this matrix's edge, not at ±extent. Computed once per
+        matrix (the object is cached read-only), not per window move: 2 × 2M values at 2^20 positions."""
+        lowest, highest = int(self.offset.min()), int(self.offset.max())
+        first = np.array([(max(r.first, lowest) if r.open_low else r.first) if r.used else 0
+                          for r in self.ranges])[self.bucket]
+        last = np.array([(min(r.last, highest) if r.open_high else r.last) if r.used else 0
+                         for r in self.ranges])[self.bucket]
+        return first, last
+
 
 #: The narrowest plot the bucket curve's band labels are laid out for (px): half of a 1280 px page.
 LABEL_PLOT_PX = 300
@@ -60,12 +73,7 @@ def bucket_map(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0, 
     """The bucket of every cell, discrete colours; hover adds the bucket's range of j − i.
 
     ``browser=True``: a large window comes back as a ToeplitzImage (drawn in the browser, relviz.app.display)."""
-    # An end bucket goes on forever: its hover range stops at this matrix's edge, not at ±extent.
-    lowest, highest = int(values.offset.min()), int(values.offset.max())
-    first = np.array([(max(r.first, lowest) if r.open_low else r.first) if r.used else 0
-                      for r in values.ranges])[values.bucket]
-    last = np.array([(min(r.last, highest) if r.open_high else r.last) if r.used else 0
-                     for r in values.ranges])[values.bucket]
+    first, last = values.bucket_bounds
     hover = [HoverField("bucket first j − i", first, group="range", line="bucket holds j − i = {}"),
              HoverField("bucket last j − i", last, group="range", line="… {}")]
     label = ("bidirectional" if values.bidirectional else "unidirectional")

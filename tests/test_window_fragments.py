@@ -1,0 +1,90 @@
+"""The full-resolution window's controls live in a fragment with what they move (issue 34): on a real server, a move
+of a window slider reruns that fragment alone (the page's other elements are not sent again), and the charts it
+sends equal what a fresh visit of the link with the same values draws. Websocket sessions that send what a tab
+sends (relviz.bench.class_clients), no browser; no timing is asserted (``python -m relviz bench --only slider``)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.parse
+
+import pytest
+
+from browser_support import app_server
+from relviz.bench.class_clients import Session, streamlit_protos
+from relviz import t5_notes as t5_text
+from relviz.rope import load_presets
+
+
+@pytest.fixture(scope="module")
+def base():
+    with app_server() as url:
+        yield url
+
+
+def _canonical(specs: list[str]) -> set[str]:
+    return {json.dumps(json.loads(spec), sort_keys=True) for spec in specs}
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0]
+
+
+async def _visit(base: str, page: str, query: str) -> dict:
+    session = Session(base, page, query)
+    await session.connect()
+    try:
+        return await session.run()
+    finally:
+        await session.close()
+
+
+async def _open_and_move(base: str, page: str, query: str, key: str, value: int) -> tuple[dict, dict, str]:
+    """Open ``page?query``, move the slider bound to ``key`` to ``value`` as a tab does (with the fragment it was
+    drawn in); (the first run, the move's run, the fragment id)."""
+    WidgetState = streamlit_protos()[2]
+    session = Session(base, page, query)
+    await session.connect()
+    try:
+        opened = await session.run()
+        slider, fragment = session.sliders[key], session.fragments.get(key, "")
+        state = WidgetState(id=slider.id)
+        state.double_array_value.data.append(value)
+        moved = await session.run(state, fragment)
+        return opened, moved, fragment
+    finally:
+        await session.close()
+
+
+def _check_fragment_move(base: str, page: str, link: dict, key: str, value: int, outside: list[str]) -> None:
+    """The move reruns the slider's fragment alone and draws what a fresh link at the new value draws."""
+    opened, moved, fragment = asyncio.run(_open_and_move(base, page, urllib.parse.urlencode(link), key, value))
+    fresh = asyncio.run(_visit(base, page, urllib.parse.urlencode(link | {key: value})))
+    assert opened["errors"] == moved["errors"] == fresh["errors"] == []
+    assert fragment, f"{key} is not drawn inside a fragment"
+    assert moved["finished"] == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"
+    # the page's text outside the fragment is not sent again; a whole run sends it
+    for text in outside:
+        assert any(text in body for body in opened["texts"]), text
+        assert not any(text in body for body in moved["texts"]), text
+    assert moved["elements"] < opened["elements"] / 2
+    # what the move drew equals what a fresh visit at the new value draws, and the window did move
+    assert moved["charts"] and _canonical(moved["charts"]) <= _canonical(fresh["charts"])
+    assert not _canonical(moved["charts"]) <= _canonical(opened["charts"])
+
+
+T5_LINK = {"t5_q": 1024, "t5_k": 1024, "t5_ws": 256, "t5_r0": 100, "t5_c0": 120}
+
+
+def test_a_t5_window_move_reruns_only_the_map_fragment(base):
+    _check_fragment_move(base, "t5", T5_LINK, "t5_r0", 300,
+                         outside=[_first_line(t5_text.WHAT_T5_LEARNS), "Three confusions, in pictures"])
+
+
+def test_a_t5_window_move_on_the_compare_tab_reruns_only_that_tab(base):
+    _check_fragment_move(base, "t5", T5_LINK | {"t5_tab": "Compare with Shaw"}, "t5_c0", 700,
+                         outside=[t5_text.published_caption(load_presets()["t5"])])   # the sidebar's caption
+
+
+def test_a_t5_window_size_move_redraws_the_overview_and_map_as_a_fresh_link_does(base):
+    _check_fragment_move(base, "t5", T5_LINK, "t5_ws", 128, outside=[_first_line(t5_text.WHAT_T5_LEARNS)])
