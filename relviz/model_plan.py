@@ -331,6 +331,13 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
     if refusal and holds(cfg.data, refusal.get("when", {})):
         raise ValueError(f"model_type {str(cfg.raw('model_type', model_type))!r} is refused by relviz's family table: "
                          f"{refusal['reason']}")
+    for fields in family.get("required", ()):    # what its config class fills with defaults the table does not hold
+        if not any(cfg.has(f) for f in fields):
+            raise ValueError(f"config field {cfg.name(fields[0])}"
+                             + (f" (or {', '.join(cfg.name(f) for f in fields[1:])})" if fields[1:] else "")
+                             + f" is left out: the {str(cfg.raw('model_type', model_type))!r} config class fills it "
+                             "with a default of its own, which relviz's family table does not hold, so relviz cannot "
+                             "tell what transformers runs (write the field out as the config class does)")
     if not listed and not observed_entry and not any(cfg.has(f) for f in LAYER_TYPE_FIELDS):
         hybrid = [f for f in HYBRID_FIELDS if cfg.has(f)]
         if hybrid:

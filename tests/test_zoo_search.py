@@ -2,6 +2,8 @@
 for each field varied, each exact against what transformers runs or refused naming the field, never silent."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("transformers")
@@ -58,3 +60,17 @@ def test_a_seeded_draw_is_the_same_draw_and_counts_every_case_once():
     again = search(["llama"], seed=3, per_field=1, fields=("rope_type",))
     assert [r.case.value for r in first] == [r.case.value for r in again] and len(first) == 1
     assert counts(first) == {"rope_type": {first[0].outcome: 1}} and first[0].outcome != SILENT
+
+
+@pytest.mark.parametrize("model_type, field, named", [
+    ("gemma3_text", "head_dim", "head_dim"),                 # its class's head_dim 256, not hidden_size / heads
+    ("cohere", "rope_parameters", "rope_parameters (or rope_scaling, rope_theta)"),   # its class's own θ
+    ("afmoe", "layer_types", "layer_types"),                 # its class's own pattern of windows
+])
+def test_a_field_left_out_that_the_config_class_fills_its_own_way_is_refused_by_name(model_type, field, named):
+    """Were silent: relviz derived the field the generic way (hidden/heads, θ 10,000, no windows) while the config
+    class filled in its own default."""
+    case = _case(model_type, field, "left out")
+    with pytest.raises(ValueError, match=re.escape(f"config field {named} is left out: the '{model_type}' config class")):
+        read_plan(case.config)
+    assert classify(case).outcome == REFUSED

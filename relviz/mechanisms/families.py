@@ -389,6 +389,24 @@ DEFAULT_RULE_PARTIAL: dict[bool, tuple[str, ...]] = {
 FAMILIES.update({t: _with_rotation_option(FAMILIES[t], "default_rule_partial", reads)
                  for reads, types in DEFAULT_RULE_PARTIAL.items() for t in types})
 
+_ROPE_FIELDS_ANY = ("rope_parameters", "rope_scaling", "rope_theta")
+#: fields a family's config class fills with its own defaults where a config leaves them out (a head_dim of its own,
+#: not hidden_size / heads; its θ; its layer pattern), which the table does not hold: each tuple names fields of which
+#: the config must set one, or relviz.model_plan refuses it naming the field (the settings search, relviz.zoo_search,
+#: found each: read without refusal while transformers ran the class's default)
+REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    **{t: (("head_dim",),) for t in ("gemma", "gemma2", "gemma3_text", "dots3_note_text")},
+    **{t: (("head_dim",), _ROPE_FIELDS_ANY) for t in ("gemma4_text", "gemma4_unified_text", "ernie4_5")},
+    "beam": (("head_dim",), _ROPE_FIELDS_ANY),
+    "flint": (("head_dim",), ("layer_types",)),
+    **{t: (_ROPE_FIELDS_ANY,) for t in ("cohere", "ernie4_5_moe", "gemma3n_text")},
+    "bailing_hybrid": (_ROPE_FIELDS_ANY, ("layer_types",)),
+    **{t: (("layer_types",),) for t in ("afmoe", "cohere2_moe")},
+    "cwm": (_ROPE_FIELDS_ANY, ("layer_types",)),
+}
+FAMILIES.setdefault("cwm", ROPE_DECODER)
+FAMILIES.update({t: {**FAMILIES[t], "required": [list(r) for r in required]} for t, required in REQUIRED_FIELDS.items()})
+
 #: the model_types the table reads (an entry that refuses every config of its family is no support)
 READ: tuple[str, ...] = tuple(sorted(t for t, e in FAMILIES.items() if not (e.get("refuse") and "when" not in e["refuse"])))
 
@@ -404,7 +422,7 @@ HYBRID_FIELDS = ("attn_layer_indices", "attn_layer_period", "block_types", "full
 # The table's keys, typed: a misspelt key ("layuot") is a ValueError naming it, never a silent default.
 # Each mechanism declares its own options (Mechanism.option_types); the entry, stack and derive keys are here.
 
-_ENTRY_KEYS = frozenset({"stacks", "mechanisms", "derive", "refuse"})
+_ENTRY_KEYS = frozenset({"stacks", "mechanisms", "derive", "refuse", "required"})
 _REFUSE_KEYS = frozenset({"reason", "when"})
 _STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_field", "config", "mechanisms",
                          "layers_sum", "causal_field"})
@@ -430,6 +448,10 @@ def check_family(model_type: str, entry: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(refuse, dict) or not isinstance(refuse.get("reason"), str) or \
                 not isinstance(refuse.get("when", {}), dict):
             raise ValueError(f"family table: {where} refuse must be {{'reason': str, 'when': {{field: value}}}}")
+    required = entry.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, list) and r and all(isinstance(f, str) for f in r)
+                                                 for r in required):
+        raise ValueError(f"family table: {where} required must be a list of lists of field names")
     for stack, spec in entry.get("stacks", {}).items():
         _unknown(f"{where} stack {stack!r}", spec, _STACK_KEYS)
     for rule in entry.get("derive", ()):
