@@ -62,34 +62,58 @@ with st.sidebar:  # the lesson's slider first: on a 1280 × 720 projector it is 
                       help="Offsets beyond ±k share the end vectors of the table."))
     st.subheader("Lengths")
     q_len, k_len, q_offset = controls.length_controls(P, q_default=10, k_default=10)
-    large = needs_window(q_len, k_len)
-    window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
     st.subheader("Parameter count")
     d = int(st.select_slider("vector size d (per head, d_z)", [8, 16, 32, 64, 128, 256, 512, 1024], 64,
                              key=f"{P}_d", bind="query-params"))
     layers = int(st.slider("layers", 1, 48, 6, key=f"{P}_layers", bind="query-params"))
 
-strip, values = strip_and_offsets(q_len, k_len, k, q_offset)
-relative, clipped, lookup = matrices(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
 
-if large:
-    summary = overview(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
-    display.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
-                       quantity="index", key=f"{P}_fig_overview",
-                       note="Blocks are pooled, never skipped, so the thin band |j − i| ≤ k stays visible as "
-                            "a blend instead of vanishing between samples.")
+@st.fragment
+def window_section(q_len: int, k_len: int, k: int, q_offset: int) -> None:
+    """The window's controls and what they move: the overview's rectangle, the three matrices and their downloads.
+    A fragment: a window move reruns this part alone, not the sidebar, the table strip, the ablation or the page's
+    navigation (issue 34: a move's elements and its time to the drawn chart)."""
+    large = needs_window(q_len, k_len)
+    panel = st.container()           # the overview above the controls that move its rectangle
+    window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
+    values = strip_and_offsets(q_len, k_len, k, q_offset)[1]
+    relative, clipped, lookup = matrices(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows,
+                                         window.cols)
+    if large:
+        with panel:
+            summary = overview(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
+            display.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+                                    quantity="index", key=f"{P}_fig_overview",
+                                    note="Blocks are pooled, never skipped, so the thin band |j − i| ≤ k stays "
+                                         "visible as a blend instead of vanishing between samples.")
 
-cols = st.columns(3)
-captions = shaw_text.matrix_captions(k)
-for column, item, caption, name in zip(cols, (relative, clipped, lookup), captions, ("relative", "clipped", "index")):
-    with column:
-        display.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
-        st.caption(caption)
-unclipped = shaw_text.unclipped_caption(values)
-if unclipped:
-    st.caption(unclipped)
-if q_offset:
-    st.caption(shaw_text.offset_rows_caption(q_offset))
+    cols = st.columns(3)
+    captions = shaw_text.matrix_captions(k)
+    for column, item, caption, name in zip(cols, (relative, clipped, lookup), captions,
+                                           ("relative", "clipped", "index")):
+        with column:
+            display.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
+            st.caption(caption)
+    unclipped = shaw_text.unclipped_caption(values)
+    if unclipped:
+        st.caption(unclipped)
+    if q_offset:
+        st.caption(shaw_text.offset_rows_caption(q_offset))
+
+    # the window's downloads follow the window, so they sit in its fragment, under the matrices
+    st.markdown("#### Download the matrix")
+    if large:
+        downloads.large_matrix_downloads(lookup.values, values.offset, values.index, q_len=q_len, k_len=k_len,
+                                         window=window, quantity="index", name="shaw_index",
+                                         suffix=f"{q_len}x{k_len}_k{k}", key=f"{P}_dl")
+    else:
+        st.caption(f"The lookup index {clip_formula(k)} + {k}, {q_len} × {k_len}, exact.")
+        downloads.matrix_downloads(lookup.values, name=f"shaw_index_{q_len}x{k_len}_k{k}_off{q_offset}",
+                                   key=f"{P}_dl")
+
+
+window_section(q_len, k_len, k, q_offset)
+strip = strip_and_offsets(q_len, k_len, k, q_offset)[0]
 
 st.markdown(shaw_text.WHAT_SHAW_LEARNS)
 display.code_for_this_view(shaw_snippet(q_len, k_len, k, q_offset),
@@ -110,14 +134,6 @@ with right:
     st.metric("per layer: a^K and a^V", f"{count.per_layer:,}")
     st.metric(f"all {layers} layers", f"{count.total:,}")
     st.markdown(shaw_text.SHARING)
-
-st.markdown("#### Download the matrix")
-if large:
-    downloads.large_matrix_downloads(lookup.values, values.offset, values.index, q_len=q_len, k_len=k_len, window=window,
-                              quantity="index", name="shaw_index", suffix=f"{q_len}x{k_len}_k{k}", key=f"{P}_dl")
-else:
-    st.caption(f"The lookup index {clip_formula(k)} + {k}, {q_len} × {k_len}, exact.")
-    downloads.matrix_downloads(lookup.values, name=f"shaw_index_{q_len}x{k_len}_k{k}_off{q_offset}", key=f"{P}_dl")
 
 with st.expander("Clipping and depth: what one layer cannot see", expanded=False):
     st.markdown(shaw_text.depth_text(k))

@@ -90,9 +90,15 @@ def kind_column_px(kinds: pd.Series) -> int:
     return int(7.5 * max(len(k) for k in kinds)) + 24
 
 
+# Per matrix, read-only (cache_resource): a window move on the Compare tab reuses it (2M values at 2^20 positions).
+@st.cache_resource(max_entries=8, show_spinner=False)
+def shaw_values(q_len: int, k_len: int, k: int, q_offset: int):
+    return shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
+
+
 @st.cache_resource(max_entries=24, show_spinner=False)  # read-only figures, shared: never unpickled per rerun
 def shaw_index_figure(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
-    values = shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
+    values = shaw_values(q_len, k_len, k, q_offset)
     return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
                          height=470, browser=True, validate=False)[2]
 

@@ -13,6 +13,7 @@ import pytest
 from browser_support import app_server
 from relviz.bench.class_clients import Session, streamlit_protos
 from relviz import t5_notes as t5_text
+from relviz.figures import shaw as shaw_text
 from relviz.rope import load_presets
 
 
@@ -88,3 +89,15 @@ def test_a_t5_window_move_on_the_compare_tab_reruns_only_that_tab(base):
 
 def test_a_t5_window_size_move_redraws_the_overview_and_map_as_a_fresh_link_does(base):
     _check_fragment_move(base, "t5", T5_LINK, "t5_ws", 128, outside=[_first_line(t5_text.WHAT_T5_LEARNS)])
+
+
+SHAW_LINK = {"sh_q": 1024, "sh_k": 1500, "sh_off": 30, "sh_ws": 256, "sh_r0": 100, "sh_c0": 120, "sh_clip": 64}
+
+
+def test_a_shaw_window_move_reruns_only_the_matrices_fragment(base):
+    _check_fragment_move(base, "shaw", SHAW_LINK, "sh_r0", 500,
+                         outside=[_first_line(shaw_text.WHAT_SHAW_LEARNS), shaw_text.table_caption(64)])
+
+
+def test_a_shaw_column_move_redraws_as_a_fresh_link_does(base):
+    _check_fragment_move(base, "shaw", SHAW_LINK, "sh_c0", 1200, outside=[shaw_text.table_caption(64)])

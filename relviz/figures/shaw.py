@@ -7,6 +7,7 @@ helper, so lengths up to 8192 never build an L × L matrix.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import plotly.graph_objects as go
@@ -39,6 +40,13 @@ class ShawOffsets:
     clipped: np.ndarray  # clip(j − i, −k, k)
     index: np.ndarray    # clip(j − i, −k, k) + k
     k: int
+
+    @cached_property
+    def bounds(self) -> tuple[int, int, int, int]:
+        """(lowest, highest offset, lowest, highest clipped offset) of this matrix. Once per matrix (the object is
+        cached read-only), not on every window move: four passes over 2M values at 2^20 positions."""
+        return (int(self.offset.min()), int(self.offset.max()), int(self.clipped.min()),
+                int(self.clipped.max()))
 
 
 def shaw_offsets(q_len: int, k_len: int, *, k: int, q_offset: int = 0) -> ShawOffsets:
@@ -79,10 +87,11 @@ def matrix_captions(k: int) -> tuple[str, str, str]:
 def unclipped_caption(values: ShawOffsets) -> str | None:
     """When k reaches the matrix's longest offset nothing is clipped, and the colours span rows the matrix
     never reads: why the heatmaps then look uniform. None when something is clipped (or the matrix is 1 × 1)."""
-    k, longest = values.k, int(abs(values.offset).max())
+    lowest, highest = values.bounds[:2]
+    k, longest = values.k, max(-lowest, highest)
     if not k >= longest > 0:
         return None
-    lowest, highest = (str(int(v)).replace("-", "−") for v in (values.offset.min(), values.offset.max()))
+    lowest, highest = (str(v).replace("-", "−") for v in (lowest, highest))
     return (f"**k = {k} ≥ {longest}, the longest offset of this matrix: nothing is clipped.** Every offset "
             f"keeps its own table row, so the clipped matrix equals j − i. The colours span the whole table "
             f"(−{k} … {k}) and this matrix uses only {values.offset.size} of its {2 * k + 1} rows, those of "
@@ -127,7 +136,7 @@ def shaw_matrices(values: ShawOffsets, q_len: int, k_len: int, *, q_offset: int 
     build = toeplitz_view if browser else toeplitz_heatmap
     # the colours span the values this matrix holds, not ±k: at k = 64 on a 10 × 10 matrix (offsets ±9) a
     # scale over ±64 painted every cell nearly one colour
-    lo, hi = int(values.clipped.min()), int(values.clipped.max())
+    lo, hi = values.bounds[2:]
     relative = build(values.offset, q_len, k_len, value_label="j − i", colorscale="RdBu",
                      zmid=0, hover=[clipped, index], title="relative position j − i", **common)
     clip = build(values.clipped, q_len, k_len, value_label="clipped offset",
