@@ -14,36 +14,54 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from relviz.observe import verified_plan
 from relviz.model_plan import OBSERVED
 
-__all__ = ["Outcome", "text_families", "tiny_config", "sweep", "summary", "REASONS", "RAN", "LAYERS"]
+__all__ = ["Outcome", "Reason", "text_families", "tiny_config", "sweep", "summary", "REASONS", "RAN", "LAYERS"]
 
 #: layers per tiny model: enough for every interleaving period in today's families (Gemma 3's 6, Jamba's 8)
 LAYERS = 8
-#: words in a refusal -> its group in the summary (the first that matches)
-REASONS = (
-    ("could not build its default config", "transformers cannot build its own default config"),
-    ("could not build a small model", "the shrunk model is still too large to observe (width fields relviz "
-                                      "does not shrink)"),
-    ("could not build a", "transformers cannot build it from the shrunk config"),
-    ("could not run", "transformers cannot run the shrunk model on token ids (its error quoted)"),
-    ("transformers' attention was not seen", "its attention goes neither through eager_attention_forward nor "
-                                             "through a softmax over its positions"),
-    ("has no list of", "no layer list to observe"),
-    ("refused by relviz's family table", "its family table entry refuses it, saying what transformers runs there"),
-    ("relviz cannot read it", "relviz cannot read its config"),
-    ("a stack of the plan was not observed", "a stack of relviz's plan was not observed"),
-    ("differs from what transformers", "relviz's reading differs from what transformers runs"),
-    ("not one relviz can say exactly", "outside the table without RoPE, and what ran is not one relviz can say "
-                                       "exactly (relviz.observe_position)"),
-    ("names no num_hidden_layers", "no layer list to observe"),
-    ("the observer could not", "the observer could not read or probe the rotation transformers ran"),
+class Reason(NamedTuple):
+    """Words in a refusal, its group in the summary, whether transformers built and ran the model before it, and
+    whether the observer looked at what ran (False: it could not, which says nothing of relviz's reading)."""
+
+    start: str
+    group: str
+    ran: bool
+    looked: bool
+
+
+_DEFAULT_FAILS = Reason("could not build its default config", "transformers cannot build its own default config",
+                        ran=False, looked=False)
+_BUILD_FAILS = Reason("could not build a", "transformers cannot build it from the shrunk config", ran=False,
+                      looked=False)
+#: a refusal's words -> its group (the first that matches)
+REASONS: tuple[Reason, ...] = (
+    _DEFAULT_FAILS,
+    Reason("could not build a small model", "the shrunk model is still too large to observe (width fields relviz "
+                                            "does not shrink)", ran=False, looked=False),
+    _BUILD_FAILS,
+    Reason("could not run", "transformers cannot run the shrunk model on token ids (its error quoted)", ran=False,
+           looked=False),
+    Reason("transformers' attention was not seen", "its attention goes neither through eager_attention_forward nor "
+                                                   "through a softmax over its positions", ran=True, looked=False),
+    Reason("has no list of", "no layer list to observe", ran=False, looked=False),
+    Reason("refused by relviz's family table", "its family table entry refuses it, saying what transformers runs "
+                                               "there", ran=True, looked=True),
+    Reason("relviz cannot read it", "relviz cannot read its config", ran=True, looked=True),
+    Reason("a stack of the plan was not observed", "a stack of relviz's plan was not observed", ran=True, looked=True),
+    Reason("differs from what transformers", "relviz's reading differs from what transformers runs", ran=True,
+           looked=True),
+    Reason("not one relviz can say exactly", "outside the table without RoPE, and what ran is not one relviz can say "
+                                             "exactly (relviz.observe_position)", ran=True, looked=True),
+    Reason("names no num_hidden_layers", "no layer list to observe", ran=False, looked=False),
+    Reason("the observer could not", "the observer could not read or probe the rotation transformers ran", ran=True,
+           looked=True),
 )
 #: the groups where transformers built and ran the model
-RAN = {REASONS[4][1], REASONS[6][1], REASONS[7][1], REASONS[8][1], REASONS[9][1], REASONS[10][1], REASONS[12][1]}
+RAN = {r.group for r in REASONS if r.ran}
 
 
 @dataclass(frozen=True)
@@ -108,9 +126,9 @@ def _default_fails(model_type: str) -> str:
 
 
 def _group(message: str) -> str:
-    for start, group in REASONS:
-        if start in message:
-            return group
+    for reason in REASONS:
+        if reason.start in message:
+            return reason.group
     return "other: " + message[:80]
 
 
@@ -129,11 +147,11 @@ def sweep(model_types: Iterable[str] | None = None) -> list[Outcome]:
             plan = verified_plan(config, causal_lm=True)
         except ValueError as exc:
             message = str(exc)
-            if _group(message) == REASONS[2][1]:          # not the shrink's doing where the defaults fail too
+            if _group(message) == _BUILD_FAILS.group:     # not the shrink's doing where the defaults fail too
                 failed = _default_fails(model_type)
                 message = f"{message} (transformers could not build its default config either: {failed})" \
                     if failed else message
-                group = REASONS[0][1] if failed else _group(message)
+                group = _DEFAULT_FAILS.group if failed else _group(message)
             else:
                 group = _group(message)
             out.append(Outcome(model_type, False, message, group, 0, time.perf_counter() - start))

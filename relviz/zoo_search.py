@@ -157,6 +157,14 @@ def _drop(*fields: str) -> Callable[[Config], bool]:
     return apply
 
 
+def _older_name(side: Config) -> bool:
+    """rope_parameters written under its older name rope_scaling (configs saved before transformers 5)."""
+    if not isinstance(side.get("rope_parameters"), dict) or side.get("rope_scaling") is not None:
+        return False
+    side["rope_scaling"] = side.pop("rope_parameters")
+    return True
+
+
 def _alternate(side: Config) -> bool:
     """layer_types of two kinds alternating (the first two kinds the family's own list or its windows name)."""
     types = side.get("layer_types")
@@ -239,7 +247,8 @@ VARIATIONS: dict[str, list[tuple[str, Callable[[Config], bool]]]] = {
                                                      original_max_position_embeddings=_original))),
     ],
     "rope_theta": [("12345", _set_rope(lambda side, p: {**p, "rope_theta": 12345.0} if "rope_theta" in p else None))],
-    "rope_parameters": [("left out", _drop("rope_parameters", "rope_scaling", "rope_theta"))],
+    "rope_parameters": [("left out", _drop("rope_parameters", "rope_scaling", "rope_theta")),
+                        ("as rope_scaling", _older_name)],
     "partial_rotary_factor": [("0.5 (0.25 where it was 0.5)", _partial)],
     "rotary_dim": [("half", _set("rotary_dim", lambda s: s["rotary_dim"] // 2 if isinstance(s["rotary_dim"], int)
                                  and s["rotary_dim"] >= 4 else None))],

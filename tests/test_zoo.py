@@ -13,7 +13,7 @@ from relviz.mechanisms.families import FAMILIES  # noqa: E402
 from relviz.zoo import REASONS, sweep, summary, text_families, tiny_config  # noqa: E402
 
 #: the refusals that say the observer could not look (never that relviz's table reads a family wrongly)
-CANNOT_LOOK = {group for _, group in REASONS[:6]}
+CANNOT_LOOK = {r.group for r in REASONS if not r.looked}
 #: one family per kind of table entry
 TABLE = ["llama", "gemma3_text", "llama4_text", "smollm3", "cohere2", "gpt_oss", "deepseek_v3", "qwen3_next", "bamba",
          "jamba", "falcon_h1", "recurrent_gemma", "lfm2", "exaone4", "afmoe", "ernie4_5", "glm4"]

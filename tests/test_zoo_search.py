@@ -21,6 +21,7 @@ CASES = [
     ("gemma3_text", "rope_type", "yarn ×4 attention_factor 0.8 β 16/2 untruncated"),   # was silent (truncate)
     ("llama", "rope_theta", "12345"),
     ("llama", "rope_parameters", "left out"),
+    ("beam", "rope_parameters", "as rope_scaling"),   # was silent: its NoPE layers' query scale read rope_parameters only
     ("llama", "partial_rotary_factor", "0.5 (0.25 where it was 0.5)"),    # was silent: Llama's rule turns every dim
     ("gpt_neox", "partial_rotary_factor", "0.5 (0.25 where it was 0.5)"),  # ... GPT-NeoX's reads it
     ("gptj", "rotary_dim", "half"),

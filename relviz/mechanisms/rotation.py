@@ -32,7 +32,7 @@ from relviz.rope.config import FAMILY_RULES, MAX_HEAD_DIM, ROPE_TYPES, RopeConfi
 from relviz.rope.math import LAYOUTS, default_inv_freq, rope_parameters, rotate_pairs, unscaled
 from relviz.schemes.view_kinds import PositionStructure, expand_offsets
 
-__all__ = ["Rotation", "LAYOUTS", "structure_caption"]
+__all__ = ["Rotation", "LAYOUTS", "structure_caption", "rope_free"]
 
 def _layer_rope_fields(cfg: ConfigView, layer_type: str | None) -> Mapping[str, Any] | None:
     """The config with this layer type's rope parameters un-nested (None: this layer type has no rotation)."""
@@ -54,6 +54,13 @@ def _layer_rope_fields(cfg: ConfigView, layer_type: str | None) -> Mapping[str, 
     # nested, it never finds one there and truncates (the entry's truncate: false is ignored; seen on Gemma 3)
     chosen = {k: v for k, v in chosen.items() if k != "truncate"} if isinstance(chosen, Mapping) else chosen
     return {**cfg.data, "rope_parameters": chosen, "rope_scaling": None}
+
+
+def rope_free(cfg: ConfigView, layer_type: str | None) -> bool:
+    """Whether the config's rope parameters, nested by layer type, give this layer type none (null), read where the
+    rotation reads them (rope_parameters, else the older rope_scaling): the one place a layer is told to run without
+    RoPE this way, so what scales such a layer instead (relviz.mechanisms.scale.QueryPowerScale) agrees with it."""
+    return _layer_rope_fields(cfg, layer_type) is None
 
 
 @dataclass(frozen=True)
@@ -332,6 +339,9 @@ def _nest_by_layer_type(cfg: ConfigView, spec: Mapping[str, Mapping[str, Any]]) 
     params = cfg.raw("rope_parameters")
     if isinstance(params, Mapping) and any(isinstance(v, Mapping) for v in params.values()):
         return cfg
+    older = cfg.raw("rope_scaling")
+    if params is None and isinstance(older, Mapping) and any(isinstance(v, Mapping) for v in older.values()):
+        return cfg                      # nested already, under the older name (read there by _layer_rope_fields)
     scaling = cfg.raw("rope_scaling") or (params if isinstance(params, Mapping) else None) or {}
     if not isinstance(scaling, Mapping):
         raise ValueError(f"config field {cfg.name('rope_scaling')} must be a JSON object or null; got {scaling!r:.60}")

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from relviz.mechanisms.base import REQUIRED, LayerContext, Mechanism
+from relviz.mechanisms.rotation import rope_free
 from relviz.mechanisms.view_kinds import MAX_POINTS, LayerView, Note, TemperatureCurve, step_positions
 from relviz.rope.math import get_mscale, llama4_query_scale
 
@@ -199,9 +200,8 @@ class QueryPowerScale(Mechanism):
 
     @classmethod
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> QueryPowerScale | None:
-        params = ctx.config.raw("rope_parameters")
-        if not (isinstance(params, Mapping) and ctx.layer_type in params and params[ctx.layer_type] is None):
-            return None                       # only the layer types that run without RoPE
+        if not rope_free(ctx.config, ctx.layer_type):
+            return None                       # only the layer types that run without RoPE (as the rotation reads it)
         return cls(exponent=options["exponent"], length=options["length"])
 
     def factors(self, positions: torch.Tensor) -> torch.Tensor:
