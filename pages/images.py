@@ -31,6 +31,16 @@ def show(name: str, *args, key: str, **kwargs) -> None:
     display.show_figure(figure(name, *args, **kwargs), key=key)
 
 
+def show_in_place(name: str, *args, key: str, **kwargs) -> None:
+    """A map a query slider changes, drawn by the canvas component (``browser=True``: a GridImage), which
+    redraws in place; a changed plotly figure is a new chart to the browser, mounted and drawn from scratch."""
+    view = figure(name, *args, browser=True, **kwargs)
+    if hasattr(view, "payload"):
+        display.show_toeplitz(view, key=key, name=key.removeprefix(f"{P}_fig_"))
+    else:
+        display.show_figure(view, key=key)
+
+
 @st.fragment
 def mrope_scores_panel(rule: str, rows: int, cols: int, frames: int, tps: int, seconds: float) -> None:
     """The frame-offset slider and the slice it picks, rerun alone when the slider moves (a fragment): the ids chart
@@ -39,8 +49,8 @@ def mrope_scores_panel(rule: str, rows: int, cols: int, frames: int, tps: int, s
     dt = int(st.slider("frame offset Δt (key − query)", -(frames - 1), frames - 1, 0, key=f"{P}_dt",
                        bind="query-params")) if frames > 1 else 0
     with display.user_errors():
-        show("mrope_scores", rule, rows, cols, frames, dt=dt, tokens_per_second=tps, seconds_per_grid=seconds,
-             validate=False, key=f"{P}_fig_mrope_scores")
+        show_in_place("mrope_scores", rule, rows, cols, frames, dt=dt, tokens_per_second=tps,
+                      seconds_per_grid=seconds, key=f"{P}_fig_mrope_scores")
     st.caption(mrope.frame_offset_words(dt, rows, cols, frames))
 
 
@@ -65,12 +75,12 @@ def index_panel(rows: int, cols: int) -> None:
     dh_words, dw_words = grid.offset_words(query_row, query_col)
     left, right = st.columns(2)
     with left:
-        show("patch_row", rows, cols, query_row=query_row, query_col=query_col, axis="h", validate=False,
-                            key=f"{P}_fig_dh")
+        show_in_place("patch_row", rows, cols, query_row=query_row, query_col=query_col, axis="h",
+                      key=f"{P}_fig_dh")
         st.caption(dh_words)
     with right:
-        show("patch_row", rows, cols, query_row=query_row, query_col=query_col, axis="w", validate=False,
-                            key=f"{P}_fig_dw")
+        show_in_place("patch_row", rows, cols, query_row=query_row, query_col=query_col, axis="w",
+                      key=f"{P}_fig_dw")
         st.caption(dw_words)
     if rows * cols <= sv.PAIR_MATRIX_MAX:
         left, right = st.columns(2)
@@ -109,8 +119,8 @@ def swin_panel(rows: int, cols: int, window: int, seed: int) -> None:
 def rope_query_panel(rows: int, cols: int, args: dict) -> None:
     """One query patch's scores against every key patch: the slice of the per-offset map the query reads."""
     query_row, query_col = query_controls(rows, cols)
-    show("rope2d_query_scores", rows, cols, query_row=query_row, query_col=query_col, **args, validate=False,
-         key=f"{P}_fig_rope_query")
+    show_in_place("rope2d_query_scores", rows, cols, query_row=query_row, query_col=query_col, **args,
+                  key=f"{P}_fig_rope_query")
     st.caption(rope2d.query_words(rows, cols, query_row, query_col))
 
 

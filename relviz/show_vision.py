@@ -15,6 +15,7 @@ import torch
 from relviz._checks import check_int
 from relviz._words import article, counted
 from relviz.figures import vision as figures
+from relviz.figures.toeplitz_canvas import GridImage
 from relviz.rope.math import default_inv_freq
 from relviz.vision.grid import PatchGrid, offset_window, query_offsets, relative_index_2d
 from relviz.vision.mrope import check_section, mrope_pair_axes, mrope_position_ids
@@ -46,8 +47,9 @@ def _axis(axis: str) -> int:
 
 
 def patch_row(rows: int = 8, cols: int = 8, *, query_row: int = 3, query_col: int = 2, axis: str = "h",
-              validate: bool = True) -> go.Figure:
+              validate: bool = True, browser: bool = False) -> go.Figure | GridImage:
     """One query patch's row of the 2-D relative index, laid out as the image: Δh (``axis="h"``) or Δw.
+    ``browser=True``: a GridImage (drawn in the browser, relviz.app.display.show_toeplitz).
 
     Example: ``show.patch_row(64, 64, query_row=10, query_col=40, axis="w")``
     """
@@ -57,10 +59,12 @@ def patch_row(rows: int = 8, cols: int = 8, *, query_row: int = 3, query_col: in
     values = (dh, dw)[a]
     side = (grid.rows, grid.cols)[a]
     name = ("Δh", "Δw")[a]
-    return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate,
-                                    title=f"{name} of every key patch from query ({query_row}, {query_col})",
-                                    value_label=name,
-                                    discrete_range=(-(side - 1), side - 1))
+    title = f"{name} of every key patch from query ({query_row}, {query_col})"
+    if browser and (image := figures.image_map_canvas(values, query=(query_row, query_col), title=title,
+                                                      value_label=name, discrete_range=(-(side - 1), side - 1))):
+        return image
+    return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate, title=title,
+                                    value_label=name, discrete_range=(-(side - 1), side - 1))
 
 
 def patch_pairs(rows: int = 4, cols: int = 4, *, query_row: int = 1, query_col: int = 2, axis: str = "w",
@@ -179,17 +183,20 @@ def rope2d_scores(rows: int = 16, cols: int = 16, *, rope: str = "pixtral", head
 
 def rope2d_query_scores(rows: int = 16, cols: int = 16, *, rope: str = "pixtral", head_dim: int = 64,
                         base: float | None = None, seed: int = 0, same: bool = True, query_row: int = 0,
-                        query_col: int = 0, validate: bool = True) -> go.Figure:
-    """One query patch's scores against every key patch, laid out as the image.
+                        query_col: int = 0, validate: bool = True, browser: bool = False) -> go.Figure | GridImage:
+    """One query patch's scores against every key patch, laid out as the image (``browser=True``: a GridImage).
 
     Example: ``show.rope2d_query_scores(64, 64, query_row=20, query_col=40)``
     """
     grid = _grid(rows, cols, query_row, query_col)
     plane = rope2d_plane(rows, cols, rope=rope, head_dim=head_dim, base=base, seed=seed, same=same)
     values = offset_window(plane, grid, query_row, query_col).astype(np.float32)      # a slice of the numpy plane
+    title = f"query ({query_row}, {query_col}) against every key patch"
+    if browser and (image := figures.image_map_canvas(values, query=(query_row, query_col), title=title,
+                                                      value_label="q·k", colorscale="RdBu_r", zmid=0.0)):
+        return image
     dh, dw = (t.numpy() for t in query_offsets(grid, query_row, query_col, device=CPU))
-    return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate,
-                                    title=f"query ({query_row}, {query_col}) against every key patch",
+    return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate, title=title,
                                     value_label="q·k", colorscale="RdBu_r", zmid=0.0)
 
 
@@ -242,14 +249,20 @@ def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:
 
 def mrope_scores(rule: str = "qwen2_5_vl", rows: int = 16, cols: int = 16, frames: int = 8, *, dt: int = 0,
                  head_dim: int = 128, seed: int = 0, same: bool = True, tokens_per_second: int = 2,
-                 seconds_per_grid: float = 1.0, validate: bool = True) -> go.Figure:
+                 seconds_per_grid: float = 1.0, validate: bool = True, browser: bool = False) -> go.Figure | GridImage:
     """The score between two video tokens per (Δh, Δw) at one frame offset Δt (key − query, in frames).
+    ``browser=True``: a GridImage (drawn in the browser, relviz.app.display.show_toeplitz).
 
     Example: ``show.mrope_scores("qwen2_vl", 64, 64, 8, dt=2)``
     """
     plane = mrope_plane(rule, rows, cols, frames, head_dim=head_dim, seed=seed, same=same,
                         tokens_per_second=tokens_per_second, seconds_per_grid=seconds_per_grid)
     dt = check_int("dt", dt, minimum=-(frames - 1), maximum=frames - 1)
-    return figures.offset_plane_figure(plane[dt + frames - 1].astype(np.float32), window=None, value_label="q·k", zmid=0.0,
-                                       title=f"{rule_named(rule).label}: video tokens {counted(dt, 'frame', spec='+d')} apart<br><sup>"
-                                             f"score per (Δh, Δw){', k = q' if same else ''}</sup>", validate=validate)
+    title = f"{rule_named(rule).label}: video tokens {counted(dt, 'frame', spec='+d')} apart"
+    subtitle = f"score per (Δh, Δw){', k = q' if same else ''}"
+    values = plane[dt + frames - 1].astype(np.float32)
+    if browser and (image := figures.offset_plane_canvas(values, value_label="q·k", zmid=0.0, title=title,
+                                                         subtitle=subtitle)):
+        return image
+    return figures.offset_plane_figure(values, window=None, value_label="q·k", zmid=0.0,
+                                       title=f"{title}<br><sup>{subtitle}</sup>", validate=validate)

@@ -97,11 +97,18 @@ def block_stats(full: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray, n
 def canvas_values(payload: dict) -> np.ndarray:
     """The values a canvas window shows (field 0), checked against its colours (pixel = value − lo for
     discrete values, the 256-level index for continuous ones), so a picture that does not show its values
-    fails every caller."""
-    values = canvas_field(payload, payload["fields"][0]["label"])
+    fails every caller. A grid (any map: kind "grid") carries one base64 value and colour index per cell."""
     rows, cols = payload["rows"], payload["cols"]
-    r, c = np.arange(rows)[:, None], np.arange(cols)[None, :]
-    pixels = np.asarray(payload["pixels"])[c - r + rows - 1]
+    if payload["kind"] == "grid":
+        import base64
+
+        values = np.frombuffer(base64.b64decode(payload["values"]), dtype="<f4").reshape(rows, cols)
+        values = values.astype(np.int64) if payload["format"] == "d" else values
+        pixels = np.frombuffer(base64.b64decode(payload["pixels"]), dtype=np.uint8).reshape(rows, cols)
+    else:
+        values = canvas_field(payload, payload["fields"][0]["label"])
+        r, c = np.arange(rows)[:, None], np.arange(cols)[None, :]
+        pixels = np.asarray(payload["pixels"])[c - r + rows - 1]
     colour = payload["colour"]
     if colour["kind"] == "discrete":
         assert np.array_equal(pixels, values - colour["lo"]), "the picture's colours do not match its values"

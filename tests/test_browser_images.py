@@ -17,13 +17,29 @@ if chromium_path() is None and not os.environ.get("CI"):
     pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); CI installs it",
                 allow_module_level=True)
 
-#: view (its URL value) -> (a short name for the screenshot, the charts it draws, a title each must show)
+#: view (its URL value) -> (a short name for the screenshot, the plotly charts it draws, a title each must show,
+#: the titles of the maps the canvas component draws: the ones a query slider redraws in place)
 VIEWS = {
-    "2-D relative index": ("index", 2, ("Δh of every key patch", "Δw of every key patch")),
-    "Swin's bias table": ("swin", 4, ("table row per offset", "bias of query patch", "window adds", "Swin v2")),
-    "2-D RoPE": ("rope", 3, ("score per (Δh, Δw)", "against every key patch", "each pair's wavelength and axis (head_dim")),
-    "M-RoPE (video)": ("mrope", 3, ("position ids", "frames apart", "mrope_section [16, 24, 24]")),
+    "2-D relative index": ("index", 0, (), ("Δh of every key patch", "Δw of every key patch")),
+    "Swin's bias table": ("swin", 4, ("table row per offset", "bias of query patch", "window adds", "Swin v2"), ()),
+    "2-D RoPE": ("rope", 2, ("score per (Δh, Δw)", "each pair's wavelength and axis (head_dim"),
+                 ("against every key patch",)),
+    "M-RoPE (video)": ("mrope", 2, ("position ids", "mrope_section [16, 24, 24]"), ("frames apart",)),
 }
+
+#: Per canvas map (relviz/components/toeplitz_canvas.js, kind "grid"; Playwright's locators see into its shadow
+#: root): its title (the canvas's aria-label starts with it), its size and how many times it has drawn.
+GRIDS_SELECTOR = '.relviz-toeplitz[data-kind="grid"]'
+
+
+def grids(page) -> list[dict]:
+    out = []
+    for root in page.locator(GRIDS_SELECTOR).all():
+        box = root.bounding_box() or {"width": 0, "height": 0}
+        out.append({"label": root.locator("canvas").get_attribute("aria-label") or "",
+                    "draws": int(root.get_attribute("data-draws") or 0), "width": box["width"],
+                    "height": box["height"]})
+    return out
 
 #: Per chart in the main area: its title, how many traces plotly drew and whether its plot area has height.
 CHARTS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map(div => ({
@@ -50,7 +66,7 @@ def test_every_view_is_drawn_at_both_sizes(browser, view):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     base, chromium = browser
-    name, count, titles = VIEWS[view]
+    name, count, titles, drawn_in_place = VIEWS[view]
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -62,6 +78,8 @@ def test_every_view_is_drawn_at_both_sizes(browser, view):
         wait_for_app(page)
         page.wait_for_function("n => document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-plot .main-svg')"
                                ".length >= n", arg=count, timeout=90000)
+        if drawn_in_place:
+            page.locator(GRIDS_SELECTOR).nth(len(drawn_in_place) - 1).wait_for(timeout=90000)
         for width, height in ((1280, 720), (1440, 900)):
             page.set_viewport_size({"width": width, "height": height})
             page.wait_for_timeout(1500)
@@ -75,6 +93,12 @@ def test_every_view_is_drawn_at_both_sizes(browser, view):
             charts = page.evaluate(CHARTS_JS)
             page.screenshot(path=str(ARTIFACTS / f"images-{name}-{width}x{height}.png"))
             assert len(charts) == count, [c["title"] for c in charts]
+            maps = grids(page)
+            assert len(maps) == len(drawn_in_place), maps
+            for part in drawn_in_place:
+                hits = [m for m in maps if m["label"].startswith(part) or part in m["label"]]
+                assert len(hits) == 1 and hits[0]["draws"] > 0, (part, maps)
+                assert hits[0]["height"] > 200 and hits[0]["width"] > 250, (width, hits[0])
             for part in titles:
                 hits = [c for c in charts if part in c["title"]]
                 assert len(hits) == 1, (part, [c["title"] for c in charts])
@@ -85,5 +109,34 @@ def test_every_view_is_drawn_at_both_sizes(browser, view):
         page.screenshot(path=str(ARTIFACTS / f"images-{name}-lower.png"))
         assert page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]') == []
         assert errors == []
+    finally:
+        page.close()
+
+
+def test_a_query_move_redraws_the_map_in_place(browser):
+    """The query slider's move redraws the canvas map where it is (its draw counter goes on: the same element):
+    a changed plotly figure is a new chart to Streamlit's frontend, mounted and drawn from scratch, which made
+    this move take ~130 ms in Chromium (python -m relviz bench --only slider --slider-pages images)."""
+    base, chromium = browser
+    page = chromium.new_page(viewport={"width": 1440, "height": 900})
+    try:
+        page.goto(f"{base}/images?im_view=2-D+RoPE&im_rows=64&im_cols=64&im_qr=20&im_qc=10")
+        wait_for_app(page)
+        root = page.locator(GRIDS_SELECTOR).first
+        root.wait_for(timeout=90000)
+        page.wait_for_timeout(1000)
+        before = int(root.get_attribute("data-draws"))
+        root.evaluate("r => { r.dataset.mark = 'kept'; }")
+        label = root.locator("canvas").get_attribute("aria-label")
+        assert label.startswith("query (20, 10) against every key patch"), label
+        page.get_by_role("slider", name="query patch column").focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"""() => {{
+            const r = [...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)
+              .map(s => s.querySelector('{GRIDS_SELECTOR}')).find(Boolean);
+            return r && r.querySelector('canvas').getAttribute('aria-label').startsWith('query (20, 11)'); }}""",
+                               timeout=60000)
+        assert root.get_attribute("data-mark") == "kept"
+        assert int(root.get_attribute("data-draws")) > before
     finally:
         page.close()

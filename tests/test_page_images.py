@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from page_support import run_page
-from plotly_data import charts, decode, find, heatmap_values, title, trace
+from plotly_data import charts, decode, find, heatmap_values, is_canvas, title, trace
 from relviz.vision.grid import PatchGrid, offset_window
 from relviz.vision.mrope import MROPE_RULES, mrope_position_ids
 from relviz.vision.rope2d import pixtral_rope, score_map_2d
@@ -100,7 +100,16 @@ def test_every_score_maps_colours_fit_the_values_it_shows(view):
     values keep one sign spans their own range; a map with both signs stays centred on 0."""
     at = run_page("images", im_view=view)
     maps = [f for f in charts(at) if trace(f).get("type") == "heatmap" and "ticktext" not in trace(f).get("colorbar", {})]
-    assert maps, [title(f) for f in charts(at)]
+    grids = [f for f in charts(at) if is_canvas(f) and f["colour"]["kind"] == "continuous"]
+    assert maps or grids, [title(f) for f in charts(at)]
+    for grid in grids:  # drawn in the browser: its colour range is the plotly map's zmin..zmax (symmetric: zmid 0)
+        values = heatmap_values(grid).astype(np.float64)
+        lo, hi = grid["colour"]["zmin"], grid["colour"]["zmax"]
+        if values.min() < 0 < values.max():
+            assert lo == -hi, title(grid)
+        else:
+            assert (lo, hi) == (values.min(), values.max()), title(grid)
+            assert grid["palette"][:6] != grid["palette"][-6:], title(grid)
     for figure in maps:
         values = heatmap_values(figure).astype(np.float64)
         t = trace(figure)
@@ -125,7 +134,8 @@ def test_counts_of_one_are_singular_at_one_patch_and_one_frame():
 
 def test_the_index_colour_bar_ticks_at_round_values():
     at = run_page("images", im_rows=64, im_cols=64, im_qr=0, im_qc=0)
-    bar = trace(find(charts(at), "Δh of every key patch"))["colorbar"]
+    figure = find(charts(at), "Δh of every key patch")
+    bar = figure["colour"] if is_canvas(figure) else trace(figure)["colorbar"]   # the canvas's bar: the same ticks
     ticks = [int(v.replace("−", "-")) for v in bar["ticktext"]]
     step = ticks[1] - ticks[0]
     assert step in (10, 20, 25) and all(v % step == 0 for v in ticks) and -60 in ticks and 60 in ticks
@@ -135,7 +145,52 @@ def test_a_one_row_grid_keeps_its_one_row():
     """At 1 × 64 patches the square cells used to grow the y range to ±60 rows that do not exist (one tick per
     whole number smeared into a grey bar): the short side's domain shrinks instead, its range stays the data's."""
     at = run_page("images", im_view="2-D RoPE", im_rows=1, im_cols=64, im_same="false")
-    for name in ("score per (Δh, Δw)", "against every key patch"):
-        layout = find(charts(at), name)["layout"]
-        assert layout["yaxis"]["scaleanchor"] == "x" and layout["yaxis"]["constrain"] == "domain", name
-        assert layout["xaxis"]["constrain"] == "domain", name
+    layout = find(charts(at), "score per (Δh, Δw)")["layout"]
+    assert layout["yaxis"]["scaleanchor"] == "x" and layout["yaxis"]["constrain"] == "domain"
+    assert layout["xaxis"]["constrain"] == "domain"
+    # long and thin: plotly draws the query's map too (the canvas's colour bar would be a few pixels tall) ...
+    layout = find(charts(at), "against every key patch")["layout"]
+    assert layout["yaxis"]["scaleanchor"] == "x" and layout["yaxis"]["constrain"] == "domain"
+    # ... and the browser draws a grid at most twice as long as it is wide
+    at = run_page("images", im_view="2-D RoPE", im_rows=32, im_cols=64, im_same="false")
+    grid = find(charts(at), "against every key patch")
+    assert (grid["kind"], grid["rows"], grid["cols"]) == ("grid", 32, 64)
+
+
+@pytest.mark.parametrize("name, args, kwargs", [
+    ("rope2d_query_scores", (64, 64), dict(head_dim=128, query_row=20, query_col=10)),
+    ("rope2d_query_scores", (5, 3), dict(rope="dinov3", head_dim=32, query_row=4, query_col=0, same=False)),
+    ("mrope_scores", ("qwen2_5_vl", 64, 64, 8), dict(dt=-7)),
+    ("mrope_scores", ("qwen3_vl", 4, 6, 3), dict(dt=0)),
+    ("patch_row", (64, 64), dict(query_row=63, query_col=0, axis="h")),
+    ("patch_row", (3, 5), dict(query_row=1, query_col=4, axis="w")),
+])
+def test_a_map_drawn_in_the_browser_is_its_plotly_twin(name, args, kwargs):
+    """The page draws these maps with the canvas component (browser=True): the same values, exactly, the same
+    colour scale and range, the same query outline and title as the plotly figure a notebook gets."""
+    import relviz.show_vision as sv
+    from relviz.figures.toeplitz_colours import continuous_range, hex_palette, palette_256
+
+    figure = getattr(sv, name)(*args, **kwargs).to_plotly_json()
+    grid = getattr(sv, name)(*args, browser=True, **kwargs).payload()
+    assert grid["kind"] == "grid"
+    values = heatmap_values(grid)
+    assert np.array_equal(values, heatmap_values(figure)) and values.dtype == heatmap_values(figure).dtype
+    t = figure["data"][0]
+    if grid["colour"]["kind"] == "continuous":
+        assert grid["palette"] == hex_palette(palette_256(list(map(tuple, t["colorscale"]))))
+        zmin, zmax = continuous_range(values, t.get("zmid"))
+        assert (grid["colour"]["zmin"], grid["colour"]["zmax"]) == (zmin, zmax)
+    else:
+        assert [v.replace("−", "-") for v in grid["colour"]["ticktext"]] == t["colorbar"]["ticktext"]
+    words = grid["title"] + (f"<br><sup>{grid['subtitle']}</sup>" if grid["subtitle"] else "")
+    assert words == figure["layout"]["title"]["text"]
+    shapes = figure["layout"].get("shapes", [])
+    if grid["outline"] is None:
+        assert not shapes
+    else:
+        o = grid["outline"]
+        assert [(s["x0"], s["y0"], s["x1"], s["y1"]) for s in shapes] == [
+            (o["col"] - 0.5, o["row"] - 0.5, o["col"] + o["cols"] - 0.5, o["row"] + o["rows"] - 0.5)]
+    # the axes' labels: the plotly figure's x and y of the first cell
+    assert (grid["x_first"], grid["y_first"]) == (decode(t["x"])[0], decode(t["y"])[0])

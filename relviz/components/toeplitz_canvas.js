@@ -12,10 +12,20 @@
 //   exact mean, min and max come from the server per class of blocks (a few thousand numbers at any
 //   length, 2^20 positions included). A moved window only moves the rectangle: the picture is not
 //   recomputed.
+// data.kind == "grid": any rows × cols map (relviz.figures.toeplitz_canvas.GridImage): pixels and values are
+//   base64, one uint8 colour index and one float32 value per cell, row-major; an optional outlined block
+//   of cells; hover lines name {y} (the row's label, y_first + r), {x} and {v} (the value).
 
 // Streamlit 1.67 names its web font "Source Sans" (without it in the list the canvas drew in Arial: defect 8)
 const FONT = "'Source Sans', 'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
 const STATES = new WeakMap();
+
+function decoded(b64) {
+  const text = atob(b64);
+  const bytes = new Uint8Array(text.length);
+  for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
+  return bytes;
+}
 
 function palette(hex) {
   const out = new Uint8Array(hex.length / 2);
@@ -154,7 +164,8 @@ function bitmap(state) {
   const rgb = palette(data.palette);
   const image = new ImageData(cols, rows);
   const px = image.data;
-  const levels = data.kind === "overview" ? overviewLevels(state) : null;
+  const levels = data.kind === "overview" ? overviewLevels(state) : data.kind === "grid" ? decoded(data.pixels) : null;
+  if (data.kind === "grid") state.values = new Float32Array(decoded(data.values).buffer);
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
       const k = levels ? levels[r * cols + c] : data.pixels[c - r + rows - 1];
@@ -191,12 +202,13 @@ function layout(state, ctx, width) {
   const font = data.font || 15;
   const height = data.height || 430;
   ctx.font = (font - 1) + "px " + FONT;
-  const rowFirst = data.kind === "overview" ? 0 : data.q_offset + data.row0;
-  const colFirst = data.kind === "overview" ? 0 : data.col0;
+  const gridKind = data.kind === "grid";
+  const rowFirst = data.kind === "overview" ? 0 : gridKind ? data.y_first : data.q_offset + data.row0;
+  const colFirst = data.kind === "overview" ? 0 : gridKind ? data.x_first : data.col0;
   const lastRow = data.kind === "overview" ? data.q_len - 1 + data.q_offset : rowFirst + rows - 1;
   const firstLabel = data.kind === "overview" ? data.q_offset : rowFirst;  // the overview's ticks are labelled from q_offset
   const yLabelWidth = Math.max(ctx.measureText(minus(String(lastRow))).width, ctx.measureText(minus(String(firstLabel))).width);
-  const top = data.title ? 40 : 26; // room for the PNG button above the picture
+  const top = data.title ? (data.subtitle ? 58 : 40) : 26; // room for the PNG button above the picture
   const left = 8 + font + 8 + yLabelWidth + 6;
   const bottom = 6 + font + 8 + font + 10;
   // colour bar: gap, bar, tick labels, rotated title
@@ -245,10 +257,15 @@ function paint(state, ctx, L, scale, forExport) {
     ctx.font = "600 " + (data.title_font || 17) + "px " + FONT;
     ctx.textAlign = "left"; ctx.textBaseline = "middle";
     ctx.fillText(data.title, 6, 20, Math.max(60, L.width - 80)); // the PNG button sits at the right
+    if (data.subtitle) {
+      ctx.font = Math.round((data.title_font || 17) * 0.75) + "px " + FONT;
+      ctx.fillText(data.subtitle, 6, 41, Math.max(60, L.width - 80));
+    }
   }
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(state.bitmap, L.x0, L.y0, L.w, L.h);
   if (data.kind === "overview" && data.window) drawWindow(ctx, L, data);
+  if (data.kind === "grid" && data.outline) drawOutline(ctx, L, data.outline);
   // axes: key axis at the bottom, query 0 on top; ticks and axis titles muted, as in the app's plotly charts
   ctx.globalAlpha = 0.6;  // plotly's ticks in the app's theme: the text colour at 60 %
   ctx.font = (L.font - 1) + "px " + FONT;
@@ -291,6 +308,14 @@ function drawWindow(ctx, L, data) {
   ctx.strokeRect(x, y, ww, hh);
   ctx.strokeStyle = "#000000"; ctx.lineWidth = 1.5; ctx.setLineDash([2, 3]);
   ctx.strokeRect(x, y, ww, hh);
+  ctx.restore();
+}
+
+// The grid's outlined cells: a red frame 3 px wide, as the plotly maps outline their query patch.
+function drawOutline(ctx, L, o) {
+  ctx.save();
+  ctx.strokeStyle = "#d62728"; ctx.lineWidth = 3;
+  ctx.strokeRect(L.x0 + o.col * L.cell, L.y0 + o.row * L.cell, o.cols * L.cell, o.rows * L.cell);
   ctx.restore();
 }
 
@@ -370,6 +395,14 @@ function hoverLines(state, r, c) {
         ", max " + format(s.max, data.format),
       "block " + data.block + " \u00d7 " + data.block,
     ];
+  }
+  if (data.kind === "grid") {
+    const value = state.values[r * data.cols + c];
+    return data.lines.map(line => line.replace(/\{(\w+)\}/g, (_, name) => {
+      if (name === "y") return minus(data.y_first + r);
+      if (name === "x") return minus(data.x_first + c);
+      return name === "v" ? format(value, data.format) : "";
+    }));
   }
   const i = data.q_offset + data.row0 + r, j = data.col0 + c, t = c - r + data.rows - 1;
   return data.lines.map(line => line.replace(/\{(\w+)\}/g, (_, name) => {

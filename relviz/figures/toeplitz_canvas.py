@@ -1,11 +1,13 @@
-"""Large Toeplitz windows and pooled overviews described for the browser to draw.
+"""Large Toeplitz windows, pooled overviews and small maps described for the browser to draw.
 
 A window travels as its per-offset slices, rows + cols − 1 values per field, and a pooled overview as
 its block statistics per class of blocks; relviz.app.display.show_toeplitz draws them on a canvas and computes
-the hover there, complete at every size (a plotly figure would send one value per cell).
+the hover there, complete at every size (a plotly figure would send one value per cell). A :class:`GridImage`
+(a map that is not Toeplitz: the Images page's) sends one value per cell, and is drawn in place on a move.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -203,3 +205,64 @@ def toeplitz_overview_image(
     palette = palette_256(colorscale)
     return ToeplitzOverviewImage(pooled, bool(np.issubdtype(per_offset.dtype, np.integer)), q_len, k_len, q_offset,
                                  window, tuple(palette), zmin, zmax, value_label, title, height)
+
+
+#: The longest side of a GridImage, in multiples of its short side (see grid_image).
+GRID_MAX_ASPECT = 2
+
+
+@dataclass(frozen=True)
+class GridImage:
+    """Any [rows, cols] map described for the browser to draw (the canvas component's kind "grid"): one colour
+    index per cell, the exact values for the hover (float32, base64), an optional outlined block of cells.
+
+    Why: a changed plotly figure is a new chart to Streamlit's frontend (its element id includes the spec), so a
+    query slider's move mounted the Images page's 64 × 64 map anew and plotly drew it from scratch, 60-80 ms in
+    Chromium; the canvas component redraws in place. Built by relviz.figures.vision's ``*_canvas`` functions,
+    which colour the cells as their plotly twins do (tests compare the two)."""
+
+    values: np.ndarray                    # [rows, cols] the values shown
+    pixels: np.ndarray                    # [rows, cols] uint8 colour index of each cell
+    palette: tuple[tuple[int, int, int], ...]
+    colour: dict                          # {"kind": "discrete", lo, hi, tickvals, ticktext} or continuous zmin/zmax
+    value_label: str
+    lines: tuple[str, ...]                # hover lines: {y} the row's label, {x} the column's, {v} the value
+    x_first: int = 0                      # the label of column 0 (a Δ axis starts below 0)
+    y_first: int = 0
+    x_title: str = KEY_AXIS
+    y_title: str = QUERY_AXIS
+    title: str = ""
+    subtitle: str = ""
+    outline: tuple[int, int, int, int] | None = None   # (row, col, rows, cols) of the outlined cells
+    height: int = 420
+
+    def payload(self) -> dict:
+        """The JSON the canvas component reads: rows · cols colour indices and values, base64."""
+        rows, cols = self.values.shape
+        values = np.ascontiguousarray(self.values, dtype="<f4")
+        return {
+            "kind": "grid", "rows": rows, "cols": cols, "x_first": self.x_first, "y_first": self.y_first,
+            "pixels": base64.b64encode(np.ascontiguousarray(self.pixels, dtype=np.uint8).tobytes()).decode("ascii"),
+            "values": base64.b64encode(values.tobytes()).decode("ascii"),
+            "format": "d" if np.issubdtype(self.values.dtype, np.integer) else ".4g",
+            "palette": hex_palette(self.palette), "colour": self.colour, "lines": list(self.lines),
+            "outline": None if self.outline is None else dict(zip(("row", "col", "rows", "cols"), self.outline)),
+            "value_label": self.value_label, "title": self.title, "subtitle": self.subtitle, "height": self.height,
+            "x_title": self.x_title, "y_title": self.y_title, "font": READABLE_FONT, "title_font": READABLE_TITLE,
+        }
+
+
+def grid_image(values: np.ndarray, *, value_label: str, lines: Sequence[str], discrete_range: tuple[int, int] | None,
+               colorscale: str | list, zmid: float | None, **options) -> GridImage | None:
+    """[rows, cols] ``values`` as a :class:`GridImage` coloured as a plotly heatmap with the same colour scale
+    and ``zmid`` (256 levels; a discrete range one colour per value); None when a discrete range needs more
+    than 256 colours, or the grid is long and thin (more than GRID_MAX_ASPECT times as long as it is wide: the
+    canvas's colour bar is as tall as the picture, a 1 × 64 grid's a few pixels; plotly's keeps its height).
+    ``options``: GridImage's labels, titles, outline and height."""
+    if max(values.shape) > GRID_MAX_ASPECT * min(values.shape):
+        return None
+    colours = image_colours(values, discrete_range, colorscale, zmid)
+    if colours is None:
+        return None
+    pixels, palette, colour = colours
+    return GridImage(values, pixels, tuple(palette), colour, value_label, tuple(lines), **options)

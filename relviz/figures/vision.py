@@ -13,6 +13,7 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from relviz.figures.heatmap import READABLE_FONT, compact_ints, legend_below_axis, make_readable, matrix_heatmap
+from relviz.figures.toeplitz_canvas import GridImage, grid_image
 
 #: Colours of the axes a frequency pair turns with (t, h, w).
 AXIS_COLOURS = ("#7b3294", "#1f77b4", "#e66101")
@@ -87,6 +88,31 @@ def offset_plane_figure(plane: np.ndarray, *, title: str, value_label: str, wind
     if window is not None:
         _outline(figure, window[0], window[1], rows=window[2], cols=window[3])
     return _square(figure)
+
+
+def image_map_canvas(values: np.ndarray, *, query: tuple[int, int], title: str, value_label: str,
+                     discrete_range: tuple[int, int] | None = None, zmid: float | None = None,
+                     colorscale: str = "Viridis", height: int = 420) -> GridImage | None:
+    """:func:`image_map_figure` (same arguments, colours, outline and hover) for the browser to draw: what the
+    Images page shows, redrawn in place when its query slider moves. None: draw the figure."""
+    if discrete_range is None:
+        colorscale, zmid = fitted_colours(values, colorscale, zmid)
+    return grid_image(values, value_label=value_label, lines=("h = {y}", "w = {x}", f"{value_label} = {{v}}"),
+                      discrete_range=discrete_range, colorscale=colorscale, zmid=zmid, title=title,
+                      x_title="key patch column w", y_title="key patch row h", outline=(*query, 1, 1),
+                      height=height)
+
+
+def offset_plane_canvas(plane: np.ndarray, *, title: str, value_label: str, subtitle: str = "",
+                        zmid: float | None = None, colorscale: str = "RdBu_r", height: int = 420) -> GridImage | None:
+    """:func:`offset_plane_figure` without a window (same colours and axes) for the browser to draw; the
+    figure's ``<sup>`` line is ``subtitle``."""
+    rows, cols = plane.shape
+    colorscale, zmid = fitted_colours(plane, colorscale, zmid)
+    return grid_image(plane, value_label=value_label, lines=("Δh = {y}", "Δw = {x}", f"{value_label} = {{v}}"),
+                      discrete_range=None, colorscale=colorscale, zmid=zmid, title=title, subtitle=subtitle,
+                      x_first=-(cols // 2), y_first=-(rows // 2), x_title="Δw = key column − query column",
+                      y_title="Δh = key row − query row", height=height)
 
 
 def pair_matrix_figure(values: np.ndarray, dh: np.ndarray, dw: np.ndarray, *, title: str, value_label: str,
