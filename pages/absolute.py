@@ -1,6 +1,8 @@
 """Absolute vs relative: the sinusoidal encoding, its position similarity, the relative index, ALiBi."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import streamlit as st
 
@@ -49,26 +51,34 @@ def alibi(length: int, heads: int, head: int) -> tuple[np.ndarray, np.ndarray]:
     return bias.numpy(), alibi_slopes(heads, device=CPU).numpy()
 
 
-# Figures (relviz.figures.absolute's, which relviz.show re-exports), cached by the same scalars: a figure is
-# read-only once built (st.plotly_chart copies it), so going back to a recent setting skips plotly's slow
-# property validation.
+# Figures (relviz.figures.absolute's, which relviz.show re-exports), cached by the same scalars and held as the
+# dicts they send (display.prepared_spec): every run draws them, and st.plotly_chart deep-copied and checked each
+# go.Figure's arrays on every run (at L = d_model = 512: three 512 × 512 maps, 5.6 MB of JSON). Built once per
+# server for the same values, shared by every session.
 FIGURE_CACHE = dict(max_entries=8, show_spinner=False)
-encoding_fig = st.cache_resource(**FIGURE_CACHE)(pictures.sinusoidal_encoding_map)
-similarity_fig = st.cache_resource(**FIGURE_CACHE)(pictures.sinusoidal_similarity_map)
-curve_fig = st.cache_resource(**FIGURE_CACHE)(pictures.sinusoidal_offset_curve)
-alibi_fig = st.cache_resource(**FIGURE_CACHE)(pictures.alibi_bias)
-slopes_fig = st.cache_resource(**FIGURE_CACHE)(pictures.alibi_slopes)
-lines_fig = st.cache_resource(**FIGURE_CACHE)(pictures.alibi_lines)
 
 
-@st.cache_resource(**FIGURE_CACHE)
-def shift_fig(length: int, d_model: int, shift: int):
-    return pictures.sinusoidal_shift(length, d_model, shift)
+def _prepared(build):
+    """``build``'s figure, cached as the dict st.plotly_chart sends (the same JSON: tests/test_page_absolute.py)."""
+    @functools.wraps(build)
+    def figure(*args, **kwargs):
+        return display.prepared_spec(build(*args, **kwargs).to_dict())
+
+    return st.cache_resource(**FIGURE_CACHE)(figure)
+
+
+encoding_fig = _prepared(pictures.sinusoidal_encoding_map)
+similarity_fig = _prepared(pictures.sinusoidal_similarity_map)
+curve_fig = _prepared(pictures.sinusoidal_offset_curve)
+shift_fig = _prepared(pictures.sinusoidal_shift)
+alibi_fig = _prepared(pictures.alibi_bias)
+slopes_fig = _prepared(pictures.alibi_slopes)
+lines_fig = _prepared(pictures.alibi_lines)
 
 
 @st.cache_resource(**FIGURE_CACHE)
 def relative_fig(length: int):
-    return relative_figure(relative(length))
+    return display.prepared_spec(relative_figure(relative(length)).to_dict())
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -87,6 +97,19 @@ def alibi_overview(length: int, heads: int, head: int):
 def alibi_window(length: int, heads: int, head: int, row0: int, col0: int, rows: int, cols: int):
     return toeplitz_view(alibi_per_offset(length, heads, head), length, length, value_label="bias",
                          window=Window(row0, col0, rows, cols), title=f"head {head}: bias, full resolution")
+
+
+@st.fragment
+def shift_section(length: int, d_model: int) -> None:
+    """The whole sequence shifted: the absolute vectors all change, the scores by j − i stay (relviz.absolute). A
+    fragment: moving the shift reruns this block alone, not the three maps above it (at L = d_model = 512, 5.6 MB
+    of figures the page's run would send again)."""
+    shift_col, shift_fig_col = st.columns([1, 3.2])
+    shift = int(shift_col.slider("shift the whole sequence by s", 0, 512, 16, key="abs_shift", bind="query-params",
+                                 help="The same tokens, starting at position s instead of 0."))
+    shift_col.markdown(words.shift_words(shift))
+    with shift_fig_col:
+        display.show_figure(shift_fig(length, d_model, shift), key="abs_fig_shift")
 
 
 display.page_title("Absolute vs relative")
@@ -132,13 +155,7 @@ with display.user_errors():
     display.code_for_this_view(sinusoidal_snippet(length, d_model, projected),
                           note="pe is the encoding, result the middle picture.", key="abs_code_pe")
 
-    # the whole sequence shifted: the absolute vectors all change, the scores by j − i stay (relviz.absolute)
-    shift_col, shift_fig_col = st.columns([1, 3.2])
-    shift = int(shift_col.slider("shift the whole sequence by s", 0, 512, 16, key="abs_shift", bind="query-params",
-                                 help="The same tokens, starting at position s instead of 0."))
-    shift_col.markdown(words.shift_words(shift))
-    with shift_fig_col:
-        display.show_figure(shift_fig(length, d_model, shift), key="abs_fig_shift")
+    shift_section(length, d_model)
 
     curve_col, check_col = st.columns([2, 1])
     with curve_col:
