@@ -72,11 +72,12 @@ def overview_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_off
     return pooled_overview(q_len, k_len, nb, md, bidir, q_offset).with_window(Window(row0, col0, rows, cols))
 
 
-# A plotly figure is cached as the object itself (cache_resource; st.plotly_chart copies it, nothing
-# changes it): st.cache_data would unpickle and re-validate it on every rerun, a window move included.
+# A plotly figure is cached as the dict it sends (cache_resource, display.prepared_spec: its arrays encoded once):
+# st.cache_data would unpickle and re-validate it on every rerun, and a cached go.Figure is deep-copied and
+# re-encoded by st.plotly_chart on every rerun, a window move included (the curve sits in the window's fragment).
 @st.cache_resource(max_entries=24, show_spinner=False)
 def curve_figure(nb: int, md: int, bidir: bool, log_x: bool):
-    return bucket_curve(nb, md, bidir, log_x=log_x, height=470, validate=False)   # a move's CPU: the same figure
+    return display.prepared_spec(bucket_curve(nb, md, bidir, log_x=log_x, height=470, validate=False).to_dict())
 
 
 @st.cache_data(max_entries=24, show_spinner=False)
@@ -109,15 +110,18 @@ def precision_view(nb: int, md: int, bidir: bool):
     max_offset = precision_window(md)
     changes = precision_changes(num_buckets=nb, max_distance=md, bidirectional=bidir, max_offset=max_offset)
     edges = mesh_tf_edges(num_buckets=nb, max_distance=md, bidirectional=bidir)
-    figure = precision_figure(nb, md, bidir, changes=changes, edges=edges, max_offset=max_offset)
+    figure = display.prepared_spec(precision_figure(nb, md, bidir, changes=changes, edges=edges,
+                                                    max_offset=max_offset).to_dict())
     return (figure, pd.DataFrame(change_rows(changes), columns=list(CHANGE_COLUMNS)),
             pd.DataFrame(edge_rows(edges), columns=list(EDGE_COLUMNS)), max_offset)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def confusion_figures(nb: int, md: int, bidir: bool):
-    return (bucket_budget_figure(nb, md, bidir, validate=False), sharing_figure(),
-            composition_figure(nb, md, bidir, validate=False))
+    """Each as the dict it sends (display.prepared_spec), as curve_figure."""
+    return tuple(display.prepared_spec(figure.to_dict()) for figure in (
+        bucket_budget_figure(nb, md, bidir, validate=False), sharing_figure(),
+        composition_figure(nb, md, bidir, validate=False)))
 
 
 def use_nearest_valid(nb: int, md: int, bidir: bool) -> None:

@@ -282,3 +282,27 @@ def test_a_million_positions_per_side_is_drawn_per_offset_with_an_exact_overview
         assert (low[a, b], high[a, b]) == (cells.min(), cells.max())
     assert len(json.dumps(overview)) < 30_000
     assert any("What it hides" in m.value and "8,192" in m.value for m in at.markdown)
+
+
+VALIDATED_FIGURES = '''
+import streamlit as st
+from relviz.figures.t5 import bucket_budget_figure, bucket_curve, composition_figure, sharing_figure
+nb, md, bidir, log_x = {setting}
+for n, figure in enumerate((bucket_curve(nb, md, bidir, log_x=log_x, height=470), bucket_budget_figure(nb, md, bidir),
+                            sharing_figure(), composition_figure(nb, md, bidir))):
+    st.plotly_chart(figure, key=f"built_{{n}}")
+'''
+
+
+@pytest.mark.parametrize("setting", [(32, 128, True, False), (20, 300, False, True)])
+def test_the_figures_held_as_sent_dicts_equal_the_validated_figures(setting):
+    """The curve and the three confusions are cached as the dicts they send (display.prepared_spec, built without
+    plotly's validation): the page sends exactly what st.plotly_chart sends for the figures built with it."""
+    nb, md, bidir, log_x = setting
+    page = run(t5_nb=nb, t5_md=md, t5_bi=str(bidir), t5_logx=str(log_x))
+    reference = AppTest.from_string(VALIDATED_FIGURES.format(setting=setting), default_timeout=60)
+    reference.run()
+    assert not reference.exception
+    sent = [json.loads(chart.proto.spec) for chart in page.get("plotly_chart")]
+    for chart in reference.get("plotly_chart"):
+        assert json.loads(chart.proto.spec) in sent
