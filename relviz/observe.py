@@ -178,7 +178,12 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
                     pairs = _partners(dict(recorder.restore)[name], args, kwargs, x_in, axis, at)
                     here.indexer_pairs, here.pairs = (pairs, here.pairs) if scoped else (here.indexer_pairs, pairs)
                 rotations.append((x_in.movedim(axis, -2).detach().clone(), x_out.movedim(axis, -2).detach().clone()))
-    rotary = next((m for n, m in model.named_modules() if n.endswith("rotary_emb")), None)
+    named = dict(model.named_modules())
+    # a list of rotary modules, one per θ, each layer handed one's angles (Granite SWA's rotary_embs): which one a
+    # layer ran is not the model's rotary_emb (built at the global θ and unused there); the recorded rotation, held
+    # torch.equal against relviz's, is the check then
+    rotary = None if any(n.split(".")[-2:-1] == ["rotary_embs"] for n in named) else \
+        next((m for n, m in named.items() if n.endswith("rotary_emb")), None)
     for here, layer_type in zip(seen, getattr(text, "layer_types", None) or [None] * count):
         held = getattr(rotary, f"{layer_type}_inv_freq", None) if rotary is not None and layer_type else None
         here.inv_freq = held if held is not None else getattr(rotary, "inv_freq", None)

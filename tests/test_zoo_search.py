@@ -75,3 +75,17 @@ def test_a_field_left_out_that_the_config_class_fills_its_own_way_is_refused_by_
     with pytest.raises(ValueError, match=re.escape(f"config field {named} is left out: the '{model_type}' config class")):
         read_plan(case.config)
     assert classify(case).outcome == REFUSED
+
+
+def test_granite_swa_reads_a_base_per_layer_and_no_rope_where_it_is_0():
+    """Was silent: layer_rope_theta (a θ per layer, 0 for a layer without RoPE) wins over rope_parameters' θ in
+    transformers, and relviz read rope_parameters' alone."""
+    from relviz.model_plan import OBSERVED
+    from relviz.observe import verified_plan
+    from relviz.zoo import tiny_config
+
+    config = {**tiny_config("granite_swa"), "layer_rope_theta": [1e4, 0, 5e5, 0, 1e4, 0, 1e4, 0]}
+    config["rope_parameters"] = {**config["rope_parameters"], "rope_theta": 12345.0}
+    plan = verified_plan(config, causal_lm=True)
+    assert [p.label().split(" · ")[0] for p in plan.all_layers()][:4] == ["RoPE θ 10k", "NoPE", "RoPE θ 500k", "NoPE"]
+    assert all(p.read_from == OBSERVED for p in plan.all_layers())

@@ -258,7 +258,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "indexer": {"rotation": {"layout": "half"}, "rope_at": "end", "shared_field": "indexer_types",
                     "shared_default": {"freq": 4, "offset": 2}}, "sinks": {}}},
     # Granite: the softmax scale is attention_multiplier outright (µP), which transformers hands its attention
-    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, **({"sinks": {}} if sinks else {}),
+    # (Granite SWA: a θ per layer in layer_rope_theta, 0 for a layer without RoPE, over rope_parameters' own)
+    **{t: {"stacks": DECODER, "mechanisms": {"rotation": {"theta_per_layer_field": "layer_rope_theta"} if sinks else {},
+                                            "pattern": {}, **({"sinks": {}} if sinks else {}),
                                             "field_scale": {"field": "attention_multiplier", "default": 1.0}}}
        for t, sinks in (("granite", False), ("granitemoe", False), ("granitemoeshared", False), ("granite_swa", True),
                         ("granitemoe_swa", True))},
@@ -401,10 +403,14 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "flint": (("head_dim",), ("layer_types",)),
     **{t: (_ROPE_FIELDS_ANY,) for t in ("cohere", "ernie4_5_moe", "gemma3n_text")},
     "bailing_hybrid": (_ROPE_FIELDS_ANY, ("layer_types",)),
-    **{t: (("layer_types",),) for t in ("afmoe", "cohere2_moe")},
+    **{t: (("layer_types",),) for t in ("afmoe", "cohere2_moe", "granite_swa", "granitemoe_swa", "granitemoehybrid",
+                                        "kolibri1")},
+    "helium": (_ROPE_FIELDS_ANY,),
+    "hy_v3": (("head_dim",),),
     "cwm": (_ROPE_FIELDS_ANY, ("layer_types",)),
 }
 FAMILIES.setdefault("cwm", ROPE_DECODER)
+FAMILIES.setdefault("hy_v3", ROPE_DECODER)
 FAMILIES.update({t: {**FAMILIES[t], "required": [list(r) for r in required]} for t, required in REQUIRED_FIELDS.items()})
 
 #: the model_types the table reads (an entry that refuses every config of its family is no support)

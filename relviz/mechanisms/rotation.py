@@ -94,7 +94,7 @@ class Rotation(Mechanism):
                     "layout_field": str, "layout_field_default": bool, "pass_before_field": str,
                     "sections_interleaved": bool, "sections_default": (list, tuple), "type_when_field": dict,
                     "consumed_fields": (list, tuple), "backwards": bool, "float64_angles": bool,
-                    "default_rule_partial": bool}
+                    "default_rule_partial": bool, "theta_per_layer_field": str}
     role = "rotates q and k"
     order = 0
     legend = "rotation"
@@ -135,6 +135,15 @@ class Rotation(Mechanism):
                 fields[key] = {k: v for k, v in params.items() if k not in options.get("consumed_fields", ())}
         for key, value in options.get("fields", {}).items():   # e.g. GPT-J: head_dim from n_embd / n_head
             fields[key] = fields.get(value) if isinstance(value, str) else value
+        per_layer = options.get("theta_per_layer_field")     # Granite SWA's layer_rope_theta: θ per layer, 0 = NoPE
+        thetas = cfg.list(per_layer, ctx.layers, _theta, counted_by=ctx.layers_field) if per_layer else None
+        if thetas is not None:
+            if thetas[ctx.index] == 0:
+                return None
+            key = "rope_parameters" if isinstance(fields.get("rope_parameters"), Mapping) else "rope_scaling"
+            if isinstance(fields.get(key), Mapping):
+                fields[key] = {**fields[key], "rope_theta": thetas[ctx.index]}
+            fields["rope_theta"] = thetas[ctx.index]
         rotary_field = options.get("rotary_dim_field")
         if not rotary_field:
             fields = _partial_under_default_rule(cfg, fields, options.get("default_rule_partial"))
@@ -379,6 +388,14 @@ def _partial_under_default_rule(cfg: ConfigView, fields: dict[str, Any], reads: 
     if params:
         kept[key] = {k: v for k, v in params.items() if k not in _PARTIAL_FIELDS}
     return kept
+
+
+def _theta(name: str, value: Any) -> float:
+    """A layer's own RoPE base: a number above 1, or 0 for a layer without RoPE."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value == 0 or 1 < value <= 1e12):
+        raise ValueError(f"config field {name} must be a RoPE base above 1 (at most 1e12), or 0 for a layer without "
+                         f"RoPE; got {value!r:.60}")
+    return float(value)
 
 
 def _flag(name: str, value: Any) -> bool:
