@@ -8,6 +8,7 @@ import types
 import numpy as np
 import pytest
 import torch
+from device_support import default_device_holds_no_values
 
 import relviz.check as check
 from relviz.check import vision as V
@@ -60,6 +61,20 @@ def test_each_2d_rope_mistake_is_named(settings, cause):
     result = check.check("rope2d_angles", wrong, settings)
     assert not result.ok and [c.name for c in result.causes] == [cause]
     assert result.first[0].offset in (0, 1)                            # the third column: the pair's axis
+
+
+def test_the_2d_rope_check_computes_on_the_cpu_whatever_the_default_device(monkeypatch):
+    """It compares numpy arrays: on a GPU machine (default device CUDA) it failed before comparing anything. The
+    default device here holds no values; the check still passes the right angles and names every mistake."""
+    from relviz.vision.rope2d import rope2d_angles
+
+    right = {s.model: rope2d_angles(s.rope, s.grid, device="cpu").numpy() for s in ROPE_CASES}
+    default_device_holds_no_values(monkeypatch)
+    for settings in ROPE_CASES:
+        assert check.check("rope2d_angles", right[settings.model], settings).ok
+        for cause, _, build in V.ROPE2D_CAUSES:
+            wrong = build(settings)
+            assert wrong is None or [c.name for c in check.check("rope2d_angles", wrong, settings).causes] == [cause]
 
 
 @pytest.mark.parametrize("cause", [c[0] for c in V.MROPE_CAUSES])

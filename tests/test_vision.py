@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from device_support import default_device_holds_no_values
 
 from relviz.vision.grid import PatchGrid, offset_window, patch_coordinates, query_offsets, relative_index_2d
 from relviz.vision.mrope import (
@@ -19,6 +20,7 @@ from relviz.vision.mrope import (
     video_frame_step,
 )
 from relviz.vision.rope2d import (
+    Rope2D,
     dinov3_rope,
     pixtral_rope,
     qwen_vl_vision_rope,
@@ -79,15 +81,44 @@ def test_2d_rope_score_depends_only_on_the_offset_and_is_the_per_offset_map():
         assert torch.allclose(plane, plane[:, 3:4] + plane[2:3, :] - plane[2, 3], atol=1e-12)  # S_h(Δh) + S_w(Δw)
 
 
+def test_a_2d_rope_is_described_on_the_cpu_and_computed_where_asked(monkeypatch):
+    """On a GPU machine the default device is CUDA: a Rope2D's θ and axes were built there while its coordinates
+    were on the CPU, and every angle failed (two devices). Now the description lives on the CPU and each function
+    moves it where it computes: the device asked for, or the rotated tensor's. The default device here holds no
+    values, so anything that still went there unasked fails."""
+    grid = PatchGrid(3, 4)
+    q, k = torch.randn(16, generator=torch.Generator().manual_seed(0)), torch.randn(16)
+    ropes = (pixtral_rope(16), qwen_vl_vision_rope(16), dinov3_rope(16, prefix_tokens=2))
+    before = [(rope2d_angles(r, grid, device="cpu"), rotate_2d(torch.ones(r.prefix_tokens + 12, 16), r, grid),
+               score_map_2d(q, k, r, grid, device="cpu")) for r in ropes]
+    default_device_holds_no_values(monkeypatch)
+    for build, (angles, rotated, plane) in zip((pixtral_rope, qwen_vl_vision_rope, dinov3_rope), before):
+        rope = build(16, prefix_tokens=2) if build is dinov3_rope else build(16)
+        assert rope.pair_freq.device.type == rope.pair_axis.device.type == "cpu"
+        assert torch.equal(rope2d_angles(rope, grid, device="cpu"), angles)
+        assert torch.equal(rotate_2d(torch.ones(rope.prefix_tokens + 12, 16), rope, grid), rotated)
+        assert torch.equal(score_map_2d(q, k, rope, grid, device="cpu"), plane)
+        assert rope2d_angles(rope, grid).device.type == "meta"          # no device given: the default one
+
+
+def test_a_2d_rope_description_is_checked_once():
+    with pytest.raises(ValueError, match=r"pair_freq and pair_axis must have head_dim / 2 = 4 entries; got 3 and 4"):
+        Rope2D("short", 8, torch.ones(3), torch.zeros(4, dtype=torch.long))
+    with pytest.raises(ValueError, match="pair_freq must be a torch.Tensor"):
+        Rope2D("a list", 8, [1.0] * 4, torch.zeros(4, dtype=torch.long))
+    with pytest.raises(ValueError, match="pair_freq and pair_axis must hold values; got them on device 'meta'"):
+        Rope2D("no values", 8, torch.ones(4, device="meta"), torch.zeros(4, dtype=torch.long))
+
+
 def test_axial_pairs_as_each_paper_writes_them():
     # Pixtral (Mistral's reference): freqs_h = outer(h, θ[::2]), freqs_w = outer(w, θ[1::2]), θ_i = base^(−2i/D)
     theta = [10000 ** (-2 * i / 16) for i in range(8)]
-    angles = rope2d_angles(pixtral_rope(16, 10000.0), (2, 3))
+    angles = rope2d_angles(pixtral_rope(16, 10000.0), (2, 3), device="cpu")
     h, w = 1, 2
     expected = [h * t for t in theta[0::2]] + [w * t for t in theta[1::2]]
     assert torch.allclose(angles[h * 3 + w].double(), torch.tensor(expected, dtype=torch.float64), rtol=1e-6)
     # DINOv3: patch centres (p + 0.5)/side · 2 − 1, angle 2π·coordinate·base^(−4i/D)
-    angles = rope2d_angles(dinov3_rope(16, 100.0), (2, 4))
+    angles = rope2d_angles(dinov3_rope(16, 100.0), (2, 4), device="cpu")
     y, x = (1 + 0.5) / 2 * 2 - 1, (3 + 0.5) / 4 * 2 - 1
     theta = [100 ** (-4 * i / 16) for i in range(4)]
     expected = [2 * math.pi * y * t for t in theta] + [2 * math.pi * x * t for t in theta]

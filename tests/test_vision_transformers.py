@@ -100,7 +100,7 @@ def test_pixtral_axial_rotary_cos_sin_and_rotation():
     x = torch.randn(1, h * w, 64)
     cos, sin = rotary(x, torch.stack([hh.flatten(), ww.flatten()], dim=-1))
     rope = pixtral_rope(16, config.rope_parameters["rope_theta"])
-    mine_cos, mine_sin = rope2d_cos_sin(rope, (h, w))
+    mine_cos, mine_sin = rope2d_cos_sin(rope, (h, w), device="cpu")
     assert torch.equal(mine_cos, cos) and torch.equal(mine_sin, sin)
     q = torch.randn(1, 4, h * w, 16)
     expected, _ = modeling.apply_rotary_pos_emb(q, q, cos, sin, unsqueeze_dim=0)
@@ -126,7 +126,7 @@ def test_qwen_vl_vision_rotary_at_the_towers_own_position_ids(module, rotary, co
     positions = get_vision_position_ids(grid, 2)                                   # [N, 2]
     cos, sin = embedding(torch.randn(1, 4), positions)
     rope = qwen_vl_vision_rope(head_dim, config.rope_parameters["rope_theta"])
-    mine_cos, mine_sin = rope2d_cos_sin(rope, PatchGrid(4, 6))
+    mine_cos, mine_sin = rope2d_cos_sin(rope, PatchGrid(4, 6), device="cpu")
     flat = positions[:, 0] * 6 + positions[:, 1]
     assert torch.equal(mine_cos[flat], cos) and torch.equal(mine_sin[flat], sin)
 
@@ -142,7 +142,7 @@ def test_dinov3_normalised_coordinates_and_unrotated_prefix(registers):
     pixels = torch.randn(1, 3, 3 * 8, 5 * 8)
     cos, sin = embedding(pixels)
     rope = dinov3_rope(16, config.rope_theta, prefix_tokens=1 + registers)
-    mine_cos, mine_sin = rope2d_cos_sin(rope, (3, 5))
+    mine_cos, mine_sin = rope2d_cos_sin(rope, (3, 5), device="cpu")
     assert torch.equal(mine_cos, cos) and torch.equal(mine_sin, sin)
     q = torch.randn(1, 4, 1 + registers + 15, 16)
     k = torch.randn(1, 4, 1 + registers + 15, 16)

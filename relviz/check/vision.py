@@ -85,7 +85,7 @@ def _swapped(s: Rope2DSettings) -> np.ndarray:
 
 def _column_major(s: Rope2DSettings) -> np.ndarray:
     order = torch.arange(s.rows * s.cols).view(s.rows, s.cols).T.flatten()      # patch n of column-major order
-    return rope2d_angles(s.rope, s.grid)[order].double().numpy()
+    return rope2d_angles(s.rope, s.grid, device="cpu")[order].double().numpy()
 
 
 def _flattened(s: Rope2DSettings) -> np.ndarray:
@@ -102,14 +102,14 @@ def _other_split(s: Rope2DSettings) -> np.ndarray | None:
     if s.rope.normalised or len(others) != 1:
         return None
     other = make_rope2d(others[0], s.head_dim, s.base if s.base is not None else ROPES_2D[s.model][1])
-    return rope2d_angles(other, s.grid).double().numpy()
+    return rope2d_angles(other, s.grid, device="cpu").double().numpy()
 
 
 def _unnormalised(s: Rope2DSettings) -> np.ndarray | None:
     if not s.rope.normalised:
         return None
     integer = replace(s.rope, normalised=False)
-    return (2 * math.pi * rope2d_angles(integer, s.grid).double()).numpy()
+    return (2 * math.pi * rope2d_angles(integer, s.grid, device="cpu").double()).numpy()
 
 
 def _corners(s: Rope2DSettings) -> np.ndarray | None:
@@ -123,7 +123,7 @@ def _corners(s: Rope2DSettings) -> np.ndarray | None:
 
 def _pairs_interleaved(s: Rope2DSettings) -> np.ndarray:
     """Row and column angles alternating pair by pair ([N, D/4, 2] flattened) instead of in two blocks."""
-    angles = rope2d_angles(s.rope, s.grid)
+    angles = rope2d_angles(s.rope, s.grid, device="cpu")
     quarter = s.head_dim // 4
     return torch.stack((angles[:, :quarter], angles[:, quarter:]), dim=-1).flatten(1).double().numpy()
 
@@ -161,7 +161,7 @@ def check_rope2d(got: Any, settings: Rope2DSettings | None) -> CheckResult:
                          f"{shape} (a row per patch, row by row; a column per pair); got {got.shape}")
     if not np.isfinite(got).all():
         raise ValueError("the angles hold NaN or infinite values: every patch has a finite angle")
-    expected = rope2d_angles(s.rope, s.grid).double().numpy()
+    expected = rope2d_angles(s.rope, s.grid, device="cpu").double().numpy()
 
     def close(a: np.ndarray) -> np.ndarray:
         return np.isclose(got, a, rtol=ANGLE_RTOL, atol=ANGLE_ATOL)

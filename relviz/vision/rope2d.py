@@ -34,7 +34,10 @@ MAX_BASE = 1e9
 @dataclass(frozen=True)
 class Rope2D:
     """One axial 2-D RoPE: the frequency and the axis (0 row, 1 column) of each of the D/2 pairs, in the
-    order rotate_half pairs them (pair p rotates dimensions p and p + D/2)."""
+    order rotate_half pairs them (pair p rotates dimensions p and p + D/2).
+
+    A description, kept on the CPU whatever the default device: the functions below move its tensors to the
+    device they compute on (``device=``, or the input's), so a description never mixes two devices."""
 
     label: str
     head_dim: int
@@ -43,8 +46,20 @@ class Rope2D:
     normalised: bool = False       # DINOv3: coordinates are patch centres in [−1, 1], angle 2π·coordinate·θ
     prefix_tokens: int = 0         # tokens before the patches that are not rotated (DINOv3's CLS + registers)
 
+    def __post_init__(self) -> None:
+        pairs = self.head_dim // 2
+        freq = check_tensor("pair_freq", self.pair_freq, ndim=1, floating=True)
+        axis = check_tensor("pair_axis", self.pair_axis, ndim=1)
+        if freq.shape[0] != pairs or axis.shape[0] != pairs:
+            raise ValueError(f"pair_freq and pair_axis must have head_dim / 2 = {pairs} entries; got "
+                             f"{freq.shape[0]} and {axis.shape[0]}")
+        if freq.is_meta or axis.is_meta:
+            raise ValueError("pair_freq and pair_axis must hold values; got them on device 'meta'")
+        object.__setattr__(self, "pair_freq", freq.to("cpu"))
+        object.__setattr__(self, "pair_axis", axis.to("cpu", torch.long))
+
     def coordinates(self, grid: PatchGrid) -> torch.Tensor:
-        """float32 [N, 2]: each patch's (row, column) coordinate as the model computes it."""
+        """float32 [N, 2] on the CPU: each patch's (row, column) coordinate as the model computes it."""
         if self.normalised:
             h = torch.arange(0.5, grid.rows, dtype=torch.float32) / grid.rows
             w = torch.arange(0.5, grid.cols, dtype=torch.float32) / grid.cols
@@ -54,7 +69,7 @@ class Rope2D:
         return torch.stack((h.flatten(), w.flatten()), dim=-1).float()
 
     def step(self, grid: PatchGrid) -> torch.Tensor:
-        """float64 [D/2]: the angle each pair turns per patch along its own axis (θ, or 2π·θ·2/side for
+        """float64 [D/2] on the CPU: the angle each pair turns per patch along its own axis (θ, or 2π·θ·2/side for
         normalised coordinates: the same offset in patches turns less on a larger image)."""
         freq = self.pair_freq.double()
         if not self.normalised:
@@ -79,7 +94,7 @@ def _axes(quarter: int) -> torch.Tensor:
 def pixtral_rope(head_dim: int = 64, base: float = 10000.0) -> Rope2D:
     """Pixtral's vision encoder: even-indexed θ of a D-wide RoPE to rows, odd-indexed to columns."""
     head_dim, base = _check(head_dim, base, 4)
-    inv_freq = default_inv_freq(head_dim, base)                                  # [D/2]: transformers' θ
+    inv_freq = default_inv_freq(head_dim, base, "cpu")                           # [D/2]: transformers' θ
     return Rope2D("Pixtral (axial: even θ rows, odd θ columns)", head_dim,
                   torch.cat([inv_freq[0::2], inv_freq[1::2]]), _axes(head_dim // 4))
 
@@ -88,7 +103,7 @@ def qwen_vl_vision_rope(head_dim: int = 80, base: float = 10000.0) -> Rope2D:
     """The Qwen2-VL / 2.5-VL / 3-VL vision towers: a D/2-wide RoPE's θ, the same for rows and columns."""
     head_dim, base = _check(head_dim, base, 4)
     spatial = head_dim // 2
-    inv_freq = default_inv_freq(spatial, base)                                   # [D/4]
+    inv_freq = default_inv_freq(spatial, base, "cpu")                            # [D/4]
     return Rope2D("Qwen-VL vision (axial: same θ for rows and columns)", head_dim,
                   torch.cat([inv_freq, inv_freq]), _axes(head_dim // 4))
 
@@ -110,32 +125,35 @@ def _check_rope(rope: object) -> Rope2D:
     return rope
 
 
-def rope2d_angles(rope: Rope2D, grid: PatchGrid | tuple[int, int]) -> torch.Tensor:
-    """float32 [N, D/2]: the angle of each patch's pairs, operation for operation as the model (N = H·W
-    patches, row-major; the prefix tokens have none)."""
+def rope2d_angles(rope: Rope2D, grid: PatchGrid | tuple[int, int], *,
+                  device: torch.device | str | None = None) -> torch.Tensor:
+    """float32 [N, D/2] on ``device``: the angle of each patch's pairs, operation for operation as the model
+    (N = H·W patches, row-major; the prefix tokens have none)."""
     rope, grid = _check_rope(rope), as_grid(grid)
-    coords = rope.coordinates(grid)                                         # [N, 2]
+    device = resolve_device(device)
+    coords = rope.coordinates(grid).to(device)                              # [N, 2]
     if rope.normalised:
         coords = 2 * math.pi * coords
-    return coords[:, rope.pair_axis] * rope.pair_freq[None, :]             # [N, D/2]
+    return coords[:, rope.pair_axis.to(device)] * rope.pair_freq.to(device)[None, :]   # [N, D/2]
 
 
-def rope2d_cos_sin(rope: Rope2D, grid: PatchGrid | tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(cos [N, D], sin [N, D]) as the model's rotary module returns them (the angles twice)."""
-    angles = rope2d_angles(rope, grid)
+def rope2d_cos_sin(rope: Rope2D, grid: PatchGrid | tuple[int, int], *,
+                   device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cos [N, D], sin [N, D]) on ``device``, as the model's rotary module returns them (the angles twice)."""
+    angles = rope2d_angles(rope, grid, device=device)
     emb = torch.cat((angles, angles), dim=-1)
     return emb.cos(), emb.sin()
 
 
 def rotate_2d(x: torch.Tensor, rope: Rope2D, grid: PatchGrid | tuple[int, int]) -> torch.Tensor:
     """x [..., prefix + N, D] rotated: the first ``rope.prefix_tokens`` rows as they are, each patch by
-    its angles (x·cos + rotate_half(x)·sin, in float32 like the models' vision attention)."""
+    its angles (x·cos + rotate_half(x)·sin, in float32 like the models' vision attention), on x's device."""
     rope, grid = _check_rope(rope), as_grid(grid)
     x = check_tensor("x", x, min_ndim=2, floating=True)
     if x.shape[-1] != rope.head_dim or x.shape[-2] != rope.prefix_tokens + grid.patches:
         raise ValueError(f"x must end in ({rope.prefix_tokens} + {grid.patches} tokens, {rope.head_dim}) for "
                          f"this rope and grid; got shape {tuple(x.shape)}")
-    cos, sin = rope2d_cos_sin(rope, grid)
+    cos, sin = rope2d_cos_sin(rope, grid, device=x.device)
     prefix, patches = x[..., :rope.prefix_tokens, :], x[..., rope.prefix_tokens:, :]
     rotated = rotate_half_by(patches.float(), cos, sin)
     return torch.cat((prefix, rotated.to(x.dtype)), dim=-2)
