@@ -239,7 +239,7 @@ def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:
     Example: ``show.mrope_pairs((24, 20, 20))``
     """
     pairs = sum(check_section(section, sum(section) if all(isinstance(v, int) for v in section) else 0))
-    theta = default_inv_freq(2 * pairs, 10000.0).double().numpy()                # [P]
+    theta = default_inv_freq(2 * pairs, 10000.0, CPU).double().numpy()           # [P]
     rows = {"sectioned": mrope_pair_axes(section, interleaved=False).numpy(),
             "interleaved": mrope_pair_axes(section, interleaved=True).numpy()}
     return figures.pair_axes_figure(rows, {name: theta for name in rows},

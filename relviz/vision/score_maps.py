@@ -74,7 +74,7 @@ def mrope_plane(rule: str, rows: int, cols: int, frames: int, *, head_dim: int =
     head_dim = check_int("head_dim", head_dim, minimum=6, maximum=1024)
     pairs = head_dim // 2
     section = r.section if sum(r.section) == pairs else _scaled_section(r.section, pairs)
-    inv_freq = default_inv_freq(2 * pairs, 10000.0).double()                     # [P]: the text head's θ
+    inv_freq = default_inv_freq(2 * pairs, 10000.0, CPU).double()                # [P]: the text head's θ
     q, k = content(2 * pairs, seed, same)
     video = mixed_sequence(rule, rows, cols, frames, seconds_per_grid=seconds_per_grid)[3]
     step = video_frame_step(video, r, tokens_per_second=tokens_per_second)
