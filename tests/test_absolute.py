@@ -50,7 +50,7 @@ def test_concatenated_layout_is_a_permutation_of_the_interleaved_one():
 def test_position_zero_and_the_frequencies():
     pe = sinusoidal_encoding(3, 10, device="cpu")
     assert torch.equal(pe[0, 0::2], torch.zeros(5)) and torch.equal(pe[0, 1::2], torch.ones(5))
-    omega = sinusoidal_frequencies(10)
+    omega = sinusoidal_frequencies(10, device="cpu")
     assert omega[0] == 1.0
     torch.testing.assert_close(omega, torch.tensor([10000.0 ** (-2 * k / 10) for k in range(5)],
                                                    dtype=torch.float64))

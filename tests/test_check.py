@@ -34,14 +34,16 @@ def npy(array: np.ndarray) -> bytes:
 
 def test_references_are_the_library_matrices():
     s = Settings(q_offset=2, k=3, num_buckets=16, max_distance=40, bidirectional=False, num_heads=12, head=7)
-    np.testing.assert_array_equal(reference("relative", (5, 9), s), relative_positions(5, 9, q_offset=2).numpy())
-    np.testing.assert_array_equal(reference("shaw", (5, 9), s), shaw_clip_index(5, 9, k=3, q_offset=2).numpy())
+    np.testing.assert_array_equal(reference("relative", (5, 9), s),
+                                  relative_positions(5, 9, q_offset=2, device="cpu").numpy())
+    np.testing.assert_array_equal(reference("shaw", (5, 9), s),
+                                  shaw_clip_index(5, 9, k=3, q_offset=2, device="cpu").numpy())
     np.testing.assert_array_equal(
         reference("t5", (5, 9), s),
-        t5_bucket_map(5, 9, num_buckets=16, max_distance=40, bidirectional=False, q_offset=2).numpy())
-    np.testing.assert_allclose(reference("alibi", (5, 9), s), alibi_bias(5, 9, num_heads=12, q_offset=2)[7].numpy(),
-                               rtol=1e-6)
-    np.testing.assert_allclose(reference("alibi_slopes", (12,), s), alibi_slopes(12).numpy(), rtol=1e-6)
+        t5_bucket_map(5, 9, num_buckets=16, max_distance=40, bidirectional=False, q_offset=2, device="cpu").numpy())
+    np.testing.assert_allclose(reference("alibi", (5, 9), s),
+                               alibi_bias(5, 9, num_heads=12, q_offset=2, device="cpu")[7].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(reference("alibi_slopes", (12,), s), alibi_slopes(12, device="cpu").numpy(), rtol=1e-6)
     qer = torch.arange(36.0).reshape(6, 6)
     np.testing.assert_array_equal(reference("skew", (6, 6), s), skew(qer).numpy())
 
@@ -124,12 +126,12 @@ def test_first_mismatches_carry_i_j_offset_expected_got():
     result = check("t5", faulty, Settings())
     first = result.first[0]
     assert (first.i, first.j, first.offset, first.expected, first.got) == (0, 16, 16, 26, 25)
-    assert result.mismatches == int((faulty != t5_bucket_map(40, 100).numpy()).sum())
+    assert result.mismatches == int((faulty != t5_bucket_map(40, 100, device="cpu").numpy()).sum())
     assert result.cause.name == "log in bfloat16" and not result.cause.harmless
 
 
 def test_causal_alibi_ignores_the_masked_triangle():
-    bias = alibi_bias(6, 6, num_heads=8)[3].numpy()
+    bias = alibi_bias(6, 6, num_heads=8, device="cpu")[3].numpy()
     bias[np.triu_indices(6, 1)] = -np.inf
     assert not check("alibi", bias, Settings(num_heads=8, head=3)).ok
     assert check("alibi", bias, Settings(num_heads=8, head=3, causal=True)).ok
@@ -140,18 +142,19 @@ def test_causal_alibi_ignores_the_masked_triangle():
 
 
 def test_fit_recovers_settings_and_causes():
-    result = check("t5", t5_bucket_map(20, 20, num_buckets=16, max_distance=64, bidirectional=False).numpy())
+    result = check("t5", t5_bucket_map(20, 20, num_buckets=16, max_distance=64, bidirectional=False,
+                                       device="cpu").numpy())
     assert result.ok and result.fitted
     assert (result.settings.num_buckets, result.settings.max_distance, result.settings.bidirectional) == \
         (16, 64, False) or np.array_equal(result.expected, result.got)
     flipped = variant_matrix("t5", SIGN, (24, 24), Settings())
     result = check("t5", flipped)
     assert result.cause.name == SIGN and (result.settings.num_buckets, result.settings.max_distance) == (32, 128)
-    shaw = check("shaw", shaw_clip_index(9, 9, k=4).numpy())
+    shaw = check("shaw", shaw_clip_index(9, 9, k=4, device="cpu").numpy())
     assert shaw.ok and shaw.settings.k == 4
     slopes = check("alibi_slopes", MK._slopes_naive(12))
     assert slopes.cause.name.startswith("non-power-of-2 slopes: 2^(−8h/n)")
-    last = check("relative", relative_positions(4, 10, q_offset=6).numpy())
+    last = check("relative", relative_positions(4, 10, q_offset=6, device="cpu").numpy())
     assert last.ok and last.settings.q_offset == 6
 
 
@@ -214,15 +217,15 @@ def test_settings_search_rejects_a_non_toeplitz_upload_before_building_mistakes(
 
 
 def _causal_alibi() -> np.ndarray:
-    bias = alibi_bias(5, 8, num_heads=64, q_offset=3)[63].numpy()  # head 63 of 64: slope 2^−8
+    bias = alibi_bias(5, 8, num_heads=64, q_offset=3, device="cpu")[63].numpy()  # head 63 of 64: slope 2^−8
     return np.where(np.arange(8)[None, :] > np.arange(5)[:, None] + 3, -np.inf, bias)
 
 
 @pytest.mark.parametrize("kind, matrix, found", [
     # Among the last settings each search reaches: q_offset = k_len − q_len, causal / unidirectional.
     ("alibi", _causal_alibi(), dict(q_offset=3, causal=True)),
-    ("t5", t5_bucket_map(70, 75, num_buckets=64, max_distance=1024, bidirectional=False, q_offset=5).numpy(),
-     dict(q_offset=5, bidirectional=False)),
+    ("t5", t5_bucket_map(70, 75, num_buckets=64, max_distance=1024, bidirectional=False, q_offset=5,
+                         device="cpu").numpy(), dict(q_offset=5, bidirectional=False)),
 ])
 def test_settings_search_stays_exact_for_valid_uploads_within_its_bound(kind, matrix, found):
     work = C.FitWork()
@@ -237,7 +240,7 @@ def test_settings_search_stays_exact_for_valid_uploads_within_its_bound(kind, ma
 
 
 def test_reads_npy_csv_headers_and_pasted_prints():
-    matrix = t5_bucket_map(5, 7).numpy()
+    matrix = t5_bucket_map(5, 7, device="cpu").numpy()
     np.testing.assert_array_equal(load_matrix(npy(matrix)), matrix)
     csv_text = "\n".join(",".join(map(str, row)) for row in matrix)
     np.testing.assert_array_equal(load_matrix(csv_text.encode()), matrix)
@@ -316,7 +319,7 @@ def run_cli(capsys, *args: str, stdin: bytes | None = None, monkeypatch=None) ->
 
 def test_cli_exit_codes_and_json(tmp_path, capsys, monkeypatch):
     good, bad = tmp_path / "good.npy", tmp_path / "bad.csv"
-    np.save(good, t5_bucket_map(16, 16).numpy())
+    np.save(good, t5_bucket_map(16, 16, device="cpu").numpy())
     faulty = variant_matrix("t5", "bidirectional vs unidirectional", (16, 16), Settings())
     bad.write_text("\n".join(",".join(map(str, row)) for row in faulty))
     code, out, _ = run_cli(capsys, str(good), "--kind", "t5", "--num-buckets", "32", "--max-distance", "128")
@@ -395,9 +398,10 @@ def test_non_power_of_2_slopes_in_the_wrong_order_are_named(n):
 
 
 @pytest.mark.parametrize("checked_as, matrix, kind, found", [
-    ("relative", t5_bucket_map(20, 20).numpy(), "t5", {"num_buckets": 32, "max_distance": 128}),
-    ("relative", shaw_clip_index(10, 10, k=2).numpy(), "shaw", {"k": 2}),
-    ("relative", alibi_bias(6, 6, num_heads=8)[2].numpy(), "alibi", {"q_offset": 0}),  # slope 1/8: several heads
+    ("relative", t5_bucket_map(20, 20, device="cpu").numpy(), "t5", {"num_buckets": 32, "max_distance": 128}),
+    ("relative", shaw_clip_index(10, 10, k=2, device="cpu").numpy(), "shaw", {"k": 2}),
+    # slope 1/8: several heads
+    ("relative", alibi_bias(6, 6, num_heads=8, device="cpu")[2].numpy(), "alibi", {"q_offset": 0}),
 ])
 def test_an_upload_of_another_kind_says_which(checked_as, matrix, kind, found):
     result = check(checked_as, matrix, Settings())

@@ -38,7 +38,7 @@ def test_shaw_without_clipping_is_named_and_never_read_as_a_sign_flip(settings):
 
 
 def test_a_setting_not_passed_on_is_the_cause_in_json(capsys, tmp_path):
-    report = cli_json(capsys, tmp_path, t5_bucket_map(200, 200, max_distance=128).numpy(), "--kind", "t5",
+    report = cli_json(capsys, tmp_path, t5_bucket_map(200, 200, max_distance=128, device="cpu").numpy(), "--kind", "t5",
                       "--max-distance", "64")
     assert report["cause"]["name"] == "max_distance = 128, not 64"
     assert "max_distance was not passed on" in report["cause"]["explanation"] and report["cause"]["explains"] == 1.0
@@ -66,7 +66,7 @@ def test_composed_differences_are_found_by_the_search(kind, got, settings, cause
 
 
 def test_settings_beyond_the_grid_are_found_by_the_search():
-    result = C.check("t5", t5_bucket_map(300, 300, num_buckets=32, max_distance=300).numpy())
+    result = C.check("t5", t5_bucket_map(300, 300, num_buckets=32, max_distance=300, device="cpu").numpy())
     assert result.ok and result.settings.max_distance == 300  # 300 is on no grid: read from the bucket edges
 
 
@@ -98,7 +98,7 @@ CLEAN = {
     "shaw": (C.reference("shaw", (30, 30), C.Settings(k=4)), C.Settings(k=4)),
     "relative": (C.reference("relative", (20, 20), C.Settings()), C.Settings()),
     "alibi": (C.reference("alibi", (20, 20), C.Settings(num_heads=12, head=5)), C.Settings(num_heads=12, head=5)),
-    "alibi_slopes": (alibi_slopes(12).double().numpy(), C.Settings()),
+    "alibi_slopes": (alibi_slopes(12, device="cpu").double().numpy(), C.Settings()),
     "skew": (C.reference("skew", (12, 12), C.Settings()), C.Settings()),
     "rope_cos": (variant_cache("rope_cos", "", (96, 32), ROPE), ROPE),
     "rope_sin": (variant_cache("rope_sin", "", (96, 32), ROPE), ROPE),
@@ -129,11 +129,11 @@ def test_a_partial_fit_says_so_and_is_never_the_cause():
 
 
 def test_the_difference_names_rows_offsets_and_how():
-    got = t5_bucket_map(30, 30).numpy()
+    got = t5_bucket_map(30, 30, device="cpu").numpy()
     got[[4, 9]] += 2
     assert "every compared cell of i = 4, 9" in C.check("t5", got, C.Settings()).difference
     assert "a constant shift" in C.check("t5", got, C.Settings()).difference
-    slopes = alibi_slopes(8).double().numpy()[[1, 0, 2, 3, 4, 5, 6, 7]]
+    slopes = alibi_slopes(8, device="cpu").double().numpy()[[1, 0, 2, 3, 4, 5, 6, 7]]
     assert "permutation" in C.check("alibi_slopes", slopes, C.Settings()).difference
 
 
@@ -144,7 +144,7 @@ def test_a_closed_pipe_ends_the_output_quietly(tmp_path):
     from pathlib import Path
 
     path = tmp_path / "bad.npy"
-    got = t5_bucket_map(40, 40).numpy()
+    got = t5_bucket_map(40, 40, device="cpu").numpy()
     got[::3] += 1
     np.save(path, got)
     for extra in ([],):  # one run (a fresh interpreter costs seconds); --json writes through the same _write
@@ -266,10 +266,11 @@ def test_llama3_and_longrope_factors_beyond_the_grid_are_read_from_the_data():
 
 
 @pytest.mark.parametrize("got, cause", [
-    (alibi_slopes(32).double().numpy()[8:16], "slopes of heads 8–15 of 32"),        # a shard's slice, 8 heads given
-    (alibi_slopes(16).double().numpy()[:8], "slopes of heads 0–7 of 16"),
+    (alibi_slopes(32, device="cpu").double().numpy()[8:16], "slopes of heads 8–15 of 32"),  # a shard's slice, 8 heads given
+    (alibi_slopes(16, device="cpu").double().numpy()[:8], "slopes of heads 0–7 of 16"),
     (np.asarray([2.0 ** (-16 * h / 8) for h in range(1, 9)]), "alibi_bias_max = 16, not 8"),
-    (alibi_slopes(12, float32_powers=True).double().numpy()[::-1] * -1, "heads in reverse order + slopes negated"),
+    (alibi_slopes(12, float32_powers=True, device="cpu").double().numpy()[::-1] * -1,
+     "heads in reverse order + slopes negated"),
 ], ids=["shard", "global count", "bias max", "reversed and negated"])
 def test_alibi_slope_vectors_are_fit_then_explained(capsys, tmp_path, got, cause):
     report = cli_json(capsys, tmp_path, got, "--kind", "alibi_slopes")

@@ -192,7 +192,7 @@ def test_alibi_slope_labels_are_readable_and_never_shrunk():
     from relviz.figures.heatmap import READABLE_FONT
     from relviz.positions import alibi_slopes
 
-    bars = alibi_slopes_figure(alibi_slopes(12).numpy(), from_p=8).data[0]
+    bars = alibi_slopes_figure(alibi_slopes(12, device="cpu").numpy(), from_p=8).data[0]
     assert bars.textfont.size == SLOPE_LABEL_PX >= READABLE_FONT and bars.constraintext == "none"
     assert list(bars.text[:2]) == ["1", "2"] and bars.text[8] == "0.5"   # −log2 of 2^-1, 2^-2, ... 2^-0.5
 

@@ -41,7 +41,7 @@ def test_check_page_names_the_cause_and_draws_the_diff():
     assert any(f"Likely cause: {SIGN}" in w.value for w in at.warning)
     (chart,) = at.get("plotly_chart")
     states = decode(json.loads(chart.proto.spec)["data"][0]["z"])
-    np.testing.assert_array_equal(states == 1, faulty != t5_bucket_map(12, 12).numpy())
+    np.testing.assert_array_equal(states == 1, faulty != t5_bucket_map(12, 12, device="cpu").numpy())
     table = at.dataframe[0].value
     assert list(table.columns) == ["i", "j", "j − i", "expected", "got"]
     assert table.iloc[0].tolist() == [0, 1, 1, 17, 1]
@@ -50,7 +50,7 @@ def test_check_page_names_the_cause_and_draws_the_diff():
 def test_check_page_matches_a_correct_upload_and_uses_the_sidebar_settings():
     at = run_page("check", ck_kind="t5", ck_nb="16", ck_md="64", ck_bi="false")
     at.text_area(key="ck_paste").set_value(
-        csv(t5_bucket_map(9, 9, num_buckets=16, max_distance=64, bidirectional=False).numpy())).run()
+        csv(t5_bucket_map(9, 9, num_buckets=16, max_distance=64, bidirectional=False, device="cpu").numpy())).run()
     assert at.success and "Matches: all 81 compared cells" in at.success[0].value
     assert not at.warning
 
