@@ -34,8 +34,9 @@ __all__ = ["Case", "Result", "VARIATIONS", "FIELDS", "cases", "classify", "searc
            "TRANSFORMERS", "SILENT"]
 
 EXACT, REFUSED, TRANSFORMERS, SILENT = "exact", "refused", "transformers", "silent"
-#: words of the observer's refusal that mean transformers itself did not build or run the config
-_NOT_BUILT = ("could not build a", "could not run a", "could not build its default", "its config class refuses")
+#: words of the observer's refusal that mean transformers itself did not build or run the config (the observer's own size
+#: cap, "could not build a small model", is relviz's refusal)
+_NOT_BUILT = ("could not build a '", "could not run a '", "could not build its default", "its config class refuses")
 
 #: ... that the plan differs from what transformers ran
 _DIFFERS = "differs from what transformers"

@@ -9,7 +9,9 @@ the rotation's ``defaults`` are the family's config-class defaults for fields a 
 is a config field that makes it causal (RoFormer's ``is_decoder``); ``derive`` lists how
 the family's config class fills per-layer lists a published config may omit (``layer_types``,
 ``no_rope_layers``); ``refuse`` stops the reading with its ``reason`` (what transformers runs that relviz has no
-mechanism for) wherever its ``when`` fields hold (always, without one).
+mechanism for) wherever its ``when`` fields hold (always, without one); ``required`` lists groups of fields of which
+a config must set one (``REQUIRED_FIELDS``: its config class fills them with defaults of its own that the table
+does not hold), else it is refused naming the field.
 A model_type missing here whose config has RoPE settings is read with ``ROPE_DECODER``: every family
 built on transformers' standard rotary module needs no entry.
 """
@@ -405,7 +407,8 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "bailing_hybrid": (_ROPE_FIELDS_ANY, ("layer_types",)),
     **{t: (("layer_types",),) for t in ("afmoe", "cohere2_moe", "granite_swa", "granitemoe_swa", "granitemoehybrid",
                                         "kolibri1")},
-    "helium": (_ROPE_FIELDS_ANY,),
+    **{t: (_ROPE_FIELDS_ANY,) for t in ("helium", "lfm2")},
+    "laguna": (("head_dim",), _ROPE_FIELDS_ANY),
     "hy_v3": (("head_dim",),),
     "cwm": (_ROPE_FIELDS_ANY, ("layer_types",)),
 }
