@@ -49,10 +49,12 @@ STEPS = {"causal": causal, "bidirectional": bidirectional}
 def step_fig(tab: str, name: str, length: int, seed: int, colour_by: str, zmax: float, x_title: str, y_title: str,
              show_scale: bool, width_budget: int):
     """One step's figure, built once per server for the same link values (read-only, shared by every session:
-    a move redrew every step's figure in every session)."""
+    a move redrew every step's figure in every session), held as the dict it sends (display.prepared_spec: every
+    run drew five figures, and st.plotly_chart deep-copied and checked each go.Figure every time)."""
     cells, _ = STEPS[tab](length, seed)
-    return step_figure(cells[name], colour_by=colour_by, zmax=zmax, length=length, x_title=x_title, y_title=y_title,
-                       show_scale=show_scale, width_budget=width_budget)
+    return display.prepared_spec(step_figure(cells[name], colour_by=colour_by, zmax=zmax, length=length,
+                                             x_title=x_title, y_title=y_title, show_scale=show_scale,
+                                             width_budget=width_budget).to_dict())
 
 
 def step(words: skew_words.StepWords, cells: tuple[str, str], *, key: str, colour_by: str, zmax: float,
@@ -62,7 +64,7 @@ def step(words: skew_words.StepWords, cells: tuple[str, str], *, key: str, colou
     st.markdown(f"**{words.title}**")
     figure = step_fig(*cells, length, seed, colour_by, zmax, x_title, y_title, show_scale, width_budget)
     display.show_figure(figure, key=key)
-    st.caption(words.caption + ("" if figure.layout.meta["labels"] else NO_LABELS))
+    st.caption(words.caption + ("" if figure.to_dict()["layout"]["meta"]["labels"] else NO_LABELS))
 
 
 display.page_title("The skew, step by step")

@@ -254,3 +254,17 @@ def test_bidirectional_tab_pictures_the_unmasked_causal_skew_bug():
     truth = gather_relative(demo.q, demo.e_all, torch.from_numpy(j - i + 6)).numpy()
     np.testing.assert_allclose(error, np.abs(skew(demo.qer).numpy() - truth), atol=1e-6)
     assert error[j <= i].max() < 1e-5 and error[j > i].min() >= 0 and error[j > i].max() > 0.1
+
+
+def test_a_cached_step_figure_sends_what_the_fresh_figure_sends():
+    """The page caches each step's figure as the dict it sends (display.prepared_spec): at the longest L, the
+    first step's chart is the JSON plotly writes for step_figure built afresh with the page's arguments."""
+    import plotly.io as pio
+
+    from relviz.figures.skew import shared_zmax
+
+    at = _run(skew_L="16", skew_seed="3")
+    cells = causal_steps(demo_inputs(16, 3))
+    fresh = step_figure(cells["qer"], colour_by="value", zmax=shared_zmax(cells["qer"].values), length=16,
+                        x_title="column m", y_title="query i", show_scale=True, width_budget=240)
+    assert _figures(at)[0] == json.loads(pio.to_json(fresh, validate=False))
