@@ -58,6 +58,11 @@ CASES = [
     ("images", "im_view=2-D+RoPE&im_rows=64&im_cols=64&im_qr=20&im_qc=10", "query patch column", "ArrowRight"),
     ("images", "im_view=M-RoPE+%28video%29&im_rows=64&im_cols=64&im_frames=8&im_dt=-7",
      "frame offset Δt (key − query)", "ArrowRight"),
+    # the other pages' sliders at their largest setting: the skew's longest sequence (each press one shorter),
+    # the absolute page's 512 × 512 maps with the shift moving, Experiments' threshold from its lowest
+    ("skew", "skew_L=16", "sequence length L", "ArrowLeft"),
+    ("absolute", "abs_L=512&abs_d=512&abs_shift=0", "shift the whole sequence by s", "ArrowRight"),
+    ("experiments", "ex_thr=0.5", 'accuracy that counts as "resolved"', "ArrowRight"),
 ]
 
 #: Installed once the page is drawn: every chart div records when its data last changed and when
