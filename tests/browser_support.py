@@ -35,6 +35,23 @@ PLOT_STATE_JS = """() => {
 }"""
 
 
+#: Every text in the main area that the browser cuts off with an ellipsis (a widget label too long
+#: for its column, say): [text, full width, shown width].
+CUT_TEXT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] *'))
+  .filter(e => getComputedStyle(e).textOverflow === 'ellipsis' && e.textContent.trim()
+               && e.scrollWidth > e.clientWidth + 1)
+  .map(e => [e.textContent.slice(0, 80), e.scrollWidth, e.clientWidth])"""
+
+#: Every chart title wider than its chart (plotly never wraps one; the rest is cut off at the chart's edge):
+#: [chart index, title text].
+TITLES_CUT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+  .map((div, i) => [div, i, div.querySelector('.gtitle')])
+  .filter(([div, i, t]) => t && div.offsetParent !== null && div.getBoundingClientRect().width > 0
+          && (t.getBoundingClientRect().right > div.getBoundingClientRect().right + 1
+              || t.getBoundingClientRect().left < div.getBoundingClientRect().left - 1))
+  .map(([div, i, t]) => [i, t.textContent.slice(0, 80)])"""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

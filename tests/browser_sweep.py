@@ -1,8 +1,10 @@
 """A manual sweep of the app in Chromium: every page, every control to both ends, every button, tab and expander.
 
 Not a test (too long for CI): run it by hand after a change to the pages, then look at the screenshots.
-    python tests/browser_sweep.py OUT_DIR [WIDTHxHEIGHT ...] [--pages=stem,stem] [--urls=url|url [--no-choices]]
+    python tests/browser_sweep.py OUT_DIR [WIDTHxHEIGHT[@SCALE] ...] [--pages=stem,stem] [--urls=url|url [--no-choices]]
         [--open-only]
+A projector at 1024 × 768 with the laptop's display scaled to 125 % shows a page 819 × 614 CSS pixels wide:
+819x614@1.25 (the viewport is in CSS pixels; the scale only sharpens the screenshot).
 It writes OUT_DIR/findings.jsonl (one line per action: what was done, how long the rerun took, the error boxes,
 empty charts and clipped charts seen after it) and a screenshot of the viewport after each action.
 """
@@ -15,7 +17,16 @@ import sys
 import time
 from pathlib import Path
 
-from browser_support import CHROMIUM_ARGS, REPO, app_server, chromium_path, page_url, wait_for_app
+from browser_support import (
+    CHROMIUM_ARGS,
+    CUT_TEXT_JS,
+    REPO,
+    TITLES_CUT_JS,
+    app_server,
+    chromium_path,
+    page_url,
+    wait_for_app,
+)
 
 #: What the sweep reads after every action: error boxes, charts with no data, charts wider than the main area.
 CHECK_JS = """() => {
@@ -35,8 +46,11 @@ CHECK_JS = """() => {
     if (box.right > width + 2 || box.width < 50) clipped.push(i + ':' + title.slice(0, 80) + ' w=' + Math.round(box.width));
   });
   const warnings = Array.from(document.querySelectorAll('[data-testid="stAlertContentWarning"]')).map(e => e.innerText.slice(0, 200));
-  return {errors, empty, clipped, warnings, charts: document.querySelectorAll('.js-plotly-plot').length};
-}"""
+  // text cut: a chart title wider than its chart, a label ending in an ellipsis
+  const cut = (TITLES_CUT_JS)().map(([i, t]) => 'title ' + i + ': ' + t)
+    .concat((CUT_TEXT_JS)().map(([t]) => 'ellipsis: ' + t));
+  return {errors, empty, clipped, cut, warnings, charts: document.querySelectorAll('.js-plotly-plot').length};
+}""".replace("TITLES_CUT_JS", TITLES_CUT_JS).replace("CUT_TEXT_JS", CUT_TEXT_JS)
 
 
 def settle(page) -> float:
@@ -79,9 +93,10 @@ class Sweep:
         self.js_errors.clear()
         self.log.write(json.dumps(row) + "\n")
         self.log.flush()
-        flag = "!!" if found.get("errors") or found.get("empty") or found.get("clipped") or row["js"] else "  "
+        flag = "!!" if found.get("errors") or found.get("empty") or found.get("clipped") or found.get("cut") \
+            or row["js"] else "  "
         print(flag, self.tag, what, row["seconds"], found.get("errors"), found.get("empty"), found.get("clipped"),
-              flush=True)
+              found.get("cut"), flush=True)
         return row
 
     def controls(self, selector: str) -> list:
@@ -193,8 +208,8 @@ class Sweep:
 
 
 def sweep_url(browser, base: str, url: str, tag: str, viewport: tuple[int, int], out: Path, full: bool = True,
-              choices: bool = True) -> None:
-    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+              choices: bool = True, scale: float = 1.0) -> None:
+    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]}, device_scale_factor=scale)
     sweep = Sweep(page, out, tag)
     start = time.monotonic()
     page.goto(base + url)
@@ -227,7 +242,7 @@ def main(argv: list[str]) -> None:
 
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
-    sizes = [tuple(int(v) for v in a.split("x")) for a in argv[1:] if re.fullmatch(r"\d+x\d+", a)] or [(1440, 900)]
+    sizes = [size for a in argv[1:] if (size := re.fullmatch(r"(\d+)x(\d+)(?:@([\d.]+))?", a))]
     stems = None
     urls: list[str] = []
     for a in argv[1:]:
@@ -238,17 +253,19 @@ def main(argv: list[str]) -> None:
     light = "--open-only" in argv
     with app_server(timeout=120) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        for width, height in sizes:
+        for size in sizes or [re.fullmatch(r"(\d+)x(\d+)(?:@([\d.]+))?", "1440x900")]:
+            width, height, scale = int(size[1]), int(size[2]), float(size[3] or 1)
+            at = f"{width}x{height}" + (f"@{size[3]}" if size[3] else "")
             for url in urls:
-                tag = f"{width}x{height}-" + re.sub(r"[^A-Za-z0-9]+", "_", url)[:60]
+                tag = f"{at}-" + re.sub(r"[^A-Za-z0-9]+", "_", url)[:60]
                 sweep_url(browser, base, url, tag, (width, height), out, full=not light,
-                          choices="--no-choices" not in argv)
+                          choices="--no-choices" not in argv, scale=scale)
             for info in PAGES if not urls else []:
                 stem = Path(info.path).stem
                 if stems and stem not in stems:
                     continue
                 url = page_url("", info.path, info.default)
-                sweep_url(browser, base, url, f"{width}x{height}-{stem}", (width, height), out, full=not light)
+                sweep_url(browser, base, url, f"{at}-{stem}", (width, height), out, full=not light, scale=scale)
         browser.close()
 
 
