@@ -20,6 +20,7 @@ from relviz.figures.attention import (
     prediction_strip_parts,
     structure_heatmap_parts,
 )
+from relviz.figures.heatmap import NARROW_TITLE_CHARS, narrow_figure_title, narrow_title
 from relviz.figures.layers import view_figure, view_parts
 from relviz.inspection import (
     LiveModel,
@@ -48,6 +49,8 @@ DEFAULT_LENGTH = 32
 DEFAULT_MODEL = "t5-shift"
 DEFAULT_SCHEME = "t5"
 SEED_MAX = 2**31 - 1
+#: A position-parameter chart's title, wrapped to fit its column (3/5 of the page, ~280 px at a projector's 819 px)
+PARAMETER_TITLE_CHARS = 36
 
 
 # ---------------------------------------------------------------------------------------
@@ -141,18 +144,21 @@ def parameter_figures(key: str, length: int, train_length: int, layer: int, _mod
     """The layer's position mechanism's views, the ones Your model draws: [(figure or None for words, title,
     caption), ...]; each figure held as the dict it sends (display.prepared_spec: its arrays encoded once)."""
     views = parameter_views(_model, length=length, train_length=train_length, layer=layer)
-    return [(parameter_figure(view, train_length), view.title, parameter_caption(view))
+    chars = PARAMETER_TITLE_CHARS if len(views) == 1 else NARROW_TITLE_CHARS   # one view in 3/5, else in columns
+    return [(parameter_figure(view, train_length, chars), view.title, parameter_caption(view))
             for view in views]
 
 
-def parameter_figure(view, train_length: int):
+def parameter_figure(view, train_length: int, chars: int):
     """One view's figure as it is sent: its parts where the kind has them (a T5 curve's 33 bucket edges as plotly
     shapes took ~6 ms to validate at each new length), else the figure's dict; None for words only."""
     parts = view_parts(view, train_length=train_length)
     if parts is not None:
-        return display.prepared(*parts)
+        data, layout = parts
+        return display.prepared(data, narrow_title(layout, lines=1, chars=chars))
     figure = view_figure(view, train_length=train_length)
-    return None if figure is None else display.prepared_spec(figure.to_dict())
+    return None if figure is None else display.prepared_spec(narrow_figure_title(
+        figure, lines=1, chars=chars).to_dict())
 
 
 # ---------------------------------------------------------------------------------------

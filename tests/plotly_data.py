@@ -120,11 +120,14 @@ def canvas_values(payload: dict) -> np.ndarray:
 
 
 def title(figure) -> str:
+    """The figure's title as a reader takes it in: a line break (a title wrapped to a narrow column) reads as the
+    space it replaced."""
     if is_canvas(figure):
         return figure.get("title", "")
     spec = figure if isinstance(figure, dict) else figure_json(figure)
     text = spec.get("layout", {}).get("title")
-    return (text or {}).get("text", "") if isinstance(text, dict) else str(text or "")
+    text = (text or {}).get("text", "") if isinstance(text, dict) else str(text or "")
+    return text.replace("<br>", " ")
 
 
 def find(figures: list[dict], title_part: str) -> dict:

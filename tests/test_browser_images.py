@@ -43,7 +43,7 @@ def grids(page) -> list[dict]:
 
 #: Per chart in the main area: its title, how many traces plotly drew and whether its plot area has height.
 CHARTS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map(div => ({
-  title: (div.layout && div.layout.title && div.layout.title.text) || '',
+  title: ((div.layout && div.layout.title && div.layout.title.text) || '').replace(/<br>/g, ' '),   // wrapped: read whole
   drawn: div.querySelectorAll('.heatmaplayer .hm, .heatmaplayer image, .scatterlayer .trace, .gl-container canvas')
            .length,
   height: div.getBoundingClientRect().height, width: div.getBoundingClientRect().width}))"""

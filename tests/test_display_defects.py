@@ -453,3 +453,62 @@ def test_the_toeplitz_canvas_draws_in_the_font_streamlit_serves():
     assert served, "Streamlit's CSS names no Source Sans font face"
     first = re.search(r"const FONT = \"'([^']+)'", toeplitz_canvas_js()).group(1)
     assert first in served, (first, served)
+
+
+# Where nobody looked: a projector at 1024 × 768 with the laptop scaled to 125 % (819 CSS px wide)
+
+
+def test_a_narrow_title_wraps_at_spaces_keeps_its_words_and_the_plot_keeps_its_size():
+    from relviz.figures.heatmap import NARROW_TITLE_CHARS, narrow_title
+
+    text = "FIRE bias f(ψ(i − j) / ψ(max(L, i))) of this layer — head 4"
+    layout = narrow_title({"title": {"text": text, "font": {"size": 17}}, "height": 470, "margin": {"t": 40, "b": 50}})
+    lines = layout["title"]["text"].split("<br>")
+    assert len(lines) == 3 and all(len(line) <= NARROW_TITLE_CHARS for line in lines), lines
+    assert " ".join(lines) == text and layout["title"]["font"] == {"size": 17}
+    assert layout["height"] - layout["margin"]["t"] == 470 - 40          # the plot keeps its height
+    two = narrow_title({"title": {"text": "T5 bucket of j − i (32 buckets, max_distance 128)"}, "margin": {"t": 40}})
+    one = narrow_title({"title": {"text": "short"}, "margin": {"t": 40}})
+    assert two["title"]["text"].count("<br>") == 1 and one["margin"]["t"] == two["margin"]["t"]  # side by side: level
+    assert layout["margin"]["t"] > two["margin"]["t"]                     # a third line gets its room
+    kept = narrow_title({"title": {"text": "a<br><sup>a note in small type that is longer than thirty</sup>"}})
+    assert kept["title"]["text"] == "a<br><sup>a note in small type that is longer than thirty</sup>"
+
+
+def test_live_attention_s_head_and_structure_titles_fit_half_a_scaled_projector_page():
+    """At 1024 × 768 the structure's title was cut to "T5 bucket of j − i (32 buckets, max_d", at 819 px the head's
+    too: every shipped model's pair of titles is wrapped to the half page, and both plots start level."""
+    from relviz.figures.attention import attention_heatmap_parts, structure_heatmap_parts
+    from relviz.figures.heatmap import NARROW_TITLE_CHARS
+    from relviz.inspection import position_structure
+    from relviz.training import load_checkpoint, scan_checkpoints
+
+    drawn = 0
+    for info in scan_checkpoints().checkpoints:
+        model = load_checkpoint(info.name).model
+        for layer in range(model.config.n_layers):
+            structure = position_structure(model, 12, layer)
+            if structure is None:
+                continue
+            head = structure_heatmap_parts(structure, head=3)[1]
+            weights = attention_heatmap_parts(np.full((12, 12), 1 / 12, np.float32), layer=layer, head=3)[1]
+            for layout in (head, weights):
+                lines = layout["title"]["text"].split("<br>")
+                assert all(len(line) <= NARROW_TITLE_CHARS for line in lines), (info.name, lines)
+            assert " ".join(head["title"]["text"].split("<br>")) == structure.title + (
+                " — head 4" if structure.per_head else "")
+            drawn += 1
+            if len(head["title"]["text"].split("<br>")) <= 2:
+                assert head["margin"]["t"] == weights["margin"]["t"], info.name
+    assert drawn >= 8
+
+
+def test_the_images_pages_maps_side_by_side_wrap_their_titles():
+    """At 1024 × 768 "Δh of every key patch from query (5, 5)" ran off its half of the page."""
+    from relviz import show_vision
+    from relviz.figures.heatmap import NARROW_TITLE_CHARS
+
+    for figure in (show_vision.patch_row(16, 16, query_row=5, query_col=5, axis="h"),
+                   show_vision.patch_pairs(16, 16, query_row=5, query_col=5, axis="w")):
+        lines = figure.layout.title.text.split("<br>")
+        assert len(lines) >= 2 and all(len(line) <= NARROW_TITLE_CHARS for line in lines), lines

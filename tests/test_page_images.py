@@ -45,7 +45,7 @@ def test_swin_view_draws_the_index_formula_the_bias_and_v2_coordinates():
 def test_rope_view_at_4096_patches_is_the_per_offset_score():
     at = run_page("images", im_view="2-D RoPE", im_rows=64, im_cols=64, im_qr=10, im_qc=40, im_dim=64)
     figures = charts(at)
-    plane = heatmap_values(find(figures, "score per (Δh, Δw)<br><sup>64 × 64 patches"))
+    plane = heatmap_values(find(figures, "score per (Δh, Δw) <sup>64 × 64 patches"))
     generator = torch.Generator().manual_seed(0)
     q = torch.randn(64, generator=generator, dtype=torch.float64)
     expected = score_map_2d(q, q.clone(), pixtral_rope(64), PatchGrid(64, 64), device="cpu").float().numpy()

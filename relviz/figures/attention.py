@@ -28,6 +28,7 @@ from relviz.figures.heatmap import (
     heatmap_parts,
     matrix_heatmap_parts,
     named_colorscale,
+    narrow_title,
 )
 from relviz.inspection import OffsetProfile, RunView
 from relviz.schemes.view_kinds import PositionStructure
@@ -148,6 +149,7 @@ def attention_heatmap_parts(weights: np.ndarray, *, layer: int, head: int,
                                         height=height)
     trace.update(zmin=0.0, zmax=colour_top(weights), meta={"customdata": list(hover), "layer": layer, "head": head})
     data, layout = heatmap_parts(trace, **frame)
+    narrow_title(layout)                           # beside the structure, in half the page
     if train_length is not None and length > train_length:
         edge = train_length - 0.5
         layout["shapes"] = [dict(type="line", xref="x", yref="y", line=dict(color="white", width=1, dash="dot"),
@@ -350,7 +352,7 @@ def structure_heatmap_parts(structure: PositionStructure, *, head: int = 0,
                              range=[-0.5, length - 0.5]),
                   yaxis=dict(title=dict(text=QUERY_AXIS), showgrid=False, zeroline=False,
                              range=[length - 0.5, -0.5]))
-    return figure_parts([trace], layout)
+    return figure_parts([trace], narrow_title(layout))      # beside the head's weights, in half the page
 
 
 # ---------------------------------------------------------------------------------------

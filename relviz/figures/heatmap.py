@@ -72,6 +72,55 @@ def readable_layout(layout: dict) -> dict:
     return layout
 
 
+#: A chart in one of two columns at the narrowest screen the app is checked on (a projector's 1024 × 768 at 125 %:
+#: 819 CSS px, a column ~235 px) holds ~30 characters of a READABLE_TITLE px bold title; one line of it takes
+#: TITLE_LINE_PX. Plotly never wraps a title: longer ones ran off the chart ("…max_d") at 1024 × 768.
+NARROW_TITLE_CHARS = 30
+TITLE_LINE_PX = 22
+
+
+def wrap_words(text: str, width: int) -> str:
+    """``text`` broken at spaces into lines of at most ``width`` characters, joined by plotly's ``<br>`` (a word
+    longer than ``width`` keeps a line of its own)."""
+    lines: list[str] = []
+    for word in text.replace("<br>", " ").split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
+def narrow_title(layout: dict, *, lines: int = 2, chars: int = NARROW_TITLE_CHARS) -> dict:
+    """The title of a chart drawn in a narrow column, wrapped to lines of at most ``chars`` characters, centred in a
+    top margin that holds at least ``lines`` lines (two charts side by side stay level); the height grows by what
+    the margin grew, so the plot keeps its size. Plotly places a multi-line title right only where it picks the
+    anchor itself (yref "container", y and yanchor "auto"): anchored at the top it lifted the first line out of
+    the figure, at the bottom the last line fell on the plot (Chromium). Changes and returns ``layout``."""
+    title = layout.get("title")
+    text = title.get("text", "") if isinstance(title, dict) else str(title or "")
+    if not text:
+        return layout
+    # a line of its own already (a "<br><sup>" note) is wrapped alone; one with markup is kept whole
+    wrapped = "<br>".join(line if "<" in line else wrap_words(line, chars) for line in text.split("<br>"))
+    margin = layout.setdefault("margin", {})
+    top = 14 + TITLE_LINE_PX * max(lines, wrapped.count("<br>") + 1)
+    layout["height"] = layout.get("height", 450) + max(0, top - margin.get("t", 100))
+    margin["t"] = top
+    layout["title"] = {**(title if isinstance(title, dict) else {}), "text": wrapped, "x": 0, "xanchor": "left",
+                       "yref": "container"}
+    return layout
+
+
+def narrow_figure_title(figure: go.Figure, **kwargs) -> go.Figure:
+    """:func:`narrow_title` for a built figure. Changes and returns ``figure``."""
+    layout = figure.layout
+    figure.update_layout(narrow_title({"title": {"text": layout.title.text or ""}, "height": layout.height or 450,
+                                       "margin": {"t": layout.margin.t if layout.margin.t is not None else 100}},
+                                      **kwargs))
+    return figure
+
+
 #: Under a plot: what the x axis's tick labels and title take (px), and one row of a legend at READABLE_FONT − 1
 #: (plotly spaces its entries ~31 px apart, measured in Chromium).
 AXIS_BELOW_PX = 64

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from relviz.figures.attention import structure_heatmap
-from relviz.figures.heatmap import READABLE_FONT, legend_below_axis
+from relviz.figures.heatmap import READABLE_FONT, legend_below_axis, wrap_words
 from relviz.figures.parameters import bias_curve_figure
 from relviz.figures.parameters import view_figure as parameter_figure
 from relviz.figures.parameters import view_parts as parameter_parts
@@ -351,7 +351,7 @@ def _fit_half_page(figure: go.Figure) -> None:
     if not entries or (figure.layout.showlegend is None and len(entries) < 2):
         return
     for trace in entries:
-        trace.name = _wrapped(trace.name, COMPARE_LEGEND_CHARS)
+        trace.name = wrap_words(trace.name, COMPARE_LEGEND_CHARS)
     if figure.layout.legend.y is not None and figure.layout.legend.y < 0:
         return  # already under the plot (the sink share's)
     rows = sum(trace.name.count("<br>") + 1 for trace in entries)
@@ -370,14 +370,3 @@ def log_decades(figure: go.Figure, name: str) -> float:
     joined = np.concatenate(values) if values else np.zeros(0)
     joined = joined[np.isfinite(joined) & (joined > 0)]
     return float(np.log10(joined.max() / joined.min())) if joined.size else 0.0
-
-
-def _wrapped(text: str, width: int) -> str:
-    """``text`` broken at spaces into lines of at most ``width`` characters (plotly's legend never wraps)."""
-    lines: list[str] = []
-    for word in text.replace("<br>", " ").split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return "<br>".join(lines)
