@@ -243,15 +243,17 @@ def sequence_section(active: LiveModel, layer: int, head: int) -> None:
     navigation or the training controls below (a move's server CPU, issue 34)."""
     config, task = active.config, active.task
     # --- the input ----------------------------------------------------------------------------
-    # "random example" and the seed's label with its range fit on one line at 1280 px
-    c_text, c_len, c_seed, c_rand = st.columns([4.4, 2.6, 2.6, 2.6], vertical_alignment="bottom")
+    # The button's label fits whole down to a projector's 819 px (1024 × 768 at 125 %); "random example" was cut to
+    # "rando…" at 1024 px
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    c_text, c_len, c_seed, c_rand = (row.container(width=w) for w in ("stretch", 200, 190, "content"))
     length = int(c_len.slider("length", 1, MAX_TEXT, DEFAULT_LENGTH, key=f"{P}_len", bind="query-params",
                               on_change=on_length,
                               help=f"Longer than training ({active.train_length}) to watch extrapolation; up to "
                                    f"{MAX_TEXT} here. Keeps the typed start, fills the rest from the seed."))
     seed = controls.number_control("seed", 0, SEED_MAX, 0, key=f"{P}_seed", where=c_seed, on_change=on_seed,
                                    help="The random example for this seed and length.")
-    c_rand.button("random example", key=f"{P}_rand", on_click=on_random, icon=":material/casino:", width="stretch",
+    c_rand.button("random example", key=f"{P}_rand", on_click=on_random, icon=":material/casino:", width="content",
                   help="Next seed, new random digits at this length.")
     # The default is the random example of this length and seed: a link to it needs no at_seq (random_text of
     # one seed is prefix-consistent, so lengthening an unedited example keeps it equal to the default).

@@ -131,9 +131,10 @@ with left:
 with right:
     pasted = st.text_area("…or paste it (CSV, or a printed numpy array / torch tensor)", key=f"{P}_paste",
                           height=120, max_chars=400_000, placeholder="0,1,2\n-1,0,1\n-2,-1,0")
-    ex_col, btn_col = st.columns([3, 2], vertical_alignment="bottom")
-    ex_col.selectbox("example with a known mistake", list(EXAMPLES), key=f"{P}_example")
-    btn_col.button("load the example", key=f"{P}_load", on_click=load_example, width="stretch")
+    # a row that wraps: at 1024 px a fixed column cut the button to "load the exa…"
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    row.selectbox("example with a known mistake", list(EXAMPLES), key=f"{P}_example")
+    row.button("load the example", key=f"{P}_load", on_click=load_example)
 
 data, name = None, ""
 if upload is not None:

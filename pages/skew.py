@@ -170,10 +170,10 @@ mem_heads = controls.number_control("H (heads)", 1, 1024, 8, key="skew_mH", wher
 dtype_name = mem_cols[3].selectbox("number format", list(DTYPES), key="skew_mdtype", bind="query-params")
 with display.user_errors():
     mem = relative_term_bytes(int(mem_length), int(mem_dim), int(mem_heads), DTYPES[dtype_name])
-    metric_cols = st.columns(4)
-    metric_cols[0].metric("Shaw: L × L × D per layer", format_bytes(mem.shaw_per_layer))
-    metric_cols[1].metric("skew: L × D per layer", format_bytes(mem.skew_per_layer))
-    metric_cols[2].metric(f"Shaw per head (D_h = {mem.head_dim})", format_bytes(mem.shaw_per_head))
-    metric_cols[3].metric("skew per head", format_bytes(mem.skew_per_head))
+    metrics = st.container(horizontal=True)   # wraps: four fixed columns cut "Shaw: L × …" at 819 px
+    metrics.metric("Shaw: L × L × D per layer", format_bytes(mem.shaw_per_layer))
+    metrics.metric("skew: L × D per layer", format_bytes(mem.skew_per_layer))
+    metrics.metric(f"Shaw per head (D_h = {mem.head_dim})", format_bytes(mem.shaw_per_head))
+    metrics.metric("skew per head", format_bytes(mem.skew_per_head))
     st.markdown(mem.explanation())
     st.caption(PAPER_FIGURES)

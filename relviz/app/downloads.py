@@ -64,13 +64,15 @@ def matrix_downloads(matrix: np.ndarray | Callable[[], np.ndarray], *, name: str
     """
     if not callable(matrix):
         matrix = functools.partial(lambda held: held, matrix)
-    left, right = st.columns(2)
-    left.download_button("Download CSV", csv or (lambda: matrix_to_csv(matrix(), row0=row0, col0=col0, corner=corner)),
-                         file_name=f"{name}.csv", mime="text/csv", key=f"{key}_csv", on_click="ignore",
-                         help="First line: the column indices; first column: the row index "
-                              "(pandas.read_csv(file, index_col=0) gives the matrix back).")
-    right.download_button("Download .npy", lambda: matrix_to_npy(matrix()), file_name=f"{name}.npy",
-                          mime="application/octet-stream", key=f"{key}_npy", on_click="ignore")
+    # a row that wraps: in a narrow column (a third of the page at 1024 px) the buttons go one under the other,
+    # whole; two fixed columns cut their labels to "Downl…"
+    row = st.container(horizontal=True)
+    row.download_button("Download CSV", csv or (lambda: matrix_to_csv(matrix(), row0=row0, col0=col0, corner=corner)),
+                        file_name=f"{name}.csv", mime="text/csv", key=f"{key}_csv", on_click="ignore",
+                        help="First line: the column indices; first column: the row index "
+                             "(pandas.read_csv(file, index_col=0) gives the matrix back).")
+    row.download_button("Download .npy", lambda: matrix_to_npy(matrix()), file_name=f"{name}.npy",
+                        mime="application/octet-stream", key=f"{key}_npy", on_click="ignore")
 
 
 def large_matrix_downloads(window_values: np.ndarray, offsets: np.ndarray, values: np.ndarray, *, q_len: int,
