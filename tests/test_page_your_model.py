@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from page_support import run_page
-from plotly_data import canvases, decode, figure_json, heatmap_values
+from plotly_data import canvases, decode, figure_json, heatmap_values, title
 from relviz.rope import load_presets
 
 pytest.importorskip("transformers", reason="the tiny models are built with transformers (pip install 'relviz[hf]')")
@@ -278,7 +278,7 @@ def test_a_toy_checkpoint_draws_each_layers_structure_as_the_live_attention_page
     at = run_page("your_model", timeout=120, ym_model="fire-shift (relviz toy model)", ym_layer=2, ym_view="structure")
     assert not at.error and not at.exception
     structure = position_structure(load_checkpoint("fire-shift").model, 64, 2)
-    drawn = [c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith(structure.title)]
+    drawn = [c for c in charts(at) if title(c).startswith(structure.title)]
     assert len(drawn) == 1
     expected = np.where(np.triu(np.ones((64, 64), dtype=bool), 1), np.nan, structure.values[0])
     assert np.array_equal(heatmap_values(drawn[0]), expected, equal_nan=True)

@@ -94,7 +94,7 @@ def offset_plane_figure(plane: np.ndarray, *, title: str, value_label: str, wind
                             y_title="Δh = key row − query row", height=height, validate=validate)
     if window is not None:
         _outline(figure, window[0], window[1], rows=window[2], cols=window[3])
-    return _square(figure)
+    return narrow_figure_title(_square(figure))   # the page draws two side by side
 
 
 def image_map_canvas(values: np.ndarray, *, query: tuple[int, int], title: str, value_label: str,
