@@ -115,7 +115,9 @@ def shift_section(length: int, d_model: int) -> None:
 display.page_title("Absolute vs relative")
 display.sign_convention(compact=True)
 
-c1, c2, c3 = st.columns(3)
+# a row that wraps: in three fixed columns the toggle's label was cut to "through a random h…" at 1024 px
+_row = st.container(horizontal=True, vertical_alignment="center")
+c1, c2, c3 = (_row.container(width=w) for w in ("stretch", "stretch", "content"))
 length = int(c1.slider("positions L", 8, MAX_LENGTH, 128, step=8, key="abs_L", bind="query-params"))
 d_model = int(c2.slider("d_model", 4, 512, 128, step=4, key="abs_d", bind="query-params",
                         help="Width of the encoding: d_model / 2 sin/cos pairs, one per frequency."))
@@ -179,9 +181,11 @@ def alibi_section(length: int) -> None:
     heads = int(a1.slider("heads", 1, 32, 12, key="abs_heads", bind="query-params"))
     controls.clamp_state("abs_head", 1, heads)  # fewer heads than the one shown: show the last
     head = int(a2.slider("show head", 1, heads, 1, key="abs_head", bind="query-params")) if heads > 1 else 1
-    causal = a3.toggle("causal mask (j > i not allowed)", value=True, key="abs_causal", bind="query-params",
-                       help="ALiBi was defined for causal language models; without the mask the bias is "
-                            "−m·|j − i| on both sides, as relviz.positions.alibi_bias returns it.")
+    # "causal mask (j > i not allowed)" was cut to "causal mask (j > i…" in a third of the page at 1024 px
+    causal = a3.toggle("causal mask", value=True, key="abs_causal", bind="query-params",
+                       help="On: keys j > i (the future) get no attention. ALiBi was defined for causal language "
+                            "models; without the mask the bias is −m·|j − i| on both sides, as "
+                            "relviz.positions.alibi_bias returns it.")
     alibi_length = controls.number_control("ALiBi length", 8, controls.MAX_LENGTH, None, key="abs_aL", where=a1,
                                            placeholder=f"{length} (L above)",
                                            help="Empty: L above. Above 512 the bias is shown as a pooled overview "

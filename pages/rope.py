@@ -132,7 +132,9 @@ def score_matrix(key: tuple, length: int, preset: str, attention: float) -> None
     slider), the content toggle or the seed reruns this block alone, not the page above it."""
     with display.user_errors():
         st.markdown("**Every pair at once: the score matrix is Toeplitz.**")
-        t1, t2, t3 = st.columns(3)
+        # a row that wraps: in three fixed columns the toggle's label was cut to "same content…" at 819 px
+        row = st.container(horizontal=True, vertical_alignment="center")
+        t1, t2, t3 = (row.container(width=w) for w in ("stretch", "content", "stretch"))
         window = int(t1.slider("positions shown", 8, SHOWN_MAX, 48, step=8, key=f"{P}_L", bind="query-params"))
         same = t2.toggle("same content q = k", value=True, key=f"{P}_same", bind="query-params",
                          help="The same vector at every position (q for queries, k for keys).")
@@ -205,11 +207,11 @@ with display.user_errors():
             st.caption(words.RATIO_WORDS)
 
     turning, pairs, longest = turning_in_context(torch.from_numpy(inv_freq), length)
-    m1, m2, m3 = st.columns(3)
-    m1.metric("pairs that complete a turn in L", f"{turning} of {pairs}")
-    m2.metric("longest wavelength", f"{longest:,.0f} positions")
-    m3.metric("attention scaling (on cos and sin)", f"{attention:.4f}",
-              help="Logits are multiplied by its square. yarn and longrope only; 1 for the other rules.")
+    figures_row = st.container(horizontal=True)   # wraps: three fixed columns cut "54,410 p…" at 1024 px
+    figures_row.metric("pairs that complete a turn in L", f"{turning} of {pairs}")
+    figures_row.metric("longest wavelength", f"{longest:,.0f} positions")
+    figures_row.metric("attention scaling (on cos and sin)", f"{attention:.4f}",
+                       help="Logits are multiplied by its square. yarn and longrope only; 1 for the other rules.")
     st.info(f"**{rule}** — {RULE_TEXT[rule]}", icon=":material/info:")
     if preset != CUSTOM:
         st.caption(preset_caption(*preset_map[preset]))
@@ -234,9 +236,9 @@ with display.user_errors():
         display.show_figure(pair_figure(pair, start, pair_index=pair_index), key=f"{P}_fig_pair")
     with col_e:
         st.markdown(pair_explanation(pair))
-        e1, e2 = st.columns(2)
-        e1.metric("angle from q to k", f"{math.degrees(pair.angle_difference):.1f}°")
-        e2.metric("q_m · k_n", f"{pair.dot:.4f}")
+        pair_row = st.container(horizontal=True)    # wraps: two fixed columns cut "-0.73…" at 1024 px
+        pair_row.metric("angle from q to k", f"{math.degrees(pair.angle_difference):.1f}°")
+        pair_row.metric("q_m · k_n", f"{pair.dot:.4f}")
         st.caption(shifted_caption(shifted, shift))
 
     score_matrix(key, length, preset, attention)

@@ -143,9 +143,10 @@ SCALED_PROJECTOR = {"width": 819, "height": 614}
 #: Views with charts side by side or buttons in narrow columns, each with all its text whole at that size: Live
 #: attention's head beside the longest structure title (FIRE) and its sequence row ("random example" was cut to
 #: "rando…" at 1024 px, the structure's title to "…max_d"), the skew's downloads in a third of the page
-#: ("Downl…") and its memory figures, Check's example button. (The titles' widths are also held by
-#: tests/test_display_defects.py, without a browser.)
-NARROW_VIEWS = ["attention?at_ck=fire-shift", "skew", "check"]
+#: ("Downl…") and its memory figures, Check's example button, RoPE's figures ("54,410 p…" at 1024 px) and its
+#: content toggle, Absolute's toggles. (The titles' widths are also held by tests/test_display_defects.py, without
+#: a browser.)
+NARROW_VIEWS = ["attention?at_ck=fire-shift", "skew", "check", "rope", "absolute"]
 
 
 @pytest.mark.parametrize("path", NARROW_VIEWS)
