@@ -242,3 +242,14 @@ def test_invalid_t5_setting_in_the_training_form():
     assert "max_distance must be greater than max_exact" in error_text(at)
     assert at.button(key="at_train").disabled
     assert grid_of(charts(at))
+
+
+def test_a_task_longer_than_the_training_length_is_refused_saying_which_controls_to_move():
+    """The absolute task's p goes to 31 while the training length may be 24: no position would count. The sliders
+    cannot bound each other (a moving bound resets a slider silently), so the page refuses and names both."""
+    at = run(at_ttask="absolute", at_tp=31)
+    assert "length must be at least 32 for absolute(p=31)" in error_text(at)
+    assert "Set the training length to at least 32, or lower absolute position p." in error_text(at)
+    assert at.button(key="at_train").disabled
+    at.slider(key="at_tlen").set_value(32).run()
+    assert not at.error and not at.button(key="at_train").disabled

@@ -142,7 +142,16 @@ def check_request(request: TrainingRequest, caps: TrainingCaps = CAPS) -> tuple[
                          d_ff=4 * caps.d_model, scheme=request.scheme, **values)
     task = make_task(request.task, **request.task_params)
     scheme.check_length_for(config, request.length)
-    task.check_length(request.length)
+    try:
+        task.check_length(request.length)
+    except ValueError as error:
+        if request.length >= task.min_length:
+            raise
+        # The form cannot bound the task's slider by the training length (a bound that moves resets a Streamlit
+        # slider to its default without a word), so the refusal says which two controls to move.
+        labels = " or ".join(slider.label.split(" (")[0] for slider in type(task).sliders())
+        raise ValueError(f"{error}. Set the training length to at least {task.min_length}, or lower {labels}.") \
+            from None
     parameters = parameter_count(config)
     if parameters > caps.max_parameters:
         raise CapExceeded(f"this model has {parameters:,} parameters; the app trains at most "
