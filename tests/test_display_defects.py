@@ -501,16 +501,3 @@ def test_live_attention_s_head_and_structure_titles_fit_half_a_scaled_projector_
             if len(head["title"]["text"].split("<br>")) <= 2:
                 assert head["margin"]["t"] == weights["margin"]["t"], info.name
     assert drawn >= 8
-
-
-def test_the_images_pages_maps_side_by_side_wrap_their_titles():
-    """At 1024 × 768 "Δh of every key patch from query (5, 5)" ran off its half of the page, and the video's
-    "Qwen2.5-VL: video tokens +0 frames apart" (the tour's M-RoPE step)."""
-    from relviz import show_vision
-    from relviz.figures.heatmap import NARROW_TITLE_CHARS
-
-    for figure in (show_vision.patch_row(16, 16, query_row=5, query_col=5, axis="h"),
-                   show_vision.patch_pairs(16, 16, query_row=5, query_col=5, axis="w"),
-                   show_vision.mrope_scores("qwen2_5_vl", 8, 8, 4)):      # its "<sup>" note keeps its own line
-        lines = figure.layout.title.text.split("<br>")
-        assert len(lines) >= 2 and all(len(line) <= NARROW_TITLE_CHARS for line in lines if "<" not in line), lines

@@ -12,14 +12,7 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import (
-    READABLE_FONT,
-    compact_ints,
-    legend_below_axis,
-    make_readable,
-    matrix_heatmap,
-    narrow_figure_title,
-)
+from relviz.figures.heatmap import READABLE_FONT, compact_ints, legend_below_axis, make_readable, matrix_heatmap
 from relviz.figures.toeplitz_canvas import GridImage, grid_image
 
 #: Colours of the axes a frequency pair turns with (t, h, w).
@@ -77,7 +70,7 @@ def image_map_figure(values: np.ndarray, dh: np.ndarray, dw: np.ndarray, *, quer
         trace = figure.data[0]
         trace.customdata = compact_ints(values)
         trace.hovertemplate = trace.hovertemplate.replace("<extra>", f"<br>{value_label} = %{{customdata}}<extra>")
-    return narrow_figure_title(_square(_outline(figure, *query)))   # the page draws two side by side
+    return _square(_outline(figure, *query))
 
 
 def offset_plane_figure(plane: np.ndarray, *, title: str, value_label: str, window: tuple[int, int, int, int] | None,
@@ -94,7 +87,7 @@ def offset_plane_figure(plane: np.ndarray, *, title: str, value_label: str, wind
                             y_title="Δh = key row − query row", height=height, validate=validate)
     if window is not None:
         _outline(figure, window[0], window[1], rows=window[2], cols=window[3])
-    return narrow_figure_title(_square(figure))   # the page draws two side by side
+    return _square(figure)
 
 
 def image_map_canvas(values: np.ndarray, *, query: tuple[int, int], title: str, value_label: str,
@@ -137,7 +130,7 @@ def pair_matrix_figure(values: np.ndarray, dh: np.ndarray, dw: np.ndarray, *, ti
                             y_title="query patch (row-major)", height=height, validate=validate)
     if query is not None:
         figure.add_shape(**QUERY_OUTLINE, x0=-0.5, x1=n - 0.5, y0=query - 0.5, y1=query + 0.5)
-    return narrow_figure_title(_square(figure))   # the page draws two side by side
+    return _square(figure)
 
 
 def pair_axes_figure(rows: dict[str, np.ndarray], steps: dict[str, np.ndarray], *, title: str, step: str,
