@@ -77,6 +77,10 @@ def readable_layout(layout: dict) -> dict:
 #: TITLE_LINE_PX. Plotly never wraps a title: longer ones ran off the chart ("…max_d") at 1024 × 768.
 NARROW_TITLE_CHARS = 30
 TITLE_LINE_PX = 22
+#: Plotly hangs a title of two or more lines ~15 px above the top edge it is anchored to (measured in Chromium:
+#: anchored there with no pad its first line was cut off, and centred by plotly a third line fell on the plot):
+#: this pad brings its top 6 px inside the figure.
+TITLE_TOP_PAD = 21
 
 
 def wrap_words(text: str, width: int) -> str:
@@ -92,11 +96,10 @@ def wrap_words(text: str, width: int) -> str:
 
 
 def narrow_title(layout: dict, *, lines: int = 2, chars: int = NARROW_TITLE_CHARS) -> dict:
-    """The title of a chart drawn in a narrow column, wrapped to lines of at most ``chars`` characters, centred in a
-    top margin that holds at least ``lines`` lines (two charts side by side stay level); the height grows by what
-    the margin grew, so the plot keeps its size. Plotly places a multi-line title right only where it picks the
-    anchor itself (yref "container", y and yanchor "auto"): anchored at the top it lifted the first line out of
-    the figure, at the bottom the last line fell on the plot (Chromium). Changes and returns ``layout``."""
+    """The title of a chart drawn in a narrow column, wrapped to lines of at most ``chars`` characters and hung from
+    the figure's top edge, in a top margin that holds at least ``lines`` lines (two charts side by side stay level;
+    their titles start at one height); the height grows by what the margin grew, so the plot keeps its size.
+    Changes and returns ``layout``."""
     title = layout.get("title")
     text = title.get("text", "") if isinstance(title, dict) else str(title or "")
     if not text:
@@ -104,11 +107,11 @@ def narrow_title(layout: dict, *, lines: int = 2, chars: int = NARROW_TITLE_CHAR
     # a line of its own already (a "<br><sup>" note) is wrapped alone; one with markup is kept whole
     wrapped = "<br>".join(line if "<" in line else wrap_words(line, chars) for line in text.split("<br>"))
     margin = layout.setdefault("margin", {})
-    top = 14 + TITLE_LINE_PX * max(lines, wrapped.count("<br>") + 1)
+    top = 16 + TITLE_LINE_PX * max(lines, wrapped.count("<br>") + 1)
     layout["height"] = layout.get("height", 450) + max(0, top - margin.get("t", 100))
     margin["t"] = top
     layout["title"] = {**(title if isinstance(title, dict) else {}), "text": wrapped, "x": 0, "xanchor": "left",
-                       "yref": "container"}
+                       "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": TITLE_TOP_PAD}}
     return layout
 
 
