@@ -164,10 +164,11 @@ def input_position(model: torch.nn.Module, layers: torch.nn.ModuleList, length: 
         raise ValueError(f"besides {tensor}, something else adds position to the first layer's input: relviz "
                          "cannot tell what")
     rows, width = int(kept.shape[0]), int(kept.shape[1])
+    held = kept[offset:].float().cpu()             # compared on the CPU, in the arithmetic relviz's tables are checked in
     for variant in VARIANTS:
         for float32 in (False, True):
             sinusoidal = SinusoidalAbsolute(width, variant, float32, offset)
-            if width % 2 == 0 and torch.equal(kept[offset:].float(), sinusoidal.table(rows)[offset:]):
+            if width % 2 == 0 and torch.equal(held, sinusoidal.table(rows, device="cpu")[offset:]):
                 return InputPosition(sinusoidal, tensor=tensor, rows=rows)      # (rows before the offset: padding)
     if isinstance(table, torch.nn.Parameter) and table.requires_grad:
         return InputPosition(LearnedAbsolute(tensor, offset=offset), tensor=tensor, rows=rows)

@@ -72,9 +72,9 @@ def test_xglm_sinusoidal_equals_relvizs_tensor2tensor_table_in_float32():
     model = transformers.AutoModel.from_config(transformers.XGLMConfig(**{k: v for k, v in config.items()
                                                                            if k != "model_type"}))
     held, rows = model.embed_positions.weights, model.embed_positions.weights.shape[0]
-    assert torch.equal(held[2:], SinusoidalAbsolute(16, "tensor2tensor", True, 2).table(rows)[2:])
-    assert not torch.equal(held[2:], tensor2tensor_timing_signal(rows, 16)[2:])                # float64: not it
-    assert not torch.equal(held[2:], sinusoidal_encoding(rows, 16, interleaved=False)[2:])
+    assert torch.equal(held[2:], SinusoidalAbsolute(16, "tensor2tensor", True, 2).table(rows, device="cpu")[2:])
+    assert not torch.equal(held[2:], tensor2tensor_timing_signal(rows, 16, device="cpu")[2:])  # float64: not it
+    assert not torch.equal(held[2:], sinusoidal_encoding(rows, 16, interleaved=False, device="cpu")[2:])
     entry = {"stacks": families.DECODER, "mechanisms": {"sinusoidal": {
         "variant": "tensor2tensor", "float32": True, "offset": 2, "width_field": "d_model"}, "pattern": {}}}
     read = read_plan({**config, "num_hidden_layers": 2}, family=entry).layer(1).find(SinusoidalAbsolute)

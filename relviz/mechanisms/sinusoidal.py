@@ -61,12 +61,13 @@ class SinusoidalAbsolute(Mechanism):
         table = sinusoidal_encoding(x.shape[1], x.shape[2], dtype=x.dtype, device=x.device)   # [L, D]
         return x + table
 
-    def table(self, positions: int) -> torch.Tensor:
-        """[positions, d_model] float32: the encoding's rows 0 … positions − 1 (position p adds row p + offset)."""
+    def table(self, positions: int, *, device: torch.device | str | None = None) -> torch.Tensor:
+        """[positions, d_model] float32 on ``device``: the encoding's rows 0 … positions − 1 (position p adds row
+        p + offset)."""
         if self.variant == "tensor2tensor":
-            return tensor2tensor_timing_signal(positions, self.d_model, float32_arithmetic=self.float32)
+            return tensor2tensor_timing_signal(positions, self.d_model, float32_arithmetic=self.float32, device=device)
         return sinusoidal_encoding(positions, self.d_model, interleaved=self.variant == "interleaved",
-                                   float32_arithmetic=self.float32)
+                                   float32_arithmetic=self.float32, device=device)
 
     def structure(self, length: int, causal: bool) -> PositionStructure:
         """p_i · p_j / (d/2) [1, L, L]: per offset, p_|j − i| · p_0 of this variant's frequencies in float64 (a sum of
