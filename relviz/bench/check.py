@@ -22,7 +22,7 @@ def _cases(quick: bool) -> list[tuple[str, str, Callable[[], object]]]:
     from relviz.positions import t5_bucket_map
 
     side, rows, head = (256, 512, 64) if quick else (1024, 4096, 128)
-    t5 = t5_bucket_map(side, side, max_distance=300).numpy()
+    t5 = t5_bucket_map(side, side, max_distance=300, device="cpu").numpy()
     rows_off = t5 + (np.arange(side)[:, None] % 97 == 3)
     rope = rope_settings(head_dim=head, base=500000.0, max_position_embeddings=max(rows, 4096))
     cos = variant_cache("rope_cos", "", (rows, head), rope)

@@ -77,7 +77,8 @@ def _toeplitz_user(position, config, causal):
         elif isinstance(position, AlibiScheme):
             bias = alibi_bias(length, num_heads=config.n_heads, device=like.device)
         else:
-            bias = expand_toeplitz(position.mechanism(0).bias_per_offset(offset_range(length)), length, length)
+            bias = expand_toeplitz(position.mechanism(0).bias_per_offset(offset_range(length, device=like.device)),
+                                   length, length)
         return _with_mask(bias.to(like.dtype), causal)                                     # [1, H, L, L]
     position.prepare = prepare
     return lambda layer, q, k, v, *, shared=None, need_weights=False: (
