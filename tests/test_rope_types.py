@@ -33,7 +33,7 @@ def test_proportional_inv_freq_equals_transformers(head_dim, partial, base, fact
         LlamaConfig(head_dim=head_dim, hidden_size=64, num_attention_heads=4, rope_parameters=params), "cpu")
     rope = RopeConfig(head_dim=head_dim, base=base, partial_rotary_factor=partial,
                       scaling=RopeScaling("proportional", factor=factor))
-    ours, our_scale = rope_parameters(rope)
+    ours, our_scale = rope_parameters(rope, device="cpu")
     assert torch.equal(ours, theirs) and our_scale == their_scale == 1.0
     assert rope.rotary_dim == head_dim
     assert int(ours.count_nonzero()) == rope.turning_pairs == int(partial * head_dim // 2)
@@ -47,7 +47,7 @@ def test_ntk_alpha_equals_hunyuans_rotary_module():
                                                                  "rope_theta": 10000.0, "factor": 1.0})
     module = HunYuanDenseV1RotaryEmbedding(config)
     assert module.rope_type == "ntk_alpha"
-    ours, scale = rope_parameters(RopeConfig(head_dim=128, scaling=RopeScaling("ntk_alpha", alpha=1000.0)))
+    ours, scale = rope_parameters(RopeConfig(head_dim=128, scaling=RopeScaling("ntk_alpha", alpha=1000.0)), device="cpu")
     assert torch.equal(ours, module.inv_freq) and scale == module.attention_scaling == 1.0
 
 

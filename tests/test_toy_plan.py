@@ -198,7 +198,7 @@ def test_kerple_bias_and_curve_are_the_toy_models():
     kerple = plan.layer(2).find(KerpleBias)
     x = torch.zeros(1, LENGTH, model.config.d_model)
     with torch.no_grad():
-        assert torch.equal(kerple.bias_per_offset(offset_range(LENGTH)), model.position.prepare(LENGTH, x))
+        assert torch.equal(kerple.bias_per_offset(offset_range(LENGTH, device="cpu")), model.position.prepare(LENGTH, x))
     toy, = model.position.parameter_views(length=LENGTH, train_length=32, layer=0)
     curve, = kerple.views(LENGTH, 0)
     assert np.array_equal(curve.bias, toy.bias) and curve.caption == parameter_caption(toy)
