@@ -8,6 +8,7 @@ import pytest
 
 transformers = pytest.importorskip("transformers")
 import torch  # noqa: E402
+from device_support import default_device_holds_no_values  # noqa: E402
 
 from relviz.absolute import sinusoidal_encoding, tensor2tensor_timing_signal  # noqa: E402
 from relviz.mechanisms import families  # noqa: E402
@@ -79,6 +80,14 @@ def test_xglm_sinusoidal_equals_relvizs_tensor2tensor_table_in_float32():
         "variant": "tensor2tensor", "float32": True, "offset": 2, "width_field": "d_model"}, "pattern": {}}}
     read = read_plan({**config, "num_hidden_layers": 2}, family=entry).layer(1).find(SinusoidalAbsolute)
     assert read == SinusoidalAbsolute(16, "tensor2tensor", True, 2)
+
+
+def test_the_input_probe_compares_on_the_cpu_whatever_the_default_device(monkeypatch):
+    """On a GPU machine relviz's sinusoid was built on CUDA beside the model's CPU table: torch.equal raised and
+    every absolute-position model was refused ('the probe failed'). The default device here holds no values."""
+    default_device_holds_no_values(monkeypatch)
+    xglm = _config("xglm", num_layers=2, d_model=16, attention_heads=2, ffn_dim=16, vocab_size=64)
+    assert observe(shrink(xglm)).inputs.found == SinusoidalAbsolute(16, "tensor2tensor", True, 2)
 
 
 def test_mamba_only_every_layer_a_state_space_no_position_mechanism():
