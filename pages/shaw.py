@@ -74,7 +74,9 @@ def window_section(q_len: int, k_len: int, k: int, q_offset: int) -> None:
     A fragment: a window move reruns this part alone, not the sidebar, the table strip, the ablation or the page's
     navigation (issue 34: a move's elements and its time to the drawn chart)."""
     large = needs_window(q_len, k_len)
-    panel = st.container()           # the overview above the controls that move its rectangle
+    # the overview and the matrices above the controls that move them (drawn once the controls have a value): below
+    # the matrices, the lecture layout keeps the controls on screen (it drops what stands above a step's subject)
+    panel, figures = st.container(), st.container()
     window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
     values = strip_and_offsets(q_len, k_len, k, q_offset)[1]
     relative, clipped, lookup = matrices(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows,
@@ -87,18 +89,19 @@ def window_section(q_len: int, k_len: int, k: int, q_offset: int) -> None:
                                     note="Blocks are pooled, never skipped, so the thin band |j − i| ≤ k stays "
                                          "visible as a blend instead of vanishing between samples.")
 
-    cols = st.columns(3)
-    captions = shaw_text.matrix_captions(k)
-    for column, item, caption, name in zip(cols, (relative, clipped, lookup), captions,
-                                           ("relative", "clipped", "index")):
-        with column:
-            display.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
-            st.caption(caption)
-    unclipped = shaw_text.unclipped_caption(values)
-    if unclipped:
-        st.caption(unclipped)
-    if q_offset:
-        st.caption(shaw_text.offset_rows_caption(q_offset))
+    with figures:
+        cols = st.columns(3)
+        captions = shaw_text.matrix_captions(k)
+        for column, item, caption, name in zip(cols, (relative, clipped, lookup), captions,
+                                               ("relative", "clipped", "index")):
+            with column:
+                display.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
+                st.caption(caption)
+        unclipped = shaw_text.unclipped_caption(values)
+        if unclipped:
+            st.caption(unclipped)
+        if q_offset:
+            st.caption(shaw_text.offset_rows_caption(q_offset))
 
     # the window's downloads follow the window, so they sit in its fragment, under the matrices
     st.markdown("#### Download the matrix")

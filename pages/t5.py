@@ -163,7 +163,9 @@ def map_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_o
     beside the map). A fragment: a window move reruns this part alone, not the sidebar, the ranges, the three
     confusions or the page's navigation (issue 34: a move's elements and its time to the drawn chart)."""
     large = needs_window(q_len, k_len)
-    panel = st.container()           # the overview above the controls that move its rectangle
+    # the overview and the map above the controls that move them (drawn once the controls have a value): below the
+    # map, the lecture layout keeps the controls on screen (it drops what stands above a step's subject chart)
+    panel, figures = st.container(), st.container()
     window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
     if large:
         with panel:
@@ -174,7 +176,7 @@ def map_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_o
                                     note="Pooling keeps every bucket edge (a block that straddles one shows a "
                                          "blend); it never skips offsets.")
     fig_map = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows, window.cols)
-    left, right = st.columns(2)
+    left, right = figures.columns(2)
     with left:
         display.show_toeplitz(fig_map, key=f"{P}_fig_map", name="t5_buckets_window")
         st.caption(t5_text.map_caption(info))
@@ -205,8 +207,9 @@ def compare_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool,
         f"Same lengths ({q_len} × {k_len}, offset {q_offset}), same "
         + ("window" if large else "matrix") + ". Both schemes turn the offset j − i into a small table "
         "index; they differ in what they keep.")
+    figures = st.container()         # above the window's controls, as in map_section
     window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
-    left, right = st.columns(2)
+    left, right = figures.columns(2)
     with left:
         shaw = shaw_index_figure(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
         display.show_toeplitz(shaw, key=f"{P}_fig_cmp_shaw", name="shaw_index_window")

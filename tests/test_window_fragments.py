@@ -11,6 +11,7 @@ import urllib.parse
 import pytest
 
 from browser_support import app_server
+from relviz.app.link_schema import view_subject
 from relviz.bench.class_clients import Session, streamlit_protos
 from relviz import t5_notes as t5_text
 from relviz.figures import shaw as shaw_text
@@ -101,3 +102,39 @@ def test_a_shaw_window_move_reruns_only_the_matrices_fragment(base):
 
 def test_a_shaw_column_move_redraws_as_a_fresh_link_does(base):
     _check_fragment_move(base, "shaw", SHAW_LINK, "sh_c0", 1200, outside=[shaw_text.table_caption(64)])
+
+
+async def _element_paths(base: str, page: str, query: str) -> dict[str, tuple[int, ...]]:
+    """A first run's keyed elements: the key -> where the element sits on the page (its delta path: in page order)."""
+    BackMsg, ForwardMsg, _ = streamlit_protos()
+    session = Session(base, page, query)
+    await session.connect()
+    try:
+        request = BackMsg()
+        request.rerun_script.query_string, request.rerun_script.page_name = query, page
+        await session.socket.send(request.SerializeToString())
+        paths = {}
+        while True:
+            message = ForwardMsg.FromString(await session.socket.recv())
+            if message.HasField("script_finished"):
+                return paths
+            if message.HasField("delta") and message.delta.HasField("new_element"):
+                element = message.delta.new_element
+                inner = getattr(element, element.WhichOneof("type"))
+                if "-" in getattr(inner, "id", ""):    # a keyed element's id ends with "-" and its key
+                    paths[inner.id.rsplit("-", 1)[1]] = tuple(message.metadata.delta_path)
+    finally:
+        await session.close()
+
+
+@pytest.mark.parametrize("page, link", [("t5", T5_LINK), ("t5", T5_LINK | {"t5_tab": "Compare with Shaw"}),
+                                        ("shaw", SHAW_LINK)])
+def test_the_window_controls_sit_below_the_chart_a_lecture_starts_at(base, page, link):
+    """A lecture drops everything above a step's subject chart (relviz.app.lecture_mode.lecture_css): the window's
+    controls come after it on the page, so a step at a large length keeps them on the projector."""
+    paths = asyncio.run(_element_paths(base, page, urllib.parse.urlencode(link)))
+    subject = view_subject(page, {key: str(value) for key, value in link.items()})
+    prefix = subject.split("_")[0]
+    assert subject in paths
+    for key in ("ws", "r0", "c0", "centre"):
+        assert paths[subject] < paths[f"{prefix}_{key}"], key
