@@ -214,9 +214,6 @@ def compare_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool,
         shaw = shaw_index_figure(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
         display.show_toeplitz(shaw, key=f"{P}_fig_cmp_shaw", name="shaw_index_window")
         st.caption(shaw_text.compare_caption(k))
-        if k:
-            display.show_figure(seed_table_figure(k), key=f"{P}_fig_seed_table")
-            st.caption(shaw_text.seed_table_caption(k))
     with right:
         if info.valid:
             t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
@@ -225,6 +222,11 @@ def compare_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool,
             st.caption(t5_text.compare_caption(info))
         else:
             st.error(f"No T5 map for this setting: {info.error}", icon=":material/error:")
+    if k:   # under the window's controls, which belong with the two maps
+        left, _ = st.columns(2)
+        with left:
+            display.show_figure(seed_table_figure(k), key=f"{P}_fig_seed_table")
+            st.caption(shaw_text.seed_table_caption(k))
     st.markdown(t5_text.BOTH_ARE_BLIND)
 
 
