@@ -84,11 +84,13 @@ st.header(tour.title)
 minutes = tours.tour_minutes(tour)
 st.caption(f"{len(tour.steps)} steps" + (f", about {minutes} minutes (the sum of the notes' timings)"
                                          if minutes is not None else ""))
-start_col, at_col, copy_col = st.columns([2, 1.3, 1.7], vertical_alignment="bottom")
+# a row that wraps: in fixed columns the copy button read "Copy into my tour t…" at 819 px (1024 × 768 at 125 %)
+row = st.container(horizontal=True, vertical_alignment="bottom")
+start_col, at_col, copy_col = (row.container(width=w) for w in ("stretch", "stretch", "content"))
 first = controls.number_control("start at step", 1, len(tour.steps), 1, key=f"{P}_at", where=at_col)
 if start_col.button("▶ Start presenting", key=f"{P}_start", type="primary", width="stretch"):
     lecture_mode.go_to_step(tour, int(first) - 1)
-copy_col.button("Copy into my tour to edit", key=f"{P}_adopt", on_click=adopt, args=(tour,), width="stretch")
+copy_col.button("Copy into my tour to edit", key=f"{P}_adopt", on_click=adopt, args=(tour,))
 # a static table wraps each note in its cell (a data grid's cells are one line each: long notes scrolled sideways)
 st.table(steps_table(tour), hide_index=True)
 

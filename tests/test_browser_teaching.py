@@ -144,9 +144,9 @@ SCALED_PROJECTOR = {"width": 819, "height": 614}
 #: attention's head beside the longest structure title (FIRE) and its sequence row ("random example" was cut to
 #: "rando…" at 1024 px, the structure's title to "…max_d"), the skew's downloads in a third of the page
 #: ("Downl…") and its memory figures, Check's example button, RoPE's figures ("54,410 p…" at 1024 px) and its
-#: content toggle, Absolute's toggles. (The titles' widths are also held by tests/test_display_defects.py, without
-#: a browser.)
-NARROW_VIEWS = ["attention?at_ck=fire-shift", "skew", "check", "rope", "absolute"]
+#: content toggle, Absolute's toggles, Lecture mode's copy button. (The titles' widths are also held by
+#: tests/test_display_defects.py, without a browser.)
+NARROW_VIEWS = ["attention?at_ck=fire-shift", "skew", "check", "rope", "absolute", "tour"]
 
 
 @pytest.mark.parametrize("path", NARROW_VIEWS)
