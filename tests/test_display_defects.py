@@ -501,3 +501,15 @@ def test_live_attention_s_head_and_structure_titles_fit_half_a_scaled_projector_
             if len(head["title"]["text"].split("<br>")) <= 2:
                 assert head["margin"]["t"] == weights["margin"]["t"], info.name
     assert drawn >= 8
+
+
+def test_the_images_pages_pair_matrices_side_by_side_wrap_their_titles():
+    """At 1024 × 768 "Δh of every patch pair (16 × 16 patches, 65,536 pairs)" ran off its half of the page."""
+    from relviz import show_vision
+    from relviz.figures.heatmap import NARROW_TITLE_CHARS
+
+    for axis in "hw":
+        text = show_vision.patch_pairs(16, 16, query_row=5, query_col=5, axis=axis).layout.title.text
+        lines = text.split("<br>")
+        assert len(lines) == 2 and all(len(line) <= NARROW_TITLE_CHARS for line in lines), lines
+        assert " ".join(lines) == f"Δ{axis} of every patch pair (16 × 16 patches, 65,536 pairs)"

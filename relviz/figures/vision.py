@@ -12,7 +12,14 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import READABLE_FONT, compact_ints, legend_below_axis, make_readable, matrix_heatmap
+from relviz.figures.heatmap import (
+    READABLE_FONT,
+    compact_ints,
+    legend_below_axis,
+    make_readable,
+    matrix_heatmap,
+    narrow_figure_title,
+)
 from relviz.figures.toeplitz_canvas import GridImage, grid_image
 
 #: Colours of the axes a frequency pair turns with (t, h, w).
@@ -130,7 +137,8 @@ def pair_matrix_figure(values: np.ndarray, dh: np.ndarray, dw: np.ndarray, *, ti
                             y_title="query patch (row-major)", height=height, validate=validate)
     if query is not None:
         figure.add_shape(**QUERY_OUTLINE, x0=-0.5, x1=n - 0.5, y0=query - 0.5, y1=query + 0.5)
-    return _square(figure)
+    # two side by side on the page: "Δh of every patch pair (16 × 16 patches, 65,536 pairs)" ran off its half at 1024 px
+    return narrow_figure_title(_square(figure))
 
 
 def pair_axes_figure(rows: dict[str, np.ndarray], steps: dict[str, np.ndarray], *, title: str, step: str,
