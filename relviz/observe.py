@@ -39,7 +39,7 @@ from relviz.model_plan import OBSERVED, UNVERIFIED, LayerPlan, ModelPlan, read_p
 from relviz.observe_differences import differences
 from relviz.observe_input import InputPosition, input_position
 from relviz.observe_position import LONG_PROBE, LayerProbe, attends_at, derive_entry, probe_layers
-from relviz.observe_build import build, has_causal_lm, runs
+from relviz.observe_build import build, has_causal_lm, runs, transformers_module
 from relviz.observe_record import INDEXER_SCOPE, PRE_SCALE as _PRE_SCALE, Recorder as _Recorder, \
     allowed as _allowed, biased as _biased, \
     inputs as _inputs, layer_list as _layers, partners as _partners, rotation_input as _rotation_input
@@ -284,14 +284,10 @@ def _accepted(config: Mapping[str, Any]) -> list[str]:
     its model then fails to build), which the shrunk config must keep null: shrinking fills a null with what a class
     would derive. First the class must take the config as given (Ministral 3's refuses head_dim: null); a refusal is
     quoted."""
-    try:
-        from transformers import AutoConfig
-        import transformers
-    except ImportError as exc:
-        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
+    transformers = transformers_module()
     fields = {k: v for k, v in config.items() if k != "model_type"}
     try:
-        built = AutoConfig.for_model(str(config.get("model_type")), **fields)
+        built = transformers.AutoConfig.for_model(str(config.get("model_type")), **fields)
     except Exception as exc:  # noqa: BLE001 - transformers' own refusal, quoted
         raise ValueError(f"transformers {transformers.__version__} could not build a {config.get('model_type')!r} "
                          f"model: its config class refuses this config: {type(exc).__name__}: {str(exc)[:300]}") from exc

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -16,18 +17,16 @@ import torch
 from relviz.observe_record import inputs
 from relviz.observe_shrink import CHUNK_FIELDS, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
 
-__all__ = ["build", "runs", "has_causal_lm", "model_class", "auto", "auto_config", "MAX_PARAMETERS"]
+__all__ = ["build", "runs", "has_causal_lm", "model_class", "transformers_module", "auto", "auto_config",
+           "MAX_PARAMETERS"]
 
 #: a shrunk model larger than this is refused before it is allocated (counted on the meta device)
 MAX_PARAMETERS = 60_000_000
 
 
 def build(config: Mapping[str, Any], *, causal: bool = False):
-    try:
-        from transformers import AutoConfig
-        import transformers
-    except ImportError as exc:
-        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
+    transformers = transformers_module()
+    AutoConfig = transformers.AutoConfig
     fields = dict(config)
     model_type = fields.pop("model_type")
     try:
@@ -73,23 +72,25 @@ def runs(model: torch.nn.Module, length: int) -> bool:
     return True
 
 
-def auto() -> Any:
-    """transformers' auto classes and mappings (``transformers.models.auto.modeling_auto``), or a ValueError that
-    says how to install it: the one place the observer's helpers import them."""
+def transformers_module() -> ModuleType:
+    """transformers (the [hf] extra), or a ValueError that says how to install it: the one place the observer and
+    the zoo import it, so a server without it is told the same thing wherever it is asked for."""
     try:
-        from transformers.models.auto import modeling_auto
+        import transformers
     except ImportError as exc:
         raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
-    return modeling_auto
+    return transformers
+
+
+def auto() -> Any:
+    """transformers' auto classes and mappings (``transformers.models.auto.modeling_auto``), guarded as
+    ``transformers_module``."""
+    return transformers_module().models.auto.modeling_auto
 
 
 def auto_config() -> Any:
-    """transformers' ``CONFIG_MAPPING`` (model_type -> config class), guarded as ``auto``."""
-    try:
-        from transformers import CONFIG_MAPPING
-    except ImportError as exc:
-        raise ValueError("observing a model needs transformers: pip install 'relviz[hf]'") from exc
-    return CONFIG_MAPPING
+    """transformers' ``CONFIG_MAPPING`` (model_type -> config class), guarded as ``transformers_module``."""
+    return transformers_module().CONFIG_MAPPING
 
 
 def has_causal_lm(hf_config: Any, model: torch.nn.Module) -> bool:

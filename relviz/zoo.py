@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from relviz.observe import verified_plan
+from relviz.observe_build import auto, auto_config, model_class
 from relviz.model_plan import OBSERVED
 
 __all__ = ["Outcome", "Reason", "text_families", "tiny_config", "sweep", "summary", "REASONS", "RAN", "LAYERS"]
@@ -76,20 +77,12 @@ class Outcome:
 
 def text_families() -> list[str]:
     """Every model_type transformers maps to a causal LM (its auto mapping, as installed)."""
-    try:
-        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-    except ImportError as exc:
-        raise ValueError("the zoo is transformers': pip install 'relviz[hf]'") from exc
-    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    return sorted(auto().MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
 def tiny_config(model_type: str) -> dict[str, Any]:
     """The family's config class with its defaults and at most LAYERS layers, as its config.json would hold it."""
-    try:
-        from transformers import CONFIG_MAPPING
-    except ImportError as exc:
-        raise ValueError("a family's config class is transformers': pip install 'relviz[hf]'") from exc
-    cls = CONFIG_MAPPING[model_type]
+    cls = auto_config()[model_type]
     default = cls()
     text = default.get_text_config() if hasattr(default, "get_text_config") else default
     layers = getattr(text, "num_hidden_layers", None)
@@ -115,7 +108,6 @@ def _default_fails(model_type: str) -> str:
     memory), or "" where it builds."""
     import torch
 
-    from relviz.observe_build import auto_config, model_class
     try:
         config = auto_config()[model_type]()
         with torch.device("meta"):

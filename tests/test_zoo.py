@@ -30,6 +30,20 @@ def test_the_zoo_is_transformers_own_list():
     assert tiny_config("gemma3n_text")["num_kv_shared_layers"] == 15 * 8 // 35      # in proportion
 
 
+def test_without_transformers_every_entry_says_how_to_install_it(monkeypatch):
+    """One guard (observe_build.transformers_module) behind the observer and the zoo: a server without the [hf]
+    extra gets a ValueError saying pip install, never an ImportError traceback."""
+    import sys
+
+    from relviz.observe import verified_plan
+    from relviz.observe_build import build
+    monkeypatch.setitem(sys.modules, "transformers", None)           # import transformers raises ImportError
+    unseen = {"model_type": "llama", "vocab_size": 1237}             # a config no other test has verified (cached)
+    for call in (text_families, lambda: tiny_config("llama"), lambda: verified_plan(unseen), lambda: build(unseen)):
+        with pytest.raises(ValueError, match=r"needs transformers: pip install 'relviz\[hf\]'"):
+            call()
+
+
 @pytest.mark.parametrize("model_type", TABLE)
 def test_the_observer_agrees_with_the_family_table(model_type):
     (outcome,) = sweep([model_type])
