@@ -24,6 +24,7 @@ from relviz.figures.heatmap import NARROW_TITLE_CHARS, narrow_figure_title, narr
 from relviz.figures.layers import view_figure, view_parts
 from relviz.inspection import (
     LiveModel,
+    clamped_layer,
     mean_attention_by_offset,
     no_structure_text,
     offset_findings,
@@ -229,7 +230,7 @@ if active is not None:
                                          key=f"{P}_layer", bind="query-params") or 1) - 1
         head = int(st.segmented_control("head", list(range(1, config.n_heads + 1)), default=1, required=True,
                                         key=f"{P}_head", bind="query-params") or 1) - 1
-        layer, head = min(layer, config.n_layers - 1), min(head, config.n_heads - 1)
+        layer, head = clamped_layer(config, layer), min(head, config.n_heads - 1)
 
     # One line on top; the intro and the model's full description follow the main picture, so the
     # picture is on the first screen of a 1280 × 720 projector.

@@ -26,6 +26,7 @@ from relviz._checks import check_int
 from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.model import ModelConfig, RelvizTransformer
 from relviz.schemes import get_scheme, scheme_names
+from relviz.schemes.base import clamped_layer
 from relviz.schemes.view_kinds import PositionStructure
 from relviz.tasks import DIGITS, Absolute, Shift, Task, WindowMax
 from relviz.training.evaluation import run_text
@@ -34,6 +35,7 @@ __all__ = [
     "about_the_models", "OFFSET_PROFILE", "LiveModel", "RunView", "run_view", "random_text", "resize_text", "OffsetProfile", "mean_attention_by_offset",
     "peak_offsets", "Finding", "offset_findings", "column_attention", "window_attention",
     "PositionStructure", "position_structure", "parameter_views", "structure_text", "no_structure_text", "parameter_caption",
+    "clamped_layer",
 ]
 
 #: Longest random example :func:`random_text` draws.
@@ -422,7 +424,7 @@ def parameter_views(model: RelvizTransformer, *, length: int, train_length: int,
 
 def no_structure_text(model: RelvizTransformer, layer: int = 0) -> str:
     """What the page says where layer ``layer``'s mechanism has no structure to draw: the mechanism's words."""
-    return model.position.mechanism(min(layer, model.config.n_layers - 1)).no_structure
+    return model.position.mechanism(clamped_layer(model.config, layer)).no_structure
 
 
 def structure_text(structure: PositionStructure) -> str:

@@ -32,7 +32,8 @@ from relviz.mechanisms.none import NoPosition
 from relviz.mechanisms.view_kinds import LayerView, Note
 from relviz.schemes.view_kinds import PositionStructure
 
-__all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_product_attention", "detached"]
+__all__ = ["MAX_LENGTH", "Param", "Scheme", "SchemeConfig", "Attention", "dot_product_attention", "detached",
+           "clamped_layer"]
 
 #: Longest sequence a model accepts: the attention weights it returns take
 #: n_layers · B · H · L² floats (L = 4096, 2 layers, 4 heads: 537 MB per sequence).
@@ -267,7 +268,7 @@ class Scheme(nn.Module):
         with its words (``caption``): the mechanism's own structure, the one Your model draws for that layer. None:
         nothing per cell to draw. ValueError (the scheme's) where the model cannot run at ``length``."""
         self.check_length(length)
-        return self.mechanism(min(layer, self.config.n_layers - 1)).structure(length, self.config.causal)
+        return self.mechanism(clamped_layer(self.config, layer)).structure(length, self.config.causal)
 
     def parameter_views(self, *, length: int, train_length: int, layer: int) -> list[LayerView]:
         """The position parameters of layer ``layer`` (the last one beyond it): the views of the mechanism it
@@ -275,7 +276,7 @@ class Scheme(nn.Module):
         at ``train_length`` reached where the mechanism can say it (Mechanism.trained_views). A mechanism without a
         view of its own is named in its own words (a Note of its label and description), so the page always has
         something to show."""
-        layer = min(layer, self.config.n_layers - 1)
+        layer = clamped_layer(self.config, layer)
         mechanism = self.mechanism(layer)
         return mechanism.trained_views(length, layer, train_length) or [Note(mechanism.label(), mechanism.describe())]
 
@@ -284,6 +285,12 @@ class Scheme(nn.Module):
     def offsets_shown(self, length: int) -> np.ndarray:
         """Offsets a per-offset view covers: −(L − 1)..0 causal, −(L − 1)..L − 1 bidirectional."""
         return np.arange(-(length - 1), 1 if self.config.causal else length)
+
+
+def clamped_layer(config: SchemeConfig, layer: int) -> int:
+    """The layer that stands for ``layer``: itself, or the model's last one where ``layer`` is past them (a layer
+    a page keeps from a deeper model it showed before). The one place the pages and the views clamp a layer."""
+    return min(layer, config.n_layers - 1)
 
 
 def detached(t: torch.Tensor) -> np.ndarray:
