@@ -30,6 +30,8 @@ CASES = [
     ("gemma3_text", "layer_types", "alternating"),
     ("llama", "max_position_embeddings", "16 (below the probe's 20)"),
     ("gemma3_text", "attention scaling", "halved / flipped"),
+    ("minicpm3", "rope_type", "yarn ×4 mscale 0.707 mscale_all_dim 1"),   # was silent: MLA's softmax scale × mscale²
+    ("minimax", "sliding_window", "4096"),   # was silent: its window applies on its attention layers (full_attention)
 ]
 
 

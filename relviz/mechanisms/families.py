@@ -207,8 +207,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "mllama_text_model": {"stacks": DECODER, "derive": [
         {"field": "layer_types", "indices_field": "cross_attention_layers", "then": "cross_attention",
          "else": "full_attention", "always": True}], "mechanisms": {"mixer": {}, "rotation": {}, "pattern": {}}},
+    # (MiniMax: a sliding_window, where set, on every attention layer, typed full_attention)
     "minimax": {"stacks": DECODER, "mechanisms": {"mixer": {"linear_kind": "linear_attention"}, "rotation": {},
-                                                  "pattern": {}}},
+                                                  "pattern": {"window_layer_type": "full_attention"}}},
     # EXAONE 4: RoPE on the sliding layers only, the global ones without position (when there is a window). Its
     # published sliding_window_pattern is "LLLG" (L local, G global, from layer 0, the last layer global, as
     # Exaone4Config's docstring says; 5.23's class itself raises TypeError on a string without layer_types)
@@ -352,6 +353,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {
         "t5_bias": {}, "pattern": {"local_radius_field": "local_radius"}}},
+    # MiniCPM3: DeepSeek-V3's MLA (head_dim is qk_rope_head_dim, the rotated dims close each head, YaRN's mscale²
+    # on the softmax scale), its pairs rotate_half's
+    "minicpm3": {**_DEEPSEEK_V3, "mechanisms": {"rotation": {"pass_before_field": "qk_nope_head_dim"}, "pattern": {},
+                                                "softmax_scale": {"head_dim_field": "qk_head_dim"}}},
     # families on the standard rotary module whose own default rule reads partial_rotary_factor (below)
     **{t: ROPE_DECODER for t in ("persimmon", "nemotron", "glm4_moe", "laguna", "qwen3_5_text", "qwen3_5_moe_text",
                                  "zaya")},
@@ -407,13 +412,18 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "bailing_hybrid": (_ROPE_FIELDS_ANY, ("layer_types",)),
     **{t: (("layer_types",),) for t in ("afmoe", "cohere2_moe", "granite_swa", "granitemoe_swa", "granitemoehybrid",
                                         "kolibri1")},
-    **{t: (_ROPE_FIELDS_ANY,) for t in ("helium", "lfm2")},
+    **{t: (_ROPE_FIELDS_ANY,) for t in ("helium", "lfm2", "mixtral", "mllama_text_model")},
+    "qwen3": (("head_dim",),),
+    # (families given an entry for a field above: relviz reads no θ of their own either)
+    **{t: (("head_dim",), _ROPE_FIELDS_ANY) for t in ("mellum", "minimax_m2", "minimax_m3_vl_text")},
+    "mimo_v2_flash": (("head_dim",), _ROPE_FIELDS_ANY),
+    "minimax": (_ROPE_FIELDS_ANY, ("layer_types",)),
     "laguna": (("head_dim",), _ROPE_FIELDS_ANY),
-    "hy_v3": (("head_dim",),),
+    "hy_v3": (("head_dim",), _ROPE_FIELDS_ANY),
     "cwm": (_ROPE_FIELDS_ANY, ("layer_types",)),
 }
 FAMILIES.setdefault("cwm", ROPE_DECODER)
-FAMILIES.setdefault("hy_v3", ROPE_DECODER)
+FAMILIES.update({t: FAMILIES.get(t, ROPE_DECODER) for t in ("hy_v3", "mellum", "minimax_m2", "minimax_m3_vl_text")})
 FAMILIES.update({t: {**FAMILIES[t], "required": [list(r) for r in required]} for t, required in REQUIRED_FIELDS.items()})
 
 #: the model_types the table reads (an entry that refuses every config of its family is no support)
