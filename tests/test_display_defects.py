@@ -513,3 +513,15 @@ def test_the_images_pages_pair_matrices_side_by_side_wrap_their_titles():
         lines = text.split("<br>")
         assert len(lines) == 2 and all(len(line) <= NARROW_TITLE_CHARS for line in lines), lines
         assert " ".join(lines) == f"Δ{axis} of every patch pair (16 × 16 patches, 65,536 pairs)"
+
+
+def test_the_wavelength_chart_s_legend_fits_its_column():
+    """At 1024 × 768 the RoPE page's legend ran off the chart ("…in 8,192 positions, rec"): each entry is wrapped to
+    the width its 3/5 of a projector's page holds."""
+    from relviz.figures.rope import LEGEND_CHARS, wavelength_figure
+
+    inv_freq = 10000.0 ** (-np.arange(64) / 64)
+    figure = wavelength_figure(inv_freq / 4, inv_freq, length=1_048_576, original=4096, rule="dynamic")
+    names = [trace.name for trace in figure.data if trace.name]
+    assert len(names) == 2 and any("1,048,576 positions" in name.replace("<br>", " ") for name in names)
+    assert all(len(line) <= LEGEND_CHARS for name in names for line in name.split("<br>")), names

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from relviz.figures.heatmap import readable
+from relviz.figures.heatmap import readable, wrap_words
 from relviz.figures.toeplitz import toeplitz_heatmap, toeplitz_view
 from relviz.figures.toeplitz_canvas import ToeplitzImage
 from relviz.rope.pair import PairAtPositions
@@ -20,6 +20,9 @@ PLAIN_COLOUR = "#9e9e9e"
 SCALED_COLOUR = "#1f77b4"
 TURN_COLOUR = "#2ca02c"
 NO_TURN_COLOUR = "#d62728"
+#: A legend entry of the wavelength chart, wrapped to the ~36 characters (14 px) its 3/5 of the page holds at a
+#: projector's 819 px
+LEGEND_CHARS = 36
 
 
 def _log_hline(figure: go.Figure, y: float, text: str, *, dash: str = "dash", colour: str = "#444",
@@ -53,7 +56,9 @@ def wavelength_figure(inv_freq: np.ndarray, plain: np.ndarray, *, length: int, o
     colours = np.where(wave <= length - 1, TURN_COLOUR, NO_TURN_COLOUR)
     figure.add_trace(go.Scatter(
         x=pairs, y=wave, mode="markers", marker=dict(color=colours.tolist(), size=7),
-        name=f"{rule}: green = at least one full turn in {length:,} positions, red = less than one turn",
+        # wrapped: on one line the legend ran off the chart in 3/5 of the page at 1024 px ("…positions, rec")
+        name=wrap_words(f"{rule}: green = at least one full turn in {length:,} positions, red = less than one turn",
+                        LEGEND_CHARS),
         customdata=np.stack([inv_freq, turns], -1),
         hovertemplate="pair i = %{x}<br>θ = %{customdata[0]:.4g} rad/position<br>wavelength = %{y:.4g} "
                       "positions<br>turns in the context = %{customdata[1]:.3g}<extra></extra>"))
