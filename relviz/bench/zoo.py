@@ -86,9 +86,9 @@ def search_section(ctx: BenchContext) -> SectionResult:
     from relviz.zoo_search import EXACT, FIELDS, REFUSED, SILENT, TRANSFORMERS, counts, search
 
     chosen = ctx.options.get("search_families")
-    families = chosen.split(",") if chosen else text_families()[:12] if ctx.quick else text_families()
+    families = chosen.split(",") if chosen else text_families()[:4] if ctx.quick else text_families()
     seed = ctx.options.get("search_seed") or 0
-    per_field = ctx.options.get("search_per_field") or (2 if ctx.quick else None)
+    per_field = ctx.options.get("search_per_field") or (1 if ctx.quick else None)
     results = search(families, seed=seed, per_field=per_field)
     by_field = counts(results)
     rows = [{"field": f, **{k: by_field.get(f, {}).get(k, 0) for k in (EXACT, REFUSED, TRANSFORMERS, SILENT)}}

@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("the settings search (--only zoo_search; relviz/zoo_search.py)")
     group.add_argument("--search-seed", type=int, default=0, metavar="N", help="the seed that draws the cases (0)")
     group.add_argument("--search-per-field", type=int, metavar="N",
-                       help="at most N cases per field varied (default: every case; --quick: 2, of the first 12 families)")
+                       help="at most N cases per field varied (default: every case; --quick: 1, of the first 4 families)")
     group.add_argument("--search-families", metavar="T1,T2", help="only these model_types (default every family)")
 
 
