@@ -192,6 +192,7 @@ def test_large_t5_window_is_drawn_in_the_browser_with_exact_hover_and_redraws_on
     page.wait_for_function("([c, n]) => Number(c.parentElement.dataset.draws) > n",
                            arg=[canvas.element_handle(), draws], timeout=60000)
     wait_for_app(page)
+    canvas.scroll_into_view_if_needed()   # the slider sits below the map: focusing it scrolled the page down
     assert _hover_cell(page, canvas, 10, 150) == expected(2049 + 10, 2048 + 150)
     assert js_errors == [], js_errors
 
