@@ -404,7 +404,7 @@ _ROPE_FIELDS_ANY = ("rope_parameters", "rope_scaling", "rope_theta")
 #: the config must set one, or relviz.model_plan refuses it naming the field (the settings search, relviz.zoo_search,
 #: found each: read without refusal while transformers ran the class's default)
 REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    **{t: (("head_dim",),) for t in ("gemma", "gemma2", "gemma3_text", "dots3_note_text")},
+    **{t: (("head_dim",),) for t in ("gemma", "gemma2", "gemma3_text")},
     **{t: (("head_dim",), _ROPE_FIELDS_ANY) for t in ("gemma4_text", "gemma4_unified_text", "ernie4_5")},
     "beam": (("head_dim",), _ROPE_FIELDS_ANY),
     "flint": (("head_dim",), ("layer_types",)),
@@ -414,6 +414,12 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
                                         "kolibri1")},
     **{t: (_ROPE_FIELDS_ANY,) for t in ("helium", "lfm2", "mixtral", "mllama_text_model")},
     "qwen3": (("head_dim",),),
+    **{t: (("layer_types",), _ROPE_FIELDS_ANY) for t in ("olmo_hybrid", "qwen3_5_text", "qwen3_5_moe_text")},
+    # a share of each head below 1 by default (their classes' partial_rotary_factor): a config must say it
+    **{t: (("rope_parameters", "rope_scaling", "partial_rotary_factor"),) for t in (
+        "phi", "persimmon", "glm4_moe", "nemotron", "zaya", "stablelm", "qwen3_next", "bamba", "recurrent_gemma",
+        "deepseek_v4")},
+    "dots3_note_text": (("head_dim",), ("rope_parameters", "rope_scaling", "partial_rotary_factor")),
     # (families given an entry for a field above: relviz reads no θ of their own either)
     **{t: (("head_dim",), _ROPE_FIELDS_ANY) for t in ("mellum", "minimax_m2", "minimax_m3_vl_text")},
     "mimo_v2_flash": (("head_dim",), _ROPE_FIELDS_ANY),
@@ -423,7 +429,8 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "cwm": (_ROPE_FIELDS_ANY, ("layer_types",)),
 }
 FAMILIES.setdefault("cwm", ROPE_DECODER)
-FAMILIES.update({t: FAMILIES.get(t, ROPE_DECODER) for t in ("hy_v3", "mellum", "minimax_m2", "minimax_m3_vl_text")})
+FAMILIES.update({t: FAMILIES.get(t, ROPE_DECODER) for t in ("hy_v3", "mellum", "minimax_m2", "minimax_m3_vl_text",
+                                                             "olmo_hybrid")})
 FAMILIES.update({t: {**FAMILIES[t], "required": [list(r) for r in required]} for t, required in REQUIRED_FIELDS.items()})
 
 #: the model_types the table reads (an entry that refuses every config of its family is no support)
