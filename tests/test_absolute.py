@@ -183,3 +183,32 @@ def test_shifting_the_whole_sequence_moves_every_vector_but_not_the_scores_by_of
     import pytest
     with pytest.raises(ValueError, match="shift"):
         shift_sequence(32, 16, -1)
+
+
+def test_a_shift_is_compared_with_the_vectors_at_both_places_computed_afresh() -> None:
+    """shift_sequence keeps the unshifted side per (L, d_model) across slider moves: each shift's result is
+    still PE at s…s+L−1 against PE at 0…L−1, whatever shifts were asked before."""
+    from relviz.absolute import diagonal_range, shift_sequence
+
+    for shift in (5, 0, 37, 5):
+        result = shift_sequence(24, 10, shift)
+        pe = sinusoidal_encoding(24 + shift, 10, dtype=torch.float64, device="cpu")
+        before, after = pe[:24], pe[shift:]
+        sim_before, sim_after = before @ before.T / 5, after @ after.T / 5
+        assert torch.equal(result.change, (after - before).norm(dim=1))
+        assert all(torch.equal(a, b) for a, b in zip(result.before, diagonal_range(sim_before)))
+        assert all(torch.equal(a, b) for a, b in zip(result.after, diagonal_range(sim_after)))
+        assert result.largest_difference == float((sim_after - sim_before).abs().max())
+
+
+def test_diagonal_range_is_the_min_and_max_of_each_diagonals_cells() -> None:
+    from relviz.absolute import diagonal_range
+
+    gen = torch.Generator().manual_seed(3)
+    for rows, cols in [(1, 1), (1, 6), (6, 1), (3, 8), (8, 3), (7, 7)]:
+        matrix = torch.randn(rows, cols, generator=gen)
+        lo, hi = diagonal_range(matrix)
+        for t in range(rows + cols - 1):
+            cells = torch.tensor([float(matrix[i, i + t - (rows - 1)]) for i in range(rows)
+                                  if 0 <= i + t - (rows - 1) < cols], dtype=torch.float64)
+            assert lo[t] == cells.min() and hi[t] == cells.max(), (rows, cols, t)
