@@ -4,7 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz.app import display, navigation
-from relviz.figures.intro import relative_intro_figure, signed_label
+from relviz._words import signed
+from relviz.figures.intro import relative_intro_figure
 from relviz.snippets import home_snippet
 
 navigation.ensure_app_navigation()
@@ -54,7 +55,7 @@ with left:  # the picture right after the slider it follows, before the text bes
     # the browser, which then loads plotly.js (most of a fresh visitor's wait), as early as it can
     display.show_figure(picture(query), key="home_fig")
 with right:
-    keys = ", ".join(f"*“{token}”* {signed_label(j - query)}" for j, token in enumerate(TOKENS))
+    keys = ", ".join(f"*“{token}”* {signed(j - query)}" for j, token in enumerate(TOKENS))
     st.markdown(
         f"**Read one row.** The outlined row is the query *“{TOKENS[query]}”*. Each key is labelled by where "
         f"it sits relative to it: {keys}. Negative keys lie before the query, positive after.\n\n"

@@ -1,5 +1,6 @@
 """Numbers in words: one place that puts a noun in the number its count asks for, one that groups
-integers into runs ("17–19"), and one that lists the numbers a sentence quotes ("0.25, 0.0625").
+integers into runs ("17–19"), one that lists the numbers a sentence quotes ("0.25, 0.0625"), and one that writes
+a negative number with a true minus sign ("−3", as every page and axis writes it, not a hyphen).
 
 Pages and figures print counts that a control can bring to 1 ("1 × 1 patches, T = 1"): "1 pairs" read wrong.
 """
@@ -18,6 +19,17 @@ def runs(values: Iterable[int]) -> list[tuple[int, int]]:
         else:
             groups.append([v, v])
     return [(a, b) for a, b in groups]
+
+
+def minus(value: object, spec: str = "") -> str:
+    """``value`` formatted with ``spec`` (``str`` where none), its hyphens written as the minus sign U+2212:
+    ``minus(-3)`` is "−3", ``minus(-10000, ",.0f")`` "−10,000"."""
+    return (format(value, spec) if spec else str(value)).replace("-", "\u2212")
+
+
+def signed(value: int) -> str:
+    """An offset with its sign, the minus a true one: "+2", "0", "−3"."""
+    return f"+{value}" if value > 0 else minus(value)
 
 
 def counted(count: int, noun: str, plural: str | None = None, *, spec: str = ",") -> str:

@@ -1,7 +1,7 @@
 """Counts in words: a count of one reads singular wherever relviz prints one (relviz._words.counted)."""
 from __future__ import annotations
 
-from relviz._words import article, counted
+from relviz._words import article, counted, minus, signed
 from relviz.mechanisms.alibi import Alibi
 from relviz.mechanisms.pattern import AttentionPattern
 from relviz.mechanisms.rope2d import Rope2DLayer
@@ -12,6 +12,11 @@ def test_counted_agrees_with_its_number():
     assert counted(1, "pair") == "1 pair" and counted(0, "pair") == "0 pairs" and counted(4096, "pair") == "4,096 pairs"
     assert counted(1, "patch", "patches") == "1 patch" and counted(2, "patch", "patches") == "2 patches"
     assert counted(-1, "frame", spec="+d") == "-1 frame" and counted(0, "frame", spec="+d") == "+0 frames"
+
+
+def test_a_negative_number_is_written_with_a_true_minus_sign():
+    assert minus(-3) == "\u22123" and minus(0) == "0" and minus(None) == "None" and minus(-10000, ",.0f") == "\u221210,000"
+    assert signed(2) == "+2" and signed(0) == "0" and signed(-3) == "\u22123"
 
 
 def test_a_mechanism_of_one_head_or_one_key_says_so_in_the_singular():

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from relviz._words import runs
+from relviz._words import minus, runs
 from relviz.check.registry import kind_of
 
 #: Most ranges a list of indices shows before "… (n in all)".
@@ -21,10 +21,7 @@ def ranges(indices: np.ndarray) -> str:
     values = sorted({int(v) for v in indices})
     groups = runs(values)
 
-    def num(v: int) -> str:
-        return f"−{-v}" if v < 0 else str(v)
-
-    words = [num(a) if a == b else (f"{num(a)}, {num(b)}" if b == a + 1 else f"{num(a)} to {num(b)}")
+    words = [minus(a) if a == b else (f"{minus(a)}, {minus(b)}" if b == a + 1 else f"{minus(a)} to {minus(b)}")
              for a, b in groups[:MAX_RANGES]]
     text = ", ".join(words)
     return text + (f", … ({len(values)} in all)" if len(groups) > MAX_RANGES else "")

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from relviz._words import signed
 from relviz.figures.heatmap import discrete_colour_args, heatmap_figure, readable
-
-
-def signed_label(offset: int) -> str:
-    """+2, 0, −3 (a true minus sign, as everywhere on the pages); the landing page's text uses it too."""
-    return f"+{offset}" if offset > 0 else str(offset).replace("-", "−")
 
 
 @readable
@@ -27,7 +23,7 @@ def relative_intro_figure(tokens: list[str], *, query: int, height: int = 400) -
         x=list(range(n)), y=list(range(n)),
         hovertemplate="i = %{y}<br>j = %{x}<br>j − i = %{customdata[0]}<extra></extra>",
         customdata=[[[offset] for offset in row] for row in rel],
-        text=[[signed_label(offset) for offset in row] for row in rel], texttemplate="%{text}",
+        text=[[signed(offset) for offset in row] for row in rel], texttemplate="%{text}",
         textfont=dict(size=15), **discrete_colour_args((lo, n - 1), "PuOr", "j − i"))
     figure = heatmap_figure(trace, height=height)
     ticks = [f"{k}: {t}" for k, t in enumerate(tokens)]

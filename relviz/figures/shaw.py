@@ -12,6 +12,7 @@ from functools import cached_property
 import numpy as np
 import plotly.graph_objects as go
 
+from relviz._words import minus
 from relviz.figures.heatmap import (
     COLOUR_BAR_BELOW,
     DISCRETE_PALETTE,
@@ -91,7 +92,7 @@ def unclipped_caption(values: ShawOffsets) -> str | None:
     k, longest = values.k, max(-lowest, highest)
     if not k >= longest > 0:
         return None
-    lowest, highest = (str(v).replace("-", "−") for v in (lowest, highest))
+    lowest, highest = minus(lowest), minus(highest)
     return (f"**k = {k} ≥ {longest}, the longest offset of this matrix: nothing is clipped.** Every offset "
             f"keeps its own table row, so the clipped matrix equals j − i. The colours span the whole table "
             f"(−{k} … {k}) and this matrix uses only {values.offset.size} of its {2 * k + 1} rows, those of "
@@ -202,8 +203,8 @@ def embedding_strip(values: ShawOffsets, q_len: int, k_len: int, *, height: int 
     used = np.bincount(values.index, weights=diagonal_counts(q_len, k_len), minlength=2 * k + 1).astype(np.int64)
     offsets = rows - k
     stands = [f"j − i ≤ −{k}" if r == 0 and k > 0 else f"j − i ≥ {k}" if r == 2 * k and k > 0
-              else "every j − i" if k == 0 else f"j − i = {o}".replace("-", "−") for r, o in zip(rows, offsets)]
-    short = [("≤" if r == 0 and k > 0 else "≥" if r == 2 * k and k > 0 else "") + str(o).replace("-", "−")
+              else "every j − i" if k == 0 else f"j − i = {minus(o)}" for r, o in zip(rows, offsets)]
+    short = [("≤" if r == 0 and k > 0 else "≥" if r == 2 * k and k > 0 else "") + minus(o)
              for r, o in zip(rows, offsets)]
     trace = dict(type="heatmap", z=rows[None, :].astype(np.uint8), x=rows, y=["w"],
                  zmin=-0.5, zmax=2 * k + 0.5, colorscale=discrete_colorscale(2 * k + 1, PALETTE), showscale=False,

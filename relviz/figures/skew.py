@@ -17,6 +17,7 @@ import plotly.colors
 import plotly.graph_objects as go
 import torch
 
+from relviz._words import signed
 from relviz.figures.heatmap import COLOUR_BAR_BELOW, X_AXIS_BELOW, colour_bar_below, readable
 from relviz.skew import gather_relative, skew, skew_bidirectional, skew_source_index, skew_steps
 
@@ -83,10 +84,6 @@ class StepCells:
     source_row: np.ndarray
 
 
-def _distance_label(d: int) -> str:
-    return "0" if d == 0 else (f"+{d}" if d > 0 else f"−{-d}")
-
-
 def _cells(values: np.ndarray, src_row: np.ndarray, src_col: np.ndarray, length: int,
            describe) -> StepCells:
     """Shared bookkeeping: distance of each source column, labels, and describe(r, c) -> (kind, hover)."""
@@ -104,7 +101,7 @@ def _cells(values: np.ndarray, src_row: np.ndarray, src_col: np.ndarray, length:
             elif kind == MASKED:
                 labels[r, c] = "−∞"
             else:
-                labels[r, c] = _distance_label(int(distance[r, c]))
+                labels[r, c] = signed(int(distance[r, c]))
             hover[r, c] = text
     return StepCells(values=values.astype(np.float32), labels=labels, hover=hover, kinds=kinds,
                      distance=distance, source_row=src_row)
@@ -116,7 +113,7 @@ def _value_line(v: float) -> str:
 
 def _from_line(r: int, c: int, length: int) -> str:
     d = c - (length - 1)
-    return f"holds QE_rᵀ[{r}, {c}] = q_{r} · e({_distance_label(d)}): query {r}, distance {_distance_label(d)}"
+    return f"holds QE_rᵀ[{r}, {c}] = q_{r} · e({signed(d)}): query {r}, distance {signed(d)}"
 
 
 def causal_steps(demo: DemoInputs) -> dict[str, StepCells]:
@@ -133,7 +130,7 @@ def causal_steps(demo: DemoInputs) -> dict[str, StepCells]:
     def describe_qer(r: int, c: int) -> tuple[int, str]:
         d = c - (length - 1)
         return VALUE, (f"query i = {r}, column m = {c}<br>column {c} stands for distance "
-                       f"{c} − {length - 1} = {_distance_label(d)}<br>q_{r} · e({_distance_label(d)})"
+                       f"{c} − {length - 1} = {signed(d)}<br>q_{r} · e({signed(d)})"
                        f"<br>{_value_line(qer_np[r, c])}")
 
     out["qer"] = _cells(qer_np, rows, cols, length, describe_qer)
@@ -167,7 +164,7 @@ def causal_steps(demo: DemoInputs) -> dict[str, StepCells]:
     sr, sc = src.row.skewed.numpy(), src.col.skewed.numpy()
 
     def describe_skewed(i: int, j: int, masked: bool = False) -> tuple[int, str]:
-        head = f"query i = {i}, key j = {j}, j − i = {_distance_label(j - i)}"
+        head = f"query i = {i}, key j = {j}, j − i = {signed(j - i)}"
         if j <= i:
             return VALUE, (f"{head}<br>{_from_line(sr[i, j], sc[i, j], length)}<br>exact: the distance "
                            f"matches j − i<br>{_value_line(skewed[i, j])}")
@@ -177,8 +174,8 @@ def causal_steps(demo: DemoInputs) -> dict[str, StepCells]:
             return GARBAGE, (f"{head}<br>pad: a zero that came from the padded column of row {i + 1}"
                              f"<br>not q_{i} · e(+{j - i}): meaningless")
         d = int(sc[i, j]) - (length - 1)
-        return GARBAGE, (f"{head}<br>garbage: from row {sr[i, j]}, distance {_distance_label(d)} "
-                         f"(q_{sr[i, j]} · e({_distance_label(d)}))<br>not q_{i} · e(+{j - i}): "
+        return GARBAGE, (f"{head}<br>garbage: from row {sr[i, j]}, distance {signed(d)} "
+                         f"(q_{sr[i, j]} · e({signed(d)}))<br>not q_{i} · e(+{j - i}): "
                          f"the causal mask must hide it<br>{_value_line(skewed[i, j])}")
 
     out["skewed"] = _cells(skewed, sr, sc, length, describe_skewed)
@@ -201,7 +198,7 @@ def bidirectional_steps(demo: DemoInputs) -> dict[str, StepCells]:
     def describe_qer(r: int, c: int) -> tuple[int, str]:
         d = c - (length - 1)
         return VALUE, (f"query i = {r}, column m = {c}<br>column {c} stands for distance "
-                       f"{c} − {length - 1} = {_distance_label(d)}<br>q_{r} · e({_distance_label(d)})"
+                       f"{c} − {length - 1} = {signed(d)}<br>q_{r} · e({signed(d)})"
                        f"<br>{_value_line(qer[r, c])}")
 
     out["qer"] = _cells(qer, rows, cols, length, describe_qer)
@@ -226,7 +223,7 @@ def bidirectional_steps(demo: DemoInputs) -> dict[str, StepCells]:
     rr, rc = wr[:, :length], wc[:, :length]
 
     def describe_result(i: int, j: int) -> tuple[int, str]:
-        return VALUE, (f"query i = {i}, key j = {j}, j − i = {_distance_label(j - i)}<br>"
+        return VALUE, (f"query i = {i}, key j = {j}, j − i = {signed(j - i)}<br>"
                        f"{_from_line(rr[i, j], rc[i, j], length)}<br>exact everywhere"
                        f"<br>{_value_line(result[i, j])}")
 

@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from relviz._words import minus
 from relviz.figures.heatmap import DISCRETE_PALETTE as PALETTE
 from relviz.figures.heatmap import diagonal_counts, legend_below_axis, readable, readable_layout
 from relviz.figures.toeplitz import ToeplitzFigure, ToeplitzOverview, toeplitz_heatmap, toeplitz_overview, toeplitz_view
@@ -182,20 +183,16 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
     return go.Figure({"data": traces, "layout": readable_layout(layout)}, _validate=validate)
 
 
-def _num(v: int | None) -> str:
-    return str(v).replace("-", "−")
-
-
 def _offset_text(r: BucketRange) -> str:
     if not r.used:
         return "unused"
     if r.open_low and r.open_high:
         return "every j − i"
     if r.open_low:
-        return f"≤ {_num(r.last)}"
+        return f"≤ {minus(r.last)}"
     if r.open_high:
-        return f"≥ {_num(r.first)}"
-    return _num(r.first) if r.first == r.last else f"{_num(r.first)} … {_num(r.last)}"
+        return f"≥ {minus(r.first)}"
+    return minus(r.first) if r.first == r.last else f"{minus(r.first)} … {minus(r.last)}"
 
 
 def ranges_rows(values: T5Offsets, q_len: int, k_len: int) -> list[dict]:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.colors
 
+from relviz._words import minus
 from relviz.figures.heatmap import DISCRETE_PALETTE, _tick_step, discrete_colorscale
 
 
@@ -71,7 +72,7 @@ def image_colours(strip: np.ndarray, discrete_range: tuple[int, int] | None, col
         step = _tick_step(count - 1)
         ticks = [v for v in range(lo, hi + 1) if v % step == 0]  # round numbers of the true values
         colour = {"kind": "discrete", "lo": int(lo), "hi": int(hi), "tickvals": ticks,
-                  "ticktext": [str(v).replace("-", "−") for v in ticks]}
+                  "ticktext": [minus(v) for v in ticks]}
         return (strip.astype(np.int64) - lo).astype(np.uint8), palette, colour
     zmin, zmax = continuous_range(strip, zmid)
     return levels_256(strip, zmin, zmax), palette_256(colorscale), {"kind": "continuous", "zmin": zmin, "zmax": zmax}

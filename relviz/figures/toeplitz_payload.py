@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from relviz._words import minus
+
 
 def _b64_json_chars(array: np.ndarray) -> int:
     """Characters the array's base64 takes in plotly's JSON (each "/" is escaped as \\u002f)."""
@@ -92,6 +94,6 @@ def unshifted_z(trace: go.Heatmap, values: np.ndarray, discrete_range: tuple[int
         bar = trace.colorbar
         step = bar.tickvals[1] - bar.tickvals[0] if len(bar.tickvals) > 1 else 1
         ticks = [v for v in range(lo, hi + 1) if v % step == 0]  # round numbers of the true values
-        bar.tickvals, bar.ticktext = ticks, [str(v).replace("-", "−") for v in ticks]
+        bar.tickvals, bar.ticktext = ticks, [minus(v) for v in ticks]
         return True
     return False

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from relviz._words import counted
+from relviz._words import counted, minus
 from relviz._checks import check_int
 from relviz.mechanisms.base import MAX_POSITIONS, LayerContext, Mechanism
 from relviz.mechanisms.view_kinds import KeysSeen, LayerView, keys_seen
@@ -105,7 +105,7 @@ class AttentionPattern(Mechanism):
         return None if self.chunk is None else self.chunk - 1
 
     def label(self) -> str:
-        return self._kind() + (f", masked with {_signed(self.fill)}" if self.fill is not None else "")
+        return self._kind() + (f", masked with {minus(self.fill, ',.0f')}" if self.fill is not None else "")
 
     def _kind(self) -> str:
         if self.window is not None:
@@ -123,8 +123,9 @@ class AttentionPattern(Mechanism):
         if self.chunk is not None:
             base += f"; chunked: only keys in the query's own chunk of {counted(self.chunk, 'position')}"
         if self.fill is not None:
-            base += (f"; masked with {_signed(self.fill)}, not −inf: in float32 exp({_signed(self.fill)} − m) is exactly "
-                     f"0 while a query's largest score m stays above {_signed(self.fill - UNDERFLOW)}, so the weights are "
+            fill = minus(self.fill, ",.0f")
+            base += (f"; masked with {fill}, not −inf: in float32 exp({fill} − m) is exactly "
+                     f"0 while a query's largest score m stays above {minus(self.fill - UNDERFLOW, ',.0f')}, so the weights are "
                      "exactly the mask's (below that, masked keys would get weight)")
         return base
 
@@ -160,8 +161,3 @@ class AttentionPattern(Mechanism):
         note = " (Chunks sampled: each tooth drawn is exact.)" if sampled else ""
         return [KeysSeen(f"Which keys each query sees over {length:,} positions", what + note, length,
                          positions, back, ahead, reach, limit, sampled)]
-
-
-def _signed(value: float) -> str:
-    """−10,000 (a true minus sign, thousands grouped, whole)."""
-    return f"{value:,.0f}".replace("-", "−")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from relviz._checks import check_int, check_tensor, resolve_device
-from relviz._words import counted
+from relviz._words import counted, minus
 from relviz.rope.math import default_inv_freq, rotate_half_by, score_per_offset
 from relviz.vision.grid import PatchGrid, as_grid
 
@@ -195,11 +195,8 @@ def plane_words(rows: int, cols: int) -> str:
 
 def query_words(rows: int, cols: int, query_row: int, query_col: int) -> str:
     """One query patch's slice of the per-offset map."""
-    def signed(v: int) -> str:  # a minus sign, as the axes write it, not a hyphen
-        return str(v).replace("-", "−")
-
     return (f"**The query patch ({query_row}, {query_col}) against every key patch**: its part of the map beside "
-            f"(Δh from {signed(-query_row)} to {rows - 1 - query_row}, Δw from {signed(-query_col)} to "
+            f"(Δh from {minus(-query_row)} to {rows - 1 - query_row}, Δw from {minus(-query_col)} to "
             f"{cols - 1 - query_col}), laid out as the image. Move the query: the picture slides, its shape stays.")
 
 
