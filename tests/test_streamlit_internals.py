@@ -86,15 +86,15 @@ import plotly.graph_objects as go
 import streamlit as st
 from relviz.app import display
 from relviz.figures.attention import attention_grid_parts
-from relviz.figures.layers import with_selected
 
 weights = np.random.default_rng(0).random((2, 3, 5, 5)).astype(np.float32)
 data, layout = attention_grid_parts(weights)
 st.plotly_chart(go.Figure({"data": copy.deepcopy(data), "layout": copy.deepcopy(layout)}), key="built")
 st.plotly_chart(display.prepared(data, layout), key="prepared")
 strip = go.Figure(go.Bar(x=[0, 1, 2], y=[1, 1, 1]), layout=dict(yaxis=dict(ticktext=["a"], tickvals=[0]))).to_dict()
-st.plotly_chart(with_selected(strip, 1), key="dict")                    # a dict: Streamlit validates it
-st.plotly_chart(display.prepared_spec(with_selected(strip, 1)), key="spec")
+strip["layout"]["shapes"] = [dict(type="rect", x0=0.5, x1=1.5, y0=0, y1=1, line=dict(color="#111", width=2))]
+st.plotly_chart(copy.deepcopy(strip), key="dict")                       # a dict: Streamlit validates it
+st.plotly_chart(display.prepared_spec(copy.deepcopy(strip)), key="spec")
 '''
 
 

@@ -21,7 +21,7 @@ from relviz.layer_strip import Strip
 from relviz.mechanisms.view_kinds import KeysSeen, Note, SinkShare, TemperatureCurve, Wavelengths
 from relviz.schemes.view_kinds import BiasCurve, PositionStructure, SimilarityMatrix, VectorNorms
 
-__all__ = ["strip_figure", "with_selected", "selected_shape", "selected_bars", "view_figure", "side_by_side", "PALETTES",
+__all__ = ["strip_figure", "selected_bars", "view_figure", "side_by_side", "PALETTES",
            "STRIP_ROW_HEIGHT", "COMPARE_LEGEND_CHARS", "log_decades"]
 
 #: legend (a mechanism's colour group) -> shades for its distinct labels
@@ -74,7 +74,7 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
             customdata=np.array([[c.describe, t] for c, t in zip(cells, types)], dtype=object),
             hovertemplate="layer %{x} %{customdata[1]}<br>%{customdata[0]}<extra>" + label + "</extra>"))
     if selected is not None and 0 <= selected < n:
-        figure.add_shape(selected_shape(selected, len(rows)))
+        figure.add_shape(_selected_shape(selected, len(rows)))
     # the legend sits above the bars: at 1280 px about 3 short entries a line, 2 long ones
     per_line = 3 if max(len(f"{r}: {lab}") for r, lab in shades) <= 24 else 2
     top = 14 + 20 * -(-len(shades) // per_line) + (22 if title else 0)
@@ -95,8 +95,9 @@ def strip_figure(strip: Strip, *, selected: int | None = None, title: str = "") 
     return figure
 
 
-def selected_shape(layer: int, rows: int) -> dict:
-    """The outline of the selected layer's column (a plain dict: the page adds it to a cached strip)."""
+def _selected_shape(layer: int, rows: int) -> dict:
+    """The outline of the selected layer's column (``strip_figure(selected=)``, the notebook's; the page outlines
+    its layer in the browser instead: ``selected_bars``)."""
     return dict(type="rect", x0=layer - 0.5, x1=layer + 0.5, y0=0, y1=rows, xref="x", yref="y",
                 line=dict(color="#111", width=2), fillcolor="rgba(0,0,0,0)", layer="above")
 
@@ -106,12 +107,6 @@ def selected_bars(strip: dict, layer: int) -> list[tuple[int, int]]:
     trace t's point p as the p-th bar of the t-th bar group, so the page can outline the layer in the browser while
     the figure it sends stays the same for every layer (an unchanged figure is not drawn again)."""
     return [(t, p) for t, trace in enumerate(strip["data"]) for p, x in enumerate(trace["x"]) if x == layer]
-
-
-def with_selected(strip: dict, layer: int) -> dict:
-    """A strip figure's dict (``Figure.to_dict()``) with ``layer`` outlined: a shallow copy, no figure rebuilt."""
-    rows = len(strip["layout"]["yaxis"]["ticktext"])
-    return {**strip, "layout": {**strip["layout"], "shapes": [selected_shape(layer, rows)]}}
 
 
 # ---------------------------------------------------------------------------------------
