@@ -91,7 +91,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
         _every(6, 1), {"field": "layer_types", "last": "full_attention", "always": True},
         {"field": "per_layer_config", "layer_type": "full_attention", "override": "head_dim",
          "source_field": "global_head_dim", "source_default": 512}],
-        "mechanisms": {"rotation": {}, "pattern": {}, "query_scalar": {"fixed": 1.0}}}
+        "mechanisms": {"rotation": {}, "pattern": {}, "query_scalar": {"family_scalar": 1.0}}}
        for t in ("gemma4_text", "gemma4_unified_text")},
     # OLMo 3: three sliding layers to one full; a flat rope_scaling (its long-context YaRN) applies to the full layers
     # only, as its config class nests it
@@ -277,7 +277,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "hyperclovax": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {},
                                                       "field_scale": {"field": "attention_multiplier"}}},
     # Gemma 3n: q and k are RMS-normalised per head and the softmax scale is 1, set by its attention
-    "gemma3n_text": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "query_scalar": {"fixed": 1.0}}},
+    "gemma3n_text": {"stacks": DECODER, "mechanisms": {"rotation": {}, "pattern": {}, "query_scalar": {"family_scalar": 1.0}}},
     "flint": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {},
                                                 "sinks": {}}},
     # JetMoE: its head is kv_channels wide (its config class's head_dim), not hidden_size / num_attention_heads

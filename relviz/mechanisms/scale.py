@@ -330,7 +330,8 @@ class LayerIndexScale(Mechanism):
 class QueryScalar(Mechanism):
     """Gemma 2 and 3: the softmax scale is query_pre_attn_scalar^-0.5, not 1/√head_dim (their config's own
     field; transformers' attention sets ``scaling`` from it). Zamba's is (attention_head_dim / 2)^-0.5: the field
-    and a divisor are options."""
+    and a divisor are options. Gemma 3n's and 4's attention sets its own (``scaling`` 1.0, so the scalar 1: the
+    option ``family_scalar``), whatever the config says."""
 
     scalar: float
     head_dim: int | None
@@ -339,7 +340,7 @@ class QueryScalar(Mechanism):
     divisor: float = 1.0
 
     name = "query_scalar"
-    option_types = {"default": float, "fixed": float, "field": str, "divisor": float}
+    option_types = {"default": float, "family_scalar": float, "field": str, "divisor": float}
     role = "scales the softmax"
     order = 72
     legend = "scale"
@@ -348,8 +349,8 @@ class QueryScalar(Mechanism):
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> QueryScalar:
         cfg = ctx.config
         head_dim = cfg.int("head_dim", None, minimum=1, maximum=1 << 16)
-        if "fixed" in options:
-            return cls(scalar=options["fixed"], head_dim=head_dim, fixed=True)
+        if "family_scalar" in options:
+            return cls(scalar=options["family_scalar"], head_dim=head_dim, fixed=True)
         field = options.get("field", "query_pre_attn_scalar")
         default = options.get("default", 256.0 if "field" not in options else REQUIRED)
         return cls(scalar=cfg.float(field, default, minimum=1e-6, maximum=1e12), head_dim=head_dim, field=field,
