@@ -116,6 +116,20 @@ def _from_line(r: int, c: int, length: int) -> str:
     return f"holds QE_rᵀ[{r}, {c}] = q_{r} · e({signed(d)}): query {r}, distance {signed(d)}"
 
 
+def _qer_cells(qer: np.ndarray, length: int) -> StepCells:
+    """QE_rᵀ [L, C] as the first step of either skew (C = L causal, 2L − 1 unmasked): column m stands for the
+    distance m − (L − 1)."""
+    rows, cols = np.meshgrid(np.arange(qer.shape[0]), np.arange(qer.shape[1]), indexing="ij")
+
+    def describe_qer(r: int, c: int) -> tuple[int, str]:
+        d = c - (length - 1)
+        return VALUE, (f"query i = {r}, column m = {c}<br>column {c} stands for distance "
+                       f"{c} − {length - 1} = {signed(d)}<br>q_{r} · e({signed(d)})"
+                       f"<br>{_value_line(qer[r, c])}")
+
+    return _cells(qer, rows, cols, length, describe_qer)
+
+
 def causal_steps(demo: DemoInputs) -> dict[str, StepCells]:
     """The causal skew's steps: "qer", "padded", "reshaped", "skewed", "masked" (uses relviz.skew)."""
     length = demo.length
@@ -123,17 +137,7 @@ def causal_steps(demo: DemoInputs) -> dict[str, StepCells]:
     steps = skew_steps(qer)
     src = skew_source_index(length, device="cpu")
     out: dict[str, StepCells] = {}
-
-    rows, cols = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
-    qer_np = qer.numpy()
-
-    def describe_qer(r: int, c: int) -> tuple[int, str]:
-        d = c - (length - 1)
-        return VALUE, (f"query i = {r}, column m = {c}<br>column {c} stands for distance "
-                       f"{c} − {length - 1} = {signed(d)}<br>q_{r} · e({signed(d)})"
-                       f"<br>{_value_line(qer_np[r, c])}")
-
-    out["qer"] = _cells(qer_np, rows, cols, length, describe_qer)
+    out["qer"] = _qer_cells(qer.numpy(), length)
 
     padded = steps.padded.numpy()
     sr, sc = src.row.padded.numpy(), src.col.padded.numpy()
@@ -193,15 +197,7 @@ def bidirectional_steps(demo: DemoInputs) -> dict[str, StepCells]:
     width = 2 * length - 1
     qer = demo.qer_all.numpy()
     out: dict[str, StepCells] = {}
-    rows, cols = np.meshgrid(np.arange(length), np.arange(width), indexing="ij")
-
-    def describe_qer(r: int, c: int) -> tuple[int, str]:
-        d = c - (length - 1)
-        return VALUE, (f"query i = {r}, column m = {c}<br>column {c} stands for distance "
-                       f"{c} − {length - 1} = {signed(d)}<br>q_{r} · e({signed(d)})"
-                       f"<br>{_value_line(qer[r, c])}")
-
-    out["qer"] = _cells(qer, rows, cols, length, describe_qer)
+    out["qer"] = _qer_cells(qer, length)
 
     stride = max(2 * length - 2, 1)
     flat_index = (length - 1) + np.arange(length * stride).reshape(length, stride)
