@@ -414,10 +414,13 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
                                         "kolibri1")},
     **{t: (_ROPE_FIELDS_ANY,) for t in ("helium", "lfm2", "mixtral", "mllama_text_model")},
     "qwen3": (("head_dim",),),
-    **{t: (("layer_types",), _ROPE_FIELDS_ANY) for t in ("olmo_hybrid", "qwen3_5_text", "qwen3_5_moe_text")},
+    "olmo_hybrid": (("layer_types",), _ROPE_FIELDS_ANY),
+    **{t: (("layer_types",), ("head_dim",), ("rope_parameters", "rope_scaling", "partial_rotary_factor"))
+       for t in ("qwen3_5_text", "qwen3_5_moe_text")},
+    "qwen3_next": (("head_dim",), ("rope_parameters", "rope_scaling", "partial_rotary_factor")),
     # a share of each head below 1 by default (their classes' partial_rotary_factor): a config must say it
     **{t: (("rope_parameters", "rope_scaling", "partial_rotary_factor"),) for t in (
-        "phi", "persimmon", "glm4_moe", "nemotron", "zaya", "stablelm", "qwen3_next", "bamba", "recurrent_gemma",
+        "phi", "persimmon", "glm4_moe", "nemotron", "zaya", "stablelm", "bamba", "recurrent_gemma",
         "deepseek_v4")},
     "dots3_note_text": (("head_dim",), ("rope_parameters", "rope_scaling", "partial_rotary_factor")),
     # (families given an entry for a field above: relviz reads no θ of their own either)
