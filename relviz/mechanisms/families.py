@@ -414,6 +414,8 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
                                         "kolibri1")},
     **{t: (_ROPE_FIELDS_ANY,) for t in ("helium", "lfm2", "mixtral", "mllama_text_model")},
     "qwen3": (("head_dim",),),
+    "vaultgemma": (("head_dim",), ("layer_types",)),
+    "solar_open": (("head_dim",), _ROPE_FIELDS_ANY),
     "olmo_hybrid": (("layer_types",), _ROPE_FIELDS_ANY),
     **{t: (("layer_types",), ("head_dim",), ("rope_parameters", "rope_scaling", "partial_rotary_factor"))
        for t in ("qwen3_5_text", "qwen3_5_moe_text")},
@@ -433,7 +435,7 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 FAMILIES.setdefault("cwm", ROPE_DECODER)
 FAMILIES.update({t: FAMILIES.get(t, ROPE_DECODER) for t in ("hy_v3", "mellum", "minimax_m2", "minimax_m3_vl_text",
-                                                             "olmo_hybrid")})
+                                                             "olmo_hybrid", "solar_open")})
 FAMILIES.update({t: {**FAMILIES[t], "required": [list(r) for r in required]} for t, required in REQUIRED_FIELDS.items()})
 
 #: the model_types the table reads (an entry that refuses every config of its family is no support)
