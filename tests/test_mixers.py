@@ -47,8 +47,11 @@ def test_mixer_per_layer_is_what_the_config_class_builds(model_type):
 
 
 def test_attention_pattern_on_a_layer_that_does_not_attend_names_its_mixer():
+    # rope_parameters written out as Qwen3NextConfig fills them: left out, relviz refuses the config
     plan = from_config({"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 64,
-                        "num_attention_heads": 4, "head_dim": 16, "max_position_embeddings": 64})
+                        "num_attention_heads": 4, "head_dim": 16, "max_position_embeddings": 64,
+                        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                            "partial_rotary_factor": 0.25}})
     assert plan.attention_pattern(8, layer=3).shape == (8, 8)
     assert plan.rope_inv_freq(layer=0) is None and plan.rope_inv_freq(layer=3) is not None
     for call in (lambda: plan.attention_pattern(8, layer=0),
