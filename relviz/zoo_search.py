@@ -30,7 +30,7 @@ from relviz.model_plan import read_plan
 from relviz.observe import verified_plan
 from relviz.zoo import tiny_config
 
-__all__ = ["Case", "Result", "VARIATIONS", "FIELDS", "cases", "classify", "search", "counts", "EXACT", "REFUSED",
+__all__ = ["SettingCase", "Result", "VARIATIONS", "FIELDS", "cases", "classify", "search", "counts", "EXACT", "REFUSED",
            "TRANSFORMERS", "SILENT"]
 
 EXACT, REFUSED, TRANSFORMERS, SILENT = "exact", "refused", "transformers", "silent"
@@ -45,7 +45,7 @@ Config = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class Case:
+class SettingCase:
     model_type: str
     field: str            # the field varied (VARIATIONS' key)
     value: str            # the value, in words
@@ -54,7 +54,7 @@ class Case:
 
 @dataclass(frozen=True)
 class Result:
-    case: Case
+    case: SettingCase
     outcome: str          # EXACT, REFUSED, TRANSFORMERS or SILENT
     reason: str           # the refusal, or for SILENT what the observer found
     seconds: float
@@ -263,7 +263,7 @@ VARIATIONS: dict[str, list[tuple[str, Callable[[Config], bool]]]] = {
 FIELDS = tuple(VARIATIONS)
 
 
-def cases(model_type: str, fields: Iterable[str] = FIELDS) -> list[Case]:
+def cases(model_type: str, fields: Iterable[str] = FIELDS) -> list[SettingCase]:
     """Every applicable variation of the family's tiny default config, one field per case."""
     base = tiny_config(model_type)
     out = []
@@ -271,11 +271,11 @@ def cases(model_type: str, fields: Iterable[str] = FIELDS) -> list[Case]:
         for value, change in VARIATIONS[field]:
             config = copy.deepcopy(base)
             if change(_text(config)):
-                out.append(Case(model_type, field, value, config))
+                out.append(SettingCase(model_type, field, value, config))
     return out
 
 
-def classify(case: Case) -> Result:
+def classify(case: SettingCase) -> Result:
     """The case read by relviz, then held against what transformers runs."""
     start = time.perf_counter()
     try:
@@ -303,7 +303,7 @@ def search(families: Iterable[str], *, seed: int = 0, per_field: int | None = No
            fields: Iterable[str] = FIELDS) -> list[Result]:
     """The cases of ``families``, at most ``per_field`` per field varied (drawn with ``seed``; None: all)."""
     fields = tuple(fields)
-    pool: dict[str, list[Case]] = {f: [] for f in fields}
+    pool: dict[str, list[SettingCase]] = {f: [] for f in fields}
     for model_type in families:
         try:
             found = cases(model_type, fields)
