@@ -104,15 +104,10 @@ def window_section(q_len: int, k_len: int, k: int, q_offset: int) -> None:
             st.caption(shaw_text.offset_rows_caption(q_offset))
 
     # the window's downloads follow the window, so they sit in its fragment, under the matrices
-    st.markdown("#### Download the matrix")
-    if large:
-        downloads.large_matrix_downloads(lookup.values, values.offset, values.index, q_len=q_len, k_len=k_len,
-                                         window=window, quantity="index", name="shaw_index",
-                                         suffix=f"{q_len}x{k_len}_k{k}", key=f"{P}_dl")
-    else:
-        st.caption(f"The lookup index {clip_formula(k)} + {k}, {q_len} × {k_len}, exact.")
-        downloads.matrix_downloads(lookup.values, name=f"shaw_index_{q_len}x{k_len}_k{k}_off{q_offset}",
-                                   key=f"{P}_dl")
+    downloads.window_downloads(lookup.values, values.offset, values.index, heading="Download the matrix",
+                               caption=f"The lookup index {clip_formula(k)} + {k}, {q_len} × {k_len}, exact.",
+                               q_len=q_len, k_len=k_len, q_offset=q_offset, window=window, large=large,
+                               quantity="index", name="shaw_index", suffix=f"{q_len}x{k_len}_k{k}", key=f"{P}_dl")
 
 
 window_section(q_len, k_len, k, q_offset)

@@ -185,16 +185,12 @@ def map_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_o
         st.caption(t5_text.distance_curve_caption(info))
 
     # the window's downloads follow the window, so they sit in its fragment, under the map
-    st.markdown("#### Download the bucket map")
     values = offsets(q_len, k_len, nb, md, bidir, q_offset)
-    if large:
-        downloads.large_matrix_downloads(fig_map.values, values.offset, values.bucket, q_len=q_len, k_len=k_len,
-                                         window=window, quantity="bucket", name="t5_buckets",
-                                         suffix=f"{q_len}x{k_len}_{nb}_{md}", key=f"{P}_dl")
-    else:
-        st.caption(f"The bucket of every (i, j), {q_len} × {k_len}, exact.")
-        downloads.matrix_downloads(fig_map.values, name=f"t5_buckets_{q_len}x{k_len}_{nb}_{md}_off{q_offset}",
-                                   key=f"{P}_dl")
+    downloads.window_downloads(fig_map.values, values.offset, values.bucket, heading="Download the bucket map",
+                               caption=f"The bucket of every (i, j), {q_len} × {k_len}, exact.",
+                               q_len=q_len, k_len=k_len, q_offset=q_offset, window=window, large=large,
+                               quantity="bucket", name="t5_buckets", suffix=f"{q_len}x{k_len}_{nb}_{md}",
+                               key=f"{P}_dl")
 
 
 @st.fragment

@@ -95,6 +95,21 @@ def large_matrix_downloads(window_values: np.ndarray, offsets: np.ndarray, value
                             quantity=quantity)
 
 
+def window_downloads(window_values: np.ndarray, offsets: np.ndarray, per_offset: np.ndarray, *, heading: str,
+                     caption: str, q_len: int, k_len: int, q_offset: int, window, large: bool, quantity: str,
+                     name: str, suffix: str, key: str) -> None:
+    """The downloads under a Toeplitz page's window (T5's bucket map, Shaw's lookup index), one block for both:
+    ``heading``, then for a ``large`` matrix the exact window and the per-offset vector
+    (:func:`large_matrix_downloads`), else ``caption`` and the whole matrix, ``{name}_{suffix}_off{q_offset}``."""
+    st.markdown(f"#### {heading}")
+    if large:
+        large_matrix_downloads(window_values, offsets, per_offset, q_len=q_len, k_len=k_len, window=window,
+                               quantity=quantity, name=name, suffix=suffix, key=key)
+    else:
+        st.caption(caption)
+        matrix_downloads(window_values, name=f"{name}_{suffix}_off{q_offset}", key=key)
+
+
 def offset_vector_downloads(offsets: np.ndarray, values: np.ndarray, *, name: str, key: str,
                             quantity: str = "value") -> None:
     """CSV/.npy of the per-offset vector: column 0 is j − i, column 1 the value on that diagonal.
