@@ -32,15 +32,6 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0]
 
 
-async def _visit(base: str, page: str, query: str) -> dict:
-    session = Session(base, page, query)
-    await session.connect()
-    try:
-        return await session.run()
-    finally:
-        await session.close()
-
-
 async def _open_and_move(base: str, page: str, query: str, key: str, value: int) -> tuple[dict, dict, str]:
     """Open ``page?query``, move the slider bound to ``key`` to ``value`` as a tab does (with the fragment it was
     drawn in); (the first run, the move's run, the fragment id)."""
@@ -61,7 +52,7 @@ async def _open_and_move(base: str, page: str, query: str, key: str, value: int)
 def _check_fragment_move(base: str, page: str, link: dict, key: str, value: int, outside: list[str]) -> None:
     """The move reruns the slider's fragment alone and draws what a fresh link at the new value draws."""
     opened, moved, fragment = asyncio.run(_open_and_move(base, page, urllib.parse.urlencode(link), key, value))
-    fresh = asyncio.run(_visit(base, page, urllib.parse.urlencode(link | {key: value})))
+    fresh = asyncio.run(Session.visit(base, page, urllib.parse.urlencode(link | {key: value})))
     assert opened["errors"] == moved["errors"] == fresh["errors"] == []
     assert fragment, f"{key} is not drawn inside a fragment"
     assert moved["finished"] == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"

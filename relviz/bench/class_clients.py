@@ -100,6 +100,16 @@ class Session:
         if self.socket is not None:
             await self.socket.close()
 
+    @classmethod
+    async def visit(cls, base: str, page: str, query: str) -> dict[str, Any]:
+        """One fresh tab's first run of ``page?query`` (:meth:`run`'s result); the socket is closed after."""
+        session = cls(base, page, query)
+        await session.connect()
+        try:
+            return await session.run()
+        finally:
+            await session.close()
+
     async def run(self, widget=None, fragment_id: str = "") -> dict[str, Any]:
         """One run: the first visit, or a rerun with ``widget`` (a WidgetState) changed. Returns seconds to
         the first chart and to the end, the charts' specs, the markdown texts and the count of elements it sent,

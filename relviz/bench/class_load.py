@@ -137,24 +137,16 @@ def _page_costs(base: str, process, page: str, query: str, first_runs: int, move
     ``control`` (default: the page's CONTROLS entry)."""
     from relviz.bench.class_clients import Session
 
-    async def visit() -> dict:
-        session = Session(base, page, query)
-        await session.connect()
-        try:
-            return await session.run()
-        finally:
-            await session.close()
-
     control = control or CONTROLS.get(page)
     out: dict[str, Any] = {"page": page, "link": query, "control": control, "errors": []}
     before = _settle(process)
-    seen = asyncio.run(visit())
+    seen = asyncio.run(Session.visit(base, page, query))
     out["cold_first_run_cpu_s"] = _settle(process) - before
     out["errors"] += seen["errors"]
     out["charts"] = len(seen["charts"])
     before = _settle(process)
     for _ in range(first_runs):
-        seen = asyncio.run(visit())
+        seen = asyncio.run(Session.visit(base, page, query))
         out["errors"] += seen["errors"]
     out["first_run_cpu_s"] = (_settle(process) - before) / first_runs
 
@@ -266,10 +258,7 @@ def measure_costs(pages: list[str], options: dict, log) -> list[dict[str, Any]]:
                     async def visits(count: int = count) -> None:
                         from relviz.bench.class_clients import Session
                         for _ in range(count):
-                            session = Session(base, row["page"], row["link"])
-                            await session.connect()
-                            await session.run()
-                            await session.close()
+                            await Session.visit(base, row["page"], row["link"])
 
                     asyncio.run(visits())
                     after = _samples(sampled, process)
