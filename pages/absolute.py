@@ -8,7 +8,8 @@ import streamlit as st
 
 from relviz.app import controls, display, downloads, navigation
 from relviz import absolute as words
-from relviz.absolute import projected_similarity, sinusoidal_encoding, sinusoidal_similarity, toeplitz_deviation
+from relviz.absolute import (projected_similarity, shift_sequence, sinusoidal_encoding, sinusoidal_similarity,
+                             toeplitz_deviation)
 from relviz.figures import absolute as pictures
 from relviz.figures.absolute import relative_figure
 from relviz.figures.toeplitz import toeplitz_view
@@ -70,7 +71,6 @@ def _prepared(build):
 encoding_fig = _prepared(pictures.sinusoidal_encoding_map)
 similarity_fig = _prepared(pictures.sinusoidal_similarity_map)
 curve_fig = _prepared(pictures.sinusoidal_offset_curve)
-shift_fig = _prepared(pictures.sinusoidal_shift)
 alibi_fig = _prepared(pictures.alibi_bias)
 slopes_fig = _prepared(pictures.alibi_slopes)
 lines_fig = _prepared(pictures.alibi_lines)
@@ -99,6 +99,13 @@ def alibi_window(length: int, heads: int, head: int, row0: int, col0: int, rows:
                          window=Window(row0, col0, rows, cols), title=f"head {head}: bias, full resolution")
 
 
+@st.cache_resource(**FIGURE_CACHE)
+def shift_picture(length: int, d_model: int, shift: int) -> dict:
+    """The shift figure as the xy canvas draws it (relviz.figures.absolute.shift_canvas: shift_figure's arrays):
+    redrawn in place on a move, where a changed plotly figure was mounted and drawn anew (100-400 ms a move)."""
+    return pictures.shift_canvas(shift_sequence(length, d_model, shift)).payload()
+
+
 @st.fragment
 def shift_section(length: int, d_model: int) -> None:
     """The whole sequence shifted: the absolute vectors all change, the scores by j − i stay (relviz.absolute). A
@@ -109,7 +116,7 @@ def shift_section(length: int, d_model: int) -> None:
                                  help="The same tokens, starting at position s instead of 0."))
     shift_col.markdown(words.shift_words(shift))
     with shift_fig_col:
-        display.show_figure(shift_fig(length, d_model, shift), key="abs_fig_shift")
+        display.show_xy(shift_picture(length, d_model, shift), key="abs_fig_shift")
 
 
 display.page_title("Absolute vs relative")

@@ -19,7 +19,14 @@ def _run(**params) -> AppTest:
     return run_page("absolute", **params)
 
 
-FIGURES = ["pe", "sim", "rel", "shift", "curve", "alibi", "slopes", "lines"]
+FIGURES = ["pe", "sim", "rel", "curve", "alibi", "slopes", "lines"]   # plotly; the shift is drawn on a canvas
+
+
+def _shift_canvas(at: AppTest) -> dict:
+    """The shift figure's data as the xy canvas component receives it (relviz.figures.xy_canvas)."""
+    shown = [json.loads(c.proto.json) for c in at.get("bidi_component") if c.proto.component_name == "relviz_xy_canvas"]
+    assert len(shown) == 1
+    return shown[0]
 
 
 def _figures(at: AppTest) -> dict[str, dict]:
@@ -194,8 +201,33 @@ def test_the_shifted_sequence_is_drawn_from_the_library_at_the_links_shift():
     from relviz.absolute import shift_sequence
 
     at = _run(abs_L="64", abs_d="64", abs_shift="100")
-    shown = _figures(at)["shift"]
+    shown = _shift_canvas(at)
     expected = shift_sequence(64, 64, 100)
-    np.testing.assert_allclose(decode(shown["data"][0]["y"]), expected.change.numpy())
-    assert shown["layout"]["annotations"][0]["text"] == "absolute: PE(i + 100) − PE(i)"
-    assert "largest change" in shown["data"][2]["name"]
+    bars, before, after = shown["panels"][0]["traces"][0], *shown["panels"][1]["traces"]
+    np.testing.assert_array_equal(decode(bars["y"]), expected.change.numpy())
+    assert [p["title"] for p in shown["panels"]] == ["absolute: PE(i + 100) − PE(i)", "relative: PE_i · PE_j / (d/2)"]
+    assert "largest change" in after["name"]
+
+
+@pytest.mark.parametrize("link", [dict(abs_L="64", abs_d="64", abs_shift="100"),
+                                  dict(abs_L="40", abs_d="12", abs_shift="3"),
+                                  dict(abs_L="512", abs_d="512", abs_shift="0")])
+def test_the_shift_canvas_draws_its_plotly_twins_values_bit_for_bit(link):
+    """The page draws the shift on the xy canvas (redrawn in place on a move); every array it draws is the plotly
+    figure's (relviz.show.sinusoidal_shift, the page's figure before), bit for bit, and so are titles and names."""
+    from relviz.figures.absolute import sinusoidal_shift
+
+    shown = _shift_canvas(_run(**link))
+    twin = json.loads(sinusoidal_shift(int(link["abs_L"]), int(link["abs_d"]), int(link["abs_shift"])).to_json())
+    traces = [t for panel in shown["panels"] for t in panel["traces"]]
+    assert [t["name"] for t in traces] == [t["name"] for t in twin["data"]]
+    assert [t["colour"] for t in traces] == [t["marker"]["color"] if "marker" in t and "color" in t["marker"]
+                                             else t["line"]["color"] for t in twin["data"]]
+    for drawn, plotted in zip(traces, twin["data"]):
+        for mine, theirs in (("x", plotted["x"]), ("y", plotted["y"])):
+            assert decode(drawn[mine]).dtype == decode(theirs).dtype or mine == "x"
+            np.testing.assert_array_equal(decode(drawn[mine]), decode(theirs))
+    after = traces[2]
+    np.testing.assert_array_equal(decode(after["above"]), decode(twin["data"][2]["error_y"]["array"]))
+    np.testing.assert_array_equal(decode(after["below"]), decode(twin["data"][2]["error_y"]["arrayminus"]))
+    assert [p["title"] for p in shown["panels"]] == [a["text"] for a in twin["layout"]["annotations"]]

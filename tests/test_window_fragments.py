@@ -49,8 +49,9 @@ async def _open_and_move(base: str, page: str, query: str, key: str, value: int)
         await session.close()
 
 
-def _check_fragment_move(base: str, page: str, link: dict, key: str, value: int, outside: list[str]) -> None:
-    """The move reruns the slider's fragment alone and draws what a fresh link at the new value draws."""
+def _check_fragment_move(base: str, page: str, link: dict, key: str, value: int, outside: list[str]) -> dict:
+    """The move reruns the slider's fragment alone and draws what a fresh link at the new value draws; returns
+    the runs (opened, moved, fresh)."""
     opened, moved, fragment = asyncio.run(_open_and_move(base, page, urllib.parse.urlencode(link), key, value))
     fresh = asyncio.run(Session.visit(base, page, urllib.parse.urlencode(link | {key: value})))
     assert opened["errors"] == moved["errors"] == fresh["errors"] == []
@@ -64,6 +65,7 @@ def _check_fragment_move(base: str, page: str, link: dict, key: str, value: int,
     # what the move drew equals what a fresh visit at the new value draws, and the window did move
     assert moved["charts"] and _canonical(moved["charts"]) <= _canonical(fresh["charts"])
     assert not _canonical(moved["charts"]) <= _canonical(opened["charts"])
+    return {"opened": opened, "moved": moved, "fresh": fresh}
 
 
 T5_LINK = {"t5_q": 1024, "t5_k": 1024, "t5_ws": 256, "t5_r0": 100, "t5_c0": 120}
@@ -93,6 +95,24 @@ def test_a_shaw_window_move_reruns_only_the_matrices_fragment(base):
 
 def test_a_shaw_column_move_redraws_as_a_fresh_link_does(base):
     _check_fragment_move(base, "shaw", SHAW_LINK, "sh_c0", 1200, outside=[shaw_text.table_caption(64)])
+
+
+ABSOLUTE_LINK = {"abs_L": 96, "abs_d": 64, "abs_shift": 10}
+
+
+def test_an_absolute_shift_move_redraws_the_same_canvas_as_a_fresh_link_draws(base):
+    """The shift is drawn by the xy canvas (relviz.figures.xy_canvas): a move reruns the shift's fragment alone,
+    sends the same canvas element (its id unchanged: the browser redraws it in place, where a changed plotly
+    figure is a new chart, mounted and drawn anew) with what a fresh link at that shift draws."""
+    from relviz import absolute as absolute_text
+
+    runs = _check_fragment_move(base, "absolute", ABSOLUTE_LINK, "abs_shift", 300,
+                                outside=[absolute_text.ABSOLUTE_VS_RELATIVE[:60]])
+    opened, moved, fresh = runs["opened"], runs["moved"], runs["fresh"]
+    canvas = [i for i in opened["chart_ids"] if i.endswith("-abs_fig_shift")]
+    assert len(canvas) == 1 and moved["chart_ids"] == canvas                  # the one chart the move sends
+    assert json.loads(moved["charts"][0])["kind"] == "xy"
+    assert moved["charts"][0] == fresh["charts"][fresh["chart_ids"].index(canvas[0])]
 
 
 async def _element_paths(base: str, page: str, query: str) -> dict[str, tuple[int, ...]]:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from relviz.app import internals
 from relviz.app.lecture_mode import presenting
-from relviz.components import toeplitz_canvas_js
+from relviz.components import toeplitz_canvas_js, xy_canvas_js
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
                    "Negative: the key lies in the past of the query; positive: in its future.")
@@ -121,6 +121,19 @@ def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
         return
     _toeplitz_canvas()(key=key, data=payload() | {"name": name, "toolbar": not presenting()}, width="stretch",
                        height="content")
+
+
+_XY = "relviz_xy_canvas"
+_xy_component = None
+
+
+def show_xy(payload: dict, *, key: str) -> None:
+    """Draw an XYImage's payload (relviz.figures.xy_canvas: bars, lines, ranges in panels) with the xy canvas
+    component (relviz/components/xy_canvas.js): a move that changes it redraws the same element in place."""
+    global _xy_component
+    if _xy_component is None:
+        _xy_component = st.components.v2.component(_XY, js=xy_canvas_js())
+    _xy_component(key=key, data=payload, width="stretch", height="content")
 
 
 def code_for_this_view(code: str, *, note: str = "", key: str | None = None) -> None:

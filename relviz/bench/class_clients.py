@@ -125,6 +125,7 @@ class Session:
         if widget is not None:
             request.rerun_script.widget_states.widgets.append(widget)
         charts: list[str] = []
+        chart_ids: list[str] = []     # each chart's element id: the same id is the same chart, redrawn in place
         texts: list[str] = []
         errors: list[str] = []
         elements = 0
@@ -148,6 +149,7 @@ class Session:
                             element.bidi_component.json if element.HasField("bidi_component") else None)
                     if spec:
                         charts.append(spec)
+                        chart_ids.append(getattr(element, element.WhichOneof("type")).id)
                         if first_chart is None:
                             first_chart = time.perf_counter() - started
                     elif element.HasField("exception"):
@@ -160,7 +162,7 @@ class Session:
         if finished not in ("FINISHED_SUCCESSFULLY", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"):
             errors.append(f"the run ended {finished}")
         return {"seconds": time.perf_counter() - started, "first_chart_s": first_chart, "charts": charts,
-                "texts": texts, "elements": elements, "errors": errors, "finished": finished}
+                "chart_ids": chart_ids, "texts": texts, "elements": elements, "errors": errors, "finished": finished}
 
     def set_query_value(self, key: str, value: float, default: float) -> None:
         """What the frontend does to the address bar after a URL-bound control changed (at its default the

@@ -3,6 +3,8 @@
 ``toeplitz_canvas.js``: a Streamlit component (st.components.v2) that draws a window of a Toeplitz
 matrix, or its pooled overview, on a canvas from per-offset values, with hover computed in the
 browser. A slider move then sends O(rows + cols) numbers instead of one hover record per cell.
+``xy_canvas.js``: bars, lines and markers with their min … max against x, in panels (figures.xy_canvas.XYImage),
+drawn in place when a slider changes them (a changed plotly figure is a new chart, drawn from scratch).
 """
 from __future__ import annotations
 
@@ -16,3 +18,9 @@ HERE = Path(__file__).resolve().parent
 def toeplitz_canvas_js() -> str:
     """The component's JavaScript module (its default export draws; see the file's header)."""
     return (HERE / "toeplitz_canvas.js").read_text(encoding="utf-8")
+
+
+@cache
+def xy_canvas_js() -> str:
+    """The xy component's JavaScript module (see the file's header)."""
+    return (HERE / "xy_canvas.js").read_text(encoding="utf-8")

@@ -24,6 +24,7 @@ from relviz.absolute import (
     sinusoidal_similarity_per_offset,
 )
 from relviz.figures.heatmap import legend_below_axis, matrix_heatmap, readable
+from relviz.figures.xy_canvas import PANEL_TITLE_PX, XYImage, XYPanel, XYTrace, xy_image
 
 CPU = "cpu"  # figures are drawn from CPU tensors whatever the default device is
 
@@ -199,38 +200,73 @@ def alibi_lines_figure(slopes: np.ndarray, length: int, *, selected: int, height
     return figure
 
 
+#: The shift figure's colours and the share of the width its left panel takes.
+SHIFT_BAR_COLOUR = "#d62728"
+SHIFT_BEFORE_COLOUR = "#1f77b4"
+SHIFT_AFTER_COLOUR = "#ff7f0e"
+SHIFT_LEFT_SHARE = 0.42
+
+
+def _shift_parts(shifted: ShiftedSequence) -> dict:
+    """What the shift figure draws, one place for its plotly and its canvas form: titles, names and the arrays
+    (float64, as shift_sequence computes them)."""
+    s = shifted.shift
+    offsets = shifted.offsets.numpy()
+    (lo0, hi0), (lo1, hi1) = [(lo.numpy(), hi.numpy()) for lo, hi in (shifted.before, shifted.after)]
+    after = (lo1 + hi1) / 2
+    return dict(
+        titles=(f"absolute: PE(i + {s}) − PE(i)", "relative: PE_i · PE_j / (d/2)"),
+        positions=np.arange(len(shifted.change)), change=shifted.change.numpy(), offsets=offsets,
+        before=(lo0 + hi0) / 2, after=after, above=hi1 - after, below=after - lo1,
+        change_name=f"‖PE(i + {s}) − PE(i)‖: how far each position's vector moved",
+        after_name=f"shifted by {s}: each diagonal's min … max (largest change {shifted.largest_difference:.0e})")
+
+
 @readable
 def shift_figure(shifted: ShiftedSequence, *, height: int = 420) -> go.Figure:
     """Shift the whole sequence by s: left, how far each position's absolute vector moved; right, the dot
-    products by offset j − i before (line) and after (markers, each diagonal's min…max): the same curve."""
+    products by offset j − i before (line) and after (markers, each diagonal's min…max): the same curve.
+    The page draws :func:`shift_canvas` (the same values, on a canvas)."""
     from plotly.subplots import make_subplots
 
-    s = shifted.shift
-    figure = make_subplots(rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.12, subplot_titles=(
-        f"absolute: PE(i + {s}) − PE(i)", "relative: PE_i · PE_j / (d/2)"))
-    positions_ = np.arange(len(shifted.change))
-    figure.add_trace(go.Bar(x=positions_, y=shifted.change.numpy(), marker_color="#d62728",
-                            name=f"‖PE(i + {s}) − PE(i)‖: how far each position's vector moved", hovertemplate="position i = %{x}<br>"
+    parts = _shift_parts(shifted)
+    figure = make_subplots(rows=1, cols=2, column_widths=[SHIFT_LEFT_SHARE, 1 - SHIFT_LEFT_SHARE],
+                           horizontal_spacing=0.12, subplot_titles=parts["titles"])
+    figure.add_trace(go.Bar(x=parts["positions"], y=parts["change"], marker_color=SHIFT_BAR_COLOUR,
+                            name=parts["change_name"], hovertemplate="position i = %{x}<br>"
                             "‖PE(i + s) − PE(i)‖ = %{y:.3f}<extra></extra>"), row=1, col=1)
-    offsets = shifted.offsets.numpy()
-    (lo0, hi0), (lo1, hi1) = [(lo.numpy(), hi.numpy()) for lo, hi in (shifted.before, shifted.after)]
-    figure.add_trace(go.Scatter(x=offsets, y=(lo0 + hi0) / 2, mode="lines", line=dict(color="#1f77b4", width=3),
-                                name="positions 0 … L − 1", hovertemplate="j − i = %{x}<br>%{y:.4f}<extra></extra>"),
-                     row=1, col=2)
+    figure.add_trace(go.Scatter(x=parts["offsets"], y=parts["before"], mode="lines",
+                                line=dict(color=SHIFT_BEFORE_COLOUR, width=3), name="positions 0 … L − 1",
+                                hovertemplate="j − i = %{x}<br>%{y:.4f}<extra></extra>"), row=1, col=2)
     figure.add_trace(go.Scatter(
-        x=offsets, y=(lo1 + hi1) / 2, mode="markers", marker=dict(color="#ff7f0e", size=5),
-        error_y=dict(type="data", symmetric=False, array=hi1 - (lo1 + hi1) / 2, arrayminus=(lo1 + hi1) / 2 - lo1,
-                     width=0), name=f"shifted by {s}: each diagonal's min … max (largest change "
-                                    f"{shifted.largest_difference:.0e})",
-        hovertemplate="j − i = %{x}<br>%{y:.4f}<extra></extra>"), row=1, col=2)
+        x=parts["offsets"], y=parts["after"], mode="markers", marker=dict(color=SHIFT_AFTER_COLOUR, size=5),
+        error_y=dict(type="data", symmetric=False, array=parts["above"], arrayminus=parts["below"], width=0),
+        name=parts["after_name"], hovertemplate="j − i = %{x}<br>%{y:.4f}<extra></extra>"), row=1, col=2)
     figure.update_xaxes(title_text="position i", row=1, col=1)
     figure.update_yaxes(title_text="distance moved", rangemode="tozero", row=1, col=1)
     figure.update_xaxes(title_text="relative position j − i", row=1, col=2)
     # the right panel's title names its y axis: an axis title of its own sat over the left panel where the
     # gap between them is narrow (~50 px at 1024 × 768), whatever its standoff
     figure.update_layout(**legend_below_axis(dict(height=height, margin=dict(l=60, r=10, t=40, b=40)), rows=1))
-    figure.update_annotations(font_size=16)
+    figure.update_annotations(font_size=PANEL_TITLE_PX)
     return figure
+
+
+def shift_canvas(shifted: ShiftedSequence, *, height: int = 420) -> XYImage:
+    """:func:`shift_figure` for the canvas component (relviz.figures.xy_canvas): the same arrays, titles and
+    names, redrawn in place when the shift moves (a changed plotly figure is a new chart, drawn from scratch)."""
+    parts = _shift_parts(shifted)
+    left = XYPanel((XYTrace("bar", parts["positions"], parts["change"], SHIFT_BAR_COLOUR, parts["change_name"],
+                            ("position i = {x}", "‖PE(i + s) − PE(i)‖ = {y:.3f}")),),
+                   share=SHIFT_LEFT_SHARE, title=parts["titles"][0], x_title="position i",
+                   y_title="distance moved", y_from_zero=True)
+    offset_hover = ("j − i = {x}", "{y:.4f}")
+    right = XYPanel((XYTrace("line", parts["offsets"], parts["before"], SHIFT_BEFORE_COLOUR, "positions 0 … L − 1",
+                             offset_hover, size=3),
+                     XYTrace("markers", parts["offsets"], parts["after"], SHIFT_AFTER_COLOUR, parts["after_name"],
+                             offset_hover, size=5, below=parts["below"], above=parts["above"])),
+                    share=1 - SHIFT_LEFT_SHARE, title=parts["titles"][1], x_title="relative position j − i")
+    return xy_image((left, right), height=height)
 
 
 # ---------------------------------------------------------------------------------------
