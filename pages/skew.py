@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relviz.app import controls, display, downloads, navigation
+from relviz.app import controls, display, downloads, links, navigation
 from relviz import skew as skew_words
 from relviz.figures.skew import (
     DEMO_DIM,
@@ -82,6 +82,7 @@ colour_by = COLOUR_OPTIONS[right.radio(
 length, seed = int(length), int(seed)
 
 causal_tab, bidirectional_tab = st.tabs(TABS, key="skew_tab", bind="query-params")
+closed_tab_keys: list[str] = []  # the URL keys of the tabs this run does not open: they stay in the link
 
 with causal_tab:
     if causal_tab.open is not False:
@@ -125,6 +126,8 @@ with causal_tab:
             downloads.matrix_downloads(cells[choice].values, name=f"skew_{choice}_L{length}_seed{seed}",
                                 key="skew_dl_causal")
         dl_note.caption("The masked step's −∞ cells are saved as NaN.")
+    else:
+        closed_tab_keys.append("skew_dl")
 
 with bidirectional_tab:
     if bidirectional_tab.open is not False:
@@ -160,6 +163,7 @@ with bidirectional_tab:
         with bottom[0]:
             downloads.matrix_downloads(cells_bi["result"].values, name=f"skew_bidirectional_L{length}_seed{seed}",
                                 key="skew_dl_bi")
+links.keep_in_link(closed_tab_keys)
 
 st.divider()
 st.subheader("Why bother: the memory of the relative term")

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from relviz._words import counted
-from relviz.app import controls, display, downloads, navigation
+from relviz.app import controls, display, downloads, links, navigation
 from relviz.figures import shaw as shaw_text
 from relviz.figures.shaw import shaw_matrices, shaw_offsets
 from relviz.figures.t5 import (
@@ -153,6 +153,9 @@ if not info.valid:
     st.warning(t5_text.nearest_valid_text(info), icon=":material/lightbulb:")
     st.button("use the nearest valid setting", key=f"{P}_fix", on_click=use_nearest_valid, args=(nb, md, bidir))
 
+#: the URL keys each tab's controls hold: a closed tab's stay in the link (links.keep_in_link)
+WINDOW_KEYS = [f"{P}_ws", f"{P}_r0", f"{P}_c0"]
+closed_tab_keys: list[str] = []
 tab_map, tab_precision, tab_compare = st.tabs(["Buckets", "Precision & references", "Compare with Shaw"],
                                              key=f"{P}_tab", bind="query-params")
 
@@ -275,6 +278,8 @@ with tab_map:
             st.info("The bucket map, curve and ranges appear once the setting is valid (see the message above).",
                     icon=":material/info:")
             st.markdown(t5_text.VALID_SETTINGS)
+    else:
+        closed_tab_keys += WINDOW_KEYS
 
 with tab_precision:
     if tab_precision.open is not False:
@@ -301,3 +306,6 @@ with tab_precision:
 with tab_compare:
     if tab_compare.open is not False:
         compare_section(info, q_len, k_len, nb, md, bidir, q_offset)
+    else:
+        closed_tab_keys += [f"{P}_ck", *WINDOW_KEYS]
+links.keep_in_link(closed_tab_keys)

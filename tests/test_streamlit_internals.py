@@ -5,6 +5,8 @@ adapter (relviz/app/internals.py), each piece with why and what would replace it
 
 - ``release_url_bindings``: ``QueryParams.get_binding_for_param(key).widget_id`` and
   ``unbind_widget`` (a tour step sets a key bound to a control on screen);
+- ``keep_undrawn_params``: the same binding calls and ``ctx.shared.widget_ids_this_run`` (a closed tab's values stay
+  in the link);
 - ``xsrf_token``: the format of Streamlit's XSRF cookie (the run quota's per-browser key);
 - ``safe_plotly_lookups``: plotly's ``_plotly_utils.optional_imports.get_module``.
 - ``cache_entry_sizes``: Streamlit's cache statistics providers (test tooling: tests/cache_sizes.py).
@@ -152,3 +154,29 @@ def test_the_fast_array_encoding_is_plotlys():
     for key in values:
         assert same(ours["data"][0][key], theirs["data"][0][key]), key
     assert isinstance(ours["data"][0]["int64_300"], dict) and ours["data"][0]["int64_300"]["dtype"] == "i2"
+
+
+KEEP_SCRIPT = '''
+import streamlit as st
+from relviz.app.internals import keep_undrawn_params
+
+if st.session_state.get("draw", True):
+    st.slider("n", 0, 10, 2, key="y_n", bind="query-params")
+st.slider("m", 0, 10, 2, key="y_m", bind="query-params")
+st.session_state["kept"] = keep_undrawn_params(["y_n", "y_m", "absent"])
+'''
+
+
+def test_a_control_not_drawn_keeps_its_link_value_only_when_released():
+    """keep_undrawn_params: ctx.shared.widget_ids_this_run tells a control drawn this run (y_m keeps its binding)
+    from one not drawn (y_n, released); Streamlit's end-of-run clean-up deletes a bound, undrawn key from the URL."""
+    at = AppTest.from_string(KEEP_SCRIPT, default_timeout=30)
+    at.query_params["y_n"], at.query_params["y_m"] = "7", "8"
+    at.run()
+    assert at.session_state["kept"] == []       # both drawn: both stay bound
+    at.session_state["draw"] = False
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["kept"] == ["y_n"]
+    assert at.query_params.get("y_n") == ["7"] or at.query_params.get("y_n") == "7", dict(at.query_params)
+    assert at.session_state["y_n"] == 7         # the session keeps the value (what a reopened tab draws)

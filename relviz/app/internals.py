@@ -4,7 +4,7 @@ Everything else in relviz and pages/ uses public API only. Each piece below name
 uses, why no public route does the job (tried: see each docstring), and what would replace it.
 tests/test_streamlit_internals.py pins the Streamlit behaviour these rely on, by name, so a Streamlit
 release that moves them fails there. Imported only by relviz.app's page-support modules (navigation, quotas,
-lecture_mode, display) and by test tooling (tests/cache_sizes.py, tests/test_config.py); never by the library.
+lecture_mode, display, links) and by test tooling (tests/cache_sizes.py, tests/test_config.py); never by the library.
 """
 from __future__ import annotations
 
@@ -37,6 +37,35 @@ def release_url_bindings(keys: Iterable[str]) -> None:
             binding = qp.get_binding_for_param(key)
             if binding is not None:
                 qp.unbind_widget(binding.widget_id)
+
+
+def keep_undrawn_params(keys: Iterable[str]) -> list[str]:
+    """Of ``keys``, those bound to a control this run did not draw: release their URL bindings, so their values
+    stay in the URL after the run. Returns the keys released. Call once every control of the run is drawn.
+
+    Internal: ``ctx.shared.widget_ids_this_run`` (through ``get_script_run_ctx``), and the QueryParams binding
+    calls of :func:`release_url_bindings`. Why: st.tabs runs only the open tab's code (``tab.open``), and at the end
+    of a run Streamlit deletes from the URL every bound key whose control was not drawn
+    (``QueryParams.remove_stale_bindings``), while the session keeps its value; so a link copied on T5's Precision
+    tab lost the window (t5_ws, t5_r0, t5_c0) that the Buckets tab shows, and opened on another one. A key the run
+    did draw (the window controls of T5's Compare tab) keeps its binding. No public call keeps a closed tab's value
+    in the URL; setting it through st.query_params is refused while the key is bound. Replace with: a Streamlit
+    that keeps a lazily run tab's bound values in the URL.
+    """
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    from streamlit.runtime.state.session_state_proxy import get_session_state
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return []
+    released = []
+    with get_session_state().query_params() as qp:
+        for key in keys:
+            binding = qp.get_binding_for_param(key)
+            if binding is not None and binding.widget_id not in ctx.shared.widget_ids_this_run:
+                qp.unbind_widget(binding.widget_id)
+                released.append(key)
+    return released
 
 
 def xsrf_token(cookie: str) -> str:

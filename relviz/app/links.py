@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import streamlit as st
+
+from relviz.app import internals
 
 
 # ---------------------------------------------------------------------------------------
@@ -123,3 +125,17 @@ def checked_link_values() -> Iterator[None]:
             items = "; ".join(f"`{item}` ({why})" for item, why in dropped.items())
             slot.warning(f"Ignored in the link: {items}. Those controls use their defaults.",
                          icon=":material/link_off:")
+
+
+# ---------------------------------------------------------------------------------------
+# Values of a closed tab. st.tabs runs only the open tab's code, and at the end of a run Streamlit deletes from
+# the URL the keys of the controls it did not draw (the session keeps their values): a link copied on T5's
+# Precision tab lost the window the Buckets tab shows (t5_ws, t5_r0, t5_c0), and opened on another window.
+
+
+def keep_in_link(keys: Iterable[str]) -> list[str]:
+    """Keep ``keys`` (the URL-bound controls of the tabs this run did not open) in the URL with the values they
+    last had, so the link still opens every tab as the visitor left it. Call at the end of the page, once every
+    control is drawn: a key that an open tab drew (T5's window on the Compare tab) stays bound to its control.
+    Returns the keys kept this way (the tests read it)."""
+    return internals.keep_undrawn_params(keys)

@@ -85,6 +85,8 @@ class Session:
         self.page_hash = ""
         self.sliders: dict[str, Any] = {}          # URL key -> the slider's proto
         self.fragments: dict[str, str] = {}        # URL key -> the fragment the slider was drawn in
+        self.tabs: dict[str, tuple[str, list[str]]] = {}  # URL key -> a tab row's widget id and its tabs' labels
+        self.address: str | None = None            # the query string the server last put in the address bar
         self.socket = None
 
     async def connect(self) -> None:
@@ -138,6 +140,14 @@ class Session:
                 message = ForwardMsg.FromString(await self.socket.recv())
                 if message.HasField("navigation"):
                     self.page_hash = message.navigation.page_script_hash
+                elif message.HasField("page_info_changed"):
+                    self.address = message.page_info_changed.query_string
+                elif message.HasField("delta") and message.delta.HasField("add_block"):
+                    block = message.delta.add_block
+                    if block.HasField("tab_container") and block.tab_container.query_param_key:
+                        self.tabs[block.tab_container.query_param_key] = (block.tab_container.id, [])
+                    elif block.HasField("tab") and self.tabs:
+                        list(self.tabs.values())[-1][1].append(block.tab.label)
                 elif message.HasField("script_finished"):
                     finished = ForwardMsg.ScriptFinishedStatus.Name(message.script_finished)
                 elif message.HasField("delta") and message.delta.HasField("new_element"):
