@@ -165,5 +165,8 @@ def derived_config(cfg: ConfigView, family: Mapping[str, Any], stacks: Mapping[s
         period = rule["period"]
         if rule.get("period_field"):
             period = view.int(rule["period_field"], period, minimum=1, maximum=MAX_LAYERS)
-        data[rule["field"]] = [rule["then"] if (i + rule["phase"]) % period else rule["else"] for i in range(layers)]
+        below = view.int(rule["below_field"], layers, minimum=0, maximum=MAX_LAYERS) if rule.get("below_field") \
+            else layers                         # Qwen2-MoE: the pattern only below max_window_layers
+        data[rule["field"]] = [rule["then"] if (i + rule["phase"]) % period and i < below else rule["else"]
+                               for i in range(layers)]
     return ConfigView(data, cfg.prefix)

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from relviz.model_plan import read_plan
 from relviz.observe import verified_plan
 from relviz.zoo import tiny_config
@@ -182,6 +184,24 @@ def _alternate(side: Config) -> bool:
     return side["layer_types"] != types
 
 
+def _added_types(side: Config) -> bool:
+    """layer_types written into a config whose family holds none, sliding and full alternating, with a window
+    (a config.json may carry fields its class does not define: transformers keeps them as attributes, and a family
+    whose modeling never reads them windows every layer, or none)."""
+    layers = side.get("num_hidden_layers")
+    if any(f in side for f in ("layer_types", "layers_block_type")) or not isinstance(layers, int) or layers < 2:
+        return False
+    window = [f for f in ("sliding_window", "attention_window_size", "sliding_window_size") if f in side]
+    if not window:
+        return False
+    for f in window:
+        side[f] = side[f] if isinstance(side[f], int) and side[f] > 0 else 4096
+    if side.get("use_sliding_window") is False:
+        side["use_sliding_window"] = True
+    side["layer_types"] = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
+    return True
+
+
 def _window(side: Config) -> bool:
     """A sliding window set where the family's config holds the field (null or another value)."""
     changed = False
@@ -193,6 +213,22 @@ def _window(side: Config) -> bool:
         side["use_sliding_window"] = True
         changed = True
     return changed
+
+
+def _added_window(side: Config) -> bool:
+    """sliding_window 4096 written into a config whose family holds no window field (a Mistral checkpoint converted
+    to ``llama`` keeps its window in config.json; transformers keeps the field, and its Llama never reads it)."""
+    if any(f in side for f in ("sliding_window", "attention_window_size", "sliding_window_size", "window_size",
+                               "local_attention")) or not isinstance(side.get("num_hidden_layers"), int):
+        return False
+    side["sliding_window"] = 4096
+    return True
+
+
+def _window_derived(side: Config) -> bool:
+    """The window set (``_window``) with layer_types left out, so the config class derives the sliding layers from
+    the window fields (Qwen2's max_window_layers, Qwen2-MoE's every other layer below it)."""
+    return "layer_types" in side and _window(side) and _drop("layer_types")(side)
 
 
 def _wider_head(side: Config) -> int | None:
@@ -254,8 +290,10 @@ VARIATIONS: dict[str, list[tuple[str, Callable[[Config], bool]]]] = {
     "rotary_dim": [("half", _set("rotary_dim", lambda s: s["rotary_dim"] // 2 if isinstance(s["rotary_dim"], int)
                                  and s["rotary_dim"] >= 4 else None))],
     "head_dim": [("2 × hidden/heads", _set("head_dim", _wider_head)), ("left out", _drop("head_dim"))],
-    "sliding_window": [("4096", _window)],
-    "layer_types": [("alternating", _alternate), ("left out", _drop("layer_types"))],
+    "sliding_window": [("4096", _window), ("4096, layer_types left out", _window_derived),
+                       ("4096, where the family holds none", _added_window)],
+    "layer_types": [("alternating", _alternate), ("left out", _drop("layer_types")),
+                    ("alternating, where the family holds none", _added_types)],
     "max_position_embeddings": [("16 (below the probe's 20)", _set("max_position_embeddings", lambda s: 16)),
                                 ("100000", _set("max_position_embeddings", lambda s: 100000))],
     "attention scaling": [("halved / flipped", _scale_fields)],
@@ -300,9 +338,25 @@ def classify(case: SettingCase) -> Result:
 
 
 def search(families: Iterable[str], *, seed: int = 0, per_field: int | None = None,
-           fields: Iterable[str] = FIELDS) -> list[Result]:
-    """The cases of ``families``, at most ``per_field`` per field varied (drawn with ``seed``; None: all)."""
-    fields = tuple(fields)
+           fields: Iterable[str] = FIELDS, progress: Callable[[str, list[Result]], None] | None = None
+           ) -> list[Result]:
+    """The cases of ``families``, at most ``per_field`` per field varied (drawn with ``seed``; None: all);
+    ``progress(model_type, its results)`` after each family's cases.
+
+    On one torch thread (restored after): every tensor here is tiny, and a second thread's hand-off costs more than
+    the op on a loaded machine (a cos of 12 × 64 floats: 0.03 ms on one thread, 3 ms on two at load 4), which kept
+    the sweep over every family from finishing in 1,300 s."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _search(families, seed, per_field, tuple(fields), progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _search(families: Iterable[str], seed: int, per_field: int | None, fields: tuple[str, ...],
+            progress: Callable[[str, list[Result]], None] | None) -> list[Result]:
+    families = list(dict.fromkeys(families))
     pool: dict[str, list[SettingCase]] = {f: [] for f in fields}
     for model_type in families:
         try:
@@ -314,7 +368,15 @@ def search(families: Iterable[str], *, seed: int = 0, per_field: int | None = No
     rng = random.Random(seed)
     chosen = [c for f in fields for c in (pool[f] if per_field is None or len(pool[f]) <= per_field
                                           else rng.sample(pool[f], per_field))]
-    return [classify(c) for c in chosen]
+    out: list[Result] = []
+    for model_type in families:                          # family by family, its fields in order
+        done = [classify(c) for c in chosen if c.model_type == model_type]
+        if not done:
+            continue
+        out.extend(done)
+        if progress is not None:
+            progress(model_type, done)
+    return out
 
 
 def counts(results: Iterable[Result]) -> dict[str, Counter]:

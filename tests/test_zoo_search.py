@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
 from relviz.model_plan import read_plan  # noqa: E402
 from relviz.zoo_search import EXACT, FIELDS, REFUSED, SILENT, cases, classify, counts, search  # noqa: E402
 
@@ -91,3 +92,74 @@ def test_granite_swa_reads_a_base_per_layer_and_no_rope_where_it_is_0():
     plan = verified_plan(config, causal_lm=True)
     assert [p.label().split(" · ")[0] for p in plan.all_layers()][:4] == ["RoPE θ 10k", "NoPE", "RoPE θ 500k", "NoPE"]
     assert all(p.read_from == OBSERVED for p in plan.all_layers())
+
+
+def test_smollm3_alternating_layer_types_with_use_sliding_window_false_windows_as_transformers_does():
+    """Was silent: SmolLM3's model builds each layer's mask from layer_types alone (use_sliding_window only derives
+    them), and relviz read no window where use_sliding_window was false."""
+    from relviz.observe import verified_plan
+
+    case = _case("smollm3", "layer_types", "alternating")
+    assert case.config["use_sliding_window"] is False
+    plan = read_plan(case.config)
+    assert [p.find(AttentionPattern).window for p in plan.all_layers()][:2] == [case.config["sliding_window"], None]
+    verified_plan(case.config, causal_lm=True)          # the observer: every layer equals what transformers ran
+    assert classify(case).outcome == EXACT
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_moe", "qwen2"])
+def test_a_sliding_layer_type_with_the_window_switched_off_is_refused_naming_both_fields(model_type):
+    """Was silent for Qwen2-MoE: its config class sets the window to 0 where use_sliding_window is false, so its
+    sliding layers mask every key (Qwen2's clears it, and its mask cannot be built); relviz read them causal."""
+    case = _case(model_type, "layer_types", "alternating")
+    with pytest.raises(ValueError, match=r"config field layer_types makes layer 0 'sliding_attention' while "
+                                         r"use_sliding_window is false"):
+        read_plan(case.config)
+    assert classify(case).outcome != SILENT
+
+
+def test_qwen2_moe_derives_every_other_layer_sliding_below_max_window_layers():
+    """Qwen2-MoE's class, where a config leaves layer_types out: sliding on layers 0, 2, ... below max_window_layers
+    (Qwen2's: from it on); read as the class derives it, and held against what transformers ran."""
+    from relviz.observe import verified_plan
+    from relviz.zoo import tiny_config
+
+    config = {**tiny_config("qwen2_moe"), "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 5}
+    del config["layer_types"]
+    plan = verified_plan(config, causal_lm=True)
+    assert [p.find(AttentionPattern).window for p in plan.all_layers()] == [4096, None, 4096, None, 4096, None, None, None]
+
+
+def test_the_window_mask_table_says_what_each_familys_modeling_builds():
+    """relviz.mechanisms.families.WINDOW_MASK, read again from transformers' source: an ``every_layer`` family picks
+    the sliding-window mask for the whole model from sliding_window alone and never indexes masks by layer_types; a
+    ``never`` family calls no sliding-window mask at all."""
+    import pathlib
+    import sys
+
+    from relviz.mechanisms.families import WINDOW_MASK
+    from relviz.observe_build import auto_config
+
+    def source(model_type: str) -> str:
+        folder = pathlib.Path(sys.modules[auto_config()[model_type].__module__].__file__).parent
+        return "".join(p.read_text() for p in sorted(folder.glob("modeling_*.py")))
+
+    for model_type in WINDOW_MASK["every_layer"]:
+        text = source(model_type)
+        assert "else create_sliding_window_causal_mask" in text and not re.search(
+            r"mask_mapping\[\s*self\.config\.layer_types\[", text), model_type
+    for model_type in WINDOW_MASK["never"]:
+        assert "create_sliding_window_causal_mask" not in source(model_type), model_type
+
+
+@pytest.mark.parametrize("model_type, field, value, windows", [
+    # was silent: Llama's model never reads sliding_window (a Mistral checkpoint converted to llama keeps it)
+    ("llama", "sliding_window", "4096, where the family holds none", [None] * 8),
+    # was silent: Mistral's windows every layer from sliding_window alone, whatever layer_types a config carries
+    ("mistral", "layer_types", "alternating, where the family holds none", [4096] * 8),
+])
+def test_a_window_field_the_family_does_not_read_its_way_is_read_as_transformers_masks(model_type, field, value,
+                                                                                       windows):
+    case = _case(model_type, field, value)
+    assert [p.find(AttentionPattern).window for p in read_plan(case.config).all_layers()] == windows
+    assert classify(case).outcome == EXACT

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 
 from relviz.bench.report import BenchContext, Column, SectionResult, Target, load_average
 
@@ -89,8 +90,13 @@ def search_section(ctx: BenchContext) -> SectionResult:
     families = chosen.split(",") if chosen else text_families()[:4] if ctx.quick else text_families()
     seed = ctx.options.get("search_seed") or 0
     per_field = ctx.options.get("search_per_field") or (1 if ctx.quick else None)
-    results = search(families, seed=seed, per_field=per_field)
+    def progress(model_type: str, done: list) -> None:       # one line per family: a long sweep shows it is moving
+        outcomes = ", ".join(f"{n} {k}" for k, n in Counter(r.outcome for r in done).most_common())
+        ctx.log(f"zoo_search {model_type}: {len(done)} cases, {outcomes}, {sum(r.seconds for r in done):.1f} s")
+
+    results = search(families, seed=seed, per_field=per_field, progress=progress)
     by_field = counts(results)
+    searched = len({r.case.model_type for r in results})
     rows = [{"field": f, **{k: by_field.get(f, {}).get(k, 0) for k in (EXACT, REFUSED, TRANSFORMERS, SILENT)}}
             for f in FIELDS]
     rows.append({"field": "all", **{k: sum(r[k] for r in rows) for k in (EXACT, REFUSED, TRANSFORMERS, SILENT)}})
@@ -99,7 +105,9 @@ def search_section(ctx: BenchContext) -> SectionResult:
         ctx.log(f"SILENT {r.case.model_type} {r.case.field} = {r.case.value}: {r.reason[:300]}")
     seconds = sum(r.seconds for r in results)
     return SectionResult(
-        name="zoo_search", title=f"The zoo's settings searched ({len(results)} cases over {len(families)} families, "
+        name="zoo_search", title=f"The zoo's settings searched ({len(results)} cases over {searched} of "
+                                 f"{len(families)} families (the others: no case applies, or transformers cannot "
+                                 "build their defaults), "
                                  f"seed {seed}, {per_field or 'every'} per field)",
         columns=[Column("field", "field varied"), Column(EXACT, "exact"), Column(REFUSED, "refused (reason given)"),
                  Column(TRANSFORMERS, "transformers refuses"), Column(SILENT, "SILENT misreading")],

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FAMILIES", "READ", "ROPE_DECODER", "HYBRID_FIELDS", "check_family", "family_of"]
+__all__ = ["FAMILIES", "READ", "ROPE_DECODER", "HYBRID_FIELDS", "WINDOW_MASK", "check_family", "family_of"]
 
 DECODER = {"decoder": {"layers_field": "num_hidden_layers", "causal": True}}
 ENCODER = {"encoder": {"layers_field": "num_hidden_layers", "causal": False}}
@@ -61,13 +61,20 @@ _LLAMA4_BETA = ["llama_4_scaling_beta", "max_position_embeddings"]
 
 FAMILIES: dict[str, dict[str, Any]] = {
     # rotation, per layer type where the config nests it (Gemma 3, ModernBERT); windows from layer_types
-    **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "qwen3", "gemma", "phi", "phi3", "olmo",
-                                 "stablelm")},
+    **{t: ROPE_DECODER for t in ("llama", "mistral", "mixtral", "gemma", "phi", "phi3", "olmo", "stablelm")},
     # Qwen2 (and Qwen2-VL's text side): sliding windows only with use_sliding_window, from max_window_layers
     # on; Qwen2-VL's config class reads rope type "mrope" as the default rule (the sections ride along)
     **{t: {"stacks": DECODER, "derive": _QWEN2_LAYER_TYPES, "mechanisms": {
         "rotation": {"type_aliases": {"mrope": "default"}}, "pattern": {}}}
        for t in ("qwen2", "qwen2_vl_text", "qwen2_5_vl_text")},
+    # Qwen3: Qwen2's sliding layers where a config leaves layer_types out (Qwen3-MoE has no layer_types: its window,
+    # with use_sliding_window, is on every layer, as the standard reading has it)
+    "qwen3": {"stacks": DECODER, "derive": _QWEN2_LAYER_TYPES, "mechanisms": {"rotation": {}, "pattern": {}}},
+    # Qwen2-MoE: where a config leaves layer_types out, its class makes every other layer sliding (0, 2, ...) below
+    # max_window_layers, with use_sliding_window
+    "qwen2_moe": {"stacks": DECODER, "derive": [
+        {**_every(2, 1), "below_field": "max_window_layers", "requires": {"use_sliding_window": True}},
+        {"field": "layer_types", "constant": "full_attention"}], "mechanisms": {"rotation": {}, "pattern": {}}},
     # Qwen2-VL and Qwen2.5-VL: the text side as Qwen2, then the vision tower (a stack read from vision_config when
     # the config has one): 2-D RoPE on every block; Qwen2.5-VL's blocks attend in windows but for fullatt_block_indexes
     **{t: {"stacks": {**DECODER, "vision": {"layers_field": "depth", "config": "vision_config", "causal": False,
@@ -130,7 +137,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
         {"field": "layer_types", "from_field": "no_rope_layers", "then": "full_attention",
          "else": "sliding_attention", "requires": {"use_sliding_window": True}},
         {"field": "layer_types", "constant": "full_attention"}], "mechanisms": {
-        "rotation": {"skip_field": "no_rope_layers", "defaults": {"rope_theta": 2e6}}, "pattern": {}}},
+        "rotation": {"skip_field": "no_rope_layers", "defaults": {"rope_theta": 2e6}},
+        # its model builds each layer's mask from layer_types alone (use_sliding_window only derives them)
+        "pattern": {"window_by_layer_types": True}}},
     "cohere": {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved"}, "pattern": {}}},
     # GLM and GLM-4: interleaved pairs on half of each head unless the config says otherwise
     **{t: {"stacks": DECODER, "mechanisms": {"rotation": {"layout": "interleaved", "defaults": {
@@ -398,6 +407,51 @@ DEFAULT_RULE_PARTIAL: dict[bool, tuple[str, ...]] = {
 FAMILIES.update({t: _with_rotation_option(FAMILIES[t], "default_rule_partial", reads)
                  for reads, types in DEFAULT_RULE_PARTIAL.items() for t in types})
 
+#: how each family's modeling (transformers 5.23) builds its sliding-window mask, where it is not per layer type
+#: (``causal_mask_mapping[config.layer_types[i]]``, the default): ``every_layer``: ``create_sliding_window_causal_mask``
+#: on every layer whenever ``sliding_window`` is set, layer_types never read; ``never``: its modeling calls no
+#: sliding-window mask, so ``sliding_window``, ``use_sliding_window`` and sliding layer types reach no mask (an eager
+#: forward masks causally whatever they say; a converted Mistral checkpoint published as ``llama`` keeps its 4096).
+#: Keyed by the model_type of the side relviz reads (a composite's text_config's); read from that family's
+#: modeling_*.py in the zoo's families (tests/test_zoo_search.py reads them again); the settings search
+#: (relviz.zoo_search) found both read the generic way where a config carries the fields its class does not define
+WINDOW_MASK: dict[str, tuple[str, ...]] = {
+    "every_layer": (
+        "blt", "doge", "ministral3", "mistral", "mixtral", "phi3", "phi4_multimodal", "phimoe", "qwen3_moe",
+        "starcoder2"),
+    "never": (
+        "apertus", "arcee", "aria_text", "axk1", "axk2", "bamba", "bart", "bert", "bert-generation", "big_bird",
+        "bigbird_pegasus", "biogpt", "bitnet", "blenderbot", "blenderbot-small", "bloom", "camembert",
+        "codegen", "cohere", "cpmant", "ctrl", "data2vec-text", "dbrx", "deepseek_v2", "deepseek_v3",
+        "deepseek_v32", "diffllama", "electra", "emu3_text_model", "ernie", "ernie4_5", "ernie4_5_moe",
+        "falcon", "falcon_h1", "falcon_mamba", "flex_olmo", "gemma", "gemma4_assistant", "git", "glm", "glm4",
+        "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "gpt-sw3", "gpt2", "gpt_bigcode", "gpt_neo", "gpt_neox",
+        "gpt_neox_japanese", "gptj", "granite", "granitemoe", "granitemoehybrid", "granitemoeshared", "helium",
+        "hrm_text", "hunyuan_v1_dense", "hunyuan_v1_moe", "hy_v3", "hy_v4", "hyperclovax", "internlm3",
+        "iquestcoder", "jais2", "jetmoe", "llama", "longcat_flash", "mamba", "mamba2", "marian", "mbart",
+        "megatron-bert", "minicpm3", "minimax_m2", "minimax_m3_vl_text", "mllama_text_model", "moshi", "mpt",
+        "musicgen", "musicgen_melody", "mvp", "nanochat", "nemotron", "nemotron_h", "olmo", "olmo2", "olmoe",
+        "openai-gpt", "opt", "pegasus", "persimmon", "phi", "plbart", "prophetnet", "qwen4_exp_text",
+        "reformer", "rembert", "roberta", "roberta-prelayernorm", "roc_bert", "roformer", "rwkv", "seed_oss",
+        "solar_open", "stablelm", "trocr", "whisper", "xglm", "xlm", "xlm-roberta", "xlm-roberta-xl", "xlnet",
+        "xlstm", "xmod", "youtu", "zamba", "zamba2"),
+}
+
+
+def _with_pattern_option(entry: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A copy of ``entry`` whose text stack's pattern (the entry's own mechanisms) also has the option ``key``: value."""
+    mechanisms = entry.get("mechanisms", {})
+    if "pattern" not in mechanisms:
+        return entry
+    return {**entry, "mechanisms": {**mechanisms, "pattern": {**mechanisms["pattern"], key: value}}}
+
+
+#: the standard reading of a family outside the table whose window mask is not per layer type
+_ROPE_DECODER_BY_MASK = {rule: _with_pattern_option(ROPE_DECODER, "window_mask", rule) for rule in WINDOW_MASK}
+#: model_type -> its WINDOW_MASK rule
+_MASK_RULE = {t: rule for rule, types in WINDOW_MASK.items() for t in types}
+assert len(_MASK_RULE) == sum(map(len, WINDOW_MASK.values()))
+
 _ROPE_FIELDS_ANY = ("rope_parameters", "rope_scaling", "rope_theta")
 #: fields a family's config class fills with its own defaults where a config leaves them out (a head_dim of its own,
 #: not hidden_size / heads; its θ; its layer pattern), which the table does not hold: each tuple names fields of which
@@ -438,6 +492,10 @@ FAMILIES.update({t: FAMILIES.get(t, ROPE_DECODER) for t in ("hy_v3", "mellum", "
                                                              "olmo_hybrid", "solar_open")})
 FAMILIES.update({t: {**FAMILIES[t], "required": [list(r) for r in required]} for t, required in REQUIRED_FIELDS.items()})
 
+# (a family that windows by a field of its own, GPT-Neo's window_size, builds its own mask: not this rule's)
+FAMILIES.update({t: _with_pattern_option(FAMILIES[t], "window_mask", rule) for t, rule in _MASK_RULE.items()
+                 if t in FAMILIES and "window_field" not in FAMILIES[t].get("mechanisms", {}).get("pattern", {})})
+
 #: the model_types the table reads (an entry that refuses every config of its family is no support)
 READ: tuple[str, ...] = tuple(sorted(t for t, e in FAMILIES.items() if not (e.get("refuse") and "when" not in e["refuse"])))
 
@@ -460,7 +518,8 @@ _STACK_KEYS = frozenset({"layers_field", "causal", "layers_default", "fallback_f
 _DERIVE_KEYS = frozenset({"field", "period", "period_field", "phase", "then", "else", "requires", "threshold_field",
                           "constant", "from_field", "when_empty", "sum_of", "always", "indices_field", "offset_field",
                           "offset", "cycle_field", "cycle_default", "map", "minimum", "maximum", "even", "last",
-                          "override", "source_field", "source_default", "layer_type", "text", "runs_field"})
+                          "override", "source_field", "source_default", "layer_type", "text", "runs_field",
+                          "below_field"})
 
 
 def _unknown(where: str, keys: Any, allowed: Any) -> None:
@@ -522,5 +581,5 @@ def family_of(model_type: str, config: dict[str, Any]) -> tuple[dict[str, Any], 
     if model_type in FAMILIES:
         return check_family(model_type, FAMILIES[model_type]), True
     if any(config.get(f) is not None for f in ROPE_FIELDS):
-        return ROPE_DECODER, False
+        return _ROPE_DECODER_BY_MASK.get(_MASK_RULE.get(model_type, ""), ROPE_DECODER), False
     return {}, False

@@ -40,7 +40,9 @@ class AttentionPattern(Mechanism):
 
     name = "pattern"
     option_types = {"window_field": str, "window_layer_type": str, "window_on_all_layers": bool,
-                    "window_switch": str, "window_is_width": bool, "chunk_field": str, "chunk_layer_type": str,
+                    "window_switch": str, "window_by_layer_types": bool,
+                    "window_mask": frozenset({"layer_types", "every_layer", "never"}), "window_is_width": bool, "chunk_field": str,
+                    "chunk_layer_type": str,
                     "local_radius_field": str, "fill": float}
     role = "decides which keys a query sees"
     order = 50
@@ -49,12 +51,28 @@ class AttentionPattern(Mechanism):
     @classmethod
     def read(cls, ctx: LayerContext, options: Mapping[str, Any]) -> AttentionPattern:
         cfg = ctx.config
-        has_types = cfg.has("layer_types")
+        # how the family's modeling builds its window mask (families.WINDOW_MASK): per layer type (the default), on
+        # every layer whenever the window is set (its modeling never reads layer_types), or never (the window
+        # fields reach no mask: an eager forward masks causally whatever they say)
+        mask_by = options.get("window_mask", "layer_types")
+        has_types = cfg.has("layer_types") and mask_by != "every_layer"
         window = chunk = None
         window_field = options.get("window_field", "sliding_window")
-        on_window = ctx.layer_type == options.get("window_layer_type", "sliding_attention") or \
-            (not has_types and options.get("window_on_all_layers", True))
-        if on_window and cfg.has(window_field) and cfg.bool(options.get("window_switch", "use_sliding_window"), True):
+        named = has_types and ctx.layer_type == options.get("window_layer_type", "sliding_attention")
+        on_window = mask_by != "never" and (named or (not has_types and options.get("window_on_all_layers", True)))
+        switch = options.get("window_switch", "use_sliding_window")
+        switched = cfg.bool(switch, True)
+        if on_window and named and not switched and not options.get("window_by_layer_types"):
+            # transformers' families read this disagreement three ways: the mask built from layer_types alone
+            # (SmolLM3: the option window_by_layer_types), the window cleared by the config class so the mask cannot
+            # be built (Qwen2, Qwen3), or set to 0 so every key is masked (Qwen2-MoE)
+            raise ValueError(f"config field {cfg.name('layer_types')} makes layer {ctx.index} "
+                             f"{ctx.layer_type!r} while {cfg.name(switch)} is false: transformers' families read that "
+                             "differently (a window from layer_types alone; the window cleared, so the mask cannot "
+                             "be built; or a window of 0, which masks every key), and relviz's family table does not "
+                             f"say which this family does; set {cfg.name(switch)} true, or name the layer "
+                             "'full_attention'")
+        if on_window and cfg.has(window_field) and (switched or named):
             window = cfg.int(window_field, minimum=1, maximum=MAX_POSITIONS)
             if options.get("window_is_width"):          # ModernBERT: local_attention = 2·half-width
                 window //= 2
