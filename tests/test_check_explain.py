@@ -337,3 +337,12 @@ def test_a_searched_fit_lists_no_cause_that_only_adds_a_setting_changing_nothing
 
     a, b = (C.Cause(name, "", False, 1.0) for name in ("x", "x + y"))
     assert fewest([b, a]) == (a,) and fewest([a, C.Cause("y", "", False, 1.0)]) == (a, C.Cause("y", "", False, 1.0))
+
+
+def test_a_negative_shift_is_written_with_a_true_minus():
+    """The checker's words write a negative number as every number the app shows, with U+2212: "values off by −1"
+    (it printed "-1"). A skew's output shifted down by one; a relative matrix shifted down by two."""
+    skewed = C.check("skew", MK._skew_like(12, pad_right=False, drop_last=False) - 1.0, C.Settings(full=True)).cause
+    assert skewed.name == "values off by −1" and "Every value is −1 from the skew's" in skewed.explanation
+    relative = C.check("relative", offsets(20) - 2, C.Settings()).cause
+    assert "values off by −2" in relative.name and "-2" not in relative.name + relative.explanation

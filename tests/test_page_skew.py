@@ -268,3 +268,23 @@ def test_a_cached_step_figure_sends_what_the_fresh_figure_sends():
     fresh = step_figure(cells["qer"], colour_by="value", zmax=shared_zmax(cells["qer"].values), length=16,
                         x_title="column m", y_title="query i", show_scale=True, width_budget=240)
     assert _figures(at)[0] == json.loads(pio.to_json(fresh, validate=False))
+
+
+def test_hover_values_carry_a_true_minus_sign():
+    """Every number the app shows writes its minus as U+2212 (relviz._words.minus): the hovers' value lines did
+    not ("value = -0.412"). Each value line reads back as the cell's float32 value to 3 decimals, its sign kept."""
+    at = _run(skew_L="5", skew_seed="4")
+    for figure in _figures(at):
+        values = _values(figure)
+        hover = np.array(_trace(figure, "values")["customdata"])
+        for (r, c), text in np.ndenumerate(hover):
+            lines = [part[len("value = "):] for part in text.split("<br>") if part.startswith("value = ")]
+            if np.isnan(values[r, c]) or not lines:   # masked, or the pad (its hover says so, it has no value)
+                assert np.isnan(values[r, c]) or "pad" in text
+                continue
+            line, = lines
+            assert "-" not in line
+            assert float(line.replace("−", "-")) == pytest.approx(values[r, c], abs=5e-4)
+            assert line[0] == ("−" if round(float(values[r, c]), 3) < 0 else "+")
+    # the seed draws negative scores: the test saw some
+    assert any("value = −" in t for f in _figures(at) for t in np.array(_trace(f, "values")["customdata"]).flat)

@@ -33,7 +33,7 @@ def _how(expected: np.ndarray, got: np.ndarray) -> str:
         return "the differing cells are −inf on one side only"
     delta = got - expected
     if np.allclose(delta, delta[0], rtol=1e-9, atol=1e-12):
-        return f"each is off by {delta[0]:+.6g} (a constant shift)"
+        return f"each is off by {minus(delta[0], '+.6g')} (a constant shift)"
     nonzero = expected != 0
     if nonzero.all():
         ratio = got / expected

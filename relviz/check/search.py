@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from relviz._words import minus
 from relviz.check.difference import describe
 from relviz.check.matrix import _searched, compare, spec_of
 from relviz.check.result import ATOL, RTOL, Cause, CheckResult, partial_worth_showing
@@ -103,13 +104,14 @@ class Hypothesis:
                     out.append(f"{name} = {new}, not {old}")
             delta = self.settings.q_offset - given.q_offset
             if delta:
-                out.append(f"positions off by {delta:+d} (q_offset = {self.settings.q_offset}, not {given.q_offset})")
+                out.append(f"positions off by {minus(delta, '+d')} (q_offset = {self.settings.q_offset}, "
+                           f"not {given.q_offset})")
         if self.step.name:
             out.append(self.step.name)
         if self.flipped:
             out.append(SIGN_PHRASE)
         if self.shift:
-            out.append(f"values off by {self.shift:+g}")
+            out.append(f"values off by {minus(self.shift, '+g')}")
         if self.scale != 1.0:
             out.append(SCALE_PHRASES.get(self.scale, f"values × {self.scale:g}"))
         return out
@@ -143,7 +145,7 @@ class Hypothesis:
             parts.append("Your code computes query − key; relviz, T5 and Shaw et al. use key − query (j − i). "
                          "For a matrix that depends on j − i only, the transpose gives the same picture.")
         if self.shift:
-            parts.append(f"Every value is {self.shift:+g} from the formula's: an index shifted somewhere.")
+            parts.append(f"Every value is {minus(self.shift, '+g')} from the formula's: an index shifted somewhere.")
         if self.scale != 1.0:
             parts.append(f"Every value is {self.scale:g} times the formula's.")
         harmless = self.step.harmless and len(phrases) == 1

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from relviz._words import article
+from relviz._words import article, minus
 from relviz.check.alibi_slopes import MAX_HEADS
 from relviz.check.matrix_spaces import ALIBI_RULES, _rule_slopes
 from relviz.check.result import Cause, CheckResult, equal, partial_cause, partial_worth_showing
@@ -124,7 +124,8 @@ def skew_hypotheses(got: np.ndarray, given: "Settings") -> Iterator[Hypothesis]:
         yield choices, built
         shift = float(got[-1, 0] - built[-1, 0])   # row L − 1, column 0: compared under any mask
         if shift and shift == round(shift):
-            yield choices + (Choice(f"values off by {shift:+g}", f"Every value is {shift:+g} from the skew's: "
+            by = minus(shift, "+g")
+            yield choices + (Choice(f"values off by {by}", f"Every value is {by} from the skew's: "
                                     "the input (or an index into it) is shifted."),), built + shift
 
 

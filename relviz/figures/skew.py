@@ -17,7 +17,7 @@ import plotly.colors
 import plotly.graph_objects as go
 import torch
 
-from relviz._words import signed
+from relviz._words import minus, signed
 from relviz.figures.heatmap import COLOUR_BAR_BELOW, X_AXIS_BELOW, colour_bar_below, readable
 from relviz.skew import gather_relative, skew, skew_bidirectional, skew_source_index, skew_steps
 
@@ -108,7 +108,8 @@ def _cells(values: np.ndarray, src_row: np.ndarray, src_col: np.ndarray, length:
 
 
 def _value_line(v: float) -> str:
-    return f"value = {v:+.3f}"
+    """The hover's value line, its sign a true minus (U+2212) as every number the app shows."""
+    return f"value = {minus(v, '+.3f')}"
 
 
 def _from_line(r: int, c: int, length: int) -> str:
