@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz.app import controls, display, downloads, links, navigation
+from relviz.figures.heatmap import readable_layout
 from relviz import skew as skew_words
 from relviz.figures.skew import (
     DEMO_DIM,
@@ -13,7 +14,7 @@ from relviz.figures.skew import (
     demo_inputs,
     proof_numbers,
     shared_zmax,
-    step_figure,
+    step_parts,
     unmasked_error,
     unmasked_error_figure,
 )
@@ -49,12 +50,13 @@ STEPS = {"causal": causal, "bidirectional": bidirectional}
 def step_fig(tab: str, name: str, length: int, seed: int, colour_by: str, zmax: float, x_title: str, y_title: str,
              show_scale: bool, width_budget: int):
     """One step's figure, built once per server for the same link values (read-only, shared by every session:
-    a move redrew every step's figure in every session), held as the dict it sends (display.prepared_spec: every
-    run drew five figures, and st.plotly_chart deep-copied and checked each go.Figure every time)."""
+    a move redrew every step's figure in every session), held as the dict it sends (display.prepared: every
+    run drew five figures, and st.plotly_chart deep-copied and checked each go.Figure every time; built from
+    step_parts' dicts, since a go.Figure and make_readable cost ~10 ms a step on a move to a new L)."""
     cells, _ = STEPS[tab](length, seed)
-    return display.prepared_spec(step_figure(cells[name], colour_by=colour_by, zmax=zmax, length=length,
-                                             x_title=x_title, y_title=y_title, show_scale=show_scale,
-                                             width_budget=width_budget).to_dict())
+    data, layout = step_parts(cells[name], colour_by=colour_by, zmax=zmax, length=length, x_title=x_title,
+                              y_title=y_title, show_scale=show_scale, width_budget=width_budget)
+    return display.prepared(data, readable_layout(layout))
 
 
 def step(words: skew_words.StepWords, cells: tuple[str, str], *, key: str, colour_by: str, zmax: float,
@@ -70,100 +72,110 @@ def step(words: skew_words.StepWords, cells: tuple[str, str], *, key: str, colou
 display.page_title("The skew, step by step")
 display.sign_convention(compact=True)
 
-left, middle, right = st.columns([1, 1, 1.4])
-length = left.slider("sequence length L", MIN_L, MAX_L, DEFAULT_L, key="skew_L", bind="query-params")
-seed = controls.number_control("random seed (Q and E_r)", 0, 99_999, 0, key="skew_seed", where=middle,
-                               help=f"Q and the distance vectors are random Gaussian, D = {DEMO_DIM} wide; the seed "
-                                    "picks them, so a link reproduces the exact numbers.")
-colour_by = COLOUR_OPTIONS[right.radio(
-    "colour cells by", list(COLOUR_OPTIONS), horizontal=True, key="skew_colour", bind="query-params",
-    help="score: the number itself (one colour range for all steps, so a score keeps its colour as it "
-         "moves). distance: the distance the score stands for. source row: the query row it came from.")]
-length, seed = int(length), int(seed)
 
-causal_tab, bidirectional_tab = st.tabs(TABS, key="skew_tab", bind="query-params")
-closed_tab_keys: list[str] = []  # the URL keys of the tabs this run does not open: they stay in the link
+@st.fragment
+def steps() -> None:
+    """The controls and every step they change: a fragment, so a move of L, the seed or the colouring reruns this
+    part alone, not the memory panel below or the page's navigation (issue 34: a move's elements and its time to
+    the drawn charts)."""
+    left, middle, right = st.columns([1, 1, 1.4])
+    length = left.slider("sequence length L", MIN_L, MAX_L, DEFAULT_L, key="skew_L", bind="query-params")
+    seed = controls.number_control("random seed (Q and E_r)", 0, 99_999, 0, key="skew_seed", where=middle,
+                                   help=f"Q and the distance vectors are random Gaussian, D = {DEMO_DIM} wide; the "
+                                        "seed picks them, so a link reproduces the exact numbers.")
+    colour_by = COLOUR_OPTIONS[right.radio(
+        "colour cells by", list(COLOUR_OPTIONS), horizontal=True, key="skew_colour", bind="query-params",
+        help="score: the number itself (one colour range for all steps, so a score keeps its colour as it "
+             "moves). distance: the distance the score stands for. source row: the query row it came from.")]
+    length, seed = int(length), int(seed)
 
-with causal_tab:
-    if causal_tab.open is not False:
-        cells, proof = causal(length, seed)
-        zmax = shared_zmax(cells["qer"].values)
-        words = skew_words.causal_step_words(length)
-        common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
-        # each title on one line in a third of a 1024 px page (~26 characters), so the three panels of a row
-        # start level: a wrapped title pushed its panel below the others
-        row1 = st.columns(3)
-        with row1[0]:
-            step(words["qer"], ("causal", "qer"), key="skew_fig_qer",
-                 y_title="query i", x_title="column m", show_scale=True, **common)
-        with row1[1]:
-            step(words["padded"], ("causal", "padded"), key="skew_fig_padded", y_title="query i", **common)
-        with row1[2]:
-            step(words["reshaped"], ("causal", "reshaped"), key="skew_fig_reshaped", **common)
-        row2 = st.columns(3)
-        with row2[0]:
-            step(words["skewed"], ("causal", "skewed"), key="skew_fig_skewed",
-                 x_title="key j", y_title="query i", **common)
-        with row2[1]:
-            step(words["masked"], ("causal", "masked"), key="skew_fig_masked",
-                 x_title="key j", y_title="query i", **common)
-        with row2[2]:
-            st.markdown("**Live check: naive gather**")
-            exact, garbage = skew_words.causal_check_words(proof["causal_lower"], proof["causal_upper"])
-            st.success(exact, icon=":material/check_circle:")
-            st.caption(skew_words.NAIVE_GATHER)
-            st.warning(garbage, icon=":material/warning:")
-            st.markdown(skew_words.NOT_IN_AN_ENCODER)
-        st.markdown(skew_words.WHY_THE_SKEW)
-        display.code_for_this_view(skew_snippet(length, seed, bidirectional=False, dim=DEMO_DIM),
-                              note="result is step 4 (S_rel before the mask); masked is step 5.", key="skew_code_causal")
-        names = {"QE_r^T": "qer", "padded": "padded", "reshaped": "reshaped", "sliced": "skewed",
-                 "masked": "masked"}
-        dl_choice, dl_buttons, dl_note = st.columns([1, 1, 1], vertical_alignment="bottom")
-        choice = names[dl_choice.selectbox("download a step's matrix", list(names), key="skew_dl",
-                                           bind="query-params")]
-        with dl_buttons:
-            downloads.matrix_downloads(cells[choice].values, name=f"skew_{choice}_L{length}_seed{seed}",
-                                key="skew_dl_causal")
-        dl_note.caption("The masked step's −∞ cells are saved as NaN.")
-    else:
-        closed_tab_keys.append("skew_dl")
+    causal_tab, bidirectional_tab = st.tabs(TABS, key="skew_tab", bind="query-params")
+    closed_tab_keys: list[str] = []  # the URL keys of the tabs this run does not open: they stay in the link
 
-with bidirectional_tab:
-    if bidirectional_tab.open is not False:
-        cells_bi, proof = bidirectional(length, seed)
-        zmax = shared_zmax(cells_bi["qer"].values)
-        common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
-        words = skew_words.bidirectional_step_words(length)
-        top = st.columns([2.2, 1])
-        with top[0]:
-            step(words["qer"], ("bidirectional", "qer"), key="skew_fig_bi_qer",
-                 y_title="query i", x_title="column m", show_scale=True,
-                 width_budget=520, **common)
-        with top[1]:
-            st.markdown("**Live check: naive gather**")
-            exact, wrong = skew_words.bidirectional_check_words(proof["bidirectional"], proof["causal_upper"])
-            st.success(exact, icon=":material/check_circle:")
-            st.warning(wrong, icon=":material/warning:")
-            st.caption(skew_words.BIDIRECTIONAL_PRICE)
-        step(words["window"], ("bidirectional", "window"), key="skew_fig_bi_window",
-             y_title="query i", width_budget=760, **common)
-        bottom = st.columns(2)
-        with bottom[0]:
-            step(words["result"], ("bidirectional", "result"), key="skew_fig_bi_result",
-                 x_title="key j", y_title="query i", width_budget=380, **common)
-        with bottom[0]:
-            display.code_for_this_view(skew_snippet(length, seed, bidirectional=True, dim=DEMO_DIM),
-                                  note="result is step 3, S_rel.", key="skew_code_bidir")
-        with bottom[1]:
-            st.markdown("**The bug this tab avoids**")
-            display.show_figure(unmasked_error_figure(unmasked_error(demo_inputs(length, seed))),
-                           key="skew_fig_bi_bug")
-            st.caption(skew_words.UNMASKED_ERROR)
-        with bottom[0]:
-            downloads.matrix_downloads(cells_bi["result"].values, name=f"skew_bidirectional_L{length}_seed{seed}",
-                                key="skew_dl_bi")
-links.keep_in_link(closed_tab_keys)
+    with causal_tab:
+        if causal_tab.open is not False:
+            cells, proof = causal(length, seed)
+            zmax = shared_zmax(cells["qer"].values)
+            words = skew_words.causal_step_words(length)
+            common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
+            # each title on one line in a third of a 1024 px page (~26 characters), so the three panels of a row
+            # start level: a wrapped title pushed its panel below the others
+            row1 = st.columns(3)
+            with row1[0]:
+                step(words["qer"], ("causal", "qer"), key="skew_fig_qer",
+                     y_title="query i", x_title="column m", show_scale=True, **common)
+            with row1[1]:
+                step(words["padded"], ("causal", "padded"), key="skew_fig_padded", y_title="query i", **common)
+            with row1[2]:
+                step(words["reshaped"], ("causal", "reshaped"), key="skew_fig_reshaped", **common)
+            row2 = st.columns(3)
+            with row2[0]:
+                step(words["skewed"], ("causal", "skewed"), key="skew_fig_skewed",
+                     x_title="key j", y_title="query i", **common)
+            with row2[1]:
+                step(words["masked"], ("causal", "masked"), key="skew_fig_masked",
+                     x_title="key j", y_title="query i", **common)
+            with row2[2]:
+                st.markdown("**Live check: naive gather**")
+                exact, garbage = skew_words.causal_check_words(proof["causal_lower"], proof["causal_upper"])
+                st.success(exact, icon=":material/check_circle:")
+                st.caption(skew_words.NAIVE_GATHER)
+                st.warning(garbage, icon=":material/warning:")
+                st.markdown(skew_words.NOT_IN_AN_ENCODER)
+            st.markdown(skew_words.WHY_THE_SKEW)
+            display.code_for_this_view(skew_snippet(length, seed, bidirectional=False, dim=DEMO_DIM),
+                                       note="result is step 4 (S_rel before the mask); masked is step 5.",
+                                       key="skew_code_causal")
+            names = {"QE_r^T": "qer", "padded": "padded", "reshaped": "reshaped", "sliced": "skewed",
+                     "masked": "masked"}
+            dl_choice, dl_buttons, dl_note = st.columns([1, 1, 1], vertical_alignment="bottom")
+            choice = names[dl_choice.selectbox("download a step's matrix", list(names), key="skew_dl",
+                                               bind="query-params")]
+            with dl_buttons:
+                downloads.matrix_downloads(cells[choice].values, name=f"skew_{choice}_L{length}_seed{seed}",
+                                           key="skew_dl_causal")
+            dl_note.caption("The masked step's −∞ cells are saved as NaN.")
+        else:
+            closed_tab_keys.append("skew_dl")
+
+    with bidirectional_tab:
+        if bidirectional_tab.open is not False:
+            cells_bi, proof = bidirectional(length, seed)
+            zmax = shared_zmax(cells_bi["qer"].values)
+            common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
+            words = skew_words.bidirectional_step_words(length)
+            top = st.columns([2.2, 1])
+            with top[0]:
+                step(words["qer"], ("bidirectional", "qer"), key="skew_fig_bi_qer",
+                     y_title="query i", x_title="column m", show_scale=True,
+                     width_budget=520, **common)
+            with top[1]:
+                st.markdown("**Live check: naive gather**")
+                exact, wrong = skew_words.bidirectional_check_words(proof["bidirectional"], proof["causal_upper"])
+                st.success(exact, icon=":material/check_circle:")
+                st.warning(wrong, icon=":material/warning:")
+                st.caption(skew_words.BIDIRECTIONAL_PRICE)
+            step(words["window"], ("bidirectional", "window"), key="skew_fig_bi_window",
+                 y_title="query i", width_budget=760, **common)
+            bottom = st.columns(2)
+            with bottom[0]:
+                step(words["result"], ("bidirectional", "result"), key="skew_fig_bi_result",
+                     x_title="key j", y_title="query i", width_budget=380, **common)
+            with bottom[0]:
+                display.code_for_this_view(skew_snippet(length, seed, bidirectional=True, dim=DEMO_DIM),
+                                           note="result is step 3, S_rel.", key="skew_code_bidir")
+            with bottom[1]:
+                st.markdown("**The bug this tab avoids**")
+                display.show_figure(unmasked_error_figure(unmasked_error(demo_inputs(length, seed))),
+                                    key="skew_fig_bi_bug")
+                st.caption(skew_words.UNMASKED_ERROR)
+            with bottom[0]:
+                downloads.matrix_downloads(cells_bi["result"].values,
+                                           name=f"skew_bidirectional_L{length}_seed{seed}", key="skew_dl_bi")
+    links.keep_in_link(closed_tab_keys)
+
+
+steps()
 
 st.divider()
 st.subheader("Why bother: the memory of the relative term")

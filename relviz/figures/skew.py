@@ -10,6 +10,7 @@ Also the demo inputs (random Q and E_r for a length and a seed) and the cell boo
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -297,7 +298,19 @@ def trusted_figure(data: list[dict], layout: dict) -> go.Figure:
 def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0, length: int,
                 x_title: str = "column", y_title: str = "row", height: int | None = None,
                 show_scale: bool = True, width_budget: int = 240, scale_below: bool = True) -> go.Figure:
-    """One skew step as a heatmap: labels in the cells, grey pad, hatched garbage, blank masked cells.
+    """One skew step as a heatmap (:func:`step_parts`, which says what it draws), validated nowhere: the tests
+    rebuild it with validation on."""
+    return trusted_figure(*step_parts(cells, colour_by=colour_by, zmax=zmax, length=length, x_title=x_title,
+                                      y_title=y_title, height=height, show_scale=show_scale,
+                                      width_budget=width_budget, scale_below=scale_below))
+
+
+def step_parts(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0, length: int,
+               x_title: str = "column", y_title: str = "row", height: int | None = None,
+               show_scale: bool = True, width_budget: int = 240, scale_below: bool = True) -> tuple[list[dict], dict]:
+    """One skew step's traces and layout as dicts: labels in the cells, grey pad, hatched garbage, blank masked cells.
+    The app sends them as a prepared figure (relviz.app.display.prepared, with heatmap.readable_layout: what
+    :func:`step_figure`'s go.Figure and make_readable make of them, with no object tree built on a move).
 
     colour_by: "value" (the numbers, diverging around 0, range ±zmax shared by every step so a
     value keeps its colour as it moves), "distance" (the distance each value stands for) or
@@ -378,18 +391,35 @@ def step_figure(cells: StepCells, *, colour_by: str = "value", zmax: float = 1.0
                     textfont=dict(size=text_size, color=_contrast_colours(z[r, c], scale) if kind == GARBAGE
                                   else "black"),  # dropped cells sit under a white veil
                     textposition="middle center"))
-    axis = dict(showgrid=False, zeroline=False, constrain="domain")
+    # What plotly.js does in the browser for each of the page's five charts on every move (issue 34: a move drew
+    # them in ~400 ms of Chromium's main thread): tick labels may overflow (its default, "hide past div", measures
+    # every label's box, a forced layout of the whole page each); the margins are fixed unless a colour bar beside
+    # the plot needs room (plotly drew the chart a second time when its automatic margins settled); datarevision
+    # names the data, so the redraw Streamlit asks for after mounting a chart (the same figure, re-themed through a
+    # JSON copy: new arrays) finds nothing changed instead of drawing it again.
+    axis = dict(showgrid=False, zeroline=False, constrain="domain", ticklabeloverflow="allow")
+    if show_scale:
+        scale["colorbar"]["ticklabeloverflow"] = "allow"
     layout = dict(
         height=height,
         # margins fixed: a flat colour bar would push the bottom one and move the plot over its title
-        margin=dict(l=50, r=10, t=10, b=bottom, autoexpand=not below),
+        margin=dict(l=50, r=10, t=10, b=bottom, autoexpand=show_scale and not below),
         annotations=[bar_title] if below else [],
+        datarevision=_digest(z, hover, cells.labels.astype(str), cells.kinds),
         plot_bgcolor="#f4f4f4", showlegend=False, hoverlabel=dict(align="left"), meta=dict(labels=labels_on),
         xaxis=dict(title=dict(text=x_title), range=[-0.5, cols - 0.5], dtick=1 if cols <= 12 else 2, **axis),
         yaxis=dict(title=dict(text=y_title), range=[rows - 0.5, -0.5], dtick=1 if rows <= 12 else 2,
                    scaleanchor="x", **axis),
     )
-    return trusted_figure(data, layout)
+    return data, layout
+
+
+def _digest(*arrays: np.ndarray) -> str:
+    """A short name for the step's data (plotly.js's layout.datarevision): the same cells, the same name."""
+    digest = hashlib.blake2b(digest_size=8)
+    for array in arrays:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
 
 
 def shared_zmax(*arrays: np.ndarray) -> float:
