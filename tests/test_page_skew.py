@@ -288,3 +288,14 @@ def test_hover_values_carry_a_true_minus_sign():
             assert line[0] == ("−" if round(float(values[r, c]), 3) < 0 else "+")
     # the seed draws negative scores: the test saw some
     assert any("value = −" in t for f in _figures(at) for t in np.array(_trace(f, "values")["customdata"]).flat)
+
+
+def test_a_step_figures_datarevision_names_its_data():
+    """layout.datarevision lets plotly.js skip the redraw Streamlit asks for after mounting a chart (the same figure
+    re-themed): it must change with the cells shown, and stay for the same ones."""
+    def revision(length, seed, colour_by="value"):
+        cells = causal_steps(demo_inputs(length, seed))["skewed"]
+        return step_figure(cells, colour_by=colour_by, length=length).to_plotly_json()["layout"]["datarevision"]
+
+    assert revision(6, 0) == revision(6, 0)
+    assert len({revision(6, 0), revision(7, 0), revision(6, 1), revision(6, 0, "row")}) == 4

@@ -15,6 +15,7 @@ from relviz.app.link_schema import view_subject
 from relviz.bench.class_clients import Session, streamlit_protos
 from relviz import t5_notes as t5_text
 from relviz.figures import shaw as shaw_text
+from relviz.memory import PAPER_FIGURES
 from relviz.rope import load_presets
 
 
@@ -49,9 +50,10 @@ async def _open_and_move(base: str, page: str, query: str, key: str, value: int)
         await session.close()
 
 
-def _check_fragment_move(base: str, page: str, link: dict, key: str, value: int, outside: list[str]) -> dict:
-    """The move reruns the slider's fragment alone and draws what a fresh link at the new value draws; returns
-    the runs (opened, moved, fresh)."""
+def _check_fragment_move(base: str, page: str, link: dict, key: str, value: int, outside: list[str],
+                         share: float = 0.5) -> dict:
+    """The move reruns the slider's fragment alone (fewer than ``share`` of a whole run's elements) and draws what a
+    fresh link at the new value draws; returns the runs (opened, moved, fresh)."""
     opened, moved, fragment = asyncio.run(_open_and_move(base, page, urllib.parse.urlencode(link), key, value))
     fresh = asyncio.run(Session.visit(base, page, urllib.parse.urlencode(link | {key: value})))
     assert opened["errors"] == moved["errors"] == fresh["errors"] == []
@@ -61,7 +63,7 @@ def _check_fragment_move(base: str, page: str, link: dict, key: str, value: int,
     for text in outside:
         assert any(text in body for body in opened["texts"]), text
         assert not any(text in body for body in moved["texts"]), text
-    assert moved["elements"] < opened["elements"] / 2
+    assert moved["elements"] < opened["elements"] * share
     # what the move drew equals what a fresh visit at the new value draws, and the window did move
     assert moved["charts"] and _canonical(moved["charts"]) <= _canonical(fresh["charts"])
     assert not _canonical(moved["charts"]) <= _canonical(opened["charts"])
@@ -113,6 +115,19 @@ def test_an_absolute_shift_move_redraws_the_same_canvas_as_a_fresh_link_draws(ba
     assert len(canvas) == 1 and moved["chart_ids"] == canvas                  # the one chart the move sends
     assert json.loads(moved["charts"][0])["kind"] == "xy"
     assert moved["charts"][0] == fresh["charts"][fresh["chart_ids"].index(canvas[0])]
+
+
+@pytest.mark.parametrize("tab", ["Causal skew (decoder)", "Bidirectional skew (encoder)"])
+def test_a_skew_length_move_reruns_the_steps_fragment_and_draws_what_a_fresh_link_draws(base, tab):
+    """Skew at its longest L, one shorter (the slider bench's arrow key): every step the tab shows is redrawn as a
+    fresh link at that L draws it; the memory panel below the steps (its own controls) is not sent again."""
+    runs = _check_fragment_move(base, "skew", {"skew_L": 16, "skew_tab": tab}, "skew_L", 15,
+                                outside=[_first_line(PAPER_FIGURES)], share=0.7)
+    assert len(runs["moved"]["charts"]) == len(runs["fresh"]["charts"]) == (5 if tab.startswith("Causal") else 4)
+    assert _canonical(runs["moved"]["charts"]) == _canonical(runs["fresh"]["charts"])
+    # the steps' words follow L too ("distance m − 14"), as a fresh link at 15 writes them
+    assert set(runs["moved"]["texts"]) <= set(runs["fresh"]["texts"])
+    assert not set(runs["moved"]["texts"]) <= set(runs["opened"]["texts"])
 
 
 async def _element_paths(base: str, page: str, query: str) -> dict[str, tuple[int, ...]]:
