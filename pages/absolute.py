@@ -11,7 +11,6 @@ from relviz import absolute as words
 from relviz.absolute import (projected_similarity, shift_sequence, sinusoidal_encoding, sinusoidal_similarity,
                              toeplitz_deviation)
 from relviz.figures import absolute as pictures
-from relviz.figures.absolute import relative_figure
 from relviz.figures.toeplitz import toeplitz_view
 from relviz.figures.toeplitz_canvas import toeplitz_overview_image
 from relviz.figures.toeplitz_window import Window, needs_window
@@ -69,16 +68,39 @@ def _prepared(build):
 
 
 encoding_fig = _prepared(pictures.sinusoidal_encoding_map)
-similarity_fig = _prepared(pictures.sinusoidal_similarity_map)
 curve_fig = _prepared(pictures.sinusoidal_offset_curve)
 alibi_fig = _prepared(pictures.alibi_bias)
 slopes_fig = _prepared(pictures.alibi_slopes)
 lines_fig = _prepared(pictures.alibi_lines)
 
 
+# The three maps as the canvas component draws them (relviz.figures.absolute's *_canvas: their plotly twins' values
+# and colours), held as the payload they send: an L or d_model move redraws them in place, where a changed plotly
+# heatmap was a new chart (two 512 × 512 maps: 4.2 MB of plotly JSON, encoded again on every run). A map over
+# twice as long as it is wide stays plotly (its figure above).
 @st.cache_resource(**FIGURE_CACHE)
-def relative_fig(length: int):
-    return display.prepared_spec(relative_figure(relative(length)).to_dict())
+def encoding_view(length: int, d_model: int):
+    image = pictures.encoding_canvas(encoding(length, d_model))
+    return image.payload() if image is not None else encoding_fig(length, d_model)
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def similarity_view(length: int, d_model: int, projected: bool) -> dict:
+    return pictures.similarity_canvas(similarity(length, d_model, projected)[0], diverging=projected,
+                                      value_label="score" if projected else "similarity").payload()
+
+
+@st.cache_resource(**FIGURE_CACHE)
+def relative_view(length: int) -> dict:
+    return pictures.relative_canvas(length).payload()
+
+
+def show_map(view, *, key: str, name: str) -> None:
+    """A map as its cached canvas payload (a dict) or plotly figure (the fallback) draws."""
+    if isinstance(view, dict):
+        display.show_canvas(view, key=key, name=name)
+    else:
+        display.show_figure(view, key=key)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -140,23 +162,25 @@ with display.user_errors():
     col_pe, col_sim, col_rel = st.columns(3)
     with col_pe:
         st.markdown("**Absolute: PE[p, d]**")
-        display.show_figure(encoding_fig(length, d_model), key="abs_fig_pe")
+        show_map(encoding_view(length, d_model), key="abs_fig_pe", name=f"sinusoidal_L{length}_d{d_model}")
         st.caption(words.ENCODING_WORDS)
         downloads.matrix_downloads(pe, name=f"sinusoidal_L{length}_d{d_model}", key="abs_dl_pe", corner="p\\\\d")
     with col_sim:
         if projected:
             st.markdown("**Through a random head**")
-            display.show_figure(similarity_fig(length, d_model, projected=projected), key="abs_fig_sim")
+            show_map(similarity_view(length, d_model, projected), key="abs_fig_sim",
+                     name=f"projected_similarity_L{length}_d{d_model}")
             st.caption(words.PROJECTED_WORDS)
         else:
             st.markdown("**Dot products PE_i · PE_j**")
-            display.show_figure(similarity_fig(length, d_model, projected=projected), key="abs_fig_sim")
+            show_map(similarity_view(length, d_model, projected), key="abs_fig_sim",
+                     name=f"sinusoidal_similarity_L{length}_d{d_model}")
             st.caption(words.DOT_PRODUCT_WORDS)
         downloads.matrix_downloads(sim, name=f"{'projected' if projected else 'sinusoidal'}_similarity_L{length}"
                                       f"_d{d_model}", key="abs_dl_sim")
     with col_rel:
         st.markdown("**Relative: j − i**")
-        display.show_figure(relative_fig(length), key="abs_fig_rel")
+        show_map(relative_view(length), key="abs_fig_rel", name=f"relative_L{length}")
         st.caption(words.RELATIVE_WORDS)
         downloads.matrix_downloads(rel, name=f"relative_L{length}", key="abs_dl_rel")
 

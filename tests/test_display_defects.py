@@ -257,10 +257,16 @@ def test_absolute_pages_three_maps_keep_their_width_with_the_colour_bar_below():
     at = run_page("absolute")
     import json
 
+    # the page draws them on the canvas, its colour bar below (labels level in a third of a 1024 px page)
     for key in ("abs_fig_pe", "abs_fig_sim", "abs_fig_rel"):
-        (chart,) = [c for c in at.get("plotly_chart") if key in c.proto.id]
-        bar = json.loads(chart.proto.spec)["data"][0]["colorbar"]
-        assert bar["orientation"] == "h" and bar["y"] < 0, key
+        (chart,) = [c for c in at.get("bidi_component") if c.proto.id.endswith(key)]
+        assert json.loads(chart.proto.json)["bar_below"], key
+    # and their plotly twins (relviz.show) put theirs below too
+    from relviz import show
+
+    for figure in (show.sinusoidal_encoding_map(), show.sinusoidal_similarity_map()):
+        bar = figure.data[0].colorbar
+        assert bar.orientation == "h" and bar.y < 0
     titles = [m.value for m in at.markdown if m.value.startswith("**") and m.value.endswith("**")][:3]
     assert titles and all(len(t) <= 32 for t in titles), titles
 

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 from page_support import run_page
-from plotly_data import decode
+from plotly_data import CANVAS, canvas_values, decode, is_canvas
 from streamlit.testing.v1 import AppTest
 
 from relviz.absolute import projected_similarity, sinusoidal_encoding, sinusoidal_similarity
@@ -19,7 +19,9 @@ def _run(**params) -> AppTest:
     return run_page("absolute", **params)
 
 
-FIGURES = ["pe", "sim", "rel", "curve", "alibi", "slopes", "lines"]   # plotly; the shift is drawn on a canvas
+FIGURES = ["pe", "sim", "rel", "curve", "alibi", "slopes", "lines"]   # the shift: see _shift_canvas
+#: Drawn by the canvas component (relviz.figures.absolute's *_canvas; PE's map plotly when over twice as tall as wide)
+MAPS = {"pe", "sim", "rel"}
 
 
 def _shift_canvas(at: AppTest) -> dict:
@@ -30,12 +32,18 @@ def _shift_canvas(at: AppTest) -> dict:
 
 
 def _figures(at: AppTest) -> dict[str, dict]:
-    charts = at.get("plotly_chart")
-    assert len(charts) == len(FIGURES)
-    return {name: json.loads(chart.proto.spec) for name, chart in zip(FIGURES, charts)}
+    """Each figure by its key (abs_fig_NAME): a plotly figure's JSON, or a map's canvas payload."""
+    drawn = {chart.proto.id.rsplit("-abs_fig_", 1)[1]: json.loads(chart.proto.spec) for chart in at.get("plotly_chart")}
+    drawn |= {chart.proto.id.rsplit("-abs_fig_", 1)[1]: json.loads(chart.proto.json)
+              for chart in at.get("bidi_component") if chart.proto.component_name == CANVAS}
+    assert set(drawn) == set(FIGURES), sorted(drawn)
+    return drawn
 
 
 def _z(figure: dict) -> np.ndarray:
+    """What a map shows: a canvas's values (checked against its colours) or a plotly heatmap's z."""
+    if is_canvas(figure):
+        return canvas_values(figure).astype(np.float64)
     return decode(figure["data"][0]["z"]).astype(np.float64)
 
 
@@ -50,8 +58,9 @@ def _check(at: AppTest, *, length: int, d_model: int, heads: int, head: int, cau
     np.testing.assert_array_equal(_z(figures["sim"]), expected.numpy())
     relative = relative_positions(length, device="cpu").numpy()
     np.testing.assert_array_equal(_z(figures["rel"]), relative)
-    # hover of the similarity and the ALiBi bias carries the distance |j - i|
-    for name in ("sim", "alibi"):
+    # hover of the similarity and the ALiBi bias carries the distance |j - i| (the canvas computes it: {a} = |x − y|)
+    assert "|j − i| = {a}" in figures["sim"]["lines"] and figures["sim"]["x_first"] == figures["sim"]["y_first"] == 0
+    for name in ("alibi",):
         hover = decode(figures[name]["data"][0]["customdata"])
         assert hover.dtype.kind == "u"  # unsigned: signed int16 nearly doubles the bytes sent
         np.testing.assert_array_equal(hover[..., 0], np.abs(relative))
@@ -231,3 +240,36 @@ def test_the_shift_canvas_draws_its_plotly_twins_values_bit_for_bit(link):
     np.testing.assert_array_equal(decode(after["above"]), decode(twin["data"][2]["error_y"]["array"]))
     np.testing.assert_array_equal(decode(after["below"]), decode(twin["data"][2]["error_y"]["arrayminus"]))
     assert [p["title"] for p in shown["panels"]] == [a["text"] for a in twin["layout"]["annotations"]]
+
+
+@pytest.mark.parametrize("length, d_model, projected", [(512, 512, False), (64, 64, True), (96, 64, False)])
+def test_each_canvas_map_shows_its_plotly_twins_values_and_colours(length, d_model, projected):
+    """The maps the page draws on the canvas (redrawn in place on an L or d_model move) hold exactly the values of
+    their plotly twins (relviz.show's figures, the page's before), bit for bit, over the same colour scale and range."""
+    from relviz.figures.absolute import relative_figure, sinusoidal_encoding_map, sinusoidal_similarity_map
+    from relviz.figures.toeplitz_colours import hex_palette, palette_256
+
+    figures = _figures(_run(abs_L=str(length), abs_d=str(d_model), abs_proj=str(projected).lower()))
+    twins = {"pe": sinusoidal_encoding_map(length, d_model),
+             "sim": sinusoidal_similarity_map(length, d_model, projected=projected),
+             "rel": relative_figure(relative_positions(length, device="cpu").numpy().astype(np.int16))}
+    for name, twin in twins.items():
+        shown, spec = figures[name], json.loads(twin.to_json())
+        assert is_canvas(shown), name
+        trace = spec["data"][0]
+        z = decode(trace["z"])
+        values = canvas_values(shown)
+        np.testing.assert_array_equal(values, z)
+        # float32 stays float32; j − i is shown as the integer it is (plotly carries it as float32)
+        assert values.dtype == z.dtype or (name == "rel" and values.dtype.kind == "i"), name
+        if "zmin" in trace:
+            assert (shown["colour"]["zmin"], shown["colour"]["zmax"]) == (trace["zmin"], trace["zmax"]), name
+        elif "zmid" in trace:                                        # plotly: symmetric about zmid
+            half = float(np.abs(z.astype(np.float64) - trace["zmid"]).max())
+            assert (shown["colour"]["zmin"], shown["colour"]["zmax"]) == (trace["zmid"] - half, trace["zmid"] + half)
+        else:
+            assert (shown["colour"]["zmin"], shown["colour"]["zmax"]) == (float(z.min()), float(z.max())), name
+        assert shown["palette"] == hex_palette(palette_256(trace["colorscale"])), name
+        assert (shown["x_title"], shown["y_title"]) == (spec["layout"]["xaxis"]["title"]["text"],
+                                                        spec["layout"]["yaxis"]["title"]["text"]), name
+        assert shown["bar_below"], name                               # labels level in a third of a narrow page

@@ -119,7 +119,13 @@ def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
     if payload is None:
         show_figure(view.figure, key=key)
         return
-    _toeplitz_canvas()(key=key, data=payload() | {"name": name, "toolbar": not presenting()}, width="stretch",
+    show_canvas(payload(), key=key, name=name)
+
+
+def show_canvas(payload: dict, *, key: str, name: str = "relviz") -> None:
+    """Draw a picture's payload (``.payload()`` of a figures.toeplitz_canvas image, kept by a page's cache) with the
+    canvas component."""
+    _toeplitz_canvas()(key=key, data=payload | {"name": name, "toolbar": not presenting()}, width="stretch",
                        height="content")
 
 

@@ -14,7 +14,9 @@
 //   recomputed.
 // data.kind == "grid": any rows × cols map (relviz.figures.toeplitz_canvas.GridImage): pixels and values are
 //   base64, one uint8 colour index and one float32 value per cell, row-major; an optional outlined block
-//   of cells; hover lines name {y} (the row's label, y_first + r), {x} and {v} (the value).
+//   of cells; hover lines name {y} (the row's label, y_first + r), {x}, {a} (|x − y|: a distance) and {v} (the value).
+// data.bar_below (any kind): the colour bar lies under the picture, its labels horizontal (a map in a third of
+//   the page: a bar at the right took ~70 of ~190 px at 1024 px wide).
 
 // Streamlit 1.67 names its web font "Source Sans" (without it in the list the canvas drew in Arial: defect 8)
 const FONT = "'Source Sans', 'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
@@ -210,22 +212,28 @@ function layout(state, ctx, width) {
   const yLabelWidth = Math.max(ctx.measureText(minus(String(lastRow))).width, ctx.measureText(minus(String(firstLabel))).width);
   const top = data.title ? (data.subtitle ? 58 : 40) : 26; // room for the PNG button above the picture
   const left = 8 + font + 8 + yLabelWidth + 6;
-  const bottom = 6 + font + 8 + font + 10;
-  // colour bar: gap, bar, tick labels, rotated title
-  const barLabels = colourBarTicks(data).map(t => ctx.measureText(t.label).width);
-  const barWidth = 14;
-  const right = 14 + barWidth + 5 + Math.max(20, ...barLabels) + 8 + font + 6;
+  const below = !!data.bar_below;
+  const barWidth = below ? 12 : 14;
+  // below: the bar, its labels and its title under the key axis's title
+  const bottom = 6 + font + 8 + font + 10 + (below ? 6 + barWidth + 4 + font + 4 + font + 6 : 0);
+  // colour bar at the right: gap, bar, tick labels, rotated title
+  const barLabels = below ? [] : colourBarTicks(data).map(t => ctx.measureText(t.label).width);
+  const right = below ? 12 : 14 + barWidth + 5 + Math.max(20, ...barLabels) + 8 + font + 6;
   const areaW = Math.max(40, width - left - right), areaH = Math.max(40, height - top - bottom);
   const cell = Math.min(areaW / cols, areaH / rows);
   const w = cell * cols, h = cell * rows;
   // square cells: a narrow column shortens the picture instead of leaving empty space below it
   const used = Math.min(height, Math.ceil(top + h + bottom));
   const x0 = left, y0 = top;
+  if (below) {
+    return {width, height: used, font, rows, cols, cell, x0, y0, w, h, rowFirst, colFirst, below, barWidth,
+            barX: x0, barY: y0 + h + 6 + font + 8 + font + 10 + 6, barH: barWidth, barW: w};
+  }
   return {width, height: used, font, rows, cols, cell, x0, y0, w, h, rowFirst, colFirst, barWidth,
           barX: x0 + w + 14, barY: y0, barH: h};
 }
 
-function colourBarTicks(data) {
+function colourBarTicks(data, most = 6) {
   const c = data.colour;
   if (c.kind === "discrete") {
     const n = c.hi - c.lo + 1;
@@ -233,7 +241,7 @@ function colourBarTicks(data) {
   }
   const span = c.zmax - c.zmin;
   if (!(span > 0)) return [{frac: 0.5, label: format(c.zmin, ".3g")}];
-  const step = niceStep(span, 6);
+  const step = niceStep(span, most);
   const ticks = [];
   for (let v = Math.ceil(c.zmin / step) * step; v <= c.zmax + step * 1e-9; v += step) {
     const rounded = Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12));
@@ -320,6 +328,7 @@ function drawOutline(ctx, L, o) {
 }
 
 function drawColourBar(ctx, L, data, text) {
+  if (L.below) { drawColourBarBelow(ctx, L, data, text); return; }
   const rgb = palette(data.palette);
   const n = rgb.length / 3;
   const c = data.colour;
@@ -344,6 +353,31 @@ function drawColourBar(ctx, L, data, text) {
   ctx.rotate(Math.PI / 2); ctx.textAlign = "center"; ctx.textBaseline = "middle";
   ctx.fillText(c.title || data.value_label, 0, 0);
   ctx.restore();
+}
+
+// The colour bar under the picture: lowest value at the left, labels under it, its title under them.
+function drawColourBarBelow(ctx, L, data, text) {
+  const rgb = palette(data.palette);
+  const n = rgb.length / 3;
+  for (let k = 0; k < n; k++) {
+    const x0 = L.barX + L.barW * k / n, x1 = L.barX + L.barW * (k + 1) / n;
+    ctx.fillStyle = "rgb(" + rgb[3 * k] + "," + rgb[3 * k + 1] + "," + rgb[3 * k + 2] + ")";
+    ctx.fillRect(Math.floor(x0), L.barY, Math.ceil(x1) - Math.floor(x0), L.barH);
+  }
+  ctx.fillStyle = text;
+  ctx.font = (L.font - 1) + "px " + FONT;
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  // as many labels as fit side by side (a label ~40 px wide), never one over another
+  const ticks = colourBarTicks(data, Math.max(3, Math.floor(L.barW / 48)));
+  let last = -Infinity;
+  for (const t of ticks) {
+    const x = L.barX + L.barW * t.frac, half = ctx.measureText(t.label).width / 2;
+    if (x - half < last + 4) continue;
+    ctx.fillText(t.label, Math.min(Math.max(x, L.barX + half - 6), L.barX + L.barW + 6 - half), L.barY + L.barH + 4);
+    last = x + half;
+  }
+  ctx.font = L.font + "px " + FONT;
+  ctx.fillText(data.colour.title || data.value_label, L.barX + L.barW / 2, L.barY + L.barH + 4 + L.font + 4);
 }
 
 function draw(state, fresh) {
@@ -401,6 +435,7 @@ function hoverLines(state, r, c) {
     return data.lines.map(line => line.replace(/\{(\w+)\}/g, (_, name) => {
       if (name === "y") return minus(data.y_first + r);
       if (name === "x") return minus(data.x_first + c);
+      if (name === "a") return String(Math.abs(data.x_first + c - data.y_first - r));
       return name === "v" ? format(value, data.format) : "";
     }));
   }

@@ -9,6 +9,8 @@ matrix travels twice. Nothing here imports streamlit.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import plotly.graph_objects as go
 import torch
@@ -24,6 +26,9 @@ from relviz.absolute import (
     sinusoidal_similarity_per_offset,
 )
 from relviz.figures.heatmap import legend_below_axis, matrix_heatmap, readable
+from relviz.figures.toeplitz_canvas import GRID_MAX_ASPECT, GridImage, ToeplitzImage, grid_image, toeplitz_image
+from relviz.figures.toeplitz_colours import levels_256, palette_256
+from relviz.figures.toeplitz_window import OFFSET_LABEL
 from relviz.figures.xy_canvas import PANEL_TITLE_PX, XYImage, XYPanel, XYTrace, xy_image
 
 CPU = "cpu"  # figures are drawn from CPU tensors whatever the default device is
@@ -93,6 +98,43 @@ def relative_figure(relative: np.ndarray, *, height: int = 430) -> go.Figure:
         relative, x=np.arange(k_len), y=np.arange(q_len), hover={}, hover_value=True, value_label="j − i",
         colorscale="PuOr", zmid=0.0, height=height, validate=False)
     return _bar_below(figure)
+
+
+# The three maps for the canvas component (relviz.figures.toeplitz_canvas), each its plotly twin's values, colours
+# and hover: a move of L or d_model redraws them in place (a changed plotly heatmap is a new chart, drawn anew;
+# at 512 × 512 two changed maps were 4.2 MB of plotly JSON), and the colour bar below keeps its labels level in a
+# third of a 1024 px page (plotly tilted them there). None where the twin must draw (a map over twice as long as
+# it is wide: square cells would leave it a sliver).
+
+
+def encoding_canvas(pe: np.ndarray, *, height: int = 430) -> GridImage | None:
+    """:func:`encoding_figure` for the canvas: RdBu_r over −1 … 1, hover p, d and the value."""
+    if max(pe.shape) > GRID_MAX_ASPECT * min(pe.shape):
+        return None
+    return GridImage(pe, levels_256(pe, -1.0, 1.0), tuple(palette_256("RdBu_r")),
+                     {"kind": "continuous", "zmin": -1.0, "zmax": 1.0}, "PE[p, d]",
+                     ("p = {y}", "d = {x}", "PE[p, d] = {v}"), x_title="dimension d", y_title="position p",
+                     height=height, bar_below=True)
+
+
+def similarity_canvas(similarity: np.ndarray, *, value_label: str, diverging: bool = False,
+                      height: int = 430) -> GridImage:
+    """:func:`similarity_figure` for the canvas: Viridis over min … max, or RdBu_r symmetric about 0
+    (``diverging``); hover i, j, |j − i| (computed in the browser) and the value."""
+    image = grid_image(similarity, value_label=value_label,
+                       lines=("i = {y}", "j = {x}", "|j − i| = {a}", f"{value_label} = {{v}}"), discrete_range=None,
+                       colorscale="RdBu_r" if diverging else "Viridis", zmid=0.0 if diverging else None,
+                       x_title="position j", y_title="position i", height=height)
+    return dataclasses.replace(image, bar_below=True)
+
+
+def relative_canvas(length: int, *, height: int = 430) -> ToeplitzImage:
+    """:func:`relative_figure` of j − i at ``length`` for the canvas: one value per offset (2L − 1 numbers,
+    not L²), PuOr symmetric about 0, hover i, j, j − i."""
+    per_offset = np.arange(-(length - 1), length, dtype=np.int16)
+    image = toeplitz_image(per_offset, length, length, value_label=OFFSET_LABEL, colorscale="PuOr", zmid=0.0,
+                           height=height)
+    return dataclasses.replace(image, bar_below=True)
 
 
 @readable

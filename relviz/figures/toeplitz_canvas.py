@@ -52,6 +52,7 @@ class ToeplitzImage:
     height: int = 430
     x_title: str = KEY_AXIS
     y_title: str = QUERY_AXIS
+    bar_below: bool = False               # the colour bar under the picture (a map in a third of the page)
 
     @property
     def values(self) -> np.ndarray:
@@ -72,7 +73,7 @@ class ToeplitzImage:
             "lines": list(self.lines), "value_label": self.value_label, "title": self.title,
             "height": self.height, "x_title": self.x_title, "y_title": self.y_title,
             "font": READABLE_FONT, "title_font": READABLE_TITLE,
-        }
+        } | ({"bar_below": True} if self.bar_below else {})
 
 
 def toeplitz_image(
@@ -235,6 +236,7 @@ class GridImage:
     subtitle: str = ""
     outline: tuple[int, int, int, int] | None = None   # (row, col, rows, cols) of the outlined cells
     height: int = 420
+    bar_below: bool = False               # the colour bar under the picture (a map in a third of the page)
 
     def payload(self) -> dict:
         """The JSON the canvas component reads: rows · cols colour indices and values, base64."""
@@ -249,7 +251,7 @@ class GridImage:
             "outline": None if self.outline is None else dict(zip(("row", "col", "rows", "cols"), self.outline)),
             "value_label": self.value_label, "title": self.title, "subtitle": self.subtitle, "height": self.height,
             "x_title": self.x_title, "y_title": self.y_title, "font": READABLE_FONT, "title_font": READABLE_TITLE,
-        }
+        } | ({"bar_below": True} if self.bar_below else {})
 
 
 def grid_image(values: np.ndarray, *, value_label: str, lines: Sequence[str], discrete_range: tuple[int, int] | None,
