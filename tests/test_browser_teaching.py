@@ -280,3 +280,30 @@ def test_pages_load_nothing_from_outside_the_app_server(projector):
         page.remove_listener("request", listener)
     assert icons and all(icon.startswith(("data:", base)) for icon in icons), icons
     assert outside == []
+
+
+def test_an_absolute_shift_move_redraws_its_canvas_in_place_with_the_hover_in_the_browser(projector):
+    """The shift figure is drawn by relviz's xy canvas (relviz/components/xy_canvas.js): an arrow key on the shift
+    redraws the same element (its draw counter goes on, a mark set on it stays), where the plotly figure it replaced
+    was a new chart on every move; its titles name the new shift, and hovering the right panel gives j − i and the
+    dot product there."""
+    base, page = projector
+    _open(page, f"{base}/absolute?abs_L=64&abs_d=64&abs_shift=10")
+    root = page.locator(".st-key-abs_fig_shift .relviz-xy")
+    root.wait_for(timeout=60000)
+    root.scroll_into_view_if_needed()
+    before = int(root.get_attribute("data-draws"))
+    root.evaluate("r => { r.dataset.mark = 'kept'; }")
+    assert root.locator("canvas").get_attribute("aria-label").startswith("absolute: PE(i + 10) − PE(i)")
+    page.get_by_role("slider", name="shift the whole sequence by s").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("""() => [...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)
+        .map(s => s.querySelector('.relviz-xy canvas')).filter(Boolean)
+        .some(c => c.getAttribute('aria-label').startsWith('absolute: PE(i + 11) − PE(i)'))""", timeout=60000)
+    assert root.get_attribute("data-mark") == "kept" and int(root.get_attribute("data-draws")) > before
+    assert page.locator(".st-key-abs_fig_shift .js-plotly-plot").count() == 0
+    canvas = root.locator("canvas").bounding_box()
+    root.locator("canvas").hover(position={"x": canvas["width"] * 0.8, "y": canvas["height"] * 0.4})
+    tip = root.locator(".relviz-tooltip")
+    tip.wait_for(state="visible", timeout=10000)
+    assert "j − i = " in tip.inner_text()
