@@ -314,7 +314,20 @@ def cases(model_type: str, fields: Iterable[str] = FIELDS) -> list[SettingCase]:
 
 
 def classify(case: SettingCase) -> Result:
-    """The case read by relviz, then held against what transformers runs."""
+    """The case read by relviz, then held against what transformers runs.
+
+    On one torch thread (restored after): every tensor here is tiny, and a second thread's hand-off costs more than
+    the op on a loaded machine (a cos of 12 × 64 floats: 0.03 ms on one thread, 3 ms on two at load 4), which kept
+    the sweep over every family from finishing in 1,300 s."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _classify(case)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _classify(case: SettingCase) -> Result:
     start = time.perf_counter()
     try:
         read_plan(case.config)
@@ -341,21 +354,8 @@ def search(families: Iterable[str], *, seed: int = 0, per_field: int | None = No
            fields: Iterable[str] = FIELDS, progress: Callable[[str, list[Result]], None] | None = None
            ) -> list[Result]:
     """The cases of ``families``, at most ``per_field`` per field varied (drawn with ``seed``; None: all);
-    ``progress(model_type, its results)`` after each family's cases.
-
-    On one torch thread (restored after): every tensor here is tiny, and a second thread's hand-off costs more than
-    the op on a loaded machine (a cos of 12 × 64 floats: 0.03 ms on one thread, 3 ms on two at load 4), which kept
-    the sweep over every family from finishing in 1,300 s."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return _search(families, seed, per_field, tuple(fields), progress)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _search(families: Iterable[str], seed: int, per_field: int | None, fields: tuple[str, ...],
-            progress: Callable[[str, list[Result]], None] | None) -> list[Result]:
+    ``progress(model_type, its results)`` after each family's cases."""
+    fields = tuple(fields)
     families = list(dict.fromkeys(families))
     pool: dict[str, list[SettingCase]] = {f: [] for f in fields}
     for model_type in families:
