@@ -226,6 +226,8 @@ if active is not None:
     config, task = active.config, active.task
     with st.sidebar:
         st.subheader("Close-up")
+        controls.note_range(f"{P}_layer", 1, config.n_layers)   # a link's layer 9 names this checkpoint's range
+        controls.note_range(f"{P}_head", 1, config.n_heads)
         layer = int(st.segmented_control("layer", list(range(1, config.n_layers + 1)), default=1, required=True,
                                          key=f"{P}_layer", bind="query-params") or 1) - 1
         head = int(st.segmented_control("head", list(range(1, config.n_heads + 1)), default=1, required=True,
@@ -397,9 +399,12 @@ def training_request() -> TrainingRequest:
         scheme = st.selectbox("scheme", names, index=names.index(DEFAULT_SCHEME), key=f"{P}_tsch",
                               bind="query-params", help="; ".join(f"{k}: {v.summary}" for k, v in REGISTRY.items()))
         # The scheme's own parameters, each a slider over the range its module declares for the app.
+        params = scheme_caps(get_scheme(scheme))
+        for param in params:
+            controls.note_range(f"{P}_t_{param.name}", *param.slider_range)
         scheme_params = {param.name: st.slider(param.label or param.help, *param.slider_range, param.default,
                                                key=f"{P}_t_{param.name}", bind="query-params")
-                         for param in scheme_caps(get_scheme(scheme))}
+                         for param in params}
     with c2:
         task_name = st.selectbox("task", list(TASKS), key=f"{P}_ttask", bind="query-params",
                                  help="; ".join(f"{k}: {cls.summary}" for k, cls in TASKS.items()))

@@ -354,6 +354,7 @@ with display.user_errors():
         display.show_figure(bias_curve_figure(curve), key=f"{P}_fig_t5curve")
         st.caption(curve.caption)
         h1, h2 = st.columns(2)
+        controls.clamp_state(f"{P}_head", 1, t5.heads)
         head = int(h1.slider("head", 1, t5.heads, 1, key=f"{P}_head", bind="query-params"))
         L = int(h2.slider("positions L", 8, 256, 64, step=8, key=f"{P}_L", bind="query-params"))  # noqa: N816
         per_offset = table_bias.bias_per_offset(L, L)[head - 1].numpy()                      # [2L − 1]
@@ -364,6 +365,7 @@ with display.user_errors():
     if absolute is not None and absolute.table is not None:
         st.subheader("Learned absolute positions")
         table = positions.position_embeddings()
+        controls.clamp_state(f"{P}_n", 8, min(512, table.shape[0]))
         n = int(st.slider("positions compared", 8, min(512, table.shape[0]), min(128, table.shape[0]), step=8,
                           key=f"{P}_n", bind="query-params"))
         learned = hf.learned_similarity(positions, n)

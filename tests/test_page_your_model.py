@@ -33,6 +33,19 @@ def charts(at) -> list[dict]:
     return [figure_json(c) for c in at.get("plotly_chart")]
 
 
+@pytest.mark.parametrize("link, key, value, lo, hi", [
+    ({"ym_model": "tiny-t5", "ym_stack": "decoder"}, "ym_head", 20, 1, 2),   # the tiny T5 has 2 heads
+    ({"ym_model": "gpt"}, "ym_n", 256, 8, 32),                              # and the tiny GPT-2 32 positions
+])
+def test_a_link_value_outside_the_weights_range_is_refused_naming_it(listed, link, key, value, lo, hi):
+    """The weights' controls (tests/test_link_ranges.py sweeps the other dynamic keys)."""
+    at = run_page("your_model", timeout=120, **link, **{key: value})
+    slider = at.slider(key=key)
+    assert (slider.min, slider.max) == (lo, hi)
+    assert any(f"({key} must be from {lo} to {hi} with the page's other settings; got '{value}')" in w.value
+               for w in at.warning), [w.value for w in at.warning]
+
+
 def test_t5_bias_map_is_what_the_model_adds(listed):
     from transformers import T5Model
 

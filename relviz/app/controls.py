@@ -11,8 +11,35 @@ import streamlit as st
 from relviz.app.page_limits import MAX_LENGTH
 
 
+#: session state: URL key of a control whose range follows the page's other settings -> the (lo, hi) it took when last
+#: drawn. relviz.app.links names it when a link's value fell outside (the link schema only knows the widest range).
+_RUN_RANGES = "_relviz_run_ranges"
+
+
+def note_range(key: str, lo: float, hi: float) -> None:
+    """Record the range the control bound to ``key`` takes in this run (a range that depends on other settings: a
+    checkpoint's layers, a matrix's rows), so a link's value outside it is refused naming the range."""
+    st.session_state.setdefault(_RUN_RANGES, {})[key] = (lo, hi)
+
+
+def run_range_problem(key: str, value: str) -> str | None:
+    """What the control bound to ``key`` took in this run (note_range), when the link's ``value`` lies outside it;
+    None when no range was recorded or the value is inside it (then the schema's message, or none, applies)."""
+    recorded = st.session_state.get(_RUN_RANGES, {}).get(key)
+    if recorded is None:
+        return None
+    lo, hi = recorded
+    try:
+        if lo <= float(value) <= hi:
+            return None
+    except ValueError:
+        return None
+    return f"{key} must be from {lo:,} to {hi:,} with the page's other settings; got {value[:40]!r}"
+
+
 def clamp_state(key: str, lo: int, hi: int) -> None:
-    """Before a widget with dynamic bounds is drawn: pull its kept value back inside [lo, hi]."""
+    """Before a widget with dynamic bounds is drawn: pull its kept value back inside [lo, hi] (and note the range)."""
+    note_range(key, lo, hi)
     value = st.session_state.get(key)
     if value is not None and not lo <= value <= hi:
         st.session_state[key] = min(max(value, lo), hi)

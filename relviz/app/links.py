@@ -117,10 +117,12 @@ def checked_link_values() -> Iterator[None]:
                 if (kept[-1] if kept else None) == value:
                     continue
                 if not _value_matches(value, st.session_state.get(key)):
+                    from relviz.app.controls import run_range_problem
                     from relviz.app.link_schema import range_problem  # plain numbers: no torch
 
-                    dropped.setdefault(f"{key}={value[:24]}",
-                                       range_problem(key, value) or "not a value this control takes")
+                    # the schema's range, or the narrower one the control took in this run (a checkpoint's layers)
+                    dropped.setdefault(f"{key}={value[:24]}", range_problem(key, value) or
+                                       run_range_problem(key, value) or "not a value this control takes")
         if dropped:
             items = "; ".join(f"`{item}` ({why})" for item, why in dropped.items())
             slot.warning(f"Ignored in the link: {items}. Those controls use their defaults.",
