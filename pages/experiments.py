@@ -16,7 +16,7 @@ from relviz.figures.experiments import (
     extrapolation_figure,
     memory_wall_figure,
     offset_detail,
-    offset_overview,
+    offset_overview_canvas,
     shaw_reference_figure,
     time_figure,
 )
@@ -58,10 +58,13 @@ def live_json(rows: list | None) -> str | None:
     return json.dumps(rows, sort_keys=True) if rows is not None else None
 
 
-@st.cache_resource(**FIGURE_CACHE)
-def overview_fig(path: str, mtime: float, size: int, threshold: float) -> go.Figure:
-    fig = offset_overview(section_of(path, mtime, size, "offset_resolution"), threshold)
-    return titled(fig, f"Offset resolution: mean accuracy over seeds · ✓ = at least {threshold:.0%}", None)
+@st.cache_resource(max_entries=16, show_spinner=False)
+def overview_payload(path: str, mtime: float, size: int, threshold: float) -> dict:
+    """The overview for the canvas component (read-only, shared): a threshold move redraws that element in place,
+    where a new plotly figure was a new chart that plotly.js drew from scratch (issue 34)."""
+    return offset_overview_canvas(section_of(path, mtime, size, "offset_resolution"), threshold,
+                                  title=f"Offset resolution: mean accuracy over seeds · ✓ = at least {threshold:.0%}"
+                                  ).payload()
 
 
 @st.cache_resource(**FIGURE_CACHE)
@@ -128,7 +131,7 @@ def resolved_overview(key: tuple, section: dict) -> None:
     threshold = float(st.slider("accuracy that counts as \"resolved\"", 0.5, 1.0, 0.9, 0.05, key=f"{P}_thr",
                                 bind="query-params", format="%.2f",
                                 help="Cells at or above it get a ✓; the text below counts them."))
-    display.show_figure(overview_fig(*key, threshold), key=f"{P}_fig_overview")
+    display.show_grid_panels(overview_payload(*key, threshold), key=f"{P}_fig_overview")
     st.markdown(ex.INTRO)  # below the main picture, so the picture is on a projector's first screen
     st.caption(PROVENANCE)
     st.markdown(ex.ONE_LAYER)

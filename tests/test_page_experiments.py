@@ -3,6 +3,7 @@ redraws the overview, a broken or missing results file is an st.error (not a cra
 live cells overlay a rerun on the stored curves."""
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -31,8 +32,16 @@ def traces(figure: dict, kind: str | None = None) -> list[dict]:
     return [t for t in figure["data"] if kind is None or t.get("type") == kind]
 
 
-def checks(figure: dict) -> int:
-    return sum(len(t.get("text") or []) for t in traces(figure, "scatter") if t.get("mode") == "text")
+def overview(at: AppTest) -> dict:
+    """The offset-resolution overview as the grid canvas component receives it (relviz.figures.grid_canvas)."""
+    shown = [json.loads(c.proto.json) for c in at.get("bidi_component") if c.proto.component_name == "relviz_grid_canvas"]
+    assert len(shown) == 1, len(shown)
+    return shown[0]
+
+
+def checks(payload: dict) -> int:
+    """How many cells carry the ✓ mark, over every panel."""
+    return sum(int(np.frombuffer(base64.b64decode(panel["marks"]), dtype=np.uint8).sum()) for panel in payload["panels"])
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +63,16 @@ def test_renders_the_shipped_results(monkeypatch):
     assert not at.error
     data = ex.load_results()
     figures = charts(at)
-    overview = find(figures, "Offset resolution")
+    shown = overview(at)
+    assert shown["title"].startswith("Offset resolution")
     offset = data["experiments"]["offset_resolution"]
-    for panel, layers in zip(traces(overview, "heatmap"), offset["setup"]["layers"]):
-        _, _, rows = ex.offset_matrix(offset, layers)
-        assert np.allclose(decode(panel["z"]), np.array(rows, dtype=np.float32))
+    for panel, layers in zip(shown["panels"], offset["setup"]["layers"]):
+        settings, shifts, rows = ex.offset_matrix(offset, layers)
+        assert shown["rows"] == [s.label for s in settings] and panel["columns"] == [str(s) for s in shifts]
+        levels = np.frombuffer(base64.b64decode(panel["levels"]), dtype=np.uint8)
+        assert np.array_equal(levels, np.rint(np.array(rows, dtype=np.float32).ravel() * 255))   # colour over [0, 1]
     passing = sum(v >= 0.9 for n in offset["setup"]["layers"] for row in ex.offset_matrix(offset, n)[2] for v in row)
-    assert checks(overview) == passing
+    assert checks(shown) == passing
     for title in ("Accuracy against shift s", "Accuracy against evaluation length", "The memory wall",
                   "Forward time", "Shaw et al., Table 2"):
         find(figures, title)
@@ -73,11 +85,11 @@ def test_renders_the_shipped_results(monkeypatch):
 
 def test_threshold_slider_redraws_the_overview(monkeypatch):
     at = run(monkeypatch, ex_thr=0.5)
-    low = checks(find(charts(at), "Offset resolution"))
+    low = checks(overview(at))
     at.slider(key="ex_thr").set_value(1.0).run()
-    high = checks(find(charts(at), "Offset resolution"))
+    high = checks(overview(at))
     assert high < low
-    assert "at least 100%" in find(charts(at), "Offset resolution")["layout"]["title"]["text"]
+    assert "at least 100%" in overview(at)["title"]
 
 
 def test_detail_chart_draws_bucket_edges_for_the_chosen_settings(monkeypatch):

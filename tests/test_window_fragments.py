@@ -130,6 +130,20 @@ def test_a_skew_length_move_reruns_the_steps_fragment_and_draws_what_a_fresh_lin
     assert not set(runs["moved"]["texts"]) <= set(runs["opened"]["texts"])
 
 
+def test_an_experiments_threshold_move_redraws_the_same_canvas_as_a_fresh_link_draws(base):
+    """The overview is drawn by the grid canvas (relviz.figures.grid_canvas): a threshold move reruns its fragment
+    alone and sends the same canvas element (its id unchanged: redrawn in place) with what a fresh link draws."""
+    from relviz import experiments as ex
+
+    runs = _check_fragment_move(base, "experiments", {"ex_thr": 0.5}, "ex_thr", 0.55,
+                                outside=[ex.OFFSET_CHART[:60], ex.EXTRAPOLATION_CHART[:60]])
+    opened, moved, fresh = runs["opened"], runs["moved"], runs["fresh"]
+    canvas = [i for i in opened["chart_ids"] if i.endswith("-ex_fig_overview")]
+    assert len(canvas) == 1 and moved["chart_ids"] == canvas                  # the one chart the move sends
+    assert json.loads(moved["charts"][0])["kind"] == "grid_panels"
+    assert moved["charts"][0] == fresh["charts"][fresh["chart_ids"].index(canvas[0])]
+
+
 async def _element_paths(base: str, page: str, query: str) -> dict[str, tuple[int, ...]]:
     """A first run's keyed elements: the key -> where the element sits on the page (its delta path: in page order)."""
     BackMsg, ForwardMsg, _ = streamlit_protos()

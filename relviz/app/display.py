@@ -13,7 +13,7 @@ import streamlit as st
 
 from relviz.app import internals
 from relviz.app.lecture_mode import presenting
-from relviz.components import toeplitz_canvas_js, xy_canvas_js
+from relviz.components import grid_canvas_js, toeplitz_canvas_js, xy_canvas_js
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
                    "Negative: the key lies in the past of the query; positive: in its future.")
@@ -140,6 +140,20 @@ def show_xy(payload: dict, *, key: str) -> None:
     if _xy_component is None:
         _xy_component = st.components.v2.component(_XY, js=xy_canvas_js())
     _xy_component(key=key, data=payload, width="stretch", height="content")
+
+
+_GRID = "relviz_grid_canvas"
+_grid_component = None
+
+
+def show_grid_panels(payload: dict, *, key: str) -> None:
+    """Draw a GridPanels payload (relviz.figures.grid_canvas: labelled heatmaps in panels, with marks) with the grid
+    canvas component (relviz/components/grid_canvas.js): a move that changes it redraws the same element in place.
+    No PNG button while a tour is on a projector, as the other charts."""
+    global _grid_component
+    if _grid_component is None:
+        _grid_component = st.components.v2.component(_GRID, js=grid_canvas_js())
+    _grid_component(key=key, data=payload | {"toolbar": not presenting()}, width="stretch", height="content")
 
 
 def code_for_this_view(code: str, *, note: str = "", key: str | None = None) -> None:

@@ -5,6 +5,8 @@ matrix, or its pooled overview, on a canvas from per-offset values, with hover c
 browser. A slider move then sends O(rows + cols) numbers instead of one hover record per cell.
 ``xy_canvas.js``: bars, lines and markers with their min … max against x, in panels (figures.xy_canvas.XYImage),
 drawn in place when a slider changes them (a changed plotly figure is a new chart, drawn from scratch).
+``grid_canvas.js``: labelled heatmaps in panels with a mark in chosen cells (figures.grid_canvas.GridPanels), drawn in
+place: the Experiments page's overview, whose ✓ marks its threshold moves.
 """
 from __future__ import annotations
 
@@ -24,3 +26,9 @@ def toeplitz_canvas_js() -> str:
 def xy_canvas_js() -> str:
     """The xy component's JavaScript module (see the file's header)."""
     return (HERE / "xy_canvas.js").read_text(encoding="utf-8")
+
+
+@cache
+def grid_canvas_js() -> str:
+    """The grid component's JavaScript module (see the file's header)."""
+    return (HERE / "grid_canvas.js").read_text(encoding="utf-8")

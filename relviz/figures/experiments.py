@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from relviz.figures.grid_canvas import GridPanel, GridPanels
 from relviz.figures.heatmap import legend_below_axis, readable
 from relviz.experiments import (
     IMPLEMENTATIONS,
@@ -70,30 +71,43 @@ def setting_colours(settings: list[dict[str, Any]]) -> dict[str, str]:
 # 1. Offset resolution
 
 
+def _layers(n: int) -> str:
+    return f"{n} layer{'s' if n > 1 else ''}"
+
+
+def _overview_cells(section: dict[str, Any], n: int) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """One panel of the overview at ``n`` layers: row labels, column labels (the shifts), mean accuracy [rows, cols]
+    as stored (float64: the ✓ compares these with the threshold, as the reading does) and per cell (min, max, std,
+    most steps taken) [rows, cols, 4] in float32, as the figure sends them."""
+    lookup = {(r["setting"], r["layers"], r["s"]): r for r in section["results"]}
+    settings, shifts, rows = offset_matrix(section, n)
+    custom = np.array([[[lookup[(st.id, n, s)]["min"], lookup[(st.id, n, s)]["max"],
+                         lookup[(st.id, n, s)]["std"], max(lookup[(st.id, n, s)]["steps"])]
+                        for s in shifts] for st in settings], dtype=np.float32)
+    return [s.label for s in settings], [str(s) for s in shifts], np.array(rows, dtype=np.float64), custom
+
+
+def overview_title(threshold: float) -> str:
+    return f"Mean accuracy over seeds · ✓ = at least {threshold:.0%}"
+
+
 @readable
 def offset_overview(section: dict[str, Any], threshold: float, *, height: int = 380) -> go.Figure:
     """Mean accuracy per (setting, s), one panel per layer count; ✓ marks cells ≥ threshold."""
     layers = section["setup"]["layers"]
     fig = make_subplots(rows=1, cols=len(layers), shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=[f"{n} layer{'s' if n > 1 else ''}" for n in layers])
-    lookup = {(r["setting"], r["layers"], r["s"]): r for r in section["results"]}
+                        subplot_titles=[_layers(n) for n in layers])
     for col, n in enumerate(layers, start=1):
-        settings, shifts, rows = offset_matrix(section, n)
-        z = np.array(rows, dtype=np.float32)
-        labels = [s.label for s in settings]
-        xs = [str(s) for s in shifts]
-        custom = np.array([[[lookup[(st.id, n, s)]["min"], lookup[(st.id, n, s)]["max"],
-                             lookup[(st.id, n, s)]["std"], max(lookup[(st.id, n, s)]["steps"])]
-                            for s in shifts] for st in settings], dtype=np.float32)
+        labels, xs, mean, custom = _overview_cells(section, n)
         fig.add_trace(go.Heatmap(
-            z=z, x=xs, y=labels, zmin=0, zmax=1, colorscale="Viridis", customdata=custom,
+            z=mean.astype(np.float32), x=xs, y=labels, zmin=0, zmax=1, colorscale="Viridis", customdata=custom,
             colorbar=dict(title="accuracy", tickformat=".0%", len=0.9) if col == 1 else None,
             showscale=col == 1, xgap=1, ygap=1,
-            hovertemplate=("%{y}, " + f"{n} layer{'s' if n > 1 else ''}" + ", s = %{x} (answer at j − i = −%{x})"
+            hovertemplate=("%{y}, " + _layers(n) + ", s = %{x} (answer at j − i = −%{x})"
                            "<br>mean accuracy %{z:.1%} (3 seeds: %{customdata[0]:.1%}–%{customdata[1]:.1%}, "
                            "std %{customdata[2]:.3f})<br>most steps taken: %{customdata[3]:.0f}<extra></extra>")),
             row=1, col=col)
-        passing = [(x, y) for y, row in zip(labels, rows) for x, v in zip(xs, row) if v >= threshold]
+        passing = [(x, y) for y, row in zip(labels, mean.tolist()) for x, v in zip(xs, row) if v >= threshold]
         fig.add_trace(go.Scatter(
             x=[p[0] for p in passing], y=[p[1] for p in passing], mode="text", text=["✓"] * len(passing),
             textfont=dict(color="white", size=13), hoverinfo="skip", showlegend=False,
@@ -101,9 +115,29 @@ def offset_overview(section: dict[str, Any], threshold: float, *, height: int = 
         fig.update_xaxes(title_text="shift s", type="category", row=1, col=col)
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=70, b=40),
-                      title=dict(text=f"Mean accuracy over seeds · ✓ = at least {threshold:.0%}",
-                                 font=dict(size=14)))
+                      title=dict(text=overview_title(threshold), font=dict(size=14)))
     return fig
+
+
+def offset_overview_canvas(section: dict[str, Any], threshold: float, *, title: str | None = None,
+                           height: int = 380) -> GridPanels:
+    """:func:`offset_overview` for the canvas component (relviz.figures.grid_canvas): the same cells, colours over
+    [0, 1], ✓ marks and hover texts, redrawn in place when the threshold moves (a plotly figure is mounted anew)."""
+    panels = []
+    rows: list[str] = []
+    for n in section["setup"]["layers"]:
+        rows, xs, mean, custom = _overview_cells(section, n)
+        z = mean.astype(np.float32)     # what the colour and the hover show, as the plotly twin sends it
+        hover = tuple((f"{y}, {_layers(n)}, s = {x} (answer at j − i = −{x})",
+                       f"mean accuracy {float(z[r, c]):.1%} (3 seeds: {float(custom[r, c, 0]):.1%}–"
+                       f"{float(custom[r, c, 1]):.1%}, std {float(custom[r, c, 2]):.3f})",
+                       f"most steps taken: {float(custom[r, c, 3]):.0f}")
+                      for r, y in enumerate(rows) for c, x in enumerate(xs))
+        panels.append(GridPanel(_layers(n), tuple(xs), z, mean >= threshold, hover, x_title="shift s"))
+    ticks = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    return GridPanels(tuple(rows), tuple(panels), 0.0, 1.0, "accuracy", ticks, tuple(f"{t:.0%}" for t in ticks),
+                      title=overview_title(threshold) if title is None else title, height=height,
+                      name="offset_resolution_overview")
 
 
 @readable

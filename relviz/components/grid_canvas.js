@@ -1,0 +1,238 @@
+// relviz's grid canvas: heatmaps of labelled rows × labelled columns in panels side by side (one row axis, one
+// colour bar), with a mark drawn in chosen cells (relviz.figures.grid_canvas.GridPanels). Drawn in place when the
+// data change: a changed plotly figure is a new chart to Streamlit (its element id includes the spec), which
+// plotly.js mounts and draws from scratch; the Experiments page's threshold moved only the ✓ marks, and that
+// redraw was most of a move (~100 ms in Chromium).
+//
+// Streamlit (st.components.v2) calls the default export on mount and whenever the data change, with the same
+// parentElement: the state lives on that element. Every text is set with textContent or drawn, never parsed as
+// HTML. After each drawing the root carries data-draws (a counter) and the window receives "relviz:drawn" (the
+// slider bench listens), as relviz/components/toeplitz_canvas.js does.
+
+const FONT = "'Source Sans', 'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
+const STATES = new WeakMap();
+const GAP = 14;         // px between two panels
+const BAR = 14;         // the colour bar's width
+
+function decoded(b64) {
+  const text = atob(b64);
+  const bytes = new Uint8Array(text.length);
+  for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
+  return bytes;
+}
+
+function build(parent) {
+  const root = document.createElement("div");
+  root.className = "relviz-grid";
+  root.style.cssText = "position:relative;width:100%;font-family:" + FONT;
+  const canvas = document.createElement("canvas");
+  canvas.style.cssText = "display:block;cursor:crosshair";
+  const tip = document.createElement("div");
+  tip.className = "relviz-tooltip";
+  tip.setAttribute("role", "tooltip");
+  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:rgba(255,255,255,0.96);" +
+    "color:#262730;border:1px solid #555;border-radius:3px;padding:4px 7px;font-size:13px;line-height:1.35;" +
+    "white-space:nowrap;z-index:10;box-shadow:0 1px 4px rgba(0,0,0,0.2)";
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "relviz-download";
+  button.textContent = "\u2913 PNG";
+  button.title = "Download this picture as PNG (twice the size shown). It is drawn on a canvas, so PNG only.";
+  // as the app's other charts show their camera button: while the pointer is on the picture; none in a lecture
+  button.style.cssText = "position:absolute;top:2px;right:2px;font-size:12px;padding:1px 6px;opacity:0;" +
+    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer;transition:opacity .15s";
+  root.addEventListener("mouseenter", () => { button.style.opacity = "0.85"; });
+  root.addEventListener("mouseleave", () => { if (document.activeElement !== button) button.style.opacity = "0"; });
+  button.addEventListener("focus", () => { button.style.opacity = "0.85"; });
+  button.addEventListener("blur", () => { button.style.opacity = "0"; });
+  root.append(canvas, tip, button);
+  parent.appendChild(root);
+  const state = {root, canvas, tip, button, data: null, layout: null, draws: 0, signature: ""};
+  if (document.fonts && document.fonts.status !== "loaded") {
+    document.fonts.ready.then(() => { if (state.data) draw(state); });
+  }
+  button.addEventListener("click", () => download(state));
+  canvas.addEventListener("mousemove", event => hover(state, event));
+  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  let width = 0;
+  new ResizeObserver(() => {
+    const now = Math.round(root.getBoundingClientRect().width);
+    if (now && now !== width && state.data) { width = now; draw(state); }
+  }).observe(root);
+  return state;
+}
+
+// Where everything sits, in CSS px: the row labels at the left, the panels, the colour bar at the right.
+function layout(state, ctx, width) {
+  const data = state.data, font = data.font || 14;
+  ctx.font = font + "px " + FONT;
+  const labelW = Math.max(...data.rows.map(t => ctx.measureText(t).width));
+  const tickW = Math.max(...data.colour.ticktext.map(t => ctx.measureText(t).width));
+  const top = (data.title ? 34 : 8) + font + 12;          // the title, then the panels' titles
+  const bottom = 6 + font + 10 + font + 8;                 // tick labels, axis title
+  const left = labelW + 10;
+  const right = 16 + BAR + 6 + tickW + 8 + font + 4;      // the colour bar, its ticks and its title
+  const n = data.panels.length;
+  const panelW = Math.max(40, (width - left - right - GAP * (n - 1)) / n);
+  const h = Math.max(40, data.height - top - bottom);
+  const panels = data.panels.map((p, k) => ({x: left + k * (panelW + GAP), y: top, w: panelW, h,
+                                             cw: panelW / p.columns.length, ch: h / data.rows.length}));
+  return {width, height: data.height, font, top, left, panels, barX: width - right + 16};
+}
+
+function paint(state, ctx, L, scale) {
+  const data = state.data, font = L.font, palette = state.palette;
+  ctx.setTransform(scale, 0, 0, scale, 0, 0);
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, L.width, L.height);
+  ctx.fillStyle = "#262730";
+  ctx.textBaseline = "alphabetic";
+  if (data.title) {
+    ctx.font = "600 " + (data.title_font || 14) + "px " + FONT;
+    ctx.textAlign = "left";
+    ctx.fillText(data.title, 6, 22, Math.max(60, L.width - 80));   // the PNG button sits at the right
+  }
+  const muted = "#5c5f6b";
+  data.panels.forEach((p, k) => {
+    const box = L.panels[k], levels = state.levels[k], marks = state.marks[k];
+    ctx.font = font + "px " + FONT;
+    ctx.fillStyle = "#262730";
+    ctx.textAlign = "center";
+    ctx.textBaseline = "alphabetic";
+    ctx.fillText(p.title, box.x + box.w / 2, box.y - 8);
+    const cols = p.columns.length;
+    for (let r = 0; r < data.rows.length; r++) {
+      for (let c = 0; c < cols; c++) {
+        const level = levels[r * cols + c];
+        ctx.fillStyle = "rgb(" + palette[3 * level] + "," + palette[3 * level + 1] + "," + palette[3 * level + 2] + ")";
+        // a 1 px white gap between cells, as plotly's xgap / ygap
+        ctx.fillRect(box.x + c * box.cw + 0.5, box.y + r * box.ch + 0.5, box.cw - 1, box.ch - 1);
+      }
+    }
+    ctx.fillStyle = data.mark_colour || "#ffffff";
+    ctx.font = (data.mark_size || 13) + "px " + FONT;
+    ctx.textBaseline = "middle";
+    for (let r = 0; r < data.rows.length; r++) {
+      for (let c = 0; c < cols; c++) {
+        if (marks[r * cols + c]) ctx.fillText(data.mark, box.x + (c + 0.5) * box.cw, box.y + (r + 0.5) * box.ch);
+      }
+    }
+    ctx.textBaseline = "top";
+    ctx.fillStyle = muted;
+    ctx.font = (font - 1) + "px " + FONT;
+    p.columns.forEach((label, c) => ctx.fillText(label, box.x + (c + 0.5) * box.cw, box.y + box.h + 6));
+    ctx.fillText(p.x_title, box.x + box.w / 2, box.y + box.h + 6 + font + 10);
+  });
+  // the row labels, once, at the left of the first panel
+  const first = L.panels[0];
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  ctx.fillStyle = muted;
+  ctx.font = (font - 1) + "px " + FONT;
+  data.rows.forEach((label, r) => ctx.fillText(label, first.x - 6, first.y + (r + 0.5) * first.ch));
+  // the colour bar: its 256 colours bottom (zmin) to top (zmax), its ticks and its rotated title
+  const bar = {x: L.barX, y: first.y, h: first.h};
+  for (let k = 0; k < 256; k++) {
+    ctx.fillStyle = "rgb(" + palette[3 * k] + "," + palette[3 * k + 1] + "," + palette[3 * k + 2] + ")";
+    const y0 = bar.y + bar.h * (1 - (k + 1) / 256);
+    ctx.fillRect(bar.x, y0, BAR, bar.h / 256 + 0.5);
+  }
+  const {zmin, zmax, tickvals, ticktext, title} = data.colour;
+  ctx.textAlign = "left";
+  ctx.fillStyle = muted;
+  let tickRight = 0;
+  tickvals.forEach((v, k) => {
+    const y = bar.y + bar.h * (1 - (v - zmin) / (zmax - zmin));
+    ctx.fillRect(bar.x + BAR, y - 0.5, 3, 1);
+    ctx.fillText(ticktext[k], bar.x + BAR + 6, y);
+    tickRight = Math.max(tickRight, ctx.measureText(ticktext[k]).width);
+  });
+  ctx.save();
+  ctx.translate(bar.x + BAR + 6 + tickRight + 8 + font / 2, bar.y + bar.h / 2);
+  ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = "center";
+  ctx.fillText(title, 0, 0);
+  ctx.restore();
+}
+
+function draw(state) {
+  const width = Math.round(state.root.getBoundingClientRect().width) || 800;
+  const canvas = state.canvas, ctx = canvas.getContext("2d");
+  const L = layout(state, ctx, width);
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.round(L.width * ratio);
+  canvas.height = Math.round(L.height * ratio);
+  canvas.style.width = L.width + "px";
+  canvas.style.height = L.height + "px";
+  state.layout = L;
+  paint(state, ctx, L, ratio);
+}
+
+function download(state) {
+  if (!state.layout) return;
+  const L = state.layout;
+  const out = document.createElement("canvas");
+  out.width = 2 * L.width; out.height = 2 * L.height;
+  paint(state, out.getContext("2d"), L, 2);
+  out.toBlob(blob => {
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = (state.data.name || "relviz") + ".png";
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }, "image/png");
+}
+
+function hover(state, event) {
+  const L = state.layout;
+  if (!L) return;
+  const box = state.canvas.getBoundingClientRect();
+  const x = event.clientX - box.left, y = event.clientY - box.top;
+  const k = L.panels.findIndex(p => x >= p.x && x < p.x + p.w && y >= p.y && y < p.y + p.h);
+  if (k < 0) { state.tip.style.display = "none"; return; }
+  const p = L.panels[k], cols = state.data.panels[k].columns.length;
+  const c = Math.min(cols - 1, Math.floor((x - p.x) / p.cw)), r = Math.min(state.data.rows.length - 1,
+                                                                          Math.floor((y - p.y) / p.ch));
+  const tip = state.tip;
+  tip.replaceChildren(...state.data.panels[k].hover[r * cols + c].map(line => {
+    const div = document.createElement("div");
+    div.textContent = line;
+    return div;
+  }));
+  Object.assign(tip.dataset, {panel: String(k), row: String(r), col: String(c)});
+  tip.style.display = "block";
+  const flip = x + 16 + tip.offsetWidth > L.width;
+  tip.style.left = (flip ? x - 12 - tip.offsetWidth : x + 14) + "px";
+  tip.style.top = Math.max(0, Math.min(y + 12, L.height - tip.offsetHeight)) + "px";
+}
+
+export default function (component) {
+  const {data, parentElement} = component;
+  if (!data) return;
+  let state = STATES.get(parentElement);
+  if (!state) {
+    state = build(parentElement);
+    STATES.set(parentElement, state);
+  }
+  const signature = JSON.stringify(data);
+  const changed = signature !== state.signature;
+  state.signature = signature;
+  state.data = data;
+  const hex = data.palette;
+  state.palette = Uint8Array.from({length: hex.length / 2}, (_, k) => parseInt(hex.substr(2 * k, 2), 16));
+  state.levels = data.panels.map(p => decoded(p.levels));
+  state.marks = data.panels.map(p => decoded(p.marks));
+  draw(state);
+  state.button.style.display = data.toolbar === false ? "none" : "";
+  state.tip.style.display = "none";
+  state.draws += 1;
+  state.root.dataset.draws = String(state.draws);
+  state.canvas.setAttribute("role", "img");  // a screen reader gets what the picture shows, not "canvas"
+  state.canvas.setAttribute("aria-label", data.title || data.colour.title);
+  // where the panels are, in CSS px of the canvas (tests hover a chosen cell)
+  state.root.dataset.panels = JSON.stringify(state.layout.panels);
+  window.dispatchEvent(new CustomEvent("relviz:drawn", {detail: {kind: "grid_panels", changed}}));
+}
