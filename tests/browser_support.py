@@ -52,6 +52,87 @@ TITLES_CUT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stM
   .map(([div, i, t]) => [i, t.textContent.slice(0, 80)])"""
 
 
+#: Records every text relviz's canvas component draws (fillText), with its box in the canvas's pixels and how much
+#: a maxWidth squeezed it: run before the page's scripts (``context.add_init_script``), read by CLIPPED_JS. A
+#: canvas's text is no element, so the element checks cannot see it run off the canvas.
+CANVAS_TEXT_INIT_JS = """(() => {
+  const proto = CanvasRenderingContext2D.prototype, fill = proto.fillText;
+  proto.fillText = function (text, x, y, maxWidth) {
+    try {
+      const canvas = this.canvas, m = this.measureText(text), now = performance.now();
+      if (!canvas.__relvizTexts || now - canvas.__relvizDrawn > 30) canvas.__relvizTexts = [];  // a new drawing
+      canvas.__relvizDrawn = now;
+      const squeeze = maxWidth !== undefined && m.width > maxWidth ? maxWidth / m.width : 1;
+      const left = x - m.actualBoundingBoxLeft * squeeze, right = x + m.actualBoundingBoxRight * squeeze;
+      const top = y - m.actualBoundingBoxAscent, bottom = y + m.actualBoundingBoxDescent;
+      const t = this.getTransform();
+      const xs = [], ys = [];
+      for (const [px, py] of [[left, top], [right, top], [left, bottom], [right, bottom]]) {
+        xs.push(t.a * px + t.c * py + t.e); ys.push(t.b * px + t.d * py + t.f);
+      }
+      canvas.__relvizTexts.push({text: String(text).slice(0, 60), squeeze, left: Math.min(...xs),
+        right: Math.max(...xs), top: Math.min(...ys), bottom: Math.max(...ys)});
+    } catch (error) { /* never break the drawing */ }
+    return fill.apply(this, arguments);
+  };
+})();"""
+
+#: Every text the reader cannot read whole, in the main area and the sidebar: [kind, where, text, detail].
+#:   chart text: a plotly chart's text (title, tick label, colour bar tick, legend, note) whose box runs past the
+#:     chart's own box (the SVG cuts it there);
+#:   canvas text: a canvas's text (relviz's canvas component, not a data frame's grid) drawn past its canvas, or
+#:     squeezed below 90 % of its width by a maxWidth;
+#:   cut: an element whose text is wider (or taller) than its box while its overflow is hidden or ellipsised
+#:     (scrollWidth > clientWidth);
+#:   scrolls: the same in a box that scrolls sideways (the text is whole, behind a scroll bar);
+#:   page: the main area itself scrolls sideways.
+CLIPPED_JS = """() => {
+  const out = [], shown = e => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  const name = div => ((div.layout && div.layout.title && div.layout.title.text) || '').replace(/<[^>]*>/g, ' ').slice(0, 50);
+  const areas = Array.from(document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]'))
+    .filter(a => a.getBoundingClientRect().width > 0);
+  areas.forEach(area => area.querySelectorAll('.js-plotly-plot').forEach(div => {
+    const box = div.getBoundingClientRect();
+    if (!box.width || !shown(div)) return;
+    div.querySelectorAll('svg.main-svg text').forEach(t => {
+      if (t.closest('.hoverlayer') || !t.textContent.trim() || !shown(t)) return;
+      const r = t.getBoundingClientRect();
+      if (!r.width) return;
+      const past = Math.max(box.left - r.left, r.right - box.right, box.top - r.top, r.bottom - box.bottom);
+      if (past > 1) out.push(['chart text', name(div), t.textContent.slice(0, 60), Math.round(past) + ' px past']);
+    });
+  }));
+  areas.forEach(area => area.querySelectorAll('canvas').forEach(canvas => {
+    // a data frame's grid is a canvas too: its cells past the edge are behind its scroll bar, whole
+    if (!shown(canvas) || !canvas.__relvizTexts || canvas.closest('[data-testid="stDataFrame"]')) return;
+    const where = (canvas.closest('[class*="st-key-"]') || {className: ''}).className.toString()
+      .split(' ').filter(c => c.startsWith('st-key-')).join(' ');
+    canvas.__relvizTexts.forEach(t => {
+      const past = Math.max(-t.left, t.right - canvas.width, -t.top, t.bottom - canvas.height);
+      if (past > 1) out.push(['canvas text', where, t.text, Math.round(past) + ' device px past']);
+      else if (t.squeeze < 0.9) out.push(['canvas text', where, t.text, 'squeezed to ' + Math.round(100 * t.squeeze) + ' %']);
+    });
+  }));
+  areas.forEach(area => area.querySelectorAll('*').forEach(e => {
+    if (e.closest('.js-plotly-plot') || !e.textContent.trim() || !shown(e)) return;
+    const style = getComputedStyle(e);
+    const wide = e.scrollWidth > e.clientWidth + 1, tall = e.scrollHeight > e.clientHeight + 1;
+    const hides = v => v === 'hidden' || v === 'clip';
+    const text = e.innerText.replace(/\\s+/g, ' ').trim().slice(0, 60);
+    if (!text) return;
+    if (wide && (hides(style.overflowX) || style.textOverflow === 'ellipsis'))
+      out.push(['cut', e.getAttribute('data-testid') || e.tagName.toLowerCase(), text, e.scrollWidth + ' > ' + e.clientWidth + ' px']);
+    else if (tall && hides(style.overflowY) && e.clientHeight > 0)
+      out.push(['cut', e.getAttribute('data-testid') || e.tagName.toLowerCase(), text, 'height ' + e.scrollHeight + ' > ' + e.clientHeight + ' px']);
+    else if (wide && ['auto', 'scroll'].includes(style.overflowX))
+      out.push(['scrolls', e.getAttribute('data-testid') || e.tagName.toLowerCase(), text, e.scrollWidth + ' > ' + e.clientWidth + ' px']);
+  }));
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (main && main.scrollWidth > main.clientWidth + 1) out.push(['page', 'stMain', '', main.scrollWidth + ' > ' + main.clientWidth + ' px']);
+  return out;
+}"""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -1,0 +1,162 @@
+"""A manual sweep for text the reader cannot read whole: every page, every tab of it, and every step of the built-in
+tours (scrolled to its subject chart), at each screen size, in Chromium.
+
+Not a test (too long for CI: ~45 views a size); tests/test_browser_teaching.py holds a fast subset. Run it after a
+change to a page's layout or a figure's title, then look at the screenshots:
+    python tests/browser_cut_sweep.py OUT_DIR [WIDTHxHEIGHT[@SCALE] ...] [--pages=stem,stem] [--no-tours]
+The default sizes are a projector's 1024 × 768, the same projector with the laptop at 125 % (819 × 614 CSS
+pixels), a laptop's 1366 × 768 and a monitor's 1920 × 1080. What counts as cut is browser_support.CLIPPED_JS: a
+chart's text past its chart, a canvas text past its canvas or squeezed, an element's text wider than its box; an
+exception on the page is listed too.
+It writes OUT_DIR/findings.jsonl (one line a view: its URL, the size, what was cut, its screenshot) and
+OUT_DIR/summary.txt (each cut text once, with the sizes and views it was seen at).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import urlencode
+
+from browser_support import (
+    CANVAS_TEXT_INIT_JS,
+    CHROMIUM_ARGS,
+    CLIPPED_JS,
+    REPO,
+    app_server,
+    chromium_path,
+    page_url,
+    wait_for_app,
+)
+
+SIZES = ["1024x768", "819x614@1.25", "1366x768", "1920x1080"]
+
+
+def settle(page, timeout_ms: int = 90_000) -> None:
+    """The run has ended (no running status, nothing stale), twice 250 ms apart, and every chart has drawn."""
+    page.wait_for_timeout(150)
+    for _ in range(2):
+        page.wait_for_function("""() => !document.querySelector('[data-testid="stStatusWidget"]')
+                                        && !document.querySelector('[data-stale="true"]')""", timeout=timeout_ms)
+        page.wait_for_timeout(250)
+    page.wait_for_function("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+                                    .every(p => p.querySelector('.main-svg'))""", timeout=timeout_ms)
+    page.wait_for_timeout(700)   # plotly's relayout to the column's width, the canvas's first drawing
+
+
+class CutSweep:
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.log = open(out / "findings.jsonl", "a")
+        self.seen: dict[tuple, set[str]] = defaultdict(set)
+
+    def check(self, page, size: str, view: str, subject: str = "") -> list:
+        """Read what is cut on the page as it stands; a screenshot of the viewport (at the subject when given,
+        else at the first cut element's chart or box), one line in findings.jsonl."""
+        found = page.evaluate(CLIPPED_JS) + [["error", "", text[:120], ""] for text in page.evaluate(
+            """() => Array.from(document.querySelectorAll('[data-testid="stException"]')).map(e => e.innerText)""")]
+        if subject:
+            page.evaluate("k => { const e = document.querySelector('.st-key-' + k); if (e) e.scrollIntoView(); }",
+                          subject)
+            page.wait_for_timeout(400)
+        shot = re.sub(r"[^A-Za-z0-9_.@-]+", "_", f"{size}-{view}")[:140] + ".png"
+        try:
+            page.screenshot(path=str(self.out / shot))
+        except Exception:  # noqa: BLE001 - a missing screenshot is no finding
+            shot = ""
+        self.log.write(json.dumps({"size": size, "view": view, "url": page.url, "cut": found, "shot": shot}) + "\n")
+        self.log.flush()
+        for row in found:
+            self.seen[tuple(row[:3])].add(f"{size} {view}")
+        print("!!" if found else "  ", size, view, found[:4], flush=True)
+        return found
+
+    def open(self, page, url: str) -> None:
+        page.goto(url)
+        wait_for_app(page, 90_000)
+        settle(page)
+
+    def page_and_tabs(self, page, base: str, stem: str, url: str, size: str) -> None:
+        self.open(page, base + url)
+        self.check(page, size, stem or "home")
+        tabs = page.query_selector_all('[data-testid="stMain"] [role="tab"]')
+        labels = [t.inner_text().strip() for t in tabs]
+        for i, label in enumerate(labels[1:], start=1):   # the first tab was checked with the page
+            page.query_selector_all('[data-testid="stMain"] [role="tab"]')[i].click()
+            settle(page)
+            self.check(page, size, f"{stem}-tab-{label[:30]}")
+
+    def summary(self) -> str:
+        lines = []
+        for (kind, where, text), views in sorted(self.seen.items()):
+            sizes = sorted({v.split(" ")[0] for v in views})
+            lines.append(f"{kind} | {where} | {text!r} | {', '.join(sizes)} | {'; '.join(sorted(views)[:6])}")
+        return "\n".join(lines)
+
+
+def step_urls() -> list[tuple[str, str, str]]:
+    """(view name, URL path and query, subject key) of every step of every built-in tour: the step's shared link."""
+    from relviz.app import tours
+    from relviz.app.navigation import PAGES
+
+    default = next(Path(p.path).stem for p in PAGES if p.default)
+    rows = []
+    for number, tour in enumerate(tours.BUILTINS.values()):
+        for index, step in enumerate(tour.steps):
+            path = "/" if step.page == default else f"/{step.page}"
+            rows.append((f"tour{number + 1}-step{index + 1:02d}-{step.page}",
+                         f"{path}?{urlencode(step.params, doseq=True)}", step.subject))
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from relviz.app.navigation import PAGES
+
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    sizes = [a for a in argv[1:] if re.fullmatch(r"\d+x\d+(@[\d.]+)?", a)] or SIZES
+    stems = next((a.split("=", 1)[1].split(",") for a in argv[1:] if a.startswith("--pages=")), None)
+    sweep = CutSweep(out)
+    started = time.monotonic()
+    with app_server(timeout=120) as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        for size in sizes:
+            width, height, scale = re.fullmatch(r"(\d+)x(\d+)(?:@([\d.]+))?", size).groups()
+            context = browser.new_context(viewport={"width": int(width), "height": int(height)},
+                                          device_scale_factor=float(scale or 1))
+            context.add_init_script(CANVAS_TEXT_INIT_JS)
+            page = context.new_page()
+            page.set_default_timeout(90_000)
+            for info in PAGES:
+                stem = Path(info.path).stem
+                if stems is None or stem in stems:
+                    try:
+                        sweep.page_and_tabs(page, base, stem, page_url("", info.path, info.default), size)
+                    except Exception as error:  # noqa: BLE001 - a page that does not settle is a finding too
+                        print("!! failed", size, stem, str(error)[:200], flush=True)
+            if "--no-tours" not in argv:
+                for view, url, subject in step_urls():
+                    if stems is None or view.split("-")[-1] in stems:
+                        try:
+                            sweep.open(page, base + url)
+                            sweep.check(page, size, view, subject)
+                        except Exception as error:  # noqa: BLE001
+                            print("!! failed", size, view, str(error)[:200], flush=True)
+            context.close()
+        browser.close()
+    (out / "summary.txt").write_text(sweep.summary() + "\n")
+    print(sweep.summary())
+    print(f"{time.monotonic() - started:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    os.chdir(REPO)
+    sys.path.insert(0, str(REPO))
+    sys.path.insert(0, str(REPO / "tests"))
+    main(sys.argv[1:])
