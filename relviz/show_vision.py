@@ -243,8 +243,9 @@ def mrope_pairs(section: tuple[int, int, int] = (16, 24, 24)) -> go.Figure:
     rows = {"sectioned": mrope_pair_axes(section, interleaved=False).numpy(),
             "interleaved": mrope_pair_axes(section, interleaved=True).numpy()}
     return figures.pair_axes_figure(rows, {name: theta for name in rows},
-                                    title=f"mrope_section {list(section)}<br><sup>each pair's wavelength and axis, "
-                                          "base 10,000</sup>", step="position id", units="position ids")
+                                    title=f"mrope_section {list(section)}<br><sup>each pair's wavelength and axis,</sup>"
+                                          # on one line, the note ran 2 px off the chart in half of 819 px
+                                          "<br><sup>base 10,000</sup>", step="position id", units="position ids")
 
 
 def mrope_scores(rule: str = "qwen2_5_vl", rows: int = 16, cols: int = 16, frames: int = 8, *, dt: int = 0,

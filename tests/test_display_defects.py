@@ -121,15 +121,19 @@ def test_readme_gives_the_cpu_index_install_first_and_names_relviz_models():
 
 
 @pytest.mark.parametrize("k", [0, 3, 64])
-def test_shaw_panel_titles_fit_a_third_of_a_1024_page(k):
-    """At 1024 × 768 the third title read "lookup index: clipped +" (cut): each title is no longer than the first,
-    "relative position j − i", which fits there (test-artifacts/issue33/first-1024x768-02.png), for every k the
-    slider takes (0 … 64)."""
+def test_shaw_panel_titles_fit_a_third_of_an_819_page(k):
+    """At 1024 × 768 the third title read "lookup index: clipped +" (cut), and at 819 px (a projector at 125 %)
+    "relative position j − i" ran 4 px off its third: every line of each title holds at most THIRD_TITLE_CHARS, and
+    the three hang at one height (their plots level), for every k the slider takes (0 … 64)."""
+    from relviz.figures.heatmap import THIRD_TITLE_CHARS
     from relviz.figures.shaw import shaw_matrices, shaw_offsets
 
-    titles = [view.figure.layout.title.text for view in shaw_matrices(shaw_offsets(10, 10, k=k), 10, 10)]
-    assert titles[0] == "relative position j − i" and all(len(t) <= len(titles[0]) for t in titles), titles
+    layouts = [view.figure.layout for view in shaw_matrices(shaw_offsets(10, 10, k=k), 10, 10)]
+    titles = [layout.title.text for layout in layouts]
+    assert titles[0] == "relative position<br>j − i", titles
+    assert all(len(line) <= THIRD_TITLE_CHARS for title in titles for line in title.split("<br>")), titles
     assert "clip(j − i, " in titles[1] and titles[2] == f"index: clipped + {k}"
+    assert len({(layout.margin.t, layout.title.y, layout.title.yref) for layout in layouts}) == 1
 
 
 @pytest.mark.parametrize("k, length", [(3, 10), (64, 10), (9, 20), (12, 24)])
@@ -280,7 +284,10 @@ def test_keys_seen_panel_titles_start_at_their_panels_and_fit_half_a_page():
     notes = [a for a in figure.layout.annotations if a.yref == "paper" and a.y == 1.0]
     assert [(a.x, a.xanchor) for a in notes] == [(0.0, "left"), (0.6, "left")]
     assert all(len(a.text) * 7 < 0.6 * 330 for a in notes)        # 13 px text inside the left panel of 330 px
-    assert len(figure.layout.xaxis2.title.text) <= 26
+    # at 1024 × 768 "query i (the first ones)" ran 15 px off each side and "allowed offsets j − i" 18 px off the
+    # right: two lines of at most 16 characters, and a panel title of 13 (the right panel is ~95 px wide there)
+    assert max(len(line) for line in figure.layout.xaxis2.title.text.split("<br>")) <= 16
+    assert len(notes[1].text) <= 13
     assert not figure.layout.yaxis2.title.text and "j − i" in notes[1].text   # the panel title names the axis
 
 
@@ -517,8 +524,9 @@ def test_the_images_pages_pair_matrices_side_by_side_wrap_their_titles():
     for axis in "hw":
         text = show_vision.patch_pairs(16, 16, query_row=5, query_col=5, axis=axis).layout.title.text
         lines = text.split("<br>")
-        assert len(lines) == 2 and all(len(line) <= NARROW_TITLE_CHARS for line in lines), lines
+        assert len(lines) >= 2 and all(len(line) <= NARROW_TITLE_CHARS for line in lines), lines
         assert " ".join(lines) == f"Δ{axis} of every patch pair (16 × 16 patches, 65,536 pairs)"
+        assert any("16 × 16" in line for line in lines), lines     # never "16 ×" on one line and "16" on the next
 
 
 def test_the_wavelength_chart_s_legend_fits_its_column():

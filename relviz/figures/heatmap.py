@@ -76,18 +76,36 @@ def readable_layout(layout: dict) -> dict:
 #: 819 CSS px, a column ~235 px) holds ~30 characters of a READABLE_TITLE px bold title; one line of it takes
 #: TITLE_LINE_PX. Plotly never wraps a title: longer ones ran off the chart ("…max_d") at 1024 × 768.
 NARROW_TITLE_CHARS = 30
+#: A chart in one of three columns there (~150 px) holds ~20 such characters, and a chart across the whole main area
+#: (~490 px) ~48.
+THIRD_TITLE_CHARS = 20
+FULL_TITLE_CHARS = 48
 TITLE_LINE_PX = 22
 #: Plotly hangs a title of two or more lines ~15 px above the top edge it is anchored to (measured in Chromium:
 #: anchored there with no pad its first line was cut off, and centred by plotly a third line fell on the plot):
 #: this pad brings its top 6 px inside the figure.
 TITLE_TOP_PAD = 21
+#: One more line of an axis title at READABLE_FONT (px): what a figure grows by when an axis title too long for a
+#: narrow column is written on two lines (plotly never wraps one either).
+AXIS_LINE_PX = 20
+
+
+#: Signs a line is never broken beside: "j − i" or "32 / 128" stays whole on one line.
+_OPERATORS = frozenset("−-+=×·/≤≥<>…")
 
 
 def wrap_words(text: str, width: int) -> str:
     """``text`` broken at spaces into lines of at most ``width`` characters, joined by plotly's ``<br>`` (a word
-    longer than ``width`` keeps a line of its own)."""
-    lines: list[str] = []
+    longer than ``width`` keeps a line of its own; a lone sign keeps its neighbours on its line: "j<br>− i" read
+    as two halves of nothing)."""
+    words: list[str] = []
     for word in text.replace("<br>", " ").split(" "):
+        if words and (word in _OPERATORS or words[-1].rsplit(" ", 1)[-1] in _OPERATORS):
+            words[-1] += " " + word
+        else:
+            words.append(word)
+    lines: list[str] = []
+    for word in words:
         if lines and len(lines[-1]) + 1 + len(word) <= width:
             lines[-1] += " " + word
         else:
@@ -130,22 +148,23 @@ AXIS_BELOW_PX = 64
 LEGEND_ROW_PX = 31
 
 
-def legend_below_axis(layout: dict, *, rows: int) -> dict:
+def legend_below_axis(layout: dict, *, rows: int, axis_lines: int = 1) -> dict:
     """A horizontal legend under the x axis's title, never over it: its top ``AXIS_BELOW_PX`` below the
-    plot, in a bottom margin reserved for the axis and ``rows`` rows of entries.
+    plot (and ``AXIS_LINE_PX`` more for each line of an axis title written on ``axis_lines``), in a bottom margin
+    reserved for the axis and ``rows`` rows of entries.
 
     A legend at a fixed negative paper ``y`` sits a fraction of the plot's height below it, so on a short
     chart, or a narrow one whose entries wrap into more rows (plotly then grows the margin and shrinks the
     plot), it covered the axis title and scrolled. Here the margin already holds it, so the plot keeps
     its height and the fraction is exact. The figure grows by the rows. Changes and returns ``layout``."""
     margin = layout.setdefault("margin", {})
-    bottom = AXIS_BELOW_PX + rows * LEGEND_ROW_PX + 8
+    axis = AXIS_BELOW_PX + (axis_lines - 1) * AXIS_LINE_PX
+    bottom = axis + rows * LEGEND_ROW_PX + 8
     layout["height"] = layout.get("height", 450) + max(0, bottom - margin.get("b", 80))
     margin["b"] = bottom
     plot_px = layout["height"] - margin.get("t", 100) - bottom
     font = dict(layout.get("legend", {}).get("font", {}))
-    layout["legend"] = dict(orientation="h", y=-AXIS_BELOW_PX / plot_px, yanchor="top", x=0, xanchor="left",
-                            font=font)
+    layout["legend"] = dict(orientation="h", y=-axis / plot_px, yanchor="top", x=0, xanchor="left", font=font)
     return layout
 
 

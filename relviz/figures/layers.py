@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from relviz.figures.attention import structure_heatmap
-from relviz.figures.heatmap import READABLE_FONT, legend_below_axis, wrap_words
+from relviz.figures.heatmap import AXIS_LINE_PX, READABLE_FONT, legend_below_axis, wrap_words
 from relviz.figures.parameters import bias_curve_figure
 from relviz.figures.parameters import view_figure as parameter_figure
 from relviz.figures.parameters import view_parts as parameter_parts
@@ -129,7 +129,9 @@ def _keys_seen(view: KeysSeen) -> go.Figure:
         # (Your model's compare mode)
         annotations=[dict(text=text, x=x, xref="paper", xanchor="left", y=1.0, yref="paper", yanchor="bottom",
                           showarrow=False, font=dict(size=13)) for text, x in (("keys seen per query", 0.0),
-                                                                               ("allowed offsets j − i", 0.6))]))
+                                                                               # "allowed offsets j − i" ran 18 px
+                                                                               # off the right in half of 1024 px
+                                                                               ("allowed j − i", 0.6))]))
     x = view.positions + 1
     figure.add_trace(go.Scatter(
         x=x, y=view.count, mode="lines", line=dict(color="#2ca02c", width=2), name="keys seen",
@@ -166,8 +168,9 @@ def _keys_seen(view: KeysSeen) -> go.Figure:
         yaxis=dict(type="log", title_text="keys seen", dtick=1),
         # the right panel's y axis has no title: its panel title says j − i, and beside tick labels like −8000 a
         # title sat over the left panel's curve in half a page (Your model's compare mode)
-        xaxis2=dict(title_text="query i (the first ones)"), yaxis2=dict(title_text=""),
-        shapes=shapes, height=340, margin=dict(l=60, r=10, t=40, b=45), showlegend=False)
+        # two lines: on one, it ran 15 px off either side of its panel in half of 1024 px (the compare mode)
+        xaxis2=dict(title_text="query i<br>(the first ones)"), yaxis2=dict(title_text=""),
+        shapes=shapes, height=340 + AXIS_LINE_PX, margin=dict(l=60, r=10, t=40, b=45 + AXIS_LINE_PX), showlegend=False)
     return figure
 
 

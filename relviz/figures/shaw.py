@@ -14,12 +14,16 @@ import plotly.graph_objects as go
 
 from relviz._words import minus
 from relviz.figures.heatmap import (
+    AXIS_LINE_PX,
     COLOUR_BAR_BELOW,
     DISCRETE_PALETTE,
+    FULL_TITLE_CHARS,
+    THIRD_TITLE_CHARS,
     X_AXIS_BELOW,
     colour_bar_below,
     diagonal_counts,
     discrete_colorscale,
+    narrow_title,
     readable_layout,
 )
 from relviz.figures.toeplitz import ToeplitzFigure, ToeplitzOverview, toeplitz_heatmap, toeplitz_overview, toeplitz_view
@@ -160,6 +164,14 @@ def _square_cells(view: ToeplitzFigure | ToeplitzImage, height: int) -> Toeplitz
         return view
     figure = view.figure
     rows, cols = view.window.rows, view.window.cols
+    # in a third of the page: "relative position j − i" ran 4 px off its chart at 819 px. Wrapped here, on plotly's
+    # figure only (a canvas draws its title itself), with two lines' room on all three (their plots stay level).
+    hung = narrow_title({"title": {"text": figure.layout.title.text or ""}, "margin": {"t": figure.layout.margin.t}},
+                        chars=THIRD_TITLE_CHARS)
+    if "title" in hung:
+        for name, value in hung["title"].items():   # each set directly, the title's font kept
+            setattr(figure.layout.title, name, value)
+        figure.layout.margin.t = hung["margin"]["t"]
     bottom = X_AXIS_BELOW + COLOUR_BAR_BELOW
     square = max(90, height - (figure.layout.margin.t or 0) - bottom)  # the plot's height for a square window
     height = (figure.layout.margin.t or 0) + bottom + int(np.clip(square * rows / cols, 90, square))
@@ -215,11 +227,13 @@ def embedding_strip(values: ShawOffsets, q_len: int, k_len: int, *, height: int 
     if 2 * k + 1 <= 33:
         trace["texttemplate"] = "%{text}"
     layout = dict(height=height, margin=dict(l=60, r=10, t=40, b=45),
+                  # across the page: 89 px of it ran off the chart at 819 px on one line (wrapped below)
                   title=dict(text=f"the table: {vectors_text(2 * k + 1)} "
                                   + (f"w[0] … w[{2 * k}] (text: the offset each row stands for)" if k
                                      else "w[0]: every pair reads it"), x=0, xanchor="left"),
                   xaxis=dict(title=dict(text="table row = lookup index"), dtick=max(1, (2 * k + 1) // 16) if k else 1),
                   yaxis=dict(title=dict(), showticklabels=True))
+    narrow_title(layout, lines=1, chars=FULL_TITLE_CHARS)
     return go.Figure({"data": [trace], "layout": readable_layout(layout)}, _validate=validate)
 
 
@@ -232,9 +246,10 @@ def k_ablation_figure(k: int, *, height: int = 300, validate: bool = True) -> go
     colours = ["#e4572e" if n == exact else "#8aa2c8" for n in range(len(labels))]
     bars = dict(type="bar", x=labels, y=bleu, marker=dict(color=colours), text=[f"{b:.1f}" for b in bleu],
                 textposition="outside", cliponaxis=False, hovertemplate="k = %{x}<br>BLEU %{y}<extra></extra>")
-    layout = dict(height=height, margin=dict(l=60, r=10, t=40, b=45), showlegend=False,
+    # in 3/5 of the page: on one line each, the title ran 128 px and the axis's 7 px off the chart at 819 px
+    layout = dict(height=height + AXIS_LINE_PX, margin=dict(l=60, r=10, t=40, b=45 + AXIS_LINE_PX), showlegend=False,
                   title=dict(text="Shaw et al. (2018), Table 2: BLEU by clipping distance k", x=0, xanchor="left"),
-                  xaxis=dict(title=dict(text="clipping distance k (the paper's values)"), type="category"),
+                  xaxis=dict(title=dict(text="clipping distance k<br>(the paper's values)"), type="category"),
                   yaxis=dict(title=dict(text="BLEU, EN-DE newstest2013"), range=[0, 33]))
     if exact is None:
         # Between two measured k: place the marker at the log-interpolated category position.
@@ -250,7 +265,7 @@ def k_ablation_figure(k: int, *, height: int = 300, validate: bool = True) -> go
         # x as the category's index: a label such as "64" would be read as position 64 on this axis
         layout["annotations"] = [dict(x=exact, y=bleu[exact] + 2.2, text=f"your k = {k}", showarrow=False,
                                       font=dict(color="#e4572e"), yanchor="bottom")]
-    return go.Figure({"data": [bars], "layout": readable_layout(layout)}, _validate=validate)
+    return go.Figure({"data": [bars], "layout": readable_layout(narrow_title(layout))}, _validate=validate)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,15 @@ import torch
 
 from relviz._words import minus
 from relviz.figures.heatmap import DISCRETE_PALETTE as PALETTE
-from relviz.figures.heatmap import diagonal_counts, legend_below_axis, readable, readable_layout
+from relviz.figures.heatmap import (
+    AXIS_LINE_PX,
+    diagonal_counts,
+    legend_below_axis,
+    narrow_figure_title,
+    narrow_title,
+    readable,
+    readable_layout,
+)
 from relviz.figures.toeplitz import ToeplitzFigure, ToeplitzOverview, toeplitz_heatmap, toeplitz_overview, toeplitz_view
 from relviz.figures.toeplitz_canvas import ToeplitzImage, ToeplitzOverviewImage, toeplitz_overview_image
 from relviz.figures.toeplitz_window import HoverField, Window
@@ -57,6 +65,8 @@ class T5Offsets:
 
 #: The narrowest plot the bucket curve's band labels are laid out for (px): half of a 1280 px page.
 LABEL_PLOT_PX = 300
+#: The budget's title's longest line: it is drawn in 3/5 of the page (~285 px at 819 px).
+BUDGET_TITLE_CHARS = 32
 
 def t5_offsets(q_len: int, k_len: int, *, num_buckets: int, max_distance: int, bidirectional: bool,
                q_offset: int = 0) -> T5Offsets:
@@ -79,10 +89,13 @@ def bucket_map(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0, 
              HoverField("bucket last j − i", last, group="range", line="… {}")]
     label = ("bidirectional" if values.bidirectional else "unidirectional")
     build = toeplitz_view if browser else toeplitz_heatmap
-    return build(
+    view = build(
         values.bucket, q_len, k_len, value_label="bucket", q_offset=q_offset, window=window,
         discrete_range=(0, values.num_buckets - 1), colorscale=PALETTE, hover=hover, height=height,
         title=title or f"T5 bucket: {values.num_buckets} / {values.max_distance}, {label}")
+    if isinstance(view, ToeplitzFigure):   # in half the page, beside the curve or Shaw's map: cut at 819 px
+        narrow_figure_title(view.figure)
+    return view
 
 
 def bucket_overview(values: T5Offsets, q_len: int, k_len: int, *, q_offset: int = 0,
@@ -165,11 +178,11 @@ def bucket_curve(num_buckets: int, max_distance: int, bidirectional: bool, *, lo
             row = 1 if width < len(text) * 7 / LABEL_PLOT_PX and row == 0 else 0
     shapes.append(dict(type="line", xref="x", yref="paper", x0=reg.max_distance, x1=reg.max_distance, y0=0, y1=1,
                        line=dict(color="black", dash="dash", width=1.5)))
-    annotations.append(dict(x=at(reg.max_distance), y=0.02, text=f"max_distance = {reg.max_distance}",
+    annotations.append(dict(x=at(reg.max_distance), y=0.02, text=f"max_distance<br>= {reg.max_distance}",
                             font=dict(size=12), **note, **roomier_side(reg.max_distance)))
     shapes.append(dict(type="line", xref="x", yref="paper", x0=reg.last_start, x1=reg.last_start, y0=0, y1=1,
                        line=dict(color="#555", dash="dot", width=1.5)))
-    annotations.append(dict(x=at(reg.last_start), y=0.22, text=f"last bucket from n = {reg.last_start}",
+    annotations.append(dict(x=at(reg.last_start), y=0.22, text=f"last bucket<br>from n = {reg.last_start}",
                             font=dict(size=12), **note, **roomier_side(reg.last_start)))
     xaxis = dict(title=dict(text="distance n = |j − i|" + (" (log scale; n = 0 → bucket 0)" if log_x else ""),
                             standoff=4),
@@ -300,13 +313,16 @@ def bucket_budget_figure(num_buckets: int, max_distance: int, bidirectional: boo
               for label, first, count, colour in parts if count > 0]
     notes = [dict(x=first, y=1, xref="x", yref="paper", yanchor="bottom", showarrow=False, text=label,
                   font=dict(size=13, color="#555555")) for label, first, count, _ in parts if count == 1]
-    title = (f"where the {num_buckets} buckets go: max_exact = {me} per direction" if bidirectional else
-             f"where the {num_buckets} buckets go (one direction): max_exact = {me}")
+    # two lines, broken where the sentence breaks: on one, it ran 115 px off the chart in 3/5 of 819 px
+    title = (f"where the {num_buckets} buckets go:<br>max_exact = {me} per direction" if bidirectional else
+             f"where the {num_buckets} buckets go<br>(one direction): max_exact = {me}")
     layout = dict(
         height=height, barmode="overlay", margin=dict(l=10, r=10, t=60 if notes else 40, b=40),
         title=dict(text=title, x=0,
                    xanchor="left", y=0.98, yanchor="top"), **({"annotations": notes} if notes else {}),
         xaxis=dict(title=dict(text="bucket"), range=[-0.5, num_buckets - 0.5]), yaxis=dict(visible=False, title={}))
+    # hung from the top; a third line's room keeps the notes above one-bucket parts clear of its second line
+    narrow_title(layout, lines=3 if notes else 2, chars=BUDGET_TITLE_CHARS)
     return go.Figure({"data": traces, "layout": readable_layout(layout)}, _validate=validate)
 
 
@@ -348,17 +364,22 @@ def composition_figure(num_buckets: int, max_distance: int, bidirectional: bool,
         hovertemplate="distance %{x} (j − i = −%{x}), %{y}: bucket %{customdata}<br>"
                       "green: told apart exactly; yellow: shares its bucket, blind<extra></extra>")
     layout = dict(
-        height=height, margin=dict(l=70, r=10, t=40, b=40),
+        height=height + AXIS_LINE_PX, margin=dict(l=70, r=10, t=40, b=40 + AXIS_LINE_PX),
         title=dict(text="told apart exactly (green) or blind (yellow)", x=0, xanchor="left"),
-        xaxis=dict(title=dict(text="distance into the past n = i − j")),
+        # in half the page, two lines: on one, the title ran 85 px and the axis's 12 px off the chart at 819 px
+        xaxis=dict(title=dict(text="distance into the past<br>n = i − j")),
         yaxis=dict(autorange="reversed", title={}))   # no title; its font as every readable figure's
-    return go.Figure({"data": [trace], "layout": readable_layout(layout)}, _validate=validate)
+    return go.Figure({"data": [trace], "layout": readable_layout(narrow_title(layout))}, _validate=validate)
 
 
 @readable
 def seed_table_figure(max_position: int, *, height: int = 200) -> go.Figure:
     """The seed notebook's "T5" encoder: offsets clipped to ±max_position index a table of
     max_position² rows, of which only 2·max_position + 1 are ever read (Shaw clipping, not T5 buckets)."""
+    return narrow_figure_title(_seed_table(max_position, height=height))   # in half the page: 168 px cut at 819 px
+
+
+def _seed_table(max_position: int, *, height: int) -> go.Figure:
     p = max(int(max_position), 1)
     rows = p * p
     used = min(2 * p + 1, rows)

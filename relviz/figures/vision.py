@@ -19,6 +19,7 @@ from relviz.figures.heatmap import (
     make_readable,
     matrix_heatmap,
     narrow_figure_title,
+    narrow_title,
 )
 from relviz.figures.toeplitz_canvas import GridImage, grid_image
 
@@ -166,10 +167,14 @@ def pair_axes_figure(rows: dict[str, np.ndarray], steps: dict[str, np.ndarray], 
                                        f"wavelength = %{{x:.4g}} {units}<extra>{AXIS_NAMES[axis]}</extra>"))
     layout = dict(title=dict(text=title, x=0, xanchor="left"), height=height or 120 + 60 * len(labels),
                   margin=dict(l=10, r=10, t=50, b=10),
-                  xaxis=dict(title=dict(text=f"wavelength 2π/θ ({units} per turn, log)"), type="log"),
+                  # two lines: on one, it ran 31 px off the chart in half of 1024 px (M-RoPE's pairs)
+                  xaxis=dict(title=dict(text=f"wavelength 2π/θ<br>({units} per turn, log)"), type="log"),
                   yaxis=dict(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed",
                              range=[len(labels) - 0.5, -0.5], showgrid=False))
-    return make_readable(go.Figure(data=data, layout=legend_below_axis(layout, rows=len(axes_present) - 1)))
+    # hung from the top in a margin that holds its lines (M-RoPE's has three: its note is two), none wrapped here
+    narrow_title(layout, lines=1, chars=len(title))
+    return make_readable(go.Figure(data=data, layout=legend_below_axis(layout, rows=len(axes_present) - 1,
+                                                                     axis_lines=2)))
 
 
 def swinv2_coordinates_figure(delta: np.ndarray, coords: np.ndarray, *, window: int, pretrained: int,
