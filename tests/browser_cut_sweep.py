@@ -3,7 +3,8 @@ tours (scrolled to its subject chart), at each screen size, in Chromium.
 
 Not a test (too long for CI: ~45 views a size); tests/test_browser_teaching.py holds a fast subset. Run it after a
 change to a page's layout or a figure's title, then look at the screenshots:
-    python tests/browser_cut_sweep.py OUT_DIR [WIDTHxHEIGHT[@SCALE] ...] [--pages=stem,stem] [--no-tours]
+    python tests/browser_cut_sweep.py OUT_DIR [WIDTHxHEIGHT[@SCALE] ...] [--pages=stem,stem] [--no-tours] [--choices]
+--choices also reads each option of every radio and segmented control (Images' views, Skew's colouring, …).
 The default sizes are a projector's 1024 × 768, the same projector with the laptop at 125 % (819 × 614 CSS
 pixels), a laptop's 1366 × 768 and a monitor's 1920 × 1080. What counts as cut is browser_support.CLIPPED_JS: a
 chart's text past its chart, a canvas text past its canvas or squeezed, an element's text wider than its box; an
@@ -49,8 +50,8 @@ def settle(page, timeout_ms: int = 90_000) -> None:
 
 
 class CutSweep:
-    def __init__(self, out: Path) -> None:
-        self.out = out
+    def __init__(self, out: Path, with_choices: bool = False) -> None:
+        self.out, self.with_choices = out, with_choices
         self.log = open(out / "findings.jsonl", "a")
         self.seen: dict[tuple, set[str]] = defaultdict(set)
 
@@ -89,6 +90,30 @@ class CutSweep:
             page.query_selector_all('[data-testid="stMain"] [role="tab"]')[i].click()
             settle(page)
             self.check(page, size, f"{stem}-tab-{label[:30]}")
+        if self.with_choices:
+            self.choices(page, size, stem or "home")
+
+    def choices(self, page, size: str, stem: str, most: int = 8) -> None:
+        """Each option of every radio and segmented control (the views a page switches between: Images' views,
+        Skew's colouring, Live attention's layers), up to ``most`` a control, each read as it is drawn."""
+        groups = '[data-testid="stRadio"], [data-testid="stButtonGroup"]'
+        options = 'label, button'
+        for g in range(len(page.query_selector_all(groups))):
+            for o in range(1, most):          # the first option is the page as it opened (or the one before)
+                group = page.query_selector_all(groups)
+                if g >= len(group):
+                    break
+                choice = group[g].query_selector_all(options)
+                if o >= len(choice):
+                    break
+                label = (choice[o].inner_text() or f"option{o}").strip().split("\n")[0][:30]
+                try:
+                    choice[o].click()
+                    settle(page)
+                except Exception as error:  # noqa: BLE001 - an option that does not settle is a finding too
+                    print("!! failed", size, stem, label, str(error)[:200], flush=True)
+                    continue
+                self.check(page, size, f"{stem}-choice-{label}")
 
     def summary(self) -> str:
         lines = []
@@ -122,7 +147,7 @@ def main(argv: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     sizes = [a for a in argv[1:] if re.fullmatch(r"\d+x\d+(@[\d.]+)?", a)] or SIZES
     stems = next((a.split("=", 1)[1].split(",") for a in argv[1:] if a.startswith("--pages=")), None)
-    sweep = CutSweep(out)
+    sweep = CutSweep(out, with_choices="--choices" in argv)
     started = time.monotonic()
     with app_server(timeout=120) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
