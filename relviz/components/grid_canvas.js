@@ -69,15 +69,20 @@ function layout(state, ctx, width) {
   const labelW = Math.max(...data.rows.map(t => ctx.measureText(t).width));
   const tickW = Math.max(...data.colour.ticktext.map(t => ctx.measureText(t).width));
   const top = (data.title ? 34 : 8) + font + 12;          // the title, then the panels' titles
-  const bottom = 6 + font + 10 + font + 8;                 // tick labels, axis title
   const left = labelW + 10;
   const right = 16 + BAR + 6 + tickW + 8 + font + 4;      // the colour bar, its ticks and its title
   const n = data.panels.length;
   const panelW = Math.max(40, (width - left - right - GAP * (n - 1)) / n);
+  // column labels wider than their column stand upright (as plotly turns a category axis's crowded labels)
+  ctx.font = (font - 1) + "px " + FONT;
+  const columnW = Math.max(...data.panels.flatMap(p => p.columns.map(t => ctx.measureText(t).width)));
+  const upright = data.panels.some(p => columnW + 4 > panelW / p.columns.length);
+  const ticksH = upright ? columnW : font;
+  const bottom = 6 + ticksH + 10 + font + 8;               // tick labels, axis title
   const h = Math.max(40, data.height - top - bottom);
   const panels = data.panels.map((p, k) => ({x: left + k * (panelW + GAP), y: top, w: panelW, h,
                                              cw: panelW / p.columns.length, ch: h / data.rows.length}));
-  return {width, height: data.height, font, top, left, panels, barX: width - right + 16};
+  return {width, height: data.height, font, top, left, panels, barX: width - right + 16, upright, ticksH};
 }
 
 function paint(state, ctx, L, scale) {
@@ -120,8 +125,19 @@ function paint(state, ctx, L, scale) {
     ctx.textBaseline = "top";
     ctx.fillStyle = muted;
     ctx.font = (font - 1) + "px " + FONT;
-    p.columns.forEach((label, c) => ctx.fillText(label, box.x + (c + 0.5) * box.cw, box.y + box.h + 6));
-    ctx.fillText(p.x_title, box.x + box.w / 2, box.y + box.h + 6 + font + 10);
+    p.columns.forEach((label, c) => {
+      if (!L.upright) { ctx.fillText(label, box.x + (c + 0.5) * box.cw, box.y + box.h + 6); return; }
+      ctx.save();
+      ctx.translate(box.x + (c + 0.5) * box.cw, box.y + box.h + 6);
+      ctx.rotate(-Math.PI / 2);
+      ctx.textAlign = "right";
+      ctx.textBaseline = "middle";
+      ctx.fillText(label, 0, 0);
+      ctx.restore();
+    });
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    ctx.fillText(p.x_title, box.x + box.w / 2, box.y + box.h + 6 + L.ticksH + 10);
   });
   // the row labels, once, at the left of the first panel
   const first = L.panels[0];
