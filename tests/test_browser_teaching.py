@@ -107,8 +107,9 @@ def _inside_first_screen(page, label: str, height: int) -> dict:
 def test_main_picture_is_on_the_first_screen_at_1280x720(projector, path):
     base, page = projector
     _open(page, f"{base}/{path}")
-    # the first chart: a plotly chart or one relviz's canvas component draws (the Absolute page's maps)
-    box = page.locator(".js-plotly-plot, .relviz-toeplitz").first.bounding_box()
+    # the first chart: a plotly chart or one relviz's canvas components draws (the Absolute page's maps, the
+    # Experiments overview)
+    box = page.locator(".js-plotly-plot, .relviz-toeplitz, .relviz-xy, .relviz-grid").first.bounding_box()
     page.screenshot(path=str(ARTIFACTS / f"projector_{path or 'home'}.png"))
     assert box is not None and box["y"] < 720
     visible = min(box["y"] + box["height"], 720) - max(box["y"], 0)
