@@ -75,29 +75,30 @@ lines_fig = _prepared(pictures.alibi_lines)
 
 
 # The three maps as the canvas component draws them (relviz.figures.absolute's *_canvas: their plotly twins' values
-# and colours), held as the payload they send: an L or d_model move redraws them in place, where a changed plotly
+# and colours), held as the JSON they send (display.canvas_json: no pandas import, no walk per run): an L or d_model move redraws them in place, where a changed plotly
 # heatmap was a new chart (two 512 × 512 maps: 4.2 MB of plotly JSON, encoded again on every run). A map over
 # twice as long as it is wide stays plotly (its figure above).
 @st.cache_resource(**FIGURE_CACHE)
 def encoding_view(length: int, d_model: int):
     image = pictures.encoding_canvas(encoding(length, d_model))
-    return image.payload() if image is not None else encoding_fig(length, d_model)
+    return display.canvas_json(image.payload()) if image is not None else encoding_fig(length, d_model)
 
 
 @st.cache_resource(**FIGURE_CACHE)
-def similarity_view(length: int, d_model: int, projected: bool) -> dict:
-    return pictures.similarity_canvas(similarity(length, d_model, projected)[0], diverging=projected,
-                                      value_label="score" if projected else "similarity").payload()
+def similarity_view(length: int, d_model: int, projected: bool) -> str:
+    image = pictures.similarity_canvas(similarity(length, d_model, projected)[0], diverging=projected,
+                                       value_label="score" if projected else "similarity")
+    return display.canvas_json(image.payload())
 
 
 @st.cache_resource(**FIGURE_CACHE)
-def relative_view(length: int) -> dict:
-    return pictures.relative_canvas(length).payload()
+def relative_view(length: int) -> str:
+    return display.canvas_json(pictures.relative_canvas(length).payload())
 
 
 def show_map(view, *, key: str, name: str) -> None:
-    """A map as its cached canvas payload (a dict) or plotly figure (the fallback) draws."""
-    if isinstance(view, dict):
+    """A map as its cached canvas JSON (a str) or plotly figure (the fallback) draws."""
+    if isinstance(view, str):
         display.show_canvas(view, key=key, name=name)
     else:
         display.show_figure(view, key=key)
@@ -122,10 +123,10 @@ def alibi_window(length: int, heads: int, head: int, row0: int, col0: int, rows:
 
 
 @st.cache_resource(**FIGURE_CACHE)
-def shift_picture(length: int, d_model: int, shift: int) -> dict:
+def shift_picture(length: int, d_model: int, shift: int) -> str:
     """The shift figure as the xy canvas draws it (relviz.figures.absolute.shift_canvas: shift_figure's arrays):
     redrawn in place on a move, where a changed plotly figure was mounted and drawn anew (100-400 ms a move)."""
-    return pictures.shift_canvas(shift_sequence(length, d_model, shift)).payload()
+    return display.canvas_json(pictures.shift_canvas(shift_sequence(length, d_model, shift)).payload())
 
 
 @st.fragment

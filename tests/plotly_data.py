@@ -37,9 +37,19 @@ def figure_json(figure) -> dict:
 CANVAS = "relviz_toeplitz_canvas"
 
 
+def canvas_data(text: str) -> dict:
+    """A canvas component's data as its script reads it: a payload sent as its JSON ({"json": ..., the other
+    fields beside it}: relviz.app.display.show_canvas) unwrapped, as the component's ``unwrapped`` does."""
+    data = json.loads(text)
+    if isinstance(data.get("json"), str):
+        rest = {key: value for key, value in data.items() if key != "json"}
+        data = json.loads(data["json"]) | rest
+    return data
+
+
 def canvases(at) -> list[dict]:
     """Every picture relviz's canvas component draws (relviz.app.display.show_toeplitz), as the JSON it receives."""
-    return [json.loads(element.proto.json) for element in at.get("bidi_component")
+    return [canvas_data(element.proto.json) for element in at.get("bidi_component")
             if element.proto.component_name == CANVAS]
 
 

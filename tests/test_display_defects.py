@@ -261,10 +261,12 @@ def test_absolute_pages_three_maps_keep_their_width_with_the_colour_bar_below():
     at = run_page("absolute")
     import json
 
+    from plotly_data import canvas_data
+
     # the page draws them on the canvas, its colour bar below (labels level in a third of a 1024 px page)
     for key in ("abs_fig_pe", "abs_fig_sim", "abs_fig_rel"):
         (chart,) = [c for c in at.get("bidi_component") if c.proto.id.endswith(key)]
-        assert json.loads(chart.proto.json)["bar_below"], key
+        assert canvas_data(chart.proto.json)["bar_below"], key
     # and their plotly twins (relviz.show) put theirs below too
     from relviz import show
 

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 from page_support import run_page
-from plotly_data import CANVAS, canvas_values, decode, is_canvas
+from plotly_data import CANVAS, canvas_data, canvas_values, decode, is_canvas
 from streamlit.testing.v1 import AppTest
 
 from relviz.absolute import projected_similarity, sinusoidal_encoding, sinusoidal_similarity
@@ -26,7 +26,7 @@ MAPS = {"pe", "sim", "rel"}
 
 def _shift_canvas(at: AppTest) -> dict:
     """The shift figure's data as the xy canvas component receives it (relviz.figures.xy_canvas)."""
-    shown = [json.loads(c.proto.json) for c in at.get("bidi_component") if c.proto.component_name == "relviz_xy_canvas"]
+    shown = [canvas_data(c.proto.json) for c in at.get("bidi_component") if c.proto.component_name == "relviz_xy_canvas"]
     assert len(shown) == 1
     return shown[0]
 
@@ -34,7 +34,7 @@ def _shift_canvas(at: AppTest) -> dict:
 def _figures(at: AppTest) -> dict[str, dict]:
     """Each figure by its key (abs_fig_NAME): a plotly figure's JSON, or a map's canvas payload."""
     drawn = {chart.proto.id.rsplit("-abs_fig_", 1)[1]: json.loads(chart.proto.spec) for chart in at.get("plotly_chart")}
-    drawn |= {chart.proto.id.rsplit("-abs_fig_", 1)[1]: json.loads(chart.proto.json)
+    drawn |= {chart.proto.id.rsplit("-abs_fig_", 1)[1]: canvas_data(chart.proto.json)
               for chart in at.get("bidi_component") if chart.proto.component_name == CANVAS}
     assert set(drawn) == set(FIGURES), sorted(drawn)
     return drawn
@@ -273,3 +273,15 @@ def test_each_canvas_map_shows_its_plotly_twins_values_and_colours(length, d_mod
         assert (shown["x_title"], shown["y_title"]) == (spec["layout"]["xaxis"]["title"]["text"],
                                                         spec["layout"]["yaxis"]["title"]["text"]), name
         assert shown["bar_below"], name                               # labels level in a third of a narrow page
+
+
+def test_every_canvas_gets_its_picture_as_one_json_string():
+    """Each canvas's data is {"json": the picture's JSON, its name and toolbar}: scalars only. A list or dict among
+    them makes Streamlit ask pandas whether it is a dataframe, which imported pandas and pyarrow on a server's first
+    Absolute page (~0.5-2 s of a cold first run) and walked the payload on every run."""
+    at = _run(abs_L="96", abs_d="64")
+    drawn = [json.loads(c.proto.json) for c in at.get("bidi_component")]
+    assert len(drawn) == 4                                    # three maps and the shift
+    for data in drawn:
+        assert isinstance(data["json"], str)
+        assert all(isinstance(value, (str, bool, int, float)) for value in data.values()), sorted(data)

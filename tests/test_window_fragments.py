@@ -11,6 +11,7 @@ import urllib.parse
 import pytest
 
 from browser_support import app_server
+from plotly_data import canvas_data
 from relviz.app.link_schema import view_subject
 from relviz.bench.class_clients import Session, streamlit_protos
 from relviz import t5_notes as t5_text
@@ -113,7 +114,7 @@ def test_an_absolute_shift_move_redraws_the_same_canvas_as_a_fresh_link_draws(ba
     opened, moved, fresh = runs["opened"], runs["moved"], runs["fresh"]
     canvas = [i for i in opened["chart_ids"] if i.endswith("-abs_fig_shift")]
     assert len(canvas) == 1 and moved["chart_ids"] == canvas                  # the one chart the move sends
-    assert json.loads(moved["charts"][0])["kind"] == "xy"
+    assert canvas_data(moved["charts"][0])["kind"] == "xy"
     assert moved["charts"][0] == fresh["charts"][fresh["chart_ids"].index(canvas[0])]
 
 

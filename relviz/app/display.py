@@ -6,6 +6,7 @@ Exists so that every page draws the same way (one export switch, one hover canva
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 
 import plotly.graph_objects as go
@@ -122,24 +123,36 @@ def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
     show_canvas(payload(), key=key, name=name)
 
 
-def show_canvas(payload: dict, *, key: str, name: str = "relviz") -> None:
-    """Draw a picture's payload (``.payload()`` of a figures.toeplitz_canvas image, kept by a page's cache) with the
-    canvas component."""
-    _toeplitz_canvas()(key=key, data=payload | {"name": name, "toolbar": not presenting()}, width="stretch",
+def show_canvas(payload: dict | str, *, key: str, name: str = "relviz") -> None:
+    """Draw a picture's payload (``.payload()`` of a figures.toeplitz_canvas image) with the canvas component.
+
+    ``payload`` may be its JSON already (:func:`canvas_json`, as a page's cache keeps it): the component then gets
+    ``{"json": payload}``, all scalars. A dict holding lists makes Streamlit ask, for each, whether it is a
+    dataframe, which imports pandas and pyarrow on a server's first canvas (~0.5-2 s of a cold first run; the
+    Absolute page needed neither) and walks the dict on every run."""
+    data = {"json": payload} if isinstance(payload, str) else payload
+    _toeplitz_canvas()(key=key, data=data | {"name": name, "toolbar": not presenting()}, width="stretch",
                        height="content")
+
+
+def canvas_json(payload: dict) -> str:
+    """A canvas payload as the JSON string :func:`show_canvas` and :func:`show_xy` send as it is."""
+    return json.dumps(payload, separators=(",", ":"))
 
 
 _XY = "relviz_xy_canvas"
 _xy_component = None
 
 
-def show_xy(payload: dict, *, key: str) -> None:
-    """Draw an XYImage's payload (relviz.figures.xy_canvas: bars, lines, ranges in panels) with the xy canvas
-    component (relviz/components/xy_canvas.js): a move that changes it redraws the same element in place."""
+def show_xy(payload: dict | str, *, key: str) -> None:
+    """Draw an XYImage's payload (relviz.figures.xy_canvas: bars, lines, ranges in panels), or its JSON
+    (:func:`canvas_json`), with the xy canvas component (relviz/components/xy_canvas.js): a move that changes it
+    redraws the same element in place."""
     global _xy_component
     if _xy_component is None:
         _xy_component = st.components.v2.component(_XY, js=xy_canvas_js())
-    _xy_component(key=key, data=payload, width="stretch", height="content")
+    _xy_component(key=key, data={"json": payload} if isinstance(payload, str) else payload, width="stretch",
+                  height="content")
 
 
 _GRID = "relviz_grid_canvas"

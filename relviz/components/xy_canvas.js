@@ -279,8 +279,16 @@ function hover(state, event) {
   state.tip.style.top = Math.max(0, Math.min(py + 12, L.height - state.tip.offsetHeight)) + "px";
 }
 
+// data.json: the picture's JSON as the server keeps it (relviz.app.display.show_canvas), the other fields beside it
+function unwrapped(raw) {
+  if (!raw || typeof raw.json !== "string") return raw;
+  const {json, ...rest} = raw;
+  return {...JSON.parse(json), ...rest};
+}
+
 export default function (component) {
-  const {data, parentElement} = component;
+  const {parentElement} = component;
+  const data = unwrapped(component.data);
   if (!data) return;
   let state = STATES.get(parentElement);
   if (!state) {
