@@ -15,6 +15,7 @@ import torch
 from relviz._checks import check_int
 from relviz._words import article, counted
 from relviz.figures import vision as figures
+from relviz.figures.heatmap import narrow_figure_title
 from relviz.figures.toeplitz_canvas import GridImage
 from relviz.rope.math import default_inv_freq
 from relviz.vision.grid import PatchGrid, offset_window, query_offsets, relative_index_2d
@@ -96,6 +97,10 @@ def _swin_table(window: int, seed: int) -> torch.Tensor:
     return torch.randn((2 * window - 1) ** 2, 1, generator=generator)
 
 
+#: The title lines Swin's two maps side by side make room for: the index's name and its formula on two.
+SWIN_TITLE_LINES = 3
+
+
 def swin_index(window: int = 7, *, query_row: int | None = None, query_col: int | None = None,
                validate: bool = True) -> go.Figure:
     """The table row each offset (Δh, Δw) reads: (δh + M − 1)(2M − 1) + (δw + M − 1), δ = query − key = −Δ.
@@ -108,11 +113,14 @@ def swin_index(window: int = 7, *, query_row: int | None = None, query_col: int 
     if query_row is not None and query_col is not None:
         PatchGrid(m, m).patch(query_row, query_col)
         window_box = (-query_row, -query_col, m, m)
-    figure = figures.offset_plane_figure(index, title=f"Swin's table row per offset, M = {m}<br><sup>row = "
-                                         f"(δh + {m - 1})·{2 * m - 1} + (δw + {m - 1}), δ = query − key = −Δ</sup>",
+    figure = figures.offset_plane_figure(index, title=f"Swin's table row per offset<br><sup>M = {m}: row = "
+                                         f"(δh + {m - 1})·{2 * m - 1} + (δw + {m - 1}),</sup><br>"
+                                         "<sup>δ = query − key = −Δ</sup>",
                                          value_label="table row", window=window_box, colorscale="Viridis",
                                          validate=validate)
-    return figure
+    # in half the page, beside one query's bias (SWIN_TITLE_LINES too, so the two plots stay level): with M on the
+    # first line and the formula on one, the title ran 16 px off the chart at 819 px
+    return narrow_figure_title(figure, lines=SWIN_TITLE_LINES)
 
 
 def swin_bias_matrix(window: int = 7, *, seed: int = 0, query_row: int = 0, query_col: int = 0,
@@ -142,9 +150,11 @@ def swin_query_bias(window: int = 7, *, seed: int = 0, query_row: int = 0, query
     grid = _grid(m, m, query_row, query_col)
     values = offset_window(swin_bias_per_offset(table, m), grid, query_row, query_col)[0].numpy()
     dh, dw = (t.numpy() for t in query_offsets(grid, query_row, query_col, device=CPU))
-    return figures.image_map_figure(values, dh, dw, query=(query_row, query_col), validate=validate,
-                                    title=f"bias of query patch ({query_row}, {query_col}) over its window",
-                                    value_label="bias", colorscale="RdBu_r", zmid=0.0)
+    # beside the index formula, in half the page: on one line, the title ran 36 px off the chart at 1024 px
+    return narrow_figure_title(figures.image_map_figure(
+        values, dh, dw, query=(query_row, query_col), validate=validate,
+        title=f"bias of query patch ({query_row}, {query_col}) over its window", value_label="bias",
+        colorscale="RdBu_r", zmid=0.0), lines=SWIN_TITLE_LINES)
 
 
 def swinv2_coords(window: int = 8, *, pretrained_window: int = 0) -> go.Figure:

@@ -171,16 +171,18 @@ def test_no_text_is_cut_on_a_projector_scaled_to_125_percent(projector, path):
 #: each fixed in its figure, at the size it was found at: T5's map title, its curve's line notes, the budget's and
 #: the composition's titles and axis title; the seed table's title beside Shaw's map; Shaw's three maps in thirds, its
 #: table strip and its Table 2 chart; Images' M-RoPE pairs (title note and axis title); Your model's keys-seen panels
-#: with two models side by side (the Today's models tour's last step).
+#: with two models side by side (the Today's models tour's last step); Images' Swin view (one query's bias, a plotly
+#: map in half the page).
 CUT_VIEWS = [("t5", SCALED_PROJECTOR), ("t5?t5_tab=Compare+with+Shaw", SCALED_PROJECTOR), ("shaw", SCALED_PROJECTOR),
              ("images?im_view=M-RoPE+%28video%29&im_rows=16&im_cols=16&im_frames=4&im_rule=Qwen2.5-VL",
               SCALED_PROJECTOR),
              ("your_model?ym_model=Llama-3.1+8B+%28published+config%29&ym_vs=Llama+4+Scout+17B-16E+%28published+"
-              "config%29&ym_layer=3&ym_layer2=3&ym_view=pattern", {"width": 1024, "height": 768})]
+              "config%29&ym_layer=3&ym_layer2=3&ym_view=pattern", {"width": 1024, "height": 768}),
+             ("images?im_view=Swin%27s+bias+table", SCALED_PROJECTOR)]
+CUT_IDS = ["t5-819", "t5-compare-819", "shaw-819", "images-mrope-819", "your_model-compare-1024", "images-swin-819"]
 
 
-@pytest.mark.parametrize("path, size", CUT_VIEWS, ids=[p.split("?")[0] + ("-compare" if "Compare" in p else "")
-                                                        + f"-{s['width']}" for p, s in CUT_VIEWS])
+@pytest.mark.parametrize("path, size", CUT_VIEWS, ids=CUT_IDS)
 def test_no_chart_text_runs_off_its_chart_where_the_cut_sweep_found_it(projector, path, size):
     base, page = projector
     page.set_viewport_size(size)
@@ -190,8 +192,7 @@ def test_no_chart_text_runs_off_its_chart_where_the_cut_sweep_found_it(projector
         page.wait_for_function("""() => document.querySelectorAll('.js-plotly-plot').length > 0 && Array.from(
             document.querySelectorAll('.js-plotly-plot')).every(p => p.querySelector('.main-svg'))""", timeout=60000)
         page.wait_for_timeout(800)   # plotly's relayout to its column's width
-        name = path.split("?")[0] + ("_compare" if "Compare" in path else "")
-        page.screenshot(path=str(ARTIFACTS / f"cut_{name}_{size['width']}.png"))
+        page.screenshot(path=str(ARTIFACTS / f"cut_{CUT_IDS[CUT_VIEWS.index((path, size))]}.png"))
         assert [cut for cut in page.evaluate(CLIPPED_JS) if cut[0] != "scrolls"] == []
     finally:
         page.set_viewport_size({"width": 1280, "height": 720})
