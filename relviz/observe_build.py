@@ -18,10 +18,12 @@ from relviz.observe_record import inputs
 from relviz.observe_shrink import CHUNK_FIELDS, SMALL_CHUNK, SMALL_WINDOW, WINDOW_FIELDS, shrink
 
 __all__ = ["build", "runs", "has_causal_lm", "model_class", "transformers_module", "auto", "auto_config",
-           "MAX_PARAMETERS"]
+           "MAX_PARAMETERS", "MAX_BUFFER_BYTES"]
 
 #: a shrunk model larger than this is refused before it is allocated (counted on the meta device)
 MAX_PARAMETERS = 60_000_000
+#: ... and one whose buffers take more bytes than this (a causal mask buffer of 100,000² positions is 10 GB a layer)
+MAX_BUFFER_BYTES = 1 << 30
 
 
 def build(config: Mapping[str, Any], *, causal: bool = False):
@@ -45,11 +47,16 @@ def build(config: Mapping[str, Any], *, causal: bool = False):
         hf_config = AutoConfig.for_model(model_type, **fields)
         hf_config._attn_implementation = "eager"
         with torch.device("meta"):                      # count first: nothing large is ever allocated
-            size = sum(p.numel() for p in model_class(hf_config, causal).from_config(hf_config,
-                                                                              attn_implementation="eager").parameters())
+            counted = model_class(hf_config, causal).from_config(hf_config, attn_implementation="eager")
+        size = sum(p.numel() for p in counted.parameters())
         if size > MAX_PARAMETERS:
             raise _TooLarge(f"{model_type!r} shrunk to tiny widths still has {size / 1e6:.0f}M parameters (more than "
                             f"{MAX_PARAMETERS / 1e6:.0f}M): its width fields are not ones relviz shrinks")
+        held = sum(b.numel() * b.element_size() for b in counted.buffers())
+        if held > MAX_BUFFER_BYTES:     # GPT-Neo's causal mask buffer is max_position_embeddings² per layer
+            raise _TooLarge(f"{model_type!r} shrunk to tiny widths still holds {held / 2**30:.1f} GiB of buffers "
+                            f"(more than {MAX_BUFFER_BYTES / 2**30:.0f} GiB; a mask buffer of its context squared, "
+                            "which relviz keeps as the config says)")
         torch.manual_seed(0)
         model = model_class(hf_config, causal).from_config(hf_config, attn_implementation="eager").eval()
         _unzeroed(model)
