@@ -163,3 +163,11 @@ def test_a_window_field_the_family_does_not_read_its_way_is_read_as_transformers
     case = _case(model_type, field, value)
     assert [p.find(AttentionPattern).window for p in read_plan(case.config).all_layers()] == windows
     assert classify(case).outcome == EXACT
+
+
+def test_a_shrunk_model_whose_buffers_pass_the_cap_is_refused_before_it_is_allocated():
+    """GPT-Neo keeps a causal mask buffer of max_position_embeddings² per layer: at 100,000 the search's case took
+    23 GB and was killed. Counted on the meta device, it is refused with the reason (the reading itself stands)."""
+    case = _case("gpt_neo", "max_position_embeddings", "100000")
+    result = classify(case)
+    assert result.outcome == REFUSED and "GiB of buffers" in result.reason
