@@ -20,18 +20,23 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-#: A digest of every chart on the page: each trace's x, y, z and text, the layout's shapes and title.
+#: A digest of every chart on the page: each trace's x, y, z and text, the layout's shapes and title; each canvas
+#: component's picture name (aria-label) and drawing count.
 #: Plotly keeps data sent as base64 ({dtype, bdata}) in that form, so the digest reads the bdata text
 #: too (lengths alone miss a moved outline). Compare two digests to see that a chart was redrawn.
 PLOT_STATE_JS = """() => {
   const sig = v => v == null ? null
     : (v.bdata !== undefined ? v.bdata.length + ':' + v.bdata.slice(0, 300) + v.bdata.slice(-300)
     : (Array.isArray(v) ? v.length + ':' + JSON.stringify(v.slice(0, 50)).slice(0, 600) : String(v).slice(0, 400)));
+  // relviz's canvas components (in their shadow roots): a drawing counts, with what the picture is called
+  const canvases = [...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)
+    .flatMap(root => [...root.querySelectorAll('.relviz-toeplitz, .relviz-xy, .relviz-grid')])
+    .map(r => (r.querySelector('canvas')?.getAttribute('aria-label') || '') + '#' + r.dataset.draws);
   return Array.from(document.querySelectorAll('.js-plotly-plot'))
     .map(div => JSON.stringify((div.data || []).map(t => [sig(t.x), sig(t.y), sig(t.z), String(t.text).slice(0, 100)]))
       + JSON.stringify((div.layout && div.layout.shapes) || []).slice(0, 300)
       + JSON.stringify(div.layout && div.layout.title && div.layout.title.text || ''))
-    .join('|');
+    .concat(canvases).join('|');
 }"""
 
 
