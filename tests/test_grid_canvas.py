@@ -25,7 +25,7 @@ def unpacked(b64: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(b64), dtype=np.uint8)
 
 
-@pytest.mark.parametrize("threshold", [0.5 + 0.05 * k for k in range(11)])
+@pytest.mark.parametrize("threshold", [round(0.5 + 0.05 * k, 2) for k in range(11)])  # the slider's steps
 def test_the_canvas_shows_what_the_plotly_overview_shows(section, threshold):
     twin = offset_overview(section, threshold).to_dict()
     payload = offset_overview_canvas(section, threshold).payload()
