@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz.app import controls, display, downloads, links, navigation
-from relviz.figures.heatmap import readable_layout
+from relviz.figures.skew_canvas import step_payload
 from relviz import skew as skew_words
 from relviz.figures.skew import (
     DEMO_DIM,
@@ -14,7 +14,6 @@ from relviz.figures.skew import (
     demo_inputs,
     proof_numbers,
     shared_zmax,
-    step_parts,
     unmasked_error,
     unmasked_error_figure,
 )
@@ -46,27 +45,26 @@ def bidirectional(length: int, seed: int):
 STEPS = {"causal": causal, "bidirectional": bidirectional}
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)  # 6 views' steps; at most 0.5 MB each (L = 16)
-def step_fig(tab: str, name: str, length: int, seed: int, colour_by: str, zmax: float, x_title: str, y_title: str,
-             show_scale: bool, width_budget: int):
-    """One step's figure, built once per server for the same link values (read-only, shared by every session:
-    a move redrew every step's figure in every session), held as the dict it sends (display.prepared: every
-    run drew five figures, and st.plotly_chart deep-copied and checked each go.Figure every time; built from
-    step_parts' dicts, since a go.Figure and make_readable cost ~10 ms a step on a move to a new L)."""
+@st.cache_resource(max_entries=32, show_spinner=False)  # 6 views' steps; at most ~0.1 MB each (L = 16)
+def step_picture(tab: str, name: str, length: int, seed: int, colour_by: str, zmax: float, x_title: str,
+                 y_title: str, show_scale: bool, width_budget: int) -> dict:
+    """One step's picture for the step canvas (relviz.figures.skew_canvas.step_payload), built once per server for
+    the same link values (read-only, shared by every session). A canvas, not a plotly chart: Streamlit mounted a
+    new chart for every changed plotly spec, so an L move had plotly.js draw five charts from scratch (issue 34)."""
     cells, _ = STEPS[tab](length, seed)
-    data, layout = step_parts(cells[name], colour_by=colour_by, zmax=zmax, length=length, x_title=x_title,
-                              y_title=y_title, show_scale=show_scale, width_budget=width_budget)
-    return display.prepared(data, readable_layout(layout))
+    return step_payload(cells[name], name=f"skew_{tab}_{name}_L{length}_seed{seed}", colour_by=colour_by, zmax=zmax,
+                        length=length, x_title=x_title, y_title=y_title, show_scale=show_scale,
+                        width_budget=width_budget)
 
 
 def step(words: skew_words.StepWords, cells: tuple[str, str], *, key: str, colour_by: str, zmax: float,
          length: int, seed: int, x_title: str = "column", y_title: str = "row", show_scale: bool = False,
          width_budget: int = 240) -> None:
-    """A step: its title, its figure (``cells``: the tab and the name of its cells) and its caption."""
+    """A step: its title, its picture (``cells``: the tab and the name of its cells) and its caption."""
     st.markdown(f"**{words.title}**")
-    figure = step_fig(*cells, length, seed, colour_by, zmax, x_title, y_title, show_scale, width_budget)
-    display.show_figure(figure, key=key)
-    st.caption(words.caption + ("" if figure.to_dict()["layout"]["meta"]["labels"] else NO_LABELS))
+    picture = step_picture(*cells, length, seed, colour_by, zmax, x_title, y_title, show_scale, width_budget)
+    display.show_step(picture, key=key)
+    st.caption(words.caption + ("" if picture["labels_on"] else NO_LABELS))
 
 
 display.page_title("The skew, step by step")

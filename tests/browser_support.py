@@ -30,7 +30,7 @@ PLOT_STATE_JS = """() => {
     : (Array.isArray(v) ? v.length + ':' + JSON.stringify(v.slice(0, 50)).slice(0, 600) : String(v).slice(0, 400)));
   // relviz's canvas components (in their shadow roots): a drawing counts, with what the picture is called
   const canvases = [...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)
-    .flatMap(root => [...root.querySelectorAll('.relviz-toeplitz, .relviz-xy, .relviz-grid')])
+    .flatMap(root => [...root.querySelectorAll('.relviz-toeplitz, .relviz-xy, .relviz-grid, .relviz-step')])
     .map(r => (r.querySelector('canvas')?.getAttribute('aria-label') || '') + '#' + r.dataset.draws);
   return Array.from(document.querySelectorAll('.js-plotly-plot'))
     .map(div => JSON.stringify((div.data || []).map(t => [sig(t.x), sig(t.y), sig(t.z), String(t.text).slice(0, 100)]))
@@ -38,6 +38,10 @@ PLOT_STATE_JS = """() => {
       + JSON.stringify(div.layout && div.layout.title && div.layout.title.text || ''))
     .concat(canvases).join('|');
 }"""
+
+#: A page's first picture drawn: a plotly chart, or a step of the Skew page (a canvas component, whose shadow root
+#: Playwright's selectors see into).
+PICTURE_DRAWN = ".js-plotly-plot .main-svg, .relviz-step canvas"
 
 
 #: Every text in the main area that the browser cuts off with an ellipsis (a widget label too long
@@ -221,7 +225,7 @@ def main(out_dir: str = "test-artifacts/screens") -> None:
         for info in PAGES:
             page.goto(page_url(base, info.path, info.default))
             wait_for_app(page)
-            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+            page.wait_for_selector(PICTURE_DRAWN, timeout=60000)
             page.wait_for_timeout(6000)  # lazy elements and every chart finish drawing
             target = out / f"{Path(info.path).stem}.png"
             page.screenshot(path=str(target), full_page=True)

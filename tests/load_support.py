@@ -50,7 +50,8 @@ from pathlib import Path
 
 import psutil
 
-from browser_support import CHROMIUM_ARGS, PLOT_STATE_JS, REPO, app_server, chromium_path, page_url
+from browser_support import (CHROMIUM_ARGS, PICTURE_DRAWN, PLOT_STATE_JS, REPO, app_server, chromium_path,
+                             page_url)
 from cold_start_support import ColdSession, read_message
 from cold_start_support import open_session as first_visit
 
@@ -307,7 +308,7 @@ async def open_session(context, base: str, info, report: SessionReport, query: s
         if messages:
             raise PageUnavailable(f"{name}: no slider {key}; the page says: {messages[0][:200]}") from None
         await page.wait_for_selector(f'.st-key-{key} input[type="range"]', timeout=ACTION_TIMEOUT_MS)
-    await page.wait_for_selector(".js-plotly-plot .main-svg", timeout=ACTION_TIMEOUT_MS)
+    await page.wait_for_selector(PICTURE_DRAWN, timeout=ACTION_TIMEOUT_MS)
     report.open_seconds = time.perf_counter() - started
     return page
 

@@ -11,6 +11,7 @@ import pytest
 
 from browser_support import (
     CHROMIUM_ARGS,
+    PICTURE_DRAWN,
     PLOT_STATE_JS,
     REPO,
     app_server,
@@ -72,14 +73,14 @@ def test_page_loads_without_errors_and_a_slider_redraws_a_chart(browser_page, in
     page.goto(page_url(base, info.path, info.default))
     wait_for_app(page)
     name = Path(info.path).stem
-    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+    page.wait_for_selector(PICTURE_DRAWN, timeout=60000)
     page.wait_for_timeout(1500)  # let every chart finish drawing before the screenshot
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
     assert error_boxes(page) == []
     assert page.query_selector('[data-testid="stMainBlockContainer"] h1') is not None
 
     sliders = sliders_of(page)
-    charts = page.query_selector_all(".js-plotly-plot")
+    charts = page.query_selector_all(".js-plotly-plot, .relviz-step")   # Skew's steps: canvases
     if not sliders or not charts:
         pytest.fail(f"{name}: expected at least one slider and one chart (found {len(sliders)}, {len(charts)})")
     before = page.evaluate(PLOT_STATE_JS)

@@ -2,6 +2,7 @@
 page is on the first screen, the T5 precision tab draws from a link, and the code block opens."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -77,10 +78,15 @@ def projector():
         browser.close()
 
 
+#: a page's pictures: plotly charts, and the ones relviz's canvas components draw (the Absolute page's maps, the
+#: Experiments overview, the Skew page's steps)
+PICTURES = ".js-plotly-plot, .relviz-toeplitz, .relviz-xy, .relviz-grid, .relviz-step"
+
+
 def _open(page, url: str) -> None:
     page.goto(url)
     wait_for_app(page)
-    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+    page.wait_for_selector(".js-plotly-plot .main-svg, .relviz-step canvas", timeout=60000)
     page.wait_for_timeout(800)
 
 
@@ -107,9 +113,7 @@ def _inside_first_screen(page, label: str, height: int) -> dict:
 def test_main_picture_is_on_the_first_screen_at_1280x720(projector, path):
     base, page = projector
     _open(page, f"{base}/{path}")
-    # the first chart: a plotly chart or one relviz's canvas components draws (the Absolute page's maps, the
-    # Experiments overview)
-    box = page.locator(".js-plotly-plot, .relviz-toeplitz, .relviz-xy, .relviz-grid").first.bounding_box()
+    box = page.locator(PICTURES).first.bounding_box()
     page.screenshot(path=str(ARTIFACTS / f"projector_{path or 'home'}.png"))
     assert box is not None and box["y"] < 720
     visible = min(box["y"] + box["height"], 720) - max(box["y"], 0)
@@ -223,6 +227,9 @@ def test_small_matrices_keep_square_cells_and_their_width_at_1280x720(projector,
     base, page = projector
     _open(page, f"{base}/{path}")
     charts = page.evaluate(SMALL_HEATMAPS_JS)
+    for step in page.locator(".relviz-step").all():   # the Skew page's steps: canvases (components/step_canvas.js)
+        plot = json.loads(step.get_attribute("data-plot"))
+        charts.append([plot["cell"] * plot["cols"], plot["cell"] * plot["rows"], 1.0, plot["bar"]])
     assert len(charts) >= 3, charts
     widths = sorted(width for width, *_ in charts)
     for width, height, cell, bar in charts:
@@ -340,3 +347,25 @@ def test_an_absolute_shift_move_redraws_its_canvas_in_place_with_the_hover_in_th
     tip = root.locator(".relviz-tooltip")
     tip.wait_for(state="visible", timeout=10000)
     assert "j − i = " in tip.inner_text()
+
+
+def test_the_skew_steps_redraw_in_place_and_hover_each_cell(projector):
+    """The Skew page's steps are canvases (relviz/components/step_canvas.js): an L move redraws the same element
+    (a changed plotly chart was mounted anew), at the new size; a cell's hover is its step's hover text (step 4,
+    row 0, column 2: garbage that came from row 1)."""
+    base, page = projector
+    _open(page, f"{base}/skew?skew_L=6")
+    step4 = page.locator(".relviz-step").nth(3)
+    step4.scroll_into_view_if_needed()
+    plot = json.loads(step4.get_attribute("data-plot"))
+    assert (plot["rows"], plot["cols"]) == (6, 6)
+    box = step4.locator("canvas").bounding_box()
+    page.mouse.move(box["x"] + plot["x0"] + 2.5 * plot["cell"], box["y"] + plot["y0"] + 0.5 * plot["cell"])
+    tip = step4.locator(".relviz-tooltip")
+    tip.wait_for(state="visible", timeout=10_000)
+    assert "query i = 0, key j = 2" in tip.inner_text() and "garbage: from row 1" in tip.inner_text()
+    handle, draws = step4.element_handle(), int(step4.get_attribute("data-draws"))
+    page.get_by_role("slider", name="sequence length L").focus()
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("([el, n]) => Number(el.dataset.draws) > n && JSON.parse(el.dataset.plot).rows === 5",
+                           arg=[handle, draws], timeout=60_000)

@@ -368,10 +368,11 @@ NUMBER_PAGES = [("shaw", {}), ("t5", {}), ("absolute", {}), ("rope", {}), ("atte
 
 
 def _page_state(at) -> tuple:
-    """What a page shows: every widget's value but the number inputs', and every chart's spec."""
+    """What a page shows: every widget's value but the number inputs', and every chart's spec (plotly's, and the
+    data of every canvas component)."""
     widgets = sorted((str(w.key), repr(w.value)) for w in at.main if hasattr(w, "value") and w.key
                      and w.type != "number_input")
-    return widgets, [c.proto.spec for c in at.get("plotly_chart")]
+    return widgets, [c.proto.spec for c in at.get("plotly_chart")] + [c.proto.json for c in at.get("bidi_component")]
 
 
 @pytest.mark.parametrize("page, params", NUMBER_PAGES, ids=[f"{p}{''.join(v.values())}" for p, v in NUMBER_PAGES])

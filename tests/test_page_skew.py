@@ -1,6 +1,7 @@
 """AppTest of pages/skew.py: the figures hold exactly the library's tensors, the proofs and memory are live."""
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -12,10 +13,12 @@ from page_support import run_page
 from plotly_data import decode
 from streamlit.testing.v1 import AppTest
 
-from relviz.figures.skew import causal_steps, demo_inputs, step_figure
+from relviz.figures.skew import bidirectional_steps, causal_steps, demo_inputs, step_figure
+from relviz.figures.skew_canvas import HATCHED, PAD
 from relviz.skew import gather_relative, skew, skew_bidirectional, skew_source_index, skew_steps
 
 BIDIRECTIONAL = "Bidirectional skew (encoder)"
+STEP_COMPONENT = "relviz_step_canvas"   # relviz.app.display.show_step's component
 
 
 def _run(**params) -> AppTest:
@@ -24,8 +27,29 @@ def _run(**params) -> AppTest:
 
 # ---- decoding the figures AppTest saw ------------------------------------------------
 
+def _steps(at: AppTest) -> list[dict]:
+    """The step canvases' payloads (relviz.figures.skew_canvas.step_payload), in page order."""
+    return [json.loads(element.proto.json) for element in at.get("bidi_component")
+            if element.proto.component_name == STEP_COMPONENT]
+
+
+def _as_figure(payload: dict) -> dict:
+    """A step canvas's payload read as its plotly twin's traces: "values" (z, the labels as text, the hover as
+    customdata), "pad" (1 on the pad) and "garbage" (present where cells are hatched), and meta's labels flag."""
+    shape = (payload["rows"], payload["cols"])
+    looks = np.frombuffer(base64.b64decode(payload["looks"]), dtype=np.uint8).reshape(shape)
+    data = [{"name": "values", "z": np.frombuffer(base64.b64decode(payload["z"]), dtype="<f4").reshape(shape),
+             "text": np.array(payload["labels"]).reshape(shape), "customdata": np.array(payload["hover"]).reshape(shape)},
+            {"name": "pad", "z": np.where(looks & PAD, 1.0, np.nan)}]
+    if (looks & HATCHED).any():
+        data.append({"name": "garbage"})
+    return {"data": data, "layout": {"meta": {"labels": payload["labels_on"]}}}
+
+
 def _figures(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    """Every picture of the run in page order: the steps (canvases, read as their plotly twins), then the plotly
+    charts (the encoder tab's unmasked-bug picture, after its steps)."""
+    return [_as_figure(p) for p in _steps(at)] + [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
 def _trace(figure: dict, name: str) -> dict | None:
@@ -256,18 +280,43 @@ def test_bidirectional_tab_pictures_the_unmasked_causal_skew_bug():
     assert error[j <= i].max() < 1e-5 and error[j > i].min() >= 0 and error[j > i].max() > 0.1
 
 
-def test_a_cached_step_figure_sends_what_the_fresh_figure_sends():
-    """The page caches each step's figure as the dict it sends (display.prepared_spec): at the longest L, the
-    first step's chart is the JSON plotly writes for step_figure built afresh with the page's arguments."""
-    import plotly.io as pio
-
+def test_a_cached_step_picture_sends_what_the_fresh_one_sends_and_shows_its_plotly_twin():
+    """The page caches each step's canvas payload: at the longest L, the first step's is step_payload built afresh
+    with the page's arguments, and it shows what the plotly twin (step_figure) shows: the same z (NaN where no
+    colour), labels, hover, cells switched to labels or not, the pad, the hatched cells, the height and margins."""
     from relviz.figures.skew import shared_zmax
+    from relviz.figures.skew_canvas import step_payload
 
-    at = _run(skew_L="16", skew_seed="3")
-    cells = causal_steps(demo_inputs(16, 3))
-    fresh = step_figure(cells["qer"], colour_by="value", zmax=shared_zmax(cells["qer"].values), length=16,
-                        x_title="column m", y_title="query i", show_scale=True, width_budget=240)
-    assert _figures(at)[0] == json.loads(pio.to_json(fresh, validate=False))
+    for params, steps in (({"skew_L": "16", "skew_seed": "3"}, causal_steps),
+                          ({"skew_L": "5", "skew_colour": "distance"}, causal_steps),
+                          ({"skew_L": "7", "skew_tab": BIDIRECTIONAL, "skew_colour": "source row"},
+                           bidirectional_steps)):
+        at = _run(**params)
+        length, seed = int(params["skew_L"]), int(params.get("skew_seed", 0))
+        colour = {"distance": "distance", "source row": "row"}.get(params.get("skew_colour"), "value")
+        cells = steps(demo_inputs(length, seed))
+        options = dict(colour_by=colour, zmax=shared_zmax(cells["qer"].values), length=length,
+                       x_title="column m", y_title="query i", show_scale=True,
+                       width_budget=240 if steps is causal_steps else 520)
+        shown = _steps(at)[0]
+        fresh = step_payload(cells["qer"], name=shown["name"], **options) | {"toolbar": True}   # no lecture runs
+        assert shown == json.loads(json.dumps(fresh))
+        for name, payload in zip(cells, _steps(at)):
+            budget = {"qer": 520, "window": 760, "result": 380}[name] if steps is bidirectional_steps else 240
+            twin = step_figure(cells[name], length=length, colour_by=colour, zmax=options["zmax"],
+                               show_scale=payload["bar"] is not None, width_budget=budget).to_plotly_json()
+            values, picture = twin["data"][0], _as_figure(payload)["data"][0]
+            np.testing.assert_array_equal(picture["z"], decode(values["z"]).astype(np.float32))
+            np.testing.assert_array_equal(picture["customdata"], values["customdata"])
+            shown_text = np.where(values["text"] == "", picture["text"], values["text"])
+            np.testing.assert_array_equal(picture["text"], shown_text)         # overlaid cells keep their label
+            pad = _trace(twin, "pad")
+            np.testing.assert_array_equal(~np.isnan(_as_figure(payload)["data"][1]["z"]),
+                                          np.zeros(picture["z"].shape, bool) if pad is None
+                                          else ~np.isnan(decode(pad["z"]).astype(np.float64)))
+            assert (_trace(twin, "garbage") is None) == (_trace(_as_figure(payload), "garbage") is None)
+            assert payload["labels_on"] == twin["layout"]["meta"]["labels"]
+
 
 
 def test_hover_values_carry_a_true_minus_sign():

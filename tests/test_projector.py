@@ -2,11 +2,22 @@
 ≥ 17 px titles); plotly's 12 px default is not."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from page_support import run_page
-from plotly_data import charts
+from plotly_data import charts, is_canvas
 from relviz.figures.heatmap import READABLE_FONT, READABLE_TITLE
+
+#: the Skew page's steps (relviz.app.display.show_step): drawn on a canvas at the payload's fonts
+STEP_COMPONENT = "relviz_step_canvas"
+
+
+def _pictures(at) -> list[dict]:
+    return charts(at) + [json.loads(element.proto.json) for element in at.get("bidi_component")
+                         if element.proto.component_name == STEP_COMPONENT]
+
 
 PAGES = [("shaw", {}), ("t5", {}), ("t5", {"t5_tab": "Precision & references"}), ("skew", {}),
          ("skew", {"skew_tab": "Bidirectional skew (encoder)"}), ("absolute", {})]
@@ -14,9 +25,12 @@ PAGES = [("shaw", {}), ("t5", {}), ("t5", {"t5_tab": "Precision & references"}),
 
 @pytest.mark.parametrize("page,params", PAGES)
 def test_every_figure_has_readable_fonts(page, params):
-    figures = charts(run_page(page, **params))
+    figures = _pictures(run_page(page, **params))
     assert figures
     for figure in figures:
+        if is_canvas(figure):   # text, ticks and axis titles at the payload's sizes
+            assert figure["font"] >= READABLE_FONT and figure["tick_font"] >= READABLE_FONT - 1, figure["kind"]
+            continue
         layout = figure["layout"]
         assert layout.get("font", {}).get("size", 0) >= READABLE_FONT, layout.get("title")
         title = layout.get("title")

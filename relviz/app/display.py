@@ -14,7 +14,7 @@ import streamlit as st
 
 from relviz.app import internals
 from relviz.app.lecture_mode import presenting
-from relviz.components import grid_canvas_js, toeplitz_canvas_js, xy_canvas_js
+from relviz.components import grid_canvas_js, step_canvas_js, toeplitz_canvas_js, xy_canvas_js
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
                    "Negative: the key lies in the past of the query; positive: in its future.")
@@ -167,6 +167,19 @@ def show_grid_panels(payload: dict, *, key: str) -> None:
     if _grid_component is None:
         _grid_component = st.components.v2.component(_GRID, js=grid_canvas_js())
     _grid_component(key=key, data=payload | {"toolbar": not presenting()}, width="stretch", height="content")
+
+
+_STEP = "relviz_step_canvas"
+_step_component = None
+
+
+def show_step(payload: dict, *, key: str) -> None:
+    """Draw a skew step's payload (relviz.figures.skew_canvas.step_payload) with the step canvas component
+    (relviz/components/step_canvas.js): a move that changes it redraws the same element in place."""
+    global _step_component
+    if _step_component is None:
+        _step_component = st.components.v2.component(_STEP, js=step_canvas_js())
+    _step_component(key=key, data=payload | {"toolbar": not presenting()}, width="stretch", height="content")
 
 
 def code_for_this_view(code: str, *, note: str = "", key: str | None = None) -> None:

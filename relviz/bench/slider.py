@@ -160,7 +160,9 @@ def measure(rounds: int, log=lambda message: None, pages: set[str] | None = None
                 page = context.new_page()
                 page.add_init_script(COUNT_MESSAGES_JS)  # counts the websocket's bytes (and messages)
                 page.goto(f"{base}/{page_name}?{query}")
-                page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
+                # a plotly chart or a canvas component drawn (the Skew page's steps are all canvases)
+                page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot, "
+                                       "[data-testid^=\"stBidiComponent\"]').length > 0 && "
                                        "!document.querySelector('[data-testid=\"stStatusWidget\"]')",
                                        timeout=180_000)
                 page.wait_for_timeout(3000)

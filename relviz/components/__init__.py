@@ -32,3 +32,9 @@ def xy_canvas_js() -> str:
 def grid_canvas_js() -> str:
     """The grid component's JavaScript module (see the file's header)."""
     return (HERE / "grid_canvas.js").read_text(encoding="utf-8")
+
+
+@cache
+def step_canvas_js() -> str:
+    """The skew step component's JavaScript module (see the file's header)."""
+    return (HERE / "step_canvas.js").read_text(encoding="utf-8")

@@ -1,0 +1,269 @@
+// relviz's step canvas: one step of the Music Transformer skew (relviz.figures.skew_canvas.step_payload) drawn on
+// a canvas, as its plotly twin (relviz.figures.skew.step_figure) draws it: cells coloured from 256 levels with a
+// 1 px gap, the grey pad, hatched and outlined garbage, veiled columns about to be dropped, each cell's label
+// (where they fit) and its hover text, integer ticks every `dtick`, axis titles and a flat colour bar below.
+//
+// Streamlit (st.components.v2) calls the default export on mount and whenever the data change, with the same
+// parentElement: the drawing state lives on that element, so an L move redraws in place (a changed plotly spec
+// is a new chart to Streamlit, mounted and drawn from scratch). Every text is set with textContent or drawn on
+// the canvas, never parsed as HTML. After each drawing the root carries data-draws and the window receives a
+// "relviz:drawn" event (the slider bench listens).
+
+const FONT = "'Source Sans', 'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
+const STATES = new WeakMap();
+const HIDDEN = 1, PAD = 2, HATCHED = 4, VEILED = 8, DARK_LABEL = 16;  // relviz.figures.skew_canvas's looks
+const PAD_COLOUR = "#9e9e9e";
+
+function decoded(b64) {
+  const text = atob(b64);
+  const bytes = new Uint8Array(text.length);
+  for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
+  return bytes;
+}
+
+function niceStep(span, most) {
+  const raw = span / Math.max(most, 1);
+  const base = Math.pow(10, Math.floor(Math.log10(raw)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * base >= raw) return m * base;
+  return 10 * base;
+}
+
+function build(parent) {
+  const root = document.createElement("div");
+  root.className = "relviz-step";
+  root.style.cssText = "position:relative;width:100%;font-family:" + FONT;
+  const canvas = document.createElement("canvas");
+  canvas.style.cssText = "display:block;cursor:crosshair";
+  const tip = document.createElement("div");
+  tip.className = "relviz-tooltip";
+  tip.setAttribute("role", "tooltip");
+  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:rgba(255,255,255,0.96);" +
+    "color:#262730;border:1px solid #555;border-radius:3px;padding:4px 7px;font-size:13px;line-height:1.35;" +
+    "white-space:nowrap;z-index:10;box-shadow:0 1px 4px rgba(0,0,0,0.2)";
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "relviz-download";
+  button.textContent = "\u2913 PNG";
+  button.title = "Download this picture as PNG (twice the size shown); the step's numbers are in the downloads below.";
+  button.style.cssText = "position:absolute;top:0;right:2px;font-size:12px;padding:1px 6px;opacity:0;" +
+    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer;transition:opacity .15s";
+  root.addEventListener("mouseenter", () => { button.style.opacity = "0.85"; });
+  root.addEventListener("mouseleave", () => { if (document.activeElement !== button) button.style.opacity = "0"; });
+  button.addEventListener("focus", () => { button.style.opacity = "0.85"; });
+  button.addEventListener("blur", () => { button.style.opacity = "0"; });
+  root.append(canvas, tip, button);
+  parent.appendChild(root);
+  const state = {root, canvas, tip, button, data: null, layout: null, draws: 0, signature: ""};
+  if (document.fonts && document.fonts.status !== "loaded") {
+    document.fonts.ready.then(() => { if (state.data) draw(state); });
+  }
+  button.addEventListener("click", () => download(state));
+  canvas.addEventListener("mousemove", event => hover(state, event));
+  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  let width = 0;
+  new ResizeObserver(() => {
+    const now = Math.round(root.getBoundingClientRect().width);
+    if (now && now !== width && state.data) { width = now; draw(state); }
+  }).observe(root);
+  return state;
+}
+
+// As plotly lays out a heatmap with square cells (scaleanchor) and constrain "domain": the plot area within the
+// margins, the cells as large as both sides allow, the spare length split evenly on both sides.
+function layout(data, width) {
+  const m = data.margin, height = data.height;
+  const areaW = Math.max(20, width - m.l - m.r), areaH = Math.max(20, height - m.t - m.b);
+  const cell = Math.min(areaW / data.cols, areaH / data.rows);
+  const w = cell * data.cols, h = cell * data.rows;
+  return {width, height, cell, w, h, x0: m.l + (areaW - w) / 2, y0: m.t + (areaH - h) / 2, paperX: m.l, paperW: areaW};
+}
+
+function colourOf(data, rgb, k) {
+  return "rgb(" + rgb[3 * k] + "," + rgb[3 * k + 1] + "," + rgb[3 * k + 2] + ")";
+}
+
+function paint(state, ctx, L, scale, forExport) {
+  const data = state.data, rows = data.rows, cols = data.cols, c0 = L.cell;
+  const text = forExport ? "#262730" : (getComputedStyle(state.root).color || "#262730");
+  ctx.save();
+  ctx.scale(scale, scale);
+  if (forExport) { ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, L.width, L.height); }
+  else ctx.clearRect(0, 0, L.width, L.height);
+  ctx.fillStyle = data.background;
+  ctx.fillRect(L.x0, L.y0, L.w, L.h);
+  const rgb = state.rgb, levels = state.levels, looks = state.looks;
+  const at = (r, c) => [L.x0 + c * c0 + 0.5, L.y0 + r * c0 + 0.5, c0 - 1, c0 - 1];  // a 1 px gap (xgap, ygap)
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      const k = r * cols + c, look = looks[k];
+      if (look & PAD) ctx.fillStyle = PAD_COLOUR;
+      else if (look & HIDDEN) continue;
+      else ctx.fillStyle = colourOf(data, rgb, levels[k]);
+      ctx.fillRect(...at(r, c));
+    }
+  }
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      const look = looks[r * cols + c];
+      const [x, y, w, h] = [L.x0 + c * c0, L.y0 + r * c0, c0, c0];
+      if (look & HATCHED) {  // "/" lines 9 px apart, outlined as the plotly twin's garbage trace
+        ctx.save();
+        ctx.beginPath(); ctx.rect(x, y, w, h); ctx.clip();
+        ctx.strokeStyle = "rgba(0,0,0,0.55)"; ctx.lineWidth = 1.1;
+        ctx.beginPath();
+        for (let s = -h; s < w + h; s += 9) { ctx.moveTo(x + s, y + h); ctx.lineTo(x + s + h, y); }
+        ctx.stroke();
+        ctx.restore();
+        ctx.strokeStyle = "#111111"; ctx.lineWidth = 1; ctx.setLineDash([]);
+        ctx.strokeRect(x, y, w, h);
+      } else if (look & VEILED) {  // about to be cut off: a white veil and a dotted outline
+        ctx.fillStyle = "rgba(255,255,255,0.72)"; ctx.fillRect(x, y, w, h);
+        ctx.strokeStyle = "#555555"; ctx.lineWidth = 1.5; ctx.setLineDash([2, 3]);
+        ctx.strokeRect(x, y, w, h); ctx.setLineDash([]);
+      }
+    }
+  }
+  if (data.labels_on) {
+    ctx.font = data.text_size + "px " + FONT;
+    ctx.textAlign = "center"; ctx.textBaseline = "middle";
+    for (let r = 0; r < rows; r++) {
+      for (let c = 0; c < cols; c++) {
+        const k = r * cols + c, label = data.labels[k];
+        if (!label) continue;
+        ctx.fillStyle = looks[k] & DARK_LABEL ? "#000000" : "#ffffff";
+        ctx.fillText(label, L.x0 + (c + 0.5) * c0, L.y0 + (r + 0.5) * c0);
+      }
+    }
+  }
+  // ticks and axis titles, muted as in the app's plotly charts (the text colour at 60 %)
+  ctx.globalAlpha = 0.6;
+  ctx.fillStyle = text;
+  ctx.font = data.tick_font + "px " + FONT;
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  for (let c = 0; c < cols; c += data.dtick[0]) ctx.fillText(String(c), L.x0 + (c + 0.5) * c0, L.y0 + L.h + 5);
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  let widest = 0;
+  for (let r = 0; r < rows; r += data.dtick[1]) {
+    ctx.fillText(String(r), L.x0 - 6, L.y0 + (r + 0.5) * c0);
+    widest = Math.max(widest, ctx.measureText(String(r)).width);
+  }
+  ctx.font = data.font + "px " + FONT;
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  ctx.fillText(data.x_title, L.x0 + L.w / 2, L.y0 + L.h + 5 + data.tick_font + 10);
+  ctx.save();
+  ctx.translate(Math.max(data.font / 2 + 2, L.x0 - 6 - widest - 10 - data.font / 2), L.y0 + L.h / 2);
+  ctx.rotate(-Math.PI / 2); ctx.textBaseline = "middle";
+  ctx.fillText(data.y_title, 0, 0);
+  ctx.restore();
+  ctx.globalAlpha = 1;
+  if (data.bar) drawBar(ctx, L, data, rgb, text);
+  ctx.restore();
+}
+
+// The flat colour bar under the plot (relviz.figures.heatmap.colour_bar_below): 10 px tall, its top 24 px below
+// the top of the figure's bottom COLOUR_BAR_BELOW px, as wide as the plot area; its title above, ticks below.
+function drawBar(ctx, L, data, rgb, text) {
+  const top = L.height - (data.bar_below - 24), x = L.paperX, w = L.paperW;
+  const n = rgb.length / 3;
+  for (let k = 0; k < n; k++) {
+    ctx.fillStyle = colourOf(data, rgb, k);
+    ctx.fillRect(x + (w * k) / n, top, Math.ceil(w / n) + 0.5, 10);
+  }
+  ctx.fillStyle = text;
+  ctx.font = data.font + "px " + FONT;
+  ctx.textAlign = "center"; ctx.textBaseline = "bottom";
+  ctx.fillText(data.bar, x + w / 2, top - 3);
+  ctx.globalAlpha = 0.6;
+  ctx.font = data.tick_font + "px " + FONT;
+  ctx.textBaseline = "top";
+  const span = data.zmax - data.zmin, step = niceStep(span, 4);
+  for (let v = Math.ceil(data.zmin / step) * step; v <= data.zmax + step * 1e-9; v += step) {
+    const rounded = Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12));
+    ctx.fillText(String(rounded).replace(/-/g, "\u2212"), x + w * (rounded - data.zmin) / span, top + 13);
+  }
+  ctx.globalAlpha = 1;
+}
+
+function draw(state) {
+  const width = Math.max(120, Math.round(state.root.getBoundingClientRect().width) || 300);
+  const L = layout(state.data, width);
+  const dpr = window.devicePixelRatio || 1;
+  state.canvas.width = Math.round(L.width * dpr);
+  state.canvas.height = Math.round(L.height * dpr);
+  state.canvas.style.width = L.width + "px";
+  state.canvas.style.height = L.height + "px";
+  state.layout = L;
+  paint(state, state.canvas.getContext("2d"), L, dpr, false);
+}
+
+function download(state) {
+  if (!state.layout) return;
+  const L = state.layout;
+  const out = document.createElement("canvas");
+  out.width = 2 * L.width; out.height = 2 * L.height;
+  paint(state, out.getContext("2d"), L, 2, true);
+  out.toBlob(blob => {
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = (state.data.name || "relviz") + ".png";
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }, "image/png");
+}
+
+function hover(state, event) {
+  const L = state.layout;
+  if (!L) return;
+  const box = state.canvas.getBoundingClientRect();
+  const x = event.clientX - box.left, y = event.clientY - box.top;
+  const c = Math.floor((x - L.x0) / L.cell), r = Math.floor((y - L.y0) / L.cell);
+  const tip = state.tip;
+  if (c < 0 || r < 0 || c >= state.data.cols || r >= state.data.rows) { tip.style.display = "none"; return; }
+  tip.replaceChildren(...state.data.hover[r * state.data.cols + c].split("<br>").map(line => {
+    const div = document.createElement("div");
+    div.textContent = line;
+    return div;
+  }));
+  tip.dataset.row = String(r);
+  tip.dataset.col = String(c);
+  tip.style.display = "block";
+  const flip = x + 16 + tip.offsetWidth > L.width;
+  tip.style.left = Math.max(0, flip ? x - 12 - tip.offsetWidth : x + 14) + "px";
+  tip.style.top = Math.max(0, Math.min(y + 12, L.height - tip.offsetHeight)) + "px";
+}
+
+export default function (component) {
+  const {data, parentElement} = component;
+  if (!data) return;
+  let state = STATES.get(parentElement);
+  if (!state) {
+    state = build(parentElement);
+    STATES.set(parentElement, state);
+  }
+  const signature = JSON.stringify(data);
+  const changed = signature !== state.signature;
+  state.signature = signature;
+  state.data = data;
+  if (changed) {
+    const hex = data.palette, rgb = new Uint8Array(hex.length / 2);
+    for (let k = 0; k < rgb.length; k++) rgb[k] = parseInt(hex.substr(2 * k, 2), 16);
+    state.rgb = rgb;
+    state.levels = decoded(data.levels);
+    state.looks = decoded(data.looks);
+  }
+  draw(state);
+  state.button.style.display = data.toolbar === false ? "none" : "";
+  state.tip.style.display = "none";
+  state.draws += 1;
+  state.root.dataset.draws = String(state.draws);
+  state.root.dataset.kind = data.kind;
+  state.canvas.setAttribute("role", "img");
+  state.canvas.setAttribute("aria-label", data.name + ": " + data.y_title + " \u00d7 " + data.x_title);
+  const L = state.layout; // where the cells are, in CSS px of the canvas (tests hover a chosen cell)
+  state.root.dataset.plot = JSON.stringify({x0: L.x0, y0: L.y0, cell: L.cell, rows: data.rows, cols: data.cols,
+                                            bar: data.bar ? L.paperW : 0});
+  window.dispatchEvent(new CustomEvent("relviz:drawn", {detail: {kind: data.kind, changed}}));
+}
