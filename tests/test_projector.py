@@ -10,7 +10,7 @@ from page_support import run_page
 from plotly_data import charts, is_canvas
 from relviz.figures.heatmap import READABLE_FONT, READABLE_TITLE
 
-#: the Skew page's steps (relviz.app.display.show_step): drawn on a canvas at the payload's fonts
+#: the Skew page's steps (relviz.app.display.show_step), which plotly_data.charts leaves out
 STEP_COMPONENT = "relviz_step_canvas"
 
 
@@ -28,8 +28,10 @@ def test_every_figure_has_readable_fonts(page, params):
     figures = _pictures(run_page(page, **params))
     assert figures
     for figure in figures:
-        if is_canvas(figure):   # text, ticks and axis titles at the payload's sizes
-            assert figure["font"] >= READABLE_FONT and figure["tick_font"] >= READABLE_FONT - 1, figure["kind"]
+        if is_canvas(figure):   # relviz's canvases draw text, ticks and titles at their payload's sizes
+            assert figure["font"] >= READABLE_FONT, figure["kind"]
+            assert figure.get("tick_font", figure["font"] - 1) >= READABLE_FONT - 1, figure["kind"]
+            assert not figure.get("title") or figure.get("title_font", 0) >= READABLE_TITLE, figure["title"]
             continue
         layout = figure["layout"]
         assert layout.get("font", {}).get("size", 0) >= READABLE_FONT, layout.get("title")
