@@ -383,7 +383,8 @@ function drawColourBarBelow(ctx, L, data, text) {
 function draw(state, fresh) {
   const data = state.data;
   if (fresh) state.bitmap = bitmap(state);
-  const width = Math.max(200, Math.round(state.root.getBoundingClientRect().width) || 600);
+  // never wider than its column (a map in a third of an 819 px page has ~150 px): 120 px at the least
+  const width = Math.max(120, Math.round(state.root.getBoundingClientRect().width) || 600);
   const ctx = state.canvas.getContext("2d");
   const L = layout(state, ctx, width);
   const dpr = window.devicePixelRatio || 1;
