@@ -21,10 +21,12 @@ function decoded(b64) {
   return bytes;
 }
 
-function niceStep(span, most) {
-  const raw = span / Math.max(most, 1);
+// The colour bar's tick step as plotly.js picks it for a flat bar `lengthPx` long (axes.autoTicks): about one tick
+// per 80 px, 5 to 10 of them, the rough step rounded up to 2, 5 or 10 times a power of ten.
+function barStep(span, lengthPx) {
+  const raw = span / (Math.min(Math.max(lengthPx / 80, 4), 9) + 1);
   const base = Math.pow(10, Math.floor(Math.log10(raw)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * base >= raw) return m * base;
+  for (const m of [2, 5, 10]) if (m * base >= raw) return m * base;
   return 10 * base;
 }
 
@@ -176,7 +178,7 @@ function drawBar(ctx, L, data, rgb, text) {
   ctx.globalAlpha = 0.6;
   ctx.font = data.tick_font + "px " + FONT;
   ctx.textBaseline = "top";
-  const span = data.zmax - data.zmin, step = niceStep(span, 4);
+  const span = data.zmax - data.zmin, step = barStep(span, w);
   for (let v = Math.ceil(data.zmin / step) * step; v <= data.zmax + step * 1e-9; v += step) {
     const rounded = Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12));
     ctx.fillText(String(rounded).replace(/-/g, "\u2212"), x + w * (rounded - data.zmin) / span, top + 13);
