@@ -59,12 +59,12 @@ def live_json(rows: list | None) -> str | None:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def overview_payload(path: str, mtime: float, size: int, threshold: float) -> dict:
-    """The overview for the canvas component (read-only, shared): a threshold move redraws that element in place,
-    where a new plotly figure was a new chart that plotly.js drew from scratch (issue 34)."""
-    return offset_overview_canvas(section_of(path, mtime, size, "offset_resolution"), threshold,
-                                  title=f"Offset resolution: mean accuracy over seeds · ✓ = at least {threshold:.0%}"
-                                  ).payload()
+def overview_payload(path: str, mtime: float, size: int, threshold: float) -> str:
+    """The overview for the canvas component, as the JSON it sends (shared): a threshold move redraws that element in
+    place, where a new plotly figure was a new chart that plotly.js drew from scratch (issue 34)."""
+    return display.canvas_json(offset_overview_canvas(
+        section_of(path, mtime, size, "offset_resolution"), threshold,
+        title=f"Offset resolution: mean accuracy over seeds · ✓ = at least {threshold:.0%}").payload())
 
 
 @st.cache_resource(**FIGURE_CACHE)

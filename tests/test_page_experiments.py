@@ -36,7 +36,7 @@ def overview(at: AppTest) -> dict:
     """The offset-resolution overview as the grid canvas component receives it (relviz.figures.grid_canvas)."""
     shown = [json.loads(c.proto.json) for c in at.get("bidi_component") if c.proto.component_name == "relviz_grid_canvas"]
     assert len(shown) == 1, len(shown)
-    return shown[0]
+    return json.loads(shown[0]["json"]) | {k: v for k, v in shown[0].items() if k != "json"}
 
 
 def checks(payload: dict) -> int:

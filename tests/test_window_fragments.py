@@ -141,7 +141,7 @@ def test_an_experiments_threshold_move_redraws_the_same_canvas_as_a_fresh_link_d
     opened, moved, fresh = runs["opened"], runs["moved"], runs["fresh"]
     canvas = [i for i in opened["chart_ids"] if i.endswith("-ex_fig_overview")]
     assert len(canvas) == 1 and moved["chart_ids"] == canvas                  # the one chart the move sends
-    assert json.loads(moved["charts"][0])["kind"] == "grid_panels"
+    assert json.loads(json.loads(moved["charts"][0])["json"])["kind"] == "grid_panels"
     assert moved["charts"][0] == fresh["charts"][fresh["chart_ids"].index(canvas[0])]
 
 

@@ -159,14 +159,16 @@ _GRID = "relviz_grid_canvas"
 _grid_component = None
 
 
-def show_grid_panels(payload: dict, *, key: str) -> None:
-    """Draw a GridPanels payload (relviz.figures.grid_canvas: labelled heatmaps in panels, with marks) with the grid
-    canvas component (relviz/components/grid_canvas.js): a move that changes it redraws the same element in place.
-    No PNG button while a tour is on a projector, as the other charts."""
+def show_grid_panels(payload: dict | str, *, key: str) -> None:
+    """Draw a GridPanels payload (relviz.figures.grid_canvas: labelled heatmaps in panels, with marks), or its JSON
+    (:func:`canvas_json`: all scalars, see :func:`show_canvas`), with the grid canvas component
+    (relviz/components/grid_canvas.js): a move that changes it redraws the same element in place. No PNG button while
+    a tour is on a projector, as the other charts."""
     global _grid_component
     if _grid_component is None:
         _grid_component = st.components.v2.component(_GRID, js=grid_canvas_js())
-    _grid_component(key=key, data=payload | {"toolbar": not presenting()}, width="stretch", height="content")
+    data = {"json": payload} if isinstance(payload, str) else payload
+    _grid_component(key=key, data=data | {"toolbar": not presenting()}, width="stretch", height="content")
 
 
 _STEP = "relviz_step_canvas"

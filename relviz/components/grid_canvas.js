@@ -225,8 +225,16 @@ function hover(state, event) {
   tip.style.top = Math.max(0, Math.min(y + 12, L.height - tip.offsetHeight)) + "px";
 }
 
+// data.json: the picture's JSON as the server keeps it (relviz.app.display.show_grid_panels), the other fields beside it
+function unwrapped(raw) {
+  if (!raw || typeof raw.json !== "string") return raw;
+  const {json, ...rest} = raw;
+  return {...JSON.parse(json), ...rest};
+}
+
 export default function (component) {
-  const {data, parentElement} = component;
+  const {parentElement} = component;
+  const data = unwrapped(component.data);
   if (!data) return;
   let state = STATES.get(parentElement);
   if (!state) {
