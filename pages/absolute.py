@@ -139,7 +139,8 @@ def shift_section(length: int, d_model: int) -> None:
                                  help="The same tokens, starting at position s instead of 0."))
     shift_col.markdown(words.shift_words(shift))
     with shift_fig_col:
-        display.show_xy(shift_picture(length, d_model, shift), key="abs_fig_shift")
+        display.show_xy(shift_picture(length, d_model, shift), key="abs_fig_shift",
+                        name=f"sinusoidal_shift_L{length}_d{d_model}_s{shift}")
 
 
 display.page_title("Absolute vs relative")

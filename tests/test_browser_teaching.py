@@ -325,8 +325,8 @@ def test_pages_load_nothing_from_outside_the_app_server(projector):
 def test_an_absolute_shift_move_redraws_its_canvas_in_place_with_the_hover_in_the_browser(projector):
     """The shift figure is drawn by relviz's xy canvas (relviz/components/xy_canvas.js): an arrow key on the shift
     redraws the same element (its draw counter goes on, a mark set on it stays), where the plotly figure it replaced
-    was a new chart on every move; its titles name the new shift, and hovering the right panel gives j − i and the
-    dot product there."""
+    was a new chart on every move; its titles name the new shift, hovering the right panel gives j − i and the
+    dot product there, and its button downloads the picture as PNG."""
     base, page = projector
     _open(page, f"{base}/absolute?abs_L=64&abs_d=64&abs_shift=10")
     root = page.locator(".st-key-abs_fig_shift .relviz-xy")
@@ -347,6 +347,9 @@ def test_an_absolute_shift_move_redraws_its_canvas_in_place_with_the_hover_in_th
     tip = root.locator(".relviz-tooltip")
     tip.wait_for(state="visible", timeout=10000)
     assert "j − i = " in tip.inner_text()
+    with page.expect_download(timeout=20000) as download:                  # its PNG, as the plotly chart's camera
+        root.locator(".relviz-download").click()
+    assert download.value.suggested_filename == "sinusoidal_shift_L64_d64_s11.png"
 
 
 def test_the_skew_steps_redraw_in_place_and_hover_each_cell(projector):

@@ -144,14 +144,15 @@ _XY = "relviz_xy_canvas"
 _xy_component = None
 
 
-def show_xy(payload: dict | str, *, key: str) -> None:
+def show_xy(payload: dict | str, *, key: str, name: str = "relviz") -> None:
     """Draw an XYImage's payload (relviz.figures.xy_canvas: bars, lines, ranges in panels), or its JSON
     (:func:`canvas_json`), with the xy canvas component (relviz/components/xy_canvas.js): a move that changes it
-    redraws the same element in place."""
+    redraws the same element in place. ``name``: the PNG's file name."""
     global _xy_component
     if _xy_component is None:
         _xy_component = st.components.v2.component(_XY, js=xy_canvas_js())
-    _xy_component(key=key, data={"json": payload} if isinstance(payload, str) else payload, width="stretch",
+    data = {"json": payload} if isinstance(payload, str) else payload
+    _xy_component(key=key, data=data | {"name": name, "toolbar": not presenting()}, width="stretch",
                   height="content")
 
 

@@ -65,9 +65,23 @@ function build(parent) {
   tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:rgba(255,255,255,0.96);" +
     "color:#262730;border:1px solid #555;border-radius:3px;padding:4px 7px;font-size:13px;line-height:1.35;" +
     "white-space:nowrap;z-index:10;box-shadow:0 1px 4px rgba(0,0,0,0.2)";
-  root.append(canvas, tip);
+  // a PNG of the picture, as the Toeplitz canvas's button (relviz/components/toeplitz_canvas.js): shown while the
+  // pointer is on the picture or the button has the focus; none during a lecture (data.toolbar false)
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "relviz-download";
+  button.textContent = "\u2913 PNG";
+  button.title = "Download this picture as PNG (twice the size shown).";
+  button.style.cssText = "position:absolute;top:2px;right:2px;font-size:12px;padding:1px 6px;opacity:0;" +
+    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer;transition:opacity .15s";
+  root.addEventListener("mouseenter", () => { button.style.opacity = "0.85"; });
+  root.addEventListener("mouseleave", () => { if (document.activeElement !== button) button.style.opacity = "0"; });
+  button.addEventListener("focus", () => { button.style.opacity = "0.85"; });
+  button.addEventListener("blur", () => { button.style.opacity = "0"; });
+  root.append(canvas, tip, button);
   parent.appendChild(root);
-  const state = {root, canvas, tip, data: null, layout: null, draws: 0, signature: ""};
+  const state = {root, canvas, tip, button, data: null, layout: null, draws: 0, signature: ""};
+  button.addEventListener("click", () => download(state));
   if (document.fonts && document.fonts.status !== "loaded") {
     document.fonts.ready.then(() => { if (state.data) draw(state); });
   }
@@ -144,11 +158,12 @@ function layout(state, ctx, width) {
   return {width, height, font, panels, legend, legendY: top + plotH + bottom + 8};
 }
 
-function paint(state, ctx, L, scale) {
-  const data = state.data, text = getComputedStyle(state.root).color || "#262730";
+function paint(state, ctx, L, scale, forExport = false) {
+  const data = state.data, text = forExport ? "#262730" : (getComputedStyle(state.root).color || "#262730");
   ctx.save();
   ctx.scale(scale, scale);
-  ctx.clearRect(0, 0, L.width, L.height);
+  if (forExport) { ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, L.width, L.height); }
+  else ctx.clearRect(0, 0, L.width, L.height);
   if (data.title) {
     ctx.fillStyle = text; ctx.font = "600 17px " + FONT; ctx.textAlign = "left"; ctx.textBaseline = "middle";
     ctx.fillText(data.title, 6, 16, L.width - 12);
@@ -249,6 +264,24 @@ function draw(state) {
   paint(state, ctx, L, dpr);
 }
 
+function download(state) {
+  if (!state.layout) return;
+  const L = state.layout;
+  const out = document.createElement("canvas");
+  out.width = 2 * L.width; out.height = 2 * L.height;
+  paint(state, out.getContext("2d"), L, 2, true);
+  out.toBlob(blob => {
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = (state.data.name || "relviz") + ".png";
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }, "image/png");
+}
+
 // The hover: the panel under the pointer, the x nearest to it, and every trace's lines at that x.
 function hover(state, event) {
   const L = state.layout;
@@ -302,6 +335,7 @@ export default function (component) {
   if (changed) state.panels = prepare(data);
   draw(state);
   state.tip.style.display = "none";
+  state.button.style.display = data.toolbar === false ? "none" : "";
   state.draws += 1;
   state.root.dataset.draws = String(state.draws);
   state.root.dataset.kind = data.kind;
