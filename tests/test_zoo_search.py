@@ -70,6 +70,7 @@ def test_a_seeded_draw_is_the_same_draw_and_counts_every_case_once():
     ("gemma3_text", "head_dim", "head_dim"),                 # its class's head_dim 256, not hidden_size / heads
     ("cohere", "rope_parameters", "rope_parameters (or rope_scaling, rope_theta)"),   # its class's own θ
     ("afmoe", "layer_types", "layer_types"),                 # its class's own pattern of windows
+    ("zaya", "head_dim", "head_dim"),                        # its class's head_dim 128 (found by the full sweep)
 ])
 def test_a_field_left_out_that_the_config_class_fills_its_own_way_is_refused_by_name(model_type, field, named):
     """Were silent: relviz derived the field the generic way (hidden/heads, θ 10,000, no windows) while the config

@@ -476,9 +476,10 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "qwen3_next": (("head_dim",), ("rope_parameters", "rope_scaling", "partial_rotary_factor")),
     # a share of each head below 1 by default (their classes' partial_rotary_factor): a config must say it
     **{t: (("rope_parameters", "rope_scaling", "partial_rotary_factor"),) for t in (
-        "phi", "persimmon", "glm4_moe", "nemotron", "zaya", "stablelm", "bamba", "recurrent_gemma",
-        "deepseek_v4")},
-    "dots3_note_text": (("head_dim",), ("rope_parameters", "rope_scaling", "partial_rotary_factor")),
+        "phi", "persimmon", "glm4_moe", "nemotron", "stablelm", "bamba", "recurrent_gemma", "deepseek_v4")},
+    # ... and a head_dim of their own (ZAYA's 128: the full sweep found it read as hidden / heads)
+    **{t: (("head_dim",), ("rope_parameters", "rope_scaling", "partial_rotary_factor")) for t in (
+        "dots3_note_text", "zaya")},
     # (families given an entry for a field above: relviz reads no θ of their own either)
     **{t: (("head_dim",), _ROPE_FIELDS_ANY) for t in ("mellum", "minimax_m2", "minimax_m3_vl_text")},
     "mimo_v2_flash": (("head_dim",), _ROPE_FIELDS_ANY),
