@@ -7,6 +7,8 @@ browser. A slider move then sends O(rows + cols) numbers instead of one hover re
 drawn in place when a slider changes them (a changed plotly figure is a new chart, drawn from scratch).
 ``grid_canvas.js``: labelled heatmaps in panels with a mark in chosen cells (figures.grid_canvas.GridPanels), drawn in
 place: the Experiments page's overview, whose ✓ marks its threshold moves.
+``step_canvas.js``: one step of the Music Transformer skew (figures.skew_canvas.step_payload), drawn in place.
+``canvas_common.js``: what the four share (served before each: :func:`component_js`).
 """
 from __future__ import annotations
 
@@ -17,24 +19,29 @@ HERE = Path(__file__).resolve().parent
 
 
 @cache
+def component_js(file_name: str) -> str:
+    """A component's JavaScript module as Streamlit gets it: ``canvas_common.js`` (what every canvas component
+    shares: the font, the root with its canvas, tooltip and PNG button, the PNG download, the "relviz:drawn"
+    announcement), then the component's own file, whose names it uses."""
+    common = (HERE / "canvas_common.js").read_text(encoding="utf-8")
+    return common + "\n" + (HERE / file_name).read_text(encoding="utf-8")
+
+
 def toeplitz_canvas_js() -> str:
-    """The component's JavaScript module (its default export draws; see the file's header)."""
-    return (HERE / "toeplitz_canvas.js").read_text(encoding="utf-8")
+    """The Toeplitz component's module (its default export draws; see the file's header)."""
+    return component_js("toeplitz_canvas.js")
 
 
-@cache
 def xy_canvas_js() -> str:
-    """The xy component's JavaScript module (see the file's header)."""
-    return (HERE / "xy_canvas.js").read_text(encoding="utf-8")
+    """The xy component's module (see the file's header)."""
+    return component_js("xy_canvas.js")
 
 
-@cache
 def grid_canvas_js() -> str:
-    """The grid component's JavaScript module (see the file's header)."""
-    return (HERE / "grid_canvas.js").read_text(encoding="utf-8")
+    """The grid component's module (see the file's header)."""
+    return component_js("grid_canvas.js")
 
 
-@cache
 def step_canvas_js() -> str:
-    """The skew step component's JavaScript module (see the file's header)."""
-    return (HERE / "step_canvas.js").read_text(encoding="utf-8")
+    """The skew step component's module (see the file's header)."""
+    return component_js("step_canvas.js")

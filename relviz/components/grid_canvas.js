@@ -8,58 +8,18 @@
 // parentElement: the state lives on that element. Every text is set with textContent or drawn, never parsed as
 // HTML. After each drawing the root carries data-draws (a counter) and the window receives "relviz:drawn" (the
 // slider bench listens), as relviz/components/toeplitz_canvas.js does.
+//
+// FONT, STATES, the root with its canvas, tooltip and PNG button, the PNG download and announceDrawn come from
+// relviz/components/canvas_common.js, which relviz.components.component_js serves before this file.
 
-const FONT = "'Source Sans', 'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
-const STATES = new WeakMap();
 const GAP = 14;         // px between two panels
 const BAR = 14;         // the colour bar's width
 
-function decoded(b64) {
-  const text = atob(b64);
-  const bytes = new Uint8Array(text.length);
-  for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
-  return bytes;
-}
-
 function build(parent) {
-  const root = document.createElement("div");
-  root.className = "relviz-grid";
-  root.style.cssText = "position:relative;width:100%;font-family:" + FONT;
-  const canvas = document.createElement("canvas");
-  canvas.style.cssText = "display:block;cursor:crosshair";
-  const tip = document.createElement("div");
-  tip.className = "relviz-tooltip";
-  tip.setAttribute("role", "tooltip");
-  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:rgba(255,255,255,0.96);" +
-    "color:#262730;border:1px solid #555;border-radius:3px;padding:4px 7px;font-size:13px;line-height:1.35;" +
-    "white-space:nowrap;z-index:10;box-shadow:0 1px 4px rgba(0,0,0,0.2)";
-  const button = document.createElement("button");
-  button.type = "button";
-  button.className = "relviz-download";
-  button.textContent = "\u2913 PNG";
-  button.title = "Download this picture as PNG (twice the size shown). It is drawn on a canvas, so PNG only.";
-  // as the app's other charts show their camera button: while the pointer is on the picture; none in a lecture
-  button.style.cssText = "position:absolute;top:2px;right:2px;font-size:12px;padding:1px 6px;opacity:0;" +
-    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer;transition:opacity .15s";
-  root.addEventListener("mouseenter", () => { button.style.opacity = "0.85"; });
-  root.addEventListener("mouseleave", () => { if (document.activeElement !== button) button.style.opacity = "0"; });
-  button.addEventListener("focus", () => { button.style.opacity = "0.85"; });
-  button.addEventListener("blur", () => { button.style.opacity = "0"; });
-  root.append(canvas, tip, button);
-  parent.appendChild(root);
-  const state = {root, canvas, tip, button, data: null, layout: null, draws: 0, signature: ""};
-  if (document.fonts && document.fonts.status !== "loaded") {
-    document.fonts.ready.then(() => { if (state.data) draw(state); });
-  }
-  button.addEventListener("click", () => download(state));
-  canvas.addEventListener("mousemove", event => hover(state, event));
-  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
-  let width = 0;
-  new ResizeObserver(() => {
-    const now = Math.round(root.getBoundingClientRect().width);
-    if (now && now !== width && state.data) { width = now; draw(state); }
-  }).observe(root);
-  return state;
+  return canvasFrame(parent, "relviz-grid", {
+    top: "2px",
+    title: "Download this picture as PNG (twice the size shown). It is drawn on a canvas, so PNG only.",
+  }, {draw, hover, paint});
 }
 
 // Where everything sits, in CSS px: the row labels at the left, the panels, the colour bar at the right.
@@ -173,33 +133,9 @@ function paint(state, ctx, L, scale) {
 
 function draw(state) {
   const width = Math.round(state.root.getBoundingClientRect().width) || 800;
-  const canvas = state.canvas, ctx = canvas.getContext("2d");
+  const ctx = state.canvas.getContext("2d");
   const L = layout(state, ctx, width);
-  const ratio = window.devicePixelRatio || 1;
-  canvas.width = Math.round(L.width * ratio);
-  canvas.height = Math.round(L.height * ratio);
-  canvas.style.width = L.width + "px";
-  canvas.style.height = L.height + "px";
-  state.layout = L;
-  paint(state, ctx, L, ratio);
-}
-
-function download(state) {
-  if (!state.layout) return;
-  const L = state.layout;
-  const out = document.createElement("canvas");
-  out.width = 2 * L.width; out.height = 2 * L.height;
-  paint(state, out.getContext("2d"), L, 2);
-  out.toBlob(blob => {
-    const url = URL.createObjectURL(blob);
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = (state.data.name || "relviz") + ".png";
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
-  }, "image/png");
+  paint(state, ctx, L, sizeCanvas(state, L));
 }
 
 function hover(state, event) {
@@ -212,51 +148,26 @@ function hover(state, event) {
   const p = L.panels[k], cols = state.data.panels[k].columns.length;
   const c = Math.min(cols - 1, Math.floor((x - p.x) / p.cw)), r = Math.min(state.data.rows.length - 1,
                                                                           Math.floor((y - p.y) / p.ch));
-  const tip = state.tip;
-  tip.replaceChildren(...state.data.panels[k].hover[r * cols + c].map(line => {
-    const div = document.createElement("div");
-    div.textContent = line;
-    return div;
-  }));
-  Object.assign(tip.dataset, {panel: String(k), row: String(r), col: String(c)});
-  tip.style.display = "block";
-  const flip = x + 16 + tip.offsetWidth > L.width;
-  tip.style.left = (flip ? x - 12 - tip.offsetWidth : x + 14) + "px";
-  tip.style.top = Math.max(0, Math.min(y + 12, L.height - tip.offsetHeight)) + "px";
-}
-
-// data.json: the picture's JSON as the server keeps it (relviz.app.display.show_grid_panels), the other fields beside it
-function unwrapped(raw) {
-  if (!raw || typeof raw.json !== "string") return raw;
-  const {json, ...rest} = raw;
-  return {...JSON.parse(json), ...rest};
+  Object.assign(state.tip.dataset, {panel: String(k), row: String(r), col: String(c)});
+  showTip(state.tip, tipRows(state.data.panels[k].hover[r * cols + c]), x, y, L);
 }
 
 export default function (component) {
   const {parentElement} = component;
   const data = unwrapped(component.data);
   if (!data) return;
-  let state = STATES.get(parentElement);
-  if (!state) {
-    state = build(parentElement);
-    STATES.set(parentElement, state);
-  }
+  const state = stateOf(parentElement, build);
   const signature = JSON.stringify(data);
   const changed = signature !== state.signature;
   state.signature = signature;
   state.data = data;
-  const hex = data.palette;
-  state.palette = Uint8Array.from({length: hex.length / 2}, (_, k) => parseInt(hex.substr(2 * k, 2), 16));
+  state.palette = palette(data.palette);
   state.levels = data.panels.map(p => decoded(p.levels));
   state.marks = data.panels.map(p => decoded(p.marks));
   draw(state);
-  state.button.style.display = data.toolbar === false ? "none" : "";
-  state.tip.style.display = "none";
-  state.draws += 1;
-  state.root.dataset.draws = String(state.draws);
   state.canvas.setAttribute("role", "img");  // a screen reader gets what the picture shows, not "canvas"
   state.canvas.setAttribute("aria-label", data.title || data.colour.title);
   // where the panels are, in CSS px of the canvas (tests hover a chosen cell)
   state.root.dataset.panels = JSON.stringify(state.layout.panels);
-  window.dispatchEvent(new CustomEvent("relviz:drawn", {detail: {kind: "grid_panels", changed}}));
+  announceDrawn(state, "grid_panels", changed);
 }

@@ -8,18 +8,12 @@
 // is a new chart to Streamlit, mounted and drawn from scratch). Every text is set with textContent or drawn on
 // the canvas, never parsed as HTML. After each drawing the root carries data-draws and the window receives a
 // "relviz:drawn" event (the slider bench listens).
+//
+// FONT, STATES, the root with its canvas, tooltip and PNG button, the PNG download and announceDrawn come from
+// relviz/components/canvas_common.js, which relviz.components.component_js serves before this file.
 
-const FONT = "'Source Sans', 'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
-const STATES = new WeakMap();
 const HIDDEN = 1, PAD = 2, HATCHED = 4, VEILED = 8, DARK_LABEL = 16;  // relviz.figures.skew_canvas's looks
 const PAD_COLOUR = "#9e9e9e";
-
-function decoded(b64) {
-  const text = atob(b64);
-  const bytes = new Uint8Array(text.length);
-  for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
-  return bytes;
-}
 
 // The colour bar's tick step as plotly.js picks it for a flat bar `lengthPx` long (axes.autoTicks): about one tick
 // per 80 px, 5 to 10 of them, the rough step rounded up to 2, 5 or 10 times a power of ten.
@@ -31,43 +25,10 @@ function barStep(span, lengthPx) {
 }
 
 function build(parent) {
-  const root = document.createElement("div");
-  root.className = "relviz-step";
-  root.style.cssText = "position:relative;width:100%;font-family:" + FONT;
-  const canvas = document.createElement("canvas");
-  canvas.style.cssText = "display:block;cursor:crosshair";
-  const tip = document.createElement("div");
-  tip.className = "relviz-tooltip";
-  tip.setAttribute("role", "tooltip");
-  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:rgba(255,255,255,0.96);" +
-    "color:#262730;border:1px solid #555;border-radius:3px;padding:4px 7px;font-size:13px;line-height:1.35;" +
-    "white-space:nowrap;z-index:10;box-shadow:0 1px 4px rgba(0,0,0,0.2)";
-  const button = document.createElement("button");
-  button.type = "button";
-  button.className = "relviz-download";
-  button.textContent = "\u2913 PNG";
-  button.title = "Download this picture as PNG (twice the size shown); the step's numbers are in the downloads below.";
-  button.style.cssText = "position:absolute;top:0;right:2px;font-size:12px;padding:1px 6px;opacity:0;" +
-    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer;transition:opacity .15s";
-  root.addEventListener("mouseenter", () => { button.style.opacity = "0.85"; });
-  root.addEventListener("mouseleave", () => { if (document.activeElement !== button) button.style.opacity = "0"; });
-  button.addEventListener("focus", () => { button.style.opacity = "0.85"; });
-  button.addEventListener("blur", () => { button.style.opacity = "0"; });
-  root.append(canvas, tip, button);
-  parent.appendChild(root);
-  const state = {root, canvas, tip, button, data: null, layout: null, draws: 0, signature: ""};
-  if (document.fonts && document.fonts.status !== "loaded") {
-    document.fonts.ready.then(() => { if (state.data) draw(state); });
-  }
-  button.addEventListener("click", () => download(state));
-  canvas.addEventListener("mousemove", event => hover(state, event));
-  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
-  let width = 0;
-  new ResizeObserver(() => {
-    const now = Math.round(root.getBoundingClientRect().width);
-    if (now && now !== width && state.data) { width = now; draw(state); }
-  }).observe(root);
-  return state;
+  return canvasFrame(parent, "relviz-step", {
+    top: "0",
+    title: "Download this picture as PNG (twice the size shown); the step's numbers are in the downloads below.",
+  }, {draw, hover, paint});
 }
 
 // As plotly lays out a heatmap with square cells (scaleanchor) and constrain "domain": the plot area within the
@@ -189,31 +150,7 @@ function drawBar(ctx, L, data, rgb, text) {
 function draw(state) {
   const width = Math.max(120, Math.round(state.root.getBoundingClientRect().width) || 300);
   const L = layout(state.data, width);
-  const dpr = window.devicePixelRatio || 1;
-  state.canvas.width = Math.round(L.width * dpr);
-  state.canvas.height = Math.round(L.height * dpr);
-  state.canvas.style.width = L.width + "px";
-  state.canvas.style.height = L.height + "px";
-  state.layout = L;
-  paint(state, state.canvas.getContext("2d"), L, dpr, false);
-}
-
-function download(state) {
-  if (!state.layout) return;
-  const L = state.layout;
-  const out = document.createElement("canvas");
-  out.width = 2 * L.width; out.height = 2 * L.height;
-  paint(state, out.getContext("2d"), L, 2, true);
-  out.toBlob(blob => {
-    const url = URL.createObjectURL(blob);
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = (state.data.name || "relviz") + ".png";
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
-  }, "image/png");
+  paint(state, state.canvas.getContext("2d"), L, sizeCanvas(state, L), false);
 }
 
 function hover(state, event) {
@@ -224,48 +161,30 @@ function hover(state, event) {
   const c = Math.floor((x - L.x0) / L.cell), r = Math.floor((y - L.y0) / L.cell);
   const tip = state.tip;
   if (c < 0 || r < 0 || c >= state.data.cols || r >= state.data.rows) { tip.style.display = "none"; return; }
-  tip.replaceChildren(...state.data.hover[r * state.data.cols + c].split("<br>").map(line => {
-    const div = document.createElement("div");
-    div.textContent = line;
-    return div;
-  }));
   tip.dataset.row = String(r);
   tip.dataset.col = String(c);
-  tip.style.display = "block";
-  const flip = x + 16 + tip.offsetWidth > L.width;
-  tip.style.left = Math.max(0, flip ? x - 12 - tip.offsetWidth : x + 14) + "px";
-  tip.style.top = Math.max(0, Math.min(y + 12, L.height - tip.offsetHeight)) + "px";
+  showTip(tip, tipRows(state.data.hover[r * state.data.cols + c].split("<br>")), x, y, L, 0);
 }
 
 export default function (component) {
   const {data, parentElement} = component;
   if (!data) return;
-  let state = STATES.get(parentElement);
-  if (!state) {
-    state = build(parentElement);
-    STATES.set(parentElement, state);
-  }
+  const state = stateOf(parentElement, build);
   const signature = JSON.stringify(data);
   const changed = signature !== state.signature;
   state.signature = signature;
   state.data = data;
   if (changed) {
-    const hex = data.palette, rgb = new Uint8Array(hex.length / 2);
-    for (let k = 0; k < rgb.length; k++) rgb[k] = parseInt(hex.substr(2 * k, 2), 16);
-    state.rgb = rgb;
+    state.rgb = palette(data.palette);
     state.levels = decoded(data.levels);
     state.looks = decoded(data.looks);
   }
   draw(state);
-  state.button.style.display = data.toolbar === false ? "none" : "";
-  state.tip.style.display = "none";
-  state.draws += 1;
-  state.root.dataset.draws = String(state.draws);
   state.root.dataset.kind = data.kind;
   state.canvas.setAttribute("role", "img");
   state.canvas.setAttribute("aria-label", data.name + ": " + data.y_title + " \u00d7 " + data.x_title);
   const L = state.layout; // where the cells are, in CSS px of the canvas (tests hover a chosen cell)
   state.root.dataset.plot = JSON.stringify({x0: L.x0, y0: L.y0, cell: L.cell, rows: data.rows, cols: data.cols,
                                             bar: data.bar ? L.paperW : 0});
-  window.dispatchEvent(new CustomEvent("relviz:drawn", {detail: {kind: data.kind, changed}}));
+  announceDrawn(state, data.kind, changed);
 }

@@ -17,27 +17,9 @@
 //   of cells; hover lines name {y} (the row's label, y_first + r), {x}, {a} (|x − y|: a distance) and {v} (the value).
 // data.bar_below (any kind): the colour bar lies under the picture, its labels horizontal (a map in a third of
 //   the page: a bar at the right took ~70 of ~190 px at 1024 px wide).
-
-// Streamlit 1.67 names its web font "Source Sans" (without it in the list the canvas drew in Arial: defect 8)
-const FONT = "'Source Sans', 'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
-const STATES = new WeakMap();
-
-function decoded(b64) {
-  const text = atob(b64);
-  const bytes = new Uint8Array(text.length);
-  for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
-  return bytes;
-}
-
-function palette(hex) {
-  const out = new Uint8Array(hex.length / 2);
-  for (let k = 0; k < out.length; k++) out[k] = parseInt(hex.substr(2 * k, 2), 16);
-  return out; // r, g, b, r, g, b, ...
-}
-
-function minus(text) {
-  return String(text).replace(/-/g, "\u2212");
-}
+//
+// FONT, STATES, the root with its canvas, tooltip and PNG button, the PNG download and announceDrawn come from
+// relviz/components/canvas_common.js, which relviz.components.component_js serves before this file.
 
 function format(value, fmt) {
   if (value === null || value === undefined || Number.isNaN(value)) return "NaN";
@@ -72,56 +54,12 @@ function blockTickEvery(count, block, most) {
   return e;
 }
 
-function niceStep(span, most) {
-  const raw = span / Math.max(most, 1);
-  const base = Math.pow(10, Math.floor(Math.log10(raw)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * base >= raw) return m * base;
-  return 10 * base;
-}
-
 function build(parent) {
-  const root = document.createElement("div");
-  root.className = "relviz-toeplitz";
-  root.style.cssText = "position:relative;width:100%;font-family:" + FONT;
-  const canvas = document.createElement("canvas");
-  canvas.style.cssText = "display:block;cursor:crosshair";
-  const tip = document.createElement("div");
-  tip.className = "relviz-tooltip";
-  tip.setAttribute("role", "tooltip");
-  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:rgba(255,255,255,0.96);" +
-    "color:#262730;border:1px solid #555;border-radius:3px;padding:4px 7px;font-size:13px;line-height:1.35;" +
-    "white-space:nowrap;z-index:10;box-shadow:0 1px 4px rgba(0,0,0,0.2)";
-  const button = document.createElement("button");
-  button.type = "button";
-  button.className = "relviz-download";
-  button.textContent = "\u2913 PNG";
-  button.title = "Download this picture as PNG (twice the size shown). It is drawn on a canvas, so PNG only: " +
-    "for the exact numbers use the window and per-offset downloads below.";
-  // like plotly's camera button in the app's other charts: shown while the pointer is on the picture (or the
-  // button has the keyboard's focus), never over the title otherwise; none at all during a lecture
-  button.style.cssText = "position:absolute;top:2px;right:2px;font-size:12px;padding:1px 6px;opacity:0;" +
-    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer;transition:opacity .15s";
-  root.addEventListener("mouseenter", () => { button.style.opacity = "0.85"; });
-  root.addEventListener("mouseleave", () => { if (document.activeElement !== button) button.style.opacity = "0"; });
-  button.addEventListener("focus", () => { button.style.opacity = "0.85"; });
-  button.addEventListener("blur", () => { button.style.opacity = "0"; });
-  root.append(canvas, tip, button);
-  parent.appendChild(root);
-  const state = {root, canvas, tip, button, data: null, layout: null, draws: 0, signature: ""};
-  // the canvas draws its text in the app's font: a first drawing before the web font has loaded fell back to
-  // Arial and stayed so; draw again once the page's fonts are ready
-  if (document.fonts && document.fonts.status !== "loaded") {
-    document.fonts.ready.then(() => { if (state.data) draw(state, false); });
-  }
-  button.addEventListener("click", () => download(state));
-  canvas.addEventListener("mousemove", event => hover(state, event));
-  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
-  let width = 0;
-  new ResizeObserver(() => {
-    const now = Math.round(root.getBoundingClientRect().width);
-    if (now && now !== width && state.data) { width = now; draw(state, false); }
-  }).observe(root);
-  return state;
+  return canvasFrame(parent, "relviz-toeplitz", {
+    top: "2px",
+    title: "Download this picture as PNG (twice the size shown). It is drawn on a canvas, so PNG only: " +
+      "for the exact numbers use the window and per-offset downloads below.",
+  }, {draw, hover, paint});
 }
 
 // --- Geometry: the picture, its cells, and what each cell holds -----------------------------------
@@ -387,31 +325,7 @@ function draw(state, fresh) {
   const width = Math.max(120, Math.round(state.root.getBoundingClientRect().width) || 600);
   const ctx = state.canvas.getContext("2d");
   const L = layout(state, ctx, width);
-  const dpr = window.devicePixelRatio || 1;
-  state.canvas.width = Math.round(L.width * dpr);
-  state.canvas.height = Math.round(L.height * dpr);
-  state.canvas.style.width = L.width + "px";
-  state.canvas.style.height = L.height + "px";
-  state.layout = L;
-  paint(state, ctx, L, dpr, false);
-}
-
-function download(state) {
-  if (!state.layout) return;
-  const L = state.layout;
-  const out = document.createElement("canvas");
-  out.width = 2 * L.width; out.height = 2 * L.height;
-  paint(state, out.getContext("2d"), L, 2, true);
-  out.toBlob(blob => {
-    const url = URL.createObjectURL(blob);
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = (state.data.name || "relviz") + ".png";
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
-  }, "image/png");
+  paint(state, ctx, L, sizeCanvas(state, L), false);
 }
 
 // --- Hover ----------------------------------------------------------------------------------------
@@ -457,36 +371,16 @@ function hover(state, event) {
   const x = event.clientX - box.left, y = event.clientY - box.top;
   const c = Math.floor((x - L.x0) / L.cell), r = Math.floor((y - L.y0) / L.cell);
   if (c < 0 || r < 0 || c >= L.cols || r >= L.rows) { state.tip.style.display = "none"; return; }
-  const tip = state.tip;
-  tip.replaceChildren(...hoverLines(state, r, c).map(line => {
-    const div = document.createElement("div");
-    div.textContent = line;
-    return div;
-  }));
-  tip.dataset.row = String(r);
-  tip.dataset.col = String(c);
-  tip.style.display = "block";
-  const flip = x + 16 + tip.offsetWidth > L.width;
-  tip.style.left = (flip ? x - 12 - tip.offsetWidth : x + 14) + "px";
-  tip.style.top = Math.max(0, Math.min(y + 12, L.height - tip.offsetHeight)) + "px";
-}
-
-// data.json: the picture's JSON as the server keeps it (relviz.app.display.show_canvas), the other fields beside it
-function unwrapped(raw) {
-  if (!raw || typeof raw.json !== "string") return raw;
-  const {json, ...rest} = raw;
-  return {...JSON.parse(json), ...rest};
+  state.tip.dataset.row = String(r);
+  state.tip.dataset.col = String(c);
+  showTip(state.tip, tipRows(hoverLines(state, r, c)), x, y, L);
 }
 
 export default function (component) {
   const {parentElement} = component;
   const data = unwrapped(component.data);
   if (!data) return;
-  let state = STATES.get(parentElement);
-  if (!state) {
-    state = build(parentElement);
-    STATES.set(parentElement, state);
-  }
+  const state = stateOf(parentElement, build);
   const signature = JSON.stringify(data);
   const changed = signature !== state.signature;
   // everything but an overview's rectangle decides the picture
@@ -496,15 +390,11 @@ export default function (component) {
   state.picture = picture;
   state.data = data;
   draw(state, fresh);
-  state.button.style.display = data.toolbar === false ? "none" : "";
-  state.tip.style.display = "none";
-  state.draws += 1;
-  state.root.dataset.draws = String(state.draws);
   state.root.dataset.kind = data.kind;
   state.canvas.setAttribute("role", "img");  // a screen reader gets what the picture shows, not "canvas"
   state.canvas.setAttribute("aria-label", (data.title ? data.title + ": " : "") + data.value_label + " for " +
     data.y_title + " × " + data.x_title);
   const L = state.layout; // where the cells are, in CSS px of the canvas (tests hover a chosen cell)
   state.root.dataset.plot = JSON.stringify({x0: L.x0, y0: L.y0, cell: L.cell, rows: L.rows, cols: L.cols});
-  window.dispatchEvent(new CustomEvent("relviz:drawn", {detail: {kind: data.kind, changed}}));
+  announceDrawn(state, data.kind, changed);
 }

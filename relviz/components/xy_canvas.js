@@ -9,22 +9,16 @@
 // slider bench listens), as relviz/components/toeplitz_canvas.js does.
 //
 // Arrays arrive as plotly sends them: {dtype: "f8" | "f4" | "i4", bdata: base64 of little-endian bytes}.
+//
+// FONT, STATES, the root with its canvas, tooltip and PNG button, the PNG download and announceDrawn come from
+// relviz/components/canvas_common.js, which relviz.components.component_js serves before this file.
 
-const FONT = "'Source Sans', 'Source Sans Pro', 'Source Sans 3', 'Open Sans', verdana, arial, sans-serif";
-const STATES = new WeakMap();
 const TYPES = {f8: Float64Array, f4: Float32Array, i4: Int32Array};
 const GAP = 56;          // px between two panels (room for the right panel's tick labels)
 const LEGEND_ROW = 21;   // px per legend row
 
 function typed(spec) {
-  const text = atob(spec.bdata);
-  const bytes = new Uint8Array(text.length);
-  for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
-  return new TYPES[spec.dtype](bytes.buffer);
-}
-
-function minus(text) {
-  return String(text).replace(/-/g, "\u2212");
+  return new TYPES[spec.dtype](decoded(spec.bdata).buffer);
 }
 
 // {y:.4f}: fixed point as d3's ".4f"; {x} and {y} alone: the number as it is
@@ -34,13 +28,6 @@ function fill(line, values) {
     if (v === undefined || Number.isNaN(v)) return "";
     return minus(digits === undefined ? String(v) : v.toFixed(Number(digits)));
   });
-}
-
-function niceStep(span, most) {
-  const raw = span / Math.max(most, 1);
-  const base = Math.pow(10, Math.floor(Math.log10(raw)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * base >= raw) return m * base;
-  return 10 * base;
 }
 
 function ticks(lo, hi, lengthPx, spacing) {
@@ -54,45 +41,8 @@ function ticks(lo, hi, lengthPx, spacing) {
 }
 
 function build(parent) {
-  const root = document.createElement("div");
-  root.className = "relviz-xy";
-  root.style.cssText = "position:relative;width:100%;font-family:" + FONT;
-  const canvas = document.createElement("canvas");
-  canvas.style.cssText = "display:block;cursor:crosshair";
-  const tip = document.createElement("div");
-  tip.className = "relviz-tooltip";
-  tip.setAttribute("role", "tooltip");
-  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:rgba(255,255,255,0.96);" +
-    "color:#262730;border:1px solid #555;border-radius:3px;padding:4px 7px;font-size:13px;line-height:1.35;" +
-    "white-space:nowrap;z-index:10;box-shadow:0 1px 4px rgba(0,0,0,0.2)";
-  // a PNG of the picture, as the Toeplitz canvas's button (relviz/components/toeplitz_canvas.js): shown while the
-  // pointer is on the picture or the button has the focus; none during a lecture (data.toolbar false)
-  const button = document.createElement("button");
-  button.type = "button";
-  button.className = "relviz-download";
-  button.textContent = "\u2913 PNG";
-  button.title = "Download this picture as PNG (twice the size shown).";
-  button.style.cssText = "position:absolute;top:2px;right:2px;font-size:12px;padding:1px 6px;opacity:0;" +
-    "background:#fff;color:#262730;border:1px solid #bbb;border-radius:4px;cursor:pointer;transition:opacity .15s";
-  root.addEventListener("mouseenter", () => { button.style.opacity = "0.85"; });
-  root.addEventListener("mouseleave", () => { if (document.activeElement !== button) button.style.opacity = "0"; });
-  button.addEventListener("focus", () => { button.style.opacity = "0.85"; });
-  button.addEventListener("blur", () => { button.style.opacity = "0"; });
-  root.append(canvas, tip, button);
-  parent.appendChild(root);
-  const state = {root, canvas, tip, button, data: null, layout: null, draws: 0, signature: ""};
-  button.addEventListener("click", () => download(state));
-  if (document.fonts && document.fonts.status !== "loaded") {
-    document.fonts.ready.then(() => { if (state.data) draw(state); });
-  }
-  canvas.addEventListener("mousemove", event => hover(state, event));
-  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
-  let width = 0;
-  new ResizeObserver(() => {
-    const now = Math.round(root.getBoundingClientRect().width);
-    if (now && now !== width && state.data) { width = now; draw(state); }
-  }).observe(root);
-  return state;
+  return canvasFrame(parent, "relviz-xy", {top: "2px", title: "Download this picture as PNG (twice the size shown)."},
+                     {draw, hover, paint});
 }
 
 // Each panel's arrays decoded and its axis ranges: bars from 0 and ±0.5 around their x (plotly's category-like
@@ -255,31 +205,7 @@ function draw(state) {
   const width = Math.max(240, Math.round(state.root.getBoundingClientRect().width) || 600);
   const ctx = state.canvas.getContext("2d");
   const L = layout(state, ctx, width);
-  const dpr = window.devicePixelRatio || 1;
-  state.canvas.width = Math.round(L.width * dpr);
-  state.canvas.height = Math.round(L.height * dpr);
-  state.canvas.style.width = L.width + "px";
-  state.canvas.style.height = L.height + "px";
-  state.layout = L;
-  paint(state, ctx, L, dpr);
-}
-
-function download(state) {
-  if (!state.layout) return;
-  const L = state.layout;
-  const out = document.createElement("canvas");
-  out.width = 2 * L.width; out.height = 2 * L.height;
-  paint(state, out.getContext("2d"), L, 2, true);
-  out.toBlob(blob => {
-    const url = URL.createObjectURL(blob);
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = (state.data.name || "relviz") + ".png";
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
-  }, "image/png");
+  paint(state, ctx, L, sizeCanvas(state, L));
 }
 
 // The hover: the panel under the pointer, the x nearest to it, and every trace's lines at that x.
@@ -299,47 +225,27 @@ function hover(state, event) {
     const k = Math.abs(t.x[hi] - xv) < Math.abs(t.x[lo] - xv) ? hi : lo;
     lines.push({colour: t.colour, text: t.hover.map(line => fill(line, {x: t.x[k], y: t.y[k]})).join("  ")});
   }
-  state.tip.replaceChildren(...lines.map(line => {
-    const div = document.createElement("div");
-    div.textContent = line.text;
-    div.style.borderLeft = "4px solid " + line.colour;
+  const rows = tipRows(lines.map(line => line.text));
+  rows.forEach((div, k) => {
+    div.style.borderLeft = "4px solid " + lines[k].colour;
     div.style.paddingLeft = "5px";
-    return div;
-  }));
-  state.tip.style.display = "block";
-  const flip = px + 16 + state.tip.offsetWidth > L.width;
-  state.tip.style.left = (flip ? px - 12 - state.tip.offsetWidth : px + 14) + "px";
-  state.tip.style.top = Math.max(0, Math.min(py + 12, L.height - state.tip.offsetHeight)) + "px";
-}
-
-// data.json: the picture's JSON as the server keeps it (relviz.app.display.show_canvas), the other fields beside it
-function unwrapped(raw) {
-  if (!raw || typeof raw.json !== "string") return raw;
-  const {json, ...rest} = raw;
-  return {...JSON.parse(json), ...rest};
+  });
+  showTip(state.tip, rows, px, py, L);
 }
 
 export default function (component) {
   const {parentElement} = component;
   const data = unwrapped(component.data);
   if (!data) return;
-  let state = STATES.get(parentElement);
-  if (!state) {
-    state = build(parentElement);
-    STATES.set(parentElement, state);
-  }
+  const state = stateOf(parentElement, build);
   const signature = JSON.stringify(data);
   const changed = signature !== state.signature;
   state.signature = signature;
   state.data = data;
   if (changed) state.panels = prepare(data);
   draw(state);
-  state.tip.style.display = "none";
-  state.button.style.display = data.toolbar === false ? "none" : "";
-  state.draws += 1;
-  state.root.dataset.draws = String(state.draws);
   state.root.dataset.kind = data.kind;
   state.canvas.setAttribute("role", "img");
   state.canvas.setAttribute("aria-label", data.panels.map(p => p.title).join("; "));
-  window.dispatchEvent(new CustomEvent("relviz:drawn", {detail: {kind: data.kind, changed}}));
+  announceDrawn(state, data.kind, changed);
 }
