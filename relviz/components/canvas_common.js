@@ -26,6 +26,11 @@ function palette(hex) {
   return out;
 }
 
+// Colour k of a palette (r, g, b, r, g, b, …) as CSS.
+function colourOf(rgb, k) {
+  return "rgb(" + rgb[3 * k] + "," + rgb[3 * k + 1] + "," + rgb[3 * k + 2] + ")";
+}
+
 function minus(text) {
   return String(text).replace(/-/g, "\u2212");
 }
@@ -36,6 +41,16 @@ function niceStep(span, most) {
   const base = Math.pow(10, Math.floor(Math.log10(raw)));
   for (const m of [1, 2, 2.5, 5, 10]) if (m * base >= raw) return m * base;
   return 10 * base;
+}
+
+// The multiples of `step` from lo to hi (ticks), each rounded to 12 significant digits (0 exactly at 0): the sums
+// of a step such as 0.1 drift in the last digits, and a label must read 0.3, not 0.30000000000000004.
+function stepsBetween(lo, hi, step) {
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
+    out.push(Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12)));
+  }
+  return out;
 }
 
 // data.json: the picture's JSON as the server keeps it (relviz.app.display.canvas_json), the other fields beside it
@@ -91,14 +106,29 @@ function canvasFrame(parent, className, png, hooks) {
   return state;
 }
 
-// The state kept on `parent`, made by build(parent) on the first call.
-function stateOf(parent, build) {
-  let state = STATES.get(parent);
+// What Streamlit sent (data.json unwrapped), the state kept on its parentElement (made by build(parent) on the
+// first call) and whether the data differ from the last call's: null while there are no data.
+function received(component, build) {
+  const data = unwrapped(component.data);
+  if (!data) return null;
+  let state = STATES.get(component.parentElement);
   if (!state) {
-    state = build(parent);
-    STATES.set(parent, state);
+    state = build(component.parentElement);
+    STATES.set(component.parentElement, state);
   }
-  return state;
+  const signature = JSON.stringify(data);
+  const changed = signature !== state.signature;
+  state.signature = signature;
+  state.data = data;
+  return {state, data, changed};
+}
+
+// The pointer's place in the canvas's CSS px and the layout drawn: null before the first drawing.
+function pointerAt(state, event) {
+  const L = state.layout;
+  if (!L) return null;
+  const box = state.canvas.getBoundingClientRect();
+  return {L, x: event.clientX - box.left, y: event.clientY - box.top};
 }
 
 // The canvas sized to layout L (L.width × L.height CSS px, at the screen's pixel ratio); returns that ratio.

@@ -69,7 +69,7 @@ function paint(state, ctx, L, scale) {
     for (let r = 0; r < data.rows.length; r++) {
       for (let c = 0; c < cols; c++) {
         const level = levels[r * cols + c];
-        ctx.fillStyle = "rgb(" + palette[3 * level] + "," + palette[3 * level + 1] + "," + palette[3 * level + 2] + ")";
+        ctx.fillStyle = colourOf(palette, level);
         // a 1 px white gap between cells, as plotly's xgap / ygap
         ctx.fillRect(box.x + c * box.cw + 0.5, box.y + r * box.ch + 0.5, box.cw - 1, box.ch - 1);
       }
@@ -109,7 +109,7 @@ function paint(state, ctx, L, scale) {
   // the colour bar: its 256 colours bottom (zmin) to top (zmax), its ticks and its rotated title
   const bar = {x: L.barX, y: first.y, h: first.h};
   for (let k = 0; k < 256; k++) {
-    ctx.fillStyle = "rgb(" + palette[3 * k] + "," + palette[3 * k + 1] + "," + palette[3 * k + 2] + ")";
+    ctx.fillStyle = colourOf(palette, k);
     const y0 = bar.y + bar.h * (1 - (k + 1) / 256);
     ctx.fillRect(bar.x, y0, BAR, bar.h / 256 + 0.5);
   }
@@ -139,10 +139,9 @@ function draw(state) {
 }
 
 function hover(state, event) {
-  const L = state.layout;
-  if (!L) return;
-  const box = state.canvas.getBoundingClientRect();
-  const x = event.clientX - box.left, y = event.clientY - box.top;
+  const at = pointerAt(state, event);
+  if (!at) return;
+  const {L, x, y} = at;
   const k = L.panels.findIndex(p => x >= p.x && x < p.x + p.w && y >= p.y && y < p.y + p.h);
   if (k < 0) { state.tip.style.display = "none"; return; }
   const p = L.panels[k], cols = state.data.panels[k].columns.length;
@@ -153,14 +152,9 @@ function hover(state, event) {
 }
 
 export default function (component) {
-  const {parentElement} = component;
-  const data = unwrapped(component.data);
-  if (!data) return;
-  const state = stateOf(parentElement, build);
-  const signature = JSON.stringify(data);
-  const changed = signature !== state.signature;
-  state.signature = signature;
-  state.data = data;
+  const got = received(component, build);
+  if (!got) return;
+  const {state, data, changed} = got;
   state.palette = palette(data.palette);
   state.levels = data.panels.map(p => decoded(p.levels));
   state.marks = data.panels.map(p => decoded(p.marks));

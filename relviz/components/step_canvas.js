@@ -41,10 +41,6 @@ function layout(data, width) {
   return {width, height, cell, w, h, x0: m.l + (areaW - w) / 2, y0: m.t + (areaH - h) / 2, paperX: m.l, paperW: areaW};
 }
 
-function colourOf(data, rgb, k) {
-  return "rgb(" + rgb[3 * k] + "," + rgb[3 * k + 1] + "," + rgb[3 * k + 2] + ")";
-}
-
 function paint(state, ctx, L, scale, forExport) {
   const data = state.data, rows = data.rows, cols = data.cols, c0 = L.cell;
   const text = forExport ? "#262730" : (getComputedStyle(state.root).color || "#262730");
@@ -61,7 +57,7 @@ function paint(state, ctx, L, scale, forExport) {
       const k = r * cols + c, look = looks[k];
       if (look & PAD) ctx.fillStyle = PAD_COLOUR;
       else if (look & HIDDEN) continue;
-      else ctx.fillStyle = colourOf(data, rgb, levels[k]);
+      else ctx.fillStyle = colourOf(rgb, levels[k]);
       ctx.fillRect(...at(r, c));
     }
   }
@@ -129,7 +125,7 @@ function drawBar(ctx, L, data, rgb, text) {
   const top = L.height - (data.bar_below - 24), x = L.paperX, w = L.paperW;
   const n = rgb.length / 3;
   for (let k = 0; k < n; k++) {
-    ctx.fillStyle = colourOf(data, rgb, k);
+    ctx.fillStyle = colourOf(rgb, k);
     ctx.fillRect(x + (w * k) / n, top, Math.ceil(w / n) + 0.5, 10);
   }
   ctx.fillStyle = text;
@@ -140,9 +136,8 @@ function drawBar(ctx, L, data, rgb, text) {
   ctx.font = data.tick_font + "px " + FONT;
   ctx.textBaseline = "top";
   const span = data.zmax - data.zmin, step = barStep(span, w);
-  for (let v = Math.ceil(data.zmin / step) * step; v <= data.zmax + step * 1e-9; v += step) {
-    const rounded = Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12));
-    ctx.fillText(String(rounded).replace(/-/g, "\u2212"), x + w * (rounded - data.zmin) / span, top + 13);
+  for (const v of stepsBetween(data.zmin, data.zmax, step)) {
+    ctx.fillText(minus(v), x + w * (v - data.zmin) / span, top + 13);
   }
   ctx.globalAlpha = 1;
 }
@@ -154,10 +149,9 @@ function draw(state) {
 }
 
 function hover(state, event) {
-  const L = state.layout;
-  if (!L) return;
-  const box = state.canvas.getBoundingClientRect();
-  const x = event.clientX - box.left, y = event.clientY - box.top;
+  const at = pointerAt(state, event);
+  if (!at) return;
+  const {L, x, y} = at;
   const c = Math.floor((x - L.x0) / L.cell), r = Math.floor((y - L.y0) / L.cell);
   const tip = state.tip;
   if (c < 0 || r < 0 || c >= state.data.cols || r >= state.data.rows) { tip.style.display = "none"; return; }
@@ -167,13 +161,9 @@ function hover(state, event) {
 }
 
 export default function (component) {
-  const {data, parentElement} = component;
-  if (!data) return;
-  const state = stateOf(parentElement, build);
-  const signature = JSON.stringify(data);
-  const changed = signature !== state.signature;
-  state.signature = signature;
-  state.data = data;
+  const got = received(component, build);
+  if (!got) return;
+  const {state, data, changed} = got;
   if (changed) {
     state.rgb = palette(data.palette);
     state.levels = decoded(data.levels);

@@ -180,12 +180,7 @@ function colourBarTicks(data, most = 6) {
   const span = c.zmax - c.zmin;
   if (!(span > 0)) return [{frac: 0.5, label: format(c.zmin, ".3g")}];
   const step = niceStep(span, most);
-  const ticks = [];
-  for (let v = Math.ceil(c.zmin / step) * step; v <= c.zmax + step * 1e-9; v += step) {
-    const rounded = Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12));
-    ticks.push({frac: (rounded - c.zmin) / span, label: minus(String(rounded))});
-  }
-  return ticks;
+  return stepsBetween(c.zmin, c.zmax, step).map(v => ({frac: (v - c.zmin) / span, label: minus(String(v))}));
 }
 
 // --- Drawing --------------------------------------------------------------------------------------
@@ -273,7 +268,7 @@ function drawColourBar(ctx, L, data, text) {
   for (let k = 0; k < n; k++) {
     // discrete: one band per value (lowest at the bottom); continuous: 256 levels
     const y1 = L.barY + L.barH * (1 - k / n), y0 = L.barY + L.barH * (1 - (k + 1) / n);
-    ctx.fillStyle = "rgb(" + rgb[3 * k] + "," + rgb[3 * k + 1] + "," + rgb[3 * k + 2] + ")";
+    ctx.fillStyle = colourOf(rgb, k);
     ctx.fillRect(L.barX, Math.floor(y0), L.barWidth, Math.ceil(y1) - Math.floor(y0));
   }
   ctx.fillStyle = text;
@@ -299,7 +294,7 @@ function drawColourBarBelow(ctx, L, data, text) {
   const n = rgb.length / 3;
   for (let k = 0; k < n; k++) {
     const x0 = L.barX + L.barW * k / n, x1 = L.barX + L.barW * (k + 1) / n;
-    ctx.fillStyle = "rgb(" + rgb[3 * k] + "," + rgb[3 * k + 1] + "," + rgb[3 * k + 2] + ")";
+    ctx.fillStyle = colourOf(rgb, k);
     ctx.fillRect(Math.floor(x0), L.barY, Math.ceil(x1) - Math.floor(x0), L.barH);
   }
   ctx.fillStyle = text;
@@ -365,10 +360,9 @@ function hoverLines(state, r, c) {
 }
 
 function hover(state, event) {
-  const L = state.layout;
-  if (!L) return;
-  const box = state.canvas.getBoundingClientRect();
-  const x = event.clientX - box.left, y = event.clientY - box.top;
+  const at = pointerAt(state, event);
+  if (!at) return;
+  const {L, x, y} = at;
   const c = Math.floor((x - L.x0) / L.cell), r = Math.floor((y - L.y0) / L.cell);
   if (c < 0 || r < 0 || c >= L.cols || r >= L.rows) { state.tip.style.display = "none"; return; }
   state.tip.dataset.row = String(r);
@@ -377,18 +371,13 @@ function hover(state, event) {
 }
 
 export default function (component) {
-  const {parentElement} = component;
-  const data = unwrapped(component.data);
-  if (!data) return;
-  const state = stateOf(parentElement, build);
-  const signature = JSON.stringify(data);
-  const changed = signature !== state.signature;
+  const got = received(component, build);
+  if (!got) return;
+  const {state, data, changed} = got;
   // everything but an overview's rectangle decides the picture
-  const picture = data.kind === "overview" ? JSON.stringify({...data, window: null, name: null}) : signature;
+  const picture = data.kind === "overview" ? JSON.stringify({...data, window: null, name: null}) : state.signature;
   const fresh = picture !== state.picture;
-  state.signature = signature;
   state.picture = picture;
-  state.data = data;
   draw(state, fresh);
   state.root.dataset.kind = data.kind;
   state.canvas.setAttribute("role", "img");  // a screen reader gets what the picture shows, not "canvas"

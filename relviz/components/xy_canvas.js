@@ -32,12 +32,7 @@ function fill(line, values) {
 
 function ticks(lo, hi, lengthPx, spacing) {
   if (!(hi > lo)) return [lo];
-  const step = niceStep(hi - lo, Math.max(3, Math.floor(lengthPx / spacing)));
-  const out = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
-    out.push(Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12)));
-  }
-  return out;
+  return stepsBetween(lo, hi, niceStep(hi - lo, Math.max(3, Math.floor(lengthPx / spacing))));
 }
 
 function build(parent) {
@@ -210,10 +205,9 @@ function draw(state) {
 
 // The hover: the panel under the pointer, the x nearest to it, and every trace's lines at that x.
 function hover(state, event) {
-  const L = state.layout;
-  if (!L) return;
-  const box = state.canvas.getBoundingClientRect();
-  const px = event.clientX - box.left, py = event.clientY - box.top;
+  const at = pointerAt(state, event);
+  if (!at) return;
+  const {L, x: px, y: py} = at;
   const n = L.panels.findIndex(B => px >= B.x && px <= B.x + B.w && py >= B.y && py <= B.y + B.h);
   if (n < 0) { state.tip.style.display = "none"; return; }
   const p = state.panels[n], B = L.panels[n];
@@ -234,14 +228,9 @@ function hover(state, event) {
 }
 
 export default function (component) {
-  const {parentElement} = component;
-  const data = unwrapped(component.data);
-  if (!data) return;
-  const state = stateOf(parentElement, build);
-  const signature = JSON.stringify(data);
-  const changed = signature !== state.signature;
-  state.signature = signature;
-  state.data = data;
+  const got = received(component, build);
+  if (!got) return;
+  const {state, data, changed} = got;
   if (changed) state.panels = prepare(data);
   draw(state);
   state.root.dataset.kind = data.kind;
