@@ -21,6 +21,7 @@ from relviz.figures.experiments import (
     time_figure,
 )
 from relviz.app.training_queue import CAPS, check_work, steps_within_cap
+from relviz.figures.heatmap import narrow_figure_title
 
 navigation.ensure_app_navigation()
 
@@ -43,6 +44,7 @@ def load(path: str, mtime: float, size: int) -> dict:
 # JSON text). A cached figure is shared read-only (st.plotly_chart copies it), so a rerun that
 # changes one control rebuilds one figure instead of five; plotly's validation is the slow part.
 FIGURE_CACHE = dict(max_entries=8, show_spinner=False)
+DETAIL_TITLE_CHARS = 40   # the offset chart's title, wrapped to 3/4 of the page
 
 
 def section_of(path: str, mtime: float, size: int, name: str) -> dict:
@@ -72,7 +74,9 @@ def detail_fig(path: str, mtime: float, size: int, shown: tuple[str, ...], live:
                live_label: str) -> go.Figure:
     fig = offset_detail(section_of(path, mtime, size, "offset_resolution"), list(shown),
                         live=json.loads(live) if live else None, live_label=live_label)
-    return titled(fig, "Accuracy against shift s, with the offsets one layer cannot separate")
+    # two lines in 3/4 of the page: on one it ran 54 px past its chart at 819 px (a 125 % laptop)
+    return narrow_figure_title(titled(fig, "Accuracy against shift s, with the offsets one layer cannot separate"),
+                               chars=DETAIL_TITLE_CHARS)
 
 
 @st.cache_resource(**FIGURE_CACHE)
@@ -182,11 +186,13 @@ else:
     labels = {sid: s["label"] for sid, s in settings.items()}
     resolved_overview(key, section)
 
+    # the chooser above the chart, the page's width: in the [3, 1] column its chips were squeezed to 23 px at
+    # 1024 px and scrolled sideways at 1366 px
+    default = [sid for sid in ("shaw-k4", "t5-8-32") if sid in settings] or list(settings)[:2]
+    chosen = st.multiselect("settings to compare", list(settings), default=default, key=f"{P}_set",
+                            bind="query-params", format_func=labels.get)
     left, right = st.columns([3, 1])
     with right:
-        default = [sid for sid in ("shaw-k4", "t5-8-32") if sid in settings] or list(settings)[:2]
-        chosen = st.multiselect("settings to compare", list(settings), default=default, key=f"{P}_set",
-                                bind="query-params", format_func=labels.get)
         st.markdown(ex.OFFSET_CHART)
         st.markdown(ex.SHAW_REFERENCE)
     live_state = st.session_state.get(f"{P}_live_offset")
@@ -200,7 +206,7 @@ else:
             display.show_figure(fig, key=f"{P}_fig_detail")
         else:
             st.info("Choose at least one setting to compare.")
-    ref_left, ref_right = st.columns([1, 2])
+    ref_left, ref_right = st.columns([2, 3])   # [1, 2]: Table 2's axis title ran 8 px past its chart at 819 px
     with ref_left:
         display.show_figure(shaw_reference_fig(), key=f"{P}_fig_shaw_ref")
     with ref_right:

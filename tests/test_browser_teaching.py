@@ -176,14 +176,19 @@ def test_no_text_is_cut_on_a_projector_scaled_to_125_percent(projector, path):
 #: the composition's titles and axis title; the seed table's title beside Shaw's map; Shaw's three maps in thirds, its
 #: table strip and its Table 2 chart; Images' M-RoPE pairs (title note and axis title); Your model's keys-seen panels
 #: with two models side by side (the Today's models tour's last step); Images' Swin view (one query's bias, a plotly
-#: map in half the page).
+#: map in half the page); Skew's encoder tab (its error map's title, 54 px past at 1024 px); Experiments at 819 px (the
+#: offset chart's title, Table 2's title and axis title, the cost charts' legends, the chooser's chips); Absolute at
+#: 819 px (ALiBi's distance axis title, and the main area scrolled sideways).
 CUT_VIEWS = [("t5", SCALED_PROJECTOR), ("t5?t5_tab=Compare+with+Shaw", SCALED_PROJECTOR), ("shaw", SCALED_PROJECTOR),
              ("images?im_view=M-RoPE+%28video%29&im_rows=16&im_cols=16&im_frames=4&im_rule=Qwen2.5-VL",
               SCALED_PROJECTOR),
              ("your_model?ym_model=Llama-3.1+8B+%28published+config%29&ym_vs=Llama+4+Scout+17B-16E+%28published+"
               "config%29&ym_layer=3&ym_layer2=3&ym_view=pattern", {"width": 1024, "height": 768}),
-             ("images?im_view=Swin%27s+bias+table", SCALED_PROJECTOR)]
-CUT_IDS = ["t5-819", "t5-compare-819", "shaw-819", "images-mrope-819", "your_model-compare-1024", "images-swin-819"]
+             ("images?im_view=Swin%27s+bias+table", SCALED_PROJECTOR),
+             ("skew?skew_tab=Bidirectional+skew+%28encoder%29", {"width": 1024, "height": 768}),
+             ("experiments", SCALED_PROJECTOR), ("absolute", SCALED_PROJECTOR)]
+CUT_IDS = ["t5-819", "t5-compare-819", "shaw-819", "images-mrope-819", "your_model-compare-1024", "images-swin-819",
+           "skew-encoder-1024", "experiments-819", "absolute-819"]
 
 
 @pytest.mark.parametrize("path, size", CUT_VIEWS, ids=CUT_IDS)

@@ -542,3 +542,35 @@ def test_the_wavelength_chart_s_legend_fits_its_column():
     names = [trace.name for trace in figure.data if trace.name]
     assert len(names) == 2 and any("1,048,576 positions" in name.replace("<br>", " ") for name in names)
     assert all(len(line) <= LEGEND_CHARS for name in names for line in name.split("<br>")), names
+
+
+def test_the_cost_charts_legend_names_wrap_to_their_columns_and_keep_every_word():
+    """At 1024 px and at 819 px the memory wall's and the forward time's legend names ran 24–83 px past their charts
+    (one a row, unwrapped): each is wrapped to its column's budget, reads the same with its breaks as spaces, and
+    the bottom margin holds every line (the plot keeps its height)."""
+    import json
+
+    from relviz.experiments import IMPLEMENTATIONS
+    from relviz.figures.experiments import TIME_CHARS, WALL_CHARS, memory_wall_figure, time_figure
+    from test_figures_experiments_colours import RESULTS
+
+    section = json.loads(RESULTS.read_text())["experiments"]["cost"]
+    for figure, chars in ((memory_wall_figure(section), WALL_CHARS), (time_figure(section), TIME_CHARS)):
+        names = [t.name for t in figure.data if t.showlegend is not False]
+        lines = [line for name in names for line in name.split("<br>")]
+        assert all(len(line) <= chars for line in lines), [line for line in lines if len(line) > chars]
+        assert any("<br>" in name for name in names)                    # the long ones did wrap
+        plain = {name.replace("<br>", " ") for name in names}
+        assert {label for label in IMPLEMENTATIONS.values()} <= {n.removeprefix("measured: ") for n in plain}
+        margin = figure.layout.margin
+        assert margin.b >= 64 + 31 * len(lines)                         # the axis and every legend line
+        assert figure.layout.height - margin.t - margin.b >= 300        # the plot kept its room
+
+
+def test_table_2_title_hangs_inside_its_chart():
+    """Its title sat 2 px above the chart at every size: hung from the figure's top edge, in a margin that holds it."""
+    figure = shaw_reference_figure(SHAW_TABLE2)
+    title = figure.layout.title
+    assert (title.yref, title.y, title.yanchor, title.x, title.xanchor) == ("container", 1, "top", 0, "left")
+    assert title.text == "Shaw et al., Table 2"
+    assert figure.layout.height - figure.layout.margin.t == 260 - 30     # the plot keeps its height
