@@ -72,6 +72,7 @@ function canvasFrame(parent, className, png, hooks) {
   root.style.cssText = "position:relative;width:100%;font-family:" + FONT;
   const canvas = document.createElement("canvas");
   canvas.style.cssText = "display:block;cursor:crosshair";
+  canvas.setAttribute("role", "img");  // a screen reader gets what the picture shows (its aria-label), not "canvas"
   const tip = document.createElement("div");
   tip.className = "relviz-tooltip";
   tip.setAttribute("role", "tooltip");
@@ -129,6 +130,11 @@ function pointerAt(state, event) {
   if (!L) return null;
   const box = state.canvas.getBoundingClientRect();
   return {L, x: event.clientX - box.left, y: event.clientY - box.top};
+}
+
+// The root's width in whole CSS px: `otherwise` while it has none (not laid out yet), never below `least`.
+function rootWidth(state, least, otherwise) {
+  return Math.max(least, Math.round(state.root.getBoundingClientRect().width) || otherwise);
 }
 
 // The canvas sized to layout L (L.width × L.height CSS px, at the screen's pixel ratio); returns that ratio.

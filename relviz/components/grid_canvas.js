@@ -132,7 +132,7 @@ function paint(state, ctx, L, scale) {
 }
 
 function draw(state) {
-  const width = Math.round(state.root.getBoundingClientRect().width) || 800;
+  const width = rootWidth(state, 0, 800);
   const ctx = state.canvas.getContext("2d");
   const L = layout(state, ctx, width);
   paint(state, ctx, L, sizeCanvas(state, L));
@@ -159,7 +159,6 @@ export default function (component) {
   state.levels = data.panels.map(p => decoded(p.levels));
   state.marks = data.panels.map(p => decoded(p.marks));
   draw(state);
-  state.canvas.setAttribute("role", "img");  // a screen reader gets what the picture shows, not "canvas"
   state.canvas.setAttribute("aria-label", data.title || data.colour.title);
   // where the panels are, in CSS px of the canvas (tests hover a chosen cell)
   state.root.dataset.panels = JSON.stringify(state.layout.panels);

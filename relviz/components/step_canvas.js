@@ -143,7 +143,7 @@ function drawBar(ctx, L, data, rgb, text) {
 }
 
 function draw(state) {
-  const width = Math.max(120, Math.round(state.root.getBoundingClientRect().width) || 300);
+  const width = rootWidth(state, 120, 300);
   const L = layout(state.data, width);
   paint(state, state.canvas.getContext("2d"), L, sizeCanvas(state, L), false);
 }
@@ -171,7 +171,6 @@ export default function (component) {
   }
   draw(state);
   state.root.dataset.kind = data.kind;
-  state.canvas.setAttribute("role", "img");
   state.canvas.setAttribute("aria-label", data.name + ": " + data.y_title + " \u00d7 " + data.x_title);
   const L = state.layout; // where the cells are, in CSS px of the canvas (tests hover a chosen cell)
   state.root.dataset.plot = JSON.stringify({x0: L.x0, y0: L.y0, cell: L.cell, rows: data.rows, cols: data.cols,

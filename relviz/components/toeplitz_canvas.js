@@ -317,7 +317,7 @@ function draw(state, fresh) {
   const data = state.data;
   if (fresh) state.bitmap = bitmap(state);
   // never wider than its column (a map in a third of an 819 px page has ~150 px): 120 px at the least
-  const width = Math.max(120, Math.round(state.root.getBoundingClientRect().width) || 600);
+  const width = rootWidth(state, 120, 600);
   const ctx = state.canvas.getContext("2d");
   const L = layout(state, ctx, width);
   paint(state, ctx, L, sizeCanvas(state, L), false);
@@ -380,7 +380,6 @@ export default function (component) {
   state.picture = picture;
   draw(state, fresh);
   state.root.dataset.kind = data.kind;
-  state.canvas.setAttribute("role", "img");  // a screen reader gets what the picture shows, not "canvas"
   state.canvas.setAttribute("aria-label", (data.title ? data.title + ": " : "") + data.value_label + " for " +
     data.y_title + " × " + data.x_title);
   const L = state.layout; // where the cells are, in CSS px of the canvas (tests hover a chosen cell)

@@ -197,7 +197,7 @@ function paintPanel(ctx, p, B, font, text, titleFont) {
 }
 
 function draw(state) {
-  const width = Math.max(240, Math.round(state.root.getBoundingClientRect().width) || 600);
+  const width = rootWidth(state, 240, 600);
   const ctx = state.canvas.getContext("2d");
   const L = layout(state, ctx, width);
   paint(state, ctx, L, sizeCanvas(state, L));
@@ -234,7 +234,6 @@ export default function (component) {
   if (changed) state.panels = prepare(data);
   draw(state);
   state.root.dataset.kind = data.kind;
-  state.canvas.setAttribute("role", "img");
   state.canvas.setAttribute("aria-label", data.panels.map(p => p.title).join("; "));
   announceDrawn(state, data.kind, changed);
 }
