@@ -1,12 +1,15 @@
 """Code for this view: every page shows a snippet; executed, it reproduces what the page draws."""
 from __future__ import annotations
 
+import base64
+import json
+
 import numpy as np
 import pytest
 import torch
 
 from page_support import run_page
-from plotly_data import charts, decode, find, heatmap_values
+from plotly_data import canvas_data, canvas_values, charts, decode, find, heatmap_values, is_canvas
 from relviz import snippets
 
 
@@ -27,6 +30,26 @@ def _code(at) -> str:
     blocks = [c.value for c in at.code if "result =" in c.value]
     assert len(blocks) == 1, "one 'Code for this view' block per view"
     return blocks[0]
+
+
+def _picture(at, key: str) -> dict:
+    """The picture drawn under ``key``: a plotly chart's JSON, or a canvas component's data (relviz draws the large
+    or often redrawn maps on a canvas: Absolute's maps, the Skew steps)."""
+    drawn = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(key)]
+    drawn += [canvas_data(c.proto.json) for c in at.get("bidi_component") if c.proto.id.endswith(key)]
+    assert len(drawn) == 1, (key, len(drawn))
+    return drawn[0]
+
+
+def _shown_values(picture: dict) -> np.ndarray:
+    """The values a map shows: a plotly heatmap's z, a canvas map's values (checked against its colours), or a Skew
+    step canvas's cells (relviz.figures.skew_canvas.step_payload: float32, row-major)."""
+    if "z" in picture and "rows" in picture:
+        cells = np.frombuffer(base64.b64decode(picture["z"]), dtype="<f4")
+        return cells.reshape(picture["rows"], picture["cols"]).astype(np.float64)
+    if is_canvas(picture):
+        return canvas_values(picture).astype(np.float64)
+    return decode(picture["data"][0]["z"]).astype(np.float64)
 
 
 def _run_code(code: str) -> dict:
@@ -62,9 +85,8 @@ def test_skew_page_snippet_reproduces_the_result(tab):
     at = _open_code(run_page("skew", **params), "skew_code_bidir" if tab else "skew_code_causal")
     blocks = [c.value for c in at.code if "result =" in c.value]
     ns = _run_code(blocks[0])
-    figures = charts(at)
-    drawn = figures[2] if tab else figures[3]  # the bidirectional result / the causal sliced step
-    values = decode(next(t for t in drawn["data"] if t.get("name") == "values")["z"]).astype(np.float64)
+    # the bidirectional result / the causal sliced step (S_rel before the mask)
+    values = _shown_values(_picture(at, "skew_fig_bi_result" if tab else "skew_fig_skewed"))
     np.testing.assert_allclose(ns["result"].numpy(), values, rtol=0, atol=1e-6)
 
 
@@ -76,12 +98,11 @@ def test_absolute_page_snippets_reproduce_the_similarity_and_the_alibi_bias(proj
     at = _open_code(run_page("absolute", **params), "abs_code_pe", "abs_code_alibi")
     blocks = [c.value for c in at.code if "result =" in c.value]
     assert len(blocks) == 2
-    # the page's heatmaps, in order: the encoding, the similarity, the relative index, the ALiBi bias
-    heatmaps = [f for f in charts(at) if f["data"][0]["type"] == "heatmap"]
+    # the similarity map and the ALiBi bias, as the page draws them
     sim = _run_code(blocks[0])["result"].numpy()
-    np.testing.assert_array_equal(sim, decode(heatmaps[1]["data"][0]["z"]))
+    np.testing.assert_array_equal(sim, _shown_values(_picture(at, "abs_fig_sim")))
     ns = _run_code(blocks[1])
-    np.testing.assert_array_equal(ns["result"].numpy(), decode(heatmaps[3]["data"][0]["z"]))
+    np.testing.assert_array_equal(ns["result"].numpy(), _shown_values(_picture(at, "abs_fig_alibi")))
     q, k, v = (torch.randn(1, 6, 24, 4, generator=torch.Generator().manual_seed(s)) for s in range(3))
     out = ns["flex_attention"](q, k, v, score_mod=ns["score_mod"])
     slopes = ns["slopes"]
