@@ -14,7 +14,7 @@ import streamlit as st
 
 from relviz.app import internals
 from relviz.app.lecture_mode import presenting
-from relviz.components import grid_canvas_js, step_canvas_js, toeplitz_canvas_js, xy_canvas_js
+from relviz.components import component_js
 
 SIGN_CONVENTION = ("**Sign convention:** relative position = **j − i** = key position − query position. "
                    "Negative: the key lies in the past of the query; positive: in its future.")
@@ -100,16 +100,24 @@ def outline_bars(key: str, bars: list[tuple[int, int]]) -> None:
         st.html(css)
 
 
-_CANVAS = "relviz_toeplitz_canvas"
-_canvas_component = None
+#: relviz's canvas components: Streamlit's name -> the file (relviz/components/) with its own JavaScript
+_COMPONENT_FILES = {"relviz_toeplitz_canvas": "toeplitz_canvas.js", "relviz_xy_canvas": "xy_canvas.js",
+                    "relviz_grid_canvas": "grid_canvas.js", "relviz_step_canvas": "step_canvas.js"}
+_components: dict[str, object] = {}   # each registered once per process, on its first use
 
 
-def _toeplitz_canvas():
-    """The canvas component (relviz/components/toeplitz_canvas.js), registered once per process."""
-    global _canvas_component
-    if _canvas_component is None:
-        _canvas_component = st.components.v2.component(_CANVAS, js=toeplitz_canvas_js())
-    return _canvas_component
+def _mount(component: str, payload: dict | str, *, key: str, **fields) -> None:
+    """Draw ``payload`` with the canvas component ``component``, with ``fields`` beside it and the PNG button unless
+    a lecture is on the projector. A str payload is its JSON already (:func:`canvas_json`): the component gets
+    ``{"json": payload}``, all scalars. A dict holding lists makes Streamlit ask, for each, whether it is a
+    dataframe, which imports pandas and pyarrow on a server's first canvas (~0.5-2 s of a cold first run) and walks
+    the dict on every run."""
+    if component not in _components:
+        _components[component] = st.components.v2.component(component,
+                                                             js=component_js(_COMPONENT_FILES[component]))
+    data = {"json": payload} if isinstance(payload, str) else payload
+    _components[component](key=key, data=data | fields | {"toolbar": not presenting()}, width="stretch",
+                           height="content")
 
 
 def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
@@ -124,65 +132,34 @@ def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
 
 
 def show_canvas(payload: dict | str, *, key: str, name: str = "relviz") -> None:
-    """Draw a picture's payload (``.payload()`` of a figures.toeplitz_canvas image) with the canvas component.
-
-    ``payload`` may be its JSON already (:func:`canvas_json`, as a page's cache keeps it): the component then gets
-    ``{"json": payload}``, all scalars. A dict holding lists makes Streamlit ask, for each, whether it is a
-    dataframe, which imports pandas and pyarrow on a server's first canvas (~0.5-2 s of a cold first run; the
-    Absolute page needed neither) and walks the dict on every run."""
-    data = {"json": payload} if isinstance(payload, str) else payload
-    _toeplitz_canvas()(key=key, data=data | {"name": name, "toolbar": not presenting()}, width="stretch",
-                       height="content")
+    """Draw a picture's payload (``.payload()`` of a figures.toeplitz_canvas image), or its JSON
+    (:func:`canvas_json`, as a page's cache keeps it), with the Toeplitz canvas component."""
+    _mount("relviz_toeplitz_canvas", payload, key=key, name=name)
 
 
 def canvas_json(payload: dict) -> str:
-    """A canvas payload as the JSON string :func:`show_canvas` and :func:`show_xy` send as it is."""
+    """A canvas payload as the JSON string the show_* functions below send as it is."""
     return json.dumps(payload, separators=(",", ":"))
-
-
-_XY = "relviz_xy_canvas"
-_xy_component = None
 
 
 def show_xy(payload: dict | str, *, key: str, name: str = "relviz") -> None:
     """Draw an XYImage's payload (relviz.figures.xy_canvas: bars, lines, ranges in panels), or its JSON
     (:func:`canvas_json`), with the xy canvas component (relviz/components/xy_canvas.js): a move that changes it
     redraws the same element in place. ``name``: the PNG's file name."""
-    global _xy_component
-    if _xy_component is None:
-        _xy_component = st.components.v2.component(_XY, js=xy_canvas_js())
-    data = {"json": payload} if isinstance(payload, str) else payload
-    _xy_component(key=key, data=data | {"name": name, "toolbar": not presenting()}, width="stretch",
-                  height="content")
-
-
-_GRID = "relviz_grid_canvas"
-_grid_component = None
+    _mount("relviz_xy_canvas", payload, key=key, name=name)
 
 
 def show_grid_panels(payload: dict | str, *, key: str) -> None:
     """Draw a GridPanels payload (relviz.figures.grid_canvas: labelled heatmaps in panels, with marks), or its JSON
-    (:func:`canvas_json`: all scalars, see :func:`show_canvas`), with the grid canvas component
-    (relviz/components/grid_canvas.js): a move that changes it redraws the same element in place. No PNG button while
-    a tour is on a projector, as the other charts."""
-    global _grid_component
-    if _grid_component is None:
-        _grid_component = st.components.v2.component(_GRID, js=grid_canvas_js())
-    data = {"json": payload} if isinstance(payload, str) else payload
-    _grid_component(key=key, data=data | {"toolbar": not presenting()}, width="stretch", height="content")
-
-
-_STEP = "relviz_step_canvas"
-_step_component = None
+    (:func:`canvas_json`), with the grid canvas component (relviz/components/grid_canvas.js): a move that changes it
+    redraws the same element in place."""
+    _mount("relviz_grid_canvas", payload, key=key)
 
 
 def show_step(payload: dict, *, key: str) -> None:
     """Draw a skew step's payload (relviz.figures.skew_canvas.step_payload) with the step canvas component
     (relviz/components/step_canvas.js): a move that changes it redraws the same element in place."""
-    global _step_component
-    if _step_component is None:
-        _step_component = st.components.v2.component(_STEP, js=step_canvas_js())
-    _step_component(key=key, data=payload | {"toolbar": not presenting()}, width="stretch", height="content")
+    _mount("relviz_step_canvas", payload, key=key)
 
 
 def code_for_this_view(code: str, *, note: str = "", key: str | None = None) -> None:
