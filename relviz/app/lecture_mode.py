@@ -97,7 +97,8 @@ def step_link(lecture_id: str, tour, index: int, **extra: str) -> str:
 def _linked_step(tour) -> int | None:
     """The step (0-based) a step's link names (?lecture_step=N, 1-based), or None for a missing or wrong number."""
     text = st.query_params.get(STEP_PARAM, "")
-    number = int(text) if text.isdigit() and len(text) < 5 else 0
+    # ASCII digits only: str.isdigit() is true of "²" and "٣", which int() refuses (a traceback on a hostile link)
+    number = int(text) if text.isascii() and text.isdigit() and len(text) < 5 else 0
     return number - 1 if 1 <= number <= len(tour.steps) else None
 
 

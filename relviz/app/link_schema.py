@@ -275,15 +275,31 @@ def range_problem(key: str, value: str) -> str | None:
     return None
 
 
-def number_problem(key: str, value: str) -> str | None:
-    """range_problem for a number control's key only (None for other keys): a link's number outside every range
+def seed_problem(key: str, value: str) -> str | None:
+    """range_problem for the values a control would take wrongly if seeded with them (None for other values): a
+    link's number outside every range
     the control can take. relviz.app.links drops such a value before the page runs, because relviz's number inputs
-    carry no bounds of their own in the browser (relviz.app.controls.number_control) and would take it."""
+    carry no bounds of their own in the browser (relviz.app.controls.number_control) and would take it.
+    Also an empty value for a choice control: Streamlit seeds a segmented control with it as "nothing chosen", even
+    one that requires a choice (?chart_export= left the sidebar's format and Live attention's heads unselected);
+    and text longer than its control takes, which Streamlit cuts to the box's length and keeps (a 20,000-character
+    at_seq filled the box with 4,096 of them under a notice that said the default was used)."""
     for page in [*PAGE_PARAMS, *LINK_ONLY_PARAMS]:
         param = page_param(page, key) or LINK_ONLY_PARAMS.get(page, {}).get(key)
         if param is not None:
-            return range_problem(key, value) if param.numeric else None
+            empty_choice = isinstance(param, ChoiceParam) and not value.strip()
+            too_long = isinstance(param, TextParam) and len(value) > param.max_chars
+            return range_problem(key, value) if param.numeric or empty_choice or too_long else None
     return None
+
+
+def takes_list(key: str) -> bool:
+    """Whether the control bound to ``key`` (on whichever page binds it) takes a list: its key may repeat in a link."""
+    for page in [*PAGE_PARAMS, *LINK_ONLY_PARAMS]:
+        param = page_param(page, key) or LINK_ONLY_PARAMS.get(page, {}).get(key)
+        if param is not None:
+            return param.takes_list
+    return False
 
 
 def page_keys(page: str, present: Iterable[str]) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 
 import streamlit as st
@@ -66,6 +67,23 @@ def _value_matches(url_value: str, value: object) -> bool:
     return url_value == str(value)
 
 
+def code_span(text: str) -> str:
+    """``text`` from a link as a markdown code span, shown as it is: a link, a colour or a formula in it stays text
+    (a link's value ``[log in](https://…)`` drew a live link in the app's own notice). The fence is one backtick
+    longer than the longest run in the text, and line breaks become spaces (a blank line would end the span)."""
+    flat = " ".join(text.split())
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def without_value(why: str) -> str:
+    """A refusal's reason without its closing "; got '…'" (the notice shows the value once, as a code span): what a
+    control takes is the schema's text, the value is the link's and is never rendered as markdown."""
+    return why.split("; got ", 1)[0]
+
+
 _LINK_DROPPED_KEY = "_relviz_link_dropped"  # values dropped before the rerun, for the notice after it
 
 
@@ -83,6 +101,7 @@ def checked_link_values() -> Iterator[None]:
     slot = st.empty()
     initial = {key: (values[-1] if values else "") for key in st.query_params
                for values in [st.query_params.get_all(key)]}
+    given = {key: len(st.query_params.get_all(key)) for key in initial}
     fingerprint = tuple(sorted(initial.items()))
     fresh = bool(initial) and st.session_state.get(LINK_CHECKED_KEY) != fingerprint
     dropped: dict[str, str] = st.session_state.pop(_LINK_DROPPED_KEY, None) or {}
@@ -90,17 +109,21 @@ def checked_link_values() -> Iterator[None]:
     # is refused by relviz.app.controls.number_control, which says so beside the control)
     on_screen = {key for key in initial if key in st.session_state}
     if fresh:
-        from relviz.app.link_schema import number_problem, range_problem  # plain numbers: no torch
+        from relviz.app.link_schema import range_problem, seed_problem, takes_list  # plain numbers: no torch
 
         # a number outside its control's range, from a link (a bound key cannot be deleted: dropping one a control
-        # on screen wrote would start the run again and again)
+        # on screen wrote would start the run again and again); a one-value control's key given more than once
+        # (Streamlit took the first value for one control, the last for another, neither for a slider)
         unusable = {key: problem for key, value in initial.items()
-                    if (problem := url_value_problem(value) or
-                        (None if key in on_screen else number_problem(key, value))) is not None}
+                    if (problem := (f"given {given[key]} times: a link sets this control once"
+                                    if given[key] > 1 and not takes_list(key) else None)
+                        or url_value_problem(value) or
+                        (None if key in on_screen else seed_problem(key, value))) is not None}
         if unusable:
             for key, problem in unusable.items():
                 # say the range the control takes, as for any other refused value
-                dropped[f"{key}={initial[key][:24]}"] = range_problem(key, initial[key]) or problem
+                dropped[f"{key[:40]}={initial[key][:24]}"] = (problem if given[key] > 1 else None) or \
+                    range_problem(key, initial[key]) or problem
                 with contextlib.suppress(KeyError, st.errors.StreamlitAPIException):  # bound: not seeded again
                     del st.query_params[key]
             st.session_state[_LINK_DROPPED_KEY] = dropped
@@ -121,10 +144,10 @@ def checked_link_values() -> Iterator[None]:
                     from relviz.app.link_schema import range_problem  # plain numbers: no torch
 
                     # the schema's range, or the narrower one the control took in this run (a checkpoint's layers)
-                    dropped.setdefault(f"{key}={value[:24]}", range_problem(key, value) or
+                    dropped.setdefault(f"{key[:40]}={value[:24]}", range_problem(key, value) or
                                        run_range_problem(key, value) or "not a value this control takes")
         if dropped:
-            items = "; ".join(f"`{item}` ({why})" for item, why in dropped.items())
+            items = "; ".join(f"{code_span(item)} ({without_value(why)})" for item, why in dropped.items())
             slot.warning(f"Ignored in the link: {items}. Those controls use their defaults.",
                          icon=":material/link_off:")
 

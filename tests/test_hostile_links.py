@@ -1,0 +1,84 @@
+"""Hostile links open every page with its defaults, a notice naming each refused key, and no traceback; the notice
+shows the link's text as text. A seeded subset of tests/hostile_links.py's sweep (the whole sweep: run that file)."""
+from __future__ import annotations
+
+import pytest
+
+from hostile_links import HOSTILE, _markup_rendered, bound_values, notices, open_page, pages, problems, sweep
+from relviz.app import lecture_mode, tours
+from relviz.app.links import code_span, without_value
+
+
+@pytest.mark.parametrize("text", ["abc", "", "`[x](https://e.example)`", "a``b`", "a\n\nb [x](https://e.example)",
+                                  ":red[x] $x^2$"])
+def test_a_code_span_holds_the_text_whole(text):
+    span = code_span(text)
+    assert not _markup_rendered(span), span
+    fence = span[: len(span) - len(span.lstrip("`"))]
+    inner = span[len(fence):-len(fence)]
+    assert "\n" not in span and inner.strip() == " ".join(text.split())
+    assert fence not in inner                      # the span ends where it should, not inside the text
+
+
+def test_a_reason_drops_the_links_value():
+    assert without_value("home_q must be an integer from 0 to 6; got '[x](https://e)'") == \
+        "home_q must be an integer from 0 to 6"
+
+
+@pytest.mark.parametrize("value", ["[log in](https://evil.example)", "`[x](https://evil.example)`",
+                                   ":red[x] :material/home:", "$x^2$"])
+def test_the_notice_renders_no_markup_from_the_link(value):
+    """A link's value drew a live link (or a colour, a formula) inside the app's own notice."""
+    at = open_page("home", {"home_q": value, "chart_export": value})
+    said = [n for n in notices(at) if "Ignored in the link" in n]
+    assert len(said) == 1 and "home_q" in said[0] and "chart_export" in said[0], notices(at)
+    assert not _markup_rendered(said[0]), said[0]
+    assert "from 0 to 6" in said[0] and "one of PNG, SVG" in said[0]
+
+
+@pytest.mark.parametrize("page, key, default", [("home", "chart_export", "PNG"), ("attention", "at_th", 4)])
+def test_an_empty_choice_keeps_the_default(page, key, default):
+    """?chart_export= left the sidebar's format (and Live attention's heads) with nothing chosen."""
+    at = open_page(page, {key: ""})
+    assert bound_values(at)[key] == default
+    assert any(f"{key}=" in n and "must be one of" in n for n in notices(at)), notices(at)
+
+
+def test_an_overlong_text_keeps_the_default():
+    """A 20,000-character sequence filled the box with 4,096 of them under a notice that said 'defaults'."""
+    defaults = bound_values(open_page("attention", {}))
+    at = open_page("attention", {"at_seq": "7" * 20_000})
+    assert bound_values(at)["at_seq"] == defaults["at_seq"]
+    assert any("at_seq" in n and "short string" in n for n in notices(at)), notices(at)
+
+
+@pytest.mark.parametrize("step", ["²", "٣", "１", "0", "99999", "-1", "abc", ""])
+def test_a_lecture_steps_number_from_a_link_never_raises(step):
+    """?lecture_step=² passed str.isdigit() and int() raised: a traceback on the audience's page."""
+    lecture = lecture_mode.lectures().start(tours.BUILTIN, 2)
+    at = open_page("home", {"lecture": lecture, "lecture_step": step})
+    assert not at.exception
+    assert at.session_state[lecture_mode.TOUR_STATE][1] == 2   # not a step number: the lecture's own step
+    lecture_mode.lectures().end(lecture)
+
+
+def test_the_hostile_values_cover_each_kind():
+    """The sweep's values hold each kind the issue names (so a trimmed list cannot pass for the sweep)."""
+    kinds = {"word": "abc", "empty": "", "nan": "NaN", "inf": "inf", "negative": "-1", "huge": "9" * 30,
+             "unicode digit": "٣", "path": "../../etc/passwd", "script": "<script>alert(1)</script>",
+             "markdown link": "[click](https://evil.example)", "long": "x" * 20_000}
+    assert set(kinds.values()) <= set(HOSTILE)
+
+
+def test_a_seeded_sample_of_hostile_links_on_every_page():
+    """Every page: a seeded hostile value on each of its keys at once, repeated keys, and other pages' keys."""
+    found = sweep(pages(), every=False, seed=20261128, log=lambda line: None)
+    assert not found, "\n".join(found[:20])
+
+
+def test_the_check_sees_a_value_taken():
+    """problems() finds a control that took a refused value (the sweep's check can fail)."""
+    at = open_page("home", {"home_q": "3"})
+    defaults = {"home_q": 2}
+    found = problems("home", {"home_q": "abc"}, at, defaults)
+    assert any("not its default" in f for f in found) and any("no notice names home_q" in f for f in found), found
