@@ -42,7 +42,7 @@ def test_a_link_value_outside_the_weights_range_is_refused_naming_it(listed, lin
     at = run_page("your_model", timeout=120, **link, **{key: value})
     slider = at.slider(key=key)
     assert (slider.min, slider.max) == (lo, hi)
-    assert any(f"({key} must be from {lo} to {hi} with the page's other settings; got '{value}')" in w.value
+    assert any(f"`{key}={value}` ({key} must be from {lo} to {hi} with the page's other settings)" in w.value
                for w in at.warning), [w.value for w in at.warning]
 
 
