@@ -212,3 +212,36 @@ def test_a_typed_number_outside_its_range_is_refused_on_screen(lecture):
         assert not page.query_selector_all('[data-testid="stException"]'), path
         page.screenshot(path=str(ARTIFACTS / f"d16-{path}.png"))
     page.close()
+
+
+def test_the_bar_on_a_phone_gives_the_title_its_own_row(lecture):
+    """At 390 × 844 (tests/browser_cut_sweep.py --present) the bar squeezed the step's title into 45 px ("logari /
+    thmic / bucke / ts"), cut Notes to its icon (a link, not a button: its column shrank with the title's), and filled
+    half the screen, the subject starting ~460 px down. Below 640 px the title has a row above the buttons."""
+    from browser_support import CLIPPED_JS
+    from browser_cut_sweep import STEP_JS
+
+    base, context = lecture
+    page = context.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    tour = tours.BUILTIN
+    page.goto(f"{base}/tour?tour_pick={quote_plus(tour.title)}")
+    wait_for_app(page)
+    page.get_by_role("button", name="Start presenting").click()
+    page.wait_for_selector(f"text={_bar_text(tour, 0)}", timeout=60_000)
+    page.wait_for_function(SETTLED_JS, arg=[tour.steps[0].subject, tour.steps[0].subject], polling=100,
+                           timeout=60_000)
+    page.screenshot(path=str(ARTIFACTS / "bar-390x844.png"))
+    title = page.locator(f".st-key-{lecture_mode_bar_key()} p", has_text=tour.steps[0].title).first.bounding_box()
+    assert title is not None and title["width"] >= 250, title
+    assert not [row for row in page.evaluate(CLIPPED_JS) if "Notes" in row[2]]
+    subject, drawn, _ = page.evaluate(STEP_JS, tour.steps[0].subject)
+    assert drawn and subject["top"] < 844 / 2, subject
+    page.get_by_role("button", name="End").click()
+    page.close()
+
+
+def lecture_mode_bar_key() -> str:
+    from relviz.app.lecture_mode import BAR_KEY
+
+    return BAR_KEY

@@ -181,13 +181,20 @@ def lecture_mode(url_path: str) -> None:
 #: The presenter bar's key (a container): the lecture layout keeps it on screen.
 BAR_KEY = "tour_bar"
 #: The bar in a window narrower than a 1280 px projector (seen at 1024 × 768: "◀…", no "Next", "N", "E"): each
-#: button's column fits its whole label (the title's column wraps instead), and the Page Up / Page Down hints go.
+#: button's column (Notes is a link) fits its whole label (the title's column wraps instead), and the Page Up /
+#: Page Down hints go. On a phone (below 640 px) the title takes a row of its own above the buttons: at 390 px it
+#: had 45 px ("logari / thmic / bucke / ts"), Notes was cut to its icon and the bar filled half the screen.
+_BUTTON_COLUMN = '[data-testid="stColumn"]:has(button, [data-testid="stLinkButton"])'
+_TEXT_COLUMN = '[data-testid="stColumn"]:not(:has(button, [data-testid="stLinkButton"]))'
 BAR_CSS = ("<style>@media (max-width: 1279px) {"
            f".st-key-{BAR_KEY} kbd {{display: none}}"
            f'.st-key-{BAR_KEY} [data-testid="stHorizontalBlock"] {{flex-wrap: nowrap}}'
-           f'.st-key-{BAR_KEY} [data-testid="stColumn"]:has(button) '
+           f".st-key-{BAR_KEY} {_BUTTON_COLUMN} "
            "{flex: 0 0 auto !important; width: auto !important; min-width: max-content}"
-           f'.st-key-{BAR_KEY} [data-testid="stColumn"]:not(:has(button)) {{flex: 1 1 0 !important; min-width: 0}}'
+           f".st-key-{BAR_KEY} {_TEXT_COLUMN} {{flex: 1 1 0 !important; min-width: 0}}"
+           "}@media (max-width: 639px) {"
+           f'.st-key-{BAR_KEY} [data-testid="stHorizontalBlock"] {{flex-wrap: wrap; row-gap: 0.5rem}}'
+           f".st-key-{BAR_KEY} {_TEXT_COLUMN} {{order: -1; flex: 1 1 100% !important; min-width: 100%}}"
            "}</style>")
 
 
