@@ -3,8 +3,11 @@ tours (scrolled to its subject chart), at each screen size, in Chromium.
 
 Not a test (too long for CI: ~45 views a size); tests/test_browser_teaching.py holds a fast subset. Run it after a
 change to a page's layout or a figure's title, then look at the screenshots:
-    python tests/browser_cut_sweep.py OUT_DIR [WIDTHxHEIGHT[@SCALE] ...] [--pages=stem,stem] [--no-tours] [--choices]
+    python tests/browser_cut_sweep.py OUT_DIR [WIDTHxHEIGHT[@SCALE] ...] [--pages=stem,stem] [--no-tours] [--no-pages] [--present]
+        [--choices]
 --choices also reads each option of every radio and segmented control (Images' views, Skew's colouring, …).
+--present also presents each built-in tour in lecture mode (Start presenting, Next through every step, Back on the
+last, Finish): each step's subject drawn on the first screen, nothing cut or overlapping, Back off on step 1.
 The default sizes are a projector's 1024 × 768, the same projector with the laptop at 125 % (819 × 614 CSS
 pixels), a laptop's 1366 × 768 and a monitor's 1920 × 1080. What counts as cut is browser_support.CLIPPED_JS: a
 chart's text past its chart, a canvas text past its canvas or squeezed, an element's text wider than its box; an
@@ -123,6 +126,96 @@ class CutSweep:
         return "\n".join(lines)
 
 
+#: What a presented step shows of its subject (the element keyed by the step's subject): its box, whether every
+#: picture in it has drawn (a plotly chart's SVG, a canvas component's drawing at a size), and every visible element
+#: of the main area that overlaps another one it is not nested in: [box, drawn, overlaps].
+STEP_JS = """(key) => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const el = key ? main.querySelector('.st-key-' + key) : null;
+  const box = r => (({top, bottom, left, right}) => ({top, bottom, left, right}))(r.getBoundingClientRect());
+  let drawn = null;
+  if (el) {
+    const plots = [...el.querySelectorAll('.js-plotly-plot')];
+    const canvases = [...el.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)
+      .flatMap(root => [...root.querySelectorAll('.relviz-toeplitz, .relviz-xy, .relviz-grid, .relviz-step')]);
+    drawn = plots.length + canvases.length > 0 && plots.every(p => p.querySelector('.main-svg')
+              && p.getBoundingClientRect().width > 50)
+            && canvases.every(r => +r.dataset.draws > 0 && r.querySelector('canvas').width > 50);
+  }
+  const leaves = [...main.querySelectorAll('[data-testid="stElementContainer"]')]
+    .filter(e => e.checkVisibility({contentVisibilityAuto: true, visibilityProperty: true})   // not in a closed expander
+            && e.getBoundingClientRect().height > 2 && !e.querySelector('[data-testid="stElementContainer"]'));
+  const overlaps = [];
+  for (let i = 0; i < leaves.length; i++) for (let j = i + 1; j < leaves.length; j++) {
+    const a = leaves[i].getBoundingClientRect(), b = leaves[j].getBoundingClientRect();
+    const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    // more than 8 px each way: Streamlit's own page links reach 6 px into the caption under them
+    if (w > 8 && h > 8) overlaps.push([leaves[i].className.split(' ').filter(c => c.startsWith('st-key-')).join('') ||
+      leaves[i].innerText.slice(0, 30), leaves[j].className.split(' ').filter(c => c.startsWith('st-key-')).join('') ||
+      leaves[j].innerText.slice(0, 30), Math.round(w) + 'x' + Math.round(h)]);
+  }
+  return [el ? box(el) : null, drawn, overlaps.slice(0, 5)];
+}"""
+
+
+def present_tours(sweep: CutSweep, page, base: str, size: str) -> None:
+    """Present every built-in tour as a teacher does, in one tab with the presenter bar: Start presenting, then Next
+    through every step (each is checked: its subject drawn and starting on the first screen, nothing cut or
+    overlapping), Back on the last step and Next again, and Finish, which ends the tour. Back is disabled on step 1."""
+    from urllib.parse import quote_plus
+
+    from relviz.app import tours
+
+    height = page.viewport_size["height"]
+    for number, (title, tour) in enumerate(tours.BUILTINS.items(), start=1):
+        sweep.open(page, f"{base}/tour?tour_pick={quote_plus(title)}")
+        page.get_by_role("button", name="Start presenting").click()
+        order = list(range(len(tour.steps))) + [len(tour.steps) - 2, len(tour.steps) - 1]
+        for walk, index in enumerate(order):
+            step = tour.steps[index]
+            view = f"present{number}-step{index + 1:02d}-{step.page}" + ("-back" if walk == len(tour.steps) else "")
+            try:
+                page.wait_for_selector(f"text={index + 1} / {len(tour.steps)} · {step.title}", timeout=90_000)
+                page.wait_for_url(lambda url: f"lecture_step={index + 1}" in url.split("?")[-1].split("&"),
+                                  timeout=90_000)
+                settle(page)
+                found = sweep.check(page, size, view)
+                subject, drawn, overlaps = page.evaluate(STEP_JS, step.subject)
+                extra = []
+                if step.subject and (subject is None or not drawn):
+                    extra.append(["step", step.subject, "picture not drawn", str(subject)])
+                elif subject is not None and not 0 <= subject["top"] < height * 0.5:
+                    extra.append(["step", step.subject, "subject not on the first screen", str(subject)])
+                extra += [["overlap", a, b, size_] for a, b, size_ in overlaps]
+                back = page.get_by_role("button", name="◀ Back")
+                if index == 0 and not back.is_disabled():
+                    extra.append(["step", "tour_prev", "Back is enabled on step 1", ""])
+                label = "Finish" if index == len(tour.steps) - 1 else "Next ▶"
+                if page.get_by_role("button", name=label).count() != 1:
+                    extra.append(["step", "tour_next", f"no {label} button", ""])
+                if extra:
+                    sweep.log.write(json.dumps({"size": size, "view": view, "url": page.url, "cut": extra}) + "\n")
+                    for row in extra:
+                        sweep.seen[tuple(row[:3])].add(f"{size} {view}")
+                    print("!!", size, view, extra, flush=True)
+                if walk == len(tour.steps) - 1:          # the last step: one back, then on again
+                    back.click()
+                else:
+                    page.get_by_role("button", name=label).click()
+            except Exception as error:  # noqa: BLE001 - a step that does not open is a finding too
+                print("!! failed", size, view, str(error)[:200], flush=True)
+                page.screenshot(path=str(sweep.out / f"{size}-{view}-failed.png"))
+                break
+        else:
+            try:      # Finish ends the tour: Lecture mode again, no presenter bar
+                page.wait_for_selector("text=Make your own tour", timeout=90_000)
+                settle(page)
+                if page.locator(".st-key-tour_bar").count():
+                    raise RuntimeError("the presenter bar is still there")
+            except Exception as error:  # noqa: BLE001
+                print("!! failed", size, f"present{number}-finish", str(error)[:200], flush=True)
+
+
 def step_urls() -> list[tuple[str, str, str]]:
     """(view name, URL path and query, subject key) of every step of every built-in tour: the step's shared link."""
     from relviz.app import tours
@@ -158,13 +251,15 @@ def main(argv: list[str]) -> None:
             context.add_init_script(CANVAS_TEXT_INIT_JS)
             page = context.new_page()
             page.set_default_timeout(90_000)
-            for info in PAGES:
+            for info in PAGES if "--no-pages" not in argv else ():
                 stem = Path(info.path).stem
                 if stems is None or stem in stems:
                     try:
                         sweep.page_and_tabs(page, base, stem, page_url("", info.path, info.default), size)
                     except Exception as error:  # noqa: BLE001 - a page that does not settle is a finding too
                         print("!! failed", size, stem, str(error)[:200], flush=True)
+            if "--present" in argv:
+                present_tours(sweep, page, base, size)
             if "--no-tours" not in argv:
                 for view, url, subject in step_urls():
                     if stems is None or view.split("-")[-1] in stems:

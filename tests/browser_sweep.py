@@ -1,4 +1,5 @@
-"""A manual sweep of the app in Chromium: every page, every control to both ends, every button, tab and expander.
+"""A manual sweep of the app in Chromium: every page, every control to both ends (sliders, number inputs, selects,
+segmented controls), every radio, checkbox, button, tab and expander.
 
 Not a test (too long for CI): run it by hand after a change to the pages, then look at the screenshots.
     python tests/browser_sweep.py OUT_DIR [WIDTHxHEIGHT[@SCALE] ...] [--pages=stem,stem] [--urls=url|url [--no-choices]]
@@ -18,7 +19,9 @@ import time
 from pathlib import Path
 
 from browser_support import (
+    CANVAS_TEXT_INIT_JS,
     CHROMIUM_ARGS,
+    CLIPPED_JS,
     CUT_TEXT_JS,
     REPO,
     TITLES_CUT_JS,
@@ -49,8 +52,19 @@ CHECK_JS = """() => {
   // text cut: a chart title wider than its chart, a label ending in an ellipsis
   const cut = (TITLES_CUT_JS)().map(([i, t]) => 'title ' + i + ': ' + t)
     .concat((CUT_TEXT_JS)().map(([t]) => 'ellipsis: ' + t));
-  return {errors, empty, clipped, cut, warnings, charts: document.querySelectorAll('.js-plotly-plot').length};
-}""".replace("TITLES_CUT_JS", TITLES_CUT_JS).replace("CUT_TEXT_JS", CUT_TEXT_JS)
+  // a canvas component on screen that has not drawn (no data-draws) or drew at no size: a blank picture
+  const roots = [...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)
+    .flatMap(root => [...root.querySelectorAll('.relviz-toeplitz, .relviz-xy, .relviz-grid, .relviz-step')]);
+  roots.forEach((r, i) => {
+    const c = r.querySelector('canvas'), box = r.getBoundingClientRect();
+    if (!box.width) return;   // in a closed tab or expander
+    if (!c || !(+r.dataset.draws > 0) || !c.width || !c.height) empty.push('canvas ' + i + ':' + (c && c.getAttribute('aria-label') || ''));
+  });
+  // the clipped-text check of browser_support (text past its chart or canvas, cut text), less what scrolls whole
+  (CLIPPED_JS)().filter(row => row[0] !== 'scrolls').forEach(row => cut.push(row.join(' | ')));
+  const exceptions = document.querySelectorAll('[data-testid="stException"]').length;
+  return {errors, empty, clipped, cut, warnings, exceptions, charts: document.querySelectorAll('.js-plotly-plot').length};
+}""".replace("TITLES_CUT_JS", TITLES_CUT_JS).replace("CUT_TEXT_JS", CUT_TEXT_JS).replace("CLIPPED_JS", CLIPPED_JS)
 
 
 def settle(page) -> float:
@@ -94,7 +108,7 @@ class Sweep:
         self.log.write(json.dumps(row) + "\n")
         self.log.flush()
         flag = "!!" if found.get("errors") or found.get("empty") or found.get("clipped") or found.get("cut") \
-            or row["js"] else "  "
+            or found.get("exceptions") or row["js"] else "  "
         print(flag, self.tag, what, row["seconds"], found.get("errors"), found.get("empty"), found.get("clipped"),
               found.get("cut"), flush=True)
         return row
@@ -176,6 +190,25 @@ class Sweep:
                 continue
             self.record(f"choice-{label}", settle(self.page))
 
+    def segmented(self) -> None:
+        """Each segmented control (Streamlit's button group) to its first and its last option."""
+        selector = '[data-testid="stButtonGroup"]'
+        for i in range(len(self.controls(selector))):
+            for which in ("first", "last"):
+                groups = self.controls(selector)
+                if i >= len(groups):
+                    break
+                options = groups[i].query_selector_all("button")
+                if not options:
+                    break
+                option = options[0] if which == "first" else options[-1]
+                label = (option.inner_text() or f"group{i}").strip()[:30]
+                try:
+                    option.click()
+                except Exception:  # noqa: BLE001
+                    continue
+                self.record(f"segment-{i}-{which}-{label}", settle(self.page))
+
     def tabs_and_expanders(self) -> None:
         for selector, kind in (('[role="tab"]', "tab"), ('[data-testid="stExpander"] summary', "expander")):
             count = len(self.controls(selector))
@@ -210,6 +243,7 @@ class Sweep:
 def sweep_url(browser, base: str, url: str, tag: str, viewport: tuple[int, int], out: Path, full: bool = True,
               choices: bool = True, scale: float = 1.0) -> None:
     page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]}, device_scale_factor=scale)
+    page.add_init_script(CANVAS_TEXT_INIT_JS)   # CLIPPED_JS reads the canvas components' texts
     sweep = Sweep(page, out, tag)
     start = time.monotonic()
     page.goto(base + url)
@@ -228,6 +262,7 @@ def sweep_url(browser, base: str, url: str, tag: str, viewport: tuple[int, int],
         sweep.tabs_and_expanders()
         if choices:   # off to stay on the view a link chose (a radio would move to another view)
             sweep.radios_and_checks()
+            sweep.segmented()
         sweep.selects()
         sweep.number_inputs()
         sweep.sliders()
