@@ -9,7 +9,7 @@ navigation.ensure_app_navigation()
 P = "im"  # query-parameter prefix of this page
 
 import relviz.show_vision as sv  # noqa: E402  (after the routing guard: the bare run stops before torch loads)
-from relviz.vision import grid, mrope, rope2d, score_maps, swin  # noqa: E402
+from relviz.vision import absolute2d, grid, mrope, rope2d, score_maps, swin  # noqa: E402
 
 VIEWS = ("2-D relative index", "Swin's bias table", "2-D RoPE", "M-RoPE (video)")
 ROPES = {"Pixtral": "pixtral", "Qwen-VL vision": "qwen_vl", "DINOv3": "dinov3"}
@@ -138,6 +138,7 @@ st.markdown(grid.grid_words(rows, cols))
 
 if view == VIEWS[0]:
     index_panel(rows, cols)
+    st.caption(absolute2d.PATCH_TABLE_WORDS)
 
 elif view == VIEWS[1]:
     with st.sidebar:
@@ -148,6 +149,9 @@ elif view == VIEWS[1]:
                                       key=f"{P}_pre", bind="query-params"))
         seed = int(st.slider("random table: seed", 0, 999, 0, key=f"{P}_seed", bind="query-params"))
     swin_panel(rows, cols, window, seed)
+    fit = swin.window_fit_words(rows, cols, window)
+    if fit:
+        st.info(fit)
     show("swinv2_coords", window, pretrained_window=pretrained, key=f"{P}_fig_swinv2")
     st.caption(swin.SWINV2_WORDS)
 
@@ -195,3 +199,4 @@ else:
             show("mrope_pairs", score_maps.rule_named(rule).section, key=f"{P}_fig_mrope_pairs")
             st.caption(mrope.SECTIONS_WORDS)
         st.markdown(mrope.TEXT_IS_PLAIN_ROPE)
+    st.markdown(mrope.rules_words())

@@ -388,6 +388,12 @@ def read_plan(config: Mapping[str, Any], *, source: str = "config",
                      observed_entry=dict(family) if observed_entry else None)
     plan.config = _summary(plan, cfg)
     plan.notes = sorted({n for p in plan.all_layers() for m in p.mechanisms for n in m.notes()})
+    read_parts = {spec["config"] for spec in {**family["stacks"], **nested}.values() if spec.get("config")} | {
+        "text_config"}
+    for key, part in config.items():        # a vision or audio tower the family table reads no stack from: said
+        if isinstance(part, Mapping) and isinstance(part.get("model_type"), str) and key not in read_parts:
+            plan.notes.append(f"config field {key} ({part['model_type']!r}) is not read: relviz's family table "
+                              f"reads no stack from it, so this plan holds {', '.join(plan.stack_names)} only")
     if not listed and not observed_entry:
         read = sorted(k for k in cfg.data if k in _FIELDS_READ or k.startswith("rope"))
         plan.notes.insert(0, f"model_type {model_type!r} is not in relviz's family table: every layer is read "

@@ -26,6 +26,7 @@ def test_relative_index_view_draws_the_query_row_and_every_pair():
     w = np.arange(12) % 4
     assert np.array_equal(pairs, w[None, :] - w[:, None])
     assert any("Sign convention" in info.value for info in at.info)
+    assert any("Learned patch tables (ViT, DeiT, DINOv2)" in c.value for c in at.caption)
 
 
 def test_swin_view_draws_the_index_formula_the_bias_and_v2_coordinates():
@@ -194,3 +195,19 @@ def test_a_map_drawn_in_the_browser_is_its_plotly_twin(name, args, kwargs):
             (o["col"] - 0.5, o["row"] - 0.5, o["col"] + o["cols"] - 0.5, o["row"] + o["rows"] - 0.5)]
     # the axes' labels: the plotly figure's x and y of the first cell
     assert (grid["x_first"], grid["y_first"]) == (decode(t["x"])[0], decode(t["y"])[0])
+
+
+def test_swin_view_says_what_transformers_does_with_a_window_larger_than_the_grid():
+    at = run_page("images", im_view="Swin's bias table", im_rows=3, im_cols=5, im_win=7)
+    said = " ".join(i.value for i in at.info)
+    assert "smaller than the window (7)" in said and "a 3 × 5 window" in said and "refuses both" in said
+    at = run_page("images", im_view="Swin's bias table", im_rows=8, im_cols=9, im_win=7)
+    assert not any("smaller than the window" in i.value for i in at.info)
+
+
+def test_mrope_view_names_the_families_whose_ids_relviz_reads():
+    at = run_page("images", im_view="M-RoPE (video)")
+    words = next(m.value for m in at.markdown if "Which families relviz reads" in m.value)
+    for rule in MROPE_RULES.values():
+        assert rule.label in words
+    assert "ERNIE-4.5-VL" in words and "no text between them" in words

@@ -166,7 +166,6 @@ def test_swin_and_swinv2_bias_of_every_block_is_read_from_the_checkpoint(tmp_pat
 
     from relviz.hf import inspect
     from relviz.mechanisms.swin_bias import SwinBias
-    from relviz.vision.swin import swin_bias
 
     torch.manual_seed(0)
     small = dict(image_size=32, patch_size=4, embed_dim=16, depths=[2, 1], num_heads=[2, 4], window_size=4)
@@ -188,8 +187,7 @@ def test_swin_and_swinv2_bias_of_every_block_is_read_from_the_checkpoint(tmp_pat
                     table = self_.continuous_position_bias_mlp(self_.relative_coords_table).view(-1, self_.num_attention_heads)
                     expected = 16 * torch.sigmoid(table[self_.relative_position_index.view(-1)].view(
                         16, 16, -1).permute(2, 0, 1).contiguous())
-            got = swin_bias(found.table, found.window)
-            assert torch.allclose(got, expected, atol=1e-6), (model.config.model_type, index)
+            assert torch.equal(found.bias(), expected), (model.config.model_type, index)     # bit for bit
 
 
 def test_qwen3_vl_text_side_interleaves_its_sections_as_transformers():

@@ -227,6 +227,8 @@ SECTIONS: list[Section] = [
             lambda ctx: importlib.import_module("relviz.bench.zoo").observe_section(ctx)),
     Section("zoo", "Every text family transformers ships, built tiny: exact or refused",
             lambda ctx: importlib.import_module("relviz.bench.zoo").zoo_section(ctx)),
+    Section("vision_zoo", "Every image and video position family transformers ships: exact, refused or WRONG",
+            lambda ctx: importlib.import_module("relviz.bench.vision_zoo").vision_zoo_section(ctx)),
     Section("zoo_search", "The zoo's settings searched: position fields varied per family, exact, refused or silent",
             lambda ctx: importlib.import_module("relviz.bench.zoo").search_section(ctx)),
 ]

@@ -353,11 +353,16 @@ FAMILIES: dict[str, dict[str, Any]] = {
     **{t: {"stacks": ENCODER, "mechanisms": {
         "learned_absolute": {"tensor": "embeddings.position_embedding.weight"}, "pattern": {}}}
        for t in ("clip_vision_model", "siglip_vision_model")},
+    # ViT, DeiT, DINOv2: a learned vector per patch of the trained grid (image_size // patch_size per side) after the
+    # CLS token (DeiT: and its distillation token), resized bicubically for another grid (DINOv2 in float32)
+    **{t: {"stacks": ENCODER, "mechanisms": {"patch_table": {"tensor": "embeddings.position_embeddings",
+                                                             "prefix": prefix, "float32": float32}, "pattern": {}}}
+       for t, prefix, float32 in (("vit", 1, False), ("deit", 2, False), ("dinov2", 1, True))},
     # Swin and Swin v2: windows of window_size patches, a relative bias per (Δh, Δw) in each block, read from the
     # checkpoint (Swin: the learned table; v2: the MLP that makes it); the blocks are depths summed over the stages
     **{t: {"stacks": {"encoder": {"layers_field": "depths", "layers_sum": True, "causal": False}},
-           "mechanisms": {"swin_bias": {"continuous": continuous}}} for t, continuous in (("swin", False),
-                                                                                          ("swinv2", True))},
+           "mechanisms": {"swin_bias": {"continuous": continuous, "shrinks_when_built": continuous}}}
+       for t, continuous in (("swin", False), ("donut-swin", False), ("swinv2", True))},
     "t5": _T5, "mt5": _T5,
     "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {

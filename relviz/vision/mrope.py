@@ -31,26 +31,46 @@ MAX_TOKENS = 1 << 22
 #: Token kinds, as transformers' ``mm_token_type_ids``.
 TEXT, IMAGE, VIDEO = 0, 1, 2
 AXES = ("t", "h", "w")
+KIND_WORDS = {IMAGE: "image", VIDEO: "video"}
 
 
 @dataclass(frozen=True)
 class MropeRule:
-    """How one model family builds the ids and splits the pairs."""
+    """How one model family builds the ids and splits the pairs. ``interleaved`` and ``section`` are None for a
+    family whose ids relviz reads (tests/test_vision_sweep.py: exact against its get_rope_index) but whose text
+    rotary's split it has not checked: its score maps are refused, not drawn with a guessed split."""
 
     label: str
     time_scaled: bool          # a video's t ids step by tokens_per_second · second_per_grid_t (Qwen2.5-VL)
     frames_apart: bool         # a video's frames are one-frame grids separated by text (Qwen3-VL)
-    interleaved: bool          # pairs interleaved across t, h, w (Qwen3-VL) instead of sectioned
-    section: tuple[int, int, int]   # the default mrope_section
+    interleaved: bool | None   # pairs interleaved across t, h, w (Qwen3-VL) instead of sectioned
+    section: tuple[int, int, int] | None   # the default mrope_section
 
 
-#: model_type → its rule (the default sections are transformers' defaults for a 128-wide head).
+#: Qwen3-VL's ids: every frame its own grid after its timestamp text, t ids not scaled by time.
+_FRAMES_APART = dict(time_scaled=False, frames_apart=True, interleaved=None, section=None)
+
+#: model_type → its rule (the default sections are transformers' defaults for a 128-wide head). The families after
+#: Qwen3-VL run Qwen3-VL's get_rope_index (GLM-4V's splits video_grid_thw per frame the same way, its docstring's
+#: "timestamps separate each video frame"): their ids are read, their text rotary's split is not.
 MROPE_RULES: dict[str, MropeRule] = {
     "qwen2_vl": MropeRule("Qwen2-VL", time_scaled=False, frames_apart=False, interleaved=False, section=(16, 24, 24)),
     "qwen2_5_vl": MropeRule("Qwen2.5-VL", time_scaled=True, frames_apart=False, interleaved=False,
                             section=(16, 24, 24)),
     "qwen3_vl": MropeRule("Qwen3-VL", time_scaled=False, frames_apart=True, interleaved=True, section=(24, 20, 20)),
+    **{t: MropeRule(label, **_FRAMES_APART) for t, label in (
+        ("qwen3_vl_moe", "Qwen3-VL-MoE"), ("qwen3_5", "Qwen3.5"), ("qwen3_5_moe", "Qwen3.5-MoE"),
+        ("qwen4_exp", "Qwen4-Exp"), ("cohere_compass", "Cohere Compass"), ("glm4v", "GLM-4V"),
+        ("glm4v_moe", "GLM-4V-MoE"), ("glm46v", "GLM-4.6V"), ("glm_ocr", "GLM-OCR"))},
 }
+
+
+def mrope_rule(model_type: str) -> MropeRule:
+    """The rule of ``model_type``'s get_rope_index, or a ValueError naming what relviz cannot read."""
+    if not isinstance(model_type, str) or model_type not in MROPE_RULES:
+        raise ValueError(f"relviz has no M-RoPE rule for model_type {model_type!r}: how its get_rope_index numbers "
+                         f"image and video tokens is not read (rules: {', '.join(MROPE_RULES)})")
+    return MROPE_RULES[model_type]
 
 
 @dataclass(frozen=True)
@@ -144,13 +164,14 @@ def mrope_position_ids(segments: list[Segment] | tuple[Segment, ...], rule: Mrop
         if total > MAX_TOKENS:
             raise ValueError(f"segments must hold at most {MAX_TOKENS:,} tokens in all; reached {total:,} at "
                              f"segments[{n}]")
-    ids, kinds, pos = [], [], 0
+    ids, kinds, pos, last = [], [], 0, TEXT
 
     def text(length: int) -> None:
-        nonlocal pos
+        nonlocal pos, last
         ids.append(torch.arange(length).view(1, -1).expand(3, -1) + pos)
         kinds.append(torch.full((length,), TEXT))
         pos += length
+        last = TEXT
 
     for segment in segments:
         if isinstance(segment, Text):
@@ -166,6 +187,12 @@ def mrope_position_ids(segments: list[Segment] | tuple[Segment, ...], rule: Mrop
         for frames, grid in grids:
             if isinstance(grid, Video) and grid.frame_text:
                 text(grid.frame_text)
+            if last == kind:
+                raise ValueError(f"segments[{segments.index(segment)}] follows another {KIND_WORDS[kind]} with no text "
+                                 "between: get_rope_index reads a run of tokens of one kind as one grid, so two grids "
+                                 "side by side are one grid of the wrong size to it (its processor always puts "
+                                 "<|vision_start|> and <|vision_end|> text around each)")
+            last = kind
             ids.append(_vision_ids(pos, frames, grid.rows, grid.cols, interval))
             kinds.append(torch.full((frames * grid.rows * grid.cols,), kind))
             pos += max(grid.rows, grid.cols)
@@ -319,3 +346,20 @@ TEXT_IS_PLAIN_ROPE = (
     "**Why text is plain RoPE.** A text token carries the same id n on all three rows, so every pair turns by n·θ_i "
     "whichever axis owns it: the sections no longer matter, and between two text tokens M-RoPE is 1-D RoPE at "
     "offset j − i. Only image and video tokens, whose three ids differ, use the split.")
+
+
+def rules_words() -> str:
+    """Which families' ids relviz reads (MROPE_RULES), which it draws score maps for, and the sequence it refuses."""
+    drawn = [r.label for r in MROPE_RULES.values() if r.section is not None]
+    ids_only = [r.label for r in MROPE_RULES.values() if r.section is None]
+    return ("**Which families relviz reads.** The ids of " + ", ".join(drawn) + " and of " + ", ".join(ids_only)
+            + ": the last " + str(len(ids_only)) + " number their tokens as Qwen3-VL does (each frame its own grid "
+            "after its timestamp text). Each equals its family's get_rope_index on odd, tiny, several-image and "
+            "several-frame sequences (`python -m relviz bench --only vision_zoo`). How those "
+            f"{len(ids_only)} split the pairs between t, h and w in their text rotary is not checked, so the score "
+            "maps here are drawn for the first " + str(len(drawn)) + " only. Families whose get_rope_index numbers "
+            "tokens its own way (ERNIE-4.5-VL, PaddleOCR-VL, HunYuan-VL, Qwen2.5-Omni and others) are refused, "
+            "with their model_type named. Two images with no text between them are one run of image tokens, so get_rope_index reads them "
+            "as one grid and fails on the sequence; relviz refuses it too (the processors put "
+            "<|vision_start|> and <|vision_end|> around every image).")
+

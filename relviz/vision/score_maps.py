@@ -71,6 +71,9 @@ def mrope_plane(rule: str, rows: int, cols: int, frames: int, *, head_dim: int =
     """float64 [2T − 1, 2H − 1, 2W − 1], read-only: the score between two tokens of one video per (Δframe, Δh,
     Δw). Kept for the last 16 settings (moving Δt only slices it)."""
     r = rule_named(rule)
+    if r.section is None or r.interleaved is None:
+        raise ValueError(f"rule {rule!r}: relviz reads {r.label}'s position ids, not how its text rotary splits the "
+                         "pairs between t, h and w, so it draws no score map for it")
     head_dim = check_int("head_dim", head_dim, minimum=6, maximum=1024)
     pairs = head_dim // 2
     section = r.section if sum(r.section) == pairs else _scaled_section(r.section, pairs)

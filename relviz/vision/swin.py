@@ -40,6 +40,19 @@ def check_window(window: int | tuple[int, int], name: str = "window") -> int:
     return check_int(name, window, minimum=1, maximum=MAX_WINDOW)
 
 
+def window_on_grid(rows: int, cols: int, window: int, *, per_side: bool = False) -> tuple[int, int]:
+    """(window rows, window cols) a Swin block uses on a stage of rows × cols patches, as transformers builds it:
+    Swin shrinks the window to the grid's smaller side when that side is at most M (a square window, no shift);
+    Swin v2 (``per_side``) shrinks each side to the grid's own (a 3 × 5 stage gets a 3 × 5 window, no shift)."""
+    rows = check_int("rows", rows, minimum=1, maximum=1 << 16)
+    cols = check_int("cols", cols, minimum=1, maximum=1 << 16)
+    window = check_int("window", window, minimum=1, maximum=MAX_WINDOW)
+    if per_side:
+        return min(rows, window), min(cols, window)
+    side = min(rows, cols)
+    return (side, side) if side <= window else (window, window)
+
+
 def _index_per_offset(m: int, device: torch.device) -> torch.Tensor:
     delta = torch.arange(-(m - 1), m, device=device)            # relviz's Δ = key − query, ascending
     swin = -delta + (m - 1)                                       # Swin's δ = query − key, shifted to 0..2M − 2
@@ -113,6 +126,26 @@ def swinv2_coordinates(window: int | tuple[int, int], *, pretrained_window: int 
     return table.reshape(-1, 2).to(device)
 
 
+def swinv2_raw_table(coordinates: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    """[(2M − 1)², heads]: W2·relu(W1·c + b1), Swin v2's MLP output before its bound (which transformers applies to
+    the gathered M² × M² bias: :func:`swinv2_bias`)."""
+    coordinates = check_tensor("coordinates", coordinates, ndim=2, floating=True)
+    w1 = check_tensor("w1", w1, ndim=2, floating=True)
+    b1 = check_tensor("b1", b1, ndim=1, floating=True)
+    w2 = check_tensor("w2", w2, ndim=2, floating=True)
+    if coordinates.shape[1] != 2 or w1.shape[1] != 2 or b1.shape[0] != w1.shape[0] or w2.shape[1] != w1.shape[0]:
+        raise ValueError(f"coordinates [R, 2], w1 [hidden, 2], b1 [hidden], w2 [heads, hidden] must agree; got "
+                         f"{tuple(coordinates.shape)}, {tuple(w1.shape)}, {tuple(b1.shape)}, {tuple(w2.shape)}")
+    return torch.nn.functional.linear(torch.nn.functional.relu(torch.nn.functional.linear(coordinates, w1, b1)), w2)
+
+
+def swinv2_bias(raw_table: torch.Tensor, window: int | tuple[int, int]) -> torch.Tensor:
+    """[heads, M², M²]: 16·sigmoid of the MLP's table gathered per pair, in transformers' order (gather, then the
+    bound on the contiguous gathered tensor): bit for bit its bias. The bound per offset first gives the same
+    values up to the last bit, not always to it (the vectorised sigmoid rounds by lane)."""
+    return SWINV2_BOUND * torch.sigmoid(swin_bias(raw_table, window))
+
+
 def swinv2_table(coordinates: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
     """[(2M − 1)², heads]: 16·sigmoid(W2·relu(W1·c + b1)), the bias each table row gives (Swin v2's
     ``continuous_position_bias_mlp`` and its bound; the bound commutes with the gather)."""
@@ -166,3 +199,23 @@ SWINV2_WORDS = (
     "as a continuous coordinate, log-spaced: sign(x)·log2(1 + |x|)/log2(8) with x = 8·δ/(P − 1). Near offsets stay "
     "apart, far ones crowd together, so a larger window at fine-tuning (P the pretrained window) asks the MLP for "
     "coordinates only a little beyond those it learned.")
+
+
+def window_fit_words(rows: int, cols: int, window: int) -> str | None:
+    """What transformers does with a window at least as large as the grid (None when the grid holds several)."""
+    if min(rows, cols) > window:
+        return None
+    v2 = window_on_grid(rows, cols, window, per_side=True)
+    if min(rows, cols) == window:
+        return (f"**The window covers the grid's short side** ({rows} × {cols} patches, window {window}): Swin and "
+                f"Swin v2 keep it and drop the shift of alternate blocks, as in the last stage of Swin-T (7 × 7 "
+                "patches at 224 px, window 7).")
+    return (f"**The grid ({rows} × {cols} patches) is smaller than the window ({window})**, and the drawings above "
+            f"still use the full window. transformers 5.23 treats such a stage in two ways. Swin v2 shrinks each side "
+            f"of the window to the grid's when it builds the block: a {v2[0]} × {v2[1]} window with its own table, "
+            "and no shift. Swin builds its table for the window as configured and shrinks the window only when it "
+            "runs, so the bias no longer fits and the forward fails. relviz "
+            + ("reads Swin v2's square window and refuses Swin's failing one" if v2[0] == v2[1] else
+               "refuses both: Swin v2's window is not square, Swin's fails")
+            + ", naming the config fields.")
+
