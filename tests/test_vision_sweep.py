@@ -27,6 +27,7 @@ CASES = [Family("qwen2_5_vl", "mrope_ids", "get_rope_index"), Family("qwen3_vl",
          Family("glm4v", "mrope_ids", "get_rope_index"), Family("ernie4_5_vl_moe", "mrope_ids", "get_rope_index"),
          Family("qwen2_vl", "vision_rotary", "Qwen2VLVisionRotaryEmbedding"),
          Family("pixtral", "vision_rotary", "PixtralVisionRotaryEmbedding"),
+         Family("mistral3", "vision_rotary", "PixtralVisionRotaryEmbedding", via="pixtral"),
          Family("llama4", "vision_rotary", "Llama4VisionRotaryEmbedding"),
          Family("swinv2", "bias_table", "relative_position_bias_table"),
          Family("donut", "bias_table", "relative_position_bias_table"),
@@ -43,7 +44,7 @@ def test_every_case_is_exact_or_refused_with_a_reason(outcomes):
     assert not [(o.family.module, o.case, o.reason) for o in outcomes if o.status == WRONG]
     assert all(o.reason for o in outcomes if o.status == REFUSED)
     exact = {o.family.module for o in outcomes if o.status == EXACT}
-    assert exact == {"qwen2_5_vl", "qwen3_vl", "glm4v", "qwen2_vl", "pixtral", "swinv2", "donut", "deit"}
+    assert exact == {"qwen2_5_vl", "qwen3_vl", "glm4v", "qwen2_vl", "pixtral", "mistral3", "swinv2", "donut", "deit"}
     deit = [o.case for o in outcomes if o.family.module == "deit"]
     assert "2×8 (trained 4×4)" in deit and "1×1 (trained 4×4)" in deit    # 16 patches, not square: resized too
     reasons = {o.family.module: o.reason for o in outcomes if o.status == REFUSED}

@@ -343,6 +343,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
            "mechanisms": {"rotation": {"sections_interleaved": True, "sections_default": [24, 20, 20]},
                           "pattern": {}}}
        for t, tower in (("qwen3_vl_text", False), ("qwen3_vl", True))},
+    # Mistral 3: the text side as its text_config's family, the vision tower Pixtral's encoder (read from vision_config)
+    "mistral3": {**ROPE_DECODER, "stacks": {**DECODER, "vision": {
+        "layers_field": "num_hidden_layers", "config": "vision_config", "causal": False,
+        "mechanisms": {"rope2d": {"variant": "pixtral", "heads_field": "num_attention_heads"}, "pattern": {}}}}},
     # vision encoders: 2-D RoPE on every layer, every patch sees every other (Pixtral's encoder, DINOv3's ViT)
     "pixtral": {"stacks": ENCODER, "mechanisms": {"rope2d": {"variant": "pixtral", "heads_field": "num_attention_heads"},
                                                   "pattern": {}}},
