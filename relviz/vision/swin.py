@@ -202,20 +202,23 @@ SWINV2_WORDS = (
 
 
 def window_fit_words(rows: int, cols: int, window: int) -> str | None:
-    """What transformers does with a window at least as large as the grid (None when the grid holds several)."""
+    """What transformers does with a window at least as large as the grid's short side (None when the grid holds
+    several windows along both sides). Swin shrinks the window and drops the shift when the short side is at most M;
+    Swin v2 shrinks each side and drops the shift along each side at most M."""
     if min(rows, cols) > window:
         return None
     v2 = window_on_grid(rows, cols, window, per_side=True)
+    longer = rows > window or cols > window             # Swin v2 still shifts along a side longer than the window
+    v2_shift = "shifted along its longer side only (its window and shift are per side)" if longer else "no shift"
     if min(rows, cols) == window:
-        return (f"**The window covers the grid's short side** ({rows} × {cols} patches, window {window}): Swin and "
-                f"Swin v2 keep it and drop the shift of alternate blocks, as in the last stage of Swin-T (7 × 7 "
-                "patches at 224 px, window 7).")
-    return (f"**The grid ({rows} × {cols} patches) is smaller than the window ({window})**, and the drawings above "
-            f"still use the full window. transformers 5.23 treats such a stage in two ways. Swin v2 shrinks each side "
-            f"of the window to the grid's when it builds the block: a {v2[0]} × {v2[1]} window with its own table, "
-            "and no shift. Swin builds its table for the window as configured and shrinks the window only when it "
-            "runs, so the bias no longer fits and the forward fails. relviz "
+        return (f"**The window covers the grid's short side** ({rows} × {cols} patches, window {window}): Swin "
+                "keeps the window and drops the shift of alternate blocks, as in the last stage of Swin-T (7 × 7 "
+                f"patches at 224 px, window 7); Swin v2 keeps a {v2[0]} × {v2[1]} window, {v2_shift}.")
+    return (f"**The grid ({rows} × {cols} patches) is smaller than the window ({window})** along a side, and the "
+            "drawings above still use the full window. In transformers 5.23 the two families differ here. Swin v2 "
+            f"shrinks each side of the window to the grid's when it builds the block: a {v2[0]} × {v2[1]} window with "
+            f"its own table, {v2_shift}. Swin builds its table for the window as configured and shrinks the window "
+            "only when it runs, so the bias no longer fits and the forward fails. relviz "
             + ("reads Swin v2's square window and refuses Swin's failing one" if v2[0] == v2[1] else
                "refuses both: Swin v2's window is not square, Swin's fails")
             + ", naming the config fields.")
-
