@@ -27,7 +27,7 @@ lecture_mode(navigation.url_path)  # while a tour runs: the presenter bar, and i
 # switch above it pushed it to y ≈ 800), and the page's own elements reach the browser first. A page ends
 # early with end_page(), never st.stop(): Streamlit draws nothing after st.stop(), so the navigation
 # would be missing.
-with running_app_navigation(), checked_link_values():
+with running_app_navigation(), checked_link_values(navigation.url_path):
     try:
         navigation.run()
     except PageEnded:

@@ -121,7 +121,12 @@ def problems(page: str, params: dict[str, str | list[str]], at: AppTest, default
         if "Ignored in the link" in notice or "link" in notice:
             found += [f"markup from the link rendered: {m!r} in {notice[:160]!r}" for m in _markup_rendered(notice)]
     shown = bound_values(at)
+    from relviz.app.link_schema import APP_KEYS, LINK_ONLY_PARAMS, page_param
+
     for key, value in params.items():
+        if key not in APP_KEYS and page_param(page, key) is None and key not in LINK_ONLY_PARAMS.get(page, {}) \
+                and not any(key[:40] in notice for notice in said):
+            found.append(f"{key[:40]}: another page's key or none, and no notice names it")
         if key not in defaults or schema_takes(page, key, value):
             continue     # not a control of this page, or a value its control may take
         if shown.get(key) == value and at.error:

@@ -6,6 +6,7 @@ import pytest
 
 from hostile_links import HOSTILE, _markup_rendered, bound_values, notices, open_page, pages, problems, sweep
 from relviz.app import lecture_mode, tours
+from relviz.app.link_schema import APP_KEYS
 from relviz.app.links import code_span, without_value
 
 
@@ -82,3 +83,21 @@ def test_the_check_sees_a_value_taken():
     defaults = {"home_q": 2}
     found = problems("home", {"home_q": "abc"}, at, defaults)
     assert any("not its default" in f for f in found) and any("no notice names home_q" in f for f in found), found
+
+
+def test_a_key_of_another_page_or_of_none_is_named():
+    """A link's key that this page does not bind was dropped without a word (?t5_nb=8 on the Shaw page)."""
+    at = open_page("shaw", {"t5_nb": "8", "no_such_key": "1", "sh_clip": "3"})
+    said = [n for n in notices(at) if "Ignored in the link" in n]
+    assert len(said) == 1, notices(at)
+    assert "`t5_nb=8` (a control of the T5 buckets page, not of this one)" in said[0]
+    assert "`no_such_key=1` (no relviz page has this control)" in said[0]
+    assert "sh_clip" not in said[0] and bound_values(at)["sh_clip"] == 3
+
+
+def test_the_keys_no_control_binds_are_the_modules_own():
+    """Lecture mode's keys and Streamlit's embedding options are never called foreign (APP_KEYS)."""
+    assert {lecture_mode.LECTURE_PARAM, lecture_mode.STEP_PARAM, lecture_mode.COPY_PARAM, tours.TOUR_PARAM} | \
+        {"embed", "embed_options"} == APP_KEYS
+    at = open_page("home", {"embed": "true", "lecture": "lec-gone", "lecture_step": "2"})
+    assert not [n for n in notices(at) if "Ignored in the link" in n], notices(at)

@@ -215,6 +215,12 @@ LINK_ONLY_PARAMS: dict[str, dict[str, LinkParam]] = {
               "ck_layout": TextParam(pattern=r"[a-z]{1,16}", max_chars=16)},
 }
 
+#: Keys a link may carry that no control binds: lecture mode's (relviz.app.lecture_mode's lecture, lecture_step and
+#: lecture_copy, relviz.app.tours' tour) and Streamlit's own (embed, embed_options). A link's other keys that the
+#: page does not bind are named in its notice (relviz.app.links); tests/test_hostile_links.py keeps this list equal
+#: to the modules' constants.
+APP_KEYS = frozenset({"lecture", "lecture_step", "lecture_copy", "tour", "embed", "embed_options"})
+
 #: page name -> (key pattern, what such a key accepts) for keys a page makes from data it loads at run time:
 #: the attention page's training form binds one slider at_t_<param> per parameter its scheme declares.
 #: Any finite number is taken here; the slider's own range is the page's to check.

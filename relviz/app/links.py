@@ -88,7 +88,7 @@ _LINK_DROPPED_KEY = "_relviz_link_dropped"  # values dropped before the rerun, f
 
 
 @contextlib.contextmanager
-def checked_link_values() -> Iterator[None]:
+def checked_link_values(url_path: str | None = None) -> Iterator[None]:
     """Around navigation.run(): drop the link's unusable values before any widget is seeded,
     and after the page ran, show one short notice naming every value that was not taken.
 
@@ -96,7 +96,8 @@ def checked_link_values() -> Iterator[None]:
     on the reruns that follow. Public API only: Streamlit seeds URL-bound widgets from the query
     string the run started with, so an unusable value is deleted from st.query_params (which also
     updates the query string a rerun starts from) and the run starts again without it (st.rerun);
-    the notice is kept in session state across that rerun.
+    the notice is kept in session state across that rerun. ``url_path`` (st.navigation's, of the page about to run):
+    a key that no control of that page binds (another page's, or no page's) is named in the notice too.
     """
     slot = st.empty()
     initial = {key: (values[-1] if values else "") for key in st.query_params
@@ -134,6 +135,10 @@ def checked_link_values() -> Iterator[None]:
     finally:
         if fresh:
             for key, value in initial.items():
+                if key not in st.session_state and key not in on_screen and url_path is not None:
+                    elsewhere = _not_this_pages(key, url_path)
+                    if elsewhere:
+                        dropped.setdefault(f"{key[:40]}={value[:24]}", elsewhere)
                 if key not in st.session_state or key in on_screen:
                     continue  # no control of this page has this key, or the control wrote the value itself
                 kept = st.query_params.get_all(key)
@@ -150,6 +155,24 @@ def checked_link_values() -> Iterator[None]:
             items = "; ".join(f"{code_span(item)} ({without_value(why)})" for item, why in dropped.items())
             slot.warning(f"Ignored in the link: {items}. Those controls use their defaults.",
                          icon=":material/link_off:")
+
+
+def _not_this_pages(key: str, url_path: str) -> str | None:
+    """Why ``key`` does nothing on the page at ``url_path`` (st.navigation's url_path; "" for the default page): it
+    is another page's control, or no page's; None for a key of this page (drawn or not: a closed tab's, a window
+    the matrix does not need) and for the keys lecture mode and Streamlit read."""
+    from relviz.app.link_schema import APP_KEYS, LINK_ONLY_PARAMS, PAGE_PARAMS, page_param
+    from relviz.app.navigation import PAGES
+
+    stems = {info.path.removeprefix("pages/").removesuffix(".py"): info for info in PAGES}
+    page = url_path or next(stem for stem, info in stems.items() if info.default)
+    if key in APP_KEYS or page_param(page, key) is not None or key in LINK_ONLY_PARAMS.get(page, {}):
+        return None
+    owner = next((stem for stem in [*PAGE_PARAMS, *LINK_ONLY_PARAMS]
+                  if page_param(stem, key) is not None or key in LINK_ONLY_PARAMS.get(stem, {})), None)
+    if owner is None:
+        return "no relviz page has this control"
+    return f"a control of the {stems[owner].title if owner in stems else owner} page, not of this one"
 
 
 # ---------------------------------------------------------------------------------------
