@@ -347,6 +347,12 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "mistral3": {**ROPE_DECODER, "stacks": {**DECODER, "vision": {
         "layers_field": "num_hidden_layers", "config": "vision_config", "causal": False,
         "mechanisms": {"rope2d": {"variant": "pixtral", "heads_field": "num_attention_heads"}, "pattern": {}}}}},
+    # Qwen3.5 and Qwen3.5-MoE: the text side as their text_config's family; the vision tower as Qwen3-VL's (2-D RoPE,
+    # the same θ for rows and columns, no windows): exact against their VisionRotaryEmbedding (relviz.vision_zoo)
+    **{t: {**ROPE_DECODER, "stacks": {**DECODER, "vision": {"layers_field": "depth", "config": "vision_config",
+                                                            "causal": False,
+                                                            "mechanisms": {"rope2d": {"variant": "qwen_vl"}}}}}
+       for t in ("qwen3_5", "qwen3_5_moe")},
     # vision encoders: 2-D RoPE on every layer, every patch sees every other (Pixtral's encoder, DINOv3's ViT)
     "pixtral": {"stacks": ENCODER, "mechanisms": {"rope2d": {"variant": "pixtral", "heads_field": "num_attention_heads"},
                                                   "pattern": {}}},
