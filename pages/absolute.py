@@ -230,7 +230,8 @@ def alibi_section(length: int) -> None:
         large = needs_window(alibi_length, alibi_length)
         if large:  # the overview panel needs the page's width (it has two columns of its own)
             window = controls.window_controls("abs_al", alibi_length, alibi_length, q_offset=0)
-            display.pooled_overview(alibi_overview(alibi_length, heads, head).with_window(window), q_len=alibi_length,
+            overview = alibi_overview(alibi_length, heads, head)
+            display.pooled_overview(overview.with_window(window), block=overview.block, q_len=alibi_length,
                                k_len=alibi_length, q_offset=0, window=window, quantity="bias", key="abs_fig_alibi_ov",
                                note="Pooling keeps the exact extremes of every block; it never skips offsets.")
         left, right = st.columns([1, 1.25])

@@ -19,12 +19,13 @@ SECONDS = ("0.5", "1.0", "1.5", "2.0")
 
 
 
-# Figures are cached as the objects themselves (cache_resource: st.plotly_chart copies them, nothing changes them),
-# keyed by the relviz.show function's name and its scalar arguments; built without plotly's validation (tests
-# build them with it).
+# Figures are cached as what they send (cache_resource, display.drawable: a canvas picture's JSON, a plotly figure's
+# encoded dict), keyed by the relviz.show function's name and its scalar arguments; built without plotly's validation
+# (tests build them with it). A payload dict was rebuilt and walked by Streamlit on every run (and made a fresh server
+# import pandas and pyarrow), a go.Figure deep-copied and validated.
 @st.cache_resource(max_entries=64, show_spinner=False)
 def figure(name: str, *args, **kwargs):
-    return getattr(sv, name)(*args, **kwargs)
+    return display.drawable(getattr(sv, name)(*args, **kwargs))
 
 
 def show(name: str, *args, key: str, **kwargs) -> None:
@@ -34,11 +35,7 @@ def show(name: str, *args, key: str, **kwargs) -> None:
 def show_in_place(name: str, *args, key: str, **kwargs) -> None:
     """A map a query slider changes, drawn by the canvas component (``browser=True``: a GridImage), which
     redraws in place; a changed plotly figure is a new chart to the browser, mounted and drawn from scratch."""
-    view = figure(name, *args, browser=True, **kwargs)
-    if hasattr(view, "payload"):
-        display.show_toeplitz(view, key=key, name=key.removeprefix(f"{P}_fig_"))
-    else:
-        display.show_figure(view, key=key)
+    display.show_toeplitz(figure(name, *args, browser=True, **kwargs), key=key, name=key.removeprefix(f"{P}_fig_"))
 
 
 @st.fragment

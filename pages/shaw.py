@@ -21,11 +21,16 @@ navigation.ensure_app_navigation()
 P = "sh"  # query-parameter prefix of this page
 
 
-@st.cache_resource(max_entries=24, show_spinner=False)  # read-only figures, shared: never unpickled per rerun
+# Each picture is held as what it sends (display.drawable: a canvas picture's JSON or a plotly figure's encoded
+# dict), built once per server: a payload dict was rebuilt and walked by Streamlit on every run (and made a fresh
+# server import pandas and pyarrow), a go.Figure deep-copied and validated.
+@st.cache_resource(max_entries=24, show_spinner=False)  # read-only, shared: never unpickled per rerun
 def matrices(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
+    """(the three windows' pictures: relative, clipped, lookup index; the lookup index's exact values)."""
     values = strip_and_offsets(q_len, k_len, k, q_offset)[1]   # per offset, computed once per matrix
-    return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
-                         browser=True, validate=False)
+    views = shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
+                          browser=True, validate=False)
+    return tuple(display.drawable(view) for view in views), views[2].values
 
 
 # Pooled once per matrix (cache_resource: the object is read-only); a window move only moves its rectangle.
@@ -35,8 +40,11 @@ def pooled_overview(q_len: int, k_len: int, k: int, q_offset: int):
                          browser=True)
 
 
+@st.cache_resource(max_entries=24, show_spinner=False)
 def overview(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
-    return pooled_overview(q_len, k_len, k, q_offset).with_window(Window(row0, col0, rows, cols))
+    """(the overview's block size; its picture with the window's rectangle, display.drawable)."""
+    view = pooled_overview(q_len, k_len, k, q_offset).with_window(Window(row0, col0, rows, cols))
+    return view.block, display.drawable(view)
 
 
 # Plotly figures are cached as the objects themselves (cache_resource; st.plotly_chart copies them, nothing
@@ -79,12 +87,12 @@ def window_section(q_len: int, k_len: int, k: int, q_offset: int) -> None:
     panel, figures = st.container(), st.container()
     window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
     values = strip_and_offsets(q_len, k_len, k, q_offset)[1]
-    relative, clipped, lookup = matrices(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows,
-                                         window.cols)
+    pictures, index_values = matrices(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows,
+                                      window.cols)
     if large:
         with panel:
-            summary = overview(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
-            display.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+            block, summary = overview(q_len, k_len, k, q_offset, window.row0, window.col0, window.rows, window.cols)
+            display.pooled_overview(summary, block=block, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
                                     quantity="index", key=f"{P}_fig_overview",
                                     note="Blocks are pooled, never skipped, so the thin band |j − i| ≤ k stays "
                                          "visible as a blend instead of vanishing between samples.")
@@ -92,7 +100,7 @@ def window_section(q_len: int, k_len: int, k: int, q_offset: int) -> None:
     with figures:
         cols = st.columns(3)
         captions = shaw_text.matrix_captions(k)
-        for column, item, caption, name in zip(cols, (relative, clipped, lookup), captions,
+        for column, item, caption, name in zip(cols, pictures, captions,
                                                ("relative", "clipped", "index")):
             with column:
                 display.show_toeplitz(item, key=f"{P}_fig_{name}", name=f"shaw_{name}_window")
@@ -104,7 +112,7 @@ def window_section(q_len: int, k_len: int, k: int, q_offset: int) -> None:
             st.caption(shaw_text.offset_rows_caption(q_offset))
 
     # the window's downloads follow the window, so they sit in its fragment, under the matrices
-    downloads.window_downloads(lookup.values, values.offset, values.index, heading="Download the matrix",
+    downloads.window_downloads(index_values, values.offset, values.index, heading="Download the matrix",
                                caption=f"The lookup index {clip_formula(k)} + {k}, {q_len} × {k_len}, exact.",
                                q_len=q_len, k_len=k_len, q_offset=q_offset, window=window, large=large,
                                quantity="index", name="shaw_index", suffix=f"{q_len}x{k_len}_k{k}", key=f"{P}_dl")

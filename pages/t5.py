@@ -52,12 +52,17 @@ def offsets(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int
     return t5_offsets(q_len, k_len, num_buckets=nb, max_distance=md, bidirectional=bidir, q_offset=q_offset)
 
 
-@st.cache_resource(max_entries=24, show_spinner=False)  # read-only figures, shared: never unpickled per rerun
+# Each window's picture is held as what it sends (display.drawable: a canvas picture's JSON or a plotly figure's
+# encoded dict), built once per server: a payload dict was rebuilt and walked by Streamlit on every run (and made a
+# fresh server import pandas and pyarrow), a go.Figure deep-copied and validated.
+@st.cache_resource(max_entries=24, show_spinner=False)  # read-only, shared: never unpickled per rerun
 def map_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int,
                row0: int, col0: int, rows: int, cols: int, height: int = 470):
+    """(the window's exact buckets, for the downloads; its picture, display.drawable)."""
     values = offsets(q_len, k_len, nb, md, bidir, q_offset)
-    return bucket_map(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
+    view = bucket_map(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
                       height=height, browser=True)
+    return view.values, display.drawable(view)
 
 
 # Pooled once per matrix (cache_resource: the object is read-only); a window move only moves its rectangle.
@@ -67,9 +72,12 @@ def pooled_overview(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_off
                            browser=True)
 
 
+@st.cache_resource(max_entries=24, show_spinner=False)
 def overview_figure(q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_offset: int,
                     row0: int, col0: int, rows: int, cols: int):
-    return pooled_overview(q_len, k_len, nb, md, bidir, q_offset).with_window(Window(row0, col0, rows, cols))
+    """(the overview's block size; its picture with the window's rectangle, display.drawable)."""
+    view = pooled_overview(q_len, k_len, nb, md, bidir, q_offset).with_window(Window(row0, col0, rows, cols))
+    return view.block, display.drawable(view)
 
 
 # A plotly figure is cached as the dict it sends (cache_resource, display.prepared_spec: its arrays encoded once):
@@ -97,11 +105,12 @@ def shaw_values(q_len: int, k_len: int, k: int, q_offset: int):
     return shaw_offsets(q_len, k_len, k=k, q_offset=q_offset)
 
 
-@st.cache_resource(max_entries=24, show_spinner=False)  # read-only figures, shared: never unpickled per rerun
+@st.cache_resource(max_entries=24, show_spinner=False)  # as map_figure: the picture as it is sent
 def shaw_index_figure(q_len: int, k_len: int, k: int, q_offset: int, row0: int, col0: int, rows: int, cols: int):
     values = shaw_values(q_len, k_len, k, q_offset)
-    return shaw_matrices(values, q_len, k_len, q_offset=q_offset, window=Window(row0, col0, rows, cols),
-                         height=470, browser=True, validate=False)[2]
+    return display.drawable(shaw_matrices(values, q_len, k_len, q_offset=q_offset,
+                                          window=Window(row0, col0, rows, cols), height=470, browser=True,
+                                          validate=False)[2])
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -172,13 +181,14 @@ def map_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_o
     window = controls.window_controls(P, q_len, k_len, q_offset=q_offset)
     if large:
         with panel:
-            summary = overview_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0,
-                                      window.rows, window.cols)
-            display.pooled_overview(summary, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
+            block, summary = overview_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0,
+                                             window.rows, window.cols)
+            display.pooled_overview(summary, block=block, q_len=q_len, k_len=k_len, q_offset=q_offset, window=window,
                                     quantity="bucket", key=f"{P}_fig_overview",
                                     note="Pooling keeps every bucket edge (a block that straddles one shows a "
                                          "blend); it never skips offsets.")
-    fig_map = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows, window.cols)
+    exact, fig_map = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
+                                window.cols)
     left, right = figures.columns(2)
     with left:
         display.show_toeplitz(fig_map, key=f"{P}_fig_map", name="t5_buckets_window")
@@ -189,7 +199,7 @@ def map_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool, q_o
 
     # the window's downloads follow the window, so they sit in its fragment, under the map
     values = offsets(q_len, k_len, nb, md, bidir, q_offset)
-    downloads.window_downloads(fig_map.values, values.offset, values.bucket, heading="Download the bucket map",
+    downloads.window_downloads(exact, values.offset, values.bucket, heading="Download the bucket map",
                                caption=f"The bucket of every (i, j), {q_len} × {k_len}, exact.",
                                q_len=q_len, k_len=k_len, q_offset=q_offset, window=window, large=large,
                                quantity="bucket", name="t5_buckets", suffix=f"{q_len}x{k_len}_{nb}_{md}",
@@ -216,7 +226,7 @@ def compare_section(info, q_len: int, k_len: int, nb: int, md: int, bidir: bool,
     with right:
         if info.valid:
             t5_fig = map_figure(q_len, k_len, nb, md, bidir, q_offset, window.row0, window.col0, window.rows,
-                                window.cols)
+                                window.cols)[1]
             display.show_toeplitz(t5_fig, key=f"{P}_fig_cmp_t5", name="t5_buckets_window")
             st.caption(t5_text.compare_caption(info))
         else:

@@ -121,14 +121,27 @@ def _mount(component: str, payload: dict | str, *, key: str, **fields) -> None:
 
 
 def show_toeplitz(view, *, key: str, name: str = "relviz") -> None:
-    """Draw what figures.toeplitz.toeplitz_view (or an overview builder) returned: a plotly figure
-    as :func:`show_figure` does, a picture described by its per-offset data (``.payload()``) with the
-    canvas component, which draws it and computes the hover in the browser. ``name``: the PNG's file name."""
+    """Draw what figures.toeplitz.toeplitz_view (or an overview builder, or a GridImage builder) returned, or what
+    :func:`drawable` made of it: a plotly figure as :func:`show_figure` does, a picture described by its per-offset
+    data (``.payload()``, or its JSON) with the canvas component, which draws it and computes the hover in the
+    browser. ``name``: the PNG's file name."""
+    if isinstance(view, str):
+        show_canvas(view, key=key, name=name)
+    elif hasattr(view, "payload"):
+        show_canvas(view.payload(), key=key, name=name)
+    else:
+        show_figure(getattr(view, "figure", view), key=key)
+
+
+def drawable(view):
+    """What :func:`show_toeplitz` sends for ``view``, made once for a page's cache (cache_resource) to hold: a canvas
+    picture (``.payload()``) as its JSON (:func:`canvas_json`), a plotly one (a toeplitz_view's ``.figure``, or a
+    figure) as the dict it sends (:func:`prepared_spec`). Sent as it is on every run: a payload dict was rebuilt
+    (its per-offset lists) and walked by Streamlit on each, and a go.Figure deep-copied and validated."""
     payload = getattr(view, "payload", None)
-    if payload is None:
-        show_figure(view.figure, key=key)
-        return
-    show_canvas(payload(), key=key, name=name)
+    if payload is not None:
+        return canvas_json(payload())
+    return prepared_spec(getattr(view, "figure", view).to_dict())
 
 
 def show_canvas(payload: dict | str, *, key: str, name: str = "relviz") -> None:
@@ -191,12 +204,12 @@ def user_errors() -> Iterator[None]:
         st.error(str(error), icon=":material/error:")
 
 
-def pooled_overview(view, *, q_len: int, k_len: int, q_offset: int, window,
+def pooled_overview(view, *, block: int, q_len: int, k_len: int, q_offset: int, window,
                     quantity: str, note: str, key: str) -> None:
     """The large-matrix panel of the Shaw and T5 pages: the pooled overview (figures.toeplitz's
-    ToeplitzOverview or ToeplitzOverviewImage) beside what it shows and which exact window the
-    full-resolution figures below hold (``window``: figures.toeplitz_window.Window)."""
-    block = view.block
+    ToeplitzOverview or ToeplitzOverviewImage, or what :func:`drawable` made of one), whose blocks are ``block``
+    entries a side, beside what it shows and which exact window the full-resolution figures below hold
+    (``window``: figures.toeplitz_window.Window)."""
     st.markdown(f"#### The matrix is {q_len} × {k_len}: too large to draw cell by cell")
     left, right = st.columns(2)
     with left:
