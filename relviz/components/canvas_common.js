@@ -35,11 +35,13 @@ function minus(text) {
   return String(text).replace(/-/g, "\u2212");
 }
 
-// A 1-2-2.5-5 step times a power of ten that puts at most `most` steps on `span`.
-function niceStep(span, most) {
+// A 1-2-2.5-5 step times a power of ten that puts at most `most` steps on `span`; on an axis of whole numbers
+// (`integer`: positions, offsets, indices) a 1-2-5 step of at least 1, so no tick falls between two of them (2.5).
+function niceStep(span, most, integer = false) {
   const raw = span / Math.max(most, 1);
+  if (integer && raw <= 1) return 1;
   const base = Math.pow(10, Math.floor(Math.log10(raw)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * base >= raw) return m * base;
+  for (const m of integer ? [1, 2, 5, 10] : [1, 2, 2.5, 5, 10]) if (m * base >= raw) return m * base;
   return 10 * base;
 }
 

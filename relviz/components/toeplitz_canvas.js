@@ -28,14 +28,6 @@ function format(value, fmt) {
   return minus(Number(value).toPrecision(digits ? Number(digits[1]) : 4));
 }
 
-// A 1-2-5 step that puts at most `most` ticks on `span` integer units (never below 1).
-function integerStep(span, most) {
-  let step = 1;
-  const mult = [2, 2.5, 2];
-  for (let k = 0; span / step > most; k++) step = Math.round(step * mult[k % 3]);
-  return step;
-}
-
 // How many blocks apart the ticks of a pooled axis (count blocks of `block` entries) sit, at most
 // `most` ticks: a 1-2-5 number of entries that is a whole number of blocks (200 entries of 8-blocks)
 // if one gives at least 3 ticks, else a power of two of blocks (2048 entries of 64-blocks). Any other
@@ -124,7 +116,7 @@ function bitmap(state) {
 function axisTicks(first, count, lengthPx, shift, block) {
   // Integer ticks on indices first..first+count−1 (block > 1: ticks at block starts, labelled first + k·block).
   const most = Math.max(2, Math.floor(lengthPx / 55));
-  const step = integerStep(Math.max(count - 1, 1) * block, most);
+  const step = niceStep(Math.max(count - 1, 1) * block, most, true);
   const ticks = [];
   if (block > 1) { // ticks at block starts, a round number of entries apart (64-blocks: 0, 2048, 4096 …)
     const every = blockTickEvery(count, block, Math.min(8, most));

@@ -30,9 +30,10 @@ function fill(line, values) {
   });
 }
 
-function ticks(lo, hi, lengthPx, spacing) {
+// Ticks on lo..hi about `spacing` px apart; `integer`: the axis holds whole numbers only, so whole-number steps.
+function ticks(lo, hi, lengthPx, spacing, integer) {
   if (!(hi > lo)) return [lo];
-  return stepsBetween(lo, hi, niceStep(hi - lo, Math.max(3, Math.floor(lengthPx / spacing))));
+  return stepsBetween(lo, hi, niceStep(hi - lo, Math.max(3, Math.floor(lengthPx / spacing)), integer));
 }
 
 function build(parent) {
@@ -41,7 +42,8 @@ function build(parent) {
 }
 
 // Each panel's arrays decoded and its axis ranges: bars from 0 and ±0.5 around their x (plotly's category-like
-// padding of a bar axis), other traces over their extent (markers with their min … max) plus 5 %.
+// padding of a bar axis), other traces over their extent (markers with their min … max) plus 5 %. An axis whose
+// every array arrived as integers (dtype i4: positions, offsets) is an integer axis (xInteger, yInteger).
 function prepare(data) {
   return data.panels.map(panel => {
     const traces = panel.traces.map(t => ({...t, x: typed(t.x), y: typed(t.y),
@@ -62,7 +64,10 @@ function prepare(data) {
     if (!(bars || panel.y_from_zero) || y0 < 0) y0 -= pad;
     y1 += pad;
     const xpad = bars ? 0.5 : (x1 - x0) * 0.02;
-    return {...panel, traces, x0: x0 - xpad, x1: x1 + xpad, y0, y1};
+    const whole = spec => !spec || spec.dtype === "i4";
+    const xInteger = panel.traces.every(t => whole(t.x));
+    const yInteger = panel.traces.every(t => whole(t.y) && whole(t.below) && whole(t.above));
+    return {...panel, traces, x0: x0 - xpad, x1: x1 + xpad, y0, y1, xInteger, yInteger};
   });
 }
 
@@ -90,11 +95,11 @@ function layout(state, ctx, width) {
   let x = 0;
   const free = width - 12 - GAP * (state.panels.length - 1);   // 12 px on the right: the last tick label
   const panels = state.panels.map(p => {
-    const yTicks = ticks(p.y0, p.y1, plotH, 42);
+    const yTicks = ticks(p.y0, p.y1, plotH, 42, p.yInteger);
     const labelW = Math.max(...yTicks.map(v => ctx.measureText(minus(String(v))).width));
     const left = (p.y_title ? 8 + font + 6 : 4) + labelW + 6;
     const box = {x: x + left, y: top, w: Math.max(30, free * p.share - left - 4), h: plotH, yTicks};
-    box.xTicks = ticks(Math.ceil(p.x0), Math.floor(p.x1), box.w, 60);
+    box.xTicks = ticks(Math.ceil(p.x0), Math.floor(p.x1), box.w, 60, p.xInteger);
     box.slot = {x: x, w: free * p.share};
     x += free * p.share + GAP;
     return box;
@@ -201,6 +206,7 @@ function draw(state) {
   const ctx = state.canvas.getContext("2d");
   const L = layout(state, ctx, width);
   paint(state, ctx, L, sizeCanvas(state, L));
+  state.root.dataset.ticks = JSON.stringify(L.panels.map(B => ({x: B.xTicks, y: B.yTicks})));   // as drawn
 }
 
 // The hover: the panel under the pointer, the x nearest to it, and every trace's lines at that x.
