@@ -86,9 +86,16 @@ CANVAS_TEXT_INIT_JS = """(() => {
   };
 })();"""
 
+#: The smallest chart text a projector shows readably, in CSS px (a laptop at 125 % draws it at 13.75 device px):
+#: plotly shrinks a bar's inside text to fit its bar, to ~8 px in T5's budget bars at 819 px.
+MIN_TEXT_PX = 11
+
 #: Every text the reader cannot read whole, in the main area and the sidebar: [kind, where, text, detail].
 #:   chart text: a plotly chart's text (title, tick label, colour bar tick, legend, note) whose box runs past the
-#:     chart's own box (the SVG cuts it there);
+#:     chart's own box (the SVG cuts it there), or that is drawn smaller than MIN_TEXT_PX CSS px: its font size times
+#:     the scale plotly gave it (a bar's inside text is shrunk to fit its bar by a transform; its font-size stays),
+#:     or whose box runs past its plot area where plotly clips it there (a trace's text with cliponaxis: Table 2's
+#:     end labels lost their ends at 819 px);
 #:   canvas text: a canvas's text (relviz's canvas component, not a data frame's grid) drawn past its canvas, or
 #:     squeezed below 90 % of its width by a maxWidth;
 #:   cut: an element whose text is wider (or taller) than its box while its overflow is hidden or ellipsised
@@ -96,8 +103,23 @@ CANVAS_TEXT_INIT_JS = """(() => {
 #:   scrolls: the same in a box that scrolls sideways (the text is whole, behind a scroll bar);
 #:   page: the main area itself scrolls sideways.
 CLIPPED_JS = """() => {
+  const MIN_TEXT_PX = @MIN_TEXT_PX@;
   const out = [], shown = e => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
   const name = div => ((div.layout && div.layout.title && div.layout.title.text) || '').replace(/<[^>]*>/g, ' ').slice(0, 50);
+  // how far text box r runs past the clip path (plotly's plot area: a trace's text with cliponaxis) of an
+  // ancestor of t inside the chart: 0 when none clips it
+  const clippedBy = (t, r) => {
+    const g = t.closest('[clip-path]');
+    const rect = g && document.getElementById((g.getAttribute('clip-path').match(/#([^)'"]+)/) || [])[1] || '');
+    const shape = rect && rect.querySelector('rect');
+    const m = shape && g.getScreenCTM();
+    if (!m) return 0;
+    const x = +shape.getAttribute('x') || 0, y = +shape.getAttribute('y') || 0;
+    const w = +shape.getAttribute('width'), h = +shape.getAttribute('height');
+    const left = m.a * x + m.c * y + m.e, top = m.b * x + m.d * y + m.f;
+    const right = m.a * (x + w) + m.c * (y + h) + m.e, bottom = m.b * (x + w) + m.d * (y + h) + m.f;
+    return Math.max(left - r.left, r.right - right, top - r.top, r.bottom - bottom);
+  };
   const areas = Array.from(document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]'))
     .filter(a => a.getBoundingClientRect().width > 0);
   areas.forEach(area => area.querySelectorAll('.js-plotly-plot').forEach(div => {
@@ -109,6 +131,10 @@ CLIPPED_JS = """() => {
       if (!r.width) return;
       const past = Math.max(box.left - r.left, r.right - box.right, box.top - r.top, r.bottom - box.bottom);
       if (past > 1) out.push(['chart text', name(div), t.textContent.slice(0, 60), Math.round(past) + ' px past']);
+      const m = t.getScreenCTM(), px = parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1);
+      if (px < MIN_TEXT_PX) out.push(['chart text', name(div), t.textContent.slice(0, 60), 'drawn at ' + px.toFixed(1) + ' px']);
+      const cut = clippedBy(t, r);
+      if (cut > 1) out.push(['chart text', name(div), t.textContent.slice(0, 60), Math.round(cut) + ' px past its plot (clipped)']);
     });
   }));
   areas.forEach(area => area.querySelectorAll('canvas').forEach(canvas => {
@@ -139,7 +165,7 @@ CLIPPED_JS = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   if (main && main.scrollWidth > main.clientWidth + 1) out.push(['page', 'stMain', '', main.scrollWidth + ' > ' + main.clientWidth + ' px']);
   return out;
-}"""
+}""".replace("@MIN_TEXT_PX@", str(MIN_TEXT_PX))
 
 
 def free_port() -> int:

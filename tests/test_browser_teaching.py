@@ -178,7 +178,9 @@ def test_no_text_is_cut_on_a_projector_scaled_to_125_percent(projector, path):
 #: with two models side by side (the Today's models tour's last step); Images' Swin view (one query's bias, a plotly
 #: map in half the page); Skew's encoder tab (its error map's title, 54 px past at 1024 px); Experiments at 819 px (the
 #: offset chart's title, Table 2's title and axis title, the cost charts' legends, the chooser's chips); Absolute at
-#: 819 px (ALiBi's distance axis title, and the main area scrolled sideways).
+#: 819 px (ALiBi's distance axis title, and the main area scrolled sideways). Since CLIPPED_JS reads text drawn under
+#: MIN_TEXT_PX and text clipped at its plot's edge, at 819 px also: T5's budget labels (shrunk to 6-9 px), its
+#: layer-table cells and the seed table's label; Experiments' Table 2 end labels and its strips' s ranges.
 CUT_VIEWS = [("t5", SCALED_PROJECTOR), ("t5?t5_tab=Compare+with+Shaw", SCALED_PROJECTOR), ("shaw", SCALED_PROJECTOR),
              ("images?im_view=M-RoPE+%28video%29&im_rows=16&im_cols=16&im_frames=4&im_rule=Qwen2.5-VL",
               SCALED_PROJECTOR),
@@ -201,6 +203,9 @@ def test_no_chart_text_runs_off_its_chart_where_the_cut_sweep_found_it(projector
         page.wait_for_function("""() => document.querySelectorAll('.js-plotly-plot').length > 0 && Array.from(
             document.querySelectorAll('.js-plotly-plot')).every(p => p.querySelector('.main-svg'))""", timeout=60000)
         page.wait_for_timeout(800)   # plotly's relayout to its column's width
+        for chart in page.query_selector_all('[data-testid="stMain"] .js-plotly-plot'):
+            chart.scroll_into_view_if_needed()   # one below the fold is laid out to its width once seen
+        page.wait_for_timeout(400)
         page.screenshot(path=str(ARTIFACTS / f"cut_{CUT_IDS[CUT_VIEWS.index((path, size))]}.png"))
         assert [cut for cut in page.evaluate(CLIPPED_JS) if cut[0] != "scrolls"] == []
     finally:

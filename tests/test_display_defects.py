@@ -67,7 +67,7 @@ def test_t5_budget_unidirectional_says_one_direction_and_its_segments_differ():
     """Defect 7: unidirectional, both segments read "past and j − i ≥ 0" and the title said "per direction"."""
     figure = bucket_budget_figure(32, 128, False)
     texts = [t.text[0] for t in figure.data]
-    assert texts == ["exact: j − i ≥ 0, then past 0…15", "past logarithmic 16…31"]
+    assert texts == ["exact: j − i ≥ 0, then past<br>0…15", "past logarithmic<br>16…31"]
     assert "per direction" not in figure.layout.title.text and "one direction" in figure.layout.title.text
 
 

@@ -236,10 +236,10 @@ def test_confusion_pictures_sit_with_the_map():
     budget = find(figures, "where the 32 buckets go")
     labels = [t["text"][0] for t in budget["data"]]
     notes = [a["text"] for a in budget["layout"].get("annotations", [])]
-    assert "past exact 0…7" in labels and "future logarithmic 24…31" in labels and "16: unused" in notes
+    assert "past exact<br>0…7" in labels and "future logarithmic<br>24…31" in labels and "16: unused" in notes
     sharing = find(figures, "bias table each layer adds")
     text = sharing["data"][0]["text"]
-    assert set(text[0]) == {"table 1"} and len(set(text[1])) == len(text[1])
+    assert set(text[0]) == {"1"} and text[1] == [str(n) for n in range(1, len(text[1]) + 1)]
     composition = find(figures, "told apart exactly")
     z = decode(trace(composition)["z"])
     assert z[0, 7] == 1 and z[0, 8] == 0 and z[1, 14] == 1  # one layer: 0…7 exact; two: up to 14

@@ -212,9 +212,11 @@ def offset_detail(section: dict[str, Any], setting_ids: list[str], *, live: list
     fig.update_yaxes(autorange="reversed", row=2, col=1, tickfont=dict(size=11))
     fig.update_xaxes(range=[0.4, max_s + 0.6], row=1, col=1)
     fig.update_xaxes(title_text="shift s (the answer sits at j − i = −s)", range=[0.4, max_s + 0.6], row=2, col=1)
+    # a strip's label that does not fit its group at 11 px is left out (its hover names the group): plotly shrank
+    # "4–6" to 9.9 px at 819 px
     fig.update_layout(height=height, barmode="overlay", margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", yanchor="top", y=-0.14, x=0),
-                      hovermode="closest")
+                      hovermode="closest", uniformtext=dict(minsize=11, mode="hide"))
     return fig
 
 
@@ -409,12 +411,14 @@ def time_figure(section: dict[str, Any], *, live: list[dict[str, Any]] | None = 
 def shaw_reference_figure(table: dict[int, float], *, height: int = 260) -> go.Figure:
     """Shaw et al.'s Table 2: BLEU against the clipping distance k (published, not measured here)."""
     ks = sorted(table)
-    # In a third of a 1280-px page the points sit ~30 px apart: labels alternate above and below the line
-    # (side by side they ran together, "25.825.925.8").
+    # In a third of a 1280-px page the points sit ~30 px apart, at 819 px ~18: labels alternate above and below the
+    # line (side by side they ran together, "25.825.925.8"), the first right of its point, clear of the steep line
+    # to the second (at 819 px the second's label right of its point ran into the fourth's). Not clipped at the
+    # plot's edge (cliponaxis): the first and last labels are wider than half a category, and lost their ends.
     fig = go.Figure(go.Scatter(
-        x=[str(k) for k in ks], y=[table[k] for k in ks], mode="lines+markers+text",
+        x=[str(k) for k in ks], y=[table[k] for k in ks], mode="lines+markers+text", cliponaxis=False,
         text=[f"{table[k]:.1f}" for k in ks], line=dict(color="#555555"),
-        textposition=["top center" if n % 2 == 0 else "bottom right" if n == 1 else "bottom center"
+        textposition=["middle right" if n == 0 else "top center" if n % 2 else "bottom center"
                       for n in range(len(ks))],
         hovertemplate="k = %{x}: BLEU %{y} (newstest2013 EN-DE, base model)<extra></extra>", name="BLEU"))
     fig.update_xaxes(title_text="clipping distance k", type="category")

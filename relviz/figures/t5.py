@@ -65,7 +65,7 @@ class T5Offsets:
 
 #: The narrowest plot the bucket curve's band labels are laid out for (px): half of a 1280 px page.
 LABEL_PLOT_PX = 300
-#: The budget's title's longest line: it is drawn in 3/5 of the page (~285 px at 819 px).
+#: The budget's title's longest line (it was drawn in 3/5 of the page, ~285 px at 819 px; now the page's width).
 BUDGET_TITLE_CHARS = 32
 
 def t5_offsets(q_len: int, k_len: int, *, num_buckets: int, max_distance: int, bidirectional: bool,
@@ -302,16 +302,20 @@ def bucket_budget_figure(num_buckets: int, max_distance: int, bidirectional: boo
         parts.append(("exact: j − i ≥ 0, then past", 0, me, "#3caa5a"))
         parts.append(("past logarithmic", me, per_dir - me, "#9a5ac8"))
     # A one-bucket part is too narrow for its label inside (plotly shrank and turned it, tiny and vertical):
-    # its label sits above the bar instead.
+    # its label sits above the bar instead. The others' labels take two lines, the part's name over its buckets:
+    # on one line plotly shrank them to fit a quarter of the bar, to ~8 px at 819 px (the page draws the bar across
+    # its width, where "future logarithmic" fits a quarter at 13 px).
     traces = [dict(type="bar", x=[count], y=["buckets"], base=[first - 0.5], orientation="h", name=label,
                    marker=dict(color=colour, line=dict(color="white", width=2)),
-                   text=[f"{label} {first}…{first + count - 1}" if count > 1 else ""],
+                   text=[f"{label}<br>{first}…{first + count - 1}" if count > 1 else ""],
                    textposition="inside" if count > 1 else "none", insidetextanchor="middle",
                    textfont=dict(size=13),
                    hovertemplate=f"{label}: buckets {first}…{first + count - 1} ({count})<extra></extra>",
                    showlegend=False)
               for label, first, count, colour in parts if count > 0]
-    notes = [dict(x=first, y=1, xref="x", yref="paper", yanchor="bottom", showarrow=False, text=label,
+    # the last bucket's note ends at its bar's right edge: centred there, half of "odd: unused" ran off the chart
+    notes = [dict(x=first + 0.5 if first == num_buckets - 1 else first, xanchor="right" if first == num_buckets - 1
+                  else "center", y=1, xref="x", yref="paper", yanchor="bottom", showarrow=False, text=label,
                   font=dict(size=13, color="#555555")) for label, first, count, _ in parts if count == 1]
     # two lines, broken where the sentence breaks: on one, it ran 115 px off the chart in 3/5 of 819 px
     title = (f"where the {num_buckets} buckets go:<br>max_exact = {me} per direction" if bidirectional else
@@ -330,11 +334,13 @@ def bucket_budget_figure(num_buckets: int, max_distance: int, bidirectional: boo
 def sharing_figure(layers: int = 6, *, height: int = 200) -> go.Figure:
     """Which bias table each layer reads: T5 (one table, shared) against UMT5 (one per layer)."""
     z = np.array([np.zeros(layers), np.arange(1, layers + 1)], dtype=np.float32)
-    text = np.array([["table 1"] * layers, [f"table {n}" for n in range(1, layers + 1)]])
+    # each cell says only the table's number: "table 1" was wider than a cell in half of 819 px (the texts ran into
+    # each other, the end cells' cut at the plot's edge)
+    text = np.array([["1"] * layers, [str(n) for n in range(1, layers + 1)]])
     return go.Figure(go.Heatmap(
         z=z, x=[f"layer {n}" for n in range(1, layers + 1)], y=["T5", "UMT5"], text=text,
         texttemplate="%{text}", textfont=dict(size=13), colorscale="Turbo", showscale=False, xgap=3, ygap=3,
-        hovertemplate="%{y}, %{x}: reads %{text}<extra></extra>"), layout=dict(
+        hovertemplate="%{y}, %{x}: reads table %{text}<extra></extra>"), layout=dict(
         height=height, margin=dict(l=60, r=10, t=40, b=30),
         title=dict(text="bias table each layer adds", x=0, xanchor="left"),
         yaxis=dict(autorange="reversed")))
@@ -383,14 +389,15 @@ def _seed_table(max_position: int, *, height: int) -> go.Figure:
     p = max(int(max_position), 1)
     rows = p * p
     used = min(2 * p + 1, rows)
+    # the two parts named in a legend under the axis: inside the bars, plotly shrank "read: 2·8 + 1 = 17" to fit
+    # 17 of 64 rows, 9.7 px at 819 px (the read part is (2p + 1) / p² of the bar: thinner as p grows)
+    layout = legend_below_axis(dict(height=height, barmode="overlay", margin=dict(l=10, r=10, t=40, b=40),
+                                    title=dict(text=f"a “T5” table of max_position² = {rows} rows, clipped at ±{p}",
+                                               x=0, xanchor="left"),
+                                    xaxis=dict(title=dict(text="table row")), yaxis=dict(visible=False)), rows=2)
     return go.Figure(data=[
-        go.Bar(x=[used], y=["rows"], orientation="h", marker_color="#3caa5a", name=f"read: {used}",
-               text=[f"read: 2·{p} + 1 = {used}"], textposition="inside", textfont=dict(size=13),
+        go.Bar(x=[used], y=["rows"], orientation="h", marker_color="#3caa5a", name=f"read: 2·{p} + 1 = {used}",
                hovertemplate=f"rows 0…{used - 1}: read by clip(j − i, −{p}, {p}) + {p}<extra></extra>"),
         go.Bar(x=[rows - used], y=["rows"], base=[used], orientation="h", marker_color="#bbbbbb",
-               name=f"never read: {rows - used}", text=[f"never read: {rows - used}"], textposition="inside",
-               textfont=dict(size=13), hovertemplate=f"rows {used}…{rows - 1}: never read<extra></extra>")],
-        layout=dict(height=height, barmode="overlay", showlegend=False, margin=dict(l=10, r=10, t=40, b=40),
-                    title=dict(text=f"a “T5” table of max_position² = {rows} rows, clipped at ±{p}", x=0,
-                               xanchor="left"),
-                    xaxis=dict(title=dict(text="table row")), yaxis=dict(visible=False)))
+               name=f"never read: {rows - used}", hovertemplate=f"rows {used}…{rows - 1}: never read<extra></extra>")],
+        layout=layout)
