@@ -343,10 +343,12 @@ FAMILIES: dict[str, dict[str, Any]] = {
            "mechanisms": {"rotation": {"sections_interleaved": True, "sections_default": [24, 20, 20]},
                           "pattern": {}}}
        for t, tower in (("qwen3_vl_text", False), ("qwen3_vl", True))},
-    # Mistral 3: the text side as its text_config's family, the vision tower Pixtral's encoder (read from vision_config)
-    "mistral3": {**ROPE_DECODER, "stacks": {**DECODER, "vision": {
+    # Mistral 3, LightOnOCR: the text side as their text_config's family, the vision tower Pixtral's encoder (read
+    # from vision_config)
+    **{t: {**ROPE_DECODER, "stacks": {**DECODER, "vision": {
         "layers_field": "num_hidden_layers", "config": "vision_config", "causal": False,
-        "mechanisms": {"rope2d": {"variant": "pixtral", "heads_field": "num_attention_heads"}, "pattern": {}}}}},
+        "mechanisms": {"rope2d": {"variant": "pixtral", "heads_field": "num_attention_heads"}, "pattern": {}}}}}
+       for t in ("mistral3", "lighton_ocr")},
     # Qwen3.5 and Qwen3.5-MoE: the text side as their text_config's family; the vision tower as Qwen3-VL's (2-D RoPE,
     # the same θ for rows and columns, no windows): exact against their VisionRotaryEmbedding (relviz.vision_zoo)
     **{t: {**ROPE_DECODER, "stacks": {**DECODER, "vision": {"layers_field": "depth", "config": "vision_config",
