@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from relviz.app import controls, lecture_mode, navigation, tours
+from relviz.app.links import as_text
 
 navigation.ensure_app_navigation()
 P = "tour"  # widget-key prefix of this page (the tour itself travels in the ?tour= link value)
@@ -75,12 +76,12 @@ if not code:
 if code:
     try:
         tour = tours.decode(code)
-        st.success(f"Tour from the link: **{tour.title}**, {len(tour.steps)} steps.", icon=":material/link:")
+        st.success(f"Tour from the link: **{as_text(tour.title)}**, {len(tour.steps)} steps.", icon=":material/link:")
     except ValueError as error:
-        st.error(f"This tour link was refused: {error}. Showing the built-in tour instead.",
+        st.error(f"This tour link was refused: {as_text(str(error))}. Showing the built-in tour instead.",
                  icon=":material/link_off:")
 
-st.header(tour.title)
+st.header(as_text(tour.title))
 minutes = tours.tour_minutes(tour)
 st.caption(f"{len(tour.steps)} steps" + (f", about {minutes} minutes (the sum of the notes' timings)"
                                          if minutes is not None else ""))
@@ -111,9 +112,9 @@ if loaded is not None:
     try:
         from_file = tours.loads(loaded.getvalue())
     except ValueError as error:
-        st.error(f"This tour file was refused: {error}", icon=":material/block:")
+        st.error(f"This tour file was refused: {as_text(str(error))}", icon=":material/block:")
     else:
-        st.button(f"Use “{from_file.title}” ({len(from_file.steps)} steps) as my tour", key=f"{P}_usefile",
+        st.button(f"Use “{as_text(from_file.title)}” ({len(from_file.steps)} steps) as my tour", key=f"{P}_usefile",
                   on_click=adopt, args=(from_file,))
 
 if not draft:

@@ -2,9 +2,12 @@
 shows the link's text as text. A seeded subset of tests/hostile_links.py's sweep (the whole sweep: run that file)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from hostile_links import HOSTILE, _markup_rendered, bound_values, notices, open_page, pages, problems, sweep
+from hostile_links import (HOSTILE, _markup_rendered, bound_values, notices, open_page, pages, problems, sweep,
+                           texts)
 from relviz.app import lecture_mode, tours
 from relviz.app.link_schema import APP_KEYS
 from relviz.app.links import code_span, without_value
@@ -101,3 +104,32 @@ def test_the_keys_no_control_binds_are_the_modules_own():
         {"embed", "embed_options"} == APP_KEYS
     at = open_page("home", {"embed": "true", "lecture": "lec-gone", "lecture_step": "2"})
     assert not [n for n in notices(at) if "Ignored in the link" in n], notices(at)
+
+
+EVIL = "[log in](https://evil.example) :red[x] $x$"
+
+
+def test_a_tour_links_titles_and_notes_show_as_written():
+    """A shared tour titled [log in](https://…) drew a live link on Lecture mode and in the presenter bar."""
+    from relviz.app.links import as_text
+
+    assert not _markup_rendered(as_text(EVIL)) and as_text("k = 0: (2 min)") == "k = 0\\: \\(2 min\\)"
+    evil = tours.Tour(EVIL, (tours.Step("home", {"home_q": "2"}, EVIL, EVIL, "home_fig"),
+                             tours.Step("shaw", {}, "second", "", "")))
+    at = open_page("tour", {tours.TOUR_PARAM: tours.encode(evil)})
+    shown = [*texts(at), *(h.value for h in at.header)]
+    assert any("Tour from the link" in t for t in shown), shown
+    assert not [t for t in shown if _markup_rendered(t)], [t for t in shown if _markup_rendered(t)]
+    at.button(key="tour_start").click().run()                 # the presenter bar shows the step's title
+    assert not at.exception
+    bar = [t for t in texts(at) if "1 / 2" in t]
+    assert bar and not _markup_rendered(bar[0]) and "log in" in bar[0], texts(at)
+
+
+def test_a_refused_tour_links_reason_shows_as_written():
+    from test_tours import raw_code
+
+    code = raw_code(json.dumps({"relviz_tour": 1, "title": "t", "steps": [{"page": EVIL}]}).encode())
+    at = open_page("tour", {tours.TOUR_PARAM: code})
+    refused = [e.value for e in at.error if "refused" in e.value]
+    assert refused and "page must be one of" in refused[0] and not _markup_rendered(refused[0]), refused

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from page_support import run_page
 from relviz.app import lecture_mode, tours
+from relviz.app.links import as_text
 from relviz.check import SIGN, Settings, variant_matrix
 from relviz.positions import t5_bucket_map
 from relviz.schemes import get_scheme
@@ -150,11 +151,14 @@ def test_presenting_walks_the_steps_with_the_exact_views():
     assert any(m.value.startswith(f"**1 / {len(tours.BUILTIN.steps)} · Relative position is j − i**") for m in at.markdown)
     assert not at.title and not at.info            # the bar stands in for the page's title and sign note
     at = click_bar(at, "tour_next")                      # step 2: Shaw, k = 3
-    assert at.slider(key="sh_clip").value == 3 and any("2 / 15 · Shaw et al." in m.value for m in at.markdown)
+    # the title as markdown that shows it as written (relviz.app.links.as_text)
+    assert at.slider(key="sh_clip").value == 3 and any(f"2 / 15 · {as_text('Shaw et al.')}" in m.value
+                                                       for m in at.markdown)
     at = click_bar(at, "tour_next")                      # step 3: Shaw, k = 0
     assert at.slider(key="sh_clip").value == 0
     note = tours.BUILTIN.steps[2].note               # the note is the presenter view's, not the audience's
-    assert not any(note[:40] in e.value for e in [*at.markdown, *at.info, *at.sidebar.markdown, *at.caption])
+    assert not any(text in e.value for text in (note[:40], as_text(note)[:40])
+                   for e in [*at.markdown, *at.info, *at.sidebar.markdown, *at.caption])
     at = click_bar(at, "tour_next")                      # step 4: T5 at 128 × 128
     assert at.number_input(key="t5_q").value == 128 and at.toggle(key="t5_bi").value is True
     at = click_bar(at, "tour_next")                      # step 5: unidirectional
@@ -233,12 +237,12 @@ def test_the_presenter_view_follows_the_lecture():
     presenter.query_params[lecture_mode.LECTURE_PARAM] = lecture_id
     presenter.switch_page("pages/tour.py").run()
     assert not presenter.exception, presenter.exception
-    assert any(m.value.startswith("### 2 / 15 · Shaw et al.") for m in presenter.markdown)
-    assert tours.BUILTIN.steps[1].note in [i.value for i in presenter.info]
+    assert any(m.value.startswith(f"### 2 / 15 · {as_text('Shaw et al.')}") for m in presenter.markdown)
+    assert as_text(tours.BUILTIN.steps[1].note) in [i.value for i in presenter.info]
     at = click_bar(at, "tour_next")                      # the audience on step 3
     presenter.run()                                 # the view looks again (every second in a browser)
-    assert any(m.value.startswith("### 3 / 15 · k = 0") for m in presenter.markdown)
-    assert tours.BUILTIN.steps[2].note in [i.value for i in presenter.info]
+    assert any(m.value.startswith(f"### 3 / 15 · {as_text('k = 0:')}") for m in presenter.markdown)
+    assert as_text(tours.BUILTIN.steps[2].note) in [i.value for i in presenter.info]
     at = click_bar(at, "tour_end")
     presenter.run()
     assert any("This lecture has ended" in w.value for w in presenter.warning)

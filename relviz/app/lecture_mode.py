@@ -13,7 +13,7 @@ import streamlit as st
 from relviz.app import internals as app_internals
 from relviz.app.lectures import Lectures
 from relviz.app.link_schema import PAGE_PARAMS, page_keys, page_param, view_subject
-from relviz.app.links import LINK_CHECKED_KEY
+from relviz.app.links import LINK_CHECKED_KEY, as_text
 from relviz.app.navigation import PAGES
 from relviz.app.tours import Step, check_step
 
@@ -242,7 +242,7 @@ def _collect_view(page_name: str) -> None:
         return
     draft = st.session_state.setdefault(DRAFT_STATE, [])
     draft.append(step)
-    st.toast(f"Added: {step.title} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
+    st.toast(f"Added: {as_text(step.title)} (step {len(draft)} of your tour)", icon=":material/playlist_add:")
 
 
 def _presenter_bar(page_name: str) -> None:
@@ -273,7 +273,7 @@ def _presenter_bar(page_name: str) -> None:
                                                         "this step's note, what comes next, every step, Back and "
                                                         "Next. This tab follows it.")
         end = end_col.button("End", key="tour_end", width="stretch", help="Leave lecture mode")
-        text_col.markdown(f"**{index + 1} / {len(tour.steps)} · {step.title}**"
+        text_col.markdown(f"**{index + 1} / {len(tour.steps)} · {as_text(step.title)}**"
                           + ("  \n:gray[You left this step's page.]" if away else
                              "  \n:gray[relative position = j − i = key − query]"))
     if end or (advance and index == last and not away):
@@ -359,7 +359,7 @@ def presenter_view(lecture_id: str) -> None:
     step, last = tour.steps[index], len(tour.steps) - 1
     left, right = st.columns([1, 1.05])
     with left:
-        st.markdown(f"### {index + 1} / {len(tour.steps)} · {step.title}")
+        st.markdown(f"### {index + 1} / {len(tour.steps)} · {as_text(step.title)}")
         back, forward = st.columns(2)
         # Back / Next mean "from the step shown here": their keys carry the step, so a press handled once more after
         # the view moved on (a timer's run resending it) finds no button, and Lectures.move takes it once
@@ -368,11 +368,11 @@ def presenter_view(lecture_id: str) -> None:
         forward.button("Next ▶", key=f"pv_next{index}", type="primary", disabled=index == last, width="stretch",
                        shortcut="pagedown", on_click=_move, args=(lecture_id, index + 1, index),
                        help="The audience's tab moves on (Page Down: most presentation clickers send it)")
-        st.info(step.note or "No note for this step.", icon=":material/co_present:")
-        st.caption(f"Next: **{tour.steps[index + 1].title}**" if index < last else "This is the last step.")
+        st.info(as_text(step.note) or "No note for this step.", icon=":material/co_present:")
+        st.caption(f"Next: **{as_text(tour.steps[index + 1].title)}**" if index < last else "This is the last step.")
     with right:
         st.caption("The audience's screen (a small copy, reloaded at each step)")
         st.iframe(_mirror_html(lecture_id, tour, index), height=round(720 * MIRROR_SCALE) + 4)
         for n, item in enumerate(tour.steps):
-            st.button(f"{n + 1}. {item.title}", key=f"pv_step{n}", type="primary" if n == index else "tertiary",
+            st.button(f"{n + 1}. {as_text(item.title)}", key=f"pv_step{n}", type="primary" if n == index else "tertiary",
                       on_click=_move, args=(lecture_id, n), help="Show this step to the audience")

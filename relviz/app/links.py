@@ -78,6 +78,16 @@ def code_span(text: str) -> str:
     return f"{fence}{pad}{flat}{pad}{fence}"
 
 
+#: CommonMark's escapable punctuation (and Streamlit's ":" of :red[…] and :material/…:): each gets a backslash.
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~$:])")
+
+
+def as_text(text: str) -> str:
+    """``text`` that a link or a file brought (a shared tour's titles and notes), escaped so that markdown shows it
+    as written: a tour link titled ``[log in](https://…)`` drew a live link in the bar and on Lecture mode."""
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
 def without_value(why: str) -> str:
     """A refusal's reason without its closing "; got '…'" (the notice shows the value once, as a code span): what a
     control takes is the schema's text, the value is the link's and is never rendered as markdown."""
