@@ -3,7 +3,7 @@ segmented controls), every radio, checkbox, button, tab and expander.
 
 Not a test (too long for CI): run it by hand after a change to the pages, then look at the screenshots.
     python tests/browser_sweep.py OUT_DIR [WIDTHxHEIGHT[@SCALE] ...] [--pages=stem,stem] [--urls=url|url [--no-choices]]
-        [--open-only]
+        [--open-only] [--shots=flagged]
 A projector at 1024 × 768 with the laptop's display scaled to 125 % shows a page 819 × 614 CSS pixels wide:
 819x614@1.25 (the viewport is in CSS pixels; the scale only sharpens the screenshot).
 It writes OUT_DIR/findings.jsonl (one line per action: what was done, how long the rerun took, the error boxes,
@@ -89,6 +89,9 @@ class Sweep:
         self.js_errors: list[str] = []
         page.on("pageerror", lambda error: self.js_errors.append(str(error)[:300]))
 
+    #: screenshots only of the actions with a finding (and of each page as it opens): --shots=flagged
+    flagged_only = False
+
     def record(self, what: str, seconds: float, shot: bool = True) -> dict:
         self.n += 1
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{self.tag}-{self.n:03d}-{what}")[:120] + ".png"
@@ -96,6 +99,9 @@ class Sweep:
             found = self.page.evaluate(CHECK_JS)
         except Exception as error:  # noqa: BLE001
             found = {"errors": [f"evaluate failed: {error}"]}
+        if self.flagged_only and what != "open" and not any(
+                found.get(k) for k in ("errors", "empty", "clipped", "cut", "exceptions")):
+            shot = False
         if shot:
             self.page.wait_for_timeout(600)  # charts finish drawing
             try:
@@ -286,6 +292,7 @@ def main(argv: list[str]) -> None:
         if a.startswith("--urls="):
             urls = a.split("=", 1)[1].split("|")
     light = "--open-only" in argv
+    Sweep.flagged_only = "--shots=flagged" in argv
     with app_server(timeout=120) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         for size in sizes or [re.fullmatch(r"(\d+)x(\d+)(?:@([\d.]+))?", "1440x900")]:

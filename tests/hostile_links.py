@@ -31,18 +31,19 @@ _TRACE = re.compile(r"Traceback|File \"/|/etc/passwd:|site-packages|\.py\", line
 
 def page_keys(page: str) -> list[str]:
     """The keys ``page`` reads, from the registry: its fixed keys and one name in each of its key families."""
-    from relviz.app.link_schema import LINK_ONLY_PARAMS, PAGE_KEY_FAMILIES, PAGE_PARAMS
+    from relviz.app.link_schema import APP_KEYS, LINK_ONLY_PARAMS, PAGE_KEY_FAMILIES, PAGE_PARAMS
 
     keys = list({**PAGE_PARAMS.get(page, {}), **LINK_ONLY_PARAMS.get(page, {})})
     if page in PAGE_KEY_FAMILIES:
         keys.append("at_t_num_buckets")   # a name of the family (a parameter of the toy T5 scheme)
-    return keys
+    return keys + sorted(APP_KEYS)        # lecture mode's keys and Streamlit's, which every page reads
 
 
 def pages() -> list[str]:
+    """Every page: the registry's, and Lecture mode (which reads only lecture mode's keys)."""
     from relviz.app.link_schema import LINK_ONLY_PARAMS, PAGE_PARAMS
 
-    return [*PAGE_PARAMS, *LINK_ONLY_PARAMS]
+    return [*PAGE_PARAMS, *LINK_ONLY_PARAMS, "tour"]
 
 
 def schema_takes(page: str, key: str, value: str | list[str]) -> bool:
@@ -129,8 +130,8 @@ def problems(page: str, params: dict[str, str | list[str]], at: AppTest, default
             found.append(f"{key[:40]}: another page's key or none, and no notice names it")
         if key not in defaults or schema_takes(page, key, value):
             continue     # not a control of this page, or a value its control may take
-        if shown.get(key) == value and at.error:
-            continue     # a text box took the text as typed, and the page refused it with an error
+        if shown.get(key) == value and (at.error or isinstance(value, str) and schema_takes(page, key, value.strip())):
+            continue     # a text box took the text as typed: the page refused it with an error, or reads it trimmed
         if shown.get(key) != defaults[key]:
             found.append(f"{key}={str(value)[:30]!r}: the control shows {shown.get(key)!r}, not its default "
                          f"{defaults[key]!r}")
