@@ -2,8 +2,8 @@
 odd, non-square and tiny grids and compared with what transformers computes: exact, refused, or WRONG.
 
 A family is a modeling module holding one of the markers below (``MARKERS``: ``get_rope_index``, a
-``*VisionRotaryEmbedding``, a ``relative_position_bias_table``, an ``interpolate_pos_encoding``), not a
-hand list. For each family and case relviz reads what the family applies the way a user would (the
+``*VisionRotaryEmbedding`` or ``*RopePositionEmbedding``, a ``relative_position_bias_table``, an
+``interpolate_pos_encoding``), or one whose config names such a module's config as a part; not a hand list. For each family and case relviz reads what the family applies the way a user would (the
 family's config through ``relviz.model_plan.read_plan``, M-RoPE's ids through the family's
 ``relviz.vision.mrope`` rule); only where relviz answers does the case build transformers' own module and
 compare, with ``torch.equal``: both run the same operations. A case ends in one of:
@@ -279,6 +279,36 @@ def _rotary_family(family: Family, quick: bool) -> list[CaseOutcome]:
     return out
 
 
+def _pixel_rotary_family(family: Family, quick: bool) -> list[CaseOutcome]:
+    """A rotary module that reads the grid from the pixels (DINOv3's ``*RopePositionEmbedding(pixel_values)``), in
+    eval mode (training jitters the coordinates): its cos/sin against relviz's at the plan's 2-D RoPE."""
+    from relviz.mechanisms.rope2d import Rope2DLayer
+    from relviz.vision.rope2d import rope2d_cos_sin
+
+    model_type = model_type_of(family.module)
+    try:
+        config = _config(model_type)
+        plan = _plan(config.to_dict())
+    except ValueError as error:
+        return [CaseOutcome(family, "every grid", REFUSED, str(error))]
+    layers = _find(plan, Rope2DLayer)
+    if not layers:
+        return [CaseOutcome(family, "every grid", REFUSED, _not_read(plan, model_type, "2-D RoPE"))]
+    rotary = getattr(_modeling(family.source), family.target)(config).eval()
+    patch = config.patch_size if isinstance(config.patch_size, int) else config.patch_size[0]
+    rope = layers[0].rope()
+    out = []
+    for rows, cols in GRIDS[::2] if quick else GRIDS:
+        start = time.perf_counter()
+        with torch.no_grad():
+            cos, sin = rotary(torch.zeros(1, 3, rows * patch, cols * patch))
+        mine_cos, mine_sin = rope2d_cos_sin(rope, (rows, cols), device="cpu")
+        same = torch.equal(mine_cos, cos) and torch.equal(mine_sin, sin)
+        out.append(CaseOutcome(family, f"{rows}×{cols}", EXACT if same else WRONG,
+                               "" if same else f"cos/sin differ from {family.target}'s", time.perf_counter() - start))
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # Swin-style bias tables (relative_position_bias_table)
 
@@ -427,8 +457,9 @@ ABSOLUTE_GRIDS = ((4, 4), (1, 7), (2, 8), (9, 2), (1, 1), (7, 1), (3, 5), (5, 5)
 def _not_read(plan, model_type: str, what: str) -> str:
     """The reason a plan gives for what it does not read: its own notes on a nested config left unread, else the
     stacks it read."""
-    unread = [n for n in plan.notes if "is not read" in n]
-    return unread[0] if unread else (f"relviz's plan of {model_type!r} reads no {what} (its stacks: "
+    unread = [n for n in plan.notes if "not in relviz's family table" in n] + [n for n in plan.notes
+                                                                              if "is not read" in n]
+    return " ".join(unread) if unread else (f"relviz's plan of {model_type!r} reads no {what} (its stacks: "
                                      f"{', '.join(plan.stack_names)})")
 
 
@@ -436,6 +467,7 @@ def _not_read(plan, model_type: str, what: str) -> str:
 MARKERS: dict[str, tuple[str, Callable[[Family, bool], list[CaseOutcome]]]] = {
     "mrope_ids": (r"def (get_rope_index)\(", _mrope_family),
     "vision_rotary": (r"class (\w*VisionRotaryEmbedding)\(", _rotary_family),
+    "pixel_rotary": (r"class (\w*RopePositionEmbedding)\(", _pixel_rotary_family),
     "bias_table": (r"(relative_position_bias_table)", _bias_family),
     "absolute": (r"def (interpolate_pos_encoding)\(", _absolute_family),
 }

@@ -20,6 +20,7 @@ def test_discovery_walks_the_library_not_a_list():
     # Mistral 3's tower is Pixtral's: found through its config, swept with Pixtral's module
     mistral3 = next(f for f in discover(["vision_rotary"]) if f.module == "mistral3")
     assert mistral3.source == "pixtral"
+    assert ("dinov3_vit", "pixel_rotary") in found                  # DINOv3's rotary reads the grid from the pixels
 
 
 # the families relviz reads, a case or two each; plus families it must refuse (the reason names what)
@@ -32,6 +33,7 @@ CASES = [Family("qwen2_5_vl", "mrope_ids", "get_rope_index"), Family("qwen3_vl",
          Family("swinv2", "bias_table", "relative_position_bias_table"),
          Family("donut", "bias_table", "relative_position_bias_table"),
          Family("beit", "bias_table", "relative_position_bias_table"),
+         Family("dinov3_vit", "pixel_rotary", "DINOv3ViTRopePositionEmbedding"),
          Family("deit", "absolute", "interpolate_pos_encoding"), Family("siglip", "absolute", "interpolate_pos_encoding")]
 
 
@@ -44,7 +46,8 @@ def test_every_case_is_exact_or_refused_with_a_reason(outcomes):
     assert not [(o.family.module, o.case, o.reason) for o in outcomes if o.status == WRONG]
     assert all(o.reason for o in outcomes if o.status == REFUSED)
     exact = {o.family.module for o in outcomes if o.status == EXACT}
-    assert exact == {"qwen2_5_vl", "qwen3_vl", "glm4v", "qwen2_vl", "pixtral", "mistral3", "swinv2", "donut", "deit"}
+    assert exact == {"qwen2_5_vl", "qwen3_vl", "glm4v", "qwen2_vl", "pixtral", "mistral3", "swinv2", "donut", "deit",
+                     "dinov3_vit"}
     deit = [o.case for o in outcomes if o.family.module == "deit"]
     assert "2×8 (trained 4×4)" in deit and "1×1 (trained 4×4)" in deit    # 16 patches, not square: resized too
     reasons = {o.family.module: o.reason for o in outcomes if o.status == REFUSED}
