@@ -264,3 +264,13 @@ def test_rope_scores_and_decay_draw_the_library_numbers():
     assert sorted(a.text.strip() for a in decay.layout.annotations) == ["context 65,536", "original 4,096"]
     with pytest.raises(ValueError, match="preset must be one of"):
         show.rope_scores("gpt-5")
+
+
+def test_the_rope_decay_axis_labels_decades_only():
+    """Over 2-4 decades plotly labelled 2 and 5 between the decades at 9 px (3/4 of the tick font): unreadable on a
+    projector (tests/browser_sweep.py at 1440 x 900, the RoPE page)."""
+    for length in (256, 8192, 2 ** 20):
+        assert show.rope_decay("llama-3.1-8b", length=length).layout.xaxis.dtick == 1
+    # the Images page's pairs (10.5 px there), 2-D RoPE's and M-RoPE's
+    assert show.rope2d_pairs(64, 16, 16).layout.xaxis.dtick == 1
+    assert show.mrope_pairs().layout.xaxis.dtick == 1

@@ -135,7 +135,9 @@ def decay_figure(curves: DecayCurves, *, length: int, original: int | None = Non
     _log_vline(figure, length, f"context {length:,} ", dash="dash", colour="#444", yanchor="top")
     if original is not None and original != length:
         _log_vline(figure, original, f"original {original:,} ", dash="dot", colour="#8c564b", yanchor="bottom")
-    figure.update_xaxes(type="log", title_text="relative distance |j − i| (log axis)",
+    # a tick a decade: over a few decades plotly adds "2" and "5" between them at 3/4 of the tick font (9 px, too
+    # small for a projector: the control sweep at 1440 × 900)
+    figure.update_xaxes(type="log", title_text="relative distance |j − i| (log axis)", dtick=1,
                         range=[0, math.log10(max(length, original or 0, 2)) + 0.02])
     figure.update_yaxes(title_text="relative to distance 0")
     figure.update_layout(height=height, margin=dict(l=60, r=10, t=10, b=45),

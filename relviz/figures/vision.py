@@ -168,7 +168,8 @@ def pair_axes_figure(rows: dict[str, np.ndarray], steps: dict[str, np.ndarray], 
     layout = dict(title=dict(text=title, x=0, xanchor="left"), height=height or 120 + 60 * len(labels),
                   margin=dict(l=10, r=10, t=50, b=10),
                   # two lines: on one, it ran 31 px off the chart in half of 1024 px (M-RoPE's pairs)
-                  xaxis=dict(title=dict(text=f"wavelength 2π/θ<br>({units} per turn, log)"), type="log"),
+                  # a tick a decade: plotly's "2" and "5" between decades are drawn at 3/4 of the tick font
+                  xaxis=dict(title=dict(text=f"wavelength 2π/θ<br>({units} per turn, log)"), type="log", dtick=1),
                   yaxis=dict(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed",
                              range=[len(labels) - 0.5, -0.5], showgrid=False))
     # hung from the top in a margin that holds its lines (M-RoPE's has three: its note is two), none wrapped here
