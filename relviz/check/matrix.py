@@ -24,6 +24,7 @@ from relviz.check.reading import MAX_SIDE
 from relviz.check.registry import Kind, register
 from relviz.check.result import (
     ATOL, FIRST_MISMATCHES, RTOL, Cause, CheckResult, Mismatch, equal, number, partial_cause, partial_worth_showing,
+    reproduction,
 )
 
 #: The settings search's work bound: candidates evaluated (one reference or named mistake built for one
@@ -245,7 +246,8 @@ def compare(kind: str, got: np.ndarray, settings: Settings, *, fitted: bool = Fa
             matches = equal(built, got) | ~compared
             if matches.all():
                 if variant.name not in [c.name for c in causes]:
-                    causes.append(Cause(variant.name, variant.explanation, variant.harmless, 1.0))
+                    causes.append(Cause(variant.name, variant.explanation, variant.harmless, 1.0,
+                                        reproduction(lambda built=built: built, got)))
                 continue
             # a partial fit: the share of the compared cells it reproduces, kept only when that beats the
             # reference's own share (a mistake that reproduces fewer cells than no mistake explains nothing)

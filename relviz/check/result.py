@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -33,6 +34,14 @@ class Cause:
     #: Fraction of the compared cells the computed mistake reproduces: 1.0 for a cause (every one); below 1
     #: for the closest partial fit, which is never named as the cause.
     explains: float
+    #: The proof: ``reproduce()`` builds the whole array the named mistake gives, and the tolerance of each cell
+    #: ((values, tolerance), the same shape as the upload). A verifier compares it with the upload on every
+    #: compared cell (relviz.check.mistakes.verify), outside the search that accepted it.
+    reproduce: Callable[[], tuple[np.ndarray, np.ndarray]] | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "explanation": self.explanation, "harmless": self.harmless,
+                "explains": self.explains}
 
 
 @dataclass(frozen=True)
@@ -108,9 +117,9 @@ class CheckResult:
             "kind": self.kind, "ok": self.ok, "settings": self.used_settings(), "fitted": self.fitted,
             "shape": list(self.got.shape), "cells_compared": self.cells, "mismatches": self.mismatches,
             "first_mismatches": [asdict(m) for m in self.first],
-            "cause": asdict(self.cause) if self.cause else None,
-            "also_consistent_with": [asdict(c) for c in self.causes[1:]],
-            "closest": asdict(self.closest) if self.closest else None,
+            "cause": self.cause.to_json() if self.cause else None,
+            "also_consistent_with": [c.to_json() for c in self.causes[1:]],
+            "closest": self.closest.to_json() if self.closest else None,
             "other_kind": self.other_kind, "difference": self.difference, "verdict": self.verdict(),
             "note": self.note,
         }
@@ -127,6 +136,24 @@ def partial_worth_showing(share: float, reference_share: float) -> bool:
     partial fit when the reference reproduces ``reference_share``: only if it reproduces at least half of the
     cells the reference gets wrong (a mistake that accounts for a sliver of them explains nothing)."""
     return share >= reference_share + 0.5 * (1.0 - reference_share) and share < 1.0
+
+
+def within(values: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """The tolerance ``equal(values, got)`` allows in each cell: 0 where both are integer arrays (indices compare
+    exactly), else ATOL + RTOL·|got|."""
+    got = np.asarray(got)
+    if np.asarray(values).dtype.kind in "iu" and got.dtype.kind in "iu":
+        return np.zeros(got.shape)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(got), ATOL + RTOL * np.abs(got.astype(np.float64)), 0.0)
+
+
+def reproduction(build: Callable[[], np.ndarray], got: np.ndarray) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """A cause's ``reproduce`` from a function that builds its array (``equal``'s tolerance against ``got``)."""
+    def reproduce() -> tuple[np.ndarray, np.ndarray]:
+        values = np.asarray(build())
+        return values, within(values, got)
+    return reproduce
 
 
 def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:

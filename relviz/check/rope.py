@@ -316,7 +316,8 @@ def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = 
     if mismatch.any() and storage is not None:
         stored = _stored(exact, storage)
         if (np.abs(stored - got) <= tolerance(bound, stored, storage)).all():
-            causes.append(stored_cause(storage, expected, got, stored, s.q_offset))
+            causes.append(replace(stored_cause(storage, expected, got, stored, s.q_offset),
+                                  reproduce=proof(kind, ref, ref, got, storage)))
     if mismatch.any():  # a mistake can coincide with the storage rounding (a few positions): list both
         # Each mistake is tried on a spread of rows first; only one that reproduces them is built in full.
         probe = np.unique(np.linspace(0, rows - 1, min(rows, PROBE_ROWS)).round().astype(np.int64))
@@ -334,7 +335,8 @@ def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = 
                             gap = np.abs(expected - got)
                             worst = int(np.unravel_index(int(gap.argmax()), gap.shape)[0])
                             explanation += precision_note(variant, float(gap.max()), worst, s.q_offset, rows)
-                        causes.append(Cause(variant.name, explanation, variant.harmless, 1.0))
+                        causes.append(Cause(variant.name, explanation, variant.harmless, 1.0,
+                                            proof(kind, recipe, ref, got, storage)))
                     continue
             near.append((float((matches & mismatch[probe]).sum()), variant, recipe))
         if not causes:  # the closest partial fit: the share of the cells it reproduces, where that beats the
@@ -376,6 +378,19 @@ def stored_cause(storage: torch.dtype, expected: np.ndarray, got: np.ndarray, st
         text += (f" From position {first + int(rows[0])} on, neighbouring positions share one stored value in some "
                  "dims where their float32 values differ.")
     return Cause(stored_in(storage), text, True, 1.0)
+
+
+def proof(kind: RopeKind, recipe: Recipe, ref: Recipe, got: np.ndarray,
+          storage: torch.dtype | None) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """A cause's ``reproduce``: the whole cache ``recipe`` gives (rounded to the upload's storage format, if any)
+    and each cell's tolerance (the angle bound of the reference and of the recipe, whichever is larger)."""
+    def reproduce() -> tuple[np.ndarray, np.ndarray]:
+        rows, width = got.shape
+        every = np.arange(rows)
+        built = _stored(kind.build(recipe, every, width), storage)
+        bound = np.maximum(_angle_bound(kind, ref, every, width), _angle_bound(kind, recipe, every, width))
+        return built, tolerance(bound, built, storage)
+    return reproduce
 
 
 def _reproduces(kind: RopeKind, recipe: Recipe, ref: Recipe, got: np.ndarray, rows: np.ndarray, width: int,

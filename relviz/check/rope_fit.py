@@ -17,7 +17,7 @@ import numpy as np
 from relviz.check.result import Cause, CheckResult
 from relviz.check.rope import (
     ROPE_KINDS, Recipe, RopeKind, RopeSettings, _angle_bound, _reproduces, _storage, _stored, compare,
-    describe_scaling, reference_recipe, rope_settings, stored_in, tolerance,
+    describe_scaling, proof, reference_recipe, rope_settings, stored_in, tolerance,
 )
 from relviz.check.rope_causes import COMMON_BASES, variants
 from relviz.check.rope_derive import derive
@@ -186,7 +186,10 @@ def explain(result: CheckResult, given: RopeSettings) -> CheckResult:
             + (f", and {extra.name}" if extra else "") + ": that reproduces every cell. "
             + " ".join(why for key, why in WHY.items() if any(p.startswith(key) for p in phrases))
             + (f" {extra.explanation}" if extra else ""))
-    return replace(result, causes=(Cause(name, text.strip(), False, 1.0),), closest=None)
+    reproduce = extra.reproduce if extra else proof(kind, reference_recipe(found.settings, found.got.shape[0]),
+                                                    reference_recipe(found.settings, found.got.shape[0]),
+                                                    np.asarray(found.got, dtype=np.float64), None)
+    return replace(result, causes=(Cause(name, text.strip(), False, 1.0, reproduce),), closest=None)
 
 
 #: YaRN's correction range tried when the settings use YaRN (transformers' defaults first: beta_fast 32, beta_slow 1).
@@ -245,5 +248,6 @@ def _derived(result: CheckResult, given: RopeSettings) -> CheckResult | None:
     for name, text, recipe in tries:
         if _reproduces(kind, recipe, ref, got, every, width, storage).all():
             return replace(result, causes=(Cause(name, f"Your cache is the settings' with {name}: that reproduces "
-                                                 f"every cell. {text}", False, 1.0),), closest=None)
+                                                 f"every cell. {text}", False, 1.0,
+                                                 proof(kind, recipe, ref, got, storage)),), closest=None)
     return None

@@ -22,7 +22,7 @@ import numpy as np
 from relviz._words import minus
 from relviz.check.difference import describe
 from relviz.check.matrix import _searched, compare, spec_of
-from relviz.check.result import ATOL, RTOL, Cause, CheckResult, partial_worth_showing
+from relviz.check.result import ATOL, RTOL, Cause, CheckResult, partial_worth_showing, reproduction
 
 if TYPE_CHECKING:
     from relviz.check.matrix import Settings
@@ -150,6 +150,20 @@ class Hypothesis:
             parts.append(f"Every value is {self.scale:g} times the formula's.")
         harmless = self.step.harmless and len(phrases) == 1
         return Cause(name, " ".join(parts), harmless, share)
+
+    def build(self, shape: tuple[int, int]) -> np.ndarray:
+        """[q_len, k_len]: the whole matrix this hypothesis gives (its step per offset, flipped, scaled, shifted)."""
+        from relviz.check.matrix import Grid  # the engine's grid (matrix imports this module's users)
+
+        def per_offset(n: np.ndarray) -> np.ndarray:
+            built = self.step.per_offset(-n if self.flipped else n, self.settings)
+            return self.scale * np.asarray(built, dtype=np.float64) + self.shift
+
+        return Grid(*shape).toeplitz(per_offset, self.settings.q_offset)
+
+    def proven(self, cause: Cause, got: np.ndarray) -> Cause:
+        """``cause`` with its proof: the whole matrix rebuilt from this hypothesis, for any verifier to compare."""
+        return replace(cause, reproduce=reproduction(lambda: self.build(got.shape), got))
 
 
 def diagonals(got: np.ndarray, compared: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
@@ -293,7 +307,8 @@ def explain(result: CheckResult, given: "Settings | None") -> CheckResult:
         names = tuple(n for n in spec.settings if n not in ("q_offset", "causal"))
         if result.causes:  # named mistakes fit: add the search's own named ones that fit as well (same names)
             searched = _searched(spec)
-            extra = [h.cause(base, names, space, spec.description, searched=given is None, offsets=span) for h in best]
+            extra = [h.proven(h.cause(base, names, space, spec.description, searched=given is None, offsets=span), got)
+                     for h in best]
             extra = [c for c in extra if c.name in searched and c.name not in [k.name for k in result.causes]]
             return replace(result, causes=fewest(result.causes + tuple(extra)))
         if best and given is None and best[0].cost(given, base, names)[0] == 0:
@@ -307,7 +322,8 @@ def explain(result: CheckResult, given: "Settings | None") -> CheckResult:
         if best:
             causes = []
             for h in best:
-                cause = h.cause(base, names, space, spec.description, searched=given is None, offsets=span)
+                cause = h.proven(h.cause(base, names, space, spec.description, searched=given is None, offsets=span),
+                                 got)
                 if cause.name and cause.name not in [c.name for c in causes]:
                     causes.append(cause)
             if causes:

@@ -170,19 +170,23 @@ def check_rope2d(got: Any, settings: Rope2DSettings | None) -> CheckResult:
     note = (f"Row n is the patch (n // {s.cols}, n % {s.cols}); column p is pair p (it rotates dimensions p and "
             f"p + {s.head_dim // 2}); the third column is its axis (0 row, 1 column).")
     return _named_result("rope2d_angles", s, expected, got, ~close(expected), axis, ROPE2D_CAUSES,
-                         lambda variant: close(variant).all(), note)
+                         lambda variant: close(variant).all(), note,
+                         lambda variant: ANGLE_ATOL + ANGLE_RTOL * np.abs(variant))
 
 
 def _named_result(kind: str, s: Any, expected: np.ndarray, got: np.ndarray, mismatch: np.ndarray,
-                  third: np.ndarray, named: tuple, reproduces: Callable[[np.ndarray], bool], note: str) -> CheckResult:
-    """The verdict of a vision kind: each named mistake whose variant reproduces the whole upload is a cause;
-    the first mismatches carry ``third`` (a pair's axis, a token's kind) as their third column."""
+                  third: np.ndarray, named: tuple, reproduces: Callable[[np.ndarray], bool], note: str,
+                  tol: Callable[[np.ndarray], np.ndarray] = np.zeros_like) -> CheckResult:
+    """The verdict of a vision kind: each named mistake whose variant reproduces the whole upload is a cause (its
+    proof: the variant and ``tol`` of it, each cell's tolerance); the first mismatches carry ``third`` (a pair's
+    axis, a token's kind) as their third column."""
     causes = []
     if mismatch.any():
         for name, text, build in named:
             variant = build(s)
             if variant is not None and variant.shape == got.shape and reproduces(variant):
-                causes.append(Cause(name, text, False, 1.0))
+                causes.append(Cause(name, text, False, 1.0,
+                                    lambda variant=variant: (variant, tol(np.asarray(variant, dtype=np.float64)))))
     first = tuple(Mismatch(int(i), int(j), int(third[i, j]), float(expected[i, j]), float(got[i, j]))
                   for i, j in np.argwhere(mismatch)[:FIRST_MISMATCHES])
     return CheckResult(kind, s, False, expected.astype(np.float64), got.astype(np.float64), np.ones_like(mismatch),

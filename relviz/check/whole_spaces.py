@@ -20,7 +20,7 @@ import torch
 from relviz._words import article, minus
 from relviz.check.alibi_slopes import MAX_HEADS
 from relviz.check.matrix_spaces import ALIBI_RULES, _rule_slopes
-from relviz.check.result import Cause, CheckResult, equal, partial_cause, partial_worth_showing
+from relviz.check.result import Cause, CheckResult, equal, partial_cause, partial_worth_showing, reproduction
 from relviz.skew import skew_variant
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def explain_whole(result: CheckResult, given: "Settings | None", description: st
     got = np.asarray(result.got, dtype=np.float64)
     compared = np.broadcast_to(result.compared, got.shape)
     base = given if given is not None else result.settings
-    exact: list[tuple[Choice, ...]] = []
+    exact: list[Hypothesis] = []
     partial: tuple[float, tuple[Choice, ...]] | None = None
     cells = max(1, int(compared.sum()))
     for choices, built in hypotheses(got, base):
@@ -150,20 +150,21 @@ def explain_whole(result: CheckResult, given: "Settings | None", description: st
             continue
         agree = equal(built, got) | ~compared
         if agree.all():
-            exact.append(choices)
+            exact.append((choices, built))
         else:
             share = float((agree & compared).sum()) / cells
             if partial is None or share > partial[0]:
                 partial = (share, choices)
     if exact:
-        fewest = min(len(c) for c in exact)
+        fewest = min(len(c) for c, _ in exact)
         causes = []
-        for choices in (c for c in exact if len(c) == fewest):
+        for choices, built in ((c, b) for c, b in exact if len(c) == fewest):
             name = " + ".join(c.phrase for c in choices)
             if name not in [c.name for c in causes]:
                 text = (f"Your {description} is relviz's with " + "; ".join(c.phrase for c in choices)
                         + ": that reproduces every compared cell. " + " ".join(c.text for c in choices))
-                causes.append(Cause(name, text, all(c.harmless for c in choices), 1.0))
+                causes.append(Cause(name, text, all(c.harmless for c in choices), 1.0,
+                                    reproduction(lambda built=built: built, result.got)))
         return replace(result, causes=tuple(causes[:8]), closest=None)
     if partial is not None:
         share, choices = partial
