@@ -223,6 +223,8 @@ SECTIONS: list[Section] = [
             lambda ctx: importlib.import_module("relviz.bench.first_paint").first_paint_section(ctx)),
     Section("check", "Checker: fit, then explain on a 1024 × 1024 T5 map and a 4096 × 128 cos cache",
             lambda ctx: importlib.import_module("relviz.bench.check").check_section(ctx)),
+    Section("mistakes", "Checker: seeded mistakes no list holds, every verdict verified",
+            lambda ctx: importlib.import_module("relviz.bench.mistakes").mistakes_section(ctx)),
     Section("observe", "The observer's first read of a family (a fresh process)",
             lambda ctx: importlib.import_module("relviz.bench.zoo").observe_section(ctx)),
     Section("zoo", "Every text family transformers ships, built tiny: exact or refused",

@@ -243,7 +243,7 @@ def _families() -> list[Family]:
     from relviz.check.api import REGISTRY   # api imports the modules that register every kind
 
     def checked_by(fn: Callable) -> Callable[[str], bool]:
-        return lambda kind: REGISTRY[kind].check is fn
+        return lambda kind: kind in REGISTRY and REGISTRY[kind].check is fn
 
     return [
         Family(lambda kind: kind in MATRIX_KINDS, _matrix_draw, _matrix_reference, _matrix_known, _matrix_searched),

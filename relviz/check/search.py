@@ -205,6 +205,11 @@ def _share(got: np.ndarray, compared: np.ndarray, offsets: np.ndarray, candidate
     return float(_agree(full[index], got[compared]).mean())
 
 
+def _exact(got: np.ndarray, compared: np.ndarray, offsets: np.ndarray, candidate: np.ndarray) -> bool:
+    """Whether ``candidate`` (one value per offset) equals every compared cell of ``got``."""
+    return _share(got, compared, offsets, candidate) == 1.0
+
+
 def _agree(built: np.ndarray, values: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         return np.isclose(built, values, rtol=RTOL, atol=ATOL) | (built == values)
@@ -259,11 +264,15 @@ def search(space: Space, names: tuple[str, ...], got: np.ndarray, compared: np.n
                             candidate = candidate + shift
                         agree = _agree(candidate, values)
                         h = Hypothesis(replace(s, q_offset=q_offset), step, flipped, shift, scale)
-                        if agree.all() and toeplitz:
-                            found.exact.append((h.cost(given, base, names), h))
-                        elif agree.all():  # fits every diagonal's most common value: a partial fit at best
-                            share = _share(got, compared, offsets, candidate)
-                            if found.partial is None or share > found.partial[0]:
+                        if agree.all():
+                            # one value per diagonal agrees; the hypothesis is exact only if every compared cell
+                            # does (a diagonal's cells may differ by less than the Toeplitz test's tolerance, yet
+                            # one of them by more than the comparison's from the hypothesis)
+                            share = 1.0 if toeplitz and _exact(got, compared, offsets, candidate) \
+                                else _share(got, compared, offsets, candidate)
+                            if share == 1.0:
+                                found.exact.append((h.cost(given, base, names), h))
+                            elif found.partial is None or share > found.partial[0]:
                                 found.partial = (share, h)
                         else:
                             share = float(counts[agree].sum()) / total

@@ -33,6 +33,33 @@ def _agrees(values: np.ndarray, tol: np.ndarray, got: np.ndarray, compared: np.n
         return (np.abs(values - got) <= tol) | (values == got) | ~compared
 
 
+def by_name(kind: str, name: str, got: np.ndarray, settings: Any) -> list[np.ndarray]:
+    """Every array relviz builds for the named mistake ``name`` of ``kind`` at ``settings`` (its own list of named
+    mistakes, read by name: the words, not the search's proof); [] for a name that list does not hold (a
+    composition the search names)."""
+    from relviz.check.matrix import MATRIX_KINDS, _full, _grid, _shaped
+    from relviz.check.rope import ROPE_KINDS
+    from relviz.check.rope_causes import variants
+    from relviz.check.vision import MROPE_CAUSES, ROPE2D_CAUSES, MropeSettings, Rope2DSettings
+
+    shape = tuple(got.shape)
+    if kind in MATRIX_KINDS:
+        grid = _grid(kind, shape)
+        out = []
+        for v in MATRIX_KINDS[kind].variants:
+            if v.name == name:
+                built = v.candidates(grid, settings, got) if v.candidates is not None else [v.build(grid, settings)]
+                out += [_shaped(np.broadcast_to(np.asarray(b), _full(grid)), shape) for b in built if b is not None]
+        return out
+    if kind in ROPE_KINDS:
+        rows, width = shape
+        return [ROPE_KINDS[kind].build(recipe, np.arange(rows), width).double().numpy()
+                for cause, recipe in variants(ROPE_KINDS[kind], settings, rows) if cause.name == name]
+    table = ROPE2D_CAUSES if isinstance(settings, Rope2DSettings) else MROPE_CAUSES if isinstance(
+        settings, MropeSettings) else ()
+    return [np.asarray(v) for n, _, build in table if n == name and (v := build(settings)) is not None]
+
+
 def verify(kind: str, got: np.ndarray, result: Any) -> str:
     """The outcome (one of OUTCOMES) of ``result``, the checker's verdict on ``got``; Wrong when it breaks the rule."""
     from relviz.check.matrix import MATRIX_KINDS, fits_another_kind, reference
@@ -60,6 +87,10 @@ def verify(kind: str, got: np.ndarray, result: Any) -> str:
                 raise Wrong(f"cause {cause.name!r} reproduces all but {int(bad.sum())} of {int(compared.sum())} "
                             f"compared cells (first {cell}: rebuilt {values[cell] if cell else None}, got "
                             f"{got[cell] if cell else None})")
+            named = by_name(kind, cause.name, got, result.settings)
+            if named and not any(n.shape == got.shape and _agrees(n, tol, got, compared).all() for n in named):
+                raise Wrong(f"cause {cause.name!r} is one of relviz's named mistakes, and that mistake built by its "
+                            "name does not reproduce the upload (the proof and the words disagree)")
         return "named"
     if result.other_kind:
         other = fits_another_kind(kind, got)
@@ -99,13 +130,17 @@ def run_case(c: Case) -> tuple[str, str]:
         return "WRONG", f"{exc}; verdict: {result.verdict()}"
 
 
-def sweep(per_kind: int, *, seed: int = 0, only: list[str] | None = None,
+def sweep(per_kind: int, *, seed: int = 0, only: list[str] | None = None, budget_s: float | None = None,
           log: Callable[[str], None] | None = None) -> dict[str, Tally]:
-    """``per_kind`` seeded cases of every registered kind (or ``only``), each checked and verified."""
+    """``per_kind`` seeded cases (seeds ``seed`` …) of every registered kind (or ``only``), each checked and
+    verified; with ``budget_s``, a kind stops early once its checks have taken that many seconds (at least one
+    case runs), so a slow kind (a RoPE cache's settings search) does not hold the sweep."""
     out: dict[str, Tally] = {}
     for kind in only or kinds():
         tally = out.setdefault(kind, Tally())
         for n in range(per_kind):
+            if budget_s is not None and n and tally.seconds >= budget_s:
+                break
             c = case(kind, seed + n)
             start = time.perf_counter()
             outcome, why = run_case(c)

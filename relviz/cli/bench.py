@@ -50,6 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--search-per-field", type=int, metavar="N",
                        help="at most N cases per field varied (default: every case; --quick: 1, of the first 4 families)")
     group.add_argument("--search-families", metavar="T1,T2", help="only these model_types (default every family)")
+    group = parser.add_argument_group("the checker's mistakes (--only mistakes; relviz/check/mistakes.py)")
+    group.add_argument("--mistakes-seed", type=int, default=0, metavar="N", help="the first seed of the cases (0)")
+    group.add_argument("--mistakes-per-kind", type=int, metavar="N", help="cases per check kind (300; --quick: 2)")
+    group.add_argument("--mistakes-budget", type=float, metavar="S",
+                       help="seconds of checks after which a kind stops early (120; --quick: 1)")
+    group.add_argument("--mistakes-kinds", metavar="K1,K2", help="only these check kinds (default every kind)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = {key.removeprefix("class_"): value for key, value in vars(args).items() if key.startswith("class_")}
     options["slider_pages"] = getattr(args, "slider_pages", None)
-    options.update({key: value for key, value in vars(args).items() if key.startswith("search_")})
+    options.update({key: value for key, value in vars(args).items() if key.startswith(("search_", "mistakes_"))})
     ctx = BenchContext(quick=bool(args.quick), log=log, flex=not args.no_flex, options=options)
     import psutil
     header = {
