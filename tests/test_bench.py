@@ -193,3 +193,13 @@ def test_check_rows_name_what_the_search_found(quick_run) -> None:
     assert verdicts == ["matches", "max_distance = 300, not 128", "no cause", "matches",
                         "angles computed in bfloat16", "no cause", "base = 31337, not 10000 + first position 7, not 0"]
     assert all(r["seconds"] > 0 for r in rows)
+
+
+def test_mistakes_rows_hold_every_check_kind_and_no_wrong_verdict(quick_run) -> None:
+    from relviz.check.api import REGISTRY
+
+    section = _sections(quick_run[1])["mistakes"]
+    rows = {r["kind"]: r for r in section["rows"]}
+    assert list(rows) == [*REGISTRY, "all"]
+    assert all(r["cases"] == 1 and r["WRONG"] == 0 for kind, r in rows.items() if kind != "all")
+    assert rows["all"]["cases"] == len(REGISTRY) and section["targets"][0]["passed"] is True

@@ -10,7 +10,7 @@ import relviz.check as C
 from relviz.check import matrix_kinds as MK
 from relviz.check import mistakes as M
 from relviz.check import verify as V
-from relviz.check.api import REGISTRY, confirmed
+from relviz.check.api import GATED, REGISTRY, confirmed
 from relviz.check.rope import ROPE_KINDS
 
 
@@ -72,6 +72,7 @@ def test_a_cause_found_at_other_settings_must_reproduce_the_cells_those_settings
     result = C.check("alibi", got)
     assert not result.causes and V.verify("alibi", got, result) == "cannot tell"
     assert result.closest is not None and result.closest.explains < 1.0 and "Partial:" in result.verdict()
+    assert f"{GATED} ({result.closest.name}) fit the cells the search compared" in result.note
 
 
 def test_the_verifier_and_the_gate_refuse_a_cause_whose_proof_does_not_reproduce_the_upload():

@@ -46,6 +46,10 @@ def check(kind: str, got: Any, settings: Any = None) -> CheckResult:
     return result
 
 
+#: How a verdict's note begins when the last gate took a cause back (relviz.check.verify counts them).
+GATED = "A computed mistake"
+
+
 def _share(cause: Cause, result: CheckResult) -> float:
     """The share of ``result``'s compared cells that ``cause``'s proof reproduces (0 without a proof)."""
     if cause.reproduce is None:
@@ -73,12 +77,15 @@ def confirmed(result: CheckResult) -> CheckResult:
     if len(kept) == len(shares):
         return result
     closest = result.closest
+    dropped = [c.name for share, c in shares if share < 1.0]
+    note = (f"{GATED} ({'; '.join(dropped)}) fit the cells the search compared but not every cell this verdict "
+            "compares, so it is not named.")
     reference_share = 1.0 - result.mismatches / max(1, result.cells)
     for share, c in sorted(shares, key=lambda item: -item[0]):
         if share < 1.0 and partial_worth_showing(share, reference_share) and (closest is None
                                                                              or share > closest.explains):
             closest = partial_cause(c.name, c.explanation, c.harmless, share)
-    return replace(result, causes=kept, closest=None if kept else closest)
+    return replace(result, causes=kept, closest=None if kept else closest, note=(result.note + " " + note).strip())
 
 
 def load(kind: str, data: bytes, *, name: str = "upload") -> np.ndarray:

@@ -112,22 +112,26 @@ class Tally:
     """One kind's outcomes over a sweep, its seconds, and each WRONG case (seed, how it was made, why)."""
 
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys((*OUTCOMES, "WRONG"), 0))
+    #: verdicts whose search accepted a cause that the last gate (relviz.check.api.confirmed) took back
+    gated: int = 0
     seconds: float = 0.0
     wrong: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 def run_case(c: Case) -> tuple[str, str]:
-    """(outcome, why): the check of one case and its verification (a ValueError naming a field is 'refused')."""
-    from relviz.check.api import check
+    """(outcome, why): the check of one case and its verification (a ValueError naming a field is 'refused'); why is
+    the verdict, and the note when the last gate took a cause back."""
+    from relviz.check.api import GATED, check
 
     try:
         result = check(c.kind, c.got, c.given)
     except ValueError as exc:
         return "refused", str(exc)
+    why = result.verdict() + (" | " + result.note if GATED in result.note else "")
     try:
-        return verify(c.kind, c.got, result), result.verdict()
+        return verify(c.kind, c.got, result), why
     except Wrong as exc:
-        return "WRONG", f"{exc}; verdict: {result.verdict()}"
+        return "WRONG", f"{exc}; verdict: {why}"
 
 
 def sweep(per_kind: int, *, seed: int = 0, only: list[str] | None = None, budget_s: float | None = None,
@@ -135,6 +139,8 @@ def sweep(per_kind: int, *, seed: int = 0, only: list[str] | None = None, budget
     """``per_kind`` seeded cases (seeds ``seed`` …) of every registered kind (or ``only``), each checked and
     verified; with ``budget_s``, a kind stops early once its checks have taken that many seconds (at least one
     case runs), so a slow kind (a RoPE cache's settings search) does not hold the sweep."""
+    from relviz.check.api import GATED
+
     out: dict[str, Tally] = {}
     for kind in only or kinds():
         tally = out.setdefault(kind, Tally())
@@ -146,6 +152,7 @@ def sweep(per_kind: int, *, seed: int = 0, only: list[str] | None = None, budget
             outcome, why = run_case(c)
             tally.seconds += time.perf_counter() - start
             tally.counts[outcome] += 1
+            tally.gated += f" | {GATED}" in why
             if outcome == "WRONG":
                 tally.wrong.append((c.seed, c.recipe, why))
                 if log:

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--search-families", metavar="T1,T2", help="only these model_types (default every family)")
     group = parser.add_argument_group("the checker's mistakes (--only mistakes; relviz/check/mistakes.py)")
     group.add_argument("--mistakes-seed", type=int, default=0, metavar="N", help="the first seed of the cases (0)")
-    group.add_argument("--mistakes-per-kind", type=int, metavar="N", help="cases per check kind (300; --quick: 2)")
+    group.add_argument("--mistakes-per-kind", type=int, metavar="N", help="cases per check kind (300; --quick: 1)")
     group.add_argument("--mistakes-budget", type=float, metavar="S",
                        help="seconds of checks after which a kind stops early (120; --quick: 1)")
     group.add_argument("--mistakes-kinds", metavar="K1,K2", help="only these check kinds (default every kind)")
