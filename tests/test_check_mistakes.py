@@ -92,3 +92,16 @@ def test_the_verifier_and_the_gate_refuse_a_cause_whose_proof_does_not_reproduce
     with pytest.raises(V.Wrong, match="'ok', but"):
         ok = C.check("t5", C.reference("t5", (20, 20), C.Settings()), C.Settings())
         V.verify("t5", got, replace(ok, got=got))
+
+
+@pytest.mark.parametrize("bias_max", [12.0, 4.0])
+def test_a_named_slope_mistake_is_built_at_the_settings_alibi_bias_max(bias_max):
+    """The sweep's third hole: 'heads in reverse order' and 'slopes rounded to bfloat16' were built from Press et
+    al.'s slopes (alibi_bias_max 8) whatever the settings said, so the words named one mistake where the proof held
+    another. Built at the settings' alibi_bias_max, the mistake by its name and the proof agree."""
+    s = C.Settings(alibi_bias_max=bias_max)
+    for name, got in (("heads in reverse order", MK._slopes(12, bias_max)[::-1].copy()),
+                      ("slopes rounded to bfloat16", MK._bf16(MK._slopes(12, bias_max)))):
+        result = C.check("alibi_slopes", got, s)
+        assert result.cause.name == name and V.verify("alibi_slopes", got, result) == "named"
+        np.testing.assert_array_equal(C.kind_of("alibi_slopes").variant(name, got.shape, s), got)

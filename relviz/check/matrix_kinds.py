@@ -241,12 +241,13 @@ VARIANTS: dict[str, list[Variant]] = {
                 _with_slope(lambda s: _head(_slopes_truncated(s.num_heads), s.head)
                             if s.num_heads & (s.num_heads - 1) else None)),
         Variant("heads in reverse order", "Your head h has the slope of head n − 1 − h.",
-                _with_slope(lambda s: _head(_slopes(s.num_heads)[::-1], s.head) if s.num_heads > 1 else None)),
+                _with_slope(lambda s: _head(_slopes(s.num_heads, s.alibi_bias_max)[::-1], s.head)
+                            if s.num_heads > 1 else None)),
         Variant("head numbered from 1", "Your head h has the slope of head h + 1 (or h − 1): heads counted "
                 "from 1 on one side and from 0 on the other.",
-                _with_slope(lambda s: _head(_slopes(s.num_heads), s.head + 1))),
+                _with_slope(lambda s: _head(_slopes(s.num_heads, s.alibi_bias_max), s.head + 1))),
         Variant("slopes rounded to bfloat16", "Your slopes are rounded to bfloat16 (as Falcon does).",
-                _with_slope(lambda s: float(_bf16(_slopes(s.num_heads))[s.head])), harmless=True),
+                _with_slope(lambda s: float(_bf16(_slopes(s.num_heads, s.alibi_bias_max))[s.head])), harmless=True),
         Variant(*ALIGNMENT, _alignment(_ref_alibi)),
     ],
     "alibi_slopes": [
@@ -259,9 +260,10 @@ VARIANTS: dict[str, list[Variant]] = {
                 "nearest lower power of 2, then every other slope of the next one.",
                 lambda g, s: _slopes_truncated(g.k_len) if not _power_of_2(g.k_len) else None),
         Variant("heads in reverse order", "Your slopes run from the flattest to the steepest; ALiBi's head 0 "
-                "has the steepest slope.", lambda g, s: _slopes(g.k_len)[::-1] if g.k_len > 1 else None),
+                "has the steepest slope.",
+                lambda g, s: _slopes(g.k_len, s.alibi_bias_max)[::-1] if g.k_len > 1 else None),
         Variant("slopes rounded to bfloat16", "Your slopes are rounded to bfloat16 (as Falcon does).",
-                lambda g, s: _bf16(_slopes(g.k_len)), harmless=True),
+                lambda g, s: _bf16(_slopes(g.k_len, s.alibi_bias_max)), harmless=True),
         Variant("log2 of the slopes", "Your values are log2(slope) (−8h/n), not the slopes.",
                 lambda g, s: np.log2(_slopes(g.k_len, s.alibi_bias_max))),
         Variant(BIAS_MAX_IGNORED, BIAS_MAX_TEXT, lambda g, s: _slopes(g.k_len) if s.alibi_bias_max != 8 else None),

@@ -38,7 +38,7 @@ def _matrix_draw(kind: str, rng: np.random.Generator, like: tuple[int, ...] | No
     from relviz.check.matrix import MATRIX_KINDS, Settings, validate_settings
 
     spec = MATRIX_KINDS[kind]
-    while True:
+    for _ in range(200):
         if like is not None:
             shape = like
             q, k = (1, like[0]) if len(like) == 1 else like
@@ -62,6 +62,7 @@ def _matrix_draw(kind: str, rng: np.random.Generator, like: tuple[int, ...] | No
         except ValueError:
             continue
         return s, shape
+    raise ValueError(f"no valid {kind} settings drawn for shape {like}")
 
 
 def _grid(kind: str, shape: tuple[int, ...]):
@@ -85,6 +86,13 @@ def _matrix_known(kind: str, s: Any, shape: tuple[int, ...], rng: np.random.Gene
 
     got = reference(kind, shape, s)
     out = [(v.name, np.asarray(b).reshape(shape)) for v, b in _variants(kind, _grid(kind, shape), s, got)]
+    for other, spec in MATRIX_KINDS.items():      # another kind's matrix: a mistake of kind, not of detail
+        if other != kind and spec.vector == MATRIX_KINDS[kind].vector:
+            try:
+                at, _ = _matrix_draw(other, rng, shape)
+            except ValueError:
+                continue
+            out.append((f"the {other} reference", reference(other, shape, at)))
     space = SPACES.get(MATRIX_KINDS[kind].name)
     if space is not None and len(shape) == 2:
         for step in space.steps[1:]:
