@@ -116,10 +116,22 @@ def alibi_overview(length: int, heads: int, head: int):
                                    title=f"overview of head {head}'s bias (block means)")
 
 
+# The overview with its window's rectangle and the exact window, held as what they send (display.drawable: a canvas
+# picture's JSON, a plotly figure's encoded dict), as pages/t5.py holds its own: a payload dict was rebuilt and
+# walked by Streamlit on every run, a go.Figure deep-copied and validated.
+@st.cache_resource(max_entries=8, show_spinner=False)
+def alibi_overview_drawn(length: int, heads: int, head: int, row0: int, col0: int, rows: int, cols: int):
+    """(the overview's block size; its picture with the window's rectangle, display.drawable)."""
+    overview = alibi_overview(length, heads, head)
+    return overview.block, display.drawable(overview.with_window(Window(row0, col0, rows, cols)))
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
 def alibi_window(length: int, heads: int, head: int, row0: int, col0: int, rows: int, cols: int):
-    return toeplitz_view(alibi_per_offset(length, heads, head), length, length, value_label="bias",
+    """(the window's exact bias, for the downloads; its picture, display.drawable)."""
+    view = toeplitz_view(alibi_per_offset(length, heads, head), length, length, value_label="bias",
                          window=Window(row0, col0, rows, cols), title=f"head {head}: bias, full resolution")
+    return view.values, display.drawable(view)
 
 
 @st.cache_resource(**FIGURE_CACHE)
@@ -230,18 +242,20 @@ def alibi_section(length: int) -> None:
         large = needs_window(alibi_length, alibi_length)
         if large:  # the overview panel needs the page's width (it has two columns of its own)
             window = controls.window_controls("abs_al", alibi_length, alibi_length, q_offset=0)
-            overview = alibi_overview(alibi_length, heads, head)
-            display.pooled_overview(overview.with_window(window), block=overview.block, q_len=alibi_length,
+            block, overview = alibi_overview_drawn(alibi_length, heads, head, window.row0, window.col0,
+                                                   window.rows, window.cols)
+            display.pooled_overview(overview, block=block, q_len=alibi_length,
                                k_len=alibi_length, q_offset=0, window=window, quantity="bias", key="abs_fig_alibi_ov",
                                note="Pooling keeps the exact extremes of every block; it never skips offsets.")
         left, right = st.columns([1, 1.25])
         with left:
             st.markdown(f"**Head {head}: bias, slope m = {slopes[head - 1]:.4g}**")
             if large:
-                view = alibi_window(alibi_length, heads, head, window.row0, window.col0, window.rows, window.cols)
+                exact, view = alibi_window(alibi_length, heads, head, window.row0, window.col0, window.rows,
+                                           window.cols)
                 display.show_toeplitz(view, key="abs_fig_alibi_window", name=f"alibi_head{head}_window")
                 st.caption(bias_words(causal=causal, whole=False))
-                downloads.large_matrix_downloads(view.values, np.arange(-(alibi_length - 1), alibi_length),
+                downloads.large_matrix_downloads(exact, np.arange(-(alibi_length - 1), alibi_length),
                                           alibi_per_offset(alibi_length, heads, head), q_len=alibi_length,
                                           k_len=alibi_length, window=window, quantity="bias",
                                           name="alibi", suffix=f"L{alibi_length}_heads{heads}_head{head}",

@@ -117,7 +117,9 @@ def ratio_fig(key: tuple, length: int):
 
 @st.cache_resource(**FIGURE_CACHE)
 def score_fig(key: tuple, length: int, window: int, same: bool, seed: int):
-    return score_figure(scores(key, length, window, same, seed), browser=True)
+    """The score matrix as it is sent (display.drawable: a canvas picture's JSON or a plotly figure's encoded dict):
+    a payload dict was rebuilt and walked by Streamlit on every run, a go.Figure deep-copied and validated."""
+    return display.drawable(score_figure(scores(key, length, window, same, seed), browser=True))
 
 
 @st.cache_resource(**FIGURE_CACHE)

@@ -125,6 +125,16 @@ def view_spec(digest: str, _view) -> dict | None:
     return None if figure is None else figure.to_dict()
 
 
+# T5's map of one head, held as what it sends (display.drawable: a canvas picture's JSON, a plotly figure's encoded
+# dict), keyed by its per-offset biases (Streamlit hashes the 2L − 1 values): a payload dict was rebuilt and walked by
+# Streamlit on every run, a go.Figure deep-copied and validated.
+@st.cache_resource(max_entries=16, show_spinner=False)
+def t5_map(per_offset: np.ndarray, length: int):
+    """One head's bias, ``per_offset`` [2L − 1] float32, as an L × L Toeplitz picture (display.drawable)."""
+    return display.drawable(toeplitz_view(per_offset, length, length, value_label="bias", colorscale="RdBu_r",
+                                          zmid=0.0, height=460))
+
+
 @st.cache_resource(max_entries=2, show_spinner="Loading the model…")
 def runnable(directory: str):
     return hf.load_model(directory)
@@ -358,9 +368,8 @@ with display.user_errors():
         head = int(h1.slider("head", 1, t5.heads, 1, key=f"{P}_head", bind="query-params"))
         L = int(h2.slider("positions L", 8, 256, 64, step=8, key=f"{P}_L", bind="query-params"))  # noqa: N816
         per_offset = table_bias.bias_per_offset(L, L)[head - 1].numpy()                      # [2L − 1]
-        heat = toeplitz_view(per_offset.astype(np.float32), L, L, value_label="bias",
-                             colorscale="RdBu_r", zmid=0.0, height=460)
-        display.show_toeplitz(heat, key=f"{P}_fig_t5map", name=f"t5_bias_head{head}_{L}")
+        display.show_toeplitz(t5_map(per_offset.astype(np.float32), L), key=f"{P}_fig_t5map",
+                              name=f"t5_bias_head{head}_{L}")
         st.caption(table_bias.map_caption(head, t5_stack))
     if absolute is not None and absolute.table is not None:
         st.subheader("Learned absolute positions")
