@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from relviz.app import controls, display, downloads, links, navigation
-from relviz.figures.skew_canvas import step_payload
+from relviz.figures.skew_canvas import check_panel, step_panel, step_payload, steps_json
 from relviz import skew as skew_words
 from relviz.figures.skew import (
     DEMO_DIM,
@@ -25,6 +25,8 @@ navigation.ensure_app_navigation()
 MIN_L, MAX_L, DEFAULT_L = 3, 16, 6
 #: label shown (and written to the URL) -> step_figure's colour_by
 COLOUR_OPTIONS = {"score": "value", "distance": "distance", "source row": "row"}
+#: The title of the panel that checks the skew against the naive gather, beside the steps
+CHECK_TITLE = "Live check: naive gather"
 TABS = ["Causal skew (decoder)", "Bidirectional skew (encoder)"]
 DTYPES = {"fp32": 4, "fp16 / bf16": 2}
 
@@ -47,24 +49,26 @@ STEPS = {"causal": causal, "bidirectional": bidirectional}
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # 6 views' steps; at most ~0.1 MB each (L = 16)
 def step_picture(tab: str, name: str, length: int, seed: int, colour_by: str, zmax: float, x_title: str,
-                 y_title: str, show_scale: bool, width_budget: int) -> dict:
-    """One step's picture for the step canvas (relviz.figures.skew_canvas.step_payload), built once per server for
-    the same link values (read-only, shared by every session). A canvas, not a plotly chart: Streamlit mounted a
-    new chart for every changed plotly spec, so an L move had plotly.js draw five charts from scratch (issue 34)."""
+                 y_title: str, show_scale: bool, width_budget: int) -> tuple[str, bool]:
+    """One step's picture for the steps component (relviz.figures.skew_canvas.step_payload) as its JSON, and whether
+    its cells carry labels; built once per server for the same link values (read-only, shared by every session).
+    A canvas, not a plotly chart: Streamlit mounted a new chart for every changed plotly spec, so an L move had
+    plotly.js draw five charts from scratch (issue 34)."""
     cells, _ = STEPS[tab](length, seed)
-    return step_payload(cells[name], name=f"skew_{tab}_{name}_L{length}_seed{seed}", colour_by=colour_by, zmax=zmax,
-                        length=length, x_title=x_title, y_title=y_title, show_scale=show_scale,
-                        width_budget=width_budget)
+    payload = step_payload(cells[name], name=f"skew_{tab}_{name}_L{length}_seed{seed}", colour_by=colour_by,
+                           zmax=zmax, length=length, x_title=x_title, y_title=y_title, show_scale=show_scale,
+                           width_budget=width_budget)
+    return display.canvas_json(payload), payload["labels_on"]
 
 
-def step(words: skew_words.StepWords, cells: tuple[str, str], *, key: str, colour_by: str, zmax: float,
-         length: int, seed: int, x_title: str = "column", y_title: str = "row", show_scale: bool = False,
-         width_budget: int = 240) -> None:
-    """A step: its title, its picture (``cells``: the tab and the name of its cells) and its caption."""
-    st.markdown(f"**{words.title}**")
-    picture = step_picture(*cells, length, seed, colour_by, zmax, x_title, y_title, show_scale, width_budget)
-    display.show_step(picture, key=key)
-    st.caption(words.caption + ("" if picture["labels_on"] else NO_LABELS))
+def step(words: skew_words.StepWords, cells: tuple[str, str], *, colour_by: str, zmax: float, length: int,
+         seed: int, x_title: str = "column", y_title: str = "row", show_scale: bool = False,
+         width_budget: int = 240) -> dict:
+    """A step's panel for the steps component: its title, its picture (``cells``: the tab and the name of its
+    cells) and its caption."""
+    picture, labels_on = step_picture(*cells, length, seed, colour_by, zmax, x_title, y_title, show_scale,
+                                      width_budget)
+    return step_panel(words.title, words.caption + ("" if labels_on else NO_LABELS), picture)
 
 
 display.page_title("The skew, step by step")
@@ -97,29 +101,22 @@ def steps() -> None:
             words = skew_words.causal_step_words(length)
             common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
             # each title on one line in a third of a 1024 px page (~26 characters), so the three panels of a row
-            # start level: a wrapped title pushed its panel below the others
-            row1 = st.columns(3)
-            with row1[0]:
-                step(words["qer"], ("causal", "qer"), key="skew_fig_qer",
-                     y_title="query i", x_title="column m", show_scale=True, **common)
-            with row1[1]:
-                step(words["padded"], ("causal", "padded"), key="skew_fig_padded", y_title="query i", **common)
-            with row1[2]:
-                step(words["reshaped"], ("causal", "reshaped"), key="skew_fig_reshaped", **common)
-            row2 = st.columns(3)
-            with row2[0]:
-                step(words["skewed"], ("causal", "skewed"), key="skew_fig_skewed",
-                     x_title="key j", y_title="query i", **common)
-            with row2[1]:
-                step(words["masked"], ("causal", "masked"), key="skew_fig_masked",
-                     x_title="key j", y_title="query i", **common)
-            with row2[2]:
-                st.markdown("**Live check: naive gather**")
-                exact, garbage = skew_words.causal_check_words(proof["causal_lower"], proof["causal_upper"])
-                st.success(exact, icon=":material/check_circle:")
-                st.caption(skew_words.NAIVE_GATHER)
-                st.warning(garbage, icon=":material/warning:")
-                st.markdown(skew_words.NOT_IN_AN_ENCODER)
+            # start level: a wrapped title pushed its panel below the others. The five steps and the live check are
+            # one component (relviz/components/step_canvas.js), in two rows of three: an L move re-sends one
+            # element where it re-sent 20 (a title, a canvas and a caption each, the check's five), which
+            # Streamlit's React re-rendered one by one (issue 34: the browser's share of a move)
+            exact, garbage = skew_words.causal_check_words(proof["causal_lower"], proof["causal_upper"])
+            panels = [
+                step(words["qer"], ("causal", "qer"), y_title="query i", x_title="column m", show_scale=True,
+                     **common),
+                step(words["padded"], ("causal", "padded"), y_title="query i", **common),
+                step(words["reshaped"], ("causal", "reshaped"), **common),
+                step(words["skewed"], ("causal", "skewed"), x_title="key j", y_title="query i", **common),
+                step(words["masked"], ("causal", "masked"), x_title="key j", y_title="query i", **common),
+                check_panel(CHECK_TITLE, [("success", exact), ("caption", skew_words.NAIVE_GATHER),
+                                          ("warning", garbage), ("text", skew_words.NOT_IN_AN_ENCODER)]),
+            ]
+            display.show_steps(steps_json(panels, [1, 1, 1]), key="skew_fig_qer")
             st.markdown(skew_words.WHY_THE_SKEW)
             display.code_for_this_view(skew_snippet(length, seed, bidirectional=False, dim=DEMO_DIM),
                                        note="result is step 4 (S_rel before the mask); masked is step 5.",
@@ -142,23 +139,19 @@ def steps() -> None:
             zmax = shared_zmax(cells_bi["qer"].values)
             common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
             words = skew_words.bidirectional_step_words(length)
-            top = st.columns([2.2, 1])
-            with top[0]:
-                step(words["qer"], ("bidirectional", "qer"), key="skew_fig_bi_qer",
-                     y_title="query i", x_title="column m", show_scale=True,
-                     width_budget=520, **common)
-            with top[1]:
-                st.markdown("**Live check: naive gather**")
-                exact, wrong = skew_words.bidirectional_check_words(proof["bidirectional"], proof["causal_upper"])
-                st.success(exact, icon=":material/check_circle:")
-                st.warning(wrong, icon=":material/warning:")
-                st.caption(skew_words.BIDIRECTIONAL_PRICE)
-            step(words["window"], ("bidirectional", "window"), key="skew_fig_bi_window",
-                 y_title="query i", width_budget=760, **common)
+            exact, wrong = skew_words.bidirectional_check_words(proof["bidirectional"], proof["causal_upper"])
+            top = [step(words["qer"], ("bidirectional", "qer"), y_title="query i", x_title="column m",
+                        show_scale=True, width_budget=520, **common),
+                   check_panel(CHECK_TITLE, [("success", exact), ("warning", wrong),
+                                             ("caption", skew_words.BIDIRECTIONAL_PRICE)]),
+                   step(words["window"], ("bidirectional", "window"), y_title="query i", width_budget=760,
+                        **common)]
+            display.show_steps(steps_json(top, [2.2, 1], spans={2: 2}), key="skew_fig_bi_qer")
             bottom = st.columns(2)
             with bottom[0]:
-                step(words["result"], ("bidirectional", "result"), key="skew_fig_bi_result",
-                     x_title="key j", y_title="query i", width_budget=380, **common)
+                result = step(words["result"], ("bidirectional", "result"), x_title="key j", y_title="query i",
+                              width_budget=380, **common)
+                display.show_steps(steps_json([result], [1]), key="skew_fig_bi_result")
             with bottom[0]:
                 display.code_for_this_view(skew_snippet(length, seed, bidirectional=True, dim=DEMO_DIM),
                                            note="result is step 3, S_rel.", key="skew_code_bidir")

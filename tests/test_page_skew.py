@@ -10,12 +10,13 @@ import plotly.graph_objects as go
 import pytest
 import torch
 from page_support import run_page
-from plotly_data import decode
+from plotly_data import canvas_data, decode
 from streamlit.testing.v1 import AppTest
 
 from relviz.figures.skew import bidirectional_steps, causal_steps, demo_inputs, step_figure
 from relviz.figures.skew_canvas import HATCHED, PAD
-from relviz.skew import gather_relative, skew, skew_bidirectional, skew_source_index, skew_steps
+from relviz.skew import (causal_step_words, gather_relative, skew, skew_bidirectional, skew_source_index,
+                         skew_steps)
 
 BIDIRECTIONAL = "Bidirectional skew (encoder)"
 STEP_COMPONENT = "relviz_step_canvas"   # relviz.app.display.show_step's component
@@ -27,10 +28,27 @@ def _run(**params) -> AppTest:
 
 # ---- decoding the figures AppTest saw ------------------------------------------------
 
+def _panels(at: AppTest) -> list[dict]:
+    """The steps component's panels (relviz.figures.skew_canvas.steps_json: steps and check panels), in page
+    order."""
+    return [panel for element in at.get("bidi_component") if element.proto.component_name == STEP_COMPONENT
+            for panel in canvas_data(element.proto.json)["panels"]]
+
+
 def _steps(at: AppTest) -> list[dict]:
     """The step canvases' payloads (relviz.figures.skew_canvas.step_payload), in page order."""
-    return [json.loads(element.proto.json) for element in at.get("bidi_component")
-            if element.proto.component_name == STEP_COMPONENT]
+    return [panel["picture"] for panel in _panels(at) if panel["kind"] == "step"]
+
+
+def _captions(at: AppTest) -> list[str]:
+    """Every caption the page shows: Streamlit's, and the steps' under their pictures."""
+    return [c.value for c in at.caption] + [p["caption"] for p in _panels(at) if p["kind"] == "step"]
+
+
+def _check(at: AppTest, style: str) -> list[str]:
+    """The check panels' lines of one look (success, warning, caption, text) as their text, in page order."""
+    return ["".join(text for text, _ in line["runs"]) for p in _panels(at) if p["kind"] == "check"
+            for line in p["lines"] if line["style"] == style]
 
 
 def _as_figure(payload: dict) -> dict:
@@ -117,13 +135,15 @@ def test_defaults_show_every_step_and_the_proof():
     at = _run()
     assert at.slider(key="skew_L").value == 6
     _check_causal(at, 6, 0)
-    proof = at.success[0].value
+    proof = _check(at, "success")[0]
     assert "skew equals the naive gather on the lower triangle" in proof
     assert _number(proof, "max |difference| =") < 1e-5
     # the garbage is not small: the page says by how much it is wrong
-    assert _number(at.warning[0].value, "by up to") > 0.1
+    assert _number(_check(at, "warning")[0], "by up to") > 0.1
     assert not at.error  # nothing on the page is an error box
-    assert "2L − 1 distances" in "".join(m.value for m in at.markdown)
+    assert "2L − 1 distances" in "".join(_check(at, "text"))
+    titles = [p["title"] for p in _panels(at)]
+    assert titles == [w.title for w in causal_step_words(6).values()] + ["Live check: naive gather"]
     assert any("j − i" in el.value for el in at.info)  # the sign convention
 
 
@@ -134,7 +154,7 @@ def test_memory_panel_reproduces_the_music_transformer_numbers():
     assert metrics["skew: L × D per layer"] == "4.2 MB"
     assert metrics["Shaw per head (D_h = 64)"] == "1.1 GB"
     assert metrics["skew per head"] == "0.52 MB"
-    assert "8.5 GB" in "".join(c.value for c in at.caption)
+    assert "8.5 GB" in "".join(_captions(at))
 
 
 @pytest.mark.parametrize("length", [3, 16])
@@ -192,7 +212,7 @@ def test_bidirectional_tab_is_exact_everywhere():
     np.testing.assert_allclose(result, naive.numpy(), atol=1e-5)
     labels = np.array(_trace(figures[2], "values")["text"])
     assert labels[0, 15] == "+15" and labels[15, 0] == "−15"
-    proof = at.success[0].value
+    proof = _check(at, "success")[0]
     assert "everywhere" in proof
     assert _number(proof, "max |difference| =") < 1e-5
 
@@ -257,8 +277,8 @@ def test_cell_labels_switch_off_when_cells_get_too_small_and_hover_stays():
     assert not any(t.get("mode") == "text" for t in off["data"])
     assert "customdata" in off["data"][0] and "%{customdata}" in off["data"][0]["hovertemplate"]
     at = _run(skew_L="12")
-    assert any("labels are off" in c.value.lower() for c in at.caption)
-    assert not any("labels are off" in c.value.lower() for c in _run().caption)
+    assert any("labels are off" in c.lower() for c in _captions(at))
+    assert not any("labels are off" in c.lower() for c in _captions(_run()))
 
 
 def test_bidirectional_step_2_gets_the_full_width():
@@ -299,7 +319,7 @@ def test_a_cached_step_picture_sends_what_the_fresh_one_sends_and_shows_its_plot
                        x_title="column m", y_title="query i", show_scale=True,
                        width_budget=240 if steps is causal_steps else 520)
         shown = _steps(at)[0]
-        fresh = step_payload(cells["qer"], name=shown["name"], **options) | {"toolbar": True}   # no lecture runs
+        fresh = step_payload(cells["qer"], name=shown["name"], **options)
         assert shown == json.loads(json.dumps(fresh))
         for name, payload in zip(cells, _steps(at)):
             budget = {"qer": 520, "window": 760, "result": 380}[name] if steps is bidirectional_steps else 240
@@ -348,3 +368,36 @@ def test_a_step_figures_datarevision_names_its_data():
 
     assert revision(6, 0) == revision(6, 0)
     assert len({revision(6, 0), revision(7, 0), revision(6, 1), revision(6, 0, "row")}) == 4
+
+
+def test_the_steps_words_reach_the_component_as_runs_of_plain_text_never_as_html():
+    """The steps component (relviz/components/step_canvas.js) sets each run's text with textContent: the page's
+    markdown marks become runs, and a tag-like text stays text."""
+    from relviz.figures.skew_canvas import check_panel, inline_runs, steps_json
+
+    assert inline_runs("**Do not** use `_rel_shift` per *distance*.") == [
+        ["Do not", "b"], [" use ", ""], ["_rel_shift", "code"], [" per ", ""], ["distance", "i"], [".", ""]]
+    assert inline_runs("<b>x</b> 2 * 3, an open ** mark") == [["<b>x</b> 2 * 3, an open ** mark", ""]]
+    with pytest.raises(ValueError, match="look"):
+        check_panel("t", [("error", "x")])
+    panel = check_panel("Live check", [("success", "ok **1**")])
+    grid = json.loads(steps_json([{"kind": "step", "title": "1", "caption": "c", "picture": '{"z":"AA=="}'}, panel],
+                                 [2.2, 1], spans={0: 2}))
+    assert grid["columns"] == [2.2, 1] and [p["span"] for p in grid["panels"]] == [2, 1]
+    assert grid["panels"][0]["picture"] == {"z": "AA=="}
+    assert grid["panels"][1]["lines"] == [{"style": "success", "runs": [["ok ", ""], ["1", "b"]]}]
+
+
+def test_each_tab_draws_its_steps_and_check_as_one_element_in_the_layout_of_its_columns():
+    """A tab's steps and its check panel are one element (issue 34: Streamlit re-rendered a title, a canvas and a
+    caption per step on every move): the causal tab's five steps and its check in rows of three, the encoder tab's
+    first step beside its check with step 2 across both columns, then step 3 alone."""
+    causal = _panels(_run(skew_L="8"))
+    assert [p["kind"] for p in causal] == ["step"] * 5 + ["check"]
+    assert [p["caption"] for p in causal[:5]] == [w.caption for w in causal_step_words(8).values()]
+    assert _check(_run(skew_L="8"), "caption") and "naive gather" in _check(_run(skew_L="8"), "caption")[0]
+    at = _run(skew_tab=BIDIRECTIONAL, skew_L="8")
+    grids = [canvas_data(e.proto.json) for e in at.get("bidi_component") if e.proto.component_name == STEP_COMPONENT]
+    assert [(g["columns"], [(p["kind"], p["span"]) for p in g["panels"]]) for g in grids] == [
+        ([2.2, 1], [("step", 1), ("check", 1), ("step", 2)]), ([1], [("step", 1)])]
+    assert [p["title"][0] for p in _panels(at) if p["kind"] == "step"] == ["1", "2", "3"]

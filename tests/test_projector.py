@@ -7,16 +7,17 @@ import json
 import pytest
 
 from page_support import run_page
-from plotly_data import charts, is_canvas
+from plotly_data import canvas_data, charts, is_canvas
 from relviz.figures.heatmap import READABLE_FONT, READABLE_TITLE
 
-#: the Skew page's steps (relviz.app.display.show_step), which plotly_data.charts leaves out
+#: the Skew page's steps (relviz.app.display.show_steps), which plotly_data.charts leaves out
 STEP_COMPONENT = "relviz_step_canvas"
 
 
 def _pictures(at) -> list[dict]:
-    return charts(at) + [json.loads(element.proto.json) for element in at.get("bidi_component")
-                         if element.proto.component_name == STEP_COMPONENT]
+    return charts(at) + [panel["picture"] for element in at.get("bidi_component")
+                         if element.proto.component_name == STEP_COMPONENT
+                         for panel in canvas_data(element.proto.json)["panels"] if panel["kind"] == "step"]
 
 
 PAGES = [("shaw", {}), ("t5", {}), ("t5", {"t5_tab": "Precision & references"}), ("skew", {}),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import numpy as np
 import pytest
@@ -39,6 +40,15 @@ def _picture(at, key: str) -> dict:
     drawn += [canvas_data(c.proto.json) for c in at.get("bidi_component") if c.proto.id.endswith(key)]
     assert len(drawn) == 1, (key, len(drawn))
     return drawn[0]
+
+
+def _step(at, key: str, name: str) -> dict:
+    """The Skew step picture named ``name`` (its payload's name ends with it and the length) among the steps the
+    element ``key`` draws (relviz.figures.skew_canvas.steps_json: a tab's steps are one element)."""
+    pictures = [panel["picture"] for panel in _picture(at, key)["panels"] if panel["kind"] == "step"
+                and re.search(rf"_{name}_L\d+_", panel["picture"]["name"])]
+    assert len(pictures) == 1, (key, name, len(pictures))
+    return pictures[0]
 
 
 def _shown_values(picture: dict) -> np.ndarray:
@@ -86,7 +96,7 @@ def test_skew_page_snippet_reproduces_the_result(tab):
     blocks = [c.value for c in at.code if "result =" in c.value]
     ns = _run_code(blocks[0])
     # the bidirectional result / the causal sliced step (S_rel before the mask)
-    values = _shown_values(_picture(at, "skew_fig_bi_result" if tab else "skew_fig_skewed"))
+    values = _shown_values(_step(at, "skew_fig_bi_result", "result") if tab else _step(at, "skew_fig_qer", "skewed"))
     np.testing.assert_allclose(ns["result"].numpy(), values, rtol=0, atol=1e-6)
 
 

@@ -175,10 +175,12 @@ def show_grid_panels(payload: dict | str, *, key: str) -> None:
     _mount("relviz_grid_canvas", payload, key=key)
 
 
-def show_step(payload: dict, *, key: str) -> None:
-    """Draw a skew step's payload (relviz.figures.skew_canvas.step_payload) with the step canvas component
-    (relviz/components/step_canvas.js): a move that changes it redraws the same element in place."""
-    _mount("relviz_step_canvas", payload, key=key)
+def show_steps(steps: str, *, key: str) -> None:
+    """Draw skew steps (relviz.figures.skew_canvas.steps_json: the steps' titles, pictures and captions and a check
+    panel, in a grid) with the steps component (relviz/components/step_canvas.js), one element for them all: a move
+    that changes them redraws the same pictures in place, and Streamlit re-renders one element, not a title, a
+    canvas and a caption per step."""
+    _mount("relviz_step_canvas", steps, key=key)
 
 
 def code_for_this_view(code: str, *, note: str = "", key: str | None = None) -> None:

@@ -7,7 +7,8 @@ browser. A slider move then sends O(rows + cols) numbers instead of one hover re
 drawn in place when a slider changes them (a changed plotly figure is a new chart, drawn from scratch).
 ``grid_canvas.js``: labelled heatmaps in panels with a mark in chosen cells (figures.grid_canvas.GridPanels), drawn in
 place: the Experiments page's overview, whose ✓ marks its threshold moves.
-``step_canvas.js``: one step of the Music Transformer skew (figures.skew_canvas.step_payload), drawn in place.
+``step_canvas.js``: the steps of the Music Transformer skew (figures.skew_canvas.steps_json: each step's title,
+picture and caption, and the check beside them) as one element, each picture drawn in place.
 ``canvas_common.js``: what the four share (served before each: :func:`component_js`).
 """
 from __future__ import annotations

@@ -1,13 +1,17 @@
-// relviz's step canvas: one step of the Music Transformer skew (relviz.figures.skew_canvas.step_payload) drawn on
-// a canvas, as its plotly twin (relviz.figures.skew.step_figure) draws it: cells coloured from 256 levels with a
-// 1 px gap, the grey pad, hatched and outlined garbage, veiled columns about to be dropped, each cell's label
-// (where they fit) and its hover text, integer ticks every `dtick`, axis titles and a flat colour bar below.
+// relviz's steps component: the steps of the Music Transformer skew as one element (relviz.figures.skew_canvas.
+// steps_json): panels in a grid of columns, each a step (its title, its picture, its caption) or a check panel (its
+// title and lines looking like Streamlit's success, warning, caption and text). Each step's picture
+// (relviz.figures.skew_canvas.step_payload) is drawn on a canvas as its plotly twin (relviz.figures.skew.step_figure)
+// draws it: cells coloured from 256 levels with a 1 px gap, the grey pad, hatched and outlined garbage, veiled
+// columns about to be dropped, each cell's label (where they fit) and its hover text, integer ticks every `dtick`,
+// axis titles and a flat colour bar below.
 //
-// Streamlit (st.components.v2) calls the default export on mount and whenever the data change, with the same
-// parentElement: the drawing state lives on that element, so an L move redraws in place (a changed plotly spec
-// is a new chart to Streamlit, mounted and drawn from scratch). Every text is set with textContent or drawn on
-// the canvas, never parsed as HTML. After each drawing the root carries data-draws and the window receives a
-// "relviz:drawn" event (the slider bench listens).
+// One element for a tab's steps, where each step was three (a title, a canvas, a caption) and the check five:
+// Streamlit's React re-rendered each of them on every move (issue 34). Streamlit (st.components.v2) calls the
+// default export on mount and whenever the data change, with the same parentElement: the grid and each picture's
+// drawing state live on that element, so an L move redraws in place. Every text is set with textContent or drawn on
+// the canvas, never parsed as HTML. After each picture's drawing its root carries data-draws and the window
+// receives a "relviz:drawn" event (the slider bench listens).
 //
 // FONT, STATES, the root with its canvas, tooltip and PNG button, the PNG download and announceDrawn come from
 // relviz/components/canvas_common.js, which relviz.components.component_js serves before this file.
@@ -160,20 +164,131 @@ function hover(state, event) {
   showTip(tip, tipRows(state.data.hover[r * state.data.cols + c].split("<br>")), x, y, L, 0);
 }
 
-export default function (component) {
-  const got = received(component, build);
-  if (!got) return;
-  const {state, data, changed} = got;
+// The grid's look, as Streamlit lays out st.columns (a 16 px gap; one column under 640 px of window) and draws
+// st.markdown (a bold title), st.caption, st.success and st.warning in the app's light theme.
+const STEPS_CSS = `
+.relviz-steps { display: grid; column-gap: 16px; row-gap: 16px; color: rgb(47, 45, 43); font-family: ${FONT};
+  font-size: 16px; line-height: 1.6; overflow-wrap: break-word; }
+.relviz-panel { display: flex; flex-direction: column; gap: 16px; min-width: 0; }
+.relviz-title { font-weight: 600; margin: 0; }
+.relviz-caption { font-size: 14px; color: rgba(47, 45, 43, 0.6); margin: 0; }
+.relviz-line { margin: 0; }
+.relviz-success, .relviz-warning { display: flex; gap: 8px; padding: 16px; border-radius: 8px; line-height: 1.5; }
+.relviz-success { background: rgb(241, 251, 246); color: rgb(12, 90, 68); }
+.relviz-warning { background: rgb(255, 250, 229); color: rgb(149, 107, 15); }
+.relviz-icon { font-family: "Material Symbols Rounded"; font-size: 20px; line-height: 24px; font-weight: 400;
+  user-select: none; }
+.relviz-steps code { font-family: "Source Code Pro", monospace; font-size: 12px; background: rgb(247, 247, 246);
+  padding: 2.4px 4.8px; border-radius: 4px; }
+@media (max-width: 640px) { .relviz-steps { grid-template-columns: 1fr !important; }
+  .relviz-panel { grid-column: auto !important; } }
+`;
+const ICONS = {success: "check_circle", warning: "warning"};
+const GRIDS = new WeakMap();
+
+// A line's runs ([text, mark]: relviz.figures.skew_canvas.inline_runs) as elements, each text set with textContent.
+function runsInto(element, runs) {
+  element.replaceChildren(...runs.map(([text, mark]) => {
+    const tag = {b: "strong", i: "em", code: "code"}[mark];
+    const node = tag ? document.createElement(tag) : document.createTextNode(text);
+    if (tag) node.textContent = text;
+    return node;
+  }));
+}
+
+function textDiv(className, text) {
+  const div = document.createElement("div");
+  div.className = className;
+  if (text !== undefined) div.textContent = text;
+  return div;
+}
+
+// A step's panel: title, picture (a canvas frame, its state kept on the panel), caption.
+function stepPanel(panel) {
+  const title = textDiv("relviz-title"), holder = document.createElement("div"), caption = textDiv("relviz-caption");
+  title.setAttribute("role", "heading");
+  title.setAttribute("aria-level", "4");
+  panel.element.append(title, holder, caption);
+  panel.parts = {title, caption, picture: build(holder)};
+}
+
+function updateStep(panel, data, toolbar) {
+  const {title, caption, picture: state} = panel.parts;
+  if (title.textContent !== data.title) title.textContent = data.title;
+  if (caption.textContent !== data.caption) caption.textContent = data.caption;
+  const signature = JSON.stringify(data.picture);
+  const changed = signature !== state.signature;
+  state.signature = signature;
+  state.data = Object.assign({}, data.picture, {toolbar});
   if (changed) {
-    state.rgb = palette(data.palette);
-    state.levels = decoded(data.levels);
-    state.looks = decoded(data.looks);
+    state.rgb = palette(state.data.palette);
+    state.levels = decoded(state.data.levels);
+    state.looks = decoded(state.data.looks);
   }
+  drawStep(state, data.title, changed);
+}
+
+function drawStep(state, title, changed) {
+  const data = state.data;
   draw(state);
   state.root.dataset.kind = data.kind;
-  state.canvas.setAttribute("aria-label", data.name + ": " + data.y_title + " \u00d7 " + data.x_title);
+  state.canvas.setAttribute("aria-label", title + " (" + data.y_title + " \u00d7 " + data.x_title + ")");
   const L = state.layout; // where the cells are, in CSS px of the canvas (tests hover a chosen cell)
   state.root.dataset.plot = JSON.stringify({x0: L.x0, y0: L.y0, cell: L.cell, rows: data.rows, cols: data.cols,
                                             bar: data.bar ? L.paperW : 0});
   announceDrawn(state, data.kind, changed);
+}
+
+// A check panel: its title and its lines, rebuilt when their text changes.
+function updateCheck(panel, data) {
+  const signature = JSON.stringify(data);
+  if (signature === panel.signature) return;
+  panel.signature = signature;
+  const title = textDiv("relviz-title", data.title);
+  title.setAttribute("role", "heading");
+  title.setAttribute("aria-level", "4");
+  panel.element.replaceChildren(title, ...data.lines.map(line => {
+    const box = textDiv(line.style === "text" ? "relviz-line" : "relviz-" + line.style);
+    const text = document.createElement("div");
+    runsInto(text, line.runs);
+    if (ICONS[line.style]) {
+      box.setAttribute("role", "status");
+      const icon = textDiv("relviz-icon", ICONS[line.style]);
+      icon.setAttribute("aria-hidden", "true");
+      box.append(icon, text);
+    } else {
+      box.append(text);
+    }
+    return box;
+  }));
+}
+
+export default function (component) {
+  const data = unwrapped(component.data);
+  if (!data || !data.panels) return;
+  let grid = GRIDS.get(component.parentElement);
+  if (!grid) {
+    const style = document.createElement("style");
+    style.textContent = STEPS_CSS;
+    const root = textDiv("relviz-steps");
+    component.parentElement.append(style, root);
+    grid = {root, panels: []};
+    GRIDS.set(component.parentElement, grid);
+  }
+  // minmax(0, …): a track no wider than its share, whatever a picture drawn at an earlier width holds (an "fr"
+  // alone grows to its content, and the page scrolled sideways)
+  grid.root.style.gridTemplateColumns = data.columns.map(w => "minmax(0, " + w + "fr)").join(" ");
+  const kinds = data.panels.map(p => p.kind).join(",");
+  if (grid.kinds !== kinds) {   // a new layout (another tab's grid in this element): the panels anew
+    grid.kinds = kinds;
+    grid.panels = data.panels.map(p => ({kind: p.kind, element: textDiv("relviz-panel")}));
+    grid.root.replaceChildren(...grid.panels.map(p => p.element));
+    grid.panels.forEach(p => { if (p.kind === "step") stepPanel(p); });
+  }
+  data.panels.forEach((p, k) => {
+    const panel = grid.panels[k];
+    panel.element.style.gridColumn = "span " + (p.span || 1);
+    if (p.kind === "step") updateStep(panel, p, data.toolbar);
+    else updateCheck(panel, p);
+  });
 }

@@ -9,6 +9,7 @@ traces and layout, so both show the same values, labels, hover and geometry (tes
 from __future__ import annotations
 
 import base64
+import json
 
 import numpy as np
 
@@ -62,3 +63,68 @@ def step_payload(cells: StepCells, *, name: str = "skew_step", **options) -> dic
         "dtick": [layout["xaxis"]["dtick"], layout["yaxis"]["dtick"]], "background": layout["plot_bgcolor"],
         "font": READABLE_FONT, "tick_font": READABLE_FONT - 1,
     }
+
+
+# ---- the steps of a tab as one picture: one component call, where each step was a title, a canvas and a caption --
+
+#: The inline marks :func:`inline_runs` reads ("**bold**", "*italic*", "`code`"): the only ones the Skew page's
+#: sentences use. Anything else stays text, shown as it is written.
+_MARKS = (("**", "b"), ("`", "code"), ("*", "i"))
+
+
+def inline_runs(text: str) -> list[list[str]]:
+    """``text``'s inline markdown as runs ``[text, mark]`` (mark "" plain, "b", "i" or "code"), for the steps
+    component, which sets each run's text with textContent and never parses HTML. An unclosed mark, or one whose
+    text starts or ends with a space, stays text."""
+    runs: list[list[str]] = []
+    plain, k = [], 0
+    while k < len(text):
+        for token, mark in _MARKS:
+            end = text.find(token, k + len(token)) if text.startswith(token, k) else -1
+            inner = text[k + len(token):end] if end > 0 else ""
+            if inner.strip() == inner != "":   # as markdown: "2 * 3 * 4" marks nothing
+                if plain:
+                    runs.append(["".join(plain), ""])
+                    plain = []
+                runs.append([text[k + len(token):end], mark])
+                k = end + len(token)
+                break
+        else:
+            plain.append(text[k])
+            k += 1
+    if plain:
+        runs.append(["".join(plain), ""])
+    return runs
+
+
+def step_panel(title: str, caption: str, picture: str) -> dict:
+    """A step as the steps component draws it: its title, its picture (:func:`step_payload`'s JSON, as a page's
+    cache keeps it) and its caption under it."""
+    return {"kind": "step", "title": title, "caption": caption, "picture": picture}
+
+
+#: The looks of a check panel's lines: as Streamlit's st.success, st.warning, st.caption and st.markdown.
+CHECK_STYLES = ("success", "warning", "caption", "text")
+
+
+def check_panel(title: str, lines: list[tuple[str, str]]) -> dict:
+    """A panel of text beside the steps (the live check): its title, and ``lines`` of (look, markdown) with the
+    look one of :data:`CHECK_STYLES`."""
+    for style, _ in lines:
+        if style not in CHECK_STYLES:
+            raise ValueError(f"a check line's look must be one of {', '.join(CHECK_STYLES)}; got {style!r}")
+    return {"kind": "check", "title": title, "lines": [{"style": style, "runs": inline_runs(text)}
+                                                        for style, text in lines]}
+
+
+def steps_json(panels: list[dict], columns: list[float], spans: dict[int, int] | None = None) -> str:
+    """The steps component's data as JSON: ``panels`` laid out in a grid of ``columns`` (their widths' weights, as
+    st.columns takes them), row by row; ``spans``: panel index -> the columns it spans. Each step's picture is put
+    in as the JSON it already is, so a move encodes only the titles and captions anew."""
+    spans = spans or {}
+    parts = []
+    for k, panel in enumerate(panels):
+        fields = {key: value for key, value in panel.items() if key != "picture"} | {"span": spans.get(k, 1)}
+        head = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
+        parts.append(head[:-1] + ',"picture":' + panel["picture"] + "}" if "picture" in panel else head)
+    return '{"kind":"skew_steps","columns":' + json.dumps(list(columns)) + ',"panels":[' + ",".join(parts) + "]}"
