@@ -101,22 +101,22 @@ def steps() -> None:
             words = skew_words.causal_step_words(length)
             common = dict(colour_by=colour_by, zmax=zmax, length=length, seed=seed)
             # each title on one line in a third of a 1024 px page (~26 characters), so the three panels of a row
-            # start level: a wrapped title pushed its panel below the others. The five steps and the live check are
-            # one component (relviz/components/step_canvas.js), in two rows of three: an L move re-sends one
-            # element where it re-sent 20 (a title, a canvas and a caption each, the check's five), which
-            # Streamlit's React re-rendered one by one (issue 34: the browser's share of a move)
+            # start level: a wrapped title pushed its panel below the others. Each row of three (steps 1-3; steps
+            # 4, 5 and the live check) is one component (relviz/components/step_canvas.js): an L move re-sends two
+            # elements where it re-sent 20 (a title, a canvas and a caption each, the check's five), which
+            # Streamlit's React re-rendered one by one (issue 34: the browser's share of a move). Two, not one: the
+            # first row is a tour's subject, whole on a 1280 x 720 projector
             exact, garbage = skew_words.causal_check_words(proof["causal_lower"], proof["causal_upper"])
-            panels = [
-                step(words["qer"], ("causal", "qer"), y_title="query i", x_title="column m", show_scale=True,
-                     **common),
-                step(words["padded"], ("causal", "padded"), y_title="query i", **common),
-                step(words["reshaped"], ("causal", "reshaped"), **common),
-                step(words["skewed"], ("causal", "skewed"), x_title="key j", y_title="query i", **common),
-                step(words["masked"], ("causal", "masked"), x_title="key j", y_title="query i", **common),
-                check_panel(CHECK_TITLE, [("success", exact), ("caption", skew_words.NAIVE_GATHER),
-                                          ("warning", garbage), ("text", skew_words.NOT_IN_AN_ENCODER)]),
-            ]
-            display.show_steps(steps_json(panels, [1, 1, 1]), key="skew_fig_qer")
+            row1 = [step(words["qer"], ("causal", "qer"), y_title="query i", x_title="column m", show_scale=True,
+                         **common),
+                    step(words["padded"], ("causal", "padded"), y_title="query i", **common),
+                    step(words["reshaped"], ("causal", "reshaped"), **common)]
+            row2 = [step(words["skewed"], ("causal", "skewed"), x_title="key j", y_title="query i", **common),
+                    step(words["masked"], ("causal", "masked"), x_title="key j", y_title="query i", **common),
+                    check_panel(CHECK_TITLE, [("success", exact), ("caption", skew_words.NAIVE_GATHER),
+                                              ("warning", garbage), ("text", skew_words.NOT_IN_AN_ENCODER)])]
+            display.show_steps(steps_json(row1, [1, 1, 1]), key="skew_fig_qer")
+            display.show_steps(steps_json(row2, [1, 1, 1]), key="skew_fig_skewed")
             st.markdown(skew_words.WHY_THE_SKEW)
             display.code_for_this_view(skew_snippet(length, seed, bidirectional=False, dim=DEMO_DIM),
                                        note="result is step 4 (S_rel before the mask); masked is step 5.",
@@ -143,10 +143,11 @@ def steps() -> None:
             top = [step(words["qer"], ("bidirectional", "qer"), y_title="query i", x_title="column m",
                         show_scale=True, width_budget=520, **common),
                    check_panel(CHECK_TITLE, [("success", exact), ("warning", wrong),
-                                             ("caption", skew_words.BIDIRECTIONAL_PRICE)]),
-                   step(words["window"], ("bidirectional", "window"), y_title="query i", width_budget=760,
-                        **common)]
-            display.show_steps(steps_json(top, [2.2, 1], spans={2: 2}), key="skew_fig_bi_qer")
+                                             ("caption", skew_words.BIDIRECTIONAL_PRICE)])]
+            display.show_steps(steps_json(top, [2.2, 1]), key="skew_fig_bi_qer")   # a tour's subject, as above
+            window = step(words["window"], ("bidirectional", "window"), y_title="query i", width_budget=760,
+                          **common)
+            display.show_steps(steps_json([window], [1]), key="skew_fig_bi_window")
             bottom = st.columns(2)
             with bottom[0]:
                 result = step(words["result"], ("bidirectional", "result"), x_title="key j", y_title="query i",

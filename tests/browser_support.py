@@ -28,8 +28,9 @@ PLOT_STATE_JS = """() => {
   const sig = v => v == null ? null
     : (v.bdata !== undefined ? v.bdata.length + ':' + v.bdata.slice(0, 300) + v.bdata.slice(-300)
     : (Array.isArray(v) ? v.length + ':' + JSON.stringify(v.slice(0, 50)).slice(0, 600) : String(v).slice(0, 400)));
-  // relviz's canvas components (in their shadow roots): a drawing counts, with what the picture is called
-  const canvases = [...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)
+  // relviz's canvas components (in their shadow roots; the Skew steps in the page's DOM): a drawing counts, with
+  // what the picture is called
+  const canvases = [document, ...[...document.querySelectorAll('*')].map(e => e.shadowRoot).filter(Boolean)]
     .flatMap(root => [...root.querySelectorAll('.relviz-toeplitz, .relviz-xy, .relviz-grid, .relviz-step')])
     .map(r => (r.querySelector('canvas')?.getAttribute('aria-label') || '') + '#' + r.dataset.draws);
   return Array.from(document.querySelectorAll('.js-plotly-plot'))
@@ -39,8 +40,8 @@ PLOT_STATE_JS = """() => {
     .concat(canvases).join('|');
 }"""
 
-#: A page's first picture drawn: a plotly chart, or a step of the Skew page (a canvas component, whose shadow root
-#: Playwright's selectors see into).
+#: A page's first picture drawn: a plotly chart, or a step of the Skew page (a canvas component; Playwright's
+#: selectors see into the shadow roots of the others).
 PICTURE_DRAWN = ".js-plotly-plot .main-svg, .relviz-step canvas"
 
 

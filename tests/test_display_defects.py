@@ -211,10 +211,13 @@ def test_skew_panel_titles_fit_a_third_of_the_page_on_one_line():
     from plotly_data import canvas_data
 
     at = run_page("skew")
-    # the causal tab's steps and its check are one element (relviz.figures.skew_canvas.steps_json), in rows of three
-    steps = next(canvas_data(e.proto.json) for e in at.get("bidi_component") if e.proto.id.endswith("skew_fig_qer"))
-    assert steps["columns"] == [1, 1, 1] and all(p["span"] == 1 for p in steps["panels"])
-    titles = [p["title"] for p in steps["panels"]]
+    # the causal tab's steps and its check are drawn by the steps component (relviz.figures.skew_canvas.steps_json),
+    # one element a row of three
+    rows = [canvas_data(e.proto.json) for e in at.get("bidi_component") if e.proto.id.endswith(("skew_fig_qer",
+                                                                                                 "skew_fig_skewed"))]
+    assert [row["columns"] for row in rows] == [[1, 1, 1]] * 2
+    assert all(p["span"] == 1 for row in rows for p in row["panels"])
+    titles = [p["title"] for row in rows for p in row["panels"]]
     causal = titles[:titles.index("Live check: naive gather") + 1]       # steps 1 … 5 and row 2's third heading
     assert [t[0] for t in causal] == ["1", "2", "3", "4", "5", "L"], causal
     assert all(len(t) <= 26 for t in causal), causal

@@ -96,7 +96,7 @@ def test_skew_page_snippet_reproduces_the_result(tab):
     blocks = [c.value for c in at.code if "result =" in c.value]
     ns = _run_code(blocks[0])
     # the bidirectional result / the causal sliced step (S_rel before the mask)
-    values = _shown_values(_step(at, "skew_fig_bi_result", "result") if tab else _step(at, "skew_fig_qer", "skewed"))
+    values = _shown_values(_step(at, "skew_fig_bi_result", "result") if tab else _step(at, "skew_fig_skewed", "skewed"))
     np.testing.assert_allclose(ns["result"].numpy(), values, rtol=0, atol=1e-6)
 
 

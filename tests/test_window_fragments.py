@@ -124,8 +124,9 @@ def test_a_skew_length_move_reruns_the_steps_fragment_and_draws_what_a_fresh_lin
     fresh link at that L draws it; the memory panel below the steps (its own controls) is not sent again."""
     runs = _check_fragment_move(base, "skew", {"skew_L": 16, "skew_tab": tab}, "skew_L", 15,
                                 outside=[_first_line(PAPER_FIGURES)], share=0.7)
-    # the causal tab's steps and check are one element; the encoder tab's are two, beside its plotly chart
-    assert len(runs["moved"]["charts"]) == len(runs["fresh"]["charts"]) == (1 if tab.startswith("Causal") else 3)
+    # the causal tab's steps and check are two elements (a row of three each); the encoder tab's three, beside its
+    # plotly chart
+    assert len(runs["moved"]["charts"]) == len(runs["fresh"]["charts"]) == (2 if tab.startswith("Causal") else 4)
     assert _canonical(runs["moved"]["charts"]) == _canonical(runs["fresh"]["charts"])
     assert set(runs["moved"]["texts"]) <= set(runs["fresh"]["texts"])
     # the steps' words follow L too ("distance m − 14"): they are drawn with the steps, as a fresh link at 15 does

@@ -109,6 +109,10 @@ def outline_bars(key: str, bars: list[tuple[int, int]]) -> None:
 #: relviz's canvas components: Streamlit's name -> the file (relviz/components/) with its own JavaScript
 _COMPONENT_FILES = {"relviz_toeplitz_canvas": "toeplitz_canvas.js", "relviz_xy_canvas": "xy_canvas.js",
                     "relviz_grid_canvas": "grid_canvas.js", "relviz_step_canvas": "step_canvas.js"}
+#: the components whose elements sit in the page's own DOM, not a shadow root: the Skew steps' titles, captions and
+#: check are text a visitor reads, which the page's checks of cut text (tests/browser_support.CLIPPED_JS) and its
+#: readers find there; their styles are the component's own classes ("relviz-steps …") and inline
+_IN_PAGE_DOM = frozenset({"relviz_step_canvas"})
 _components: dict[str, object] = {}   # each registered once per process, on its first use
 
 
@@ -119,8 +123,8 @@ def _mount(component: str, payload: dict | str, *, key: str, **fields) -> None:
     dataframe, which imports pandas and pyarrow on a server's first canvas (~0.5-2 s of a cold first run) and walks
     the dict on every run."""
     if component not in _components:
-        _components[component] = st.components.v2.component(component,
-                                                             js=component_js(_COMPONENT_FILES[component]))
+        _components[component] = st.components.v2.component(component, js=component_js(_COMPONENT_FILES[component]),
+                                                             isolate_styles=component not in _IN_PAGE_DOM)
     data = {"json": payload} if isinstance(payload, str) else payload
     _components[component](key=key, data=data | fields | {"toolbar": not presenting()}, width="stretch",
                            height="content")
