@@ -181,7 +181,7 @@ def show_grid_panels(payload: dict | str, *, key: str) -> None:
 
 def show_steps(steps: str, *, key: str) -> None:
     """Draw skew steps (relviz.figures.skew_canvas.steps_json: the steps' titles, pictures and captions and a check
-    panel, in a grid) with the steps component (relviz/components/step_canvas.js), one element for them all: a move
+    panel, in a grid) with the steps component (relviz/components/step_canvas.js), one element for the grid: a move
     that changes them redraws the same pictures in place, and Streamlit re-renders one element, not a title, a
     canvas and a caption per step."""
     _mount("relviz_step_canvas", steps, key=key)
