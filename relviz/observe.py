@@ -45,7 +45,8 @@ from relviz.observe_record import INDEXER_SCOPE, PRE_SCALE as _PRE_SCALE, Record
     inputs as _inputs, layer_list as _layers, partners as _partners, rotation_input as _rotation_input
 from relviz.observe_shrink import SMALL_CHUNK, SMALL_WINDOW, fills, shrink
 
-__all__ = ["Observation", "LayerObservation", "observe", "shrink", "verified_plan",
+__all__ = ["Observation", "LayerObservation", "observe", "shrink", "verified_plan", "transformers_refusal",
+           "REFUSED_BY_TRANSFORMERS",
            "PROBE_LENGTHS", "SMALL_WINDOW", "SMALL_CHUNK"]
 
 PROBE_LENGTHS = (12, 20)
@@ -91,8 +92,12 @@ class Observation:
     attribute_map: dict[str, str] = field(default_factory=dict)  # the config class's aliases (n_layer, d_model)
 
 
-def observe(config: Mapping[str, Any], *, causal_lm: bool = False) -> Observation:
+def observe(config: Mapping[str, Any], *, causal_lm: bool = False, probes: bool = True) -> Observation:
     """What transformers runs per layer for ``config`` (a parsed config.json, already small: see ``shrink``).
+
+    ``probes=False``: the model built and run at the probe lengths only (its recorded calls read as always), without
+    the probes that replace a layer's input or read the embedding stage: enough to say whether transformers builds
+    and runs it (``transformers_refusal``), never enough to verify a plan.
 
     One observation at a time, on one torch thread (restored after): the tiny model's matrices gain nothing
     from a second thread, and on a loaded machine two threads cost 4-6× (llama 5.3 s vs 1.3 s at load 14)."""
@@ -100,7 +105,7 @@ def observe(config: Mapping[str, Any], *, causal_lm: bool = False) -> Observatio
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return _observe(json.dumps(config, sort_keys=True), causal_lm)
+            return _observe(json.dumps(config, sort_keys=True), causal_lm, probes)
         finally:
             torch.set_num_threads(threads)
 
@@ -109,16 +114,18 @@ _ONE_AT_A_TIME = threading.Lock()
 
 
 @functools.lru_cache(maxsize=64)
-def _observe(key: str, causal_lm: bool = False) -> Observation:
+def _observe(key: str, causal_lm: bool = False, probes: bool = True) -> Observation:
     start = time.perf_counter()
     config = json.loads(key)
     layers = config.get("num_hidden_layers")
     if isinstance(layers, int) and layers > MAX_OBSERVED_LAYERS:
         raise ValueError(f"config field num_hidden_layers is {layers}: the observer builds at most "
                          f"{MAX_OBSERVED_LAYERS} layers (published models have fewer)")
-    hf_config, model, version = build(config)
-    if has_causal_lm(hf_config, model) and (causal_lm or not runs(model, PROBE_LENGTHS[0])):   # Whisper's wants audio: the decoder
-        hf_config, model, version = build(config, causal=True)
+    # an encoder-decoder read as its causal LM is built as that alone (decided on the meta device: a base model
+    # built only to be thrown away cost Marian's 100,000-row sinusoidal table twice more)
+    hf_config, model, version = build(config, causal_if_encoder_decoder=causal_lm)
+    if not causal_lm and has_causal_lm(hf_config, model) and not runs(model, PROBE_LENGTHS[0]):   # Whisper's wants
+        hf_config, model, version = build(config, causal=True)                                    # audio: the decoder
     text = getattr(hf_config, "get_text_config", lambda: hf_config)()
     count = getattr(text, "num_hidden_layers", None)
     if not isinstance(count, int):
@@ -126,7 +133,7 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
     layers = _layers(model, count)
     # a family outside the table is also run long, on a copy no forward has touched yet (BigBird switches itself
     # to full attention for good on its first short input)
-    pristine = copy.deepcopy(model) if not family_of(str(config["model_type"]), config)[0] else None
+    pristine = copy.deepcopy(model) if probes and not family_of(str(config["model_type"]), config)[0] else None
     modeling = sys.modules[type(model).__module__]
     seen = [LayerObservation(k) for k in range(count)]
     for k, layer in enumerate(layers):
@@ -193,6 +200,10 @@ def _observe(key: str, causal_lm: bool = False) -> Observation:
             here.kinds = (ATTENTION, *here.kinds)
     if any(here.at_softmax for here in seen):
         _softmax_bias(model, modeling, seen, config["model_type"])
+    if not probes:
+        return Observation(config["model_type"], seen, time.perf_counter() - start, version,
+                           InputPosition(None, "not probed (the observer was asked whether transformers runs it only)"),
+                           dict(getattr(text, "attribute_map", {}) or {}))
     def run(ids: torch.Tensor) -> Any:
         return model(**_inputs(model, ids.shape[-1], ids), use_cache=False)
     try:
@@ -279,6 +290,32 @@ def verified_plan(config: Mapping[str, Any], *, source: str = "config", causal_l
     return copy.deepcopy(_verified(key, source, table, causal_lm))
 
 
+def transformers_refusal(config: Mapping[str, Any], *, causal_lm: bool = False) -> str:
+    """The observer's refusal of ``config`` where transformers itself does not take it (its config class refuses
+    it, or it cannot build or run the shrunk model: ``REFUSED_BY_TRANSFORMERS``), else "".
+
+    The same steps as ``verified_plan`` up to the recorded forwards at the probe lengths, without the probes that
+    verify a plan: for a config relviz refuses to read, where what transformers would run decides nothing but
+    whether transformers runs it at all (relviz.zoo_search)."""
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config must be a dict (a parsed config.json); got {type(config).__name__}")
+    text = config.get("text_config")
+    side = text if isinstance(text, Mapping) and isinstance(text.get("model_type"), str) else config
+    try:
+        json.dumps(config, sort_keys=True)
+        _observe_shrunk(side, _accepted(side), causal_lm, probes=False)
+    except (TypeError, ValueError) as exc:
+        message = str(exc)
+        return message if any(words in message for words in REFUSED_BY_TRANSFORMERS) else ""
+    return ""
+
+
+#: words of the observer's refusal that mean transformers itself did not take the config (its config class refuses
+#: it, it cannot build or run the shrunk model); its own size cap ("could not build a small model") is relviz's
+REFUSED_BY_TRANSFORMERS = ("could not build a '", "could not run a '", "could not build its default",
+                        "its config class refuses")
+
+
 def _accepted(config: Mapping[str, Any]) -> list[str]:
     """The fields the config leaves null and its transformers config class leaves null too (Ministral's head_dim:
     its model then fails to build), which the shrunk config must keep null: shrinking fills a null with what a class
@@ -354,7 +391,7 @@ def _verified(key: str, source: str, table: str, causal_lm: bool = False) -> Mod
 HEADS_TRIED = (2, 4)
 
 
-def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = (), causal_lm: bool = False
+def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = (), causal_lm: bool = False, probes: bool = True
                     ) -> tuple[dict[str, Any], Observation]:
     """The shrunk config and what transformers ran of it: two heads, or four where two cannot build or run
     (``nulls``: fields kept null, see ``_accepted``)."""
@@ -365,22 +402,22 @@ def _observe_shrunk(config: Mapping[str, Any], nulls: list[str] = (), causal_lm:
         # choice (X-MOD's language): no position depends on them
         small = {**shrink(config, heads_to=heads), **{k: None for k in nulls if not fills(k)}}
         try:
-            return small, observe(small, causal_lm=causal_lm)
+            return small, observe(small, causal_lm=causal_lm, probes=probes)
         except ValueError as exc:
             if _TOO_LARGE in str(exc):
-                return _narrower(config, nulls, causal_lm, heads, exc)
+                return _narrower(config, nulls, causal_lm, heads, exc, probes)
             if heads == HEADS_TRIED[-1] or not any(words in str(exc) for words in _TRANSFORMERS_REFUSED):
                 raise
     raise AssertionError("unreachable")
 
 
-def _narrower(config: Mapping[str, Any], nulls: list[str], causal_lm: bool, heads: int, too_large: ValueError
-              ) -> tuple[dict[str, Any], Observation]:
+def _narrower(config: Mapping[str, Any], nulls: list[str], causal_lm: bool, heads: int, too_large: ValueError,
+              probes: bool = True) -> tuple[dict[str, Any], Observation]:
     """A model still past the size cap with its head width kept (xLSTM's heads are 512 wide): narrower heads, where the
     config names no head dim and nothing rotates (the head width is kept for RoPE alone); else the cap's refusal."""
     small = {**shrink(config, heads_to=heads, narrow=True), **{k: None for k in nulls if not fills(k)}}
     try:
-        seen = observe(small, causal_lm=causal_lm)
+        seen = observe(small, causal_lm=causal_lm, probes=probes)
     except ValueError:
         raise too_large from None
     if any(o.rotations for o in seen.layers):

@@ -26,7 +26,10 @@ MAX_PARAMETERS = 60_000_000
 MAX_BUFFER_BYTES = 1 << 30
 
 
-def build(config: Mapping[str, Any], *, causal: bool = False):
+def build(config: Mapping[str, Any], *, causal: bool = False, causal_if_encoder_decoder: bool = False):
+    """(hf_config, model, transformers version) for ``config``: its base model class, or its causal LM where
+    ``causal``, or where ``causal_if_encoder_decoder`` and the base model is an encoder-decoder with a causal LM of
+    its own (``has_causal_lm``, decided on the meta device, so the base model is never built only to be dropped)."""
     transformers = transformers_module()
     AutoConfig = transformers.AutoConfig
     fields = dict(config)
@@ -46,17 +49,10 @@ def build(config: Mapping[str, Any], *, causal: bool = False):
                 fields[key] = min(defaults[key], small)
         hf_config = AutoConfig.for_model(model_type, **fields)
         hf_config._attn_implementation = "eager"
-        with torch.device("meta"):                      # count first: nothing large is ever allocated
-            counted = model_class(hf_config, causal).from_config(hf_config, attn_implementation="eager")
-        size = sum(p.numel() for p in counted.parameters())
-        if size > MAX_PARAMETERS:
-            raise _TooLarge(f"{model_type!r} shrunk to tiny widths still has {size / 1e6:.0f}M parameters (more than "
-                            f"{MAX_PARAMETERS / 1e6:.0f}M): its width fields are not ones relviz shrinks")
-        held = sum(b.numel() * b.element_size() for b in counted.buffers())
-        if held > MAX_BUFFER_BYTES:     # GPT-Neo's causal mask buffer is max_position_embeddings² per layer
-            raise _TooLarge(f"{model_type!r} shrunk to tiny widths still holds {held / 2**30:.1f} GiB of buffers "
-                            f"(more than {MAX_BUFFER_BYTES / 2**30:.0f} GiB; a mask buffer of its context squared, "
-                            "which relviz keeps as the config says)")
+        counted = _counted(hf_config, causal, model_type)
+        if not causal and causal_if_encoder_decoder and has_causal_lm(hf_config, counted):
+            causal = True
+            _counted(hf_config, causal, model_type)
         torch.manual_seed(0)
         model = model_class(hf_config, causal).from_config(hf_config, attn_implementation="eager").eval()
         _unzeroed(model)
@@ -66,6 +62,22 @@ def build(config: Mapping[str, Any], *, causal: bool = False):
         raise ValueError(f"transformers {transformers.__version__} could not build a {model_type!r} model from "
                          f"this config: {type(exc).__name__}: {str(exc)[:300]}") from exc
     return hf_config, model, transformers.__version__
+
+
+def _counted(hf_config: Any, causal: bool, model_type: str) -> torch.nn.Module:
+    """The model built on the meta device (nothing allocated), refused where it is still too large to observe."""
+    with torch.device("meta"):                      # count first: nothing large is ever allocated
+        counted = model_class(hf_config, causal).from_config(hf_config, attn_implementation="eager")
+    size = sum(p.numel() for p in counted.parameters())
+    if size > MAX_PARAMETERS:
+        raise _TooLarge(f"{model_type!r} shrunk to tiny widths still has {size / 1e6:.0f}M parameters (more than "
+                        f"{MAX_PARAMETERS / 1e6:.0f}M): its width fields are not ones relviz shrinks")
+    held = sum(b.numel() * b.element_size() for b in counted.buffers())
+    if held > MAX_BUFFER_BYTES:     # GPT-Neo's causal mask buffer is max_position_embeddings² per layer
+        raise _TooLarge(f"{model_type!r} shrunk to tiny widths still holds {held / 2**30:.1f} GiB of buffers "
+                        f"(more than {MAX_BUFFER_BYTES / 2**30:.0f} GiB; a mask buffer of its context squared, "
+                        "which relviz keeps as the config says)")
+    return counted
 
 
 def runs(model: torch.nn.Module, length: int) -> bool:

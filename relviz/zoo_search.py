@@ -6,7 +6,8 @@ class derives. ``cases(model_type)`` makes those configs from the family's tiny 
 one field varied per case (``VARIATIONS``: each a rule applied to the config's data, the same for every family: a
 case exists only where the family's config holds the field it varies, or where leaving a field out or adding one
 means something); ``classify`` runs relviz's reading (``read_plan``, what a user sees without the observer) and
-the observer (``verified_plan``) on it, and ends the case as one of:
+the observer (``verified_plan``; where the reading refuses, ``transformers_refusal``: whether transformers builds
+and runs it at all, the one thing left to decide) on it, and ends the case as one of:
 
 - ``exact``: the observer built it with transformers and every layer agreed;
 - ``refused``: relviz refused it with a reason (its reading, or the observer's finding);
@@ -29,16 +30,13 @@ from typing import Any
 import torch
 
 from relviz.model_plan import read_plan
-from relviz.observe import verified_plan
+from relviz.observe import REFUSED_BY_TRANSFORMERS, transformers_refusal, verified_plan
 from relviz.zoo import tiny_config
 
 __all__ = ["SettingCase", "Result", "VARIATIONS", "FIELDS", "cases", "classify", "search", "counts", "EXACT", "REFUSED",
            "TRANSFORMERS", "SILENT"]
 
 EXACT, REFUSED, TRANSFORMERS, SILENT = "exact", "refused", "transformers", "silent"
-#: words of the observer's refusal that mean transformers itself did not build or run the config (the observer's own size
-#: cap, "could not build a small model", is relviz's refusal)
-_NOT_BUILT = ("could not build a '", "could not run a '", "could not build its default", "its config class refuses")
 
 #: ... that the plan differs from what transformers ran
 _DIFFERS = "differs from what transformers"
@@ -334,19 +332,20 @@ def _classify(case: SettingCase) -> Result:
         read = ""
     except ValueError as exc:
         read = str(exc)
+    if read:      # refused either way: what transformers runs decides only whether it runs at all
+        outcome = TRANSFORMERS if transformers_refusal(case.config, causal_lm=True) else REFUSED
+        return Result(case, outcome, read, time.perf_counter() - start)
     try:
         verified_plan(case.config, causal_lm=True)
     except ValueError as exc:
         message = str(exc)
-        if any(words in message for words in _NOT_BUILT):
+        if any(words in message for words in REFUSED_BY_TRANSFORMERS):
             outcome = TRANSFORMERS
-        elif not read and _DIFFERS in message:
+        elif _DIFFERS in message:
             outcome = SILENT
         else:
             outcome = REFUSED
-        return Result(case, outcome, read or message, time.perf_counter() - start)
-    if read:      # relviz refuses what transformers runs and the observer confirms: refused all the same
-        return Result(case, REFUSED, read, time.perf_counter() - start)
+        return Result(case, outcome, message, time.perf_counter() - start)
     return Result(case, EXACT, "", time.perf_counter() - start)
 
 
