@@ -1,9 +1,9 @@
 """The sweep over transformers' zoo: every text family it ships, built tiny and read, exactly or refused.
 
-``text_families()`` lists the model_types transformers maps to a causal language model (its own
-``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``, read at run time, never a hand-written list). ``tiny_config``
-builds each family's config class with its defaults and at most ``LAYERS`` layers; ``sweep`` hands each
-to ``relviz.observe.verified_plan``, which builds the model, runs it and compares the plan layer by layer (an
+``text_families()`` lists the model_types transformers maps to a text task (its own auto mappings: causal and
+masked LMs, sequence-to-sequence, classification, question answering, pretraining, text encoding; read at run time,
+never a hand-written list). ``tiny_config`` builds each family's config class with its defaults and at most
+``LAYERS`` layers; ``sweep`` hands each to ``relviz.observe.verified_plan``, which builds the model, runs it and compares the plan layer by layer (an
 encoder-decoder family as the causal LM the mapping names, its decoder alone: BartForCausalLM).
 Each family ends as ``exact`` (every layer equal to what transformers ran) or ``refused`` with the reason,
 grouped by ``REASONS``; there is no third outcome, so a misreading cannot pass silently.
@@ -20,7 +20,7 @@ from relviz.observe import verified_plan
 from relviz.observe_build import auto, auto_config, model_class
 from relviz.model_plan import OBSERVED
 
-__all__ = ["Outcome", "Reason", "text_families", "tiny_config", "sweep", "summary", "REASONS", "RAN", "LAYERS"]
+__all__ = ["Outcome", "Reason", "text_families", "TEXT_MAPPINGS", "tiny_config", "sweep", "summary", "REASONS", "RAN", "LAYERS"]
 
 #: layers per tiny model: enough for every interleaving period in today's families (Gemma 3's 6, Jamba's 8)
 LAYERS = 8
@@ -75,9 +75,20 @@ class Outcome:
     seconds: float
 
 
+#: transformers' auto mappings whose models take token ids: a model_type any of them names is a text family (a
+#: composite's text side, read as the observer reads it); the causal LMs alone left out every encoder (BERT's kin,
+#: EuroBERT's and GTE's rotary encoders, T5's) and every composite mapped to a pretraining head (LLaVA's kin)
+TEXT_MAPPINGS = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
+                 "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
+                 "MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES", "MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES",
+                 "MODEL_FOR_MULTIPLE_CHOICE_MAPPING_NAMES", "MODEL_FOR_PRETRAINING_MAPPING_NAMES",
+                 "MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES", "MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES")
+
+
 def text_families() -> list[str]:
-    """Every model_type transformers maps to a causal LM (its auto mapping, as installed)."""
-    return sorted(auto().MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    """Every model_type transformers maps to a text task (``TEXT_MAPPINGS``: its auto mappings, as installed)."""
+    mappings = auto()
+    return sorted({t for name in TEXT_MAPPINGS for t in getattr(mappings, name, {})})
 
 
 def tiny_config(model_type: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import copy
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -350,10 +350,13 @@ def _classify(case: SettingCase) -> Result:
 
 
 def search(families: Iterable[str], *, seed: int = 0, per_field: int | None = None,
-           fields: Iterable[str] = FIELDS, progress: Callable[[str, list[Result]], None] | None = None
-           ) -> list[Result]:
+           fields: Iterable[str] = FIELDS, progress: Callable[[str, list[Result]], None] | None = None,
+           workers: int = 1) -> list[Result]:
     """The cases of ``families``, at most ``per_field`` per field varied (drawn with ``seed``; None: all);
-    ``progress(model_type, its results)`` after each family's cases."""
+    ``progress(model_type, its results)`` after each family's cases; ``workers`` processes classify them (each case
+    on one torch thread: a second process, not a second thread, is what a second core is good for here)."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers must be a whole number ≥ 1; got {workers!r}")
     fields = tuple(fields)
     families = list(dict.fromkeys(families))
     pool: dict[str, list[SettingCase]] = {f: [] for f in fields}
@@ -367,15 +370,31 @@ def search(families: Iterable[str], *, seed: int = 0, per_field: int | None = No
     rng = random.Random(seed)
     chosen = [c for f in fields for c in (pool[f] if per_field is None or len(pool[f]) <= per_field
                                           else rng.sample(pool[f], per_field))]
-    out: list[Result] = []
-    for model_type in families:                          # family by family, its fields in order
-        done = [classify(c) for c in chosen if c.model_type == model_type]
-        if not done:
-            continue
+    groups = [g for g in ([c for c in chosen if c.model_type == t] for t in families) if g]  # family by family,
+    out: list[Result] = []                                                                   # its fields in order
+    for done in _classified(groups, workers):
         out.extend(done)
         if progress is not None:
-            progress(model_type, done)
+            progress(done[0].case.model_type, done)
     return out
+
+
+def _classify_all(group: list[SettingCase]) -> list[Result]:
+    return [classify(c) for c in group]
+
+
+def _classified(groups: list[list[SettingCase]], workers: int) -> Iterator[list[Result]]:
+    """Each family's results, in order: here, or over ``workers`` fresh processes (a family's cases in one, so the
+    observer's caches serve it as they would here; every case seeds its own model, so where it runs changes
+    nothing of its result)."""
+    if workers <= 1 or len(groups) <= 1:
+        yield from map(_classify_all, groups)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(min(workers, len(groups)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield from pool.map(_classify_all, groups)
 
 
 def counts(results: Iterable[Result]) -> dict[str, Counter]:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FAMILIES", "READ", "ROPE_DECODER", "HYBRID_FIELDS", "WINDOW_MASK", "check_family", "family_of"]
+__all__ = ["FAMILIES", "READ", "ROPE_DECODER", "ROPE_ENCODER", "BIDIRECTIONAL", "HYBRID_FIELDS", "WINDOW_MASK",
+           "check_family", "family_of"]
 
 DECODER = {"decoder": {"layers_field": "num_hidden_layers", "causal": True}}
 ENCODER = {"encoder": {"layers_field": "num_hidden_layers", "causal": False}}
@@ -435,23 +436,30 @@ FAMILIES.update({t: _with_rotation_option(FAMILIES[t], "default_rule_partial", r
 WINDOW_MASK: dict[str, tuple[str, ...]] = {
     "every_layer": (
         "blt", "doge", "ministral3", "mistral", "mixtral", "phi3", "phi4_multimodal", "phimoe", "qwen3_moe",
-        "starcoder2"),
+        "starcoder2", "voxtral_realtime_text"),
     "never": (
-        "apertus", "arcee", "aria_text", "axk1", "axk2", "bamba", "bart", "bert", "bert-generation", "big_bird",
-        "bigbird_pegasus", "biogpt", "bitnet", "blenderbot", "blenderbot-small", "bloom", "camembert",
-        "codegen", "cohere", "cpmant", "ctrl", "data2vec-text", "dbrx", "deepseek_v2", "deepseek_v3",
-        "deepseek_v32", "diffllama", "electra", "emu3_text_model", "ernie", "ernie4_5", "ernie4_5_moe",
-        "falcon", "falcon_h1", "falcon_mamba", "flex_olmo", "gemma", "gemma4_assistant", "git", "glm", "glm4",
-        "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "gpt-sw3", "gpt2", "gpt_bigcode", "gpt_neo", "gpt_neox",
-        "gpt_neox_japanese", "gptj", "granite", "granitemoe", "granitemoehybrid", "granitemoeshared", "helium",
-        "hrm_text", "hunyuan_v1_dense", "hunyuan_v1_moe", "hy_v3", "hy_v4", "hyperclovax", "internlm3",
-        "iquestcoder", "jais2", "jetmoe", "llama", "longcat_flash", "mamba", "mamba2", "marian", "mbart",
-        "megatron-bert", "minicpm3", "minimax_m2", "minimax_m3_vl_text", "mllama_text_model", "moshi", "mpt",
-        "musicgen", "musicgen_melody", "mvp", "nanochat", "nemotron", "nemotron_h", "olmo", "olmo2", "olmoe",
-        "openai-gpt", "opt", "pegasus", "persimmon", "phi", "plbart", "prophetnet", "qwen4_exp_text",
-        "reformer", "rembert", "roberta", "roberta-prelayernorm", "roc_bert", "roformer", "rwkv", "seed_oss",
-        "solar_open", "stablelm", "trocr", "whisper", "xglm", "xlm", "xlm-roberta", "xlm-roberta-xl", "xlnet",
-        "xlstm", "xmod", "youtu", "zamba", "zamba2"),
+        "albert", "apertus", "arcee", "aria_text", "axk1", "axk2", "bamba", "bart", "bert", "bert-generation",
+        "big_bird", "bigbird_pegasus", "biogpt", "bitnet", "blenderbot", "blenderbot-small", "bloom", "bros",
+        "camembert", "canine", "clip_text_model", "codegen", "cohere", "convbert", "cpmant", "ctrl", "data2vec-text",
+        "dbrx", "deberta", "deberta-v2", "deepseek_v2", "deepseek_v3", "deepseek_v32", "diffllama", "distilbert",
+        "electra", "emu3_text_model", "encoder-decoder", "ernie", "ernie4_5", "ernie4_5_moe", "esm", "esmc",
+        "eurobert", "evolla", "falcon", "falcon_h1", "falcon_mamba", "flaubert", "flava_text_model", "flex_olmo",
+        "fnet", "fsmt", "funnel", "gemma", "gemma4_assistant", "git", "glm", "glm4", "glm4_moe", "glm4_moe_lite",
+        "glm_moe_dsa", "gpt-sw3", "gpt2", "gpt_bigcode", "gpt_neo", "gpt_neox", "gpt_neox_japanese", "gptj", "granite",
+        "granitemoe", "granitemoehybrid", "granitemoeshared", "gte", "helium", "hiera", "hrm_text", "hunyuan_v1_dense",
+        "hunyuan_v1_moe", "hy_v3", "hy_v4", "hyperclovax", "ibert", "idefics", "internlm3", "iquestcoder", "jais2",
+        "jetmoe", "jina_embeddings_v3", "layoutlm", "layoutlmv2", "layoutlmv3", "led", "lilt", "llama",
+        "longcat_flash", "longformer", "longt5", "luke", "lxmert", "m2m_100", "mamba", "mamba2", "marian", "markuplm",
+        "mbart", "megatron-bert", "minicpm3", "minimax_m2", "minimax_m3_vl_text", "mistral4", "mistral_large4_text",
+        "mllama_text_model", "mobilebert", "modernbert", "molmo2_text", "moshi", "mpnet", "mpt", "mra", "mt5",
+        "musicgen", "musicgen_melody", "mvp", "nanochat", "nemotron", "nemotron_h", "neomme", "nllb-moe", "nomic_bert",
+        "nystromformer", "olmo", "olmo2", "olmoe", "openai-gpt", "openai_privacy_filter", "opt", "pegasus",
+        "pegasus_x", "perceiver", "persimmon", "phi", "plbart", "prophetnet", "qwen4_exp_text", "reformer", "rembert",
+        "roberta", "roberta-prelayernorm", "roc_bert", "roformer", "rwkv", "seamless_m4t", "seamless_m4t_v2",
+        "seed_oss", "solar_open", "splinter", "squeezebert", "stablelm", "switch_transformers", "t5", "tapas",
+        "tipsv2_text_model", "trocr", "ultrabert", "umt5", "unispeech", "unispeech-sat", "videomae", "visual_bert",
+        "vit_mae", "wav2vec2", "wav2vec2-conformer", "whisper", "xglm", "xlm", "xlm-roberta", "xlm-roberta-xl",
+        "xlnet", "xlstm", "xmod", "yoso", "youtu", "zamba", "zamba2"),
 }
 
 
@@ -463,8 +471,19 @@ def _with_pattern_option(entry: dict[str, Any], key: str, value: Any) -> dict[st
     return {**entry, "mechanisms": {**mechanisms, "pattern": {**mechanisms["pattern"], key: value}}}
 
 
-#: the standard reading of a family outside the table whose window mask is not per layer type
-_ROPE_DECODER_BY_MASK = {rule: _with_pattern_option(ROPE_DECODER, "window_mask", rule) for rule in WINDOW_MASK}
+#: the model_types outside the table with RoPE settings whose modeling (transformers 5.23) masks bidirectionally only:
+#: it calls ``create_bidirectional_mask`` and never ``create_causal_mask`` (tests/test_zoo_search.py reads them
+#: again), so the standard reading of them is an encoder's, every key seen; the settings search found them read as
+#: causal decoders, silently, once it walked the encoders transformers maps to a masked LM or an embedding model
+BIDIRECTIONAL: tuple[str, ...] = ("esmc", "eurobert", "gte", "jina_embeddings_v3", "neomme", "nomic_bert", "ultrabert")
+#: ... that standard reading: a rotation on every layer of one bidirectional stack
+ROPE_ENCODER: dict[str, Any] = {"stacks": ENCODER, "mechanisms": {"rotation": {}, "pattern": {}}}
+#: the standard reading of a family outside the table: (bidirectional, its window mask rule) -> its entry
+_ROPE_READING = {(bidirectional, rule): _with_pattern_option(ROPE_ENCODER if bidirectional else ROPE_DECODER,
+                                                             "window_mask", rule) if rule else
+                 (ROPE_ENCODER if bidirectional else ROPE_DECODER)
+                 for bidirectional in (False, True) for rule in (None, *WINDOW_MASK)}
+_BIDIRECTIONAL = frozenset(BIDIRECTIONAL)
 #: model_type -> its WINDOW_MASK rule
 _MASK_RULE = {t: rule for rule, types in WINDOW_MASK.items() for t in types}
 assert len(_MASK_RULE) == sum(map(len, WINDOW_MASK.values()))
@@ -594,10 +613,11 @@ def _check_mechanisms(where: str, table: dict[str, Any], MECHANISMS: dict[str, A
 
 def family_of(model_type: str, config: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """(the family's entry, whether it came from the table) — the standard rotary reading for a model_type
-    the table lacks whose config has RoPE settings; ({}, False) when neither. The entry's keys are checked
+    the table lacks whose config has RoPE settings (a causal decoder's; an encoder's for ``BIDIRECTIONAL``, with
+    its ``WINDOW_MASK`` rule); ({}, False) when neither. The entry's keys are checked
     (:func:`check_family`) each time it is read, so an entry added or edited by hand fails at its first use."""
     if model_type in FAMILIES:
         return check_family(model_type, FAMILIES[model_type]), True
     if any(config.get(f) is not None for f in ROPE_FIELDS):
-        return _ROPE_DECODER_BY_MASK.get(_MASK_RULE.get(model_type, ""), ROPE_DECODER), False
+        return _ROPE_READING[model_type in _BIDIRECTIONAL, _MASK_RULE.get(model_type)], False
     return {}, False
