@@ -208,3 +208,25 @@ def test_a_published_config_without_the_fields_its_class_derives_is_observed(sli
     for i in range(4):                                                  # θ = rope_theta's 1e6, head_dim 16
         inv_freq = plan.rope_inv_freq(layer=i).double()
         assert torch.allclose(inv_freq, 1e6 ** (-torch.arange(0, 16, 2).double() / 16))
+
+
+def test_an_encoder_decoder_read_as_its_causal_lm_is_built_as_that_alone(monkeypatch):
+    """The zoo reads BART as BartForCausalLM: the base model is never built to be dropped (Marian's and Pegasus's
+    100,000-row sinusoidal tables were computed twice more for it); whether to is decided on the meta device.
+    Llama has no encoder: its base model is built, as without the flag."""
+    from relviz import observe_build
+
+    built = []
+    real = observe_build.model_class
+
+    def counting(hf_config, causal=False):
+        found = real(hf_config, causal)
+        built.append((torch.get_default_device().type, causal))
+        return found
+
+    monkeypatch.setattr(observe_build, "model_class", counting)
+    _, model, _ = observe_build.build(shrink(_config("bart", decoder_layers=2, encoder_layers=2)),
+                                      causal_if_encoder_decoder=True)
+    assert type(model).__name__ == "BartForCausalLM" and built == [("meta", False), ("meta", True), ("cpu", True)]
+    _, model, _ = observe_build.build(shrink(_config("llama", num_hidden_layers=2)), causal_if_encoder_decoder=True)
+    assert type(model).__name__ == "LlamaModel"

@@ -10,7 +10,8 @@ pytest.importorskip("transformers")
 
 from relviz.mechanisms.pattern import AttentionPattern  # noqa: E402
 from relviz.model_plan import read_plan  # noqa: E402
-from relviz.zoo_search import EXACT, FIELDS, REFUSED, SILENT, cases, classify, counts, search  # noqa: E402
+from relviz.zoo_search import (EXACT, FIELDS, REFUSED, SILENT, TRANSFORMERS, cases, classify, counts,  # noqa: E402
+                               search)
 
 #: (model_type, field, value): a case of every field; those the search found silent before their fix marked
 CASES = [
@@ -138,7 +139,7 @@ def test_the_window_mask_table_says_what_each_familys_modeling_builds():
     import pathlib
     import sys
 
-    from relviz.mechanisms.families import WINDOW_MASK
+    from relviz.mechanisms.families import BIDIRECTIONAL, WINDOW_MASK
     from relviz.observe_build import auto_config
 
     def source(model_type: str) -> str:
@@ -151,6 +152,9 @@ def test_the_window_mask_table_says_what_each_familys_modeling_builds():
             r"mask_mapping\[\s*self\.config\.layer_types\[", text), model_type
     for model_type in WINDOW_MASK["never"]:
         assert "create_sliding_window_causal_mask" not in source(model_type), model_type
+    for model_type in BIDIRECTIONAL:        # ... and a rotary encoder outside the table masks bidirectionally only
+        text = source(model_type)
+        assert "create_bidirectional_mask" in text and "create_causal_mask" not in text, model_type
 
 
 @pytest.mark.parametrize("model_type, field, value, windows", [
@@ -158,6 +162,8 @@ def test_the_window_mask_table_says_what_each_familys_modeling_builds():
     ("llama", "sliding_window", "4096, where the family holds none", [None] * 8),
     # was silent: Mistral's windows every layer from sliding_window alone, whatever layer_types a config carries
     ("mistral", "layer_types", "alternating, where the family holds none", [4096] * 8),
+    # was silent once the zoo walked the encoders: DeBERTa-v2's model never reads sliding_window either
+    ("deberta-v2", "sliding_window", "4096, where the family holds none", [None] * 8),
 ])
 def test_a_window_field_the_family_does_not_read_its_way_is_read_as_transformers_masks(model_type, field, value,
                                                                                        windows):
@@ -172,3 +178,39 @@ def test_a_shrunk_model_whose_buffers_pass_the_cap_is_refused_before_it_is_alloc
     case = _case("gpt_neo", "max_position_embeddings", "100000")
     result = classify(case)
     assert result.outcome == REFUSED and "GiB of buffers" in result.reason
+
+
+def test_a_rotary_encoder_outside_the_table_is_read_as_an_encoder():
+    """EuroBERT has RoPE settings and no row in the family table: the standard reading had made it a causal decoder
+    (silent on every case, once the zoo walked the masked LMs); transformers masks it bidirectionally."""
+    case = _case("eurobert", "rope_theta", "12345")
+    assert {p.find(AttentionPattern).causal for p in read_plan(case.config).all_layers()} == {False}
+    assert classify(case).outcome == EXACT
+
+
+@pytest.mark.parametrize("field, value, outcome", [
+    ("max_position_embeddings", "16 (below the probe's 20)", TRANSFORMERS),
+    ("sliding_window", "4096, where the family holds none", REFUSED)])
+def test_a_case_relviz_refuses_to_read_asks_transformers_only_whether_it_runs(field, value, outcome):
+    """CamemBERT (outside the table, no RoPE) is refused by the reading; whether transformers runs it decides
+    refused or refused by transformers, and the observer without its probes (transformers_refusal) says the same as
+    the whole observer (verified_plan)."""
+    from relviz.observe import REFUSED_BY_TRANSFORMERS, transformers_refusal, verified_plan
+
+    case = _case("camembert", field, value)
+    with pytest.raises(ValueError, match="not in relviz's family table"):
+        read_plan(case.config)
+    result = classify(case)
+    assert result.outcome == outcome and "not in relviz's family table" in result.reason
+    try:
+        verified_plan(case.config, causal_lm=True)
+        whole = ""
+    except ValueError as exc:
+        whole = str(exc)
+    assert bool(transformers_refusal(case.config, causal_lm=True)) == any(w in whole for w in REFUSED_BY_TRANSFORMERS) \
+        == (outcome == TRANSFORMERS)
+
+
+def test_search_takes_whole_numbers_of_workers():
+    with pytest.raises(ValueError, match="workers must be a whole number"):
+        search(["llama"], workers=0)
