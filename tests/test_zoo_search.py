@@ -151,7 +151,8 @@ def test_the_window_mask_table_says_what_each_familys_modeling_builds():
         assert "else create_sliding_window_causal_mask" in text and not re.search(
             r"mask_mapping\[\s*self\.config\.layer_types\[", text), model_type
     for model_type in WINDOW_MASK["never"]:
-        assert "create_sliding_window_causal_mask" not in source(model_type), model_type
+        text = source(model_type)
+        assert "create_sliding_window_causal_mask" not in text and "bidirectional_sliding_window" not in text, model_type
     for model_type in BIDIRECTIONAL:        # ... and a rotary encoder outside the table masks bidirectionally only
         text = source(model_type)
         assert "create_bidirectional_mask" in text and "create_causal_mask" not in text, model_type

@@ -428,8 +428,9 @@ FAMILIES.update({t: _with_rotation_option(FAMILIES[t], "default_rule_partial", r
 #: how each family's modeling (transformers 5.23) builds its sliding-window mask, where it is not per layer type
 #: (``causal_mask_mapping[config.layer_types[i]]``, the default): ``every_layer``: ``create_sliding_window_causal_mask``
 #: on every layer whenever ``sliding_window`` is set, layer_types never read; ``never``: its modeling calls no
-#: sliding-window mask, so ``sliding_window``, ``use_sliding_window`` and sliding layer types reach no mask (an eager
-#: forward masks causally whatever they say; a converted Mistral checkpoint published as ``llama`` keeps its 4096).
+#: sliding-window mask (causal or bidirectional), so ``sliding_window``, ``use_sliding_window`` and sliding layer
+#: types reach no mask (an eager forward masks as it always does whatever they say; a converted Mistral checkpoint
+#: published as ``llama`` keeps its 4096).
 #: Keyed by the model_type of the side relviz reads (a composite's text_config's); read from that family's
 #: modeling_*.py in the zoo's families (tests/test_zoo_search.py reads them again); the settings search
 #: (relviz.zoo_search) found both read the generic way where a config carries the fields its class does not define
@@ -451,15 +452,14 @@ WINDOW_MASK: dict[str, tuple[str, ...]] = {
         "jetmoe", "jina_embeddings_v3", "layoutlm", "layoutlmv2", "layoutlmv3", "led", "lilt", "llama",
         "longcat_flash", "longformer", "longt5", "luke", "lxmert", "m2m_100", "mamba", "mamba2", "marian", "markuplm",
         "mbart", "megatron-bert", "minicpm3", "minimax_m2", "minimax_m3_vl_text", "mistral4", "mistral_large4_text",
-        "mllama_text_model", "mobilebert", "modernbert", "molmo2_text", "moshi", "mpnet", "mpt", "mra", "mt5",
-        "musicgen", "musicgen_melody", "mvp", "nanochat", "nemotron", "nemotron_h", "neomme", "nllb-moe", "nomic_bert",
-        "nystromformer", "olmo", "olmo2", "olmoe", "openai-gpt", "openai_privacy_filter", "opt", "pegasus",
-        "pegasus_x", "perceiver", "persimmon", "phi", "plbart", "prophetnet", "qwen4_exp_text", "reformer", "rembert",
-        "roberta", "roberta-prelayernorm", "roc_bert", "roformer", "rwkv", "seamless_m4t", "seamless_m4t_v2",
-        "seed_oss", "solar_open", "splinter", "squeezebert", "stablelm", "switch_transformers", "t5", "tapas",
-        "tipsv2_text_model", "trocr", "ultrabert", "umt5", "unispeech", "unispeech-sat", "videomae", "visual_bert",
-        "vit_mae", "wav2vec2", "wav2vec2-conformer", "whisper", "xglm", "xlm", "xlm-roberta", "xlm-roberta-xl",
-        "xlnet", "xlstm", "xmod", "yoso", "youtu", "zamba", "zamba2"),
+        "mllama_text_model", "mobilebert", "molmo2_text", "moshi", "mpnet", "mpt", "mra", "mt5", "musicgen",
+        "musicgen_melody", "mvp", "nanochat", "nemotron", "nemotron_h", "nllb-moe", "nomic_bert", "nystromformer",
+        "olmo", "olmo2", "olmoe", "openai-gpt", "opt", "pegasus", "pegasus_x", "perceiver", "persimmon", "phi",
+        "plbart", "prophetnet", "qwen4_exp_text", "reformer", "rembert", "roberta", "roberta-prelayernorm", "roc_bert",
+        "roformer", "rwkv", "seamless_m4t", "seamless_m4t_v2", "seed_oss", "solar_open", "splinter", "squeezebert",
+        "stablelm", "switch_transformers", "t5", "tapas", "tipsv2_text_model", "trocr", "umt5", "unispeech",
+        "unispeech-sat", "videomae", "visual_bert", "vit_mae", "wav2vec2", "wav2vec2-conformer", "whisper", "xglm",
+        "xlm", "xlm-roberta", "xlm-roberta-xl", "xlnet", "xlstm", "xmod", "yoso", "youtu", "zamba", "zamba2"),
 }
 
 
