@@ -334,6 +334,12 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "reason": "Doge adds to every logit a bias per key computed from the key's value, exp(A·softplus(dt_proj(v))), "
                   "and past keep_window_size keys keeps only those with the largest bias: which keys a query sees "
                   "depends on the content, which no relviz mechanism reads"}},
+    # OpenAI's privacy filter: RoPE settings and no row here, but not the standard decoder (the settings search saw
+    # each of these where the standard reading had read it silently as one)
+    "openai_privacy_filter": {"stacks": ENCODER, "mechanisms": {}, "refuse": {
+        "reason": "OpenAI's privacy filter masks every layer with a bidirectional sliding window, adds attention sinks, "
+                  "and its rotation and softmax scale are not the standard reading's (transformers' run differs from "
+                  "it in each); relviz has no entry that reads them"}},
     # NanoChat: its rotate_half flips the signs, so every pair turns by −θ·p
     "nanochat": {"stacks": DECODER, "mechanisms": {"rotation": {"backwards": True}, "pattern": {}}},
     "kolibri1": {"stacks": DECODER, "mechanisms": {"rotation": {"layer_types": ["sliding_attention"]}, "pattern": {}}},
@@ -500,6 +506,8 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "flint": (("head_dim",), ("layer_types",)),
     **{t: (_ROPE_FIELDS_ANY,) for t in ("cohere", "ernie4_5_moe", "gemma3n_text")},
     "bailing_hybrid": (_ROPE_FIELDS_ANY, ("layer_types",)),
+    # (its class fills layer_types with DSA indexer layers where a config leaves it out)
+    "mistral_large4_text": (("layer_types",),),
     **{t: (("layer_types",),) for t in ("afmoe", "cohere2_moe", "granite_swa", "granitemoe_swa", "granitemoehybrid",
                                         "kolibri1")},
     **{t: (_ROPE_FIELDS_ANY,) for t in ("helium", "lfm2", "mixtral", "mllama_text_model")},
@@ -526,7 +534,7 @@ REQUIRED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 FAMILIES.setdefault("cwm", ROPE_DECODER)
 FAMILIES.update({t: FAMILIES.get(t, ROPE_DECODER) for t in ("hy_v3", "mellum", "minimax_m2", "minimax_m3_vl_text",
-                                                             "olmo_hybrid", "solar_open")})
+                                                             "olmo_hybrid", "solar_open", "mistral_large4_text")})
 FAMILIES.update({t: {**FAMILIES[t], "required": [list(r) for r in required]} for t, required in REQUIRED_FIELDS.items()})
 
 # (a family that windows by a field of its own, GPT-Neo's window_size, builds its own mask: not this rule's)
