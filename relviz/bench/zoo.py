@@ -100,7 +100,8 @@ def search_section(ctx: BenchContext) -> SectionResult:
         outcomes = ", ".join(f"{n} {k}" for k, n in Counter(r.outcome for r in done).most_common())
         ctx.log(f"zoo_search {model_type}: {len(done)} cases, {outcomes}, {sum(r.seconds for r in done):.1f} s")
 
-    workers = ctx.options.get("search_workers") or len(os.sched_getaffinity(0))
+    # (a quick run's few cases do not pay for the fresh processes' imports)
+    workers = ctx.options.get("search_workers") or (1 if ctx.quick else len(os.sched_getaffinity(0)))
     results = search(families, seed=seed, per_field=per_field, progress=progress, workers=workers)
     by_field = counts(results)
     searched = len({r.case.model_type for r in results})

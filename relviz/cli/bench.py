@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--search-families", metavar="T1,T2", help="only these model_types (default every family)")
     group.add_argument("--search-workers", type=int, metavar="N",
                        help="processes that classify the cases, a family to each (default: the CPUs this process may "
-                            "use; 1 runs them here)")
+                            "use, 1 with --quick; 1 runs them here)")
     group = parser.add_argument_group("the checker's mistakes (--only mistakes; relviz/check/mistakes.py)")
     group.add_argument("--mistakes-seed", type=int, default=0, metavar="N", help="the first seed of the cases (0)")
     group.add_argument("--mistakes-per-kind", type=int, metavar="N", help="cases per check kind (300; --quick: 1)")
