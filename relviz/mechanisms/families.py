@@ -451,7 +451,7 @@ WINDOW_MASK: dict[str, tuple[str, ...]] = {
         "dbrx", "deberta", "deberta-v2", "deepseek_v2", "deepseek_v3", "deepseek_v32", "diffllama", "distilbert",
         "electra", "emu3_text_model", "encoder-decoder", "ernie", "ernie4_5", "ernie4_5_moe", "esm", "esmc",
         "eurobert", "evolla", "falcon", "falcon_h1", "falcon_mamba", "flaubert", "flava_text_model", "flex_olmo",
-        "fnet", "fsmt", "funnel", "gemma", "gemma4_assistant", "git", "glm", "glm4", "glm4_moe", "glm4_moe_lite",
+        "fnet", "fsmt", "funnel", "gemma", "git", "glm", "glm4", "glm4_moe", "glm4_moe_lite",
         "glm_moe_dsa", "gpt-sw3", "gpt2", "gpt_bigcode", "gpt_neo", "gpt_neox", "gpt_neox_japanese", "gptj", "granite",
         "granitemoe", "granitemoehybrid", "granitemoeshared", "gte", "helium", "hiera", "hrm_text", "hunyuan_v1_dense",
         "hunyuan_v1_moe", "hy_v3", "hy_v4", "hyperclovax", "ibert", "idefics", "internlm3", "iquestcoder", "jais2",
