@@ -281,11 +281,11 @@ def kinds() -> list[str]:
 
 
 def _bf16(x: np.ndarray) -> np.ndarray:
-    return torch.as_tensor(x, dtype=torch.float64).to(torch.bfloat16).double().numpy()
+    return torch.tensor(np.array(x, dtype=np.float64)).to(torch.bfloat16).double().numpy()
 
 
 def _f16(x: np.ndarray) -> np.ndarray:
-    return torch.as_tensor(x, dtype=torch.float64).to(torch.float16).double().numpy()
+    return torch.tensor(np.array(x, dtype=np.float64)).to(torch.float16).double().numpy()
 
 
 def _two_d(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray, np.random.Generator], np.ndarray | None]:
