@@ -105,3 +105,17 @@ def test_a_named_slope_mistake_is_built_at_the_settings_alibi_bias_max(bias_max)
         result = C.check("alibi_slopes", got, s)
         assert result.cause.name == name and V.verify("alibi_slopes", got, result) == "named"
         np.testing.assert_array_equal(C.kind_of("alibi_slopes").variant(name, got.shape, s), got)
+
+
+def test_a_rope_mistake_that_fits_the_probe_rows_only_is_a_partial_fit_not_a_crash():
+    """The sweep's fourth hole: a named RoPE mistake that reproduced the 64 probe rows of a longer cache but not every
+    row was then scored against the probe rows' mismatches with every row's matches, and numpy raised (broadcast
+    (95, 6) against (64, 6)). Here a 100-row cos cache is 'base off' in every row but row 10, which no probe reads
+    (the probes are 64 rows spread over 100) and which holds the reference's values."""
+    from relviz.check.rope import rope_settings, variant_cache
+
+    s = rope_settings(head_dim=8)
+    got = variant_cache("rope_cos", "base off: 1e+06 instead of 10000", (100, 8), s)
+    got[10] = variant_cache("rope_cos", "", (100, 8), s)[10]
+    result = C.check("rope_cos", got, s)
+    assert not result.causes and V.verify("rope_cos", got, result) == "cannot tell"

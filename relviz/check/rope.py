@@ -325,19 +325,21 @@ def compare(kind_name: str, got: np.ndarray, s: RopeSettings, *, fitted: bool = 
         for variant, recipe in variants(kind, s, rows):
             matches = _reproduces(kind, recipe, ref, got, probe, width, storage)
             if matches.all():
-                matches = _reproduces(kind, recipe, ref, got, every, width, storage)
-                if matches.all():
-                    if variant.name not in [c.name for c in causes]:
-                        explanation = variant.explanation
-                        if variant.precision is not None:
-                            from relviz.check.rope_causes import precision_note
-
-                            gap = np.abs(expected - got)
-                            worst = int(np.unravel_index(int(gap.argmax()), gap.shape)[0])
-                            explanation += precision_note(variant, float(gap.max()), worst, s.q_offset, rows)
-                        causes.append(Cause(variant.name, explanation, variant.harmless, 1.0,
-                                            proof(kind, recipe, ref, got, storage)))
+                full = _reproduces(kind, recipe, ref, got, every, width, storage)
+                if not full.all():   # the probe rows agree, others do not: its share of every row, scaled to probe's
+                    near.append((float((full & mismatch).sum()) * len(probe) / rows, variant, recipe))
                     continue
+                if variant.name not in [c.name for c in causes]:
+                    explanation = variant.explanation
+                    if variant.precision is not None:
+                        from relviz.check.rope_causes import precision_note
+
+                        gap = np.abs(expected - got)
+                        worst = int(np.unravel_index(int(gap.argmax()), gap.shape)[0])
+                        explanation += precision_note(variant, float(gap.max()), worst, s.q_offset, rows)
+                    causes.append(Cause(variant.name, explanation, variant.harmless, 1.0,
+                                        proof(kind, recipe, ref, got, storage)))
+                continue
             near.append((float((matches & mismatch[probe]).sum()), variant, recipe))
         if not causes:  # the closest partial fit: the share of the cells it reproduces, where that beats the
             reference_share = 1.0 - float(mismatch.mean())  # reference's own (else it explains nothing)

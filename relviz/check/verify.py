@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,6 +119,19 @@ class Tally:
     wrong: list[tuple[int, str, str]] = field(default_factory=list)
 
 
+def _origin(exc: BaseException) -> str:
+    """The file of the innermost frame that raised ``exc``."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_filename if tb is not None else ""
+
+
+def _raised_by_relviz(exc: BaseException) -> bool:
+    """Whether relviz raised ``exc`` itself (a refusal naming what was wrong), not a library under it."""
+    return Path(_origin(exc)).resolve().is_relative_to(Path(__file__).resolve().parents[1])
+
+
 def run_case(c: Case) -> tuple[str, str]:
     """(outcome, why): the check of one case and its verification (a ValueError naming a field is 'refused'); why is
     the verdict, and the note when the last gate took a cause back."""
@@ -126,6 +140,8 @@ def run_case(c: Case) -> tuple[str, str]:
     try:
         result = check(c.kind, c.got, c.given)
     except ValueError as exc:
+        if not _raised_by_relviz(exc):   # numpy or torch refusing an operation: a crash, not a refusal
+            return "WRONG", f"crashed: {type(exc).__name__} from {_origin(exc)}: {exc}"
         return "refused", str(exc)
     why = result.verdict() + (" | " + result.note if GATED in result.note else "")
     try:
