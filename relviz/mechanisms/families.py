@@ -40,7 +40,8 @@ _QWEN2_LAYER_TYPES = [
      "else": "full_attention", "requires": {"use_sliding_window": True}},
     {"field": "layer_types", "constant": "full_attention"}]
 _GPTJ_FIELDS = {"hidden_size": "n_embd", "num_attention_heads": "n_head", "max_position_embeddings": "n_positions"}
-_T5 = {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {}, "pattern": {}}}
+# T5 and its kin scale q·k by 1, not 1/√d_kv (the scale is folded into the query projection's initialisation)
+_T5 = {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {}, "pattern": {}, "query_scalar": {"family_scalar": 1.0}}}
 
 _DEEPSEEK_V3: dict[str, Any] = {"stacks": DECODER, "derive": [  # DeepseekV3Config sets both, whatever the config says
     {"field": "qk_head_dim", "sum_of": ["qk_nope_head_dim", "qk_rope_head_dim"], "always": True},
@@ -383,9 +384,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
            "mechanisms": {"swin_bias": {"continuous": continuous, "shrinks_when_built": continuous}}}
        for t, continuous in (("swin", False), ("donut-swin", False), ("swinv2", True))},
     "t5": _T5, "mt5": _T5,
-    "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {}}},
+    "umt5": {"stacks": ENCODER_DECODER, "mechanisms": {"t5_bias": {"per_layer": True}, "pattern": {},
+                                                   "query_scalar": {"family_scalar": 1.0}}},
     "longt5": {"stacks": ENCODER_DECODER, "mechanisms": {
-        "t5_bias": {}, "pattern": {"local_radius_field": "local_radius"}}},
+        "t5_bias": {}, "pattern": {"local_radius_field": "local_radius"}, "query_scalar": {"family_scalar": 1.0}}},
     # MiniCPM3: DeepSeek-V3's MLA (head_dim is qk_rope_head_dim, the rotated dims close each head, YaRN's mscale²
     # on the softmax scale), its pairs rotate_half's
     "minicpm3": {**_DEEPSEEK_V3, "mechanisms": {"rotation": {"pass_before_field": "qk_nope_head_dim"}, "pattern": {},
