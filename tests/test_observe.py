@@ -230,3 +230,14 @@ def test_an_encoder_decoder_read_as_its_causal_lm_is_built_as_that_alone(monkeyp
     assert type(model).__name__ == "BartForCausalLM" and built == [("meta", False), ("meta", True), ("cpu", True)]
     _, model, _ = observe_build.build(shrink(_config("llama", num_hidden_layers=2)), causal_if_encoder_decoder=True)
     assert type(model).__name__ == "LlamaModel"
+
+
+def test_t5_scales_q_k_by_one_and_the_observer_agrees():
+    """T5 folds 1/√d_kv into its query projection's initialisation and scales q·k by 1: with no softmax scale in
+    its entry the observer refused T5 at its defaults, and the settings search counted the case as silent."""
+    from relviz.mechanisms.scale import QueryScalar
+    from relviz.zoo import tiny_config
+
+    plan = verified_plan(tiny_config("t5"))
+    layers = plan.all_layers()
+    assert len(layers) > 1 and {p.find(QueryScalar).scale() for p in layers} == {1.0}
