@@ -3,6 +3,8 @@ held to the rule from outside the checker's search (relviz.check.verify). A fast
 ``python -m relviz bench --only mistakes``, and the two holes that sweep found, each as its own case."""
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,16 @@ def test_a_rope_mistake_that_fits_the_probe_rows_only_is_a_partial_fit_not_a_cra
     got[10] = variant_cache("rope_cos", "", (100, 8), s)[10]
     result = C.check("rope_cos", got, s)
     assert not result.causes and V.verify("rope_cos", got, result) == "cannot tell"
+
+
+def test_a_result_with_a_named_cause_pickles_as_the_app_caches_it_without_its_proof():
+    """The Check page keeps results in st.cache_data, which pickles them: a cause's proof is a closure, and pickling
+    it raised on every named cause (tests/test_controls.py caught it on the page). The verdict survives whole."""
+
+
+    got = np.arange(12)[None, :] - np.arange(12)[:, None] + 3             # [q, k] Shaw's j − i + k with no clip
+    result = C.check("shaw", got, C.Settings(k=3))
+    assert result.cause is not None and result.cause.reproduce is not None
+    back = pickle.loads(pickle.dumps(result))
+    assert back.cause == result.cause and back.cause.reproduce is None
+    assert back.to_json() == result.to_json()

@@ -43,6 +43,11 @@ class Cause:
         return {"name": self.name, "explanation": self.explanation, "harmless": self.harmless,
                 "explains": self.explains}
 
+    def __reduce__(self):
+        """A pickled cause (the app's st.cache_data keeps results pickled) carries its verdict without its proof:
+        the proof is a closure over the upload, checked once in the process that named the cause (api.confirmed)."""
+        return (Cause, (self.name, self.explanation, self.harmless, self.explains))
+
 
 @dataclass(frozen=True)
 class CheckResult:
