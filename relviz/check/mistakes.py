@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 @dataclass(frozen=True)
-class Family:
+class KindDrawer:
     """How to draw and rebuild one family of kinds: ``owns(kind)``; ``draw(kind, rng)`` valid (settings, shape);
     ``reference(kind, settings, got)`` the reference's (values, tolerance per cell) for an upload like ``got``;
     ``known(kind, settings, shape, rng)`` the named mistakes as (name, array), compositions included;
@@ -244,7 +244,7 @@ def _mrope_reference(kind: str, s: Any, got: np.ndarray) -> tuple[np.ndarray, np
     return values, np.zeros(values.shape)
 
 
-def _families() -> list[Family]:
+def _families() -> list[KindDrawer]:
     from relviz.check.matrix import MATRIX_KINDS
     from relviz.check.rope import ROPE_KINDS
     from relviz.check.vision import MROPE_CAUSES, ROPE2D_CAUSES, check_mrope, check_rope2d
@@ -254,14 +254,14 @@ def _families() -> list[Family]:
         return lambda kind: kind in REGISTRY and REGISTRY[kind].check is fn
 
     return [
-        Family(lambda kind: kind in MATRIX_KINDS, _matrix_draw, _matrix_reference, _matrix_known, _matrix_searched),
-        Family(lambda kind: kind in ROPE_KINDS, _rope_draw, _rope_reference, _rope_known, lambda kind: True),
-        Family(checked_by(check_rope2d), _rope2d_draw, _rope2d_reference, _named_table(ROPE2D_CAUSES)),
-        Family(checked_by(check_mrope), _mrope_draw, _mrope_reference, _named_table(MROPE_CAUSES)),
+        KindDrawer(lambda kind: kind in MATRIX_KINDS, _matrix_draw, _matrix_reference, _matrix_known, _matrix_searched),
+        KindDrawer(lambda kind: kind in ROPE_KINDS, _rope_draw, _rope_reference, _rope_known, lambda kind: True),
+        KindDrawer(checked_by(check_rope2d), _rope2d_draw, _rope2d_reference, _named_table(ROPE2D_CAUSES)),
+        KindDrawer(checked_by(check_mrope), _mrope_draw, _mrope_reference, _named_table(MROPE_CAUSES)),
     ]
 
 
-def family_of(kind: str) -> Family:
+def family_of(kind: str) -> KindDrawer:
     """The family that draws ``kind``; ValueError for a registered kind no family draws (a new kind needs one)."""
     for family in _families():
         if family.owns(kind):
@@ -406,7 +406,7 @@ def _few_cells(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Case:
+class MistakeCase:
     kind: str
     seed: int
     settings: Any
@@ -415,7 +415,7 @@ class Case:
     recipe: str                # how the upload was made, in words
 
 
-def case(kind: str, seed: int) -> Case:
+def case(kind: str, seed: int) -> MistakeCase:
     """The seeded case ``seed`` of ``kind``: valid settings, then one of: a named mistake or two or three composed,
     the reference or a named mistake at other settings with a transformation, the reference with one to three
     transformations, or noise alone."""
@@ -450,4 +450,4 @@ def case(kind: str, seed: int) -> Case:
     given = None if family.searched(kind) and rng.random() < 0.3 else settings
     if np.all(got == np.round(got)) and np.all(np.abs(got) < 2**53):
         got = got.astype(np.int64)    # whole numbers read as integers, as relviz.check.reading does
-    return Case(kind, seed, settings, got, given, " then ".join(steps) or "the reference")
+    return MistakeCase(kind, seed, settings, got, given, " then ".join(steps) or "the reference")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from relviz.check.mistakes import Case, case, family_of, kinds
+from relviz.check.mistakes import MistakeCase, case, family_of, kinds
 
 #: A case's outcome, when the verdict holds up.
 OUTCOMES = ("ok", "named", "cannot tell", "refused")
@@ -132,7 +132,7 @@ def _raised_by_relviz(exc: BaseException) -> bool:
     return Path(_origin(exc)).resolve().is_relative_to(Path(__file__).resolve().parents[1])
 
 
-def run_case(c: Case) -> tuple[str, str]:
+def run_case(c: MistakeCase) -> tuple[str, str]:
     """(outcome, why): the check of one case and its verification (a ValueError naming a field is 'refused'); why is
     the verdict, and the note when the last gate took a cause back."""
     from relviz.check.api import GATED, check
