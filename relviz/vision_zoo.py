@@ -242,19 +242,29 @@ def _first_difference(mine: torch.Tensor, theirs: torch.Tensor) -> str:
 GRIDS = ((1, 1), (1, 7), (7, 1), (2, 2), (3, 5), (5, 3), (9, 4))
 
 
-def _rotary_family(family: Family, quick: bool) -> list[CaseOutcome]:
+def _rope2d_read(family: Family) -> tuple[Any, list] | CaseOutcome:
+    """The family's default config and the 2-D RoPE layers relviz's plan reads from it, or the refusal."""
     from relviz.mechanisms.rope2d import Rope2DLayer
-    from relviz.vision.rope2d import rope2d_cos_sin
 
     model_type = model_type_of(family.module)
     try:
         config = _config(model_type)
         plan = _plan(config.to_dict())
     except ValueError as error:
-        return [CaseOutcome(family, "every grid", REFUSED, str(error))]
+        return CaseOutcome(family, "every grid", REFUSED, str(error))
     layers = _find(plan, Rope2DLayer)
     if not layers:
-        return [CaseOutcome(family, "every grid", REFUSED, _not_read(plan, model_type, "2-D RoPE"))]
+        return CaseOutcome(family, "every grid", REFUSED, _not_read(plan, model_type, "2-D RoPE"))
+    return config, layers
+
+
+def _rotary_family(family: Family, quick: bool) -> list[CaseOutcome]:
+    from relviz.vision.rope2d import rope2d_cos_sin
+
+    read = _rope2d_read(family)
+    if isinstance(read, CaseOutcome):
+        return [read]
+    config, layers = read
     vision = getattr(config, "vision_config", None) or config
     try:
         rotary = getattr(_modeling(family.source), family.target)(vision)
@@ -271,8 +281,8 @@ def _rotary_family(family: Family, quick: bool) -> list[CaseOutcome]:
         except Exception as error:  # noqa: BLE001
             out.append(CaseOutcome(family, f"{rows}×{cols}", UNRUN, f"its forward(x, position_ids) raised {error!r:.160}"))
             continue
-        wrong = [r.label for r in ropes if not (torch.equal(rope2d_cos_sin(r, (rows, cols), device="cpu")[0], cos)
-                                                and torch.equal(rope2d_cos_sin(r, (rows, cols), device="cpu")[1], sin))]
+        wrong = [r.label for r in ropes
+                 if not all(map(torch.equal, rope2d_cos_sin(r, (rows, cols), device="cpu"), (cos, sin)))]
         out.append(CaseOutcome(family, f"{rows}×{cols}", WRONG if wrong else EXACT,
                            f"cos/sin differ from {family.target}'s ({', '.join(wrong)})" if wrong else "",
                            time.perf_counter() - start))
@@ -282,18 +292,12 @@ def _rotary_family(family: Family, quick: bool) -> list[CaseOutcome]:
 def _pixel_rotary_family(family: Family, quick: bool) -> list[CaseOutcome]:
     """A rotary module that reads the grid from the pixels (DINOv3's ``*RopePositionEmbedding(pixel_values)``), in
     eval mode (training jitters the coordinates): its cos/sin against relviz's at the plan's 2-D RoPE."""
-    from relviz.mechanisms.rope2d import Rope2DLayer
     from relviz.vision.rope2d import rope2d_cos_sin
 
-    model_type = model_type_of(family.module)
-    try:
-        config = _config(model_type)
-        plan = _plan(config.to_dict())
-    except ValueError as error:
-        return [CaseOutcome(family, "every grid", REFUSED, str(error))]
-    layers = _find(plan, Rope2DLayer)
-    if not layers:
-        return [CaseOutcome(family, "every grid", REFUSED, _not_read(plan, model_type, "2-D RoPE"))]
+    read = _rope2d_read(family)
+    if isinstance(read, CaseOutcome):
+        return [read]
+    config, layers = read
     rotary = getattr(_modeling(family.source), family.target)(config).eval()
     patch = config.patch_size if isinstance(config.patch_size, int) else config.patch_size[0]
     rope = layers[0].rope()
