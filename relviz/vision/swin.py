@@ -149,15 +149,7 @@ def swinv2_bias(raw_table: torch.Tensor, window: int | tuple[int, int]) -> torch
 def swinv2_table(coordinates: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
     """[(2M − 1)², heads]: 16·sigmoid(W2·relu(W1·c + b1)), the bias each table row gives (Swin v2's
     ``continuous_position_bias_mlp`` and its bound; the bound commutes with the gather)."""
-    coordinates = check_tensor("coordinates", coordinates, ndim=2, floating=True)
-    w1 = check_tensor("w1", w1, ndim=2, floating=True)
-    b1 = check_tensor("b1", b1, ndim=1, floating=True)
-    w2 = check_tensor("w2", w2, ndim=2, floating=True)
-    if coordinates.shape[1] != 2 or w1.shape[1] != 2 or b1.shape[0] != w1.shape[0] or w2.shape[1] != w1.shape[0]:
-        raise ValueError(f"coordinates [R, 2], w1 [hidden, 2], b1 [hidden], w2 [heads, hidden] must agree; got "
-                         f"{tuple(coordinates.shape)}, {tuple(w1.shape)}, {tuple(b1.shape)}, {tuple(w2.shape)}")
-    hidden = torch.nn.functional.relu(torch.nn.functional.linear(coordinates, w1, b1))
-    return SWINV2_BOUND * torch.sigmoid(torch.nn.functional.linear(hidden, w2))
+    return SWINV2_BOUND * torch.sigmoid(swinv2_raw_table(coordinates, w1, b1, w2))
 
 
 # ---------------------------------------------------------------------------------------
